@@ -1,0 +1,35 @@
+# One virtualenv for everything: the folder Pulumi.yaml names (runtime.options.virtualenv).
+PYTHON ?= python3
+VENV := venv
+BIN := $(VENV)/bin
+STACK ?= dev
+STAMP := $(VENV)/.installed
+
+.PHONY: plan test lint typecheck unit clean
+
+$(STAMP): requirements.txt requirements-dev.txt pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
+	$(BIN)/python -m pip install --quiet --no-deps -e .
+	touch $(STAMP)
+
+## plan: evaluate the stack offline under Pulumi mocks and print what would be created (STACK=dev|prod)
+plan: $(STAMP)
+	$(BIN)/python -m tools.plan --stack $(STACK)
+
+## test: lint, type check and every test
+test: lint typecheck unit
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(STAMP)
+	$(BIN)/pyright
+
+unit: $(STAMP)
+	$(BIN)/pytest
+
+clean:
+	rm -rf $(VENV) out .pytest_cache .ruff_cache

@@ -1,0 +1,55 @@
+"""aks-gpu-platform: load and validate config, compose the components, export outputs."""
+
+import pulumi
+
+from components.aks_cluster import AksCluster
+from components.cpu_node_pool import CpuNodePool
+from components.network import Network
+from components.resource_group import platform_resource_group
+from config import load_platform_config
+
+
+def main() -> None:
+    cfg = load_platform_config()  # raises a clean ConfigError before any resource exists
+    tags = {"environment": cfg.environment, "managedBy": "pulumi", "project": "aks-gpu-platform", **cfg.tags}
+
+    rg = platform_resource_group("platform-rg", cfg.resource_group, cfg.location, tags, protect=cfg.protect_stateful)
+    net = Network(
+        "network",
+        {"resource_group_name": rg, "location": cfg.location, "settings": cfg.network.as_settings(), "tags": tags},
+    )
+    aks = AksCluster(
+        "aks",
+        {
+            "resource_group_name": rg,
+            "location": cfg.location,
+            "nodes_subnet_id": net.nodes_subnet_id,
+            "cluster": cfg.cluster.as_settings(),
+            "system_pool": cfg.system_pool.as_settings(),
+            "upgrade": cfg.upgrade.as_settings(),
+            "tags": tags,
+            "protect": cfg.protect_stateful,
+        },
+    )
+    CpuNodePool(
+        "cpu",
+        {
+            "resource_group_name": rg,
+            "cluster_name": aks.cluster_name,
+            "nodes_subnet_id": net.nodes_subnet_id,
+            "settings": cfg.cpu_pool.as_settings(),
+            "kubernetes_version": cfg.cluster.kubernetes_version,
+            "tracks_versions": cfg.upgrade.tracks_versions,
+            "tags": tags,
+        },
+    )
+
+    pulumi.export("resourceGroupName", rg)
+    pulumi.export("clusterName", aks.cluster_name)
+    pulumi.export("clusterId", aks.cluster_id)
+    pulumi.export("oidcIssuerUrl", aks.oidc_issuer_url)
+    pulumi.export("kubeletIdentityObjectId", aks.kubelet_identity_object_id)
+    pulumi.export("kubeconfig", aks.kubeconfig)
+
+
+main()

@@ -1,0 +1,1 @@
+"""Reusable Pulumi components of the AKS GPU platform."""

@@ -1,0 +1,43 @@
+"""What every separately managed, autoscaled AgentPool shares."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+import pulumi_azure_native.containerservice as containerservice
+
+from config.node_pools import AutoscaledPoolConfig
+
+# The cluster autoscaler owns the node count; re-sending `count` makes Azure reject the update.
+AUTOSCALED_POOL_IGNORED_FIELDS = ["count"]
+# Azure moves the pool's version when an auto-upgrade channel is on; re-sending it is a downgrade.
+VERSION_TRACKED_FIELDS = ["orchestratorVersion"]
+
+
+def autoscaled_pool_args(pool: AutoscaledPoolConfig) -> dict[str, Any]:
+    """AgentPool arguments shared by the CPU and GPU pools (autoscaling, zones, OS, disk)."""
+    return {
+        "agent_pool_name": pool.name,
+        "vm_size": pool.vm_size,
+        "availability_zones": list(pool.zones),
+        "enable_auto_scaling": True,
+        "min_count": pool.min_count,
+        "max_count": pool.max_count,
+        "count": pool.min_count,
+        "os_type": containerservice.OSType.LINUX,
+        "os_sku": pool.os_sku,
+        "os_disk_size_gb": pool.os_disk_size_gb,
+        "os_disk_type": pool.os_disk_type,
+        "max_pods": pool.max_pods,
+        "type": containerservice.AgentPoolType.VIRTUAL_MACHINE_SCALE_SETS,
+    }
+
+
+def autoscaled_pool_options(
+    parent: pulumi.Resource, tracks_versions: bool, extra_ignored: list[str] | None = None
+) -> pulumi.ResourceOptions:
+    ignored = (
+        AUTOSCALED_POOL_IGNORED_FIELDS + (VERSION_TRACKED_FIELDS if tracks_versions else []) + (extra_ignored or [])
+    )
+    return pulumi.ResourceOptions(parent=parent, ignore_changes=ignored)

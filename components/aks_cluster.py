@@ -1,0 +1,259 @@
+"""AKS control plane with the tainted system pool inline, identities and a non-interactive kubeconfig."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, NotRequired, TypedDict
+
+import pulumi
+import pulumi_azure_native.containerservice as containerservice
+import pulumi_azure_native.managedidentity as managedidentity
+import pulumi_kubernetes as k8s
+
+from config.cluster import ClusterConfig
+from config.loader import validate_section
+from config.node_pools import SystemPoolConfig
+from config.upgrade import UpgradeConfig
+
+from . import roles
+from .agent_pools import autoscaled_pool_args
+from .kubeconfig import non_interactive_kubeconfig
+
+SYSTEM_POOL_TAINT = "CriticalAddonsOnly=true:NoSchedule"
+
+
+class AksClusterArgs(TypedDict):
+    resource_group_name: pulumi.Input[str]
+    """Resource group of the cluster and its identities."""
+    location: pulumi.Input[str]
+    """Azure region."""
+    nodes_subnet_id: pulumi.Input[str]
+    """Subnet every node pool joins."""
+    cluster: Mapping[str, Any]
+    """The `cluster` config section (camelCase keys, as in the stack YAML)."""
+    system_pool: Mapping[str, Any]
+    """The `systemPool` config section."""
+    upgrade: Mapping[str, Any]
+    """The `upgrade` config section (tier, support plan, channels)."""
+    tags: NotRequired[Mapping[str, str]]
+    """Azure tags."""
+    protect: NotRequired[bool]
+    """Refuse to delete or replace the cluster (prod)."""
+    system_pool_upgrade_settings: NotRequired[containerservice.AgentPoolUpgradeSettingsArgsDict]
+    """Surge settings of the system pool."""
+    addon_profiles: NotRequired[Mapping[str, containerservice.ManagedClusterAddonProfileArgsDict]]
+    """AKS add-ons (e.g. omsagent for Container Insights, azurepolicy, azureKeyvaultSecretsProvider)."""
+    azure_monitor_profile: NotRequired[containerservice.ManagedClusterAzureMonitorProfileArgsDict]
+    """Managed Prometheus metrics switch."""
+    workload_auto_scaler_profile: NotRequired[containerservice.ManagedClusterWorkloadAutoScalerProfileArgsDict]
+    """KEDA add-on switch."""
+    defender_log_analytics_workspace_id: NotRequired[pulumi.Input[str]]
+    """Enables Microsoft Defender for Containers, reporting to this workspace."""
+
+
+def autoscaler_profile(cfg: ClusterConfig) -> containerservice.ManagedClusterPropertiesAutoScalerProfileArgsDict:
+    p = cfg.autoscaler_profile
+    return {
+        "expander": p.expander,
+        "scan_interval": f"{p.scan_interval_seconds}s",
+        "scale_down_delay_after_add": f"{p.scale_down_delay_after_add_minutes}m",
+        "scale_down_unneeded_time": f"{p.scale_down_unneeded_minutes}m",
+        "scale_down_unready_time": f"{p.scale_down_unready_minutes}m",
+        "scale_down_utilization_threshold": str(p.scale_down_utilization_threshold),
+        "max_graceful_termination_sec": str(p.max_graceful_termination_seconds),
+        "max_node_provision_time": f"{p.max_node_provision_minutes}m",
+        "balance_similar_node_groups": str(p.balance_similar_node_groups).lower(),
+        "skip_nodes_with_local_storage": str(p.skip_nodes_with_local_storage).lower(),
+        "skip_nodes_with_system_pods": str(p.skip_nodes_with_system_pods).lower(),
+    }
+
+
+class AksCluster(pulumi.ComponentResource):
+    """The AKS cluster: system pool inline, Entra ID + Azure RBAC, CNI overlay + Cilium, workload identity."""
+
+    cluster: containerservice.ManagedCluster
+    """The ManagedCluster resource (for `depends_on` and `deleted_with`)."""
+    cluster_name: pulumi.Output[str]
+    """Azure name of the cluster."""
+    cluster_id: pulumi.Output[str]
+    """Azure resource ID of the cluster."""
+    oidc_issuer_url: pulumi.Output[str]
+    """OIDC issuer that federated identity credentials trust."""
+    kubelet_identity_object_id: pulumi.Output[str]
+    """Principal the nodes pull images as (AcrPull goes here)."""
+    kubelet_identity_client_id: pulumi.Output[str]
+    """Client ID of the kubelet identity."""
+    kubeconfig: pulumi.Output[str]
+    """Secret kubeconfig using kubelogin, no interactive login."""
+    provider: k8s.Provider
+    """Kubernetes provider for every in-cluster component."""
+
+    def __init__(self, name: str, args: AksClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("aks-gpu-platform:index:AksCluster", name, None, opts)
+        cfg = validate_section(ClusterConfig, args["cluster"], source="AksCluster cluster settings")
+        system = validate_section(SystemPoolConfig, args["system_pool"], source="AksCluster system pool settings")
+        upgrade = validate_section(UpgradeConfig, args["upgrade"], source="AksCluster upgrade settings")
+        tags = dict(args.get("tags", {}))
+        rg = args["resource_group_name"]
+        location = args["location"]
+        child = pulumi.ResourceOptions(parent=self)
+
+        control_plane = managedidentity.UserAssignedIdentity(
+            f"{name}-control-plane",
+            resource_group_name=rg,
+            location=location,
+            resource_name_=f"id-{cfg.name}-control-plane",
+            tags=tags,
+            opts=child,
+        )
+        kubelet = managedidentity.UserAssignedIdentity(
+            f"{name}-kubelet",
+            resource_group_name=rg,
+            location=location,
+            resource_name_=f"id-{cfg.name}-kubelet",
+            tags=tags,
+            opts=child,
+        )
+        # AKS needs these two grants before it can create nodes with a bring-your-own kubelet identity and subnet.
+        kubelet_operator = roles.assign_role(
+            f"{name}-control-plane-kubelet-operator",
+            role_guid=roles.MANAGED_IDENTITY_OPERATOR,
+            principal_id=control_plane.principal_id,
+            scope=kubelet.id,
+            opts=child,
+        )
+        subnet_joiner = roles.assign_role(
+            f"{name}-control-plane-subnet",
+            role_guid=roles.NETWORK_CONTRIBUTOR,
+            principal_id=control_plane.principal_id,
+            scope=args["nodes_subnet_id"],
+            opts=child,
+        )
+
+        system_pool: containerservice.ManagedClusterAgentPoolProfileArgsDict = {
+            **autoscaled_pool_args(system),  # type: ignore[typeddict-item]
+            "name": system.name,
+            "mode": containerservice.AgentPoolMode.SYSTEM,
+            "node_taints": [SYSTEM_POOL_TAINT],
+            "node_labels": {"pool": "system"},
+            "vnet_subnet_id": args["nodes_subnet_id"],
+        }
+        system_pool.pop("agent_pool_name", None)  # type: ignore[misc]
+        if "system_pool_upgrade_settings" in args:
+            system_pool["upgrade_settings"] = args["system_pool_upgrade_settings"]
+
+        security_profile: containerservice.ManagedClusterSecurityProfileArgsDict = {
+            "workload_identity": {"enabled": True},
+            "image_cleaner": {"enabled": True, "interval_hours": cfg.image_cleaner_interval_hours},
+        }
+        if "defender_log_analytics_workspace_id" in args:
+            security_profile["defender"] = {
+                "log_analytics_workspace_resource_id": args["defender_log_analytics_workspace_id"],
+                "security_monitoring": {"enabled": True},
+            }
+
+        # Only the system pool lives inline; other pools are AgentPool resources that this list would fight.
+        ignored = ["agentPoolProfiles"]
+        if upgrade.tracks_versions:
+            # The auto-upgrade channel moves the version; re-sending the pinned one would be a downgrade.
+            ignored += ["kubernetesVersion"]
+
+        self.cluster = containerservice.ManagedCluster(
+            f"{name}-cluster",
+            resource_group_name=rg,
+            location=location,
+            resource_name_=cfg.name,
+            dns_prefix=cfg.dns_prefix,
+            kubernetes_version=cfg.kubernetes_version,
+            sku={"name": containerservice.ManagedClusterSKUName.BASE, "tier": upgrade.tier},
+            support_plan=upgrade.support_plan,
+            auto_upgrade_profile={
+                "upgrade_channel": upgrade.auto_upgrade_channel,
+                "node_os_upgrade_channel": upgrade.node_os_upgrade_channel,
+            },
+            identity={
+                "type": containerservice.ResourceIdentityType.USER_ASSIGNED,
+                "user_assigned_identities": [control_plane.id],
+            },
+            identity_profile={
+                "kubeletidentity": {
+                    "resource_id": kubelet.id,
+                    "client_id": kubelet.client_id,
+                    "object_id": kubelet.principal_id,
+                }
+            },
+            agent_pool_profiles=[system_pool],
+            enable_rbac=True,
+            aad_profile={
+                "managed": True,
+                "enable_azure_rbac": True,
+                "admin_group_object_ids": list(cfg.entra_id.admin_group_object_ids),
+                "tenant_id": cfg.entra_id.tenant_id,
+            },
+            disable_local_accounts=cfg.local_accounts_disabled,
+            api_server_access_profile={
+                "enable_private_cluster": cfg.api_server.private_cluster,
+                "authorized_ip_ranges": list(cfg.api_server.authorized_ip_ranges),
+            },
+            network_profile={
+                "network_plugin": containerservice.NetworkPlugin.AZURE,
+                "network_plugin_mode": containerservice.NetworkPluginMode.OVERLAY,
+                "network_dataplane": containerservice.NetworkDataplane.CILIUM,
+                "network_policy": containerservice.NetworkPolicy.CILIUM,
+                "pod_cidr": cfg.pod_cidr,
+                "service_cidr": cfg.service_cidr,
+                "dns_service_ip": cfg.dns_service_ip,
+                "load_balancer_sku": containerservice.LoadBalancerSku.STANDARD,
+                "outbound_type": containerservice.OutboundType.LOAD_BALANCER,
+            },
+            oidc_issuer_profile={"enabled": True},
+            security_profile=security_profile,
+            storage_profile={
+                "blob_csi_driver": {"enabled": True},
+                "disk_csi_driver": {"enabled": True},
+                "file_csi_driver": {"enabled": True},
+                "snapshot_controller": {"enabled": True},
+            },
+            auto_scaler_profile=autoscaler_profile(cfg),
+            addon_profiles=args.get("addon_profiles"),
+            azure_monitor_profile=args.get("azure_monitor_profile"),
+            workload_auto_scaler_profile=args.get("workload_auto_scaler_profile"),
+            tags=tags,
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                depends_on=[kubelet_operator, subnet_joiner],
+                ignore_changes=ignored,
+                # Replacing or deleting the cluster drops every workload on it; prod refuses both.
+                protect=args.get("protect", False),
+            ),
+        )
+
+        self.cluster_name = self.cluster.name
+        self.cluster_id = self.cluster.id
+        self.oidc_issuer_url = self.cluster.oidc_issuer_profile.apply(lambda p: (p.issuer_url if p else None) or "")
+        self.kubelet_identity_object_id = kubelet.principal_id
+        self.kubelet_identity_client_id = kubelet.client_id
+
+        credentials = containerservice.list_managed_cluster_user_credentials_output(
+            resource_group_name=rg, resource_name=self.cluster.name
+        )
+        login = cfg.kubeconfig_login
+        self.kubeconfig = pulumi.Output.secret(
+            credentials.kubeconfigs.apply(lambda configs: non_interactive_kubeconfig(configs[0].value, login))
+        )
+        self.provider = k8s.Provider(
+            f"{name}-k8s",
+            kubeconfig=self.kubeconfig,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+
+        self.register_outputs(
+            {
+                "cluster_name": self.cluster_name,
+                "cluster_id": self.cluster_id,
+                "oidc_issuer_url": self.oidc_issuer_url,
+                "kubelet_identity_object_id": self.kubelet_identity_object_id,
+                "kubelet_identity_client_id": self.kubelet_identity_client_id,
+                "kubeconfig": self.kubeconfig,
+            }
+        )

@@ -1,0 +1,91 @@
+"""Cluster section: control plane identity, access, networking, autoscaler profile."""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from .base import ConfigModel
+from .errors import field_error
+from .types import Cidr, Guid, IPv4
+
+KubeconfigLogin = Literal["azurecli", "workloadidentity", "spn"]
+Expander = Literal["least-waste", "priority", "most-pods", "random"]
+
+
+class EntraIdConfig(ConfigModel):
+    admin_group_object_ids: list[Guid] = Field(
+        min_length=1, description="Entra ID groups granted cluster admin through Azure RBAC"
+    )
+    tenant_id: Guid | None = Field(default=None, description="Defaults to the deploying identity's tenant")
+
+
+class ApiServerAccessConfig(ConfigModel):
+    private_cluster: bool = Field(default=False, description="API server only on a private endpoint")
+    authorized_ip_ranges: list[Cidr] = Field(
+        default_factory=list, description="Public API server reachable only from these ranges"
+    )
+
+    @model_validator(mode="after")
+    def _check_exposure(self) -> ApiServerAccessConfig:
+        if self.private_cluster and self.authorized_ip_ranges:
+            raise field_error("authorizedIpRanges", self.authorized_ip_ranges, "must be empty for a private cluster")
+        if not self.private_cluster and not self.authorized_ip_ranges:
+            raise field_error(
+                "authorizedIpRanges",
+                [],
+                "a public API server needs at least one authorized range (or set privateCluster: true)",
+            )
+        return self
+
+
+class AutoscalerProfileConfig(ConfigModel):
+    """Cluster autoscaler tuned for expensive GPU nodes: slow to scale down, quick to scale up."""
+
+    expander: Expander = Field(default="least-waste", description="least-waste picks the cheapest fitting pool")
+    scan_interval_seconds: int = Field(default=10, ge=5, le=60)
+    scale_down_delay_after_add_minutes: int = Field(default=15, ge=1, le=120)
+    scale_down_unneeded_minutes: int = Field(default=15, ge=1, le=240)
+    scale_down_unready_minutes: int = Field(default=20, ge=1, le=240)
+    scale_down_utilization_threshold: float = Field(default=0.5, ge=0.1, le=0.9)
+    max_graceful_termination_seconds: int = Field(default=900, ge=30, le=3600)
+    max_node_provision_minutes: int = Field(default=20, ge=5, le=60)
+    balance_similar_node_groups: bool = True
+    skip_nodes_with_local_storage: bool = False
+    skip_nodes_with_system_pods: bool = True
+
+
+class ClusterConfig(ConfigModel):
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
+    dns_prefix: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9-]{0,52}[A-Za-z0-9]$")
+    kubernetes_version: str = Field(
+        pattern=r"^1\.[0-9]{2}$", description="Minor version, e.g. 1.33; AKS picks the latest patch"
+    )
+    entra_id: EntraIdConfig
+    local_accounts_disabled: bool = Field(default=True, description="Only Entra ID identities can authenticate")
+    api_server: ApiServerAccessConfig
+    pod_cidr: Cidr = "192.168.0.0/16"
+    service_cidr: Cidr = "172.16.0.0/16"
+    dns_service_ip: IPv4 = "172.16.0.10"
+    kubeconfig_login: KubeconfigLogin = Field(
+        default="azurecli", description="kubelogin mode of the exported kubeconfig; workloadidentity or spn for CI"
+    )
+    image_cleaner_interval_hours: int = Field(default=168, ge=24, le=2160)
+    autoscaler_profile: AutoscalerProfileConfig = Field(default_factory=AutoscalerProfileConfig)
+
+    @model_validator(mode="after")
+    def _check_cidrs(self) -> ClusterConfig:
+        pods = ipaddress.IPv4Network(self.pod_cidr)
+        services = ipaddress.IPv4Network(self.service_cidr)
+        if pods.overlaps(services):
+            raise field_error("serviceCidr", self.service_cidr, f"must not overlap podCidr ({pods})")
+        if ipaddress.IPv4Address(self.dns_service_ip) not in services:
+            raise field_error("dnsServiceIp", self.dns_service_ip, f"must lie inside serviceCidr ({services})")
+        return self
+
+    @property
+    def schema_version(self) -> str:
+        """The Kubernetes OpenAPI schema version rendered objects are validated against."""
+        return f"{self.kubernetes_version}.0"

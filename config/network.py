@@ -1,0 +1,99 @@
+"""Network section: a new VNet with subnets, or existing subnets handed in."""
+
+from __future__ import annotations
+
+import ipaddress
+
+from pydantic import Field, model_validator
+
+from .base import ConfigModel
+from .errors import field_error
+from .types import AzureName, Cidr, ResourceId
+
+# Smallest subnets Azure accepts for what they host.
+MIN_PREFIX = {
+    "privateEndpoints": 28,  # a handful of private endpoints plus Azure's 5 reserved addresses
+    "lustre": 27,  # Azure Managed Lustre's smallest subnet (4-16 TiB)
+}
+AZURE_RESERVED_ADDRESSES = 5
+
+
+class SubnetCidrs(ConfigModel):
+    nodes: Cidr = Field(description="Node subnet; with CNI overlay it holds one address per node, not per pod")
+    lustre: Cidr = Field(description="Dedicated subnet for Azure Managed Lustre, sized by capacity")
+    private_endpoints: Cidr = Field(description="Private endpoints of the registry and storage accounts")
+
+
+class ExistingSubnets(ConfigModel):
+    vnet_id: ResourceId = Field(description="VNet the subnets live in; private DNS zones link to it")
+    nodes_subnet_id: ResourceId
+    lustre_subnet_id: ResourceId
+    private_endpoints_subnet_id: ResourceId
+    nodes_subnet_cidr: Cidr = Field(description="CIDR of the node subnet, to check it can hold every node")
+    lustre_subnet_cidr: Cidr = Field(description="CIDR of the Lustre subnet, to check it fits the capacity")
+
+
+class NetworkConfig(ConfigModel):
+    """Either `addressSpace` + `subnets` (a VNet is created) or `existingSubnets`."""
+
+    vnet_name: AzureName | None = None
+    address_space: Cidr | None = None
+    subnets: SubnetCidrs | None = None
+    existing_subnets: ExistingSubnets | None = None
+
+    @model_validator(mode="after")
+    def _check_layout(self) -> NetworkConfig:
+        if self.existing_subnets is not None:
+            if self.address_space is not None or self.subnets is not None:
+                raise field_error(
+                    "existingSubnets", "set", "use either existingSubnets or addressSpace + subnets, not both"
+                )
+            return self
+        if self.address_space is None or self.subnets is None:
+            raise field_error(
+                "addressSpace", self.address_space, "required with subnets unless existingSubnets is given"
+            )
+        vnet = ipaddress.IPv4Network(self.address_space)
+        named = self.subnet_networks()
+        for key, net in named.items():
+            if not net.subnet_of(vnet):
+                raise field_error(f"subnets.{key}", str(net), f"must lie inside addressSpace {vnet}")
+            if key in MIN_PREFIX and net.prefixlen > MIN_PREFIX[key]:
+                raise field_error(f"subnets.{key}", str(net), f"must be /{MIN_PREFIX[key]} or larger")
+        keys = list(named)
+        for i, a in enumerate(keys):
+            for b in keys[i + 1 :]:
+                if named[a].overlaps(named[b]):
+                    raise field_error(f"subnets.{b}", str(named[b]), f"must not overlap subnets.{a} ({named[a]})")
+        return self
+
+    def subnet_networks(self) -> dict[str, ipaddress.IPv4Network]:
+        if self.subnets is not None:
+            s = self.subnets
+            return {
+                "nodes": ipaddress.IPv4Network(s.nodes),
+                "lustre": ipaddress.IPv4Network(s.lustre),
+                "privateEndpoints": ipaddress.IPv4Network(s.private_endpoints),
+            }
+        assert self.existing_subnets is not None
+        e = self.existing_subnets
+        return {
+            "nodes": ipaddress.IPv4Network(e.nodes_subnet_cidr),
+            "lustre": ipaddress.IPv4Network(e.lustre_subnet_cidr),
+        }
+
+    @property
+    def nodes_cidr(self) -> ipaddress.IPv4Network:
+        return self.subnet_networks()["nodes"]
+
+    @property
+    def lustre_cidr(self) -> ipaddress.IPv4Network:
+        return self.subnet_networks()["lustre"]
+
+    @property
+    def uses_existing_subnets(self) -> bool:
+        return self.existing_subnets is not None
+
+
+def usable_addresses(network: ipaddress.IPv4Network) -> int:
+    return network.num_addresses - AZURE_RESERVED_ADDRESSES

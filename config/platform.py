@@ -1,0 +1,89 @@
+"""The whole platform's config and the rules that span sections."""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from .autoscaling import AutoscalingConfig
+from .base import ConfigModel
+from .cluster import ClusterConfig
+from .errors import field_error
+from .gpu import GpuPoolConfig, GpuStackConfig
+from .monitoring import MonitoringConfig
+from .network import NetworkConfig, usable_addresses
+from .node_pools import AutoscaledPoolConfig, CpuPoolConfig, SystemPoolConfig
+from .security import SecurityConfig
+from .storage import StorageConfig
+from .types import AzureName
+from .upgrade import UpgradeConfig
+
+Environment = Literal["dev", "prod"]
+
+
+class ResourceGroupConfig(ConfigModel):
+    name: AzureName
+    existing: bool = Field(default=False, description="Adopt an existing group instead of creating one")
+
+
+class PlatformConfig(ConfigModel):
+    """Every setting of one stack, validated as a whole before any resource is registered."""
+
+    environment: Environment
+    location: str = Field(pattern=r"^[a-z]+[a-z0-9]*$", description="Azure region, e.g. koreacentral")
+    resource_group: ResourceGroupConfig
+    tags: dict[str, str] = Field(default_factory=dict)
+    network: NetworkConfig
+    cluster: ClusterConfig
+    system_pool: SystemPoolConfig = Field(default_factory=SystemPoolConfig)
+    cpu_pool: CpuPoolConfig = Field(default_factory=CpuPoolConfig)
+    gpu_pools: list[GpuPoolConfig] = Field(min_length=1)
+    gpu_stack: GpuStackConfig = Field(default_factory=GpuStackConfig)
+    monitoring: MonitoringConfig = Field(default_factory=MonitoringConfig)
+    autoscaling: AutoscalingConfig = Field(default_factory=AutoscalingConfig)
+    storage: StorageConfig = Field(default_factory=StorageConfig)
+    upgrade: UpgradeConfig = Field(default_factory=UpgradeConfig)
+    security: SecurityConfig = Field(default_factory=SecurityConfig)
+
+    @property
+    def all_pools(self) -> list[tuple[str, AutoscaledPoolConfig]]:
+        """Every pool with the config path that names it in errors."""
+        pools: list[tuple[str, AutoscaledPoolConfig]] = [("systemPool", self.system_pool), ("cpuPool", self.cpu_pool)]
+        pools += [(f"gpuPools[{i}]", p) for i, p in enumerate(self.gpu_pools)]
+        return pools
+
+    @property
+    def protect_stateful(self) -> bool:
+        """Prod protects resources that hold data (Lustre, storage accounts, registry)."""
+        return self.environment == "prod"
+
+    @model_validator(mode="after")
+    def _check_pools_fit(self) -> PlatformConfig:
+        seen: dict[str, str] = {}
+        for path, pool in self.all_pools:
+            if pool.name in seen:
+                raise field_error(f"{path}.name", pool.name, f"pool names must be unique; {seen[pool.name]} has it")
+            seen[pool.name] = path
+        # CNI overlay: one subnet address per node; each pool may add one surge node while upgrading.
+        needed = sum(pool.max_count + 1 for _, pool in self.all_pools)
+        nodes = self.network.nodes_cidr
+        if needed > usable_addresses(nodes):
+            where = "existingSubnets.nodesSubnetCidr" if self.network.uses_existing_subnets else "subnets.nodes"
+            raise field_error(
+                f"network.{where}",
+                str(nodes),
+                f"holds {usable_addresses(nodes)} nodes but the pools' maxCount plus one surge node each need {needed}",
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _check_cluster_ranges(self) -> PlatformConfig:
+        if self.network.address_space is None:
+            return self
+        vnet = ipaddress.IPv4Network(self.network.address_space)
+        for key, value in (("podCidr", self.cluster.pod_cidr), ("serviceCidr", self.cluster.service_cidr)):
+            if ipaddress.IPv4Network(value).overlaps(vnet):
+                raise field_error(f"cluster.{key}", value, f"must not overlap network.addressSpace ({vnet})")
+        return self

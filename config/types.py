@@ -1,0 +1,53 @@
+"""Reusable constrained types for config fields."""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, Field, StringConstraints
+
+Zone = Literal["1", "2", "3"]
+
+POOL_NAME_PATTERN = r"^[a-z][a-z0-9]{0,11}$"
+PoolName = Annotated[
+    str,
+    StringConstraints(pattern=POOL_NAME_PATTERN),
+    Field(description="AKS pool name: lowercase letter first, then lowercase letters or digits, 1-12 long"),
+]
+
+AZURE_RESOURCE_ID = re.compile(r"^/subscriptions/[0-9a-fA-F-]{36}/resourceGroups/[^/]+/providers/[A-Za-z.]+/.+$")
+GUID = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+Guid = Annotated[str, StringConstraints(pattern=GUID)]
+
+
+def _ipv4_network(value: str) -> str:
+    try:
+        network = ipaddress.IPv4Network(value, strict=True)
+    except ValueError as exc:
+        raise ValueError(f"must be an IPv4 CIDR with no host bits set, e.g. 10.40.0.0/16 ({exc})") from None
+    return str(network)
+
+
+def _ipv4_address(value: str) -> str:
+    try:
+        return str(ipaddress.IPv4Address(value))
+    except ValueError:
+        raise ValueError("must be an IPv4 address, e.g. 172.16.0.10") from None
+
+
+def _resource_id(value: str) -> str:
+    if not AZURE_RESOURCE_ID.match(value):
+        raise ValueError(
+            "must be an Azure resource ID: "
+            "/subscriptions/<guid>/resourceGroups/<rg>/providers/<namespace>/<type>/<name>"
+        )
+    return value
+
+
+Cidr = Annotated[str, AfterValidator(_ipv4_network)]
+IPv4 = Annotated[str, AfterValidator(_ipv4_address)]
+ResourceId = Annotated[str, AfterValidator(_resource_id)]
+
+AzureName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")]

@@ -1,0 +1,47 @@
+"""Shared fixtures: each stack is evaluated once per test session; components build on fresh mocks."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from tools.offline import Recording, run_stack, run_under_mocks
+from tools.stack_files import load_stack_file
+
+STACKS = ("dev", "prod")
+
+
+@pytest.fixture(scope="session")
+def dev_recording() -> Recording:
+    return run_stack("dev")
+
+
+@pytest.fixture(scope="session")
+def prod_recording() -> Recording:
+    return run_stack("prod")
+
+
+@pytest.fixture(scope="session")
+def recordings(dev_recording: Recording, prod_recording: Recording) -> dict[str, Recording]:
+    return {"dev": dev_recording, "prod": prod_recording}
+
+
+@pytest.fixture
+def stack_config() -> Callable[[str], dict[str, Any]]:
+    """A deep copy of a stack's YAML config that a test may break."""
+    return lambda stack: copy.deepcopy(load_stack_file(stack))
+
+
+@pytest.fixture
+def build() -> Callable[[Callable[[], Any]], Recording]:
+    """Run a snippet that creates components directly, on fresh recording mocks."""
+    return lambda program: run_under_mocks(program)
+
+
+def settings_of(config: dict[str, Any]) -> dict[str, Any]:
+    """YAML-shaped platform settings (project prefix stripped) from a stack's config map."""
+    prefix = "aks-gpu-platform:"
+    return {k[len(prefix) :]: v for k, v in config.items() if k.startswith(prefix)}

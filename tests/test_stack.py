@@ -1,0 +1,123 @@
+"""The whole stack program for dev and prod under mocks: cluster, pools, provider, outputs."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from components.aks_cluster import SYSTEM_POOL_TAINT
+from components.kubeconfig import AKS_SERVER_APP_ID
+from tests.conftest import STACKS
+from tools.offline import Recording, run_stack
+
+CLUSTER = "azure-native:containerservice:ManagedCluster"
+AGENT_POOL = "azure-native:containerservice:AgentPool"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_one_cluster_with_only_the_tainted_system_pool_inline(recordings: dict[str, Recording], stack: str) -> None:
+    cluster = recordings[stack].one(CLUSTER)
+    inline = cluster.inputs["agentPoolProfiles"]
+    assert len(inline) == 1, "only the system pool may live inline; other pools are AgentPool resources"
+    assert inline[0]["mode"] == "System"
+    assert inline[0]["nodeTaints"] == [SYSTEM_POOL_TAINT], "user workloads must stay off the system pool"
+    assert inline[0]["enableAutoScaling"] is True
+    assert "agentPoolProfiles" in cluster.ignore_changes, "the inline list must not fight the separate pools"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_cluster_identity_access_and_networking(recordings: dict[str, Recording], stack: str) -> None:
+    i = recordings[stack].one(CLUSTER).inputs
+    assert i["oidcIssuerProfile"] == {"enabled": True}, "workload identity needs the OIDC issuer"
+    assert i["securityProfile"]["workloadIdentity"] == {"enabled": True}
+    assert i["securityProfile"]["imageCleaner"]["enabled"] is True
+    assert i["aadProfile"]["managed"] is True and i["aadProfile"]["enableAzureRBAC"] is True
+    assert i["aadProfile"]["adminGroupObjectIDs"], "someone must be able to administer the cluster"
+    net = i["networkProfile"]
+    assert (net["networkPlugin"], net["networkPluginMode"], net["networkDataplane"], net["networkPolicy"]) == (
+        "azure",
+        "overlay",
+        "cilium",
+        "cilium",
+    )
+    assert i["identity"]["type"] == "UserAssigned"
+    assert i["identityProfile"]["kubeletidentity"]["objectId"], "the kubelet identity is brought, not implicit"
+    storage = i["storageProfile"]
+    for driver in ("blobCSIDriver", "diskCSIDriver", "fileCSIDriver", "snapshotController"):
+        assert storage[driver] == {"enabled": True}, f"{driver} must be on for the storage classes"
+    assert i["apiServerAccessProfile"]["authorizedIPRanges"], "a public API server must be fenced by ranges"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_autoscaler_profile_comes_from_config(recordings: dict[str, Recording], stack: str) -> None:
+    profile = recordings[stack].one(CLUSTER).inputs["autoScalerProfile"]
+    assert profile["expander"] == "least-waste", "the cheapest fitting pool should win"
+    assert profile["scaleDownDelayAfterAdd"] == "15m"
+    assert profile["maxGracefulTerminationSec"] == "900"
+
+
+def test_prod_disables_local_accounts_and_spreads_the_system_pool(prod_recording: Recording) -> None:
+    i = prod_recording.one(CLUSTER).inputs
+    assert i["disableLocalAccounts"] is True, "prod must accept Entra ID identities only"
+    assert i["agentPoolProfiles"][0]["availabilityZones"] == ["1", "2", "3"]
+    assert prod_recording.one(CLUSTER).protect, "prod refuses to delete or replace the cluster"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_cpu_pool_is_a_separate_autoscaled_pool(recordings: dict[str, Recording], stack: str) -> None:
+    pool = recordings[stack].one(AGENT_POOL, "cpu")
+    assert pool.inputs["nodeLabels"]["pool"] == "cpu"
+    assert pool.inputs["mode"] == "User"
+    assert pool.inputs["enableAutoScaling"] is True
+    assert pool.inputs["minCount"] <= pool.inputs["maxCount"]
+    assert "count" in pool.ignore_changes, "re-sending count after the autoscaler moved it fails the update"
+    assert pool.inputs["vnetSubnetID"] == recordings[stack].one("azure-native:network:Subnet", "nodes").outputs["id"]
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_kubernetes_provider_uses_a_secret_non_interactive_kubeconfig(
+    recordings: dict[str, Recording], stack: str
+) -> None:
+    recording = recordings[stack]
+    assert "kubeconfig" in recording.secret_outputs, "the kubeconfig output must be a Pulumi secret"
+    provider = recording.one("pulumi:providers:kubernetes")
+    kubeconfig = yaml.safe_load(provider.inputs["kubeconfig"])
+    for user in kubeconfig["users"]:
+        exec_ = user["user"]["exec"]
+        assert exec_["command"] == "kubelogin"
+        assert exec_["interactiveMode"] == "Never", "pulumi up must never wait for a browser login"
+        assert "devicecode" not in exec_["args"]
+        assert AKS_SERVER_APP_ID in exec_["args"]
+    invokes = [token for token, _ in recording.invokes]
+    assert "azure-native:containerservice:listManagedClusterUserCredentials" in invokes
+    assert "azure-native:containerservice:listManagedClusterAdminCredentials" not in invokes, (
+        "admin credentials do not exist with local accounts disabled"
+    )
+
+
+def test_login_mode_follows_config(prod_recording: Recording) -> None:
+    kubeconfig = yaml.safe_load(prod_recording.one("pulumi:providers:kubernetes").inputs["kubeconfig"])
+    args = kubeconfig["users"][0]["user"]["exec"]["args"]
+    assert args[args.index("--login") + 1] == "workloadidentity", "prod deploys from CI with workload identity"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_control_plane_may_use_the_kubelet_identity_and_subnet(recordings: dict[str, Recording], stack: str) -> None:
+    recording = recordings[stack]
+    cluster = recording.one(CLUSTER)
+    grants = recording.of_type("azure-native:authorization:RoleAssignment")
+    grant_urns = {g.urn for g in grants if g.name.startswith("aks-control-plane")}
+    assert len(grant_urns) == 2
+    assert grant_urns <= set(cluster.depends_on), "the cluster must wait for its identity's grants"
+    for grant in grants:
+        assert grant.inputs["principalType"] == "ServicePrincipal"
+
+
+def test_bad_config_stops_the_program_before_any_resource(stack_config) -> None:  # type: ignore[no-untyped-def]
+    config = stack_config("dev")
+    config["aks-gpu-platform:cpuPool"]["minCount"] = 50
+    from config import ConfigError
+
+    with pytest.raises(ConfigError) as caught:
+        run_stack("dev", config)
+    assert "cpuPool.minCount" in str(caught.value)

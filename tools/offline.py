@@ -1,0 +1,299 @@
+"""Run the real stack program (or any Pulumi code) under recording mocks: no cloud, no CLI."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import runpy
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import yaml
+from pulumi.runtime import mocks as pulumi_mocks
+from pulumi.runtime import settings as pulumi_settings
+from pulumi.runtime.config import set_all_config
+from pulumi.runtime.stack import run_pulumi_func
+from pulumi.runtime.sync_await import _sync_await
+
+from .stack_files import REPO_ROOT, load_stack_file, to_runtime_config
+
+PROJECT = "aks-gpu-platform"
+SUBSCRIPTION = "00000000-0000-4000-8000-00000000c0de"
+TENANT = "00000000-0000-4000-8000-0000000000fe"
+
+
+@dataclass
+class RecordedResource:
+    """One registration: what the program asked Pulumi to create, with its options."""
+
+    type: str
+    name: str
+    urn: str
+    parent: str
+    custom: bool
+    inputs: dict[str, Any]
+    outputs: dict[str, Any]
+    protect: bool
+    ignore_changes: list[str]
+    replace_on_changes: list[str]
+    delete_before_replace: bool
+    retain_on_delete: bool
+    depends_on: list[str]
+    deleted_with: str
+    provider: str
+
+
+@dataclass
+class Recording:
+    """Everything one program run registered and invoked, in registration order."""
+
+    resources: list[RecordedResource] = field(default_factory=list)
+    invokes: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    stack_outputs: dict[str, Any] = field(default_factory=dict)
+    secret_outputs: set[str] = field(default_factory=set)
+
+    def of_type(self, type_token: str) -> list[RecordedResource]:
+        return [r for r in self.resources if r.type == type_token]
+
+    def one(self, type_token: str, name_contains: str = "") -> RecordedResource:
+        found = [r for r in self.of_type(type_token) if name_contains in r.name]
+        if len(found) != 1:
+            names = [r.name for r in found]
+            raise AssertionError(f"expected one {type_token} named *{name_contains}*, found {names}")
+        return found[0]
+
+    def by_urn(self, urn: str) -> RecordedResource:
+        for r in self.resources:
+            if r.urn == urn:
+                return r
+        raise KeyError(urn)
+
+    def kubernetes_objects(self) -> list[RecordedResource]:
+        """Plain Kubernetes objects (not Helm releases, not providers)."""
+        return [
+            r
+            for r in self.resources
+            if r.type.startswith("kubernetes:")
+            and r.custom
+            and "helm.sh" not in r.type
+            and r.type != "pulumi:providers:kubernetes"
+        ]
+
+
+def _fake_kubeconfig(server: str) -> str:
+    document = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "aks", "cluster": {"server": server, "certificate-authority-data": "Q0E="}}],
+        "contexts": [{"name": "aks", "context": {"cluster": "aks", "user": "clusterUser"}}],
+        "current-context": "aks",
+        "users": [
+            {
+                "name": "clusterUser",
+                "user": {
+                    "exec": {
+                        "apiVersion": "client.authentication.k8s.io/v1beta1",
+                        "command": "kubelogin",
+                        "args": [
+                            "get-token",
+                            "--environment",
+                            "AzurePublicCloud",
+                            "--server-id",
+                            "6dae42f8-4368-4678-94ff-3960e28e3630",
+                            "--client-id",
+                            "80faf920-1908-4b52-b5ef-a8e7bedfc67a",
+                            "--tenant-id",
+                            TENANT,
+                            "--login",
+                            "devicecode",
+                        ],
+                        "interactiveMode": "IfAvailable",
+                    }
+                },
+            }
+        ],
+    }
+    return yaml.safe_dump(document)
+
+
+def _guid(seed: str) -> str:
+    h = hashlib.sha256(seed.encode()).hexdigest()
+    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-8{h[17:20]}-{h[20:32]}"
+
+
+def _identity_outputs(name: str) -> dict[str, Any]:
+    return {"principalId": _guid(name + "/principal"), "clientId": _guid(name + "/client"), "tenantId": TENANT}
+
+
+def _cluster_outputs(args: pulumi_mocks.MockResourceArgs) -> dict[str, Any]:
+    name = args.inputs.get("resourceName", args.name)
+    kubelet = {
+        "resourceId": f"/subscriptions/{SUBSCRIPTION}/resourcegroups/mc/providers"
+        f"/Microsoft.ManagedIdentity/userAssignedIdentities/{name}-kubelet",
+        "objectId": _guid(name + "/kubelet-object"),
+        "clientId": _guid(name + "/kubelet-client"),
+    }
+    identity = dict(args.inputs.get("identity", {}))
+    # Azure answers with a map keyed by identity ID where the request sends a list.
+    identity["userAssignedIdentities"] = {
+        i: {"principalId": _guid(i), "clientId": _guid(i + "/c")} for i in identity.get("userAssignedIdentities", [])
+    }
+    return {
+        "identity": identity,
+        "fqdn": f"{name}.hcp.koreacentral.azmk8s.io",
+        "oidcIssuerProfile": {
+            **args.inputs.get("oidcIssuerProfile", {}),
+            "issuerURL": f"https://koreacentral.oic.prod-aks.azure.com/{TENANT}/{_guid(name)}/",
+        },
+        "identityProfile": {"kubeletidentity": kubelet},
+        "nodeResourceGroup": f"MC_{name}",
+        "currentKubernetesVersion": args.inputs.get("kubernetesVersion", "1.33.0"),
+    }
+
+
+# Outputs Azure computes, per resource type, so wiring can be checked by value.
+COMPUTED_OUTPUTS: dict[str, Callable[[pulumi_mocks.MockResourceArgs], dict[str, Any]]] = {
+    "azure-native:containerservice:ManagedCluster": _cluster_outputs,
+    "azure-native:managedidentity:UserAssignedIdentity": lambda a: _identity_outputs(a.name),
+}
+
+
+def _azure_id(args: pulumi_mocks.MockResourceArgs) -> str:
+    _, module, kind = args.typ.split(":")
+    group = args.inputs.get("resourceGroupName", "rg")
+    name = args.inputs.get("resourceName") or args.inputs.get(f"{kind[0].lower()}{kind[1:]}Name") or args.name
+    return f"/subscriptions/{SUBSCRIPTION}/resourceGroups/{group}/providers/Microsoft.{module}/{kind}/{name}"
+
+
+class RecordingMocks(pulumi.runtime.Mocks):
+    """Mocks that echo inputs, add the outputs Azure would compute, and record everything."""
+
+    def __init__(self, recording: Recording) -> None:
+        self.recording = recording
+
+    def new_resource(self, args: pulumi_mocks.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
+        outputs = dict(args.inputs)
+        if args.typ.startswith("azure-native:"):
+            resource_id = _azure_id(args)
+            outputs.setdefault("name", args.inputs.get("resourceName", args.name))
+            outputs["id"] = resource_id
+        else:
+            resource_id = f"{args.name}-id"
+        computed = COMPUTED_OUTPUTS.get(args.typ)
+        if computed is not None:
+            outputs.update(computed(args))
+        return resource_id, outputs
+
+    def call(self, args: pulumi_mocks.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
+        self.recording.invokes.append((args.token, dict(args.args)))
+        if args.token == "azure-native:containerservice:listManagedClusterUserCredentials":
+            server = f"https://{args.args.get('resourceName', 'aks')}.hcp.koreacentral.azmk8s.io:443"
+            value = base64.b64encode(_fake_kubeconfig(server).encode()).decode()
+            return {"kubeconfigs": [{"name": "clusterUser", "value": value}]}, []
+        if args.token == "azure-native:authorization:getClientConfig":
+            return {
+                "clientId": _guid("deployer/client"),
+                "objectId": _guid("deployer/object"),
+                "subscriptionId": SUBSCRIPTION,
+                "tenantId": TENANT,
+            }, []
+        return {}, []
+
+
+class RecordingMonitor(pulumi_mocks.MockMonitor):
+    """Captures resource options (protect, ignoreChanges, dependencies...) that Mocks never sees."""
+
+    def __init__(self, mocks: RecordingMocks) -> None:
+        super().__init__(mocks)
+        self.recording = mocks.recording
+
+    def RegisterResource(self, request: Any) -> Any:
+        response = super().RegisterResource(request)
+        if request.type == "pulumi:pulumi:Stack":
+            return response
+        registration = self.resources.get(response.urn)
+        state = registration.state if registration else {}
+        inputs = pulumi.runtime.rpc.deserialize_properties(request.object) if request.custom else {}
+        self.recording.resources.append(
+            RecordedResource(
+                type=request.type,
+                name=request.name,
+                urn=response.urn,
+                parent=request.parent,
+                custom=bool(request.custom),
+                inputs=_plain(inputs),
+                outputs=_plain(state),
+                protect=bool(request.protect),
+                ignore_changes=list(request.ignoreChanges),
+                replace_on_changes=list(request.replaceOnChanges),
+                delete_before_replace=bool(request.deleteBeforeReplace),
+                retain_on_delete=bool(request.retainOnDelete),
+                depends_on=list(request.dependencies),
+                deleted_with=request.deletedWith,
+                provider=request.provider,
+            )
+        )
+        return response
+
+
+def _plain(value: Any) -> Any:
+    """Drop Pulumi's secret/unknown wrappers so tests compare plain values."""
+    if isinstance(value, dict):
+        if value.get("4dabf18193072939515e22adb298388d") == "1b47061264138c4ac30d75fd1eb44270":
+            return _plain(value.get("value"))
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)  # the wire format carries every number as a double
+    return value
+
+
+def _reset_runtime(recording: Recording, stack: str, preview: bool) -> None:
+    pulumi_settings.set_root_resource(None)  # type: ignore[arg-type]
+    mocks = RecordingMocks(recording)
+    pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=preview, monitor=RecordingMonitor(mocks))
+
+
+def run_under_mocks(
+    program: Callable[[], Any],
+    config: dict[str, str] | None = None,
+    stack: str = "test",
+    preview: bool = False,
+    secret_keys: list[str] | None = None,
+) -> Recording:
+    """Run `program` against fresh mocks and return what it registered and exported."""
+    recording = Recording()
+    _reset_runtime(recording, stack, preview)
+    set_all_config(config or {}, secret_keys or [])
+    _sync_await(run_pulumi_func(program))
+    root = pulumi_settings.get_root_resource()
+    outputs = getattr(root, "outputs", {}) or {}
+    for key, value in outputs.items():
+        output = pulumi.Output.from_input(value)
+        recording.stack_outputs[key] = _sync_await(output.future())
+        if _sync_await(output.is_secret()):
+            recording.secret_outputs.add(key)
+    return recording
+
+
+def run_stack(
+    stack: str,
+    config: dict[str, Any] | None = None,
+    root: Path = REPO_ROOT,
+    preview: bool = False,
+) -> Recording:
+    """Evaluate `__main__.py` with `Pulumi.<stack>.yaml` (or `config`, YAML-shaped) under mocks."""
+    stack_config = load_stack_file(stack, root) if config is None else config
+    encoded, secret_keys = to_runtime_config(stack_config, PROJECT)
+    entry = str(root / "__main__.py")
+    return run_under_mocks(
+        lambda: runpy.run_path(entry, run_name="__main__"),
+        config=encoded,
+        stack=stack,
+        preview=preview,
+        secret_keys=secret_keys,
+    )

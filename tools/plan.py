@@ -1,0 +1,156 @@
+"""`make plan`: evaluate a stack offline and print what `pulumi up` would create.
+
+Runs the real program with the stack's real config under Pulumi mocks, prints the
+component tree with each resource's decisive settings and a count by type, writes every
+rendered Kubernetes object under out/<stack>/, and validates each against the upstream
+Kubernetes OpenAPI schema of the cluster's version. Exit 1 on an invalid object, 2 on a
+config error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from config import ConfigError, load_platform_config
+from config.loader import PROJECT, settings_from_runtime_config
+
+from .offline import RecordedResource, Recording, run_stack
+from .render import ObjectVerdict, render_and_validate
+from .stack_files import REPO_ROOT, load_stack_file, read_stack_yaml, to_runtime_config
+
+
+def _get(d: Any, *path: str) -> Any:
+    for key in path:
+        if not isinstance(d, dict):
+            return None
+        d = d.get(key)
+    return d
+
+
+def _pool(i: dict[str, Any]) -> str:
+    return (
+        f"{i.get('vmSize')} x{i.get('minCount')}-{i.get('maxCount')} zones={i.get('availabilityZones')} "
+        f"mode={i.get('mode')} taints={i.get('nodeTaints', [])} labels={i.get('nodeLabels', {})}"
+    )
+
+
+def _cluster(i: dict[str, Any]) -> str:
+    system = (i.get("agentPoolProfiles") or [{}])[0]
+    upgrade = i.get("autoUpgradeProfile") or {}
+    return (
+        f"k8s {i.get('kubernetesVersion')} tier={_get(i, 'sku', 'tier')} plan={i.get('supportPlan')} "
+        f"channel={upgrade.get('upgradeChannel')}/{upgrade.get('nodeOSUpgradeChannel')} "
+        f"cni={_get(i, 'networkProfile', 'networkPluginMode')}+{_get(i, 'networkProfile', 'networkDataplane')} "
+        f"localAccountsDisabled={i.get('disableLocalAccounts')} system=[{_pool(system)}]"
+    )
+
+
+# Decisive settings per resource type; types not listed print their Azure name only.
+SUMMARIES: dict[str, Callable[[dict[str, Any]], str]] = {
+    "azure-native:containerservice:ManagedCluster": _cluster,
+    "azure-native:containerservice:AgentPool": _pool,
+    "azure-native:network:VirtualNetwork": lambda i: f"addressSpace={_get(i, 'addressSpace', 'addressPrefixes')}",
+    "azure-native:network:Subnet": lambda i: f"{i.get('subnetName')} {i.get('addressPrefix')}",
+    "azure-native:authorization:RoleAssignment": lambda i: (
+        f"role={str(i.get('roleDefinitionId', '')).rsplit('/', 1)[-1]} principalType={i.get('principalType')}"
+    ),
+    "kubernetes:helm.sh/v3:Release": lambda i: f"chart={i.get('chart')}@{i.get('version')} ns={i.get('namespace')}",
+}
+
+
+def describe(resource: RecordedResource) -> str:
+    summary = SUMMARIES.get(resource.type)
+    text = summary(resource.inputs) if summary else ""
+    flags = [flag for flag, on in (("protected", resource.protect), ("retain", resource.retain_on_delete)) if on]
+    if resource.ignore_changes:
+        flags.append(f"ignores {','.join(resource.ignore_changes)}")
+    suffix = f"  [{'; '.join(flags)}]" if flags else ""
+    return f"{resource.type} {resource.name}  {text}{suffix}".rstrip()
+
+
+def print_tree(recording: Recording, out: Callable[[str], None]) -> None:
+    children: dict[str, list[RecordedResource]] = {}
+    for r in recording.resources:
+        children.setdefault(r.parent, []).append(r)
+    urns = {r.urn for r in recording.resources}
+    roots = [r for r in recording.resources if r.parent not in urns]
+
+    def walk(node: RecordedResource, depth: int) -> None:
+        out("  " * depth + describe(node))
+        for kid in children.get(node.urn, []):
+            walk(kid, depth + 1)
+
+    for root in roots:
+        walk(root, 1)
+
+
+def print_counts(recording: Recording, out: Callable[[str], None]) -> None:
+    counts = Counter(r.type for r in recording.resources if r.custom)
+    out(f"Resources by type ({sum(counts.values())} in all):")
+    for type_token, n in sorted(counts.items()):
+        out(f"  {n:3d}  {type_token}")
+
+
+def print_verdicts(verdicts: list[ObjectVerdict], out: Callable[[str], None], version: str) -> None:
+    out(f"Kubernetes objects ({len(verdicts)}) against the upstream OpenAPI schema {version} (strict):")
+    for v in verdicts:
+        detail = f"  {v.detail}" if v.detail else ""
+        out(f"  {v.status:15s} {v.kind}/{v.name}{detail}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--stack", default="dev")
+    parser.add_argument("--out", type=Path, default=None, help="output folder (default out/<stack>)")
+    parser.add_argument(
+        "--config-file", type=Path, default=None, help="stack YAML to use instead of Pulumi.<stack>.yaml"
+    )
+    options = parser.parse_args(argv)
+    out_dir = options.out or REPO_ROOT / "out" / options.stack
+
+    try:
+        stack_config = (
+            load_stack_file(options.stack) if options.config_file is None else read_stack_yaml(options.config_file)
+        )
+        encoded, _ = to_runtime_config(stack_config, PROJECT)
+        cfg = load_platform_config(settings_from_runtime_config(encoded))
+        started = time.perf_counter()
+        recording = run_stack(options.stack, stack_config)
+        elapsed = time.perf_counter() - started
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except FileNotFoundError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+
+    print(f"Plan for stack '{options.stack}' ({cfg.location}), evaluated offline under Pulumi mocks in {elapsed:.1f}s")
+    print_tree(recording, print)
+    print()
+    print_counts(recording, print)
+    print()
+    version = cfg.cluster.schema_version
+    verdicts = render_and_validate(recording, out_dir, version)
+    print_verdicts(verdicts, print, version)
+    print(f"\nRendered objects and Helm values written to {out_dir}")
+    print(
+        "Stack outputs: "
+        + ", ".join(
+            f"{k}{' (secret)' if k in recording.secret_outputs else ''}" for k in sorted(recording.stack_outputs)
+        )
+    )
+    invalid = [v for v in verdicts if v.status == "invalid"]
+    if invalid:
+        print(f"error: {len(invalid)} Kubernetes object(s) fail the schema", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
