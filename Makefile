@@ -7,11 +7,10 @@ STAMP := $(VENV)/.installed
 
 .PHONY: plan test lint typecheck unit clean
 
-$(STAMP): requirements.txt requirements-dev.txt pyproject.toml
+$(STAMP): requirements.txt requirements-dev.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
-	$(BIN)/python -m pip install --quiet --no-deps -e .
 	touch $(STAMP)
 
 ## plan: evaluate the stack offline under Pulumi mocks and print what would be created (STACK=dev|prod)
