@@ -37,6 +37,9 @@ def _pool(i: dict[str, Any]) -> str:
     return (
         f"{i.get('vmSize')} x{i.get('minCount')}-{i.get('maxCount')} zones={i.get('availabilityZones')} "
         f"mode={i.get('mode')} taints={i.get('nodeTaints', [])} labels={i.get('nodeLabels', {})}"
+        + (f" driver={_get(i, 'gpuProfile', 'driver')}" if i.get("gpuProfile") else "")
+        + (f" mig={i.get('gpuInstanceProfile')}" if i.get("gpuInstanceProfile") else "")
+        + (f" priority={i.get('scaleSetPriority')}" if i.get("scaleSetPriority") else "")
     )
 
 
@@ -59,6 +62,10 @@ SUMMARIES: dict[str, Callable[[dict[str, Any]], str]] = {
     "azure-native:network:Subnet": lambda i: f"{i.get('subnetName')} {i.get('addressPrefix')}",
     "azure-native:authorization:RoleAssignment": lambda i: (
         f"role={str(i.get('roleDefinitionId', '')).rsplit('/', 1)[-1]} principalType={i.get('principalType')}"
+    ),
+    "kubernetes:batch/v1:Job": lambda i: (
+        f"{_get(i, 'metadata', 'name')} "
+        f"images={[c.get('image') for c in _get(i, 'spec', 'template', 'spec', 'containers') or []]}"
     ),
     "kubernetes:helm.sh/v3:Release": lambda i: f"chart={i.get('chart')}@{i.get('version')} ns={i.get('namespace')}",
 }
