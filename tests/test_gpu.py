@@ -1,0 +1,390 @@
+"""GPU pools, the GPU software stack and the smoke test: config rules, stack wiring, schedulability."""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Callable
+from typing import Any
+
+import pulumi_kubernetes as k8s
+import pytest
+
+from components.gpu_node_pool import GpuNodePool, azure_pool_name
+from components.gpu_scheduling import (
+    GPU_RESOURCE,
+    GPU_TAINT,
+    SPOT_TAINT,
+    gpu_pod_scheduling,
+    gpu_tolerations,
+    pod_fits_node,
+)
+from components.gpu_smoke_test import smoke_test_name
+from components.gpu_stack import GpuStack
+from config import ConfigError, load_platform_config
+from config.gpu import GpuPoolConfig
+from config.gpu_catalog import GPU_SKUS, gpu_sku
+from config.types import POOL_NAME_PATTERN
+from tests.conftest import STACKS, settings_of
+from tools.offline import Recording, run_stack
+from tools.render import kubernetes_object, validate_object
+from tools.stack_files import load_stack_file
+
+AGENT_POOL = "azure-native:containerservice:AgentPool"
+RELEASE = "kubernetes:helm.sh/v3:Release"
+JOB = "kubernetes:batch/v1:Job"
+GPU_CHARTS = {"nvidia-device-plugin", "gpu-operator"}
+
+# The design notes' `gpu-test` Pod, spelled out literally (not through the helper under test).
+DESIGN_NOTES_POD: dict[str, Any] = {
+    "nodeSelector": {"pool": "gpu"},
+    "tolerations": [{"key": "sku", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}],
+    "containers": [{"name": "gpu-test", "resources": {"limits": {"nvidia.com/gpu": 1}}}],
+}
+
+
+def gpu_agent_pools(recording: Recording) -> list[Any]:
+    return [r for r in recording.of_type(AGENT_POOL) if (r.inputs.get("nodeLabels") or {}).get("pool") == "gpu"]
+
+
+def _pool(**overrides: Any) -> GpuPoolConfig:
+    base: dict[str, Any] = {"name": "gpua100", "vmSize": "Standard_NC24ads_A100_v4", "minCount": 0, "maxCount": 4}
+    return GpuPoolConfig.model_validate({**base, **overrides})
+
+
+# ---------------------------------------------------------------- config rules
+
+
+def _gpu_pool(**fields: Any) -> Callable[[dict[str, Any]], None]:
+    def apply(settings: dict[str, Any]) -> None:
+        settings["gpuPools"][0].update(fields)
+
+    return apply
+
+
+def _gpu_stack(**fields: Any) -> Callable[[dict[str, Any]], None]:
+    def apply(settings: dict[str, Any]) -> None:
+        settings.setdefault("gpuStack", {}).update(fields)
+
+    return apply
+
+
+BROKEN_GPU: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
+    ("non-GPU SKU", _gpu_pool(vmSize="Standard_D8ds_v5"), "gpuPools[0].vmSize", "GPU size from the catalog"),
+    ("MIG on a SKU without MIG", _gpu_pool(migProfile="MIG1g"), "gpuPools[0].migProfile", "supports MIG profiles"),
+    ("unknown MIG profile", _gpu_pool(migProfile="MIG5g"), "gpuPools[0].migProfile", "MIG1g"),
+    ("InfiniBand on a SKU without it", _gpu_pool(infiniband=True), "gpuPools[0].infiniband", "has no InfiniBand"),
+    (
+        "InfiniBand pool over several zones",
+        _gpu_pool(vmSize="Standard_ND96isr_H100_v5", infiniband=True, zones=["1", "2"]),
+        "gpuPools[0].zones",
+        "exactly one zone",
+    ),
+    ("min above max", _gpu_pool(minCount=3, maxCount=2), "gpuPools[0].minCount", "must not exceed maxCount"),
+    ("name with capitals", _gpu_pool(name="GpuT4"), "gpuPools[0].name", "pattern"),
+    ("name leaves no room for the hash", _gpu_pool(name="gpupool12"), "gpuPools[0].name", "pattern"),
+    ("spot settings on a regular pool", _gpu_pool(spot={"maxPrice": 0.5}), "gpuPools[0].spot", "priority Spot"),
+    (
+        "negative spot price",
+        _gpu_pool(priority="Spot", spot={"maxPrice": -3}),
+        "gpuPools[0].spot.maxPrice",
+        "positive USD price",
+    ),
+    ("malformed taint", _gpu_pool(taints=["dedicated"]), "gpuPools[0].taints[0]", "key=value:"),
+    ("taint on the GPU key", _gpu_pool(taints=["sku=cpu:NoSchedule"]), "gpuPools[0].taints[0]", "set by the platform"),
+    ("platform label", _gpu_pool(labels={"gpu-model": "x"}), "gpuPools[0].labels", "set by the platform"),
+    ("unknown stack mode", _gpu_stack(mode="both"), "gpuStack.mode", "devicePlugin"),
+    ("operator DCGM without the operator", _gpu_stack(operatorDcgm=True), "gpuStack.operatorDcgm", "gpuOperator"),
+]
+
+
+@pytest.mark.parametrize(("why", "breaker", "field", "hint"), BROKEN_GPU, ids=[b[0] for b in BROKEN_GPU])
+def test_invalid_gpu_setting_is_rejected_naming_the_field(
+    stack_config: Callable[[str], dict[str, Any]],
+    why: str,
+    breaker: Callable[[dict[str, Any]], None],
+    field: str,
+    hint: str,
+) -> None:
+    settings = settings_of(stack_config("dev"))
+    breaker(settings)
+    with pytest.raises(ConfigError) as caught:
+        load_platform_config(settings)
+    message = str(caught.value)
+    assert f"{field}:" in message, f"{why}: the message must name {field}, got:\n{message}"
+    assert hint in message, f"{why}: the message must say what is allowed ({hint!r}), got:\n{message}"
+
+
+def test_catalog_covers_the_supported_families() -> None:
+    families = {sku.family for sku in GPU_SKUS.values()}
+    for family in ("NCads_A100_v4", "NCads_H100_v5", "NDasrA100_v4", "NDisrH100_v5", "NDisrH200_v5", "NCasT4_v3"):
+        assert family in families, f"{family} must be selectable for a GPU pool"
+    assert "NVadsA10_v5" in families
+    assert gpu_sku("standard_nd96isr_h100_v5") is GPU_SKUS["Standard_ND96isr_H100_v5"], "Azure sizes ignore case"
+    for size, sku in GPU_SKUS.items():
+        assert sku.gpus_per_vm >= 1 and sku.gpu_memory_gib >= 16, f"{size}: a GPU size has GPUs with memory"
+        assert not sku.infiniband or "_ND" in size, f"{size}: only ND sizes have InfiniBand"
+    assert not GPU_SKUS["Standard_NC4as_T4_v3"].supports_mig, "T4 has no MIG"
+    assert "MIG7g" in GPU_SKUS["Standard_NC24ads_A100_v4"].mig_profiles, "A100 supports MIG"
+
+
+# ---------------------------------------------------------------- pools in the stacks
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_gpu_pools_are_tainted_labelled_autoscaled_user_pools(recordings: dict[str, Recording], stack: str) -> None:
+    recording = recordings[stack]
+    cfg = load_platform_config(settings_of(load_stack_file(stack)))
+    pools = gpu_agent_pools(recording)
+    assert len(pools) == len(cfg.gpu_pools), "one AgentPool per configured GPU pool"
+    subnet = recording.one("azure-native:network:Subnet", "nodes").outputs["id"]
+    cluster = recording.one("azure-native:containerservice:ManagedCluster").outputs["name"]
+    by_name = {p.inputs["nodeLabels"]["gpu-pool"]: p for p in pools}  # registration order is not config order
+    for config in cfg.gpu_pools:
+        pool = by_name[config.name]
+        i = pool.inputs
+        assert i["nodeTaints"][0] == GPU_TAINT, "non-GPU pods must stay off GPU nodes"
+        assert i["nodeLabels"]["gpu-pool"] == config.name
+        assert i["nodeLabels"]["gpu-model"] == config.sku.gpu_model, "the model label comes from the catalog"
+        assert i["mode"] == "User"
+        assert i["enableAutoScaling"] is True and i["minCount"] == config.min_count
+        assert "count" in pool.ignore_changes, "re-sending count makes Azure reject the autoscaled pool's update"
+        assert i["gpuProfile"] == {"driver": "Install"}, "devicePlugin mode keeps the AKS-managed driver"
+        assert i["vnetSubnetID"] == subnet and i["resourceName"] == cluster, "the pool joins this cluster's subnet"
+        assert not pool.delete_before_replace, "a replaced pool must exist before the old one is deleted"
+        assert len(i["agentPoolName"]) <= 12 and i["agentPoolName"].startswith(config.name)
+
+
+def test_prod_gpu_capacity_covers_every_zone(prod_recording: Recording) -> None:
+    zones = {z for p in gpu_agent_pools(prod_recording) for z in p.inputs["availabilityZones"]}
+    assert zones == {"1", "2", "3"}, "a zone outage must not take all GPU capacity"
+    for pool in gpu_agent_pools(prod_recording):
+        if gpu_sku(pool.inputs["vmSize"]).infiniband:  # type: ignore[union-attr]
+            assert len(pool.inputs["availabilityZones"]) == 1, "an InfiniBand pool is one fabric in one zone"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_design_notes_pod_is_schedulable_on_every_gpu_pool(recordings: dict[str, Recording], stack: str) -> None:
+    for pool in gpu_agent_pools(recordings[stack]):
+        labels, taints = pool.inputs["nodeLabels"], pool.inputs.get("nodeTaints", [])
+        assert pod_fits_node(DESIGN_NOTES_POD, labels, taints), f"the guide's GPU pod cannot land on {pool.name}"
+        assert gpu_sku(pool.inputs["vmSize"]).gpus_per_vm >= 1  # type: ignore[union-attr]
+        assert not pod_fits_node({"nodeSelector": {"pool": "gpu"}}, labels, taints), "the taint must repel others"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_gpu_pool_names_are_exported(recordings: dict[str, Recording], stack: str) -> None:
+    cfg = load_platform_config(settings_of(load_stack_file(stack)))
+    expected = [azure_pool_name(p, cfg.gpu_stack.mode) for p in cfg.gpu_pools]
+    assert recordings[stack].stack_outputs["gpuPoolNames"] == expected, "gpuPoolNames lists the pools in config order"
+    registered = {p.inputs["agentPoolName"] for p in gpu_agent_pools(recordings[stack])}
+    assert registered == set(expected), "the exported names are the registered Azure pool names"
+
+
+def test_pod_fits_node_rules() -> None:
+    labels = {"pool": "gpu"}
+    assert not pod_fits_node(DESIGN_NOTES_POD, {"pool": "cpu"}, []), "the selector must match"
+    assert not pod_fits_node(DESIGN_NOTES_POD, labels, [GPU_TAINT, SPOT_TAINT]), "Spot needs its own toleration"
+    spot_ok = {
+        **DESIGN_NOTES_POD,
+        "tolerations": [*gpu_tolerations(), {"key": SPOT_TAINT.split("=")[0], "operator": "Exists"}],
+    }
+    assert pod_fits_node(spot_ok, labels, [GPU_TAINT, SPOT_TAINT])
+    assert pod_fits_node(DESIGN_NOTES_POD, labels, [GPU_TAINT, "soft=yes:PreferNoSchedule"]), "preferences don't block"
+    wrong_value = {"tolerations": [{"key": "sku", "operator": "Equal", "value": "cpu", "effect": "NoSchedule"}]}
+    assert not pod_fits_node(wrong_value, labels, [GPU_TAINT])
+
+
+# ---------------------------------------------------------------- immutable fields
+
+
+def test_immutable_change_renames_the_pool_and_mutable_change_does_not() -> None:
+    base = azure_pool_name(_pool(), "devicePlugin")
+    assert len(base) <= 12 and re.match(POOL_NAME_PATTERN, base), "a valid AKS pool name"
+    assert azure_pool_name(_pool(maxCount=9, minCount=1, labels={"team": "a"}), "devicePlugin") == base, (
+        "autoscale bounds and labels update in place: same pool"
+    )
+    for why, changed in (
+        ("VM size", azure_pool_name(_pool(vmSize="Standard_NC48ads_A100_v4"), "devicePlugin")),
+        ("MIG profile", azure_pool_name(_pool(migProfile="MIG3g"), "devicePlugin")),
+        ("taints", azure_pool_name(_pool(taints=["team=a:NoSchedule"]), "devicePlugin")),
+        ("driver mode", azure_pool_name(_pool(), "gpuOperator")),
+        ("zones", azure_pool_name(_pool(zones=["1"]), "devicePlugin")),
+    ):
+        assert changed != base, f"a {why} change cannot be applied in place: it must create a new pool"
+
+
+def _provider() -> k8s.Provider:
+    return k8s.Provider("k8s", kubeconfig="{}")
+
+
+def _component_pool(settings: dict[str, Any], mode: str) -> GpuNodePool:
+    return GpuNodePool(
+        "gpu",
+        {
+            "resource_group_name": "rg",
+            "cluster_name": "aks",
+            "nodes_subnet_id": "subnet-id",
+            "settings": settings,
+            "stack_mode": mode,  # type: ignore[typeddict-item]
+            "kubernetes_version": "1.33",
+            "tracks_versions": True,
+            "upgrade_settings": {"max_surge": "0", "max_unavailable": "1"},
+        },
+    )
+
+
+def test_spot_mig_pool_under_the_gpu_operator(build: Callable[[Callable[[], Any]], Recording]) -> None:
+    settings = {
+        "name": "spot",
+        "vmSize": "Standard_NC24ads_A100_v4",
+        "minCount": 0,
+        "maxCount": 3,
+        "priority": "Spot",
+        "spot": {"evictionPolicy": "Delete", "maxPrice": 1.5},
+        "migProfile": "MIG3g",
+        "taints": ["team=research:NoSchedule"],
+    }
+    i = build(lambda: _component_pool(settings, "gpuOperator")).one(AGENT_POOL).inputs
+    assert i["gpuProfile"] == {"driver": "None"}, "the GPU Operator brings the driver"
+    assert i["gpuInstanceProfile"] == "MIG3g"
+    assert (i["scaleSetPriority"], i["scaleSetEvictionPolicy"], i["spotMaxPrice"]) == ("Spot", "Delete", 1.5)
+    assert i["nodeTaints"] == [GPU_TAINT, "team=research:NoSchedule", SPOT_TAINT], "AKS adds the spot taint anyway"
+    assert i["upgradeSettings"] == {"maxSurge": "0", "maxUnavailable": "1"}, "the upgrade hook reaches the pool"
+    assert i["agentPoolName"] == azure_pool_name(GpuPoolConfig.model_validate(settings), "gpuOperator")
+
+
+# ---------------------------------------------------------------- software stack
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_exactly_one_pinned_gpu_stack_on_gpu_nodes(recordings: dict[str, Recording], stack: str) -> None:
+    recording = recordings[stack]
+    stacks = [r for r in recording.of_type(RELEASE) if r.inputs["chart"] in GPU_CHARTS]
+    assert len(stacks) == 1, "a device plugin next to the GPU Operator's own double-advertises GPUs"
+    release = stacks[0]
+    i = release.inputs
+    assert (
+        i["chart"] == "nvidia-device-plugin"
+        and i["repositoryOpts"]["repo"] == "https://nvidia.github.io/k8s-device-plugin"
+    )
+    assert i["version"][0].isdigit() and "*" not in i["version"], "the chart version is pinned"
+    assert i["namespace"] == "gpu-resources"
+    values = i["values"]
+    assert values["priorityClassName"] == "system-node-critical"
+    terms = values["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert terms == [{"matchExpressions": [{"key": "pool", "operator": "In", "values": ["gpu"]}]}]
+    for pool in gpu_agent_pools(recording):
+        daemon = {"nodeSelector": {"pool": "gpu"}, "tolerations": values["tolerations"]}
+        assert pod_fits_node(daemon, pool.inputs["nodeLabels"], pool.inputs["nodeTaints"]), "plugin must run there"
+    assert release.provider.startswith(recording.one("pulumi:providers:kubernetes").urn)
+
+
+def test_prod_infiniband_pools_get_the_network_operator_and_rdma(prod_recording: Recording) -> None:
+    operator = prod_recording.one(RELEASE, "network-operator")
+    assert operator.inputs["chart"] == "network-operator"
+    assert operator.inputs["repositoryOpts"]["repo"] == "https://helm.ngc.nvidia.com/nvidia"
+    policy = prod_recording.one("kubernetes:mellanox.com/v1alpha1:NicClusterPolicy")
+    assert operator.urn in policy.depends_on, "the NicClusterPolicy CRD comes from the operator chart"
+    spec = policy.inputs["spec"]
+    cfg = load_platform_config(settings_of(load_stack_file("prod")))
+    ib = [p.name for p in cfg.gpu_pools if p.infiniband]
+    assert len(ib) == 3, "prod runs one InfiniBand pool per zone"
+    expressions = spec["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
+    assert {"key": "gpu-pool", "operator": "In", "values": ib} in expressions["matchExpressions"]
+    assert spec["tolerations"] == gpu_tolerations(), "the RDMA plugin must run on tainted GPU nodes"
+    assert "rdma_shared_device_a" not in spec["rdmaSharedDevicePlugin"]["config"]
+    assert '"resourceName": "shared_ib"' in spec["rdmaSharedDevicePlugin"]["config"]
+
+
+def test_dev_has_no_network_operator(dev_recording: Recording) -> None:
+    assert not [r for r in dev_recording.of_type(RELEASE) if r.inputs["chart"] == "network-operator"]
+
+
+def test_gpu_operator_mode_installs_only_the_operator(build: Callable[[Callable[[], Any]], Recording]) -> None:
+    made: dict[str, GpuStack] = {}
+
+    def program() -> None:
+        provider = _provider()
+        pools = [
+            {
+                "name": "h100",
+                "vmSize": "Standard_ND96isr_H100_v5",
+                "zones": ["1"],
+                "minCount": 0,
+                "maxCount": 2,
+                "infiniband": True,
+            },
+        ]
+        made["stack"] = GpuStack(
+            "gs",
+            {
+                "settings": {"mode": "gpuOperator", "operatorDcgm": True},
+                "pools": pools,
+                "provider": provider,
+                "cluster": provider,
+            },
+        )
+
+    recording = build(program)
+    charts = {r.inputs["chart"]: r.inputs for r in recording.of_type(RELEASE)}
+    assert set(charts) == {"gpu-operator", "network-operator"}, "no separate device plugin next to the operator"
+    values = charts["gpu-operator"]["values"]
+    assert values["driver"]["enabled"] and values["devicePlugin"]["enabled"] and values["dcgmExporter"]["enabled"]
+    assert values["daemonsets"]["tolerations"] == gpu_tolerations()
+    assert charts["network-operator"]["values"]["nfd"]["enabled"] is False, "one node-feature-discovery only"
+    assert made["stack"].dcgm_from_operator and made["stack"].rdma_resource == "rdma/shared_ib"
+
+
+# ---------------------------------------------------------------- smoke test
+
+
+def test_smoke_test_job_is_restricted_and_waits_for_gpus_and_stack(dev_recording: Recording) -> None:
+    job = dev_recording.one(JOB)
+    manifest = kubernetes_object(job)
+    assert validate_object(manifest, "1.33.0") == ("valid", ""), "the Job must pass the upstream schema"
+    assert "pulumi.com/skipAwait" not in (manifest["metadata"].get("annotations") or {}), "pulumi must wait for it"
+    pod = manifest["spec"]["template"]["spec"]
+    for key, value in gpu_pod_scheduling().items():
+        assert pod[key] == value, "the Job uses the one GPU scheduling helper"
+    container = pod["containers"][0]
+    assert container["command"] == ["nvidia-smi"]
+    assert container["image"].startswith("nvidia/cuda:12.") and container["image"].endswith("-base-ubuntu22.04")
+    assert container["resources"]["limits"][GPU_RESOURCE] == "1"
+    assert (
+        pod["securityContext"]["runAsNonRoot"] and pod["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault"
+    )
+    sc = container["securityContext"]
+    assert (
+        sc["allowPrivilegeEscalation"] is False
+        and sc["capabilities"]["drop"] == ["ALL"]
+        and sc["readOnlyRootFilesystem"]
+    )
+    needed = {p.urn for p in gpu_agent_pools(dev_recording)} | {dev_recording.one(RELEASE, "device-plugin").urn}
+    assert needed <= set(job.depends_on), "the test must run after the GPU pools and the device plugin exist"
+    namespace = dev_recording.one("kubernetes:core/v1:Namespace").inputs["metadata"]["name"]
+    assert manifest["metadata"]["namespace"] == namespace == "gpu-resources"
+    assert job.deleted_with == dev_recording.one("azure-native:containerservice:ManagedCluster").urn
+
+
+def test_smoke_test_name_follows_the_gpu_settings(stack_config: Callable[[str], dict[str, Any]]) -> None:
+    settings = settings_of(stack_config("dev"))
+    base = {"gpuPools": settings["gpuPools"], "gpuStack": settings["gpuStack"]}
+    changed = copy.deepcopy(base)
+    changed["gpuPools"][0]["maxCount"] = 5
+    assert smoke_test_name(base) == smoke_test_name(copy.deepcopy(base)), "stable name: no rerun without change"
+    assert smoke_test_name(changed) != smoke_test_name(base), "a pool change must rerun the test"
+
+
+def test_smoke_test_can_be_switched_off(stack_config: Callable[[str], dict[str, Any]]) -> None:
+    config = stack_config("dev")
+    config["aks-gpu-platform:gpuStack"]["smokeTest"] = False
+    assert not run_stack("dev", config=config).of_type(JOB), "smokeTest: false creates no Job"
+
+
+def test_pool_name_output_is_the_azure_pool_name(build: Callable[[Callable[[], Any]], Recording]) -> None:
+    recording = build(
+        lambda: _component_pool({"name": "t4", "vmSize": "Standard_NC4as_T4_v3", "maxCount": 1}, "devicePlugin")
+    )
+    pool = recording.one(AGENT_POOL)
+    assert pool.outputs["name"] == pool.inputs["agentPoolName"], "gpuPoolNames must carry the Azure pool name"
