@@ -6,11 +6,13 @@ from components.aks_cluster import AksCluster
 from components.cpu_node_pool import CpuNodePool
 from components.network import Network
 from components.resource_group import platform_resource_group
+from components.upgrade_policy import UpgradePolicy, cpu_pool_upgrade_settings, system_pool_upgrade_settings
 from config import load_platform_config
 
 
 def main() -> None:
     cfg = load_platform_config()  # raises a clean ConfigError before any resource exists
+    upgrade = cfg.upgrade.as_settings()
     tags = {"environment": cfg.environment, "managedBy": "pulumi", "project": "aks-gpu-platform", **cfg.tags}
 
     rg = platform_resource_group("platform-rg", cfg.resource_group, cfg.location, tags, protect=cfg.protect_stateful)
@@ -26,7 +28,8 @@ def main() -> None:
             "nodes_subnet_id": net.nodes_subnet_id,
             "cluster": cfg.cluster.as_settings(),
             "system_pool": cfg.system_pool.as_settings(),
-            "upgrade": cfg.upgrade.as_settings(),
+            "upgrade": upgrade,
+            "system_pool_upgrade_settings": system_pool_upgrade_settings(upgrade),
             "tags": tags,
             "protect": cfg.protect_stateful,
         },
@@ -40,7 +43,18 @@ def main() -> None:
             "settings": cfg.cpu_pool.as_settings(),
             "kubernetes_version": cfg.cluster.kubernetes_version,
             "tracks_versions": cfg.upgrade.tracks_versions,
+            "upgrade_settings": cpu_pool_upgrade_settings(upgrade),
             "tags": tags,
+        },
+    )
+    upgrades = UpgradePolicy(
+        "upgrade",
+        {
+            "resource_group_name": rg,
+            "cluster_name": aks.cluster_name,
+            "settings": upgrade,
+            "provider": aks.provider,
+            "cluster": aks.cluster,
         },
     )
 
@@ -50,6 +64,8 @@ def main() -> None:
     pulumi.export("oidcIssuerUrl", aks.oidc_issuer_url)
     pulumi.export("kubeletIdentityObjectId", aks.kubelet_identity_object_id)
     pulumi.export("kubeconfig", aks.kubeconfig)
+    pulumi.export("maintenanceConfigurations", upgrades.maintenance_configuration_names)
+    pulumi.export("disruptionBudgets", upgrades.disruption_budget_names)
 
 
 main()
