@@ -13,6 +13,7 @@ import pulumi
 import pulumi_azure_native.containerservice as containerservice
 import pulumi_kubernetes as k8s
 
+from config.errors import ConfigError
 from config.loader import validate_section
 from config.upgrade import FreezeConfig, MaintenanceWindowConfig, PoolUpgradeConfig, UpgradeConfig
 
@@ -114,7 +115,8 @@ class UpgradePolicy(pulumi.ComponentResource):
                 resource_name_=args["cluster_name"],
                 config_name=config_name,
                 maintenance_window=maintenance_window(window, cfg.freezes),
-                opts=pulumi.ResourceOptions(parent=self),
+                # A child of the cluster in Azure: deleting the cluster deletes it, no separate delete call.
+                opts=pulumi.ResourceOptions(parent=self, deleted_with=args.get("cluster")),
             )
         self.maintenance_configuration_names = [config_name for _, config_name, _ in windows]
 
@@ -122,7 +124,10 @@ class UpgradePolicy(pulumi.ComponentResource):
         self.disruption_budget_names = []
         if budgets:
             if "provider" not in args or "cluster" not in args:
-                raise ValueError("UpgradePolicy needs provider and cluster to create PodDisruptionBudgets")
+                raise ConfigError(
+                    ["provider, cluster: required when PodDisruptionBudgets are configured"],
+                    source="UpgradePolicy args",
+                )
             for budget in budgets:
                 pdb_name = f"{budget.get('namespace', 'default')}/{budget['name']}"
                 pod_disruption_budget(

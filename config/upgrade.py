@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import math
 import re
 from typing import Annotated, ClassVar, Literal
 
@@ -98,6 +99,13 @@ class PoolUpgradeConfig(ConfigModel):
             if value is not None and value.endswith("%") and int(value[:-1]) > 100:
                 raise field_error(key, value, "a percentage must be at most 100%")
         return self
+
+    def surge_nodes(self, pool_size: int) -> int:
+        """Extra nodes (and node-subnet addresses) an upgrade of a pool of `pool_size` nodes adds at once."""
+        surge, _ = self.surge_and_unavailable
+        if surge.endswith("%"):
+            return math.ceil(pool_size * int(surge[:-1]) / 100)
+        return int(surge)
 
     @property
     def surge_and_unavailable(self) -> tuple[str, str | None]:

@@ -13,6 +13,7 @@ from components.upgrade_policy import (
     AUTO_UPGRADE_SCHEDULE,
     NODE_OS_UPGRADE_SCHEDULE,
     UpgradePolicy,
+    UpgradePolicyArgs,
     gpu_pool_upgrade_settings,
 )
 from config import ConfigError, load_platform_config
@@ -59,6 +60,7 @@ def test_both_maintenance_windows_exist_at_night_for_at_least_four_hours(
         m = configs[config_name]
         window = m.inputs["maintenanceWindow"]
         assert m.inputs["resourceName"] == cluster.outputs["name"], "the window must belong to this cluster"
+        assert m.deleted_with == cluster.urn, "the window goes with its cluster"
         assert window["durationHours"] >= 4, "AKS refuses windows under 4 hours"
         assert window["utcOffset"] == "+09:00", "windows are planned in Korean local time"
         assert window["startTime"] == upgrade[key]["startTime"]
@@ -406,3 +408,49 @@ def test_broken_upgrade_setting_is_rejected_naming_the_field(
     message = str(caught.value)
     assert f"{field}:" in message, f"{why}: the message must name {field}, got:\n{message}"
     assert hint in message, f"{why}: the message must say what is allowed ({hint!r}), got:\n{message}"
+
+
+@pytest.mark.parametrize(("surge", "fits"), [("33%", True), ("100%", False)])
+def test_the_node_subnet_must_hold_each_pools_upgrade_surge(
+    stack_config: Callable[[str], dict[str, Any]], surge: str, fits: bool
+) -> None:
+    settings = settings_of(stack_config("dev"))
+    settings["network"]["subnets"]["nodes"] = "10.40.0.0/27"  # 27 usable addresses
+    settings["cpuPool"]["maxCount"] = 12  # 16 nodes at most, +1 system surge, +4 or +12 CPU surge, GPU surges none
+    settings["upgrade"]["cpuPool"]["maxSurge"] = surge
+    if fits:
+        assert load_platform_config(settings).upgrade.cpu_pool.surge_nodes(12) == 4, "33% of 12 rounds up to 4"
+        return
+    with pytest.raises(ConfigError) as caught:
+        load_platform_config(settings)
+    assert "network.subnets.nodes:" in str(caught.value) and "need 29" in str(caught.value), (
+        "a surge the subnet cannot address fails the upgrade halfway"
+    )
+
+
+def test_platform_budgets_are_rendered_and_need_the_cluster_provider(
+    build: Callable[[Callable[[], Any]], Recording],
+) -> None:
+    budget = {"name": "api", "namespace": "serving", "selector": {"app": "api"}, "minAvailable": 1, "replicas": 2}
+
+    def program(with_provider: bool) -> Callable[[], Any]:
+        def run() -> None:
+            provider = k8s.Provider("k8s", kubeconfig="{}")
+            args: UpgradePolicyArgs = {
+                "resource_group_name": "rg",
+                "cluster_name": "aks",
+                "settings": {},
+                "platform_budgets": [budget],
+            }
+            if with_provider:
+                args["provider"] = provider
+                args["cluster"] = provider
+            UpgradePolicy("up", args)
+
+        return run
+
+    pdb = build(program(True)).one(PDB)
+    assert pdb.inputs["spec"]["minAvailable"] == 1 and pdb.name == "up-pdb-serving-api"
+    with pytest.raises(ConfigError) as caught:
+        build(program(False))
+    assert "provider, cluster:" in str(caught.value), "a PDB without the cluster's provider would go elsewhere"
