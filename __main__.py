@@ -9,11 +9,18 @@ from components.gpu_smoke_test import GpuSmokeTest
 from components.gpu_stack import GpuStack
 from components.network import Network
 from components.resource_group import platform_resource_group
+from components.upgrade_policy import (
+    UpgradePolicy,
+    cpu_pool_upgrade_settings,
+    gpu_pool_upgrade_settings,
+    system_pool_upgrade_settings,
+)
 from config import load_platform_config
 
 
 def main() -> None:
     cfg = load_platform_config()  # raises a clean ConfigError before any resource exists
+    upgrade = cfg.upgrade.as_settings()
     tags = {"environment": cfg.environment, "managedBy": "pulumi", "project": "aks-gpu-platform", **cfg.tags}
 
     rg = platform_resource_group("platform-rg", cfg.resource_group, cfg.location, tags, protect=cfg.protect_stateful)
@@ -29,7 +36,8 @@ def main() -> None:
             "nodes_subnet_id": net.nodes_subnet_id,
             "cluster": cfg.cluster.as_settings(),
             "system_pool": cfg.system_pool.as_settings(),
-            "upgrade": cfg.upgrade.as_settings(),
+            "upgrade": upgrade,
+            "system_pool_upgrade_settings": system_pool_upgrade_settings(upgrade),
             "tags": tags,
             "protect": cfg.protect_stateful,
         },
@@ -43,6 +51,7 @@ def main() -> None:
             "settings": cfg.cpu_pool.as_settings(),
             "kubernetes_version": cfg.cluster.kubernetes_version,
             "tracks_versions": cfg.upgrade.tracks_versions,
+            "upgrade_settings": cpu_pool_upgrade_settings(upgrade),
             "tags": tags,
         },
     )
@@ -57,6 +66,7 @@ def main() -> None:
                 "stack_mode": cfg.gpu_stack.mode,
                 "kubernetes_version": cfg.cluster.kubernetes_version,
                 "tracks_versions": cfg.upgrade.tracks_versions,
+                "upgrade_settings": gpu_pool_upgrade_settings(upgrade),
                 "tags": tags,
             },
         )
@@ -78,6 +88,16 @@ def main() -> None:
                 "cluster": aks.cluster,
             },
         )
+    upgrades = UpgradePolicy(
+        "upgrade",
+        {
+            "resource_group_name": rg,
+            "cluster_name": aks.cluster_name,
+            "settings": upgrade,
+            "provider": aks.provider,
+            "cluster": aks.cluster,
+        },
+    )
 
     pulumi.export("resourceGroupName", rg)
     pulumi.export("clusterName", aks.cluster_name)
@@ -86,6 +106,8 @@ def main() -> None:
     pulumi.export("kubeletIdentityObjectId", aks.kubelet_identity_object_id)
     pulumi.export("kubeconfig", aks.kubeconfig)
     pulumi.export("gpuPoolNames", pulumi.Output.all(*(p.pool_name for p in gpu_pools)))
+    pulumi.export("maintenanceConfigurations", upgrades.maintenance_configuration_names)
+    pulumi.export("disruptionBudgets", upgrades.disruption_budget_names)
 
 
 main()
