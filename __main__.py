@@ -4,7 +4,9 @@ import pulumi
 
 from components.aks_cluster import AksCluster
 from components.cpu_node_pool import CpuNodePool
+from components.gpu_monitoring import GpuMonitoring, LogWorkspace, container_insights_addon, managed_prometheus_profile
 from components.network import Network
+from components.registry import Registry
 from components.resource_group import platform_resource_group
 from config import load_platform_config
 
@@ -18,6 +20,18 @@ def main() -> None:
         "network",
         {"resource_group_name": rg, "location": cfg.location, "settings": cfg.network.as_settings(), "tags": tags},
     )
+    mon, base_name = cfg.monitoring, cfg.cluster.name
+    logs = LogWorkspace(
+        "logs",
+        {
+            "resource_group_name": rg,
+            "location": cfg.location,
+            "base_name": base_name,
+            "settings": mon.logs.as_settings(),
+            "tags": tags,
+            "protect": cfg.protect_stateful,
+        },
+    )
     aks = AksCluster(
         "aks",
         {
@@ -29,6 +43,8 @@ def main() -> None:
             "upgrade": cfg.upgrade.as_settings(),
             "tags": tags,
             "protect": cfg.protect_stateful,
+            "addon_profiles": container_insights_addon(logs.workspace_id),
+            "azure_monitor_profile": managed_prometheus_profile(),
         },
     )
     CpuNodePool(
@@ -43,6 +59,38 @@ def main() -> None:
             "tags": tags,
         },
     )
+    acr = Registry(
+        "registry",
+        {
+            "resource_group_name": rg,
+            "location": cfg.location,
+            "base_name": base_name,
+            "tags": tags,
+            "settings": mon.registry.as_settings(),
+            "kubelet_identity_object_id": aks.kubelet_identity_object_id,
+            "private_endpoints_subnet_id": net.private_endpoints_subnet_id,
+            "vnet_id": net.vnet_id,
+            "protect": cfg.protect_stateful,
+        },
+    )
+    monitoring = GpuMonitoring(
+        "monitoring",
+        {
+            "resource_group_name": rg,
+            "location": cfg.location,
+            "base_name": base_name,
+            "tags": tags,
+            "settings": mon.as_settings(),
+            "gpu_stack_mode": cfg.gpu_stack.mode,
+            "cluster": aks.cluster,
+            "cluster_id": aks.cluster_id,
+            "cluster_name": aks.cluster_name,
+            "provider": aks.provider,
+            "log_analytics_workspace_id": logs.workspace_id,
+            "dcgm_exporter_repository": acr.dcgm_exporter_repository,
+            "grafana_admin_group_object_ids": cfg.cluster.entra_id.admin_group_object_ids,
+        },
+    )
 
     pulumi.export("resourceGroupName", rg)
     pulumi.export("clusterName", aks.cluster_name)
@@ -50,6 +98,10 @@ def main() -> None:
     pulumi.export("oidcIssuerUrl", aks.oidc_issuer_url)
     pulumi.export("kubeletIdentityObjectId", aks.kubelet_identity_object_id)
     pulumi.export("kubeconfig", aks.kubeconfig)
+    pulumi.export("registryLoginServer", acr.login_server)
+    pulumi.export("monitorWorkspaceId", monitoring.monitor_workspace_id)
+    pulumi.export("prometheusQueryEndpoint", monitoring.prometheus_query_endpoint)
+    pulumi.export("grafanaEndpoint", monitoring.grafana_endpoint)
 
 
 main()
