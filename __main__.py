@@ -27,6 +27,7 @@ def main() -> None:
             "cluster": cfg.cluster.as_settings(),
             "system_pool": cfg.system_pool.as_settings(),
             "upgrade": cfg.upgrade.as_settings(),
+            "workload_auto_scaler_profile": {"keda": {"enabled": cfg.autoscaling.keda_enabled}},
             "tags": tags,
             "protect": cfg.protect_stateful,
         },
