@@ -281,3 +281,11 @@ def test_component_rejects_bad_settings_before_creating_anything(
 
     with pytest.raises(ConfigError, match="minReplicas:"):
         build(program)
+
+
+def test_plan_summarises_the_scaled_object(two_targets: Recording) -> None:
+    from tools.plan import SUMMARIES
+
+    line = SUMMARIES[SCALED_OBJECT](two_targets.one(SCALED_OBJECT, "llm").inputs)
+    assert "target=llm" in line and "replicas=1-4" in line and "threshold=70" in line, line
+    assert "DCGM_FI_DEV_GPU_UTIL" in line, "the plan shows what the workload scales on"
