@@ -13,12 +13,13 @@ from components import roles
 from components.gpu_autoscaling import KEDA_OPERATOR_SUBJECT, GpuAutoscaling
 from components.gpu_inference_sample import GpuInferenceSample
 from components.gpu_scheduling import GPU_RESOURCE, gpu_pod_scheduling
-from config import ConfigError
+from config import ConfigError, load_platform_config
 from config.autoscaling import AutoscalingConfig, SampleInferenceConfig, ScalingTargetConfig
 from config.cluster import AutoscalerProfileConfig
 from config.loader import validate_section
-from tests.conftest import STACKS
-from tools.offline import Recording
+from tests.conftest import STACKS, settings_of
+from tools.offline import Recording, run_under_mocks
+from tools.plan import SUMMARIES
 from tools.render import kubernetes_object, validate_object
 
 CLUSTER = "azure-native:containerservice:ManagedCluster"
@@ -64,8 +65,6 @@ def _args(cluster: containerservice.ManagedCluster, provider: k8s.Provider, sett
 
 @pytest.fixture(scope="module")
 def two_targets() -> Recording:
-    from tools.offline import run_under_mocks
-
     def program() -> None:
         cluster, provider = _cluster()
         GpuAutoscaling("llm", _args(cluster, provider, TARGET))  # type: ignore[arg-type]
@@ -175,8 +174,6 @@ def _sample(settings: dict[str, Any]) -> Callable[[], None]:
 
 @pytest.fixture(scope="module")
 def sample() -> Recording:
-    from tools.offline import run_under_mocks
-
     return run_under_mocks(_sample({"enabled": True, "gpusPerPod": 2, "scaling": {"minReplicas": 1, "maxReplicas": 3}}))
 
 
@@ -262,9 +259,6 @@ def test_invalid_settings_are_rejected_naming_the_field(model: type[Any], settin
 
 
 def test_invalid_target_fails_the_stack_naming_its_path(stack_config: Callable[[str], dict[str, Any]]) -> None:
-    from config import load_platform_config
-    from tests.conftest import settings_of
-
     config = stack_config("dev")
     config["aks-gpu-platform:autoscaling"]["targets"] = [{**TARGET, "targetUtilizationPercent": 150}]
     with pytest.raises(ConfigError) as err:
@@ -284,8 +278,13 @@ def test_component_rejects_bad_settings_before_creating_anything(
 
 
 def test_plan_summarises_the_scaled_object(two_targets: Recording) -> None:
-    from tools.plan import SUMMARIES
-
     line = SUMMARIES[SCALED_OBJECT](two_targets.one(SCALED_OBJECT, "llm").inputs)
     assert "target=llm" in line and "replicas=1-4" in line and "threshold=70" in line, line
     assert "DCGM_FI_DEV_GPU_UTIL" in line, "the plan shows what the workload scales on"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_gpu_pools_scale_from_zero(stack_config: Callable[[str], dict[str, Any]], stack: str) -> None:
+    cfg = load_platform_config(settings_of(stack_config(stack)))
+    assert all(pool.min_count == 0 for pool in cfg.gpu_pools), "idle GPU pools must cost nothing"
+    assert cfg.autoscaling.keda_enabled
