@@ -68,6 +68,7 @@ def deployment_spec(cfg: SampleInferenceConfig) -> k8s.apps.v1.DeploymentSpecArg
     scheduling = gpu_pod_scheduling()
     return {
         "selector": {"match_labels": labels},
+        # No surge: a surge pod would need a spare GPU, often a whole new node.
         "strategy": {"type": "RollingUpdate", "rolling_update": {"max_surge": 0, "max_unavailable": 1}},
         "template": {
             "metadata": {"labels": labels},
