@@ -29,6 +29,8 @@ def main() -> None:
             "upgrade": cfg.upgrade.as_settings(),
             "tags": tags,
             "protect": cfg.protect_stateful,
+            "addon_profiles": cfg.security.addon_profiles(),  # type: ignore[typeddict-item]
+            **({"defender_log_analytics_workspace_id": ws} if (ws := cfg.security.defender_workspace_id) else {}),
         },
     )
     CpuNodePool(
