@@ -20,6 +20,10 @@ $(STAMP): requirements.txt requirements-dev.txt
 plan: $(STAMP)
 	$(BIN)/python -m tools.plan --stack $(STACK)
 
+## bench: offline evaluation time and memory vs bare SDK registrations, and the deploy critical path
+bench: $(STAMP)
+	$(BIN)/python -m tools.bench
+
 ## test: lint, type check and every test
 test: lint typecheck workflows unit
 
