@@ -362,7 +362,7 @@ def test_smoke_test_job_is_restricted_and_waits_for_gpus_and_stack(dev_recording
     )
     needed = {p.urn for p in gpu_agent_pools(dev_recording)} | {dev_recording.one(RELEASE, "device-plugin").urn}
     assert needed <= set(job.depends_on), "the test must run after the GPU pools and the device plugin exist"
-    namespace = dev_recording.one("kubernetes:core/v1:Namespace").inputs["metadata"]["name"]
+    namespace = dev_recording.one("kubernetes:core/v1:Namespace", "gpu-stack").inputs["metadata"]["name"]
     assert manifest["metadata"]["namespace"] == namespace == "gpu-resources"
     assert job.deleted_with == dev_recording.one("azure-native:containerservice:ManagedCluster").urn
 
