@@ -154,6 +154,11 @@ def _cluster_outputs(args: pulumi_mocks.MockResourceArgs) -> dict[str, Any]:
     }
 
 
+def _agent_pool_outputs(args: pulumi_mocks.MockResourceArgs) -> dict[str, Any]:
+    # An AgentPool's `name` is its pool name, not the cluster name in `resourceName`.
+    return {"name": args.inputs.get("agentPoolName", args.name)}
+
+
 def _registry_outputs(args: pulumi_mocks.MockResourceArgs) -> dict[str, Any]:
     return {"loginServer": f"{str(args.inputs.get('registryName', args.name)).lower()}.azurecr.io"}
 
@@ -180,6 +185,7 @@ def _grafana_outputs(args: pulumi_mocks.MockResourceArgs) -> dict[str, Any]:
 COMPUTED_OUTPUTS: dict[str, Callable[[pulumi_mocks.MockResourceArgs], dict[str, Any]]] = {
     "azure-native:containerservice:ManagedCluster": _cluster_outputs,
     "azure-native:managedidentity:UserAssignedIdentity": lambda a: _identity_outputs(a.name),
+    "azure-native:containerservice:AgentPool": _agent_pool_outputs,
     "azure-native:containerregistry:Registry": _registry_outputs,
     "azure-native:monitor:AzureMonitorWorkspace": _monitor_workspace_outputs,
     "azure-native:dashboard:Grafana": _grafana_outputs,
