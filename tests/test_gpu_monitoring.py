@@ -272,7 +272,7 @@ def test_stack_exports_the_query_endpoint_for_autoscaling(recordings: dict[str, 
 
 def test_gpu_operator_mode_scrapes_the_operators_exporter(stack_config: Callable[[str], dict[str, Any]]) -> None:
     config = stack_config("dev")
-    config["aks-gpu-platform:gpuStack"] = {"mode": "gpuOperator"}
+    config["aks-gpu-platform:gpuStack"] = {"mode": "gpuOperator", "operatorDcgm": True}
     recording = run_stack("dev", config)
     assert [r for r in recording.of_type(RELEASE) if "dcgm" in r.name] == [], "never two exporters on one GPU"
     monitor = recording.one(POD_MONITOR).inputs
@@ -345,3 +345,12 @@ def test_gpu_dashboard_queries_dcgm_metrics() -> None:
     for metric in ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_XID_ERRORS"):
         assert any(metric in q for q in queries), f"the GPU dashboard must chart {metric}"
     assert board["templating"]["list"][0]["type"] == "datasource", "importers pick their Prometheus data source"
+
+
+def test_gpu_operator_without_its_dcgm_keeps_our_exporter(stack_config: Callable[[str], dict[str, Any]]) -> None:
+    config = stack_config("dev")
+    config["aks-gpu-platform:gpuStack"] = {"mode": "gpuOperator", "operatorDcgm": False}
+    recording = run_stack("dev", config)
+    release = recording.one(RELEASE, "dcgm")
+    selector = recording.one(POD_MONITOR).inputs["spec"]["selector"]["matchLabels"]
+    assert selector["app.kubernetes.io/instance"] == release.inputs["name"], "GPUs must never go unobserved"
