@@ -138,7 +138,7 @@ def main() -> None:
             "base_name": base_name,
             "tags": tags,
             "settings": mon.as_settings(),
-            "gpu_stack_mode": cfg.gpu_stack.mode,
+            "dcgm_from_operator": cfg.gpu_stack.operator_dcgm,
             "cluster": aks.cluster,
             "cluster_id": aks.cluster_id,
             "cluster_name": aks.cluster_name,

@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 import pulumi
 import pulumi_azure_native.alertsmanagement as alertsmanagement
@@ -318,8 +318,8 @@ class GpuMonitoringArgs(TypedDict):
     """Name the default resource names derive from (the cluster name)."""
     settings: Mapping[str, Any]
     """The `monitoring` config section (camelCase keys, as in the stack YAML)."""
-    gpu_stack_mode: Literal["devicePlugin", "gpuOperator"]
-    """gpuOperator: scrape the operator's DCGM exporter instead of installing a second one."""
+    dcgm_from_operator: bool
+    """True when the GPU Operator runs the DCGM exporter: scrape it instead of installing a second one."""
     cluster: containerservice.ManagedCluster
     """The cluster: the in-cluster objects are deleted with it."""
     cluster_id: pulumi.Input[str]
@@ -483,7 +483,7 @@ class GpuMonitoring(pulumi.ComponentResource):
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=args["provider"], deleted_with=args["cluster"])
         exporter_dependencies: list[pulumi.Resource] = []
         self.dcgm_exporter = None
-        if args["gpu_stack_mode"] == "gpuOperator":
+        if args["dcgm_from_operator"]:
             namespace = GPU_OPERATOR_NAMESPACE
             self.exporter_pod_labels = dict(GPU_OPERATOR_EXPORTER_LABELS)
         else:

@@ -114,6 +114,23 @@ SUMMARIES: dict[str, Callable[[dict[str, Any]], str]] = {
         f"podIdentity={_get(i, 'spec', 'podIdentity', 'provider')}"
     ),
     "kubernetes:helm.sh/v3:Release": lambda i: f"chart={i.get('chart')}@{i.get('version')} ns={i.get('namespace')}",
+    "azure-native:containerregistry:Registry": lambda i: (
+        f"{i.get('registryName')} sku={_get(i, 'sku', 'name')} public={i.get('publicNetworkAccess')} "
+        f"admin={i.get('adminUserEnabled')} anonymousPull={i.get('anonymousPullEnabled')}"
+    ),
+    "azure-native:containerregistry:CacheRule": lambda i: f"{i.get('sourceRepository')} -> {i.get('targetRepository')}",
+    "azure-native:monitor:DataCollectionRuleAssociation": lambda i: (
+        f"{i.get('associationName')} -> {str(i.get('resourceUri', '')).rsplit('/', 1)[-1]}"
+    ),
+    "azure-native:alertsmanagement:PrometheusRuleGroup": lambda i: (
+        f"{i.get('ruleGroupName')} rules={len(i.get('rules', []))} interval={i.get('interval')}"
+    ),
+    "azure-native:monitor:ActionGroup": lambda i: (
+        f"emails={[r.get('emailAddress') for r in i.get('emailReceivers', [])]}"
+    ),
+    "kubernetes:azmonitoring.coreos.com/v1:PodMonitor": lambda i: (
+        f"ns={_get(i, 'metadata', 'namespace')} selects={_get(i, 'spec', 'selector', 'matchLabels')}"
+    ),
 }
 
 

@@ -1,0 +1,356 @@
+"""GPU observability under mocks: registry, Container Insights, managed Prometheus, DCGM exporter, Grafana, alerts."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from components.gpu_scheduling import GPU_TAINT_KEY, gpu_pod_scheduling
+from components.registry import Registry, RegistryArgs
+from config import ConfigError, load_platform_config
+from tests.conftest import STACKS, settings_of
+from tools.offline import RecordedResource, Recording, run_stack
+
+REGISTRY = "azure-native:containerregistry:Registry"
+ROLE = "azure-native:authorization:RoleAssignment"
+CLUSTER = "azure-native:containerservice:ManagedCluster"
+WORKSPACE = "azure-native:monitor:AzureMonitorWorkspace"
+DCR = "azure-native:monitor:DataCollectionRule"
+DCRA = "azure-native:monitor:DataCollectionRuleAssociation"
+RULE_GROUP = "azure-native:alertsmanagement:PrometheusRuleGroup"
+RELEASE = "kubernetes:helm.sh/v3:Release"
+POD_MONITOR = "kubernetes:azmonitoring.coreos.com/v1:PodMonitor"
+ACR_PULL = "7f951dda-4ed3-4680-a7ca-43fe172d538d"
+GRAFANA_ADMIN = "22926164-76b3-42b3-bc55-97df8dab3e41"
+MONITORING_DATA_READER = "b0d8363b-8ddd-447d-831f-62ca05bff136"
+
+
+def _role(recording: Recording, guid: str) -> list[RecordedResource]:
+    return [r for r in recording.of_type(ROLE) if r.inputs["roleDefinitionId"].endswith(guid)]
+
+
+def _ids(recording: Recording) -> tuple[str, str]:
+    return recording.one(WORKSPACE).outputs["id"], recording.one(CLUSTER).outputs["id"]
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_registry_is_premium_without_admin_user_or_anonymous_pull(recordings: dict[str, Recording], stack: str) -> None:
+    registry = recordings[stack].one(REGISTRY).inputs
+    assert registry["sku"] == {"name": "Premium"}, "private endpoints and artifact cache need Premium"
+    assert registry["adminUserEnabled"] is False, "a shared admin password defeats Entra ID access control"
+    assert registry["anonymousPullEnabled"] is False
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_dcgm_image_is_cached_from_nvidia_into_the_registry(recordings: dict[str, Recording], stack: str) -> None:
+    recording = recordings[stack]
+    rule = recording.one("azure-native:containerregistry:CacheRule").inputs
+    assert rule["sourceRepository"] == "nvcr.io/nvidia/k8s/dcgm-exporter"
+    assert rule["registryName"] == recording.one(REGISTRY).outputs["name"], "the cache rule must live in our registry"
+    repository = recording.one(RELEASE, "dcgm").inputs["values"]["image"]["repository"]
+    assert repository.split("/", 1)[1] == rule["targetRepository"], "the exporter must pull the cached repository"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_kubelet_identity_may_pull_from_the_registry(recordings: dict[str, Recording], stack: str) -> None:
+    recording = recordings[stack]
+    (grant,) = _role(recording, ACR_PULL)
+    kubelet = recording.one("azure-native:managedidentity:UserAssignedIdentity", "kubelet")
+    assert grant.inputs["principalId"] == kubelet.outputs["principalId"], "nodes pull as the kubelet identity"
+    assert grant.inputs["scope"] == recording.one(REGISTRY).outputs["id"], "AcrPull on the registry only"
+
+
+def test_prod_registry_is_private_and_protected(prod_recording: Recording) -> None:
+    r = prod_recording
+    registry = r.one(REGISTRY)
+    assert registry.inputs["publicNetworkAccess"] == "Disabled"
+    assert registry.protect, "the registry is stateful; prod refuses to delete it"
+    endpoint = r.one("azure-native:network:PrivateEndpoint").inputs
+    assert endpoint["subnet"]["id"] == r.one("azure-native:network:Subnet", "private-endpoints").outputs["id"]
+    (connection,) = endpoint["privateLinkServiceConnections"]
+    assert connection["privateLinkServiceId"] == registry.outputs["id"]
+    assert connection["groupIds"] == ["registry"]
+    zone = r.one("azure-native:privatedns:PrivateZone")
+    assert zone.inputs["privateZoneName"] == "privatelink.azurecr.io"
+    link = r.one("azure-native:privatedns:VirtualNetworkLink").inputs
+    assert link["virtualNetwork"]["id"] == r.one("azure-native:network:VirtualNetwork").outputs["id"], (
+        "nodes resolve the registry's private address only from a linked VNet"
+    )
+    group = r.one("azure-native:network:PrivateDnsZoneGroup").inputs
+    assert group["privateDnsZoneConfigs"][0]["privateDnsZoneId"] == zone.outputs["id"]
+
+
+def test_dev_registry_is_public_without_a_private_endpoint(dev_recording: Recording) -> None:
+    assert dev_recording.one(REGISTRY).inputs["publicNetworkAccess"] == "Enabled"
+    assert dev_recording.of_type("azure-native:network:PrivateEndpoint") == []
+    assert not dev_recording.one(REGISTRY).protect
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_cluster_sends_logs_to_the_workspace_and_runs_managed_prometheus(
+    recordings: dict[str, Recording], stack: str
+) -> None:
+    recording = recordings[stack]
+    workspace = recording.one("azure-native:operationalinsights:Workspace")
+    cluster = recording.one(CLUSTER)
+    oms = cluster.inputs["addonProfiles"]["omsagent"]
+    assert oms["enabled"] is True
+    assert oms["config"]["logAnalyticsWorkspaceResourceID"] == workspace.outputs["id"]
+    assert oms["config"]["useAADAuth"] == "true", "Container Insights authenticates with managed identity"
+    assert recording.resources.index(workspace) < recording.resources.index(cluster), "the add-on needs the workspace"
+    metrics = cluster.inputs["azureMonitorProfile"]["metrics"]
+    assert metrics["enabled"] is True, "managed Prometheus must run on the cluster"
+    assert "nodes=[pool" in metrics["kubeStateMetrics"]["metricLabelsAllowlist"], (
+        "the not-reporting alert joins GPU nodes by their pool label"
+    )
+    logs_rule = next(d for d in recording.of_type(DCR) if "container-insights" in d.name).inputs
+    assert logs_rule["destinations"]["logAnalytics"][0]["workspaceResourceId"] == workspace.outputs["id"]
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_prometheus_pipeline_ends_in_the_workspace_and_starts_at_the_cluster(
+    recordings: dict[str, Recording], stack: str
+) -> None:
+    recording = recordings[stack]
+    workspace_id, cluster_id = _ids(recording)
+    rule = next(d for d in recording.of_type(DCR) if "prometheus" in d.name)
+    assert rule.inputs["dataSources"]["prometheusForwarder"][0]["streams"] == ["Microsoft-PrometheusMetrics"]
+    assert rule.inputs["destinations"]["monitoringAccounts"][0]["accountResourceId"] == workspace_id
+    assert rule.inputs["dataFlows"][0]["destinations"] == [rule.inputs["destinations"]["monitoringAccounts"][0]["name"]]
+    endpoint = recording.one("azure-native:monitor:DataCollectionEndpoint")
+    assert rule.inputs["dataCollectionEndpointId"] == endpoint.outputs["id"]
+    associations = recording.of_type(DCRA)
+    assert {a.inputs["resourceUri"] for a in associations} == {cluster_id}, "every association targets the cluster"
+    assert rule.outputs["id"] in {a.inputs.get("dataCollectionRuleId") for a in associations}
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_recording_and_alert_rule_groups_are_scoped_to_workspace_and_cluster(
+    recordings: dict[str, Recording], stack: str
+) -> None:
+    recording = recordings[stack]
+    workspace_id, cluster_id = _ids(recording)
+    groups = recording.of_type(RULE_GROUP)
+    assert len(groups) == 3
+    for group in groups:
+        assert group.inputs["scopes"] == [workspace_id, cluster_id], f"{group.name} must evaluate our workspace"
+        assert group.inputs["clusterName"] == recording.one(CLUSTER).outputs["name"]
+    records = {r.get("record") for g in groups for r in g.inputs["rules"]}
+    for name in (
+        "instance:node_cpu_utilisation:rate5m",
+        "node_namespace_pod_container:container_memory_working_set_bytes",
+        "namespace_workload_pod:kube_pod_owner:relabel",
+    ):
+        assert name in records, f"the standard dashboards query {name}"
+
+
+def _alerts(recording: Recording) -> dict[str, dict[str, Any]]:
+    group = recording.one(RULE_GROUP, "gpu-alerts")
+    return {r["alert"]: r for r in group.inputs["rules"]}
+
+
+def test_gpu_alerts_cover_faults_heat_memory_waste_and_silence(prod_recording: Recording) -> None:
+    alerts = _alerts(prod_recording)
+    assert "DCGM_FI_DEV_XID_ERRORS" in alerts["GpuXidError"]["expression"]
+    assert alerts["GpuTemperatureHigh"]["expression"] == "DCGM_FI_DEV_GPU_TEMP > 83", "prod's threshold is 83 C"
+    assert "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL" in alerts["GpuDoubleBitEccErrors"]["expression"]
+    assert alerts["GpuMemoryNearlyFull"]["expression"].endswith("> 95")
+    assert "DCGM_FI_DEV_FB_FREE" in alerts["GpuMemoryNearlyFull"]["expression"]
+    assert "[60m]) < 5" in alerts["GpuAllocatedButIdle"]["expression"]
+    assert 'label_pool="gpu"' in alerts["GpuNodeNotReportingMetrics"]["expression"]
+    action_group = prod_recording.one("azure-native:monitor:ActionGroup")
+    for name, rule in alerts.items():
+        assert rule["actions"] == [{"actionGroupId": action_group.outputs["id"]}], f"{name} must notify someone"
+    receivers = [r["emailAddress"] for r in action_group.inputs["emailReceivers"]]
+    assert receivers == ["gpu-oncall@example.com", "ml-platform@example.com"], "receivers come from config"
+
+
+def test_exporter_collects_every_counter_the_alerts_read(dev_recording: Recording) -> None:
+    counters = dev_recording.one("kubernetes:core/v1:ConfigMap", "dcgm-counters")
+    listed = {line.split(",")[0] for line in counters.inputs["data"]["platform-counters.csv"].splitlines()}
+    used = {m for rule in _alerts(dev_recording).values() for m in re.findall(r"DCGM_FI_\w+", rule["expression"])}
+    assert used <= listed, f"alerts on {used - listed} would never fire"
+    values = dev_recording.one(RELEASE, "dcgm").inputs["values"]
+    assert values["extraConfigMapVolumes"][0]["configMap"]["name"] == counters.inputs["metadata"]["name"]
+    assert values["arguments"][1] == values["extraVolumeMounts"][0]["mountPath"]
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_dcgm_exporter_runs_on_gpu_nodes_with_the_registry_image(recordings: dict[str, Recording], stack: str) -> None:
+    recording = recordings[stack]
+    release = recording.one(RELEASE, "dcgm")
+    values = release.inputs["values"]
+    login_server = recording.one(REGISTRY).outputs["loginServer"]
+    assert login_server.endswith(".azurecr.io")
+    assert values["image"]["repository"].split("/")[0] == login_server, "the image must come from our registry"
+    assert re.fullmatch(r"\d+\.\d+\.\d+-\d+\.\d+\.\d+-ubuntu22\.04", values["image"]["tag"]), "pin the tag"
+    assert release.inputs["repositoryOpts"]["repo"] == "https://nvidia.github.io/dcgm-exporter/helm-charts"
+    assert re.fullmatch(r"\d+\.\d+\.\d+", release.inputs["version"]), "pin the chart"
+    assert values["nodeSelector"] == gpu_pod_scheduling()["nodeSelector"]
+    assert any(t["key"] == GPU_TAINT_KEY for t in values["tolerations"]), "the chart's defaults miss the GPU taint"
+    assert set(values["resources"]) == {"requests", "limits"}
+    assert values["serviceMonitor"] == {"enabled": False}, "monitoring.coreos.com is ignored by managed Prometheus"
+    assert release.deleted_with == recording.one(CLUSTER).urn
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_pod_monitor_selects_the_exporter_pods_after_the_crd_exists(
+    recordings: dict[str, Recording], stack: str
+) -> None:
+    recording = recordings[stack]
+    release = recording.one(RELEASE, "dcgm")
+    monitor = recording.one(POD_MONITOR)
+    spec = monitor.inputs["spec"]
+    # The chart labels its pods app.kubernetes.io/name=<nameOverride>, app.kubernetes.io/instance=<release name>.
+    pod_labels = {
+        "app.kubernetes.io/name": release.inputs["values"]["nameOverride"],
+        "app.kubernetes.io/instance": release.inputs["name"],
+    }
+    assert spec["selector"]["matchLabels"] == pod_labels, "a selector that misses the pods scrapes nothing"
+    assert monitor.inputs["metadata"]["namespace"] == release.inputs["namespace"]
+    assert spec["namespaceSelector"]["matchNames"] == [release.inputs["namespace"]]
+    (endpoint,) = spec["podMetricsEndpoints"]
+    assert endpoint["port"] == "metrics"
+    interval = load_platform_config(settings_of(_stack_file(stack))).monitoring.dcgm_exporter.scrape_interval_seconds
+    assert endpoint["interval"] == f"{interval}s"
+    prometheus_link = recording.one(DCRA, "prometheus-dcra")
+    assert {recording.one(CLUSTER).urn, prometheus_link.urn} <= set(monitor.depends_on), (
+        "the PodMonitor CRD is installed by the managed Prometheus add-on"
+    )
+    assert monitor.provider.startswith(recording.one("pulumi:providers:kubernetes").urn)
+
+
+def _stack_file(stack: str) -> dict[str, Any]:
+    from tools.stack_files import load_stack_file
+
+    return load_stack_file(stack)
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_grafana_reads_the_workspace_and_admin_groups_administer_it(
+    recordings: dict[str, Recording], stack: str
+) -> None:
+    recording = recordings[stack]
+    workspace_id, _ = _ids(recording)
+    grafana = recording.one("azure-native:dashboard:Grafana")
+    integrations = grafana.inputs["properties"]["grafanaIntegrations"]["azureMonitorWorkspaceIntegrations"]
+    assert integrations == [{"azureMonitorWorkspaceResourceId": workspace_id}]
+    (reader,) = _role(recording, MONITORING_DATA_READER)
+    assert reader.inputs["principalId"] == grafana.outputs["identity"]["principalId"]
+    assert reader.inputs["scope"] == workspace_id, "Grafana queries PromQL with its own identity"
+    admins = _role(recording, GRAFANA_ADMIN)
+    cluster_admins = recording.one(CLUSTER).inputs["aadProfile"]["adminGroupObjectIDs"]
+    assert sorted(a.inputs["principalId"] for a in admins) == sorted(cluster_admins), "reuse the cluster's admins"
+    for admin in admins:
+        assert admin.inputs["principalType"] == "Group"
+        assert admin.inputs["scope"] == grafana.outputs["id"]
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_role_assignment_names_its_principal_type(recordings: dict[str, Recording], stack: str) -> None:
+    for grant in recordings[stack].of_type(ROLE):
+        assert grant.inputs.get("principalType") in {"ServicePrincipal", "Group", "User"}, (
+            f"{grant.name}: without principalType a fresh identity fails on replication delay"
+        )
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_stack_exports_the_query_endpoint_for_autoscaling(recordings: dict[str, Recording], stack: str) -> None:
+    recording = recordings[stack]
+    workspace = recording.one(WORKSPACE)
+    assert recording.stack_outputs["monitorWorkspaceId"] == workspace.outputs["id"]
+    endpoint = recording.stack_outputs["prometheusQueryEndpoint"]
+    assert endpoint == workspace.outputs["metrics"]["prometheusQueryEndpoint"]
+    assert endpoint.endswith(".prometheus.monitor.azure.com")
+    assert recording.stack_outputs["registryLoginServer"] == recording.one(REGISTRY).outputs["loginServer"]
+
+
+def test_gpu_operator_mode_scrapes_the_operators_exporter(stack_config: Callable[[str], dict[str, Any]]) -> None:
+    config = stack_config("dev")
+    config["aks-gpu-platform:gpuStack"] = {"mode": "gpuOperator", "operatorDcgm": True}
+    recording = run_stack("dev", config)
+    assert [r for r in recording.of_type(RELEASE) if "dcgm" in r.name] == [], "never two exporters on one GPU"
+    monitor = recording.one(POD_MONITOR).inputs
+    assert monitor["spec"]["selector"]["matchLabels"] == {"app": "nvidia-dcgm-exporter"}
+    assert monitor["metadata"]["namespace"] == "gpu-operator"
+
+
+def test_registry_built_directly_validates_its_settings(build: Callable[[Callable[[], Any]], Recording]) -> None:
+    def args(settings: dict[str, Any]) -> RegistryArgs:
+        return {
+            "resource_group_name": "rg",
+            "location": "koreacentral",
+            "base_name": "aks-x",
+            "settings": settings,
+            "kubelet_identity_object_id": "00000000-0000-4000-8000-000000000001",
+            "private_endpoints_subnet_id": "subnet",
+            "vnet_id": "vnet",
+        }
+
+    recording = build(lambda: Registry("acr", args({})))
+    assert recording.one(REGISTRY).inputs["registryName"] == "acraksx", "the default name is alphanumeric"
+    assert recording.of_type("azure-native:network:PrivateEndpoint") == [], "public by default"
+    with pytest.raises(ConfigError) as caught:
+        build(lambda: Registry("acr", args({"name": "no-dashes-allowed"})))
+    assert "name:" in str(caught.value)
+
+
+BROKEN = [
+    ("bad receiver email", "alerts.emailReceivers.0.email", "oncall-at-example", "email address"),
+    ("temperature above 100 C", "alerts.thresholds.gpuTemperatureCelsius", 150, "less than or equal to 100"),
+    ("memory threshold below 50%", "alerts.thresholds.memoryUsedPercent", 10, "greater than or equal to 50"),
+    ("idle utilisation above 50%", "alerts.thresholds.idleUtilizationPercent", 80, "less than or equal to 50"),
+    ("scrape every 5 s", "dcgmExporter.scrapeIntervalSeconds", 5, "greater than or equal to 15"),
+    ("scrape every 10 min", "dcgmExporter.scrapeIntervalSeconds", 600, "less than or equal to 300"),
+    ("registry name with dashes", "registry.name", "acr-aks-dev", "pattern"),
+    ("unpinned image tag", "dcgmExporter.imageTag", "latest", "pattern"),
+]
+
+
+@pytest.mark.parametrize(("why", "path", "value", "hint"), BROKEN, ids=[b[0] for b in BROKEN])
+def test_invalid_monitoring_setting_is_rejected_naming_the_field(
+    stack_config: Callable[[str], dict[str, Any]], why: str, path: str, value: Any, hint: str
+) -> None:
+    settings = settings_of(stack_config("dev"))
+    node: Any = settings["monitoring"]
+    parts = path.split(".")
+    for part in parts[:-1]:
+        node = node[int(part)] if part.isdigit() else node.setdefault(part, {})
+    node[parts[-1]] = value
+    with pytest.raises(ConfigError) as caught:
+        load_platform_config(settings)
+    field = "monitoring." + re.sub(r"\.(\d+)", r"[\1]", path)
+    message = str(caught.value)
+    assert f"{field}:" in message, f"{why}: the message must name {field}, got:\n{message}"
+    assert hint in message, f"{why}: the message must say what is allowed, got:\n{message}"
+
+
+def test_duplicate_receiver_names_are_rejected(stack_config: Callable[[str], dict[str, Any]]) -> None:
+    settings = settings_of(stack_config("dev"))
+    receivers = settings["monitoring"]["alerts"]["emailReceivers"]
+    receivers.append({**receivers[0], "email": "other@example.com"})
+    with pytest.raises(ConfigError) as caught:
+        load_platform_config(settings)
+    assert "monitoring.alerts.emailReceivers[1].name:" in str(caught.value)
+
+
+def test_gpu_dashboard_queries_dcgm_metrics() -> None:
+    board = json.loads((Path(__file__).parent.parent / "dashboards" / "gpu-overview.json").read_text())
+    queries = [t["expr"] for p in board["panels"] for t in p.get("targets", [])]
+    for metric in ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_XID_ERRORS"):
+        assert any(metric in q for q in queries), f"the GPU dashboard must chart {metric}"
+    assert board["templating"]["list"][0]["type"] == "datasource", "importers pick their Prometheus data source"
+
+
+def test_gpu_operator_without_its_dcgm_keeps_our_exporter(stack_config: Callable[[str], dict[str, Any]]) -> None:
+    config = stack_config("dev")
+    config["aks-gpu-platform:gpuStack"] = {"mode": "gpuOperator", "operatorDcgm": False}
+    recording = run_stack("dev", config)
+    release = recording.one(RELEASE, "dcgm")
+    selector = recording.one(POD_MONITOR).inputs["spec"]["selector"]["matchLabels"]
+    assert selector["app.kubernetes.io/instance"] == release.inputs["name"], "GPUs must never go unobserved"
