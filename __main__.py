@@ -4,10 +4,12 @@ import pulumi
 
 from components.aks_cluster import AksCluster
 from components.cpu_node_pool import CpuNodePool
+from components.gpu_monitoring import GpuMonitoring, LogWorkspace, container_insights_addon, managed_prometheus_profile
 from components.gpu_node_pool import GpuNodePool
 from components.gpu_smoke_test import GpuSmokeTest
 from components.gpu_stack import GpuStack
 from components.network import Network
+from components.registry import Registry
 from components.resource_group import platform_resource_group
 from components.upgrade_policy import (
     UpgradePolicy,
@@ -28,6 +30,18 @@ def main() -> None:
         "network",
         {"resource_group_name": rg, "location": cfg.location, "settings": cfg.network.as_settings(), "tags": tags},
     )
+    mon, base_name = cfg.monitoring, cfg.cluster.name
+    logs = LogWorkspace(
+        "logs",
+        {
+            "resource_group_name": rg,
+            "location": cfg.location,
+            "base_name": base_name,
+            "settings": mon.logs.as_settings(),
+            "tags": tags,
+            "protect": cfg.protect_stateful,
+        },
+    )
     aks = AksCluster(
         "aks",
         {
@@ -40,6 +54,8 @@ def main() -> None:
             "system_pool_upgrade_settings": system_pool_upgrade_settings(upgrade),
             "tags": tags,
             "protect": cfg.protect_stateful,
+            "addon_profiles": container_insights_addon(logs.workspace_id),
+            "azure_monitor_profile": managed_prometheus_profile(),
         },
     )
     CpuNodePool(
@@ -98,6 +114,38 @@ def main() -> None:
             "cluster": aks.cluster,
         },
     )
+    acr = Registry(
+        "registry",
+        {
+            "resource_group_name": rg,
+            "location": cfg.location,
+            "base_name": base_name,
+            "tags": tags,
+            "settings": mon.registry.as_settings(),
+            "kubelet_identity_object_id": aks.kubelet_identity_object_id,
+            "private_endpoints_subnet_id": net.private_endpoints_subnet_id,
+            "vnet_id": net.vnet_id,
+            "protect": cfg.protect_stateful,
+        },
+    )
+    monitoring = GpuMonitoring(
+        "monitoring",
+        {
+            "resource_group_name": rg,
+            "location": cfg.location,
+            "base_name": base_name,
+            "tags": tags,
+            "settings": mon.as_settings(),
+            "gpu_stack_mode": cfg.gpu_stack.mode,
+            "cluster": aks.cluster,
+            "cluster_id": aks.cluster_id,
+            "cluster_name": aks.cluster_name,
+            "provider": aks.provider,
+            "log_analytics_workspace_id": logs.workspace_id,
+            "dcgm_exporter_repository": acr.dcgm_exporter_repository,
+            "grafana_admin_group_object_ids": cfg.cluster.entra_id.admin_group_object_ids,
+        },
+    )
 
     pulumi.export("resourceGroupName", rg)
     pulumi.export("clusterName", aks.cluster_name)
@@ -108,6 +156,10 @@ def main() -> None:
     pulumi.export("gpuPoolNames", pulumi.Output.all(*(p.pool_name for p in gpu_pools)))
     pulumi.export("maintenanceConfigurations", upgrades.maintenance_configuration_names)
     pulumi.export("disruptionBudgets", upgrades.disruption_budget_names)
+    pulumi.export("registryLoginServer", acr.login_server)
+    pulumi.export("monitorWorkspaceId", monitoring.monitor_workspace_id)
+    pulumi.export("prometheusQueryEndpoint", monitoring.prometheus_query_endpoint)
+    pulumi.export("grafanaEndpoint", monitoring.grafana_endpoint)
 
 
 main()
