@@ -454,3 +454,32 @@ def test_platform_budgets_are_rendered_and_need_the_cluster_provider(
     with pytest.raises(ConfigError) as caught:
         build(program(False))
     assert "provider, cluster:" in str(caught.value), "a PDB without the cluster's provider would go elsewhere"
+
+
+def _gpu_pools(recording: Recording) -> list[Any]:
+    pools = [p for p in recording.of_type(AGENT_POOL) if p.inputs["nodeLabels"].get("pool") == "gpu"]
+    assert pools, "every stack has at least one GPU pool"
+    return pools
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_gpu_pool_rolls_without_surge_with_a_long_drain_and_cordon(
+    recordings: dict[str, Recording], stack_config: Callable[[str], dict[str, Any]], stack: str
+) -> None:
+    gpu = _upgrade(stack_config, stack)["gpuPools"]
+    for pool in _gpu_pools(recordings[stack]):
+        settings = pool.inputs["upgradeSettings"]
+        assert (settings["maxSurge"], settings["maxUnavailable"]) == ("0", "1"), (
+            f"{pool.name}: no spare GPU quota is needed to upgrade"
+        )
+        assert settings["drainTimeoutInMinutes"] == gpu["drainTimeoutInMinutes"] > 30, (
+            f"{pool.name}: training jobs need time to checkpoint"
+        )
+        assert settings["undrainableNodeBehavior"] == "Cordon", f"{pool.name}: quarantine, don't fail the upgrade"
+        assert "orchestratorVersion" in pool.ignore_changes, "auto-upgrade moves the GPU pool's version too"
+
+
+def test_with_the_channel_off_gpu_pools_follow_the_pinned_version(pinned_recording: Recording) -> None:
+    for pool in _gpu_pools(pinned_recording):
+        assert pool.inputs["orchestratorVersion"] == "1.33"
+        assert "orchestratorVersion" not in pool.ignore_changes, f"{pool.name}: the pinned version drives the pool"
