@@ -3,7 +3,9 @@
 import pulumi
 
 from components.aks_cluster import AksCluster
+from components.blob_storage_classes import BlobStorageClasses
 from components.cpu_node_pool import CpuNodePool
+from components.lustre_storage import LustreStorage
 from components.network import Network
 from components.resource_group import platform_resource_group
 from config import load_platform_config
@@ -43,6 +45,29 @@ def main() -> None:
             "tags": tags,
         },
     )
+
+    BlobStorageClasses(
+        "blob-classes",
+        {"settings": cfg.storage.blob_classes.as_settings(), "provider": aks.provider, "cluster": aks.cluster},
+    )
+    if cfg.storage.lustre is not None and cfg.storage.lustre.enabled:
+        lustre = LustreStorage(
+            "lustre",
+            {
+                "resource_group_name": rg,
+                "location": cfg.location,
+                "lustre_subnet_id": net.lustre_subnet_id,
+                "settings": cfg.storage.lustre.as_settings(),
+                "provider": aks.provider,
+                "cluster": aks.cluster,
+                "protect": cfg.protect_stateful,
+                "tags": tags,
+            },
+        )
+        pulumi.export("lustreMgsAddress", lustre.mgs_address)
+        pulumi.export("lustreNamespace", lustre.namespace)
+        pulumi.export("lustrePvcName", lustre.pvc_name)
+        pulumi.export("lustreStorageClass", lustre.storage_class_name)
 
     pulumi.export("resourceGroupName", rg)
     pulumi.export("clusterName", aks.cluster_name)

@@ -19,6 +19,7 @@ from typing import Any
 
 from config import ConfigError, load_platform_config
 from config.loader import PROJECT, settings_from_runtime_config
+from config.lustre_catalog import AMLFS_SKUS
 
 from .offline import RecordedResource, Recording, run_stack
 from .render import ObjectVerdict, render_and_validate
@@ -51,6 +52,18 @@ def _cluster(i: dict[str, Any]) -> str:
     )
 
 
+def _lustre(i: dict[str, Any]) -> str:
+    sku = str(_get(i, "sku", "name"))
+    capacity = int(i.get("storageCapacityTiB", 0))
+    rules = AMLFS_SKUS.get(sku)
+    throughput = f"{rules.throughput_mbps(capacity)} MB/s" if rules else "unknown"
+    return (
+        f"{capacity} TiB {sku} throughput={throughput} zones={i.get('zones')} "
+        f"maintenance={_get(i, 'maintenanceWindow', 'dayOfWeek')} {_get(i, 'maintenanceWindow', 'timeOfDayUTC')} "
+        "(resize = new filesystem + copy)"
+    )
+
+
 # Decisive settings per resource type; types not listed print their Azure name only.
 SUMMARIES: dict[str, Callable[[dict[str, Any]], str]] = {
     "azure-native:containerservice:ManagedCluster": _cluster,
@@ -59,6 +72,15 @@ SUMMARIES: dict[str, Callable[[dict[str, Any]], str]] = {
     "azure-native:network:Subnet": lambda i: f"{i.get('subnetName')} {i.get('addressPrefix')}",
     "azure-native:authorization:RoleAssignment": lambda i: (
         f"role={str(i.get('roleDefinitionId', '')).rsplit('/', 1)[-1]} principalType={i.get('principalType')}"
+    ),
+    "azure-native:storagecache:AmlFilesystem": _lustre,
+    "azure-native:storage:StorageAccount": lambda i: (
+        f"{i.get('accountName')} {_get(i, 'sku', 'name')} httpsOnly={i.get('enableHttpsTrafficOnly')} "
+        f"tls={i.get('minimumTlsVersion')} publicBlob={i.get('allowBlobPublicAccess')}"
+    ),
+    "kubernetes:storage.k8s.io/v1:StorageClass": lambda i: (
+        f"{_get(i, 'metadata', 'name')} {i.get('provisioner')} reclaim={i.get('reclaimPolicy')} "
+        f"params={i.get('parameters')}"
     ),
     "kubernetes:helm.sh/v3:Release": lambda i: f"chart={i.get('chart')}@{i.get('version')} ns={i.get('namespace')}",
 }
