@@ -211,7 +211,14 @@ class LustreStorage(pulumi.ComponentResource):
         training = cfg.training
         namespace = k8s.core.v1.Namespace(
             f"{name}-training-namespace",
-            metadata={"name": training.namespace, "labels": {"pod-security.kubernetes.io/enforce": "restricted"}},
+            metadata={
+                "name": training.namespace,
+                # Training images often run as root: enforce baseline, warn where a pod is not restricted.
+                "labels": {
+                    "pod-security.kubernetes.io/enforce": "baseline",
+                    "pod-security.kubernetes.io/warn": "restricted",
+                },
+            },
             opts=in_cluster,
         )
         storage_class = k8s.storage.v1.StorageClass(

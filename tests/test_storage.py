@@ -116,6 +116,8 @@ def test_training_claim_is_read_write_many_on_the_lustre_class(prod_recording: R
     assert spec["storageClassName"] == sc.inputs["metadata"]["name"]
     assert pvc.inputs["metadata"]["namespace"] == prod_recording.stack_outputs["lustreNamespace"] == "training"
     assert prod_recording.stack_outputs["lustrePvcName"] == pvc.inputs["metadata"]["name"] == "lustre-pvc"
+    labels = prod_recording.one("kubernetes:core/v1:Namespace", "training").inputs["metadata"]["labels"]
+    assert labels["pod-security.kubernetes.io/enforce"] == "baseline", "privileged pods stay out of training"
 
 
 def test_csi_driver_is_pinned_and_its_node_plugin_runs_on_gpu_nodes(prod_recording: Recording) -> None:
