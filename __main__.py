@@ -5,6 +5,9 @@ import pulumi
 from components.aks_cluster import AksCluster
 from components.blob_storage_classes import BlobStorageClasses
 from components.cpu_node_pool import CpuNodePool
+from components.gpu_node_pool import GpuNodePool
+from components.gpu_smoke_test import GpuSmokeTest
+from components.gpu_stack import GpuStack
 from components.lustre_storage import LustreStorage
 from components.network import Network
 from components.resource_group import platform_resource_group
@@ -45,6 +48,38 @@ def main() -> None:
             "tags": tags,
         },
     )
+    gpu_pools = [
+        GpuNodePool(
+            f"gpu-{pool.name}",
+            {
+                "resource_group_name": rg,
+                "cluster_name": aks.cluster_name,
+                "nodes_subnet_id": net.nodes_subnet_id,
+                "settings": pool.as_settings(),
+                "stack_mode": cfg.gpu_stack.mode,
+                "kubernetes_version": cfg.cluster.kubernetes_version,
+                "tracks_versions": cfg.upgrade.tracks_versions,
+                "tags": tags,
+            },
+        )
+        for pool in cfg.gpu_pools
+    ]
+    pools = [p.as_settings() for p in cfg.gpu_pools]
+    gpu_stack = GpuStack(
+        "gpu-stack",
+        {"settings": cfg.gpu_stack.as_settings(), "pools": pools, "provider": aks.provider, "cluster": aks.cluster},
+    )
+    if cfg.gpu_stack.smoke_test:
+        GpuSmokeTest(
+            "gpu-smoke-test",
+            {
+                "namespace": gpu_stack.namespace,
+                "fingerprint": {"gpuPools": pools, "gpuStack": cfg.gpu_stack.as_settings()},
+                "depends_on": [*(p.agent_pool for p in gpu_pools), *gpu_stack.releases],
+                "provider": aks.provider,
+                "cluster": aks.cluster,
+            },
+        )
 
     BlobStorageClasses(
         "blob-classes",
@@ -75,6 +110,7 @@ def main() -> None:
     pulumi.export("oidcIssuerUrl", aks.oidc_issuer_url)
     pulumi.export("kubeletIdentityObjectId", aks.kubelet_identity_object_id)
     pulumi.export("kubeconfig", aks.kubeconfig)
+    pulumi.export("gpuPoolNames", pulumi.Output.all(*(p.pool_name for p in gpu_pools)))
 
 
 main()

@@ -177,10 +177,16 @@ def _aml_filesystem_outputs(args: pulumi_mocks.MockResourceArgs) -> dict[str, An
     }
 
 
+def _agent_pool_outputs(args: pulumi_mocks.MockResourceArgs) -> dict[str, Any]:
+    # An AgentPool's `name` is its pool name, not the cluster name in `resourceName`.
+    return {"name": args.inputs.get("agentPoolName", args.name)}
+
+
 # Outputs Azure computes, per resource type, so wiring can be checked by value.
 COMPUTED_OUTPUTS: dict[str, Callable[[pulumi_mocks.MockResourceArgs], dict[str, Any]]] = {
     "azure-native:containerservice:ManagedCluster": _cluster_outputs,
     "azure-native:managedidentity:UserAssignedIdentity": lambda a: _identity_outputs(a.name),
+    "azure-native:containerservice:AgentPool": _agent_pool_outputs,
     "azure-native:storagecache:AmlFilesystem": _aml_filesystem_outputs,
 }
 

@@ -38,6 +38,9 @@ def _pool(i: dict[str, Any]) -> str:
     return (
         f"{i.get('vmSize')} x{i.get('minCount')}-{i.get('maxCount')} zones={i.get('availabilityZones')} "
         f"mode={i.get('mode')} taints={i.get('nodeTaints', [])} labels={i.get('nodeLabels', {})}"
+        + (f" driver={_get(i, 'gpuProfile', 'driver')}" if i.get("gpuProfile") else "")
+        + (f" mig={i.get('gpuInstanceProfile')}" if i.get("gpuInstanceProfile") else "")
+        + (f" priority={i.get('scaleSetPriority')}" if i.get("scaleSetPriority") else "")
     )
 
 
@@ -81,6 +84,10 @@ SUMMARIES: dict[str, Callable[[dict[str, Any]], str]] = {
     "kubernetes:storage.k8s.io/v1:StorageClass": lambda i: (
         f"{_get(i, 'metadata', 'name')} {i.get('provisioner')} reclaim={i.get('reclaimPolicy')} "
         f"params={i.get('parameters')}"
+    ),
+    "kubernetes:batch/v1:Job": lambda i: (
+        f"{_get(i, 'metadata', 'name')} "
+        f"images={[c.get('image') for c in _get(i, 'spec', 'template', 'spec', 'containers') or []]}"
     ),
     "kubernetes:helm.sh/v3:Release": lambda i: f"chart={i.get('chart')}@{i.get('version')} ns={i.get('namespace')}",
 }
