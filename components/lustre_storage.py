@@ -240,7 +240,7 @@ class LustreStorage(pulumi.ComponentResource):
                 "storage_class_name": storage_class.metadata["name"],
                 "resources": {"requests": {"storage": f"{training.pvc_size_gi}Gi"}},
             },
-            # Binding waits for the driver; do not block the update on it.
+            # The claim binds through the driver: create it once the driver is installed.
             opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[driver])),
         )
         if training.verification_pod:
