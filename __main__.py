@@ -3,11 +3,13 @@
 import pulumi
 
 from components.aks_cluster import AksCluster
+from components.blob_storage_classes import BlobStorageClasses
 from components.cpu_node_pool import CpuNodePool
 from components.gpu_monitoring import GpuMonitoring, LogWorkspace, container_insights_addon, managed_prometheus_profile
 from components.gpu_node_pool import GpuNodePool
 from components.gpu_smoke_test import GpuSmokeTest
 from components.gpu_stack import GpuStack
+from components.lustre_storage import LustreStorage
 from components.network import Network
 from components.registry import Registry
 from components.resource_group import platform_resource_group
@@ -148,6 +150,29 @@ def main() -> None:
             "grafana_admin_group_object_ids": cfg.cluster.entra_id.admin_group_object_ids,
         },
     )
+
+    BlobStorageClasses(
+        "blob-classes",
+        {"settings": cfg.storage.blob_classes.as_settings(), "provider": aks.provider, "cluster": aks.cluster},
+    )
+    if cfg.storage.lustre is not None and cfg.storage.lustre.enabled:
+        lustre = LustreStorage(
+            "lustre",
+            {
+                "resource_group_name": rg,
+                "location": cfg.location,
+                "lustre_subnet_id": net.lustre_subnet_id,
+                "settings": cfg.storage.lustre.as_settings(),
+                "provider": aks.provider,
+                "cluster": aks.cluster,
+                "protect": cfg.protect_stateful,
+                "tags": tags,
+            },
+        )
+        pulumi.export("lustreMgsAddress", lustre.mgs_address)
+        pulumi.export("lustreNamespace", lustre.namespace)
+        pulumi.export("lustrePvcName", lustre.pvc_name)
+        pulumi.export("lustreStorageClass", lustre.storage_class_name)
 
     pulumi.export("resourceGroupName", rg)
     pulumi.export("clusterName", aks.cluster_name)

@@ -12,11 +12,12 @@ from .base import ConfigModel
 from .cluster import ClusterConfig
 from .errors import field_error
 from .gpu import GpuPoolConfig, GpuStackConfig
+from .lustre_catalog import required_subnet_prefix
 from .monitoring import MonitoringConfig
 from .network import NetworkConfig, usable_addresses
 from .node_pools import AutoscaledPoolConfig, CpuPoolConfig, SystemPoolConfig
 from .security import SecurityConfig
-from .storage import StorageConfig
+from .storage import LUSTRE_CLIENT_OS_SKUS, StorageConfig
 from .types import AzureName
 from .upgrade import UpgradeConfig
 
@@ -90,4 +91,32 @@ class PlatformConfig(ConfigModel):
         for key, value in (("podCidr", self.cluster.pod_cidr), ("serviceCidr", self.cluster.service_cidr)):
             if ipaddress.IPv4Network(value).overlaps(vnet):
                 raise field_error(f"cluster.{key}", value, f"must not overlap network.addressSpace ({vnet})")
+        return self
+
+    @property
+    def lustre_client_pools(self) -> list[tuple[str, AutoscaledPoolConfig]]:
+        """Pools that mount Lustre: the CPU pool (preprocessing) and every GPU pool (training)."""
+        return [p for p in self.all_pools if p[0] != "systemPool"]
+
+    @model_validator(mode="after")
+    def _check_lustre_fits(self) -> PlatformConfig:
+        lustre = self.storage.lustre
+        if lustre is None or not lustre.enabled:
+            return self
+        prefix = required_subnet_prefix(lustre.capacity_tib)
+        subnet = self.network.lustre_cidr
+        if subnet.prefixlen > prefix:
+            where = "existingSubnets.lustreSubnetCidr" if self.network.uses_existing_subnets else "subnets.lustre"
+            raise field_error(
+                f"network.{where}",
+                str(subnet),
+                f"storage.lustre.capacityTiB {lustre.capacity_tib} needs a /{prefix} or larger subnet",
+            )
+        for path, pool in self.lustre_client_pools:
+            if pool.os_sku not in LUSTRE_CLIENT_OS_SKUS:
+                raise field_error(
+                    f"{path}.osSku",
+                    pool.os_sku,
+                    f"pools that mount Lustre must run {' or '.join(LUSTRE_CLIENT_OS_SKUS)} (Lustre CSI client)",
+                )
         return self

@@ -2,8 +2,180 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
+from pydantic import Field, model_validator
+
 from .base import ConfigModel
+from .errors import field_error
+from .lustre_catalog import AMLFS_SKUS, AmlfsSku, AmlfsSkuName
+from .types import Guid, ResourceId, Zone
+
+DayOfWeek = Literal["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
+SquashMode = Literal["None", "RootOnly", "All"]
+BlobAccountSku = Literal["Standard_LRS", "Standard_ZRS", "Standard_GZRS"]
+BlobClassSku = Literal["Standard_LRS", "Standard_ZRS", "Premium_LRS", "Premium_ZRS"]
+BlobProtocol = Literal["fuse2", "nfs"]
+
+K8S_NAME = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+CONTAINER_NAME = r"^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$"
+BLOB_PREFIX = r"^/[^\s]*$"
+
+# Node OS SKUs the Lustre client (kernel modules) of the CSI driver supports on AKS.
+LUSTRE_CLIENT_OS_SKUS = ("Ubuntu", "Ubuntu2204")
+
+
+class MaintenanceWindowConfig(ConfigModel):
+    """The 30-minute weekly window Azure patches the filesystem in (required by Azure)."""
+
+    day_of_week: DayOfWeek
+    time_of_day_utc: str = Field(pattern=r"^([01][0-9]|2[0-3]):[0-5][0-9]$", description="HH:MM in UTC")
+
+
+class RootSquashConfig(ConfigModel):
+    """How root on a client maps on the filesystem; RootOnly keeps containers' root from owning data."""
+
+    mode: SquashMode = "RootOnly"
+    no_squash_nid_lists: str = Field(default="", description="Lustre NIDs exempt from squashing, e.g. 10.0.0.4@tcp")
+    squash_uid: int = Field(default=65534, ge=1, le=4294967295)
+    squash_gid: int = Field(default=65534, ge=1, le=4294967295)
+
+
+class LustreEncryptionConfig(ConfigModel):
+    """Customer-managed key; without it Azure encrypts with a platform-managed key."""
+
+    key_url: str = Field(pattern=r"^https://[a-z0-9-]+\.vault\.azure\.net/keys/[^/]+(/[0-9a-f]{32})?$")
+    key_vault_id: ResourceId
+    user_assigned_identity_id: ResourceId = Field(description="Identity the filesystem reads the key as")
+
+
+class BlobIntegrationConfig(ConfigModel):
+    """The HSM storage account: cold data is imported from, and checkpoints exported to, Blob."""
+
+    account_name: str = Field(pattern=r"^[a-z0-9]{3,24}$", description="Globally unique storage account name")
+    sku: BlobAccountSku = "Standard_LRS"
+    data_container: str = Field(default="lustre-data", pattern=CONTAINER_NAME)
+    logging_container: str = Field(default="lustre-logs", pattern=CONTAINER_NAME)
+    import_prefix: str = Field(default="/", pattern=BLOB_PREFIX, description="Blob path imported at creation")
+    auto_export: bool = Field(default=False, description="Copy new and changed files back to Blob continuously")
+    auto_export_prefix: str = Field(default="/", pattern=BLOB_PREFIX, description="Filesystem path auto-exported")
+    soft_delete_days: int = Field(default=14, ge=1, le=365)
+
+    @model_validator(mode="after")
+    def _check_containers(self) -> BlobIntegrationConfig:
+        if self.data_container == self.logging_container:
+            raise field_error("loggingContainer", self.logging_container, "must differ from dataContainer")
+        return self
+
+
+class LustreTrainingConfig(ConfigModel):
+    """Where training pods find the filesystem: a namespace and a ReadWriteMany claim."""
+
+    namespace: str = Field(default="training", pattern=K8S_NAME, max_length=63)
+    storage_class_name: str = Field(default="azurelustre-static", pattern=K8S_NAME, max_length=63)
+    pvc_name: str = Field(default="lustre-pvc", pattern=K8S_NAME, max_length=63)
+    pvc_size_gi: int = Field(default=100, ge=1, description="Nominal; every claim sees the whole filesystem")
+    verification_pod: bool = Field(default=False, description="A pod that mounts the claim at /mnt/lustre")
+    verification_image: str = "ubuntu:24.04"
+
+
+class LustreConfig(ConfigModel):
+    """One Azure Managed Lustre filesystem; it cannot be resized and is billed for its full size."""
+
+    enabled: bool = True
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,78}[A-Za-z0-9]$")
+    sku: AmlfsSkuName
+    capacity_tib: int = Field(
+        alias="capacityTiB", ge=1, description="Capacity in TiB: a multiple of the SKU's step, min..max"
+    )
+    zone: Zone = Field(description="The filesystem lives in one zone; put the GPU pools near it")
+    maintenance_window: MaintenanceWindowConfig
+    root_squash: RootSquashConfig = Field(default_factory=RootSquashConfig)
+    encryption: LustreEncryptionConfig | None = None
+    throughput_target_mbps: int | None = Field(
+        default=None, alias="throughputTargetMBps", ge=1, description="Reject sizes below this MB/s"
+    )
+    hpc_cache_provider_object_id: Guid = Field(
+        description="Object ID of the 'HPC Cache Resource Provider' service principal in this tenant"
+    )
+    blob: BlobIntegrationConfig
+    training: LustreTrainingConfig = Field(default_factory=LustreTrainingConfig)
+
+    @property
+    def sku_rules(self) -> AmlfsSku:
+        return AMLFS_SKUS[self.sku]
+
+    @property
+    def throughput_mbps(self) -> int:
+        return self.sku_rules.throughput_mbps(self.capacity_tib)
+
+    @model_validator(mode="after")
+    def _check_size(self) -> LustreConfig:
+        rules = self.sku_rules
+        if not rules.allows(self.capacity_tib):
+            raise field_error(
+                "capacityTiB",
+                self.capacity_tib,
+                f"{self.sku} takes {rules.min_tib}-{rules.max_tib} TiB in steps of {rules.step_tib} TiB",
+            )
+        target = self.throughput_target_mbps
+        if target is not None and self.throughput_mbps < target:
+            size = rules.smallest_size_for(target)
+            others = [
+                f"{name} at {s} TiB"
+                for name, sku in AMLFS_SKUS.items()
+                if name != self.sku and (s := sku.smallest_size_for(target)) is not None
+            ]
+            fix = (
+                f"capacityTiB {size} would"
+                if size is not None
+                else f"no {self.sku} size can; "
+                + (f"try {', '.join(others)}" if others else "no single filesystem can")
+            )
+            raise field_error(
+                "capacityTiB",
+                self.capacity_tib,
+                f"gives {self.throughput_mbps} MB/s, below throughputTargetMBps {target}; {fix}",
+            )
+        return self
+
+
+class BlobClassConfig(ConfigModel):
+    enabled: bool = True
+    name: str = Field(pattern=K8S_NAME, max_length=63)
+    sku_name: BlobClassSku
+    protocol: BlobProtocol = "fuse2"
+
+
+def _standard_class() -> BlobClassConfig:
+    return BlobClassConfig(name="blob-standard", sku_name="Standard_LRS", protocol="fuse2")
+
+
+def _premium_class() -> BlobClassConfig:
+    return BlobClassConfig(name="blob-premium", sku_name="Premium_LRS", protocol="fuse2")
+
+
+class BlobClassesConfig(ConfigModel):
+    """Blob CSI classes: standard for bulk, cheap data; premium for small files and many transactions."""
+
+    standard: BlobClassConfig = Field(default_factory=_standard_class)
+    premium: BlobClassConfig = Field(default_factory=_premium_class)
+
+    @model_validator(mode="after")
+    def _check_tiers(self) -> BlobClassesConfig:
+        if not self.standard.sku_name.startswith("Standard"):
+            raise field_error("standard.skuName", self.standard.sku_name, "must be a Standard_* SKU")
+        if not self.premium.sku_name.startswith("Premium"):
+            raise field_error("premium.skuName", self.premium.sku_name, "must be a Premium_* SKU")
+        if self.standard.name == self.premium.name:
+            raise field_error("premium.name", self.premium.name, "must differ from standard.name")
+        return self
 
 
 class StorageConfig(ConfigModel):
-    lustre_enabled: bool = False
+    lustre: LustreConfig | None = Field(default=None, description="Absent or enabled: false plans without Lustre")
+    blob_classes: BlobClassesConfig = Field(default_factory=BlobClassesConfig)
+
+    @property
+    def lustre_enabled(self) -> bool:
+        return self.lustre is not None and self.lustre.enabled

@@ -154,6 +154,29 @@ def _cluster_outputs(args: pulumi_mocks.MockResourceArgs) -> dict[str, Any]:
     }
 
 
+def _aml_filesystem_outputs(args: pulumi_mocks.MockResourceArgs) -> dict[str, Any]:
+    # Clients mount the management service at an address of the filesystem's subnet.
+    digest = hashlib.sha256(str(args.inputs.get("filesystemSubnet", args.name)).encode()).digest()
+    mgs = f"10.{digest[0]}.{digest[1]}.4"
+    sku = str((args.inputs.get("sku") or {}).get("name", "AMLFS-Durable-Premium-0"))
+    capacity = float(args.inputs.get("storageCapacityTiB", 0))
+    identity = dict(args.inputs.get("identity") or {})
+    # Azure answers with a map keyed by identity ID where the request sends a list.
+    identity["userAssignedIdentities"] = {
+        i: {"principalId": _guid(i)} for i in identity.get("userAssignedIdentities", [])
+    }
+    return {
+        "identity": identity,
+        "clientInfo": {
+            "mgsAddress": mgs,
+            "mountCommand": f"mount -t lustre -o noatime,flock {mgs}@tcp:/lustrefs /lustrefs",
+            "lustreVersion": "2.15.7",
+            "containerStorageInterface": {"persistentVolume": "", "persistentVolumeClaim": "", "storageClass": ""},
+        },
+        "throughputProvisionedMBps": int(capacity * int(sku.rsplit("-", 1)[-1])),
+    }
+
+
 def _agent_pool_outputs(args: pulumi_mocks.MockResourceArgs) -> dict[str, Any]:
     # An AgentPool's `name` is its pool name, not the cluster name in `resourceName`.
     return {"name": args.inputs.get("agentPoolName", args.name)}
@@ -189,6 +212,7 @@ COMPUTED_OUTPUTS: dict[str, Callable[[pulumi_mocks.MockResourceArgs], dict[str, 
     "azure-native:containerregistry:Registry": _registry_outputs,
     "azure-native:monitor:AzureMonitorWorkspace": _monitor_workspace_outputs,
     "azure-native:dashboard:Grafana": _grafana_outputs,
+    "azure-native:storagecache:AmlFilesystem": _aml_filesystem_outputs,
 }
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from config import ConfigError, load_platform_config
 from config.loader import PROJECT, settings_from_runtime_config
+from config.lustre_catalog import AMLFS_SKUS
 from policy.rules import Policy, Resource, StackFacts, Violation, evaluate
 
 from .offline import RecordedResource, Recording, run_stack
@@ -79,6 +80,18 @@ def _cluster(i: dict[str, Any]) -> str:
     )
 
 
+def _lustre(i: dict[str, Any]) -> str:
+    sku = str(_get(i, "sku", "name"))
+    capacity = int(i.get("storageCapacityTiB", 0))
+    rules = AMLFS_SKUS.get(sku)
+    throughput = f"{rules.throughput_mbps(capacity)} MB/s" if rules else "unknown"
+    return (
+        f"{capacity} TiB {sku} throughput={throughput} zones={i.get('zones')} "
+        f"maintenance={_get(i, 'maintenanceWindow', 'dayOfWeek')} {_get(i, 'maintenanceWindow', 'timeOfDayUTC')} "
+        "(resize = new filesystem + copy)"
+    )
+
+
 def _scaled_object(i: dict[str, Any]) -> str:
     spec = i.get("spec") or {}
     trigger = (spec.get("triggers") or [{}])[0]
@@ -98,6 +111,15 @@ SUMMARIES: dict[str, Callable[[dict[str, Any]], str]] = {
     "azure-native:network:Subnet": lambda i: f"{i.get('subnetName')} {i.get('addressPrefix')}",
     "azure-native:authorization:RoleAssignment": lambda i: (
         f"role={str(i.get('roleDefinitionId', '')).rsplit('/', 1)[-1]} principalType={i.get('principalType')}"
+    ),
+    "azure-native:storagecache:AmlFilesystem": _lustre,
+    "azure-native:storage:StorageAccount": lambda i: (
+        f"{i.get('accountName')} {_get(i, 'sku', 'name')} httpsOnly={i.get('enableHttpsTrafficOnly')} "
+        f"tls={i.get('minimumTlsVersion')} publicBlob={i.get('allowBlobPublicAccess')}"
+    ),
+    "kubernetes:storage.k8s.io/v1:StorageClass": lambda i: (
+        f"{_get(i, 'metadata', 'name')} {i.get('provisioner')} reclaim={i.get('reclaimPolicy')} "
+        f"params={i.get('parameters')}"
     ),
     "kubernetes:batch/v1:Job": lambda i: (
         f"{_get(i, 'metadata', 'name')} "

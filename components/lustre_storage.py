@@ -1,0 +1,304 @@
+"""Azure Managed Lustre with Blob (HSM) integration, its CSI driver, StorageClass and training claim."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, NotRequired, TypedDict
+
+import pulumi
+import pulumi_azure_native.storage as storage
+import pulumi_azure_native.storagecache as storagecache
+import pulumi_kubernetes as k8s
+
+from config.loader import validate_section
+from config.storage import LustreConfig
+
+from . import roles
+from .gpu_scheduling import cpu_node_selector, gpu_tolerations
+
+CSI_DRIVER_CHART = "oci://mcr.microsoft.com/microsoft.azuremanagedlustre/azurelustre-csi-driver"
+CSI_DRIVER_VERSION = "0.6.0"
+CSI_DRIVER_NAMESPACE = "kube-system"
+PROVISIONER = "azurelustre.csi.azure.com"
+LUSTRE_FS_NAME = "lustrefs"  # every Azure Managed Lustre filesystem is named lustrefs
+MOUNT_PATH = "/mnt/lustre"
+# AKS taints spot nodes with this; spot GPU pools mount Lustre too.
+SPOT_TOLERATION = {
+    "key": "kubernetes.azure.com/scalesetpriority",
+    "operator": "Equal",
+    "value": "spot",
+    "effect": "NoSchedule",
+}
+
+
+class LustreStorageArgs(TypedDict):
+    resource_group_name: pulumi.Input[str]
+    """Resource group of the filesystem and its storage account."""
+    location: pulumi.Input[str]
+    """Azure region."""
+    lustre_subnet_id: pulumi.Input[str]
+    """Dedicated subnet of the filesystem, sized for its capacity."""
+    settings: Mapping[str, Any]
+    """The `storage.lustre` config section (camelCase keys, as in the stack YAML)."""
+    provider: k8s.Provider
+    """Kubernetes provider of the cluster (AksCluster.provider)."""
+    cluster: pulumi.Resource
+    """The ManagedCluster; in-cluster objects are deleted with it."""
+    protect: NotRequired[bool]
+    """Refuse to delete or replace the filesystem and the storage account (prod)."""
+    tags: NotRequired[Mapping[str, str]]
+    """Azure tags."""
+
+
+def _hsm_account(
+    name: str, cfg: LustreConfig, args: LustreStorageArgs, parent: pulumi.Resource, protect: bool
+) -> storage.StorageAccount:
+    return storage.StorageAccount(
+        name,
+        resource_group_name=args["resource_group_name"],
+        location=args["location"],
+        account_name=cfg.blob.account_name,
+        kind=storage.Kind.STORAGE_V2,
+        sku={"name": cfg.blob.sku},
+        access_tier=storage.AccessTier.HOT,
+        enable_https_traffic_only=True,
+        minimum_tls_version=storage.MinimumTlsVersion.TLS1_2,
+        allow_blob_public_access=False,
+        tags=dict(args.get("tags", {})),
+        # The account holds the cold copy of the training data and every exported checkpoint.
+        opts=pulumi.ResourceOptions(parent=parent, protect=protect),
+    )
+
+
+class LustreStorage(pulumi.ComponentResource):
+    """An AMLFS filesystem in one zone, backed by Blob, mounted in the cluster through a RWX claim."""
+
+    filesystem_id: pulumi.Output[str]
+    """Azure resource ID of the filesystem."""
+    mgs_address: pulumi.Output[str]
+    """IP address of the Lustre management service that clients mount."""
+    storage_account_name: pulumi.Output[str]
+    """HSM storage account (data and logging containers)."""
+    namespace: pulumi.Output[str]
+    """Namespace of the training claim."""
+    storage_class_name: pulumi.Output[str]
+    """StorageClass of the filesystem."""
+    pvc_name: pulumi.Output[str]
+    """ReadWriteMany claim training pods mount."""
+
+    def __init__(self, name: str, args: LustreStorageArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("aks-gpu-platform:index:LustreStorage", name, None, opts)
+        cfg = validate_section(LustreConfig, args["settings"], source="LustreStorage settings")
+        protect = args.get("protect", False)
+        rg = args["resource_group_name"]
+        tags = dict(args.get("tags", {}))
+
+        account = _hsm_account(f"{name}-hsm-account", cfg, args, self, protect)
+        blob_service = storage.BlobServiceProperties(
+            f"{name}-hsm-blob-service",
+            resource_group_name=rg,
+            account_name=account.name,
+            blob_services_name="default",
+            is_versioning_enabled=True,
+            delete_retention_policy={"enabled": True, "days": cfg.blob.soft_delete_days},
+            container_delete_retention_policy={"enabled": True, "days": cfg.blob.soft_delete_days},
+            opts=pulumi.ResourceOptions(parent=account),
+        )
+        containers = {
+            role: storage.BlobContainer(
+                f"{name}-hsm-{role}",
+                resource_group_name=rg,
+                account_name=account.name,
+                container_name=container,
+                public_access=storage.PublicAccess.NONE,
+                opts=pulumi.ResourceOptions(parent=account, depends_on=[blob_service]),
+            )
+            for role, container in (("data", cfg.blob.data_container), ("logging", cfg.blob.logging_container))
+        }
+        # The Lustre service reads and writes the containers as this principal; both grants must exist first.
+        grants = [
+            roles.assign_role(
+                f"{name}-hsm-{role}",
+                role_guid=guid,
+                principal_id=cfg.hpc_cache_provider_object_id,
+                scope=account.id,
+                opts=pulumi.ResourceOptions(parent=account),
+            )
+            for role, guid in (
+                ("account-contributor", roles.STORAGE_ACCOUNT_CONTRIBUTOR),
+                ("blob-data-contributor", roles.STORAGE_BLOB_DATA_CONTRIBUTOR),
+            )
+        ]
+
+        encryption: storagecache.AmlFilesystemEncryptionSettingsArgsDict | None = None
+        identity: storagecache.AmlFilesystemIdentityArgsDict | None = None
+        if cfg.encryption is not None:
+            encryption = {
+                "key_encryption_key": {
+                    "key_url": cfg.encryption.key_url,
+                    "source_vault": {"id": cfg.encryption.key_vault_id},
+                }
+            }
+            identity = {
+                "type": storagecache.AmlFilesystemIdentityType.USER_ASSIGNED,
+                "user_assigned_identities": [cfg.encryption.user_assigned_identity_id],
+            }
+        squash = cfg.root_squash
+        filesystem = storagecache.AmlFilesystem(
+            f"{name}-filesystem",
+            resource_group_name=rg,
+            location=args["location"],
+            aml_filesystem_name=cfg.name,
+            sku={"name": cfg.sku},
+            storage_capacity_ti_b=float(cfg.capacity_tib),
+            zones=[cfg.zone],
+            filesystem_subnet=args["lustre_subnet_id"],
+            maintenance_window={
+                "day_of_week": storagecache.MaintenanceDayOfWeekType(cfg.maintenance_window.day_of_week),
+                "time_of_day_utc": cfg.maintenance_window.time_of_day_utc,
+            },
+            hsm={
+                "settings": {
+                    "container": containers["data"].id,
+                    "logging_container": containers["logging"].id,
+                    "import_prefix": cfg.blob.import_prefix,
+                }
+            },
+            root_squash_settings={
+                "mode": storagecache.AmlFilesystemSquashMode(squash.mode),
+                "no_squash_nid_lists": squash.no_squash_nid_lists,
+                "squash_uid": float(squash.squash_uid),
+                "squash_gid": float(squash.squash_gid),
+            },
+            encryption_settings=encryption,
+            identity=identity,
+            tags=tags,
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                depends_on=grants,
+                # Billed for its full size and never resizable: a replacement would drop every file on it.
+                protect=protect,
+            ),
+        )
+        if cfg.blob.auto_export:
+            storagecache.AutoExportJob(
+                f"{name}-auto-export",
+                resource_group_name=rg,
+                location=args["location"],
+                aml_filesystem_name=filesystem.name,
+                auto_export_job_name="checkpoints",
+                auto_export_prefixes=[cfg.blob.auto_export_prefix],
+                admin_status=storagecache.AutoExportJobAdminStatus.ENABLE,
+                tags=tags,
+                # Not under the protected filesystem, so auto-export can be switched off on its own.
+                opts=pulumi.ResourceOptions(parent=self, protect=False),
+            )
+
+        self.filesystem_id = filesystem.id
+        self.mgs_address = filesystem.client_info.apply(lambda info: info.mgs_address if info else "")
+        self.storage_account_name = account.name
+
+        in_cluster = pulumi.ResourceOptions(parent=self, provider=args["provider"], deleted_with=args["cluster"])
+        driver = k8s.helm.v3.Release(
+            f"{name}-csi-driver",
+            name="azurelustre",
+            chart=CSI_DRIVER_CHART,
+            version=CSI_DRIVER_VERSION,
+            namespace=CSI_DRIVER_NAMESPACE,
+            values={"node": {"tolerations": [*gpu_tolerations(), SPOT_TOLERATION]}},
+            opts=in_cluster,
+        )
+        training = cfg.training
+        namespace = k8s.core.v1.Namespace(
+            f"{name}-training-namespace",
+            metadata={
+                "name": training.namespace,
+                # Training images often run as root: enforce baseline, warn where a pod is not restricted.
+                "labels": {
+                    "pod-security.kubernetes.io/enforce": "baseline",
+                    "pod-security.kubernetes.io/warn": "restricted",
+                },
+            },
+            opts=in_cluster,
+        )
+        storage_class = k8s.storage.v1.StorageClass(
+            f"{name}-storage-class",
+            metadata={"name": training.storage_class_name},
+            provisioner=PROVISIONER,
+            parameters={"mgs-ip-address": self.mgs_address, "fs-name": LUSTRE_FS_NAME},
+            # Retain: deleting a claim must never delete training data on the filesystem.
+            reclaim_policy="Retain",
+            volume_binding_mode="Immediate",
+            mount_options=["noatime", "flock"],
+            opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[driver])),
+        )
+        claim = k8s.core.v1.PersistentVolumeClaim(
+            f"{name}-pvc",
+            metadata={"name": training.pvc_name, "namespace": namespace.metadata["name"]},
+            spec={
+                "access_modes": ["ReadWriteMany"],
+                "storage_class_name": storage_class.metadata["name"],
+                "resources": {"requests": {"storage": f"{training.pvc_size_gi}Gi"}},
+            },
+            # The claim binds through the driver: create it once the driver is installed.
+            opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[driver])),
+        )
+        if training.verification_pod:
+            self._verification_pod(name, training.verification_image, claim, in_cluster)
+
+        self.namespace = namespace.metadata["name"]
+        self.storage_class_name = storage_class.metadata["name"]
+        self.pvc_name = claim.metadata["name"]
+        self.register_outputs(
+            {
+                "filesystem_id": self.filesystem_id,
+                "mgs_address": self.mgs_address,
+                "storage_account_name": self.storage_account_name,
+                "namespace": self.namespace,
+                "storage_class_name": self.storage_class_name,
+                "pvc_name": self.pvc_name,
+            }
+        )
+
+    def _verification_pod(
+        self, name: str, image: str, claim: k8s.core.v1.PersistentVolumeClaim, opts: pulumi.ResourceOptions
+    ) -> None:
+        """The design notes' lustre-test: lists the mount, then idles for `kubectl exec`."""
+        k8s.core.v1.Pod(
+            f"{name}-verification-pod",
+            metadata={
+                "name": "lustre-test",
+                "namespace": claim.metadata["namespace"],
+                "labels": {"app": "lustre-test"},
+            },
+            spec={
+                "node_selector": cpu_node_selector(),
+                "restart_policy": "Never",
+                "automount_service_account_token": False,
+                "security_context": {
+                    "run_as_non_root": True,
+                    "run_as_user": 65534,
+                    "run_as_group": 65534,
+                    "seccomp_profile": {"type": "RuntimeDefault"},
+                },
+                "containers": [
+                    {
+                        "name": "lustre-test",
+                        "image": image,
+                        "command": ["sh", "-c", f"ls -al {MOUNT_PATH} && sleep 3600"],
+                        "volume_mounts": [{"name": "lustre", "mount_path": MOUNT_PATH}],
+                        "resources": {
+                            "requests": {"cpu": "10m", "memory": "16Mi"},
+                            "limits": {"cpu": "100m", "memory": "64Mi"},
+                        },
+                        "security_context": {
+                            "allow_privilege_escalation": False,
+                            "read_only_root_filesystem": True,
+                            "capabilities": {"drop": ["ALL"]},
+                        },
+                    }
+                ],
+                "volumes": [{"name": "lustre", "persistent_volume_claim": {"claim_name": claim.metadata["name"]}}],
+            },
+            opts=opts,
+        )
