@@ -140,8 +140,11 @@ def duration(resource: RecordedResource) -> int:
     return DEFAULT_KUBERNETES_S if resource.type.startswith("kubernetes:") else DEFAULT_AZURE_S
 
 
-def critical_path(recording: Recording) -> tuple[int, list[RecordedResource]]:
-    """Longest chain of typical create times through depends_on (components expand to their children)."""
+def critical_path(recording: Recording, end_urn: str | None = None) -> tuple[int, list[RecordedResource]]:
+    """Longest chain of typical create times through depends_on (components expand to their children).
+
+    With `end_urn`, the longest chain that ends at that resource (what it waits for).
+    """
     by_urn = {r.urn: r for r in recording.resources}
     children: dict[str, list[str]] = {}
     for r in recording.resources:
@@ -174,7 +177,8 @@ def critical_path(recording: Recording) -> tuple[int, list[RecordedResource]]:
         previous[urn] = before
         return finish[urn]
 
-    end = max((r.urn for r in recording.resources if r.custom), key=finish_of)
+    end = end_urn or max((r.urn for r in recording.resources if r.custom), key=finish_of)
+    finish_of(end)
     chain: list[RecordedResource] = []
     cursor: str | None = end
     while cursor is not None:
