@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STACK ?= dev
 STAMP := $(VENV)/.installed
 
-.PHONY: plan test lint typecheck unit clean policy-venv
+.PHONY: plan test lint typecheck unit clean policy-venv checkov-venv
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -19,6 +19,16 @@ $(POLICY_STAMP): policy/requirements.txt
 	test -x policy/venv/bin/python || $(PYTHON) -m venv policy/venv
 	policy/venv/bin/python -m pip install --quiet -r policy/requirements.txt
 	touch $(POLICY_STAMP)
+
+# checkov's own virtualenv: checkov pins packaging and others apart from the project's pins.
+CHECKOV_STAMP := .venv-checkov/.installed
+$(CHECKOV_STAMP):
+	test -x .venv-checkov/bin/python || $(PYTHON) -m venv .venv-checkov
+	.venv-checkov/bin/python -m pip install --quiet checkov==3.3.30
+	touch $(CHECKOV_STAMP)
+
+## checkov-venv: create checkov's virtualenv (the test suite scans rendered objects with it)
+checkov-venv: $(CHECKOV_STAMP)
 
 ## policy-venv: create the policy pack's virtualenv (for `pulumi preview --policy-pack policy`)
 policy-venv: $(POLICY_STAMP)
@@ -37,8 +47,8 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/pyright
 
-unit: $(STAMP) $(POLICY_STAMP)
+unit: $(STAMP) $(POLICY_STAMP) $(CHECKOV_STAMP)
 	$(BIN)/pytest
 
 clean:
-	rm -rf $(VENV) policy/venv out .pytest_cache .ruff_cache
+	rm -rf $(VENV) policy/venv .venv-checkov out .pytest_cache .ruff_cache
