@@ -4,8 +4,11 @@ VENV := venv
 BIN := $(VENV)/bin
 STACK ?= dev
 STAMP := $(VENV)/.installed
+# Workflow linters live in their own venv so their dependencies never move the stack's pins.
+TOOLS := .venv-tools
+TOOLS_STAMP := $(TOOLS)/.installed
 
-.PHONY: plan test lint typecheck unit clean policy-venv checkov-venv
+.PHONY: plan test lint typecheck unit workflows bench clean policy-venv checkov-venv
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -37,8 +40,12 @@ policy-venv: $(POLICY_STAMP)
 plan: $(STAMP)
 	$(BIN)/python -m tools.plan --stack $(STACK)
 
+## bench: offline evaluation time and memory vs bare SDK registrations, and the deploy critical path
+bench: $(STAMP)
+	$(BIN)/python -m tools.bench
+
 ## test: lint, type check and every test
-test: lint typecheck unit
+test: lint typecheck workflows unit
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -50,5 +57,15 @@ typecheck: $(STAMP)
 unit: $(STAMP) $(POLICY_STAMP) $(CHECKOV_STAMP)
 	$(BIN)/pytest
 
+$(TOOLS_STAMP): requirements-tools.txt
+	test -x $(TOOLS)/bin/python || $(PYTHON) -m venv $(TOOLS)
+	$(TOOLS)/bin/python -m pip install --quiet -r requirements-tools.txt
+	touch $(TOOLS_STAMP)
+
+## workflows: validate .github/workflows against GitHub's schema and audit them with zizmor (offline)
+workflows: $(TOOLS_STAMP)
+	$(TOOLS)/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
+	$(TOOLS)/bin/zizmor --offline --persona pedantic .github/workflows/
+
 clean:
-	rm -rf $(VENV) policy/venv .venv-checkov out .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(TOOLS) policy/venv .venv-checkov out .pytest_cache .ruff_cache

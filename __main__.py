@@ -52,6 +52,7 @@ def main() -> None:
             "system_pool": cfg.system_pool.as_settings(),
             "upgrade": upgrade,
             "system_pool_upgrade_settings": system_pool_upgrade_settings(upgrade),
+            "workload_auto_scaler_profile": {"keda": {"enabled": cfg.autoscaling.keda_enabled}},
             "tags": tags,
             "protect": cfg.protect_stateful,
             "addon_profiles": {**container_insights_addon(logs.workspace_id), **cfg.security.addon_profiles()},  # type: ignore[dict-item]

@@ -202,10 +202,17 @@ def _azure_id(args: pulumi_mocks.MockResourceArgs) -> str:
 class RecordingMocks(pulumi.runtime.Mocks):
     """Mocks that echo inputs, add the outputs Azure would compute, and record everything."""
 
-    def __init__(self, recording: Recording) -> None:
+    def __init__(self, recording: Recording, stack_references: dict[str, dict[str, Any]] | None = None) -> None:
         self.recording = recording
+        self.stack_references = stack_references or {}
 
     def new_resource(self, args: pulumi_mocks.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
+        if args.typ == "pulumi:pulumi:StackReference":
+            # The referenced stack's outputs, as `pulumi.StackReference` reads them from the engine.
+            stack = args.inputs.get("name", args.name)
+            if stack not in self.stack_references:
+                raise KeyError(f"no mocked outputs for stack reference {stack!r}")
+            return stack, {"name": stack, "outputs": self.stack_references[stack], "secretOutputNames": []}
         outputs = dict(args.inputs)
         if args.typ.startswith("azure-native:"):
             resource_id = _azure_id(args)
@@ -240,6 +247,31 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
     def __init__(self, mocks: RecordingMocks) -> None:
         super().__init__(mocks)
         self.recording = mocks.recording
+
+    def ReadResource(self, request: Any) -> Any:
+        """Reads (`StackReference`, `.get()`) are recorded as custom resources with their read state."""
+        response = super().ReadResource(request)
+        state = self.resources[response.urn].state
+        self.recording.resources.append(
+            RecordedResource(
+                type=request.type,
+                name=request.name,
+                urn=response.urn,
+                parent=request.parent,
+                custom=True,
+                inputs=_plain(pulumi.runtime.rpc.deserialize_properties(request.properties)),
+                outputs=_plain(state),
+                protect=False,
+                ignore_changes=[],
+                replace_on_changes=[],
+                delete_before_replace=False,
+                retain_on_delete=False,
+                depends_on=list(request.dependencies),
+                deleted_with="",
+                provider=request.provider,
+            )
+        )
+        return response
 
     def RegisterResource(self, request: Any) -> Any:
         response = super().RegisterResource(request)
@@ -283,10 +315,19 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _reset_runtime(recording: Recording, stack: str, preview: bool) -> None:
+def _reset_runtime(
+    recording: Recording,
+    stack: str,
+    preview: bool,
+    project: str = PROJECT,
+    stack_references: dict[str, dict[str, Any]] | None = None,
+) -> None:
     pulumi_settings.set_root_resource(None)  # type: ignore[arg-type]
-    mocks = RecordingMocks(recording)
-    pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=preview, monitor=RecordingMonitor(mocks))
+    # A failed earlier run leaves failed RPCs and outputs behind; they must not re-raise in this one.
+    pulumi_settings._get_rpc_manager().clear()
+    pulumi_settings.SETTINGS.outputs.clear()  # pyright: ignore[reportAttributeAccessIssue]
+    mocks = RecordingMocks(recording, stack_references)
+    pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=preview, monitor=RecordingMonitor(mocks))
 
 
 def run_under_mocks(
@@ -295,10 +336,15 @@ def run_under_mocks(
     stack: str = "test",
     preview: bool = False,
     secret_keys: list[str] | None = None,
+    project: str = PROJECT,
+    stack_references: dict[str, dict[str, Any]] | None = None,
 ) -> Recording:
-    """Run `program` against fresh mocks and return what it registered and exported."""
+    """Run `program` against fresh mocks and return what it registered and exported.
+
+    `stack_references` maps a referenced stack's name to the outputs it exports.
+    """
     recording = Recording()
-    _reset_runtime(recording, stack, preview)
+    _reset_runtime(recording, stack, preview, project, stack_references)
     set_all_config(config or {}, secret_keys or [])
     _sync_await(run_pulumi_func(program))
     root = pulumi_settings.get_root_resource()

@@ -79,6 +79,17 @@ def _cluster(i: dict[str, Any]) -> str:
     )
 
 
+def _scaled_object(i: dict[str, Any]) -> str:
+    spec = i.get("spec") or {}
+    trigger = (spec.get("triggers") or [{}])[0]
+    meta = trigger.get("metadata") or {}
+    return (
+        f"target={_get(spec, 'scaleTargetRef', 'name')} replicas={spec.get('minReplicaCount')}-"
+        f"{spec.get('maxReplicaCount')} threshold={meta.get('threshold')} activation={meta.get('activationThreshold')} "
+        f"query={meta.get('query')}"
+    )
+
+
 # Decisive settings per resource type; types not listed print their Azure name only.
 SUMMARIES: dict[str, Callable[[dict[str, Any]], str]] = {
     "azure-native:containerservice:ManagedCluster": _cluster,
@@ -96,6 +107,11 @@ SUMMARIES: dict[str, Callable[[dict[str, Any]], str]] = {
     "kubernetes:policy/v1:PodDisruptionBudget": lambda i: (
         f"{_get(i, 'metadata', 'namespace')}/{_get(i, 'metadata', 'name')} "
         f"minAvailable={_get(i, 'spec', 'minAvailable')} selector={_get(i, 'spec', 'selector', 'matchLabels')}"
+    ),
+    "azure-native:managedidentity:FederatedIdentityCredential": lambda i: f"subject={i.get('subject')}",
+    "kubernetes:keda.sh/v1alpha1:ScaledObject": _scaled_object,
+    "kubernetes:keda.sh/v1alpha1:TriggerAuthentication": lambda i: (
+        f"podIdentity={_get(i, 'spec', 'podIdentity', 'provider')}"
     ),
     "kubernetes:helm.sh/v3:Release": lambda i: f"chart={i.get('chart')}@{i.get('version')} ns={i.get('namespace')}",
 }
