@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 TOOLS := .venv-tools
 TOOLS_STAMP := $(TOOLS)/.installed
 
-.PHONY: plan test lint typecheck unit workflows bench clean policy-venv
+.PHONY: plan test lint typecheck unit workflows bench clean policy-venv checkov-venv
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -22,6 +22,16 @@ $(POLICY_STAMP): policy/requirements.txt
 	test -x policy/venv/bin/python || $(PYTHON) -m venv policy/venv
 	policy/venv/bin/python -m pip install --quiet -r policy/requirements.txt
 	touch $(POLICY_STAMP)
+
+# checkov's own virtualenv: checkov pins packaging and others apart from the project's pins.
+CHECKOV_STAMP := .venv-checkov/.installed
+$(CHECKOV_STAMP):
+	test -x .venv-checkov/bin/python || $(PYTHON) -m venv .venv-checkov
+	.venv-checkov/bin/python -m pip install --quiet checkov==3.3.30
+	touch $(CHECKOV_STAMP)
+
+## checkov-venv: create checkov's virtualenv (the test suite scans rendered objects with it)
+checkov-venv: $(CHECKOV_STAMP)
 
 ## policy-venv: create the policy pack's virtualenv (for `pulumi preview --policy-pack policy`)
 policy-venv: $(POLICY_STAMP)
@@ -44,7 +54,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/pyright
 
-unit: $(STAMP) $(POLICY_STAMP)
+unit: $(STAMP) $(POLICY_STAMP) $(CHECKOV_STAMP)
 	$(BIN)/pytest
 
 $(TOOLS_STAMP): requirements-tools.txt

@@ -22,7 +22,12 @@ from .gpu_scheduling import GPU_RESOURCE, gpu_pod_scheduling
 CUDA_IMAGE = "nvidia/cuda:12.4.1-base-ubuntu22.04"
 # Scale from zero, node boot and driver install take minutes; fail after 30.
 DEADLINE_SECONDS = 1800
-NON_ROOT_UID = 1000
+# checkov skips, each with its reason (the scan in tests/test_checkov.py reads them from the object).
+CHECKOV_SKIPS = {
+    "checkov.io/skip1": "CKV_K8S_43=the CUDA base tag is multi-arch and pinned by version; a digest would pin one arch",
+    "checkov.io/skip2": "CKV2_K8S_6=the one-shot smoke test opens no port and calls nothing; no NetworkPolicy to scope",
+}
+NON_ROOT_UID = 10001  # above 10000, clear of host users
 
 
 class GpuSmokeTestArgs(TypedDict):
@@ -59,6 +64,7 @@ def smoke_test_pod_spec() -> dict[str, Any]:
             {
                 "name": "nvidia-smi",
                 "image": CUDA_IMAGE,
+                "imagePullPolicy": "Always",
                 "command": ["nvidia-smi"],
                 "resources": {
                     "requests": {"cpu": "100m", "memory": "128Mi"},
@@ -89,13 +95,18 @@ class GpuSmokeTest(pulumi.ComponentResource):
             "backoff_limit": 2,
             "active_deadline_seconds": DEADLINE_SECONDS,
             "template": {
-                "metadata": {"labels": {"app": "gpu-smoke-test"}},
+                "metadata": {"labels": {"app": "gpu-smoke-test"}, "annotations": CHECKOV_SKIPS},
                 "spec": cast(k8s.core.v1.PodSpecArgsDict, smoke_test_pod_spec()),
             },
         }
         k8s.batch.v1.Job(
             f"{name}-job",
-            metadata={"name": self.job_name, "namespace": args["namespace"], "labels": {"app": "gpu-smoke-test"}},
+            metadata={
+                "name": self.job_name,
+                "namespace": args["namespace"],
+                "labels": {"app": "gpu-smoke-test"},
+                "annotations": CHECKOV_SKIPS,
+            },
             spec=spec,
             opts=pulumi.ResourceOptions(
                 parent=self,

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
 from .base import ConfigModel
-from .errors import field_error
 from .types import ResourceId
+
+T = TypeVar("T")
 
 
 class SecretsStoreConfig(ConfigModel):
@@ -25,24 +26,17 @@ class DefenderConfig(ConfigModel):
         default=None, description="Workspace Defender reports to (required when enabled)"
     )
 
-    @model_validator(mode="after")
-    def _check_workspace(self) -> DefenderConfig:
-        if self.enabled and self.log_analytics_workspace_id is None:
-            raise field_error(
-                "logAnalyticsWorkspaceId", None, "Defender for Containers needs a Log Analytics workspace"
-            )
-        return self
-
 
 class SecurityConfig(ConfigModel):
     azure_policy: bool = Field(default=True, description="Azure Policy add-on (Gatekeeper) audits and denies objects")
     secrets_store: SecretsStoreConfig = Field(default_factory=SecretsStoreConfig)
     defender: DefenderConfig = Field(default_factory=DefenderConfig)
 
-    @property
-    def defender_workspace_id(self) -> str | None:
-        """The workspace to enable Defender with, or None when Defender is off."""
-        return self.defender.log_analytics_workspace_id if self.defender.enabled else None
+    def defender_workspace_id(self, platform_workspace_id: T) -> str | T | None:
+        """The workspace to enable Defender with (the platform's unless set), or None when Defender is off."""
+        if not self.defender.enabled:
+            return None
+        return self.defender.log_analytics_workspace_id or platform_workspace_id
 
     def addon_profiles(self) -> dict[str, dict[str, Any]]:
         """AKS add-on profiles for these switches (keys as AKS names the add-ons)."""

@@ -17,6 +17,7 @@ CLUSTER = "azure-native:containerservice:ManagedCluster"
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_policy_addon_and_rotating_secrets_store_are_on(recordings: dict[str, Recording], stack: str) -> None:
     addons = recordings[stack].one(CLUSTER).inputs["addonProfiles"]
+    assert addons["omsagent"]["enabled"] is True, "merging the security add-ons keeps Container Insights"
     assert addons["azurepolicy"] == {"enabled": True}, "Azure Policy audits every object the cluster admits"
     store = addons["azureKeyvaultSecretsProvider"]
     assert store["enabled"] is True
@@ -25,10 +26,8 @@ def test_policy_addon_and_rotating_secrets_store_are_on(recordings: dict[str, Re
     )
 
 
-def test_prod_defender_reports_to_the_configured_workspace(
-    prod_recording: Recording, stack_config: Callable[[str], dict[str, Any]]
-) -> None:
-    workspace = stack_config("prod")["aks-gpu-platform:security"]["defender"]["logAnalyticsWorkspaceId"]
+def test_prod_defender_reports_to_the_platform_workspace(prod_recording: Recording) -> None:
+    workspace = prod_recording.one("azure-native:operationalinsights:Workspace").outputs["id"]
     defender = prod_recording.one(CLUSTER).inputs["securityProfile"]["defender"]
     assert defender == {"logAnalyticsWorkspaceResourceId": workspace, "securityMonitoring": {"enabled": True}}
 
@@ -47,7 +46,6 @@ def test_disabled_secrets_store_sends_no_config(stack_config: Callable[[str], di
 @pytest.mark.parametrize(
     ("change", "path"),
     [
-        ({"defender": {"enabled": True}}, "security.defender.logAnalyticsWorkspaceId:"),
         (
             {"defender": {"enabled": True, "logAnalyticsWorkspaceId": "log-1"}},
             "security.defender.logAnalyticsWorkspaceId:",
