@@ -4,19 +4,43 @@ import pulumi
 
 from components.aks_cluster import AksCluster
 from components.cpu_node_pool import CpuNodePool
+from components.gpu_monitoring import GpuMonitoring, LogWorkspace, container_insights_addon, managed_prometheus_profile
+from components.gpu_node_pool import GpuNodePool
+from components.gpu_smoke_test import GpuSmokeTest
+from components.gpu_stack import GpuStack
 from components.network import Network
+from components.registry import Registry
 from components.resource_group import platform_resource_group
+from components.upgrade_policy import (
+    UpgradePolicy,
+    cpu_pool_upgrade_settings,
+    gpu_pool_upgrade_settings,
+    system_pool_upgrade_settings,
+)
 from config import load_platform_config
 
 
 def main() -> None:
     cfg = load_platform_config()  # raises a clean ConfigError before any resource exists
+    upgrade = cfg.upgrade.as_settings()
     tags = {"environment": cfg.environment, "managedBy": "pulumi", "project": "aks-gpu-platform", **cfg.tags}
 
     rg = platform_resource_group("platform-rg", cfg.resource_group, cfg.location, tags, protect=cfg.protect_stateful)
     net = Network(
         "network",
         {"resource_group_name": rg, "location": cfg.location, "settings": cfg.network.as_settings(), "tags": tags},
+    )
+    mon, base_name = cfg.monitoring, cfg.cluster.name
+    logs = LogWorkspace(
+        "logs",
+        {
+            "resource_group_name": rg,
+            "location": cfg.location,
+            "base_name": base_name,
+            "settings": mon.logs.as_settings(),
+            "tags": tags,
+            "protect": cfg.protect_stateful,
+        },
     )
     aks = AksCluster(
         "aks",
@@ -26,9 +50,13 @@ def main() -> None:
             "nodes_subnet_id": net.nodes_subnet_id,
             "cluster": cfg.cluster.as_settings(),
             "system_pool": cfg.system_pool.as_settings(),
-            "upgrade": cfg.upgrade.as_settings(),
+            "upgrade": upgrade,
+            "system_pool_upgrade_settings": system_pool_upgrade_settings(upgrade),
+            "workload_auto_scaler_profile": {"keda": {"enabled": cfg.autoscaling.keda_enabled}},
             "tags": tags,
             "protect": cfg.protect_stateful,
+            "addon_profiles": container_insights_addon(logs.workspace_id),
+            "azure_monitor_profile": managed_prometheus_profile(),
         },
     )
     CpuNodePool(
@@ -40,7 +68,83 @@ def main() -> None:
             "settings": cfg.cpu_pool.as_settings(),
             "kubernetes_version": cfg.cluster.kubernetes_version,
             "tracks_versions": cfg.upgrade.tracks_versions,
+            "upgrade_settings": cpu_pool_upgrade_settings(upgrade),
             "tags": tags,
+        },
+    )
+    gpu_pools = [
+        GpuNodePool(
+            f"gpu-{pool.name}",
+            {
+                "resource_group_name": rg,
+                "cluster_name": aks.cluster_name,
+                "nodes_subnet_id": net.nodes_subnet_id,
+                "settings": pool.as_settings(),
+                "stack_mode": cfg.gpu_stack.mode,
+                "kubernetes_version": cfg.cluster.kubernetes_version,
+                "tracks_versions": cfg.upgrade.tracks_versions,
+                "upgrade_settings": gpu_pool_upgrade_settings(upgrade),
+                "tags": tags,
+            },
+        )
+        for pool in cfg.gpu_pools
+    ]
+    pools = [p.as_settings() for p in cfg.gpu_pools]
+    gpu_stack = GpuStack(
+        "gpu-stack",
+        {"settings": cfg.gpu_stack.as_settings(), "pools": pools, "provider": aks.provider, "cluster": aks.cluster},
+    )
+    if cfg.gpu_stack.smoke_test:
+        GpuSmokeTest(
+            "gpu-smoke-test",
+            {
+                "namespace": gpu_stack.namespace,
+                "fingerprint": {"gpuPools": pools, "gpuStack": cfg.gpu_stack.as_settings()},
+                "depends_on": [*(p.agent_pool for p in gpu_pools), *gpu_stack.releases],
+                "provider": aks.provider,
+                "cluster": aks.cluster,
+            },
+        )
+    upgrades = UpgradePolicy(
+        "upgrade",
+        {
+            "resource_group_name": rg,
+            "cluster_name": aks.cluster_name,
+            "settings": upgrade,
+            "provider": aks.provider,
+            "cluster": aks.cluster,
+        },
+    )
+    acr = Registry(
+        "registry",
+        {
+            "resource_group_name": rg,
+            "location": cfg.location,
+            "base_name": base_name,
+            "tags": tags,
+            "settings": mon.registry.as_settings(),
+            "kubelet_identity_object_id": aks.kubelet_identity_object_id,
+            "private_endpoints_subnet_id": net.private_endpoints_subnet_id,
+            "vnet_id": net.vnet_id,
+            "protect": cfg.protect_stateful,
+        },
+    )
+    monitoring = GpuMonitoring(
+        "monitoring",
+        {
+            "resource_group_name": rg,
+            "location": cfg.location,
+            "base_name": base_name,
+            "tags": tags,
+            "settings": mon.as_settings(),
+            "gpu_stack_mode": cfg.gpu_stack.mode,
+            "cluster": aks.cluster,
+            "cluster_id": aks.cluster_id,
+            "cluster_name": aks.cluster_name,
+            "provider": aks.provider,
+            "log_analytics_workspace_id": logs.workspace_id,
+            "dcgm_exporter_repository": acr.dcgm_exporter_repository,
+            "grafana_admin_group_object_ids": cfg.cluster.entra_id.admin_group_object_ids,
         },
     )
 
@@ -50,6 +154,13 @@ def main() -> None:
     pulumi.export("oidcIssuerUrl", aks.oidc_issuer_url)
     pulumi.export("kubeletIdentityObjectId", aks.kubelet_identity_object_id)
     pulumi.export("kubeconfig", aks.kubeconfig)
+    pulumi.export("gpuPoolNames", pulumi.Output.all(*(p.pool_name for p in gpu_pools)))
+    pulumi.export("maintenanceConfigurations", upgrades.maintenance_configuration_names)
+    pulumi.export("disruptionBudgets", upgrades.disruption_budget_names)
+    pulumi.export("registryLoginServer", acr.login_server)
+    pulumi.export("monitorWorkspaceId", monitoring.monitor_workspace_id)
+    pulumi.export("prometheusQueryEndpoint", monitoring.prometheus_query_endpoint)
+    pulumi.export("grafanaEndpoint", monitoring.grafana_endpoint)
 
 
 main()

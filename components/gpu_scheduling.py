@@ -47,3 +47,41 @@ def gpu_pool_node_labels(pool_name: str, gpu_model: str | None = None) -> dict[s
 def cpu_node_selector() -> dict[str, str]:
     """Selects the CPU user pool (monitoring, log collection, API servers, preprocessing)."""
     return {GPU_POOL_LABEL_KEY: CPU_POOL_LABEL_VALUE}
+
+
+# AKS puts this taint on every Spot pool; pods must tolerate it explicitly to use Spot GPUs.
+SPOT_TAINT = "kubernetes.azure.com/scalesetpriority=spot:NoSchedule"
+
+
+def parse_taint(taint: str) -> dict[str, str]:
+    """`key=value:Effect` (the AgentPool nodeTaints form) as a Kubernetes taint object."""
+    key_value, effect = taint.rsplit(":", 1)
+    key, _, value = key_value.partition("=")
+    return {"key": key, "value": value, "effect": effect}
+
+
+def _tolerates(toleration: dict[str, str], taint: dict[str, str]) -> bool:
+    if toleration.get("effect") and toleration["effect"] != taint["effect"]:
+        return False
+    if not toleration.get("key"):
+        return toleration.get("operator") == "Exists"
+    if toleration["key"] != taint["key"]:
+        return False
+    if toleration.get("operator", "Equal") == "Exists":
+        return True
+    return toleration.get("value", "") == taint["value"]
+
+
+def pod_fits_node(pod_spec: dict[str, Any], node_labels: dict[str, str], node_taints: list[str]) -> bool:
+    """True when the pod's nodeSelector matches the labels and its tolerations cover every
+    NoSchedule/NoExecute taint (the scheduler's NodeSelector and TaintToleration checks)."""
+    selector: dict[str, str] = pod_spec.get("nodeSelector") or {}
+    if any(node_labels.get(k) != v for k, v in selector.items()):
+        return False
+    tolerations: list[dict[str, str]] = pod_spec.get("tolerations") or []
+    for taint in map(parse_taint, node_taints):
+        if taint["effect"] == "PreferNoSchedule":
+            continue
+        if not any(_tolerates(t, taint) for t in tolerations):
+            return False
+    return True

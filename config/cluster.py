@@ -42,19 +42,58 @@ class ApiServerAccessConfig(ConfigModel):
 
 
 class AutoscalerProfileConfig(ConfigModel):
-    """Cluster autoscaler tuned for expensive GPU nodes: slow to scale down, quick to scale up."""
+    """Cluster autoscaler tuned for expensive GPU nodes: quick to add, slow and deliberate to remove.
+
+    GPU pools scale from zero (their minCount is 0); these values decide how fast a pending GPU
+    pod gets a node and how long an idle GPU node is kept before it is removed.
+    """
 
     expander: Expander = Field(default="least-waste", description="least-waste picks the cheapest fitting pool")
-    scan_interval_seconds: int = Field(default=10, ge=5, le=60)
-    scale_down_delay_after_add_minutes: int = Field(default=15, ge=1, le=120)
-    scale_down_unneeded_minutes: int = Field(default=15, ge=1, le=240)
+    scan_interval_seconds: int = Field(default=10, ge=5, le=60, description="How often pending pods are checked")
+    new_pod_scale_up_delay_seconds: int = Field(
+        default=0, ge=0, le=600, description="Age a pending pod must reach before it triggers a scale-up"
+    )
+    scale_down_delay_after_add_minutes: int = Field(
+        default=15,
+        ge=1,
+        le=120,
+        description="No scale-down this long after a scale-up (a GPU node takes minutes to boot)",
+    )
+    scale_down_delay_after_failure_minutes: int = Field(default=3, ge=1, le=60)
+    scale_down_unneeded_minutes: int = Field(
+        default=15, ge=1, le=240, description="An idle node is kept this long, so bursty load does not thrash nodes"
+    )
     scale_down_unready_minutes: int = Field(default=20, ge=1, le=240)
     scale_down_utilization_threshold: float = Field(default=0.5, ge=0.1, le=0.9)
-    max_graceful_termination_seconds: int = Field(default=900, ge=30, le=3600)
-    max_node_provision_minutes: int = Field(default=20, ge=5, le=60)
-    balance_similar_node_groups: bool = True
+    ignore_daemonsets_utilization: bool = Field(
+        default=True, description="DCGM exporter and device plugin pods do not keep an idle GPU node alive"
+    )
+    max_empty_bulk_delete: int = Field(default=10, ge=1, le=100, description="Empty nodes removed at once")
+    max_graceful_termination_seconds: int = Field(
+        default=900, ge=30, le=3600, description="Time an inference pod gets to drain before its node goes"
+    )
+    max_node_provision_minutes: int = Field(
+        default=20, ge=5, le=60, description="GPU VMs with driver install boot slowly; give up on a node after this"
+    )
+    balance_similar_node_groups: bool = Field(default=True, description="Spread zonal GPU pools of the same size")
     skip_nodes_with_local_storage: bool = False
     skip_nodes_with_system_pods: bool = True
+
+    @model_validator(mode="after")
+    def _check_gpu_friendly(self) -> AutoscalerProfileConfig:
+        if self.scale_down_unneeded_minutes * 60 < self.scan_interval_seconds * 3:
+            raise field_error(
+                "scaleDownUnneededMinutes",
+                self.scale_down_unneeded_minutes,
+                "must cover at least three scan intervals, or nodes are removed on one idle reading",
+            )
+        if self.max_node_provision_minutes < self.scale_down_delay_after_failure_minutes:
+            raise field_error(
+                "maxNodeProvisionMinutes",
+                self.max_node_provision_minutes,
+                f"must not be below scaleDownDelayAfterFailureMinutes ({self.scale_down_delay_after_failure_minutes})",
+            )
+        return self
 
 
 class ClusterConfig(ConfigModel):

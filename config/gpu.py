@@ -2,20 +2,96 @@
 
 from __future__ import annotations
 
-from typing import Literal
+import re
+from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, StringConstraints, model_validator
 
 from .base import ConfigModel
+from .errors import field_error
+from .gpu_catalog import GPU_SKUS, GpuSku, gpu_sku
 from .node_pools import AutoscaledPoolConfig
 
 GpuStackMode = Literal["devicePlugin", "gpuOperator"]
+MigProfile = Literal["MIG1g", "MIG2g", "MIG3g", "MIG4g", "MIG7g"]
+SpotEvictionPolicy = Literal["Delete", "Deallocate"]
+
+# The Azure pool name is this name plus a 4-character hash of the fields Azure cannot change
+# in place (see components/gpu_node_pool.py), so the name itself has 8 of AKS's 12 characters.
+GPU_POOL_NAME_MAX = 8
+GpuPoolName = Annotated[
+    str,
+    StringConstraints(pattern=rf"^[a-z][a-z0-9]{{0,{GPU_POOL_NAME_MAX - 1}}}$"),
+    Field(description="lowercase letter first, then lowercase letters or digits, 1-8 long (AKS adds a 4-char hash)"),
+]
+TAINT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_./-]{0,252}=[A-Za-z0-9_.-]{0,63}:(NoSchedule|PreferNoSchedule|NoExecute)$")
+# Keys the platform sets itself: the GPU taint and the spot taint AKS adds to Spot pools.
+RESERVED_TAINT_KEYS = frozenset({"sku", "kubernetes.azure.com/scalesetpriority"})
+
+
+class SpotConfig(ConfigModel):
+    """Spot VMs: up to ~90% cheaper, evicted when Azure needs the capacity back."""
+
+    eviction_policy: SpotEvictionPolicy = Field(
+        default="Delete", description="Delete frees quota on eviction; Deallocate keeps disks but still holds quota"
+    )
+    max_price: float = Field(
+        default=-1, description="USD per hour per VM; -1 caps at the on-demand price (evicted only for capacity)"
+    )
+
+    @model_validator(mode="after")
+    def _check_price(self) -> SpotConfig:
+        if self.max_price != -1 and self.max_price <= 0:
+            raise field_error("maxPrice", self.max_price, "must be -1 (on-demand cap) or a positive USD price")
+        return self
 
 
 class GpuPoolConfig(AutoscaledPoolConfig):
     """One GPU node pool; minCount 0 lets the autoscaler scale it from zero."""
 
+    name: GpuPoolName
     min_count: int = Field(default=0, ge=0, le=1000)
+    priority: Literal["Regular", "Spot"] = "Regular"
+    spot: SpotConfig | None = Field(default=None, description="Spot settings; only with priority Spot")
+    mig_profile: MigProfile | None = Field(default=None, description="MIG instance profile applied to every GPU")
+    infiniband: bool = Field(default=False, description="Use the SKU's InfiniBand fabric (RDMA); single zone only")
+    taints: list[str] = Field(default_factory=list, description="Extra taints, key=value:Effect")
+
+    @property
+    def sku(self) -> GpuSku:
+        found = gpu_sku(self.vm_size)
+        assert found is not None, "validated by _check_gpu"
+        return found
+
+    @model_validator(mode="after")
+    def _check_gpu(self) -> GpuPoolConfig:
+        sku = gpu_sku(self.vm_size)
+        if sku is None:
+            raise field_error("vmSize", self.vm_size, f"must be a GPU size from the catalog: {sorted(GPU_SKUS)}")
+        if self.mig_profile is not None and self.mig_profile not in sku.mig_profiles:
+            allowed = list(sku.mig_profiles) or "none (the size has no MIG support on AKS)"
+            raise field_error("migProfile", self.mig_profile, f"{self.vm_size} supports MIG profiles: {allowed}")
+        if self.infiniband and not sku.infiniband:
+            ib = sorted(size for size, s in GPU_SKUS.items() if s.infiniband)
+            raise field_error("infiniband", self.infiniband, f"{self.vm_size} has no InfiniBand; IB sizes: {ib}")
+        if self.infiniband and len(self.zones) != 1:
+            raise field_error("zones", self.zones, "an InfiniBand pool is one IB fabric: exactly one zone")
+        if self.spot is not None and self.priority != "Spot":
+            raise field_error("spot", self.spot.as_settings(), "only allowed with priority Spot")
+        if "gpu-model" in self.labels:
+            raise field_error("labels", ["gpu-model"], "gpu-model is set by the platform from the SKU catalog")
+        for i, taint in enumerate(self.taints):
+            if not TAINT.match(taint):
+                raise field_error(f"taints[{i}]", taint, "must be key=value:NoSchedule|PreferNoSchedule|NoExecute")
+            if taint.split("=", 1)[0] in RESERVED_TAINT_KEYS:
+                raise field_error(f"taints[{i}]", taint, f"keys {sorted(RESERVED_TAINT_KEYS)} are set by the platform")
+        if len(set(self.taints)) != len(self.taints):
+            raise field_error("taints", self.taints, "each taint may appear once")
+        return self
+
+    @property
+    def spot_settings(self) -> SpotConfig:
+        return self.spot or SpotConfig()
 
 
 class GpuStackConfig(ConfigModel):
@@ -24,3 +100,13 @@ class GpuStackConfig(ConfigModel):
         description="devicePlugin: AKS installs the driver, NVIDIA device plugin exposes GPUs; "
         "gpuOperator: pools skip the AKS driver and NVIDIA's GPU Operator manages the stack",
     )
+    operator_dcgm: bool = Field(
+        default=False, description="gpuOperator mode only: let the operator run the DCGM exporter for monitoring"
+    )
+    smoke_test: bool = Field(default=True, description="Run a one-GPU nvidia-smi Job on every pool change")
+
+    @model_validator(mode="after")
+    def _check_dcgm(self) -> GpuStackConfig:
+        if self.operator_dcgm and self.mode != "gpuOperator":
+            raise field_error("operatorDcgm", self.operator_dcgm, "only with mode gpuOperator")
+        return self

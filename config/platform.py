@@ -66,15 +66,19 @@ class PlatformConfig(ConfigModel):
             if pool.name in seen:
                 raise field_error(f"{path}.name", pool.name, f"pool names must be unique; {seen[pool.name]} has it")
             seen[pool.name] = path
-        # CNI overlay: one subnet address per node; each pool may add one surge node while upgrading.
-        needed = sum(pool.max_count + 1 for _, pool in self.all_pools)
+        # CNI overlay: one subnet address per node, plus the surge nodes each pool adds while upgrading.
+        surges = [self.upgrade.system_pool, self.upgrade.cpu_pool] + [self.upgrade.gpu_pools] * len(self.gpu_pools)
+        needed = sum(
+            pool.max_count + surge.surge_nodes(pool.max_count)
+            for (_, pool), surge in zip(self.all_pools, surges, strict=True)
+        )
         nodes = self.network.nodes_cidr
         if needed > usable_addresses(nodes):
             where = "existingSubnets.nodesSubnetCidr" if self.network.uses_existing_subnets else "subnets.nodes"
             raise field_error(
                 f"network.{where}",
                 str(nodes),
-                f"holds {usable_addresses(nodes)} nodes but the pools' maxCount plus one surge node each need {needed}",
+                f"holds {usable_addresses(nodes)} nodes but the pools' maxCount plus their upgrade surge need {needed}",
             )
         return self
 

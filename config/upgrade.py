@@ -1,10 +1,13 @@
-"""Upgrade section: tier, support plan and channels the cluster is created with."""
+"""Upgrade section: tier, support plan, channels, maintenance windows, freezes, pool upgrade settings, PDBs."""
 
 from __future__ import annotations
 
-from typing import Literal
+import datetime
+import math
+import re
+from typing import Annotated, ClassVar, Literal
 
-from pydantic import model_validator
+from pydantic import Field, StringConstraints, model_validator
 
 from .base import ConfigModel
 from .errors import field_error
@@ -13,6 +16,148 @@ Tier = Literal["Free", "Standard", "Premium"]
 SupportPlan = Literal["KubernetesOfficial", "AKSLongTermSupport"]
 UpgradeChannel = Literal["none", "patch", "stable", "rapid", "node-image"]
 NodeOsChannel = Literal["None", "Unmanaged", "NodeImage", "SecurityPatch"]
+Schedule = Literal["weekly", "daily"]
+WeekDay = Literal["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
+UndrainableNodeBehavior = Literal["Cordon", "Schedule"]
+
+# Channels that keep the cluster on its LTS minor version (stable and rapid move the minor).
+LTS_CHANNELS: frozenset[str] = frozenset({"patch", "none"})
+# Node-OS channels for which AKS itself rolls node images and honours aksManagedNodeOSUpgradeSchedule.
+MANAGED_NODE_OS_CHANNELS: frozenset[str] = frozenset({"NodeImage", "SecurityPatch"})
+
+Clock = Annotated[str, StringConstraints(pattern=r"^([01][0-9]|2[0-3]):[0-5][0-9]$")]
+UtcOffset = Annotated[str, StringConstraints(pattern=r"^[+-](0[0-9]|1[0-3]):(00|30|45)$|^[+-]14:00$")]
+NodeCount = Annotated[
+    str,
+    StringConstraints(pattern=r"^(0|[1-9][0-9]{0,2})%?$"),
+    Field(description="A node count ('1') or a percentage of the pool ('33%')"),
+]
+DnsLabel = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")]
+LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
+
+
+class MaintenanceWindowConfig(ConfigModel):
+    """When AKS may start an upgrade: a weekly or daily window, local time through utcOffset."""
+
+    schedule: Schedule = "weekly"
+    day_of_week: WeekDay = Field(default="Sunday", description="Weekly schedules only")
+    interval_weeks: int = Field(default=1, ge=1, le=4, description="Weekly schedules: every N weeks")
+    interval_days: int = Field(default=1, ge=1, le=7, description="Daily schedules: every N days")
+    start_time: Clock = Field(default="01:00", description="HH:MM local time (utcOffset applies)")
+    duration_hours: int = Field(default=6, ge=4, le=24, description="AKS needs windows of 4 to 24 hours")
+    utc_offset: UtcOffset = Field(default="+00:00", description="Local time zone, e.g. +09:00 for Korea")
+
+
+class FreezeConfig(ConfigModel):
+    """Dates on which no upgrade may start, e.g. a training campaign (local dates, utcOffset applies)."""
+
+    start: datetime.date
+    end: datetime.date
+    reason: str = Field(default="", max_length=200, description="Why upgrades are frozen (documentation only)")
+
+    @model_validator(mode="after")
+    def _check_order(self) -> FreezeConfig:
+        if self.end < self.start:
+            raise field_error("end", self.end.isoformat(), f"must not be before start ({self.start.isoformat()})")
+        return self
+
+
+def _is_zero(count: str | None) -> bool:
+    return count is not None and count.rstrip("%") == "0"
+
+
+class PoolUpgradeConfig(ConfigModel):
+    """How AKS rolls one pool: surge new nodes first (maxSurge), or take nodes down first (maxUnavailable)."""
+
+    default_surge: ClassVar[str] = "33%"
+    default_unavailable: ClassVar[str | None] = None
+    allows_unavailable: ClassVar[bool] = True
+
+    max_surge: NodeCount | None = Field(default=None, description="Extra nodes created during an upgrade")
+    max_unavailable: NodeCount | None = Field(
+        default=None, description="Nodes taken down at once instead of surging (needs maxSurge 0)"
+    )
+    drain_timeout_in_minutes: int = Field(default=30, ge=1, le=1440, description="Per-node eviction wait")
+    node_soak_duration_in_minutes: int = Field(default=0, ge=0, le=30, description="Wait after a drain")
+    undrainable_node_behavior: UndrainableNodeBehavior = "Schedule"
+
+    @model_validator(mode="after")
+    def _check_surge_or_unavailable(self) -> PoolUpgradeConfig:
+        if not self.allows_unavailable and self.max_unavailable is not None:
+            raise field_error("maxUnavailable", self.max_unavailable, "not allowed on the system pool; use maxSurge")
+        if self.max_unavailable is not None and not _is_zero(self.max_unavailable):
+            if self.max_surge is not None and not _is_zero(self.max_surge):
+                raise field_error(
+                    "maxUnavailable",
+                    self.max_unavailable,
+                    f"set either maxSurge ({self.max_surge}) or maxUnavailable (with maxSurge 0), not both",
+                )
+        elif _is_zero(self.max_surge):
+            raise field_error("maxUnavailable", self.max_unavailable, "maxSurge 0 needs maxUnavailable of at least 1")
+        for key, value in (("maxSurge", self.max_surge), ("maxUnavailable", self.max_unavailable)):
+            if value is not None and value.endswith("%") and int(value[:-1]) > 100:
+                raise field_error(key, value, "a percentage must be at most 100%")
+        return self
+
+    def surge_nodes(self, pool_size: int) -> int:
+        """Extra nodes (and node-subnet addresses) an upgrade of a pool of `pool_size` nodes adds at once."""
+        surge, _ = self.surge_and_unavailable
+        if surge.endswith("%"):
+            return math.ceil(pool_size * int(surge[:-1]) / 100)
+        return int(surge)
+
+    @property
+    def surge_and_unavailable(self) -> tuple[str, str | None]:
+        """The (maxSurge, maxUnavailable) pair sent to AKS; maxUnavailable None when surging."""
+        if self.max_unavailable is not None and not _is_zero(self.max_unavailable):
+            return "0", self.max_unavailable
+        if self.max_surge is not None:
+            return self.max_surge, None
+        return self.default_surge, self.default_unavailable
+
+
+class SystemPoolUpgradeConfig(PoolUpgradeConfig):
+    """The system pool surges: AKS does not allow maxUnavailable there."""
+
+    allows_unavailable: ClassVar[bool] = False
+
+
+class GpuPoolUpgradeConfig(PoolUpgradeConfig):
+    """GPU pools take one node down at a time (no spare GPU quota needed) unless a surge is set explicitly."""
+
+    default_surge: ClassVar[str] = "0"
+    default_unavailable: ClassVar[str | None] = "1"
+
+    drain_timeout_in_minutes: int = Field(
+        default=90, ge=1, le=1440, description="Long enough for training jobs to checkpoint"
+    )
+    undrainable_node_behavior: UndrainableNodeBehavior = Field(
+        default="Cordon", description="Quarantine a node a PDB keeps from draining instead of failing the upgrade"
+    )
+
+
+class DisruptionBudgetConfig(ConfigModel):
+    """A policy/v1 PodDisruptionBudget for a workload: at least minAvailable of its replicas stay up."""
+
+    name: DnsLabel
+    namespace: DnsLabel = "default"
+    selector: dict[str, str] = Field(min_length=1, description="matchLabels of the workload's pods")
+    min_available: int = Field(ge=1, description="Pods that must stay up during a voluntary disruption")
+    replicas: int = Field(ge=2, description="The workload's replica count (a PDB on one replica blocks drains)")
+
+    @model_validator(mode="after")
+    def _check_satisfiable(self) -> DisruptionBudgetConfig:
+        for key, value in self.selector.items():
+            if not LABEL_KEY.match(key) or not LABEL_VALUE.match(value):
+                raise field_error("selector", {key: value}, "keys and values must be valid Kubernetes labels")
+        if self.min_available >= self.replicas:
+            raise field_error(
+                "minAvailable",
+                self.min_available,
+                f"must be below replicas ({self.replicas}); otherwise no pod may be evicted and every drain blocks",
+            )
+        return self
 
 
 class UpgradeConfig(ConfigModel):
@@ -20,14 +165,51 @@ class UpgradeConfig(ConfigModel):
     support_plan: SupportPlan = "KubernetesOfficial"
     auto_upgrade_channel: UpgradeChannel = "patch"
     node_os_upgrade_channel: NodeOsChannel = "NodeImage"
+    auto_upgrade_window: MaintenanceWindowConfig = Field(
+        default_factory=MaintenanceWindowConfig, description="aksManagedAutoUpgradeSchedule"
+    )
+    node_os_upgrade_window: MaintenanceWindowConfig = Field(
+        default_factory=lambda: MaintenanceWindowConfig(day_of_week="Saturday"),
+        description="aksManagedNodeOSUpgradeSchedule",
+    )
+    freezes: list[FreezeConfig] = Field(
+        default_factory=list[FreezeConfig], description="notAllowedDates of both windows, e.g. training campaigns"
+    )
+    system_pool: SystemPoolUpgradeConfig = Field(default_factory=SystemPoolUpgradeConfig)
+    cpu_pool: PoolUpgradeConfig = Field(default_factory=PoolUpgradeConfig)
+    gpu_pools: GpuPoolUpgradeConfig = Field(default_factory=GpuPoolUpgradeConfig, description="Every GPU pool")
+    disruption_budgets: list[DisruptionBudgetConfig] = Field(
+        default_factory=list[DisruptionBudgetConfig], description="PodDisruptionBudgets for users' workloads"
+    )
 
     @model_validator(mode="after")
     def _check_lts(self) -> UpgradeConfig:
         if self.support_plan == "AKSLongTermSupport" and self.tier != "Premium":
             raise field_error("tier", self.tier, "AKSLongTermSupport requires tier Premium")
+        if self.support_plan == "AKSLongTermSupport" and self.auto_upgrade_channel not in LTS_CHANNELS:
+            raise field_error(
+                "autoUpgradeChannel",
+                self.auto_upgrade_channel,
+                "AKSLongTermSupport pairs with the patch channel (or none); other channels leave the LTS minor",
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _check_budgets_unique(self) -> UpgradeConfig:
+        seen: set[tuple[str, str]] = set()
+        for i, budget in enumerate(self.disruption_budgets):
+            key = (budget.namespace, budget.name)
+            if key in seen:
+                raise field_error(f"disruptionBudgets[{i}].name", budget.name, "must be unique within its namespace")
+            seen.add(key)
         return self
 
     @property
     def tracks_versions(self) -> bool:
         """True when Azure moves the Kubernetes version, so the program must not re-send it."""
         return self.auto_upgrade_channel != "none"
+
+    @property
+    def manages_node_os(self) -> bool:
+        """True when AKS rolls node images itself (and honours the node-OS window)."""
+        return self.node_os_upgrade_channel in MANAGED_NODE_OS_CHANNELS

@@ -154,10 +154,41 @@ def _cluster_outputs(args: pulumi_mocks.MockResourceArgs) -> dict[str, Any]:
     }
 
 
+def _agent_pool_outputs(args: pulumi_mocks.MockResourceArgs) -> dict[str, Any]:
+    # An AgentPool's `name` is its pool name, not the cluster name in `resourceName`.
+    return {"name": args.inputs.get("agentPoolName", args.name)}
+
+
+def _registry_outputs(args: pulumi_mocks.MockResourceArgs) -> dict[str, Any]:
+    return {"loginServer": f"{str(args.inputs.get('registryName', args.name)).lower()}.azurecr.io"}
+
+
+def _monitor_workspace_outputs(args: pulumi_mocks.MockResourceArgs) -> dict[str, Any]:
+    name = str(args.inputs.get("azureMonitorWorkspaceName", args.name)).lower()
+    return {
+        "metrics": {
+            "internalId": _guid(name + "/metrics"),
+            "prometheusQueryEndpoint": f"https://{name}-{_guid(name)[:4]}.koreacentral.prometheus.monitor.azure.com",
+        }
+    }
+
+
+def _grafana_outputs(args: pulumi_mocks.MockResourceArgs) -> dict[str, Any]:
+    name = args.inputs.get("workspaceName", args.name)
+    return {
+        "identity": {**args.inputs.get("identity", {}), "principalId": _guid(name + "/grafana"), "tenantId": TENANT},
+        "properties": {**args.inputs.get("properties", {}), "endpoint": f"https://{name}-abcd.krc.grafana.azure.com"},
+    }
+
+
 # Outputs Azure computes, per resource type, so wiring can be checked by value.
 COMPUTED_OUTPUTS: dict[str, Callable[[pulumi_mocks.MockResourceArgs], dict[str, Any]]] = {
     "azure-native:containerservice:ManagedCluster": _cluster_outputs,
     "azure-native:managedidentity:UserAssignedIdentity": lambda a: _identity_outputs(a.name),
+    "azure-native:containerservice:AgentPool": _agent_pool_outputs,
+    "azure-native:containerregistry:Registry": _registry_outputs,
+    "azure-native:monitor:AzureMonitorWorkspace": _monitor_workspace_outputs,
+    "azure-native:dashboard:Grafana": _grafana_outputs,
 }
 
 

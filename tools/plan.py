@@ -34,9 +34,35 @@ def _get(d: Any, *path: str) -> Any:
 
 
 def _pool(i: dict[str, Any]) -> str:
+    u = i.get("upgradeSettings") or {}
+    upgrade = (
+        f" upgrade=surge:{u.get('maxSurge')}/unavailable:{u.get('maxUnavailable', '-')}"
+        f"/drain:{u.get('drainTimeoutInMinutes')}m/soak:{u.get('nodeSoakDurationInMinutes')}m"
+        f"/{u.get('undrainableNodeBehavior')}"
+        if u
+        else ""
+    )
     return (
         f"{i.get('vmSize')} x{i.get('minCount')}-{i.get('maxCount')} zones={i.get('availabilityZones')} "
-        f"mode={i.get('mode')} taints={i.get('nodeTaints', [])} labels={i.get('nodeLabels', {})}"
+        f"mode={i.get('mode')} taints={i.get('nodeTaints', [])} labels={i.get('nodeLabels', {})}{upgrade}"
+        + (f" driver={_get(i, 'gpuProfile', 'driver')}" if i.get("gpuProfile") else "")
+        + (f" mig={i.get('gpuInstanceProfile')}" if i.get("gpuInstanceProfile") else "")
+        + (f" priority={i.get('scaleSetPriority')}" if i.get("scaleSetPriority") else "")
+    )
+
+
+def _maintenance(i: dict[str, Any]) -> str:
+    w = i.get("maintenanceWindow") or {}
+    schedule = w.get("schedule") or {}
+    when = (
+        f"weekly {schedule['weekly'].get('dayOfWeek')}"
+        if "weekly" in schedule
+        else f"every {_get(schedule, 'daily', 'intervalDays')} day(s)"
+    )
+    frozen = [f"{d.get('start')}..{d.get('end')}" for d in w.get("notAllowedDates") or []]
+    return (
+        f"{i.get('configName')} {when} {w.get('startTime')} UTC{w.get('utcOffset')} for {w.get('durationHours')}h"
+        f" frozen={frozen}"
     )
 
 
@@ -51,6 +77,17 @@ def _cluster(i: dict[str, Any]) -> str:
     )
 
 
+def _scaled_object(i: dict[str, Any]) -> str:
+    spec = i.get("spec") or {}
+    trigger = (spec.get("triggers") or [{}])[0]
+    meta = trigger.get("metadata") or {}
+    return (
+        f"target={_get(spec, 'scaleTargetRef', 'name')} replicas={spec.get('minReplicaCount')}-"
+        f"{spec.get('maxReplicaCount')} threshold={meta.get('threshold')} activation={meta.get('activationThreshold')} "
+        f"query={meta.get('query')}"
+    )
+
+
 # Decisive settings per resource type; types not listed print their Azure name only.
 SUMMARIES: dict[str, Callable[[dict[str, Any]], str]] = {
     "azure-native:containerservice:ManagedCluster": _cluster,
@@ -59,6 +96,20 @@ SUMMARIES: dict[str, Callable[[dict[str, Any]], str]] = {
     "azure-native:network:Subnet": lambda i: f"{i.get('subnetName')} {i.get('addressPrefix')}",
     "azure-native:authorization:RoleAssignment": lambda i: (
         f"role={str(i.get('roleDefinitionId', '')).rsplit('/', 1)[-1]} principalType={i.get('principalType')}"
+    ),
+    "kubernetes:batch/v1:Job": lambda i: (
+        f"{_get(i, 'metadata', 'name')} "
+        f"images={[c.get('image') for c in _get(i, 'spec', 'template', 'spec', 'containers') or []]}"
+    ),
+    "azure-native:containerservice:MaintenanceConfiguration": _maintenance,
+    "kubernetes:policy/v1:PodDisruptionBudget": lambda i: (
+        f"{_get(i, 'metadata', 'namespace')}/{_get(i, 'metadata', 'name')} "
+        f"minAvailable={_get(i, 'spec', 'minAvailable')} selector={_get(i, 'spec', 'selector', 'matchLabels')}"
+    ),
+    "azure-native:managedidentity:FederatedIdentityCredential": lambda i: f"subject={i.get('subject')}",
+    "kubernetes:keda.sh/v1alpha1:ScaledObject": _scaled_object,
+    "kubernetes:keda.sh/v1alpha1:TriggerAuthentication": lambda i: (
+        f"podIdentity={_get(i, 'spec', 'podIdentity', 'provider')}"
     ),
     "kubernetes:helm.sh/v3:Release": lambda i: f"chart={i.get('chart')}@{i.get('version')} ns={i.get('namespace')}",
 }

@@ -1,0 +1,38 @@
+"""PodDisruptionBudgets: how many of a workload's pods a node drain (an upgrade) may evict at once."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from config.loader import validate_section
+from config.upgrade import DisruptionBudgetConfig
+
+
+def pod_disruption_budget(
+    name: str,
+    settings: Mapping[str, Any],
+    provider: k8s.Provider,
+    cluster: pulumi.Resource,
+    parent: pulumi.Resource | None = None,
+) -> k8s.policy.v1.PodDisruptionBudget:
+    """A policy/v1 PDB keeping `minAvailable` of the selected pods up; refuses minAvailable >= replicas.
+
+    `settings` is one `upgrade.disruptionBudgets` entry (name, namespace, selector, minAvailable,
+    replicas); `provider` and `cluster` are the AksCluster's Kubernetes provider and ManagedCluster.
+    """
+    budget = validate_section(DisruptionBudgetConfig, settings, source=f"PodDisruptionBudget {name}")
+    return k8s.policy.v1.PodDisruptionBudget(
+        name,
+        metadata={
+            "name": budget.name,
+            "namespace": budget.namespace,
+            "labels": {"app.kubernetes.io/managed-by": "pulumi"},
+        },
+        spec={"min_available": budget.min_available, "selector": {"match_labels": dict(budget.selector)}},
+        # The object lives in the cluster: deleting the cluster deletes it, no separate delete call.
+        opts=pulumi.ResourceOptions(parent=parent, provider=provider, deleted_with=cluster),
+    )

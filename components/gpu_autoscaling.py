@@ -1,0 +1,154 @@
+"""KEDA scaling of one Deployment on the GPU utilisation that DCGM reports to managed Prometheus."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, NotRequired, TypedDict
+
+import pulumi
+import pulumi_azure_native.containerservice as containerservice
+import pulumi_azure_native.managedidentity as managedidentity
+import pulumi_kubernetes as k8s
+
+from config.autoscaling import ScalingTargetConfig
+from config.loader import validate_section
+
+from . import roles
+
+KEDA_API_VERSION = "keda.sh/v1alpha1"
+# The AKS KEDA add-on runs its operator under this service account; tokens it presents carry this subject.
+KEDA_OPERATOR_SUBJECT = "system:serviceaccount:kube-system:keda-operator"
+AZURE_AD_TOKEN_AUDIENCE = "api://AzureADTokenExchange"
+GPU_UTILIZATION_METRIC = "DCGM_FI_DEV_GPU_UTIL"
+
+
+def gpu_utilization_query(namespace: str, deployment: str) -> str:
+    """PromQL: average GPU utilisation (0-100) over the Deployment's pods (ReplicaSet hash + pod suffix)."""
+    pods = f"{deployment}-[a-z0-9]+-[a-z0-9]+"
+    return f'avg({GPU_UTILIZATION_METRIC}{{namespace="{namespace}",pod=~"{pods}"}})'
+
+
+class GpuAutoscalingArgs(TypedDict):
+    resource_group_name: pulumi.Input[str]
+    """Resource group of the KEDA identity."""
+    location: pulumi.Input[str]
+    """Azure region of the KEDA identity."""
+    oidc_issuer_url: pulumi.Input[str]
+    """The cluster's OIDC issuer (`AksCluster.oidc_issuer_url`), trusted by the federated credential."""
+    monitor_workspace_id: pulumi.Input[str]
+    """Azure Monitor workspace holding the DCGM metrics; the identity may read it and nothing else."""
+    prometheus_query_endpoint: pulumi.Input[str]
+    """The workspace's Prometheus query endpoint, KEDA's `serverAddress`."""
+    provider: k8s.Provider
+    """Kubernetes provider of the cluster (`AksCluster.provider`)."""
+    cluster: containerservice.ManagedCluster
+    """The cluster resource: its KEDA add-on installs the ScaledObject and TriggerAuthentication CRDs."""
+    settings: Mapping[str, Any]
+    """One scaling target (namespace, deployment, replicas, thresholds), camelCase as in `autoscaling.targets`."""
+    tags: NotRequired[Mapping[str, str]]
+    """Azure tags of the identity."""
+
+
+class GpuAutoscaling(pulumi.ComponentResource):
+    """Scales one Deployment on its pods' average GPU utilisation; instantiate once per workload."""
+
+    identity_client_id: pulumi.Output[str]
+    """Client ID of the identity KEDA queries Prometheus as."""
+    identity_principal_id: pulumi.Output[str]
+    """Principal ID of that identity (holder of Monitoring Data Reader on the workspace)."""
+    scaled_object_name: str
+    """Name of the ScaledObject (same namespace as the Deployment)."""
+    query: str
+    """The PromQL query KEDA evaluates."""
+
+    def __init__(self, name: str, args: GpuAutoscalingArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("aks-gpu-platform:index:GpuAutoscaling", name, None, opts)
+        target = validate_section(ScalingTargetConfig, args["settings"], source=f"GpuAutoscaling {name} settings")
+        child = pulumi.ResourceOptions(parent=self)
+
+        identity = managedidentity.UserAssignedIdentity(
+            f"{name}-identity",
+            resource_group_name=args["resource_group_name"],
+            location=args["location"],
+            resource_name_=f"id-{name}-keda",
+            tags=dict(args.get("tags", {})),
+            opts=child,
+        )
+        credential = managedidentity.FederatedIdentityCredential(
+            f"{name}-keda-operator",
+            resource_group_name=args["resource_group_name"],
+            resource_name_=identity.name,
+            federated_identity_credential_resource_name="keda-operator",
+            issuer=args["oidc_issuer_url"],
+            subject=KEDA_OPERATOR_SUBJECT,
+            audiences=[AZURE_AD_TOKEN_AUDIENCE],
+            opts=child,
+        )
+        reader = roles.assign_role(
+            f"{name}-monitoring-data-reader",
+            role_guid=roles.MONITORING_DATA_READER,
+            principal_id=identity.principal_id,
+            scope=args["monitor_workspace_id"],
+            opts=child,
+        )
+
+        object_name = f"{target.deployment}-gpu-utilization"
+        metadata = {
+            "name": object_name,
+            "namespace": target.namespace,
+            "labels": {"app.kubernetes.io/managed-by": "pulumi"},
+        }
+        # KEDA installs these CRDs; without the add-on (or before it exists) the objects cannot be created.
+        in_cluster = pulumi.ResourceOptions(
+            parent=self, provider=args["provider"], deleted_with=args["cluster"], depends_on=[args["cluster"]]
+        )
+        auth = k8s.apiextensions.CustomResource(
+            f"{name}-trigger-auth",
+            api_version=KEDA_API_VERSION,
+            kind="TriggerAuthentication",
+            metadata=metadata,
+            spec={"podIdentity": {"provider": "azure-workload", "identityId": identity.client_id}},
+            # KEDA may only try the identity once the token exchange and the read grant are in place.
+            opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[credential, reader])),
+        )
+        self.query = gpu_utilization_query(target.namespace, target.deployment)
+        k8s.apiextensions.CustomResource(
+            f"{name}-scaled-object",
+            api_version=KEDA_API_VERSION,
+            kind="ScaledObject",
+            metadata=metadata,
+            spec={
+                "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target.deployment},
+                "minReplicaCount": target.min_replicas,
+                "maxReplicaCount": target.max_replicas,
+                "pollingInterval": target.polling_interval_seconds,
+                "cooldownPeriod": target.cooldown_period_seconds,
+                "triggers": [
+                    {
+                        "type": "prometheus",
+                        # The query returns a per-pod average, so the HPA compares it as a Value, not divided by pods.
+                        "metricType": "Value",
+                        "metadata": {
+                            "serverAddress": args["prometheus_query_endpoint"],
+                            "query": self.query,
+                            "threshold": str(target.target_utilization_percent),
+                            "activationThreshold": str(target.activation_utilization_percent),
+                        },
+                        "authenticationRef": {"name": object_name, "kind": "TriggerAuthentication"},
+                    }
+                ],
+            },
+            opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[auth])),
+        )
+
+        self.identity_client_id = identity.client_id
+        self.identity_principal_id = identity.principal_id
+        self.scaled_object_name = object_name
+        self.register_outputs(
+            {
+                "identity_client_id": self.identity_client_id,
+                "identity_principal_id": self.identity_principal_id,
+                "scaled_object_name": self.scaled_object_name,
+                "query": self.query,
+            }
+        )

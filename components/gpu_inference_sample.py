@@ -1,0 +1,145 @@
+"""A sample GPU inference server (Triton) on the GPU pools, scaled by KEDA on its GPU utilisation."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypedDict
+
+import pulumi
+import pulumi_azure_native.containerservice as containerservice
+import pulumi_kubernetes as k8s
+
+from config.autoscaling import SampleInferenceConfig
+from config.loader import validate_section
+
+from .gpu_autoscaling import GpuAutoscaling
+from .gpu_scheduling import GPU_RESOURCE, gpu_pod_scheduling
+
+HTTP_PORT = 8000
+RUN_AS_USER = 1000  # the image's triton-server user
+
+
+class GpuInferenceSampleArgs(TypedDict):
+    resource_group_name: pulumi.Input[str]
+    """Resource group of the KEDA identity."""
+    location: pulumi.Input[str]
+    """Azure region."""
+    oidc_issuer_url: pulumi.Input[str]
+    """The cluster's OIDC issuer."""
+    monitor_workspace_id: pulumi.Input[str]
+    """Azure Monitor workspace with the DCGM metrics."""
+    prometheus_query_endpoint: pulumi.Input[str]
+    """The workspace's Prometheus query endpoint."""
+    provider: k8s.Provider
+    """Kubernetes provider of the cluster."""
+    cluster: containerservice.ManagedCluster
+    """The cluster resource (KEDA add-on, `deleted_with`)."""
+    settings: Mapping[str, Any]
+    """The `autoscaling.sampleInference` config section (camelCase keys)."""
+
+
+def _container(cfg: SampleInferenceConfig) -> k8s.core.v1.ContainerArgsDict:
+    live: k8s.core.v1.ProbeArgsDict = {"http_get": {"path": "/v2/health/live", "port": "http"}, "period_seconds": 10}
+    gpus = str(cfg.gpus_per_pod)
+    return {
+        "name": "triton",
+        "image": cfg.image,
+        "args": ["tritonserver", "--model-repository=/models", "--model-control-mode=explicit"],
+        "ports": [{"name": "http", "container_port": HTTP_PORT, "protocol": "TCP"}],
+        "startup_probe": {**live, "failure_threshold": 30},
+        "liveness_probe": {**live, "failure_threshold": 3},
+        "readiness_probe": {"http_get": {"path": "/v2/health/ready", "port": "http"}, "period_seconds": 5},
+        "resources": {
+            "requests": {"cpu": cfg.cpu_request, "memory": cfg.memory_request, GPU_RESOURCE: gpus},
+            "limits": {"memory": cfg.memory_request, GPU_RESOURCE: gpus},
+        },
+        "security_context": {
+            "allow_privilege_escalation": False,
+            "read_only_root_filesystem": True,
+            "capabilities": {"drop": ["ALL"]},
+        },
+        "volume_mounts": [{"name": "models", "mount_path": "/models"}, {"name": "tmp", "mount_path": "/tmp"}],
+    }
+
+
+def deployment_spec(cfg: SampleInferenceConfig) -> k8s.apps.v1.DeploymentSpecArgsDict:
+    """Deployment spec without `replicas`: KEDA owns the replica count."""
+    labels = {"app.kubernetes.io/name": cfg.name}
+    scheduling = gpu_pod_scheduling()
+    return {
+        "selector": {"match_labels": labels},
+        # No surge: a surge pod would need a spare GPU, often a whole new node.
+        "strategy": {"type": "RollingUpdate", "rolling_update": {"max_surge": 0, "max_unavailable": 1}},
+        "template": {
+            "metadata": {"labels": labels},
+            "spec": {
+                "node_selector": scheduling["nodeSelector"],
+                "tolerations": scheduling["tolerations"],
+                "automount_service_account_token": False,
+                "termination_grace_period_seconds": 60,
+                "security_context": {
+                    "run_as_non_root": True,
+                    "run_as_user": RUN_AS_USER,
+                    "run_as_group": RUN_AS_USER,
+                    "fs_group": RUN_AS_USER,
+                    "seccomp_profile": {"type": "RuntimeDefault"},
+                },
+                "containers": [_container(cfg)],
+                "volumes": [{"name": "models", "empty_dir": {}}, {"name": "tmp", "empty_dir": {"size_limit": "1Gi"}}],
+            },
+        },
+    }
+
+
+class GpuInferenceSample(pulumi.ComponentResource):
+    """Namespace, Triton Deployment on GPU nodes, PodDisruptionBudget, and its GpuAutoscaling."""
+
+    namespace: pulumi.Output[str]
+    """Namespace of the sample."""
+    autoscaling: GpuAutoscaling
+    """The KEDA scaling of the sample."""
+
+    def __init__(self, name: str, args: GpuInferenceSampleArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("aks-gpu-platform:index:GpuInferenceSample", name, None, opts)
+        cfg = validate_section(SampleInferenceConfig, args["settings"], source=f"GpuInferenceSample {name} settings")
+        in_cluster = pulumi.ResourceOptions(parent=self, provider=args["provider"], deleted_with=args["cluster"])
+        labels = {"app.kubernetes.io/name": cfg.name}
+
+        namespace = k8s.core.v1.Namespace(
+            f"{name}-namespace",
+            metadata={"name": cfg.namespace, "labels": {"pod-security.kubernetes.io/enforce": "restricted"}},
+            opts=in_cluster,
+        )
+        deployment = k8s.apps.v1.Deployment(
+            f"{name}-deployment",
+            metadata={"name": cfg.name, "namespace": namespace.metadata.name, "labels": labels},
+            spec=deployment_spec(cfg),
+            opts=pulumi.ResourceOptions.merge(
+                in_cluster,
+                # KEDA sets spec.replicas; re-applying a value would undo its scaling on every update.
+                pulumi.ResourceOptions(ignore_changes=["spec.replicas"]),
+            ),
+        )
+        k8s.policy.v1.PodDisruptionBudget(
+            f"{name}-pdb",
+            metadata={"name": cfg.name, "namespace": namespace.metadata.name, "labels": labels},
+            # maxUnavailable, not minAvailable: a floor equal to the replica count would block every node drain.
+            spec={"max_unavailable": 1, "selector": {"match_labels": labels}},
+            opts=in_cluster,
+        )
+        self.autoscaling = GpuAutoscaling(
+            f"{name}-scaling",
+            {
+                "resource_group_name": args["resource_group_name"],
+                "location": args["location"],
+                "oidc_issuer_url": args["oidc_issuer_url"],
+                "monitor_workspace_id": args["monitor_workspace_id"],
+                "prometheus_query_endpoint": args["prometheus_query_endpoint"],
+                "provider": args["provider"],
+                "cluster": args["cluster"],
+                "settings": {**cfg.scaling.as_settings(), "namespace": cfg.namespace, "deployment": cfg.name},
+            },
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[deployment]),
+        )
+        self.namespace = namespace.metadata.name
+        self.register_outputs({"namespace": self.namespace})

@@ -1,0 +1,118 @@
+"""GPU node pools: tainted `sku=gpu:NoSchedule`, labelled `pool=gpu`, autoscaled from zero.
+
+Replacement instead of rejected updates: Azure cannot change a pool's VM size, zones, OS
+disk, max pods, OS SKU, GPU driver mode, MIG profile, Spot priority or taints in place. The
+Azure pool name is the configured name plus a 4-character hash of exactly those fields, so a
+change to any of them renames the pool, and Pulumi replaces it create-before-delete: the new
+pool exists (and can scale up) before the old one is drained and deleted, so there is no
+capacity gap. Changes Azure does apply in place (autoscale bounds, labels, Spot max price,
+tags, upgrade settings) keep the name and update the pool.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any, NotRequired, TypedDict
+
+import pulumi
+import pulumi_azure_native.containerservice as containerservice
+
+from config.gpu import GpuPoolConfig, GpuStackMode
+from config.loader import validate_section
+
+from .agent_pools import autoscaled_pool_args, autoscaled_pool_options
+from .gpu_scheduling import GPU_TAINT, SPOT_TAINT, gpu_pool_node_labels
+
+
+class GpuNodePoolArgs(TypedDict):
+    resource_group_name: pulumi.Input[str]
+    """Resource group of the cluster."""
+    cluster_name: pulumi.Input[str]
+    """AKS cluster the pool joins."""
+    nodes_subnet_id: pulumi.Input[str]
+    """Subnet of the nodes."""
+    settings: Mapping[str, Any]
+    """One entry of the `gpuPools` config section."""
+    stack_mode: GpuStackMode
+    """`gpuStack.mode`: devicePlugin keeps the AKS driver, gpuOperator skips it (driver None)."""
+    kubernetes_version: pulumi.Input[str]
+    """Orchestrator version at creation."""
+    tracks_versions: bool
+    """True when an auto-upgrade channel moves versions (the pool then ignores its version)."""
+    upgrade_settings: NotRequired[containerservice.AgentPoolUpgradeSettingsArgsDict]
+    """Surge / drain settings for node upgrades."""
+    tags: NotRequired[Mapping[str, str]]
+    """Azure tags."""
+
+
+def gpu_driver(mode: GpuStackMode) -> containerservice.GPUDriver:
+    """AKS installs the NVIDIA driver unless the GPU Operator brings its own."""
+    return containerservice.GPUDriver.NONE if mode == "gpuOperator" else containerservice.GPUDriver.INSTALL
+
+
+def node_taints(pool: GpuPoolConfig) -> list[str]:
+    """The GPU taint, the pool's extra taints and, on Spot pools, the taint AKS adds anyway."""
+    return [GPU_TAINT, *pool.taints, *([SPOT_TAINT] if pool.priority == "Spot" else [])]
+
+
+def immutable_fields(pool: GpuPoolConfig, mode: GpuStackMode) -> dict[str, Any]:
+    """The pool settings Azure cannot update in place."""
+    return {
+        "vmSize": pool.vm_size,
+        "zones": sorted(pool.zones),
+        "osSku": pool.os_sku,
+        "osDiskSizeGb": pool.os_disk_size_gb,
+        "osDiskType": pool.os_disk_type,
+        "maxPods": pool.max_pods,
+        "gpuDriver": gpu_driver(mode).value,
+        "migProfile": pool.mig_profile,
+        "priority": pool.priority,
+        "evictionPolicy": pool.spot_settings.eviction_policy if pool.priority == "Spot" else None,
+        "taints": node_taints(pool),
+    }
+
+
+def azure_pool_name(pool: GpuPoolConfig, mode: GpuStackMode) -> str:
+    """Configured name + 4 hex chars of the immutable fields (at most 12 characters)."""
+    digest = hashlib.sha256(json.dumps(immutable_fields(pool, mode), sort_keys=True).encode()).hexdigest()
+    return f"{pool.name}{digest[:4]}"
+
+
+class GpuNodePool(pulumi.ComponentResource):
+    """One autoscaled GPU user pool; the autoscaler owns its node count."""
+
+    pool_name: pulumi.Output[str]
+    """Azure name of the pool (changes when an immutable field changes)."""
+    agent_pool: containerservice.AgentPool
+    """The AgentPool, for depends_on of workloads that need GPU nodes."""
+
+    def __init__(self, name: str, args: GpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("aks-gpu-platform:index:GpuNodePool", name, None, opts)
+        pool = validate_section(GpuPoolConfig, args["settings"], source="GpuNodePool settings")
+        mode = args["stack_mode"]
+        spot = pool.priority == "Spot"
+        pool_args: dict[str, Any] = {**autoscaled_pool_args(pool), "agent_pool_name": azure_pool_name(pool, mode)}
+        self.agent_pool = containerservice.AgentPool(
+            f"{name}-pool",
+            resource_group_name=args["resource_group_name"],
+            resource_name_=args["cluster_name"],
+            **pool_args,
+            mode=containerservice.AgentPoolMode.USER,
+            node_labels={**pool.labels, **gpu_pool_node_labels(pool.name, pool.sku.gpu_model)},
+            node_taints=node_taints(pool),
+            gpu_profile={"driver": gpu_driver(mode)},
+            gpu_instance_profile=pool.mig_profile,
+            scale_set_priority=containerservice.ScaleSetPriority.SPOT if spot else None,
+            scale_set_eviction_policy=pool.spot_settings.eviction_policy if spot else None,
+            spot_max_price=pool.spot_settings.max_price if spot else None,
+            vnet_subnet_id=args["nodes_subnet_id"],
+            orchestrator_version=args["kubernetes_version"],
+            upgrade_settings=args.get("upgrade_settings"),
+            tags=dict(args.get("tags", {})),
+            # count is owned by the autoscaler (and the version by auto-upgrade): ignored to prevent drift.
+            opts=autoscaled_pool_options(self, args["tracks_versions"]),
+        )
+        self.pool_name = self.agent_pool.name
+        self.register_outputs({"pool_name": self.pool_name})

@@ -1,0 +1,196 @@
+"""The cluster-wide GPU software stack: exactly one of two modes, plus RDMA where pools use InfiniBand.
+
+- devicePlugin: AKS installs the NVIDIA driver on each GPU node (`gpuProfile.driver: Install`);
+  NVIDIA's device plugin chart advertises `nvidia.com/gpu` from namespace `gpu-resources`.
+- gpuOperator: pools skip the AKS driver (`None`); NVIDIA's GPU Operator installs driver,
+  container toolkit, device plugin and (with `operatorDcgm`) the DCGM exporter. Never both.
+- InfiniBand: NVIDIA's Network Operator plus a NicClusterPolicy that runs the RDMA shared
+  device plugin on the IB pools, so pods can request `rdma/shared_ib`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, TypedDict
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from config.gpu import GpuPoolConfig, GpuStackConfig
+from config.loader import validate_section
+
+from .gpu_scheduling import GPU_POOL_LABEL_KEY, GPU_POOL_LABEL_VALUE, GPU_POOL_NAME_LABEL_KEY, gpu_tolerations
+
+NAMESPACE = "gpu-resources"
+DEVICE_PLUGIN_CHART = ("https://nvidia.github.io/k8s-device-plugin", "nvidia-device-plugin", "0.17.1")
+GPU_OPERATOR_CHART = ("https://helm.ngc.nvidia.com/nvidia", "gpu-operator", "v25.3.4")
+NETWORK_OPERATOR_CHART = ("https://helm.ngc.nvidia.com/nvidia", "network-operator", "24.10.0")
+GPU_OPERATOR_NAMESPACE = "gpu-operator"
+NETWORK_OPERATOR_NAMESPACE = "nvidia-network-operator"
+RDMA_SHARED_DEVICE_PLUGIN = {
+    "image": "k8s-rdma-shared-dev-plugin",
+    "repository": "ghcr.io/mellanox",
+    "version": "v1.5.2",
+}
+RDMA_RESOURCE = "rdma/shared_ib"
+# Mellanox/NVIDIA networking PCI vendor ID (the ConnectX virtual functions of Azure's IB sizes).
+MELLANOX_VENDOR_ID = "15b3"
+SYSTEM_NODE_CRITICAL = "system-node-critical"
+
+
+class GpuStackArgs(TypedDict):
+    settings: Mapping[str, Any]
+    """The `gpuStack` config section."""
+    pools: Sequence[Mapping[str, Any]]
+    """The `gpuPools` config section (MIG and InfiniBand decide what is installed)."""
+    provider: k8s.Provider
+    """Kubernetes provider of the cluster."""
+    cluster: pulumi.Resource
+    """The ManagedCluster; in-cluster objects are deleted with it."""
+
+
+def gpu_node_affinity(pool_names: Sequence[str] | None = None) -> dict[str, Any]:
+    """Required node affinity for GPU nodes (`pool=gpu`), optionally only the named GPU pools."""
+    expressions: list[dict[str, Any]] = [
+        {"key": GPU_POOL_LABEL_KEY, "operator": "In", "values": [GPU_POOL_LABEL_VALUE]}
+    ]
+    if pool_names is not None:
+        expressions.append({"key": GPU_POOL_NAME_LABEL_KEY, "operator": "In", "values": list(pool_names)})
+    return {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": expressions}]}
+    }
+
+
+def _release(
+    name: str,
+    chart: tuple[str, str, str],
+    namespace: str,
+    values: dict[str, Any],
+    opts: pulumi.ResourceOptions,
+    create_namespace: bool = True,
+) -> k8s.helm.v3.Release:
+    repo, chart_name, version = chart
+    return k8s.helm.v3.Release(
+        name,
+        chart=chart_name,
+        version=version,
+        repository_opts={"repo": repo},
+        namespace=namespace,
+        create_namespace=create_namespace,
+        values=values,
+        opts=opts,
+    )
+
+
+class GpuStack(pulumi.ComponentResource):
+    """Installs the configured GPU software stack and, when needed, RDMA for InfiniBand pools."""
+
+    mode: str
+    """`devicePlugin` or `gpuOperator`."""
+    namespace: pulumi.Output[str]
+    """Namespace `gpu-resources` (device plugin, smoke test)."""
+    releases: list[k8s.helm.v3.Release]
+    """Every Helm release installed here: depend on these for objects that need GPUs or RDMA."""
+    gpu_release: k8s.helm.v3.Release
+    """The release that makes `nvidia.com/gpu` schedulable (device plugin or GPU Operator)."""
+    dcgm_from_operator: bool
+    """True when the GPU Operator runs the DCGM exporter (monitoring must not install another)."""
+    mig_strategy: str
+    """`single` when any pool uses MIG, else `none`."""
+    rdma_resource: str | None
+    """Extended resource InfiniBand pods request, or None when no pool uses InfiniBand."""
+
+    def __init__(self, name: str, args: GpuStackArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("aks-gpu-platform:index:GpuStack", name, None, opts)
+        cfg = validate_section(GpuStackConfig, args["settings"], source="GpuStack settings")
+        pools = [validate_section(GpuPoolConfig, p, source="GpuStack pools") for p in args["pools"]]
+        k8s_opts = pulumi.ResourceOptions(parent=self, provider=args["provider"], deleted_with=args["cluster"])
+        self.mode = cfg.mode
+        self.mig_strategy = "single" if any(p.mig_profile for p in pools) else "none"
+        self.dcgm_from_operator = cfg.operator_dcgm
+
+        namespace = k8s.core.v1.Namespace(
+            f"{name}-namespace",
+            metadata={"name": NAMESPACE, "labels": {"app.kubernetes.io/part-of": "gpu-stack"}},
+            opts=k8s_opts,
+        )
+        self.namespace = namespace.metadata.apply(lambda m: m.name or NAMESPACE)
+        if cfg.mode == "devicePlugin":
+            self.gpu_release = _release(
+                f"{name}-device-plugin",
+                DEVICE_PLUGIN_CHART,
+                NAMESPACE,
+                {
+                    # Replaces the chart's default NFD-label affinity: our GPU nodes carry pool=gpu.
+                    "affinity": {"nodeAffinity": gpu_node_affinity()},
+                    "tolerations": gpu_tolerations(),
+                    "priorityClassName": SYSTEM_NODE_CRITICAL,
+                    "migStrategy": self.mig_strategy,
+                },
+                pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[namespace])),
+                create_namespace=False,
+            )
+        else:
+            daemonsets = {"tolerations": gpu_tolerations(), "priorityClassName": SYSTEM_NODE_CRITICAL}
+            self.gpu_release = _release(
+                f"{name}-gpu-operator",
+                GPU_OPERATOR_CHART,
+                GPU_OPERATOR_NAMESPACE,
+                {
+                    "driver": {"enabled": True},
+                    "toolkit": {"enabled": True},
+                    "devicePlugin": {"enabled": True},
+                    "dcgmExporter": {"enabled": cfg.operator_dcgm},
+                    "dcgm": {"enabled": cfg.operator_dcgm},
+                    "mig": {"strategy": self.mig_strategy},
+                    "daemonsets": daemonsets,
+                    "node-feature-discovery": {"worker": {"tolerations": gpu_tolerations()}},
+                },
+                k8s_opts,
+            )
+        self.releases = [self.gpu_release]
+
+        ib_pools = [p.name for p in pools if p.infiniband]
+        self.rdma_resource = RDMA_RESOURCE if ib_pools else None
+        if ib_pools:
+            network_operator = _release(
+                f"{name}-network-operator",
+                NETWORK_OPERATOR_CHART,
+                NETWORK_OPERATOR_NAMESPACE,
+                {
+                    # The GPU Operator already runs node-feature-discovery; two copies fight over labels.
+                    "nfd": {"enabled": cfg.mode != "gpuOperator"},
+                    "operator": {"tolerations": gpu_tolerations()},
+                },
+                k8s_opts,
+            )
+            self.releases.append(network_operator)
+            prefix, resource = RDMA_RESOURCE.split("/")
+            device_config = {
+                "configList": [
+                    {
+                        "resourcePrefix": prefix,
+                        "resourceName": resource,
+                        "rdmaHcaMax": 63,
+                        "selectors": {"vendors": [MELLANOX_VENDOR_ID], "linkTypes": ["infiniband"]},
+                    }
+                ]
+            }
+            k8s.apiextensions.CustomResource(
+                f"{name}-nic-cluster-policy",
+                api_version="mellanox.com/v1alpha1",
+                kind="NicClusterPolicy",
+                metadata={"name": "nic-cluster-policy"},
+                spec={
+                    "nodeAffinity": gpu_node_affinity(ib_pools),
+                    "tolerations": gpu_tolerations(),
+                    "rdmaSharedDevicePlugin": {**RDMA_SHARED_DEVICE_PLUGIN, "config": json.dumps(device_config)},
+                },
+                # The NicClusterPolicy CRD is installed by the Network Operator chart.
+                opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[network_operator])),
+            )
+
+        self.register_outputs(
+            {"namespace": self.namespace, "mode": self.mode, "dcgm_from_operator": self.dcgm_from_operator}
+        )

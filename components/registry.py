@@ -1,0 +1,160 @@
+"""Container registry (ACR Premium) that serves the DCGM exporter image, private in prod."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, NotRequired, TypedDict
+
+import pulumi
+import pulumi_azure_native.containerregistry as containerregistry
+import pulumi_azure_native.network as network
+import pulumi_azure_native.privatedns as privatedns
+
+from config.loader import validate_section
+from config.monitoring import RegistryConfig, derived_name
+
+from . import roles
+
+PRIVATE_DNS_ZONE = "privatelink.azurecr.io"
+DCGM_UPSTREAM = "nvcr.io/nvidia/k8s/dcgm-exporter"
+
+
+class RegistryArgs(TypedDict):
+    resource_group_name: pulumi.Input[str]
+    """Resource group of the registry and its private endpoint."""
+    location: pulumi.Input[str]
+    """Azure region."""
+    base_name: str
+    """Name the registry's default name derives from (the cluster name)."""
+    settings: Mapping[str, Any]
+    """The `monitoring.registry` config section (camelCase keys, as in the stack YAML)."""
+    kubelet_identity_object_id: pulumi.Input[str]
+    """Principal the nodes pull images as; gets AcrPull on the registry."""
+    private_endpoints_subnet_id: pulumi.Input[str]
+    """Subnet of the private endpoint (used when public network access is off)."""
+    vnet_id: pulumi.Input[str]
+    """VNet the private DNS zone is linked to (used when public network access is off)."""
+    tags: NotRequired[Mapping[str, str]]
+    """Azure tags."""
+    protect: NotRequired[bool]
+    """Refuse to delete or replace the registry (prod)."""
+
+
+class Registry(pulumi.ComponentResource):
+    """ACR Premium, admin user and anonymous pull off, AcrPull for the kubelet, DCGM image cached from nvcr.io."""
+
+    registry_id: pulumi.Output[str]
+    """Azure resource ID of the registry."""
+    login_server: pulumi.Output[str]
+    """`<name>.azurecr.io`: the host of every image the nodes pull from here."""
+    dcgm_exporter_repository: pulumi.Output[str]
+    """`<login server>/<cache repository>`: the DCGM exporter image repository (tag from config)."""
+    private_endpoint_id: pulumi.Output[str] | None
+    """Private endpoint of the registry, or None when it is public."""
+
+    def __init__(self, name: str, args: RegistryArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("aks-gpu-platform:index:Registry", name, None, opts)
+        cfg = validate_section(RegistryConfig, args["settings"], source="Registry settings")
+        tags = dict(args.get("tags", {}))
+        rg = args["resource_group_name"]
+        child = pulumi.ResourceOptions(parent=self)
+        public = cfg.public_network_access
+        registry_name = derived_name(cfg.name, "acr", args["base_name"], 50, alphanumeric=True)
+
+        self.registry = containerregistry.Registry(
+            f"{name}-registry",
+            resource_group_name=rg,
+            location=args["location"],
+            registry_name=registry_name,
+            sku={"name": containerregistry.SkuName.PREMIUM},
+            admin_user_enabled=False,
+            anonymous_pull_enabled=False,
+            public_network_access=(
+                containerregistry.PublicNetworkAccess.ENABLED
+                if public
+                else containerregistry.PublicNetworkAccess.DISABLED
+            ),
+            network_rule_bypass_options=containerregistry.NetworkRuleBypassOptions.AZURE_SERVICES,
+            zone_redundancy=(
+                containerregistry.ZoneRedundancy.ENABLED
+                if cfg.zone_redundancy
+                else containerregistry.ZoneRedundancy.DISABLED
+            ),
+            tags=tags,
+            # The registry holds the cached images every node pulls; prod refuses to delete it.
+            opts=pulumi.ResourceOptions(parent=self, protect=args.get("protect", False)),
+        )
+        self.registry_id = self.registry.id
+        self.login_server = self.registry.login_server
+
+        # ACR's artifact cache pulls the image from NVIDIA on first use: no manual push step to forget.
+        self.cache_rule = containerregistry.CacheRule(
+            f"{name}-dcgm-cache",
+            resource_group_name=rg,
+            registry_name=self.registry.name,
+            cache_rule_name="nvidia-dcgm-exporter",
+            source_repository=DCGM_UPSTREAM,
+            target_repository=cfg.dcgm_cache_repository,
+            opts=child,
+        )
+        repository = cfg.dcgm_cache_repository
+        self.dcgm_exporter_repository = self.registry.login_server.apply(lambda host: f"{host}/{repository}")
+
+        self.acr_pull = roles.assign_role(
+            f"{name}-kubelet-acr-pull",
+            role_guid=roles.ACR_PULL,
+            principal_id=args["kubelet_identity_object_id"],
+            scope=self.registry.id,
+            opts=child,
+        )
+
+        self.private_endpoint_id = None
+        if not public:
+            zone = privatedns.PrivateZone(
+                f"{name}-dns-zone",
+                resource_group_name=rg,
+                private_zone_name=PRIVATE_DNS_ZONE,
+                location="Global",
+                tags=tags,
+                opts=child,
+            )
+            privatedns.VirtualNetworkLink(
+                f"{name}-dns-link",
+                resource_group_name=rg,
+                private_zone_name=zone.name,
+                virtual_network_link_name=f"{registry_name}-vnet",
+                location="Global",
+                registration_enabled=False,
+                virtual_network={"id": args["vnet_id"]},
+                tags=tags,
+                opts=pulumi.ResourceOptions(parent=zone),
+            )
+            endpoint = network.PrivateEndpoint(
+                f"{name}-private-endpoint",
+                resource_group_name=rg,
+                location=args["location"],
+                private_endpoint_name=self.registry.name.apply(lambda n: f"pe-{n}"),
+                subnet={"id": args["private_endpoints_subnet_id"]},
+                private_link_service_connections=[
+                    {"name": "registry", "private_link_service_id": self.registry.id, "group_ids": ["registry"]}
+                ],
+                tags=tags,
+                opts=child,
+            )
+            network.PrivateDnsZoneGroup(
+                f"{name}-dns-zone-group",
+                resource_group_name=rg,
+                private_endpoint_name=endpoint.name,
+                private_dns_zone_group_name="default",
+                private_dns_zone_configs=[{"name": "privatelink-azurecr-io", "private_dns_zone_id": zone.id}],
+                opts=pulumi.ResourceOptions(parent=endpoint),
+            )
+            self.private_endpoint_id = endpoint.id
+
+        self.register_outputs(
+            {
+                "registry_id": self.registry_id,
+                "login_server": self.login_server,
+                "dcgm_exporter_repository": self.dcgm_exporter_repository,
+            }
+        )

@@ -1,0 +1,100 @@
+"""The Azure GPU VM sizes the platform supports, with the facts the config rules need.
+
+MIG profiles are the `gpuInstanceProfile` values AKS accepts for the size; sizes whose GPUs
+AKS does not partition list none. InfiniBand sizes carry one IB fabric per scale set, so a
+pool of them must stay in one zone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MigProfile = str
+
+ALL_MIG_PROFILES: tuple[MigProfile, ...] = ("MIG1g", "MIG2g", "MIG3g", "MIG4g", "MIG7g")
+
+
+@dataclass(frozen=True)
+class GpuSku:
+    family: str
+    """Azure series name, as the quota blade lists it."""
+    gpu_model: str
+    """NVIDIA GPU model; also the `gpu-model` node label value."""
+    gpus_per_vm: int
+    gpu_memory_gib: int
+    """Memory of one GPU."""
+    infiniband: bool
+    """Has an InfiniBand (RDMA) interconnect between VMs."""
+    mig_profiles: tuple[MigProfile, ...] = ()
+    """MIG instance profiles AKS can apply to the pool (empty: no MIG)."""
+
+    @property
+    def supports_mig(self) -> bool:
+        return bool(self.mig_profiles)
+
+
+def _t4(gpus: int) -> GpuSku:
+    return GpuSku("NCasT4_v3", "T4", gpus, 16, infiniband=False)
+
+
+def _a10(gpus: int) -> GpuSku:
+    return GpuSku("NVadsA10_v5", "A10", gpus, 24, infiniband=False)
+
+
+def _a100_pcie(gpus: int) -> GpuSku:
+    return GpuSku("NCads_A100_v4", "A100-80GB", gpus, 80, infiniband=False, mig_profiles=ALL_MIG_PROFILES)
+
+
+def _h100_nvl(gpus: int) -> GpuSku:
+    return GpuSku("NCads_H100_v5", "H100-NVL", gpus, 94, infiniband=False, mig_profiles=ALL_MIG_PROFILES)
+
+
+GPU_SKUS: dict[str, GpuSku] = {
+    # NC T4 v3: inference and dev, one T4 per VM up to 16 cores.
+    "Standard_NC4as_T4_v3": _t4(1),
+    "Standard_NC8as_T4_v3": _t4(1),
+    "Standard_NC16as_T4_v3": _t4(1),
+    "Standard_NC64as_T4_v3": _t4(4),
+    # NV A10 v5: whole-GPU sizes only (the fractional ones are for graphics, not CUDA pods).
+    "Standard_NV36ads_A10_v5": _a10(1),
+    "Standard_NV36adms_A10_v5": _a10(1),
+    "Standard_NV72ads_A10_v5": _a10(2),
+    # NC A100 v4: PCIe A100 80 GB, MIG-capable, no InfiniBand.
+    "Standard_NC24ads_A100_v4": _a100_pcie(1),
+    "Standard_NC48ads_A100_v4": _a100_pcie(2),
+    "Standard_NC96ads_A100_v4": _a100_pcie(4),
+    # NCads H100 v5: H100 NVL 94 GB, MIG-capable, no InfiniBand.
+    "Standard_NC40ads_H100_v5": _h100_nvl(1),
+    "Standard_NC80adis_H100_v5": _h100_nvl(2),
+    # ND A100 v4: 8x SXM A100 with HDR InfiniBand, for multi-node training.
+    "Standard_ND96asr_v4": GpuSku(
+        family="NDasrA100_v4",
+        gpu_model="A100-40GB",
+        gpus_per_vm=8,
+        gpu_memory_gib=40,
+        infiniband=True,
+        mig_profiles=ALL_MIG_PROFILES,
+    ),
+    "Standard_ND96amsr_A100_v4": GpuSku(
+        family="NDamsrA100_v4",
+        gpu_model="A100-80GB",
+        gpus_per_vm=8,
+        gpu_memory_gib=80,
+        infiniband=True,
+        mig_profiles=ALL_MIG_PROFILES,
+    ),
+    # ND H100 v5 / ND H200 v5: 8x SXM with NDR InfiniBand; used whole, no MIG on AKS.
+    "Standard_ND96isr_H100_v5": GpuSku(
+        family="NDisrH100_v5", gpu_model="H100-80GB", gpus_per_vm=8, gpu_memory_gib=80, infiniband=True
+    ),
+    "Standard_ND96isr_H200_v5": GpuSku(
+        family="NDisrH200_v5", gpu_model="H200-141GB", gpus_per_vm=8, gpu_memory_gib=141, infiniband=True
+    ),
+}
+
+_BY_LOWER = {size.lower(): sku for size, sku in GPU_SKUS.items()}
+
+
+def gpu_sku(vm_size: str) -> GpuSku | None:
+    """The catalog entry of a VM size (Azure compares sizes case-insensitively), or None."""
+    return _BY_LOWER.get(vm_size.lower())

@@ -1,0 +1,290 @@
+"""GPU autoscaling: KEDA add-on, GpuAutoscaling wiring by value, the sample workload, config rules."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pulumi_azure_native.containerservice as containerservice
+import pulumi_kubernetes as k8s
+import pytest
+
+from components import roles
+from components.gpu_autoscaling import KEDA_OPERATOR_SUBJECT, GpuAutoscaling
+from components.gpu_inference_sample import GpuInferenceSample
+from components.gpu_scheduling import GPU_RESOURCE, gpu_pod_scheduling
+from config import ConfigError, load_platform_config
+from config.autoscaling import AutoscalingConfig, SampleInferenceConfig, ScalingTargetConfig
+from config.cluster import AutoscalerProfileConfig
+from config.loader import validate_section
+from tests.conftest import STACKS, settings_of
+from tools.offline import Recording, run_under_mocks
+from tools.plan import SUMMARIES
+from tools.render import kubernetes_object, validate_object
+
+CLUSTER = "azure-native:containerservice:ManagedCluster"
+IDENTITY = "azure-native:managedidentity:UserAssignedIdentity"
+CREDENTIAL = "azure-native:managedidentity:FederatedIdentityCredential"
+ROLE = "azure-native:authorization:RoleAssignment"
+CUSTOM = "kubernetes:keda.sh/v1alpha1:"
+SCALED_OBJECT = CUSTOM + "ScaledObject"
+TRIGGER_AUTH = CUSTOM + "TriggerAuthentication"
+DEPLOYMENT = "kubernetes:apps/v1:Deployment"
+PDB = "kubernetes:policy/v1:PodDisruptionBudget"
+
+WORKSPACE_ID = (
+    "/subscriptions/00000000-0000-4000-8000-00000000c0de/resourceGroups/rg/providers/"
+    "Microsoft.Monitor/accounts/amw-test"
+)
+ENDPOINT = "https://amw-test-abcd.koreacentral.prometheus.monitor.azure.com"
+TARGET = {"namespace": "serving", "deployment": "llm", "minReplicas": 1, "maxReplicas": 4}
+
+
+def _cluster() -> tuple[containerservice.ManagedCluster, k8s.Provider]:
+    cluster = containerservice.ManagedCluster(
+        "aks-cluster",
+        resource_group_name="rg",
+        oidc_issuer_profile={"enabled": True},
+    )
+    return cluster, k8s.Provider("aks-k8s", kubeconfig="{}")
+
+
+def _args(cluster: containerservice.ManagedCluster, provider: k8s.Provider, settings: dict[str, Any]) -> dict[str, Any]:
+    issuer = cluster.oidc_issuer_profile.apply(lambda p: (p.issuer_url if p else None) or "")
+    return {
+        "resource_group_name": "rg",
+        "location": "koreacentral",
+        "oidc_issuer_url": issuer,
+        "monitor_workspace_id": WORKSPACE_ID,
+        "prometheus_query_endpoint": ENDPOINT,
+        "provider": provider,
+        "cluster": cluster,
+        "settings": settings,
+    }
+
+
+@pytest.fixture(scope="module")
+def two_targets() -> Recording:
+    def program() -> None:
+        cluster, provider = _cluster()
+        GpuAutoscaling("llm", _args(cluster, provider, TARGET))  # type: ignore[arg-type]
+        other = {**TARGET, "deployment": "embedder", "targetUtilizationPercent": 60}
+        GpuAutoscaling("embedder", _args(cluster, provider, other))  # type: ignore[arg-type]
+
+    return run_under_mocks(program)
+
+
+def test_scaled_object_reads_dcgm_utilisation_from_the_workspace(two_targets: Recording) -> None:
+    scaled = two_targets.one(SCALED_OBJECT, "llm")
+    spec = scaled.inputs["spec"]
+    trigger = spec["triggers"][0]
+    assert trigger["type"] == "prometheus"
+    assert trigger["metadata"]["serverAddress"] == ENDPOINT, "KEDA must query the workspace's Prometheus endpoint"
+    query = trigger["metadata"]["query"]
+    assert "DCGM_FI_DEV_GPU_UTIL" in query, "scaling follows DCGM's GPU utilisation"
+    assert 'namespace="serving"' in query and 'pod=~"llm-' in query, "only the target's own pods are averaged"
+    assert query.startswith("avg("), "the query averages over the pods"
+    assert trigger["metricType"] == "Value", "an average must not be divided again by the replica count"
+    assert "metricName" not in trigger["metadata"], "current KEDA rejects metricName"
+    assert trigger["metadata"]["threshold"] == "70" and trigger["metadata"]["activationThreshold"] == "5"
+    assert spec["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "llm"}
+    assert (spec["minReplicaCount"], spec["maxReplicaCount"]) == (1, 4)
+    assert (spec["pollingInterval"], spec["cooldownPeriod"]) == (30, 300)
+    auth = two_targets.one(TRIGGER_AUTH, "llm")
+    assert trigger["authenticationRef"] == {"name": auth.inputs["metadata"]["name"], "kind": "TriggerAuthentication"}
+
+
+def test_trigger_authentication_uses_the_keda_identity(two_targets: Recording) -> None:
+    identity = two_targets.one(IDENTITY, "llm")
+    auth = two_targets.one(TRIGGER_AUTH, "llm").inputs["spec"]["podIdentity"]
+    assert auth["provider"] == "azure-workload", "the add-on's operator authenticates with workload identity"
+    assert auth["identityId"] == identity.outputs["clientId"], "KEDA must present this target's identity"
+
+
+def test_federated_credential_trusts_the_keda_operator(two_targets: Recording) -> None:
+    cluster = two_targets.one(CLUSTER)
+    identity = two_targets.one(IDENTITY, "llm")
+    credential = two_targets.one(CREDENTIAL, "llm").inputs
+    assert credential["issuer"] == cluster.outputs["oidcIssuerProfile"]["issuerURL"], "tokens come from this cluster"
+    assert credential["subject"] == KEDA_OPERATOR_SUBJECT == "system:serviceaccount:kube-system:keda-operator"
+    assert credential["audiences"] == ["api://AzureADTokenExchange"]
+    assert credential["resourceName"] == identity.outputs["name"], "the credential belongs to the KEDA identity"
+
+
+def test_role_is_monitoring_data_reader_on_the_workspace_only(two_targets: Recording) -> None:
+    identity = two_targets.one(IDENTITY, "llm")
+    role = two_targets.one(ROLE, "llm").inputs
+    assert role["scope"] == WORKSPACE_ID, "narrowest scope: the workspace, not the group or subscription"
+    assert role["roleDefinitionId"].endswith(roles.MONITORING_DATA_READER)
+    assert role["principalId"] == identity.outputs["principalId"]
+    assert role["principalType"] == "ServicePrincipal", "skips the lookup that fails for a fresh identity"
+
+
+def test_keda_objects_wait_for_the_add_on_and_go_with_the_cluster(two_targets: Recording) -> None:
+    cluster = two_targets.one(CLUSTER)
+    provider = two_targets.one("pulumi:providers:kubernetes")
+    for obj in (two_targets.one(SCALED_OBJECT, "llm"), two_targets.one(TRIGGER_AUTH, "llm")):
+        assert cluster.urn in obj.depends_on, f"{obj.name}: the KEDA add-on installs the CRD"
+        assert obj.deleted_with == cluster.urn, f"{obj.name}: nothing to delete once the cluster is gone"
+        assert obj.provider.startswith(provider.urn), f"{obj.name}: must target this cluster"
+    auth = two_targets.one(TRIGGER_AUTH, "llm")
+    assert two_targets.one(CREDENTIAL, "llm").urn in auth.depends_on
+    assert two_targets.one(ROLE, "llm").urn in auth.depends_on
+
+
+def test_a_second_target_collides_with_nothing(two_targets: Recording) -> None:
+    urns = [r.urn for r in two_targets.resources]
+    assert len(urns) == len(set(urns)), "every resource of two instances has its own URN"
+    for kind in (IDENTITY, CREDENTIAL, ROLE, SCALED_OBJECT, TRIGGER_AUTH):
+        assert len(two_targets.of_type(kind)) == 2, f"one {kind} per target"
+    azure_names = [r.inputs["resourceName"] for r in two_targets.of_type(IDENTITY)]
+    assert len(set(azure_names)) == 2, "identity names are unique in the resource group"
+    k8s_names = {
+        (r.inputs["metadata"]["namespace"], r.inputs["metadata"]["name"]) for r in two_targets.of_type(SCALED_OBJECT)
+    }
+    assert len(k8s_names) == 2, "ScaledObjects in one namespace must not share a name"
+    embedder = two_targets.one(SCALED_OBJECT, "embedder").inputs["spec"]["triggers"][0]["metadata"]
+    assert embedder["threshold"] == "60" and 'pod=~"embedder-' in embedder["query"]
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_keda_add_on_is_on(recordings: dict[str, Recording], stack: str) -> None:
+    profile = recordings[stack].one(CLUSTER).inputs["workloadAutoScalerProfile"]
+    assert profile == {"keda": {"enabled": True}}, "ScaledObjects need the add-on's CRDs and operator"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_autoscaler_profile_is_tuned_for_gpu_nodes(recordings: dict[str, Recording], stack: str) -> None:
+    profile = recordings[stack].one(CLUSTER).inputs["autoScalerProfile"]
+    assert profile["ignoreDaemonsetsUtilization"] is True, "DCGM/device-plugin pods must not keep idle GPU nodes"
+    assert profile["scaleDownUnneededTime"] == "15m", "idle GPU nodes are not removed on the first quiet minute"
+    assert profile["newPodScaleUpDelay"] == "0s", "a pending GPU pod asks for a node at once"
+    assert profile["maxNodeProvisionTime"] == "20m", "GPU VMs with driver install boot slowly"
+    assert profile["scaleDownDelayAfterFailure"] == "3m"
+
+
+def _sample(settings: dict[str, Any]) -> Callable[[], None]:
+    def program() -> None:
+        cluster, provider = _cluster()
+        args = _args(cluster, provider, settings)
+        GpuInferenceSample("sample", args)  # type: ignore[arg-type]
+
+    return program
+
+
+@pytest.fixture(scope="module")
+def sample() -> Recording:
+    return run_under_mocks(_sample({"enabled": True, "gpusPerPod": 2, "scaling": {"minReplicas": 1, "maxReplicas": 3}}))
+
+
+def test_sample_does_not_fight_keda_over_replicas(sample: Recording) -> None:
+    deployment = sample.one(DEPLOYMENT)
+    assert "replicas" not in deployment.inputs["spec"], "KEDA owns the replica count"
+    assert "spec.replicas" in deployment.ignore_changes, "an update must not reset what KEDA scaled to"
+    scaled = sample.one(SCALED_OBJECT).inputs["spec"]
+    assert scaled["scaleTargetRef"]["name"] == deployment.inputs["metadata"]["name"]
+    assert scaled["maxReplicaCount"] == 3
+    scaler = sample.one("aks-gpu-platform:index:GpuAutoscaling")
+    assert deployment.urn in scaler.depends_on, "the scaler is created after the Deployment it scales"
+
+
+def test_sample_runs_on_gpu_nodes_with_a_restricted_context(sample: Recording) -> None:
+    pod = sample.one(DEPLOYMENT).inputs["spec"]["template"]["spec"]
+    for key, value in gpu_pod_scheduling().items():
+        assert pod[key] == value, f"{key}: GPU pods must reach the tainted GPU pools"
+    container = pod["containers"][0]
+    assert container["resources"]["limits"][GPU_RESOURCE] == "2", "the GPU count per pod comes from config"
+    assert {"livenessProbe", "readinessProbe", "startupProbe"} <= container.keys()
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert container["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "capabilities": {"drop": ["ALL"]},
+    }
+    pdb = sample.one(PDB).inputs["spec"]
+    assert pdb == {"maxUnavailable": 1, "selector": pod_selector(sample)}, "a PDB that never blocks node drains"
+
+
+def pod_selector(recording: Recording) -> dict[str, Any]:
+    return recording.one(DEPLOYMENT).inputs["spec"]["selector"]
+
+
+def test_sample_objects_pass_the_strict_schema(sample: Recording) -> None:
+    checked = [r for r in sample.kubernetes_objects() if not r.type.startswith(CUSTOM)]
+    assert {r.type for r in checked} >= {DEPLOYMENT, PDB, "kubernetes:core/v1:Namespace"}
+    for resource in checked:
+        status, detail = validate_object(kubernetes_object(resource), "1.33.0")
+        assert status == "valid", f"{resource.name}: {detail}"
+
+
+def test_sample_is_off_in_prod(stack_config: Callable[[str], dict[str, Any]]) -> None:
+    settings = stack_config("prod")["aks-gpu-platform:autoscaling"]
+    assert AutoscalingConfig.model_validate(settings).sample_inference.enabled is False, "no demo GPUs in prod"
+    dev = stack_config("dev")["aks-gpu-platform:autoscaling"]
+    assert AutoscalingConfig.model_validate(dev).sample_inference.enabled is True
+
+
+@pytest.mark.parametrize(
+    ("model", "settings", "path"),
+    [
+        (ScalingTargetConfig, {**TARGET, "minReplicas": 5, "maxReplicas": 2}, "minReplicas:"),
+        (ScalingTargetConfig, {**TARGET, "targetUtilizationPercent": 0}, "targetUtilizationPercent:"),
+        (ScalingTargetConfig, {**TARGET, "targetUtilizationPercent": 101}, "targetUtilizationPercent:"),
+        (ScalingTargetConfig, {**TARGET, "activationUtilizationPercent": 70}, "activationUtilizationPercent:"),
+        (ScalingTargetConfig, {**TARGET, "minReplicas": -1}, "minReplicas:"),
+        (ScalingTargetConfig, {**TARGET, "pollingIntervalSeconds": 1}, "pollingIntervalSeconds:"),
+        (ScalingTargetConfig, {**TARGET, "cooldownPeriodSeconds": 5}, "cooldownPeriodSeconds:"),
+        (ScalingTargetConfig, {**TARGET, "namespace": "Serving"}, "namespace:"),
+        (AutoscalingConfig, {"kedaEnabled": False, "targets": [TARGET]}, "kedaEnabled:"),
+        (AutoscalingConfig, {"targets": [TARGET, TARGET]}, "targets[1].deployment:"),
+        (AutoscalingConfig, {"targets": [{**TARGET, "maxReplicas": 0}]}, "targets[0].maxReplicas:"),
+        (SampleInferenceConfig, {"image": "nvcr.io/nvidia/tritonserver:latest"}, "image:"),
+        (SampleInferenceConfig, {"image": "nvcr.io/nvidia/tritonserver"}, "image:"),
+        (SampleInferenceConfig, {"gpusPerPod": 0}, "gpusPerPod:"),
+        (SampleInferenceConfig, {"scaling": {"minReplicas": 3, "maxReplicas": 1}}, "scaling.minReplicas:"),
+        (
+            AutoscalerProfileConfig,
+            {"scaleDownUnneededMinutes": 1, "scanIntervalSeconds": 60},
+            "scaleDownUnneededMinutes:",
+        ),
+        (AutoscalerProfileConfig, {"scaleDownUtilizationThreshold": 0.95}, "scaleDownUtilizationThreshold:"),
+        (AutoscalerProfileConfig, {"maxEmptyBulkDelete": 0}, "maxEmptyBulkDelete:"),
+    ],
+)
+def test_invalid_settings_are_rejected_naming_the_field(model: type[Any], settings: dict[str, Any], path: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        validate_section(model, settings, source="test")
+    assert path in str(err.value), f"the message must point at {path}"
+
+
+def test_invalid_target_fails_the_stack_naming_its_path(stack_config: Callable[[str], dict[str, Any]]) -> None:
+    config = stack_config("dev")
+    config["aks-gpu-platform:autoscaling"]["targets"] = [{**TARGET, "targetUtilizationPercent": 150}]
+    with pytest.raises(ConfigError) as err:
+        load_platform_config(settings_of(config))
+    assert "autoscaling.targets[0].targetUtilizationPercent:" in str(err.value)
+
+
+def test_component_rejects_bad_settings_before_creating_anything(
+    build: Callable[[Callable[[], Any]], Recording],
+) -> None:
+    def program() -> None:
+        cluster, provider = _cluster()
+        GpuAutoscaling("bad", _args(cluster, provider, {**TARGET, "minReplicas": 9}))  # type: ignore[arg-type]
+
+    with pytest.raises(ConfigError, match="minReplicas:"):
+        build(program)
+
+
+def test_plan_summarises_the_scaled_object(two_targets: Recording) -> None:
+    line = SUMMARIES[SCALED_OBJECT](two_targets.one(SCALED_OBJECT, "llm").inputs)
+    assert "target=llm" in line and "replicas=1-4" in line and "threshold=70" in line, line
+    assert "DCGM_FI_DEV_GPU_UTIL" in line, "the plan shows what the workload scales on"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_gpu_pools_scale_from_zero(stack_config: Callable[[str], dict[str, Any]], stack: str) -> None:
+    cfg = load_platform_config(settings_of(stack_config(stack)))
+    assert all(pool.min_count == 0 for pool in cfg.gpu_pools), "idle GPU pools must cost nothing"
+    assert cfg.autoscaling.keda_enabled
