@@ -8,13 +8,23 @@ STAMP := $(VENV)/.installed
 TOOLS := .venv-tools
 TOOLS_STAMP := $(TOOLS)/.installed
 
-.PHONY: plan test lint typecheck unit workflows bench clean
+.PHONY: plan test lint typecheck unit workflows bench clean policy-venv
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
 	touch $(STAMP)
+
+# The CrossGuard pack's own virtualenv (PulumiPolicy.yaml names it): pulumi-policy pins protobuf apart from ours.
+POLICY_STAMP := policy/venv/.installed
+$(POLICY_STAMP): policy/requirements.txt
+	test -x policy/venv/bin/python || $(PYTHON) -m venv policy/venv
+	policy/venv/bin/python -m pip install --quiet -r policy/requirements.txt
+	touch $(POLICY_STAMP)
+
+## policy-venv: create the policy pack's virtualenv (for `pulumi preview --policy-pack policy`)
+policy-venv: $(POLICY_STAMP)
 
 ## plan: evaluate the stack offline under Pulumi mocks and print what would be created (STACK=dev|prod)
 plan: $(STAMP)
@@ -34,7 +44,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/pyright
 
-unit: $(STAMP)
+unit: $(STAMP) $(POLICY_STAMP)
 	$(BIN)/pytest
 
 $(TOOLS_STAMP): requirements-tools.txt
@@ -48,4 +58,4 @@ workflows: $(TOOLS_STAMP)
 	$(TOOLS)/bin/zizmor --offline --persona pedantic .github/workflows/
 
 clean:
-	rm -rf $(VENV) $(TOOLS) out .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(TOOLS) policy/venv .venv-checkov out .pytest_cache .ruff_cache

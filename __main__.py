@@ -55,8 +55,9 @@ def main() -> None:
             "workload_auto_scaler_profile": {"keda": {"enabled": cfg.autoscaling.keda_enabled}},
             "tags": tags,
             "protect": cfg.protect_stateful,
-            "addon_profiles": container_insights_addon(logs.workspace_id),
             "azure_monitor_profile": managed_prometheus_profile(),
+            "addon_profiles": {**container_insights_addon(logs.workspace_id), **cfg.security.addon_profiles()},  # type: ignore[typeddict-item]
+            **({"defender_log_analytics_workspace_id": ws} if (ws := cfg.security.defender_workspace_id) else {}),
         },
     )
     CpuNodePool(

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import copy
+import os
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 from tools.offline import Recording, run_stack, run_under_mocks
 from tools.stack_files import load_stack_file
@@ -45,3 +47,10 @@ def settings_of(config: dict[str, Any]) -> dict[str, Any]:
     """YAML-shaped platform settings (project prefix stripped) from a stack's config map."""
     prefix = "aks-gpu-platform:"
     return {k[len(prefix) :]: v for k, v in config.items() if k.startswith(prefix)}
+
+
+# Fuzzing stays fast on small CI runners: modest example counts, no per-example deadline.
+# HYPOTHESIS_PROFILE=thorough runs many more examples locally.
+hypothesis_settings.register_profile("default", max_examples=60, deadline=None)
+hypothesis_settings.register_profile("thorough", max_examples=1000, deadline=None)
+hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))

@@ -3,8 +3,9 @@
 Runs the real program with the stack's real config under Pulumi mocks, prints the
 component tree with each resource's decisive settings and a count by type, writes every
 rendered Kubernetes object under out/<stack>/, and validates each against the upstream
-Kubernetes OpenAPI schema of the cluster's version. Exit 1 on an invalid object, 2 on a
-config error.
+Kubernetes OpenAPI schema of the cluster's version, and applies the policy pack's rules
+(policy/rules.py) to every resource. Exit 1 on an invalid object or a mandatory policy
+violation, 2 on a config error.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 
 from config import ConfigError, load_platform_config
 from config.loader import PROJECT, settings_from_runtime_config
+from policy.rules import Policy, Resource, StackFacts, Violation, evaluate
 
 from .offline import RecordedResource, Recording, run_stack
 from .render import ObjectVerdict, render_and_validate
@@ -155,6 +157,41 @@ def print_verdicts(verdicts: list[ObjectVerdict], out: Callable[[str], None], ve
         out(f"  {v.status:15s} {v.kind}/{v.name}{detail}")
 
 
+def policy_inputs(recording: Recording, environment: str) -> tuple[list[Resource], StackFacts]:
+    """The recorded resources and outputs in the shape the policy rules (and CrossGuard) see."""
+    resources = [
+        Resource(
+            type=r.type,
+            name=r.name,
+            inputs=r.inputs,
+            protect=r.protect,
+            ignore_changes=tuple(r.ignore_changes),
+            urn=r.urn,
+        )
+        for r in recording.resources
+        if r.custom
+    ]
+    facts = StackFacts(
+        environment=environment,
+        outputs=dict(recording.stack_outputs),
+        secret_outputs=frozenset(recording.secret_outputs),
+    )
+    return resources, facts
+
+
+def policy_verdicts(recording: Recording, environment: str) -> list[tuple[Policy, list[Violation]]]:
+    return evaluate(*policy_inputs(recording, environment))
+
+
+def print_policy_verdicts(verdicts: list[tuple[Policy, list[Violation]]], out: Callable[[str], None]) -> None:
+    out(f"Policy verdicts ({len(verdicts)} policies, same rules as `pulumi preview --policy-pack policy`):")
+    for policy, violations in verdicts:
+        status = "pass" if not violations else ("FAIL" if policy.mandatory else "advisory")
+        out(f"  {status:8s} {policy.name}  {policy.description}")
+        for violation in violations:
+            out(f"           - {violation.resource}: {violation.message}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--stack", default="dev")
@@ -196,11 +233,19 @@ def main(argv: list[str] | None = None) -> int:
             f"{k}{' (secret)' if k in recording.secret_outputs else ''}" for k in sorted(recording.stack_outputs)
         )
     )
+    print()
+    policies = policy_verdicts(recording, cfg.environment)
+    print_policy_verdicts(policies, print)
+    failed = 0
     invalid = [v for v in verdicts if v.status == "invalid"]
     if invalid:
         print(f"error: {len(invalid)} Kubernetes object(s) fail the schema", file=sys.stderr)
-        return 1
-    return 0
+        failed = 1
+    mandatory = [v for policy, vs in policies if policy.mandatory for v in vs]
+    if mandatory:
+        print(f"error: {len(mandatory)} mandatory policy violation(s)", file=sys.stderr)
+        failed = 1
+    return failed
 
 
 if __name__ == "__main__":

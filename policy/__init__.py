@@ -1,0 +1,1 @@
+"""Guardrails: plain policy rules and the CrossGuard pack that wraps them."""
