@@ -27,18 +27,19 @@ registered = []
 pulumi.runtime.set_mocks(Mocks(), project="consumer", stack="test")
 
 import components, config
-from components.cpu_node_pool import CpuNodePool
+from components.gpu_node_pool import GpuNodePool
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
 names = []
 
 def program():
-    pool = CpuNodePool("cpu", {
+    pool = GpuNodePool("gpu", {
         "resource_group_name": "rg-consumer",
         "cluster_name": "aks-consumer",
         "nodes_subnet_id": "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v/subnets/n",
-        "settings": {"vmSize": "Standard_D4ds_v5", "minCount": 1, "maxCount": 3},
+        "settings": {"name": "gpua100", "vmSize": "Standard_NC24ads_A100_v4", "maxCount": 4},
+        "stack_mode": "devicePlugin",
         "kubernetes_version": "1.33",
         "tracks_versions": False,
     })
@@ -75,8 +76,6 @@ def test_pip_installed_components_build_in_another_stack(tmp_path: Path) -> None
     result = json.loads(run.stdout.strip().splitlines()[-1])
     assert result["components"].startswith(str(target)), "components must come from the pip install, not the repo"
     assert result["config"].startswith(str(target)), "config must come from the pip install, not the repo"
-    assert result["registered"] == [
-        "aks-gpu-platform:index:CpuNodePool",
-        "azure-native:containerservice:AgentPool",
-    ], "the installed component must register itself and its agent pool"
-    assert result["pool_name"] == ["cpu"], "the pool's output must resolve through the installed package"
+    assert result["registered"][0] == "aks-gpu-platform:index:GpuNodePool", "the installed component must register"
+    assert "azure-native:containerservice:AgentPool" in result["registered"], "and build its agent pool"
+    assert result["pool_name"][0].startswith("gpua100"), "the pool's output must resolve through the installed package"
