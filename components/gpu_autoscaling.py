@@ -28,7 +28,9 @@ def gpu_utilization_query(namespace: str, deployment: str) -> str:
     return f'avg({GPU_UTILIZATION_METRIC}{{namespace="{namespace}",pod=~"{pods}"}})'
 
 
-class GpuAutoscalingArgs(TypedDict):
+class KedaWiringArgs(TypedDict):
+    """What every KEDA-scaled GPU workload needs from the cluster and the monitoring stack."""
+
     resource_group_name: pulumi.Input[str]
     """Resource group of the KEDA identity."""
     location: pulumi.Input[str]
@@ -43,6 +45,9 @@ class GpuAutoscalingArgs(TypedDict):
     """Kubernetes provider of the cluster (`AksCluster.provider`)."""
     cluster: containerservice.ManagedCluster
     """The cluster resource: its KEDA add-on installs the ScaledObject and TriggerAuthentication CRDs."""
+
+
+class GpuAutoscalingArgs(KedaWiringArgs):
     settings: Mapping[str, Any]
     """One scaling target (namespace, deployment, replicas, thresholds), camelCase as in `autoscaling.targets`."""
     tags: NotRequired[Mapping[str, str]]

@@ -3,37 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypedDict
+from typing import Any
 
 import pulumi
-import pulumi_azure_native.containerservice as containerservice
 import pulumi_kubernetes as k8s
 
 from config.autoscaling import SampleInferenceConfig
 from config.loader import validate_section
 
-from .gpu_autoscaling import GpuAutoscaling
+from .gpu_autoscaling import GpuAutoscaling, KedaWiringArgs
 from .gpu_scheduling import GPU_RESOURCE, gpu_pod_scheduling
 
 HTTP_PORT = 8000
 RUN_AS_USER = 1000  # the image's triton-server user
 
 
-class GpuInferenceSampleArgs(TypedDict):
-    resource_group_name: pulumi.Input[str]
-    """Resource group of the KEDA identity."""
-    location: pulumi.Input[str]
-    """Azure region."""
-    oidc_issuer_url: pulumi.Input[str]
-    """The cluster's OIDC issuer."""
-    monitor_workspace_id: pulumi.Input[str]
-    """Azure Monitor workspace with the DCGM metrics."""
-    prometheus_query_endpoint: pulumi.Input[str]
-    """The workspace's Prometheus query endpoint."""
-    provider: k8s.Provider
-    """Kubernetes provider of the cluster."""
-    cluster: containerservice.ManagedCluster
-    """The cluster resource (KEDA add-on, `deleted_with`)."""
+class GpuInferenceSampleArgs(KedaWiringArgs):
     settings: Mapping[str, Any]
     """The `autoscaling.sampleInference` config section (camelCase keys)."""
 
