@@ -1,7 +1,5 @@
 """AKS control plane with the tainted system pool inline, identities and a non-interactive kubeconfig."""
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from typing import Any, NotRequired, TypedDict
 

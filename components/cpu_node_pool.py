@@ -1,7 +1,5 @@
 """CPU user pool for monitoring, log collection, API servers and preprocessing."""
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from typing import Any, NotRequired, TypedDict
 

@@ -9,21 +9,35 @@ capacity gap. Changes Azure does apply in place (autoscale bounds, labels, Spot 
 tags, upgrade settings) keep the name and update the pool.
 """
 
-from __future__ import annotations
-
 import hashlib
 import json
 from collections.abc import Mapping
-from typing import Any, NotRequired, TypedDict
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 import pulumi
 import pulumi_azure_native.containerservice as containerservice
 
-from config.gpu import GpuPoolConfig, GpuStackMode
+from config.gpu import GpuPoolConfig
 from config.loader import validate_section
 
 from .agent_pools import autoscaled_pool_args, autoscaled_pool_options
 from .gpu_scheduling import GPU_TAINT, SPOT_TAINT, gpu_pool_node_labels
+
+if TYPE_CHECKING:
+    from config.gpu import GpuStackMode
+else:
+    # Type checkers see config's Literal, so Python callers pass "devicePlugin" / "gpuOperator".
+    # Pulumi's component analyzer (provider/) reads runtime annotations and cannot represent a
+    # Literal, so at runtime the same two values are a string enum: other languages get a schema
+    # enum, and a member compares equal to its string, so the code below works with either.
+    class GpuStackMode(StrEnum):
+        """How the NVIDIA stack is installed (`gpuStack.mode`)."""
+
+        DEVICE_PLUGIN = "devicePlugin"
+        """AKS installs the driver; the NVIDIA device plugin advertises the GPUs."""
+        GPU_OPERATOR = "gpuOperator"
+        """The GPU Operator brings driver, toolkit and device plugin; AKS installs no driver."""
 
 
 class GpuNodePoolArgs(TypedDict):

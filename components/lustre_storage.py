@@ -1,11 +1,10 @@
 """Azure Managed Lustre with Blob (HSM) integration, its CSI driver, StorageClass and training claim."""
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from typing import Any, NotRequired, TypedDict
 
 import pulumi
+import pulumi_azure_native.containerservice as containerservice
 import pulumi_azure_native.storage as storage
 import pulumi_azure_native.storagecache as storagecache
 import pulumi_kubernetes as k8s
@@ -42,7 +41,7 @@ class LustreStorageArgs(TypedDict):
     """The `storage.lustre` config section (camelCase keys, as in the stack YAML)."""
     provider: k8s.Provider
     """Kubernetes provider of the cluster (AksCluster.provider)."""
-    cluster: pulumi.Resource
+    cluster: containerservice.ManagedCluster
     """The ManagedCluster; in-cluster objects are deleted with it."""
     protect: NotRequired[bool]
     """Refuse to delete or replace the filesystem and the storage account (prod)."""

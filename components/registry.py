@@ -1,7 +1,5 @@
 """Container registry (ACR Premium) that serves the DCGM exporter image, private in prod."""
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from typing import Any, NotRequired, TypedDict
 

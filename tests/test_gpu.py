@@ -7,6 +7,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+import pulumi_azure_native.containerservice as containerservice
 import pulumi_kubernetes as k8s
 import pytest
 
@@ -322,7 +323,7 @@ def test_gpu_operator_mode_installs_only_the_operator(build: Callable[[Callable[
                 "settings": {"mode": "gpuOperator", "operatorDcgm": True},
                 "pools": pools,
                 "provider": provider,
-                "cluster": provider,
+                "cluster": containerservice.ManagedCluster("aks", resource_group_name="rg"),
             },
         )
 

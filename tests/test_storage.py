@@ -201,7 +201,7 @@ def test_plan_shows_size_throughput_and_that_resizing_means_a_new_filesystem(pro
 def test_customer_managed_key_sets_identity_and_key(
     build: Callable[[Callable[[], Any]], Recording], stack_config: Callable[[str], dict[str, Any]]
 ) -> None:
-    import pulumi
+    import pulumi_azure_native.containerservice as containerservice
     import pulumi_kubernetes as k8s
 
     settings = _lustre_settings(stack_config, "prod")
@@ -214,7 +214,7 @@ def test_customer_managed_key_sets_identity_and_key(
 
     def program() -> None:
         provider = k8s.Provider("k8s", kubeconfig="{}")
-        cluster = pulumi.CustomResource("test:index:Cluster", "cluster")
+        cluster = containerservice.ManagedCluster("aks", resource_group_name="rg")
         LustreStorage(
             "lustre",
             {
