@@ -32,12 +32,10 @@ else:
     # Literal, so at runtime the same two values are a string enum: other languages get a schema
     # enum, and a member compares equal to its string, so the code below works with either.
     class GpuStackMode(StrEnum):
-        """How the NVIDIA stack is installed (`gpuStack.mode`)."""
+        """`gpuStack.mode`: devicePlugin keeps the AKS-installed driver, gpuOperator brings its own."""
 
         DEVICE_PLUGIN = "devicePlugin"
-        """AKS installs the driver; the NVIDIA device plugin advertises the GPUs."""
         GPU_OPERATOR = "gpuOperator"
-        """The GPU Operator brings driver, toolkit and device plugin; AKS installs no driver."""
 
 
 class GpuNodePoolArgs(TypedDict):

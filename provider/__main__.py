@@ -12,6 +12,9 @@ runtime dependencies as the program.
 Hosted: every public component in `components/` except those in EXCLUDED, whose arguments or
 outputs the analyzer (pulumi/provider/experimental/analyzer.py) cannot represent.
 tests/test_component_schema.py checks both lists and the inferred schema.
+
+The analyzer reads annotations as runtime objects, so component modules do not use
+`from __future__ import annotations` (it would turn them into strings the analyzer rejects).
 """
 
 import sys
