@@ -5,6 +5,7 @@ that `component_provider_host` starts, and reads the JSON schema `pulumi package
 """
 
 from __future__ import annotations
+import __future__
 
 import ast
 import importlib
@@ -108,6 +109,18 @@ def test_entry_point_hosts_every_public_component_but_the_documented_exclusions(
         "a new component must be hosted in provider/__main__.py or excluded there with a reason"
     )
     assert all(reason.strip() for reason in plugin().EXCLUDED.values()), "every exclusion says why"
+
+
+def test_component_modules_keep_runtime_annotations() -> None:
+    """The analyzer reads annotations as objects; postponed ones are strings it fails on."""
+    postponed = sorted(
+        {
+            c.__module__
+            for c in public_components().values()
+            if vars(inspect.getmodule(c)).get("annotations") is __future__.annotations
+        }
+    )
+    assert not postponed, f"{postponed}: drop `from __future__ import annotations` (see provider/__main__.py)"
 
 
 @pytest.mark.parametrize("name", sorted(plugin().EXCLUDED))
