@@ -44,6 +44,7 @@ DCGM_METRIC = "DCGM_FI_DEV_GPU_UTIL"
 PROMETHEUS_RESOURCE = "https://prometheus.monitor.azure.com"
 LUSTRE_MOUNT = "/mnt/lustre"
 LUSTRE_CHECK_IMAGE = "ubuntu:24.04"  # the image of the Lustre verification pod
+JWT = re.compile(r"eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*")
 NOBODY = 65534  # the filesystem's root-squash uid: what a squashed root would write as anyway
 
 Status = Literal["pass", "pending", "fail"]
@@ -114,7 +115,7 @@ class SystemTools:
 
 
 class Redactor:
-    """Replaces every registered secret (and each long token inside it) with ***."""
+    """Replaces every registered secret (and each long token inside it), and any JWT, with ***."""
 
     MASK = "***"
 
@@ -131,7 +132,8 @@ class Redactor:
     def __call__(self, text: str) -> str:
         for secret in sorted(self._secrets, key=len, reverse=True):
             text = text.replace(secret, self.MASK)
-        return text
+        # Any bearer token (a JWT), even one never registered: kubelogin's own, or one echoed back.
+        return JWT.sub(self.MASK, text)
 
 
 class CommandError(RuntimeError):
