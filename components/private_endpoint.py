@@ -7,10 +7,18 @@ resolve the service's public name to that IP: clients keep using the normal host
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import NamedTuple
 
 import pulumi
 import pulumi_azure_native.network as network
 import pulumi_azure_native.privatedns as privatedns
+
+
+class PrivateLink(NamedTuple):
+    endpoint: network.PrivateEndpoint
+    """The private endpoint (its `id` for outputs)."""
+    ready: list[pulumi.Resource]
+    """The endpoint, its DNS zone group and VNet link: `depends_on` these before a client resolves the name."""
 
 
 def private_endpoint(
@@ -27,7 +35,7 @@ def private_endpoint(
     vnet_id: pulumi.Input[str],
     vnet_link_name: str,
     tags: Mapping[str, str],
-) -> network.PrivateEndpoint:
+) -> PrivateLink:
     """Children `{name}-dns-zone`, `-dns-link`, `-private-endpoint`, `-dns-zone-group` for `group_id` of `target_id`."""
     child = pulumi.ResourceOptions(parent=parent)
     zone = privatedns.PrivateZone(
@@ -38,7 +46,7 @@ def private_endpoint(
         tags=dict(tags),
         opts=child,
     )
-    privatedns.VirtualNetworkLink(
+    link = privatedns.VirtualNetworkLink(
         f"{name}-dns-link",
         resource_group_name=resource_group_name,
         private_zone_name=zone.name,
@@ -61,7 +69,7 @@ def private_endpoint(
         tags=dict(tags),
         opts=child,
     )
-    network.PrivateDnsZoneGroup(
+    zone_group = network.PrivateDnsZoneGroup(
         f"{name}-dns-zone-group",
         resource_group_name=resource_group_name,
         private_endpoint_name=endpoint.name,
@@ -69,4 +77,4 @@ def private_endpoint(
         private_dns_zone_configs=[{"name": dns_zone.replace(".", "-"), "private_dns_zone_id": zone.id}],
         opts=pulumi.ResourceOptions(parent=endpoint),
     )
-    return endpoint
+    return PrivateLink(endpoint, [endpoint, zone_group, link])

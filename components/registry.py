@@ -109,7 +109,7 @@ class Registry(pulumi.ComponentResource):
 
         self.private_endpoint_id = None
         if not public:
-            endpoint = private_endpoint(
+            link = private_endpoint(
                 name,
                 parent=self,
                 resource_group_name=rg,
@@ -123,7 +123,7 @@ class Registry(pulumi.ComponentResource):
                 vnet_link_name=f"{registry_name}-vnet",
                 tags=tags,
             )
-            self.private_endpoint_id = endpoint.id
+            self.private_endpoint_id = link.endpoint.id
 
         self.register_outputs(
             {

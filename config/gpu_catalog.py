@@ -98,10 +98,20 @@ GPU_SKUS: dict[str, GpuSku] = {
     ),
     # ND H100 v5 / ND H200 v5: 8x SXM with NDR InfiniBand; used whole, no MIG on AKS.
     "Standard_ND96isr_H100_v5": GpuSku(
-        family="NDisrH100_v5", gpu_model="H100-80GB", gpus_per_vm=8, gpu_memory_gib=80, infiniband=True, temp_disk_gib=1024
+        family="NDisrH100_v5",
+        gpu_model="H100-80GB",
+        gpus_per_vm=8,
+        gpu_memory_gib=80,
+        infiniband=True,
+        temp_disk_gib=1024,
     ),
     "Standard_ND96isr_H200_v5": GpuSku(
-        family="NDisrH200_v5", gpu_model="H200-141GB", gpus_per_vm=8, gpu_memory_gib=141, infiniband=True, temp_disk_gib=1024
+        family="NDisrH200_v5",
+        gpu_model="H200-141GB",
+        gpus_per_vm=8,
+        gpu_memory_gib=141,
+        infiniband=True,
+        temp_disk_gib=1024,
     ),
 }
 

@@ -221,6 +221,8 @@ def test_customer_managed_key_sets_identity_and_key(
                 "resource_group_name": "rg",
                 "location": "koreacentral",
                 "lustre_subnet_id": "subnet-id",
+                "private_endpoints_subnet_id": "pe-subnet-id",
+                "vnet_id": "vnet-id",
                 "settings": settings,
                 "provider": provider,
                 "cluster": cluster,
