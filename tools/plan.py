@@ -142,9 +142,9 @@ SUMMARIES: dict[str, Callable[[dict[str, Any]], str]] = {
         f"{i.get('registryName')} sku={_get(i, 'sku', 'name')} public={i.get('publicNetworkAccess')} "
         f"admin={i.get('adminUserEnabled')} anonymousPull={i.get('anonymousPullEnabled')}"
     ),
-    "azure-native:network:PrivateEndpoint": lambda i: (
-        f"{[c.get('groupIds') for c in i.get('privateLinkServiceConnections', [])]} -> "
-        f"{[str(c.get('privateLinkServiceId', '')).rsplit('/', 1)[-1] for c in i.get('privateLinkServiceConnections', [])]}"
+    "azure-native:network:PrivateEndpoint": lambda i: " ".join(
+        f"{c.get('groupIds')} -> {str(c.get('privateLinkServiceId', '')).rsplit('/', 1)[-1]}"
+        for c in i.get("privateLinkServiceConnections", [])
     ),
     "azure-native:containerregistry:CacheRule": lambda i: f"{i.get('sourceRepository')} -> {i.get('targetRepository')}",
     "azure-native:monitor:DataCollectionRuleAssociation": lambda i: (
