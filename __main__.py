@@ -5,6 +5,8 @@ import pulumi
 from components.aks_cluster import AksCluster
 from components.blob_storage_classes import BlobStorageClasses
 from components.cpu_node_pool import CpuNodePool
+from components.gpu_autoscaling import GpuAutoscaling, KedaWiringArgs
+from components.gpu_inference_sample import GpuInferenceSample
 from components.gpu_monitoring import GpuMonitoring, LogWorkspace, container_insights_addon, managed_prometheus_profile
 from components.gpu_node_pool import GpuNodePool
 from components.gpu_smoke_test import GpuSmokeTest
@@ -157,6 +159,23 @@ def main() -> None:
             "grafana_admin_group_object_ids": cfg.cluster.entra_id.admin_group_object_ids,
         },
     )
+    keda: KedaWiringArgs = {
+        "resource_group_name": rg,
+        "location": cfg.location,
+        "oidc_issuer_url": aks.oidc_issuer_url,
+        "monitor_workspace_id": monitoring.monitor_workspace_id,
+        "prometheus_query_endpoint": monitoring.prometheus_query_endpoint,
+        "provider": aks.provider,
+        "cluster": aks.cluster,
+    }
+    for target in cfg.autoscaling.targets:
+        GpuAutoscaling(
+            f"scale-{target.namespace}-{target.deployment}", {**keda, "settings": target.as_settings(), "tags": tags}
+        )
+    if cfg.autoscaling.sample_inference.enabled:
+        GpuInferenceSample(
+            "inference-sample", {**keda, "settings": cfg.autoscaling.sample_inference.as_settings(), "tags": tags}
+        )
 
     BlobStorageClasses(
         "blob-classes",

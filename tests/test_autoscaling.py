@@ -18,9 +18,10 @@ from config.autoscaling import AutoscalingConfig, SampleInferenceConfig, Scaling
 from config.cluster import AutoscalerProfileConfig
 from config.loader import validate_section
 from tests.conftest import STACKS, settings_of
-from tools.offline import Recording, run_under_mocks
+from tools.offline import Recording, run_stack, run_under_mocks
 from tools.plan import SUMMARIES
 from tools.render import kubernetes_object, validate_object
+from tools.stack_files import load_stack_file
 
 CLUSTER = "azure-native:containerservice:ManagedCluster"
 IDENTITY = "azure-native:managedidentity:UserAssignedIdentity"
@@ -288,3 +289,73 @@ def test_gpu_pools_scale_from_zero(stack_config: Callable[[str], dict[str, Any]]
     cfg = load_platform_config(settings_of(stack_config(stack)))
     assert all(pool.min_count == 0 for pool in cfg.gpu_pools), "idle GPU pools must cost nothing"
     assert cfg.autoscaling.keda_enabled
+
+
+# The whole program: autoscaling.targets and the sample wired to the stack's own workspace and cluster.
+WORKSPACE = "azure-native:monitor:AzureMonitorWorkspace"
+SCALER = "aks-gpu-platform:index:GpuAutoscaling"
+
+
+@pytest.fixture(scope="module")
+def dev_with_targets() -> Recording:
+    config = load_stack_file("dev")
+    autoscaling = config["aks-gpu-platform:autoscaling"]
+    config["aks-gpu-platform:autoscaling"] = {
+        **autoscaling,
+        "targets": [TARGET, {**TARGET, "namespace": "batch", "deployment": "llm", "maxReplicas": 2}],
+    }
+    return run_stack("dev", config=config)
+
+
+def test_stack_wires_every_scaler_to_its_own_workspace_and_cluster(dev_with_targets: Recording) -> None:
+    recording = dev_with_targets
+    workspace = recording.one(WORKSPACE)
+    cluster = recording.one(CLUSTER)
+    endpoint = workspace.outputs["metrics"]["prometheusQueryEndpoint"]
+    scalers = recording.of_type(SCALER)
+    assert len(scalers) == 3, "two configured targets plus the sample's own scaler"
+    for scaler in scalers:
+        inside = [r for r in recording.resources if r.parent == scaler.urn]
+        (scaled,) = [r for r in inside if r.type == SCALED_OBJECT]
+        (auth,) = [r for r in inside if r.type == TRIGGER_AUTH]
+        (identity,) = [r for r in inside if r.type == IDENTITY]
+        (credential,) = [r for r in inside if r.type == CREDENTIAL]
+        (role,) = [r for r in inside if r.type == ROLE]
+        trigger = scaled.inputs["spec"]["triggers"][0]["metadata"]
+        assert trigger["serverAddress"] == endpoint, f"{scaler.name}: KEDA must query this stack's workspace"
+        assert "DCGM_FI_DEV_GPU_UTIL" in trigger["query"]
+        assert auth.inputs["spec"]["podIdentity"]["identityId"] == identity.outputs["clientId"]
+        assert credential.inputs["issuer"] == cluster.outputs["oidcIssuerProfile"]["issuerURL"]
+        assert credential.inputs["subject"] == KEDA_OPERATOR_SUBJECT
+        assert role.inputs["scope"] == workspace.outputs["id"], f"{scaler.name}: read the workspace, nothing wider"
+        assert role.inputs["principalId"] == identity.outputs["principalId"]
+
+
+def test_stack_targets_in_two_namespaces_collide_with_nothing(dev_with_targets: Recording) -> None:
+    urns = [r.urn for r in dev_with_targets.resources]
+    assert len(urns) == len(set(urns)), "same Deployment name in two namespaces still gets distinct resources"
+    names = [r.inputs["resourceName"] for r in dev_with_targets.of_type(IDENTITY) if "keda" in r.inputs["resourceName"]]
+    assert len(names) == len(set(names)) == 3, f"KEDA identity names are unique in the resource group: {names}"
+    objects = {
+        (r.inputs["metadata"]["namespace"], r.inputs["metadata"]["name"])
+        for r in dev_with_targets.of_type(SCALED_OBJECT)
+    }
+    assert objects == {
+        ("serving", "llm-gpu-utilization"),
+        ("batch", "llm-gpu-utilization"),
+        ("gpu-inference-sample", "triton-gpu-utilization"),
+    }
+
+
+def test_prod_registers_no_scaler_without_targets(prod_recording: Recording) -> None:
+    assert prod_recording.of_type(SCALER) == [], "prod lists no targets and keeps the sample off"
+    assert prod_recording.of_type(DEPLOYMENT) == [], "no demo GPU workload in prod"
+
+
+def test_sample_talks_only_to_clients_in_its_namespace(sample: Recording) -> None:
+    policy = sample.one("kubernetes:networking.k8s.io/v1:NetworkPolicy").inputs["spec"]
+    assert policy["podSelector"] == pod_selector(sample), "the policy must select the sample's pods"
+    assert policy["policyTypes"] == ["Ingress", "Egress"]
+    assert policy["egress"] == [], "the server calls nothing, so it may call nothing"
+    (rule,) = policy["ingress"]
+    assert rule == {"from": [{"podSelector": {}}], "ports": [{"protocol": "TCP", "port": 8000}]}

@@ -130,7 +130,13 @@ SUMMARIES: dict[str, Callable[[dict[str, Any]], str]] = {
     "azure-native:containerservice:MaintenanceConfiguration": _maintenance,
     "kubernetes:policy/v1:PodDisruptionBudget": lambda i: (
         f"{_get(i, 'metadata', 'namespace')}/{_get(i, 'metadata', 'name')} "
-        f"minAvailable={_get(i, 'spec', 'minAvailable')} selector={_get(i, 'spec', 'selector', 'matchLabels')}"
+        + " ".join(f"{k}={v}" for k in ("minAvailable", "maxUnavailable") if (v := _get(i, "spec", k)) is not None)
+        + f" selector={_get(i, 'spec', 'selector', 'matchLabels')}"
+    ),
+    "kubernetes:networking.k8s.io/v1:NetworkPolicy": lambda i: (
+        f"{_get(i, 'metadata', 'namespace')}/{_get(i, 'metadata', 'name')} "
+        f"types={_get(i, 'spec', 'policyTypes')} ingressRules={len(_get(i, 'spec', 'ingress') or [])} "
+        f"egressRules={len(_get(i, 'spec', 'egress') or [])}"
     ),
     "azure-native:managedidentity:FederatedIdentityCredential": lambda i: f"subject={i.get('subject')}",
     "kubernetes:keda.sh/v1alpha1:ScaledObject": _scaled_object,
