@@ -1,7 +1,8 @@
 """GPU node pools: tainted `sku=gpu:NoSchedule`, labelled `pool=gpu`, autoscaled from zero.
 
 Replacement instead of rejected updates: Azure cannot change a pool's VM size, zones, OS
-disk, max pods, OS SKU, GPU driver mode, MIG profile, Spot priority or taints in place. The
+disk, max pods, OS SKU, GPU driver mode, MIG profile, Spot priority, taints or encryption at
+host in place. The
 Azure pool name is the configured name plus a 4-character hash of exactly those fields, so a
 change to any of them renames the pool, and Pulumi replaces it create-before-delete: the new
 pool exists (and can scale up) before the old one is drained and deleted, so there is no
@@ -55,6 +56,8 @@ class GpuNodePoolArgs(TypedDict):
     """True when an auto-upgrade channel moves versions (the pool then ignores its version)."""
     upgrade_settings: NotRequired[containerservice.AgentPoolUpgradeSettingsArgsDict]
     """Surge / drain settings for node upgrades."""
+    encryption_at_host: NotRequired[bool]
+    """`security.encryptionAtHost`: encrypt temp disks and disk caches on the VM host (default off, as in Azure)."""
     tags: NotRequired[Mapping[str, str]]
     """Azure tags."""
 
@@ -69,8 +72,8 @@ def node_taints(pool: GpuPoolConfig) -> list[str]:
     return [GPU_TAINT, *pool.taints, *([SPOT_TAINT] if pool.priority == "Spot" else [])]
 
 
-def immutable_fields(pool: GpuPoolConfig, mode: GpuStackMode) -> dict[str, Any]:
-    """The pool settings Azure cannot update in place."""
+def immutable_fields(pool: GpuPoolConfig, mode: GpuStackMode, encryption_at_host: bool = False) -> dict[str, Any]:
+    """The pool settings Azure cannot update in place (host encryption is set only at pool creation)."""
     return {
         "vmSize": pool.vm_size,
         "zones": sorted(pool.zones),
@@ -83,12 +86,14 @@ def immutable_fields(pool: GpuPoolConfig, mode: GpuStackMode) -> dict[str, Any]:
         "priority": pool.priority,
         "evictionPolicy": pool.spot_settings.eviction_policy if pool.priority == "Spot" else None,
         "taints": node_taints(pool),
+        "encryptionAtHost": encryption_at_host,
     }
 
 
-def azure_pool_name(pool: GpuPoolConfig, mode: GpuStackMode) -> str:
+def azure_pool_name(pool: GpuPoolConfig, mode: GpuStackMode, encryption_at_host: bool = False) -> str:
     """Configured name + 4 hex chars of the immutable fields (at most 12 characters)."""
-    digest = hashlib.sha256(json.dumps(immutable_fields(pool, mode), sort_keys=True).encode()).hexdigest()
+    fields = immutable_fields(pool, mode, encryption_at_host)
+    digest = hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
     return f"{pool.name}{digest[:4]}"
 
 
@@ -105,7 +110,11 @@ class GpuNodePool(pulumi.ComponentResource):
         pool = validate_section(GpuPoolConfig, args["settings"], source="GpuNodePool settings")
         mode = args["stack_mode"]
         spot = pool.priority == "Spot"
-        pool_args: dict[str, Any] = {**autoscaled_pool_args(pool), "agent_pool_name": azure_pool_name(pool, mode)}
+        encrypted = args.get("encryption_at_host", False)
+        pool_args: dict[str, Any] = {
+            **autoscaled_pool_args(pool, encrypted),
+            "agent_pool_name": azure_pool_name(pool, mode, encrypted),
+        }
         self.agent_pool = containerservice.AgentPool(
             f"{name}-pool",
             resource_group_name=args["resource_group_name"],
