@@ -56,6 +56,7 @@ def main() -> None:
             "system_pool": cfg.system_pool.as_settings(),
             "upgrade": upgrade,
             "system_pool_upgrade_settings": system_pool_upgrade_settings(upgrade),
+            "encryption_at_host": cfg.security.encryption_at_host,
             "workload_auto_scaler_profile": {"keda": {"enabled": cfg.autoscaling.keda_enabled}},
             "tags": tags,
             "protect": cfg.protect_stateful,
@@ -78,6 +79,7 @@ def main() -> None:
             "kubernetes_version": cfg.cluster.kubernetes_version,
             "tracks_versions": cfg.upgrade.tracks_versions,
             "upgrade_settings": cpu_pool_upgrade_settings(upgrade),
+            "encryption_at_host": cfg.security.encryption_at_host,
             "tags": tags,
         },
     )
@@ -93,6 +95,7 @@ def main() -> None:
                 "kubernetes_version": cfg.cluster.kubernetes_version,
                 "tracks_versions": cfg.upgrade.tracks_versions,
                 "upgrade_settings": gpu_pool_upgrade_settings(upgrade),
+                "encryption_at_host": cfg.security.encryption_at_host,
                 "tags": tags,
             },
         )
@@ -185,6 +188,8 @@ def main() -> None:
                 "resource_group_name": rg,
                 "location": cfg.location,
                 "lustre_subnet_id": net.lustre_subnet_id,
+                "private_endpoints_subnet_id": net.private_endpoints_subnet_id,
+                "vnet_id": net.vnet_id,
                 "settings": cfg.storage.lustre.as_settings(),
                 "provider": aks.provider,
                 "cluster": aks.cluster,

@@ -15,8 +15,8 @@ AUTOSCALED_POOL_IGNORED_FIELDS = ["count"]
 VERSION_TRACKED_FIELDS = ["orchestratorVersion"]
 
 
-def autoscaled_pool_args(pool: AutoscaledPoolConfig) -> dict[str, Any]:
-    """AgentPool arguments shared by the CPU and GPU pools (autoscaling, zones, OS, disk)."""
+def autoscaled_pool_args(pool: AutoscaledPoolConfig, encryption_at_host: bool) -> dict[str, Any]:
+    """AgentPool arguments shared by every pool (autoscaling, zones, OS, disk, host encryption)."""
     return {
         "agent_pool_name": pool.name,
         "vm_size": pool.vm_size,
@@ -29,6 +29,7 @@ def autoscaled_pool_args(pool: AutoscaledPoolConfig) -> dict[str, Any]:
         "os_sku": pool.os_sku,
         "os_disk_size_gb": pool.os_disk_size_gb,
         "os_disk_type": pool.os_disk_type,
+        "enable_encryption_at_host": encryption_at_host,
         "max_pods": pool.max_pods,
         "type": containerservice.AgentPoolType.VIRTUAL_MACHINE_SCALE_SETS,
     }

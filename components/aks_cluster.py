@@ -1,7 +1,5 @@
 """AKS control plane with the tainted system pool inline, identities and a non-interactive kubeconfig."""
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from typing import Any, NotRequired, TypedDict
 
@@ -41,6 +39,8 @@ class AksClusterArgs(TypedDict):
     """Refuse to delete or replace the cluster (prod)."""
     system_pool_upgrade_settings: NotRequired[containerservice.AgentPoolUpgradeSettingsArgsDict]
     """Surge settings of the system pool."""
+    encryption_at_host: NotRequired[bool]
+    """`security.encryptionAtHost` for the system pool: encrypt temp disks and disk caches on the VM host."""
     addon_profiles: NotRequired[Mapping[str, containerservice.ManagedClusterAddonProfileArgsDict]]
     """AKS add-ons (e.g. omsagent for Container Insights, azurepolicy, azureKeyvaultSecretsProvider)."""
     azure_monitor_profile: NotRequired[containerservice.ManagedClusterAzureMonitorProfileArgsDict]
@@ -135,7 +135,7 @@ class AksCluster(pulumi.ComponentResource):
         )
 
         system_pool: containerservice.ManagedClusterAgentPoolProfileArgsDict = {
-            **autoscaled_pool_args(system),  # type: ignore[typeddict-item]
+            **autoscaled_pool_args(system, args.get("encryption_at_host", False)),  # type: ignore[typeddict-item]
             "name": system.name,
             "mode": containerservice.AgentPoolMode.SYSTEM,
             "node_taints": [SYSTEM_POOL_TAINT],

@@ -1,11 +1,10 @@
 """Blob CSI StorageClasses: standard (bulk, cheap) and premium (small files, many transactions)."""
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from typing import Any, TypedDict
 
 import pulumi
+import pulumi_azure_native.containerservice as containerservice
 import pulumi_kubernetes as k8s
 
 from config.loader import validate_section
@@ -19,7 +18,7 @@ class BlobStorageClassesArgs(TypedDict):
     """The `storage.blobClasses` config section."""
     provider: k8s.Provider
     """Kubernetes provider of the cluster (AksCluster.provider)."""
-    cluster: pulumi.Resource
+    cluster: containerservice.ManagedCluster
     """The ManagedCluster; the classes are deleted with it."""
 
 

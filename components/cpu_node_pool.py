@@ -1,7 +1,5 @@
 """CPU user pool for monitoring, log collection, API servers and preprocessing."""
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from typing import Any, NotRequired, TypedDict
 
@@ -30,6 +28,8 @@ class CpuNodePoolArgs(TypedDict):
     """True when an auto-upgrade channel moves versions (the pool then ignores its version)."""
     upgrade_settings: NotRequired[containerservice.AgentPoolUpgradeSettingsArgsDict]
     """Surge settings."""
+    encryption_at_host: NotRequired[bool]
+    """`security.encryptionAtHost`: encrypt temp disks and disk caches on the VM host (default off, as in Azure)."""
     tags: NotRequired[Mapping[str, str]]
     """Azure tags."""
 
@@ -47,7 +47,7 @@ class CpuNodePool(pulumi.ComponentResource):
             f"{name}-pool",
             resource_group_name=args["resource_group_name"],
             resource_name_=args["cluster_name"],
-            **autoscaled_pool_args(pool),
+            **autoscaled_pool_args(pool, args.get("encryption_at_host", False)),
             mode=containerservice.AgentPoolMode.USER,
             node_labels={**pool.labels, **cpu_node_selector()},
             vnet_subnet_id=args["nodes_subnet_id"],

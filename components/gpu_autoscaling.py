@@ -1,7 +1,5 @@
 """KEDA scaling of one Deployment on the GPU utilisation that DCGM reports to managed Prometheus."""
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from typing import Any, NotRequired, TypedDict
 

@@ -1,7 +1,5 @@
 """A sample GPU inference server (Triton) on the GPU pools, scaled by KEDA on its GPU utilisation."""
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from typing import Any, NotRequired
 

@@ -4,8 +4,6 @@
 `GpuMonitoring` comes after (its rules and monitors attach to the running cluster).
 """
 
-from __future__ import annotations
-
 from collections.abc import Mapping, Sequence
 from typing import Any, NotRequired, TypedDict
 

@@ -1,7 +1,8 @@
 """GPU node pools: tainted `sku=gpu:NoSchedule`, labelled `pool=gpu`, autoscaled from zero.
 
 Replacement instead of rejected updates: Azure cannot change a pool's VM size, zones, OS
-disk, max pods, OS SKU, GPU driver mode, MIG profile, Spot priority or taints in place. The
+disk, max pods, OS SKU, GPU driver mode, MIG profile, Spot priority, taints or encryption at
+host in place. The
 Azure pool name is the configured name plus a 4-character hash of exactly those fields, so a
 change to any of them renames the pool, and Pulumi replaces it create-before-delete: the new
 pool exists (and can scale up) before the old one is drained and deleted, so there is no
@@ -9,21 +10,33 @@ capacity gap. Changes Azure does apply in place (autoscale bounds, labels, Spot 
 tags, upgrade settings) keep the name and update the pool.
 """
 
-from __future__ import annotations
-
 import hashlib
 import json
 from collections.abc import Mapping
-from typing import Any, NotRequired, TypedDict
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 import pulumi
 import pulumi_azure_native.containerservice as containerservice
 
-from config.gpu import GpuPoolConfig, GpuStackMode
+from config.gpu import GpuPoolConfig
 from config.loader import validate_section
 
 from .agent_pools import autoscaled_pool_args, autoscaled_pool_options
 from .gpu_scheduling import GPU_TAINT, SPOT_TAINT, gpu_pool_node_labels
+
+if TYPE_CHECKING:
+    from config.gpu import GpuStackMode
+else:
+    # Type checkers see config's Literal, so Python callers pass "devicePlugin" / "gpuOperator".
+    # Pulumi's component analyzer (provider/) reads runtime annotations and cannot represent a
+    # Literal, so at runtime the same two values are a string enum: other languages get a schema
+    # enum, and a member compares equal to its string, so the code below works with either.
+    class GpuStackMode(StrEnum):
+        """`gpuStack.mode`: devicePlugin keeps the AKS-installed driver, gpuOperator brings its own."""
+
+        DEVICE_PLUGIN = "devicePlugin"
+        GPU_OPERATOR = "gpuOperator"
 
 
 class GpuNodePoolArgs(TypedDict):
@@ -43,6 +56,8 @@ class GpuNodePoolArgs(TypedDict):
     """True when an auto-upgrade channel moves versions (the pool then ignores its version)."""
     upgrade_settings: NotRequired[containerservice.AgentPoolUpgradeSettingsArgsDict]
     """Surge / drain settings for node upgrades."""
+    encryption_at_host: NotRequired[bool]
+    """`security.encryptionAtHost`: encrypt temp disks and disk caches on the VM host (default off, as in Azure)."""
     tags: NotRequired[Mapping[str, str]]
     """Azure tags."""
 
@@ -57,8 +72,8 @@ def node_taints(pool: GpuPoolConfig) -> list[str]:
     return [GPU_TAINT, *pool.taints, *([SPOT_TAINT] if pool.priority == "Spot" else [])]
 
 
-def immutable_fields(pool: GpuPoolConfig, mode: GpuStackMode) -> dict[str, Any]:
-    """The pool settings Azure cannot update in place."""
+def immutable_fields(pool: GpuPoolConfig, mode: GpuStackMode, encryption_at_host: bool = False) -> dict[str, Any]:
+    """The pool settings Azure cannot update in place (host encryption is set only at pool creation)."""
     return {
         "vmSize": pool.vm_size,
         "zones": sorted(pool.zones),
@@ -71,12 +86,14 @@ def immutable_fields(pool: GpuPoolConfig, mode: GpuStackMode) -> dict[str, Any]:
         "priority": pool.priority,
         "evictionPolicy": pool.spot_settings.eviction_policy if pool.priority == "Spot" else None,
         "taints": node_taints(pool),
+        "encryptionAtHost": encryption_at_host,
     }
 
 
-def azure_pool_name(pool: GpuPoolConfig, mode: GpuStackMode) -> str:
+def azure_pool_name(pool: GpuPoolConfig, mode: GpuStackMode, encryption_at_host: bool = False) -> str:
     """Configured name + 4 hex chars of the immutable fields (at most 12 characters)."""
-    digest = hashlib.sha256(json.dumps(immutable_fields(pool, mode), sort_keys=True).encode()).hexdigest()
+    fields = immutable_fields(pool, mode, encryption_at_host)
+    digest = hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
     return f"{pool.name}{digest[:4]}"
 
 
@@ -93,7 +110,11 @@ class GpuNodePool(pulumi.ComponentResource):
         pool = validate_section(GpuPoolConfig, args["settings"], source="GpuNodePool settings")
         mode = args["stack_mode"]
         spot = pool.priority == "Spot"
-        pool_args: dict[str, Any] = {**autoscaled_pool_args(pool), "agent_pool_name": azure_pool_name(pool, mode)}
+        encrypted = args.get("encryption_at_host", False)
+        pool_args: dict[str, Any] = {
+            **autoscaled_pool_args(pool, encrypted),
+            "agent_pool_name": azure_pool_name(pool, mode, encrypted),
+        }
         self.agent_pool = containerservice.AgentPool(
             f"{name}-pool",
             resource_group_name=args["resource_group_name"],

@@ -7,14 +7,13 @@ they change, the name changes, Pulumi replaces the Job and the test runs again. 
 so a finished Job stays and is not recreated on every run.
 """
 
-from __future__ import annotations
-
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict, cast
 
 import pulumi
+import pulumi_azure_native.containerservice as containerservice
 import pulumi_kubernetes as k8s
 
 from .gpu_scheduling import GPU_RESOURCE, gpu_pod_scheduling
@@ -37,7 +36,7 @@ class GpuSmokeTestArgs(TypedDict):
     """Settings whose change must rerun the test (the GPU pools and stack sections)."""
     provider: k8s.Provider
     """Kubernetes provider of the cluster."""
-    cluster: pulumi.Resource
+    cluster: containerservice.ManagedCluster
     """The ManagedCluster; the Job is deleted with it."""
     depends_on: Sequence[pulumi.Resource]
     """GPU pools and the GPU stack releases the test needs."""

@@ -8,13 +8,12 @@
   device plugin on the IB pools, so pods can request `rdma/shared_ib`.
 """
 
-from __future__ import annotations
-
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
 import pulumi
+import pulumi_azure_native.containerservice as containerservice
 import pulumi_kubernetes as k8s
 
 from config.gpu import GpuPoolConfig, GpuStackConfig
@@ -46,7 +45,7 @@ class GpuStackArgs(TypedDict):
     """The `gpuPools` config section (MIG and InfiniBand decide what is installed)."""
     provider: k8s.Provider
     """Kubernetes provider of the cluster."""
-    cluster: pulumi.Resource
+    cluster: containerservice.ManagedCluster
     """The ManagedCluster; in-cluster objects are deleted with it."""
 
 

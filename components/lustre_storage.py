@@ -1,11 +1,10 @@
 """Azure Managed Lustre with Blob (HSM) integration, its CSI driver, StorageClass and training claim."""
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from typing import Any, NotRequired, TypedDict
 
 import pulumi
+import pulumi_azure_native.containerservice as containerservice
 import pulumi_azure_native.storage as storage
 import pulumi_azure_native.storagecache as storagecache
 import pulumi_kubernetes as k8s
@@ -15,11 +14,13 @@ from config.storage import LustreConfig
 
 from . import roles
 from .gpu_scheduling import cpu_node_selector, gpu_tolerations
+from .private_endpoint import private_endpoint
 
 CSI_DRIVER_CHART = "oci://mcr.microsoft.com/microsoft.azuremanagedlustre/azurelustre-csi-driver"
 CSI_DRIVER_VERSION = "0.6.0"
 CSI_DRIVER_NAMESPACE = "kube-system"
 PROVISIONER = "azurelustre.csi.azure.com"
+BLOB_PRIVATE_DNS_ZONE = "privatelink.blob.core.windows.net"
 LUSTRE_FS_NAME = "lustrefs"  # every Azure Managed Lustre filesystem is named lustrefs
 MOUNT_PATH = "/mnt/lustre"
 # AKS taints spot nodes with this; spot GPU pools mount Lustre too.
@@ -42,12 +43,16 @@ class LustreStorageArgs(TypedDict):
     """The `storage.lustre` config section (camelCase keys, as in the stack YAML)."""
     provider: k8s.Provider
     """Kubernetes provider of the cluster (AksCluster.provider)."""
-    cluster: pulumi.Resource
+    cluster: containerservice.ManagedCluster
     """The ManagedCluster; in-cluster objects are deleted with it."""
     protect: NotRequired[bool]
     """Refuse to delete or replace the filesystem and the storage account (prod)."""
     tags: NotRequired[Mapping[str, str]]
     """Azure tags."""
+    private_endpoints_subnet_id: NotRequired[pulumi.Input[str]]
+    """Subnet of the account's blob private endpoint (needed when `blob.publicNetworkAccess` is false)."""
+    vnet_id: NotRequired[pulumi.Input[str]]
+    """VNet of the Lustre subnet, linked to the blob privatelink DNS zone (needed with the private endpoint)."""
 
 
 def _hsm_account(
@@ -64,6 +69,17 @@ def _hsm_account(
         enable_https_traffic_only=True,
         minimum_tls_version=storage.MinimumTlsVersion.TLS1_2,
         allow_blob_public_access=False,
+        # Azure Managed Lustre's blob integration requires storage account key access to stay enabled.
+        allow_shared_key_access=True,
+        public_network_access=(
+            storage.PublicNetworkAccess.ENABLED
+            if cfg.blob.public_network_access
+            else storage.PublicNetworkAccess.DISABLED
+        ),
+        # Private: deny the public endpoint; trusted Azure services keep their exception should it be re-enabled.
+        network_rule_set=None
+        if cfg.blob.public_network_access
+        else {"default_action": storage.DefaultAction.DENY, "bypass": storage.Bypass.AZURE_SERVICES},
         tags=dict(args.get("tags", {})),
         # The account holds the cold copy of the training data and every exported checkpoint.
         opts=pulumi.ResourceOptions(parent=parent, protect=protect),
@@ -94,6 +110,26 @@ class LustreStorage(pulumi.ComponentResource):
         tags = dict(args.get("tags", {}))
 
         account = _hsm_account(f"{name}-hsm-account", cfg, args, self, protect)
+        # The Lustre servers reach Blob from the Lustre subnet: privately, through this endpoint in the same VNet,
+        # whose DNS zone (linked to the VNet) resolves the account name, as Azure Managed Lustre requires.
+        network_ready: list[pulumi.Resource] = []
+        if not cfg.blob.public_network_access:
+            if "private_endpoints_subnet_id" not in args or "vnet_id" not in args:
+                raise ValueError("LustreStorage: a private HSM account needs private_endpoints_subnet_id and vnet_id")
+            network_ready = private_endpoint(
+                f"{name}-hsm",
+                parent=self,
+                resource_group_name=rg,
+                location=args["location"],
+                target_id=account.id,
+                target_name=account.name,
+                group_id="blob",
+                dns_zone=BLOB_PRIVATE_DNS_ZONE,
+                subnet_id=args["private_endpoints_subnet_id"],
+                vnet_id=args["vnet_id"],
+                vnet_link_name=f"{cfg.blob.account_name}-vnet",
+                tags=tags,
+            ).ready
         blob_service = storage.BlobServiceProperties(
             f"{name}-hsm-blob-service",
             resource_group_name=rg,
@@ -175,7 +211,7 @@ class LustreStorage(pulumi.ComponentResource):
             tags=tags,
             opts=pulumi.ResourceOptions(
                 parent=self,
-                depends_on=grants,
+                depends_on=[*grants, *network_ready],
                 # Billed for its full size and never resizable: a replacement would drop every file on it.
                 protect=protect,
             ),

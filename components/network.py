@@ -1,7 +1,5 @@
 """Network: a VNet with node, Lustre and private-endpoint subnets, or existing subnets handed in."""
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from typing import Any, NotRequired, TypedDict
 

@@ -1,19 +1,16 @@
 """Container registry (ACR Premium) that serves the DCGM exporter image, private in prod."""
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from typing import Any, NotRequired, TypedDict
 
 import pulumi
 import pulumi_azure_native.containerregistry as containerregistry
-import pulumi_azure_native.network as network
-import pulumi_azure_native.privatedns as privatedns
 
 from config.loader import validate_section
 from config.monitoring import RegistryConfig, derived_name
 
 from . import roles
+from .private_endpoint import private_endpoint
 
 PRIVATE_DNS_ZONE = "privatelink.azurecr.io"
 DCGM_UPSTREAM = "nvcr.io/nvidia/k8s/dcgm-exporter"
@@ -110,46 +107,21 @@ class Registry(pulumi.ComponentResource):
 
         self.private_endpoint_id = None
         if not public:
-            zone = privatedns.PrivateZone(
-                f"{name}-dns-zone",
-                resource_group_name=rg,
-                private_zone_name=PRIVATE_DNS_ZONE,
-                location="Global",
-                tags=tags,
-                opts=child,
-            )
-            privatedns.VirtualNetworkLink(
-                f"{name}-dns-link",
-                resource_group_name=rg,
-                private_zone_name=zone.name,
-                virtual_network_link_name=f"{registry_name}-vnet",
-                location="Global",
-                registration_enabled=False,
-                virtual_network={"id": args["vnet_id"]},
-                tags=tags,
-                opts=pulumi.ResourceOptions(parent=zone),
-            )
-            endpoint = network.PrivateEndpoint(
-                f"{name}-private-endpoint",
+            link = private_endpoint(
+                name,
+                parent=self,
                 resource_group_name=rg,
                 location=args["location"],
-                private_endpoint_name=self.registry.name.apply(lambda n: f"pe-{n}"),
-                subnet={"id": args["private_endpoints_subnet_id"]},
-                private_link_service_connections=[
-                    {"name": "registry", "private_link_service_id": self.registry.id, "group_ids": ["registry"]}
-                ],
+                target_id=self.registry.id,
+                target_name=self.registry.name,
+                group_id="registry",
+                dns_zone=PRIVATE_DNS_ZONE,
+                subnet_id=args["private_endpoints_subnet_id"],
+                vnet_id=args["vnet_id"],
+                vnet_link_name=f"{registry_name}-vnet",
                 tags=tags,
-                opts=child,
             )
-            network.PrivateDnsZoneGroup(
-                f"{name}-dns-zone-group",
-                resource_group_name=rg,
-                private_endpoint_name=endpoint.name,
-                private_dns_zone_group_name="default",
-                private_dns_zone_configs=[{"name": "privatelink-azurecr-io", "private_dns_zone_id": zone.id}],
-                opts=pulumi.ResourceOptions(parent=endpoint),
-            )
-            self.private_endpoint_id = endpoint.id
+            self.private_endpoint_id = link.endpoint.id
 
         self.register_outputs(
             {

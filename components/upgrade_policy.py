@@ -4,8 +4,6 @@ The tier, support plan and channels themselves are set on the ManagedCluster by 
 the same `upgrade` section; this component adds what hangs off the cluster.
 """
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from typing import Any, NotRequired, TypedDict
 
@@ -86,7 +84,7 @@ class UpgradePolicyArgs(TypedDict):
     """The `upgrade` config section (camelCase keys, as in the stack YAML)."""
     provider: NotRequired[k8s.Provider]
     """Kubernetes provider of the cluster (AksCluster.provider); needed when disruptionBudgets is not empty."""
-    cluster: NotRequired[pulumi.Resource]
+    cluster: NotRequired[containerservice.ManagedCluster]
     """The ManagedCluster (AksCluster.cluster); in-cluster objects are deleted with it."""
     platform_budgets: NotRequired[list[Mapping[str, Any]]]
     """PodDisruptionBudgets for the platform's own multi-replica workloads (same shape as disruptionBudgets)."""

@@ -3,6 +3,11 @@
 MIG profiles are the `gpuInstanceProfile` values AKS accepts for the size; sizes whose GPUs
 AKS does not partition list none. InfiniBand sizes carry one IB fabric per scale set, so a
 pool of them must stay in one zone.
+
+Temp disk sizes (GiB) are the "Local storage" tables of Microsoft's size pages,
+https://learn.microsoft.com/azure/virtual-machines/sizes/gpu-accelerated/<series>-series
+(MicrosoftDocs/azure-compute-docs, articles/virtual-machines/sizes/gpu-accelerated/). None of
+these sizes has a dedicated cache disk, so AKS places an ephemeral OS disk on the temp disk.
 """
 
 from __future__ import annotations
@@ -25,6 +30,8 @@ class GpuSku:
     """Memory of one GPU."""
     infiniband: bool
     """Has an InfiniBand (RDMA) interconnect between VMs."""
+    temp_disk_gib: int
+    """Local temp (resource) disk: the most an ephemeral OS disk can take on this size."""
     mig_profiles: tuple[MigProfile, ...] = ()
     """MIG instance profiles AKS can apply to the pool (empty: no MIG)."""
 
@@ -33,39 +40,43 @@ class GpuSku:
         return bool(self.mig_profiles)
 
 
-def _t4(gpus: int) -> GpuSku:
-    return GpuSku("NCasT4_v3", "T4", gpus, 16, infiniband=False)
+def _t4(gpus: int, temp_disk_gib: int) -> GpuSku:
+    return GpuSku("NCasT4_v3", "T4", gpus, 16, infiniband=False, temp_disk_gib=temp_disk_gib)
 
 
-def _a10(gpus: int) -> GpuSku:
-    return GpuSku("NVadsA10_v5", "A10", gpus, 24, infiniband=False)
+def _a10(gpus: int, temp_disk_gib: int) -> GpuSku:
+    return GpuSku("NVadsA10_v5", "A10", gpus, 24, infiniband=False, temp_disk_gib=temp_disk_gib)
 
 
-def _a100_pcie(gpus: int) -> GpuSku:
-    return GpuSku("NCads_A100_v4", "A100-80GB", gpus, 80, infiniband=False, mig_profiles=ALL_MIG_PROFILES)
+def _a100_pcie(gpus: int, temp_disk_gib: int) -> GpuSku:
+    return GpuSku(
+        "NCads_A100_v4", "A100-80GB", gpus, 80, False, temp_disk_gib=temp_disk_gib, mig_profiles=ALL_MIG_PROFILES
+    )
 
 
-def _h100_nvl(gpus: int) -> GpuSku:
-    return GpuSku("NCads_H100_v5", "H100-NVL", gpus, 94, infiniband=False, mig_profiles=ALL_MIG_PROFILES)
+def _h100_nvl(gpus: int, temp_disk_gib: int) -> GpuSku:
+    return GpuSku(
+        "NCads_H100_v5", "H100-NVL", gpus, 94, False, temp_disk_gib=temp_disk_gib, mig_profiles=ALL_MIG_PROFILES
+    )
 
 
 GPU_SKUS: dict[str, GpuSku] = {
     # NC T4 v3: inference and dev, one T4 per VM up to 16 cores.
-    "Standard_NC4as_T4_v3": _t4(1),
-    "Standard_NC8as_T4_v3": _t4(1),
-    "Standard_NC16as_T4_v3": _t4(1),
-    "Standard_NC64as_T4_v3": _t4(4),
+    "Standard_NC4as_T4_v3": _t4(1, 176),
+    "Standard_NC8as_T4_v3": _t4(1, 352),
+    "Standard_NC16as_T4_v3": _t4(1, 352),
+    "Standard_NC64as_T4_v3": _t4(4, 2816),
     # NV A10 v5: whole-GPU sizes only (the fractional ones are for graphics, not CUDA pods).
-    "Standard_NV36ads_A10_v5": _a10(1),
-    "Standard_NV36adms_A10_v5": _a10(1),
-    "Standard_NV72ads_A10_v5": _a10(2),
+    "Standard_NV36ads_A10_v5": _a10(1, 1440),
+    "Standard_NV36adms_A10_v5": _a10(1, 2880),
+    "Standard_NV72ads_A10_v5": _a10(2, 2880),
     # NC A100 v4: PCIe A100 80 GB, MIG-capable, no InfiniBand.
-    "Standard_NC24ads_A100_v4": _a100_pcie(1),
-    "Standard_NC48ads_A100_v4": _a100_pcie(2),
-    "Standard_NC96ads_A100_v4": _a100_pcie(4),
+    "Standard_NC24ads_A100_v4": _a100_pcie(1, 64),
+    "Standard_NC48ads_A100_v4": _a100_pcie(2, 128),
+    "Standard_NC96ads_A100_v4": _a100_pcie(4, 256),
     # NCads H100 v5: H100 NVL 94 GB, MIG-capable, no InfiniBand.
-    "Standard_NC40ads_H100_v5": _h100_nvl(1),
-    "Standard_NC80adis_H100_v5": _h100_nvl(2),
+    "Standard_NC40ads_H100_v5": _h100_nvl(1, 3576),
+    "Standard_NC80adis_H100_v5": _h100_nvl(2, 7152),
     # ND A100 v4: 8x SXM A100 with HDR InfiniBand, for multi-node training.
     "Standard_ND96asr_v4": GpuSku(
         family="NDasrA100_v4",
@@ -73,6 +84,7 @@ GPU_SKUS: dict[str, GpuSku] = {
         gpus_per_vm=8,
         gpu_memory_gib=40,
         infiniband=True,
+        temp_disk_gib=6000,
         mig_profiles=ALL_MIG_PROFILES,
     ),
     "Standard_ND96amsr_A100_v4": GpuSku(
@@ -81,14 +93,25 @@ GPU_SKUS: dict[str, GpuSku] = {
         gpus_per_vm=8,
         gpu_memory_gib=80,
         infiniband=True,
+        temp_disk_gib=6400,
         mig_profiles=ALL_MIG_PROFILES,
     ),
     # ND H100 v5 / ND H200 v5: 8x SXM with NDR InfiniBand; used whole, no MIG on AKS.
     "Standard_ND96isr_H100_v5": GpuSku(
-        family="NDisrH100_v5", gpu_model="H100-80GB", gpus_per_vm=8, gpu_memory_gib=80, infiniband=True
+        family="NDisrH100_v5",
+        gpu_model="H100-80GB",
+        gpus_per_vm=8,
+        gpu_memory_gib=80,
+        infiniband=True,
+        temp_disk_gib=1024,
     ),
     "Standard_ND96isr_H200_v5": GpuSku(
-        family="NDisrH200_v5", gpu_model="H200-141GB", gpus_per_vm=8, gpu_memory_gib=141, infiniband=True
+        family="NDisrH200_v5",
+        gpu_model="H200-141GB",
+        gpus_per_vm=8,
+        gpu_memory_gib=141,
+        infiniband=True,
+        temp_disk_gib=1024,
     ),
 }
 

@@ -9,6 +9,7 @@ from pydantic import Field, model_validator
 from .base import ConfigModel
 from .errors import field_error
 from .types import PoolName, Zone
+from .vm_catalog import CPU_TEMP_DISK_GIB, ephemeral_os_disk_limit_gib
 
 OsSku = Literal["Ubuntu", "Ubuntu2204", "AzureLinux"]
 OsDiskType = Literal["Ephemeral", "Managed"]
@@ -26,7 +27,11 @@ class AutoscaledPoolConfig(ConfigModel):
     max_count: int = Field(ge=1, le=1000)
     os_sku: OsSku = "Ubuntu"
     os_disk_size_gb: int = Field(default=128, ge=30, le=2048)
-    os_disk_type: OsDiskType = "Managed"
+    os_disk_type: OsDiskType = Field(
+        default="Managed",
+        description="Ephemeral: the OS disk lives on the VM's local temp disk (faster, free, gone on reimage); "
+        "osDiskSizeGb must fit on it",
+    )
     max_pods: int = Field(default=110, ge=10, le=250)
     labels: dict[str, str] = Field(default_factory=dict, description="Extra Kubernetes node labels")
 
@@ -39,6 +44,27 @@ class AutoscaledPoolConfig(ConfigModel):
         clash = sorted(RESERVED_LABEL_KEYS & self.labels.keys())
         if clash:
             raise field_error("labels", clash, f"keys {sorted(RESERVED_LABEL_KEYS)} are set by the platform")
+        return self
+
+    @model_validator(mode="after")
+    def _check_ephemeral_os_disk(self) -> AutoscaledPoolConfig:
+        if self.os_disk_type != "Ephemeral":
+            return self
+        limit = ephemeral_os_disk_limit_gib(self.vm_size)
+        if limit is None:
+            raise field_error(
+                "osDiskType",
+                self.os_disk_type,
+                f"Ephemeral needs the local disk size of {self.vm_size}, which the catalog lacks; use a GPU catalog "
+                f"size or one of {sorted(CPU_TEMP_DISK_GIB)}, or osDiskType Managed",
+            )
+        if self.os_disk_size_gb > limit:
+            raise field_error(
+                "osDiskType",
+                self.os_disk_type,
+                f"an Ephemeral OS disk of osDiskSizeGb {self.os_disk_size_gb} does not fit the {limit} GiB temp disk "
+                f"of {self.vm_size}; lower osDiskSizeGb to {limit} or less, or use osDiskType Managed",
+            )
         return self
 
 

@@ -28,6 +28,11 @@ class DefenderConfig(ConfigModel):
 
 
 class SecurityConfig(ConfigModel):
+    encryption_at_host: bool = Field(
+        default=True,
+        description="Every node pool encrypts temp disks, disk caches and ephemeral OS disks on the VM host; "
+        "needs the subscription feature Microsoft.Compute/EncryptionAtHost; fixed at pool creation",
+    )
     azure_policy: bool = Field(default=True, description="Azure Policy add-on (Gatekeeper) audits and denies objects")
     secrets_store: SecretsStoreConfig = Field(default_factory=SecretsStoreConfig)
     defender: DefenderConfig = Field(default_factory=DefenderConfig)

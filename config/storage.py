@@ -60,6 +60,10 @@ class BlobIntegrationConfig(ConfigModel):
     auto_export: bool = Field(default=False, description="Copy new and changed files back to Blob continuously")
     auto_export_prefix: str = Field(default="/", pattern=BLOB_PREFIX, description="Filesystem path auto-exported")
     soft_delete_days: int = Field(default=14, ge=1, le=365)
+    public_network_access: bool = Field(
+        default=True,
+        description="false: the account is reachable only through a private endpoint in the private-endpoints subnet",
+    )
 
     @model_validator(mode="after")
     def _check_containers(self) -> BlobIntegrationConfig:

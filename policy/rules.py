@@ -33,6 +33,9 @@ STACK = "pulumi:pulumi:Stack"
 # Resources that hold data or every workload: replacing or deleting them in prod loses it.
 PROD_PROTECTED_TYPES = (MANAGED_CLUSTER, AML_FILESYSTEM, STORAGE_ACCOUNT, REGISTRY)
 
+# Storage minimum TLS versions that meet the baseline (TLS 1.2 or newer).
+STORAGE_TLS_VERSIONS = ("TLS1_2", "TLS1_3")
+
 # Azure's GPU VM families: NC (compute), ND (training), NV (visualization), NG (gaming).
 GPU_VM_SIZE = re.compile(r"^Standard_N[CDVG]", re.IGNORECASE)
 
@@ -257,6 +260,43 @@ def check_no_public_blob_access(resource: Resource, stack: StackFacts) -> list[s
     return []
 
 
+def check_storage_tls_https(resource: Resource, stack: StackFacts) -> list[str]:
+    if resource.type != STORAGE_ACCOUNT:
+        return []
+    problems: list[str] = []
+    tls = resource.inputs.get("minimumTlsVersion")
+    if tls not in STORAGE_TLS_VERSIONS:
+        problems.append(
+            f"storage account must set minimumTlsVersion TLS1_2 or newer (got {tls!r}; Azure's default is TLS1_0)"
+        )
+    if resource.inputs.get("enableHttpsTrafficOnly") is not True:
+        got = resource.inputs.get("enableHttpsTrafficOnly")
+        problems.append(f"storage account must set enableHttpsTrafficOnly: true explicitly (got {got!r})")
+    return problems
+
+
+def check_prod_encryption_at_host(resource: Resource, stack: StackFacts) -> list[str]:
+    if stack.environment != "prod":
+        return []
+    return [
+        f"prod pool {pool.get('agentPoolName') or pool.get('name') or resource.name} must set "
+        "enableEncryptionAtHost: true (temp disks and disk caches encrypted on the host; only settable at creation)"
+        for pool in _pool_profiles(resource)
+        if pool.get("enableEncryptionAtHost") is not True
+    ]
+
+
+def check_prod_storage_private(resource: Resource, stack: StackFacts) -> list[str]:
+    if stack.environment != "prod" or resource.type != STORAGE_ACCOUNT:
+        return []
+    access = resource.inputs.get("publicNetworkAccess")
+    if access != "Disabled":
+        return [
+            f"prod storage account must set publicNetworkAccess: Disabled and use a private endpoint (got {access!r})"
+        ]
+    return []
+
+
 def looks_like_credentials(value: Any) -> str | None:
     """Why a plain value would leak credentials (a kubeconfig, a key, a connection string), or None."""
     if isinstance(value, Mapping):
@@ -393,6 +433,21 @@ POLICIES: tuple[Policy, ...] = (
         "no-public-blob-access",
         "Storage accounts forbid anonymous public blob access.",
         resource_check=check_no_public_blob_access,
+    ),
+    Policy(
+        "storage-tls-https",
+        "Storage accounts require TLS 1.2+ and HTTPS only.",
+        resource_check=check_storage_tls_https,
+    ),
+    Policy(
+        "prod-encryption-at-host",
+        "In prod every node pool encrypts temp disks and disk caches at the VM host.",
+        resource_check=check_prod_encryption_at_host,
+    ),
+    Policy(
+        "prod-storage-private",
+        "In prod storage accounts are not publicly reachable (public network access disabled, private endpoint).",
+        resource_check=check_prod_storage_private,
     ),
     Policy(
         "no-plain-text-credentials",

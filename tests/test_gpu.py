@@ -7,6 +7,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+import pulumi_azure_native.containerservice as containerservice
 import pulumi_kubernetes as k8s
 import pytest
 
@@ -175,7 +176,7 @@ def test_design_notes_pod_is_schedulable_on_every_gpu_pool(recordings: dict[str,
 @pytest.mark.parametrize("stack", STACKS)
 def test_gpu_pool_names_are_exported(recordings: dict[str, Recording], stack: str) -> None:
     cfg = load_platform_config(settings_of(load_stack_file(stack)))
-    expected = [azure_pool_name(p, cfg.gpu_stack.mode) for p in cfg.gpu_pools]
+    expected = [azure_pool_name(p, cfg.gpu_stack.mode, cfg.security.encryption_at_host) for p in cfg.gpu_pools]
     assert recordings[stack].stack_outputs["gpuPoolNames"] == expected, "gpuPoolNames lists the pools in config order"
     registered = {p.inputs["agentPoolName"] for p in gpu_agent_pools(recordings[stack])}
     assert registered == set(expected), "the exported names are the registered Azure pool names"
@@ -210,6 +211,8 @@ def test_immutable_change_renames_the_pool_and_mutable_change_does_not() -> None
         ("taints", azure_pool_name(_pool(taints=["team=a:NoSchedule"]), "devicePlugin")),
         ("driver mode", azure_pool_name(_pool(), "gpuOperator")),
         ("zones", azure_pool_name(_pool(zones=["1"]), "devicePlugin")),
+        ("ephemeral OS disk", azure_pool_name(_pool(osDiskType="Ephemeral", osDiskSizeGb=64), "devicePlugin")),
+        ("encryption at host", azure_pool_name(_pool(), "devicePlugin", encryption_at_host=True)),
     ):
         assert changed != base, f"a {why} change cannot be applied in place: it must create a new pool"
 
@@ -322,7 +325,7 @@ def test_gpu_operator_mode_installs_only_the_operator(build: Callable[[Callable[
                 "settings": {"mode": "gpuOperator", "operatorDcgm": True},
                 "pools": pools,
                 "provider": provider,
-                "cluster": provider,
+                "cluster": containerservice.ManagedCluster("aks", resource_group_name="rg"),
             },
         )
 

@@ -70,18 +70,18 @@ def test_prod_registry_is_private_and_protected(prod_recording: Recording) -> No
     registry = r.one(REGISTRY)
     assert registry.inputs["publicNetworkAccess"] == "Disabled"
     assert registry.protect, "the registry is stateful; prod refuses to delete it"
-    endpoint = r.one("azure-native:network:PrivateEndpoint").inputs
+    endpoint = r.one("azure-native:network:PrivateEndpoint", "registry").inputs
     assert endpoint["subnet"]["id"] == r.one("azure-native:network:Subnet", "private-endpoints").outputs["id"]
     (connection,) = endpoint["privateLinkServiceConnections"]
     assert connection["privateLinkServiceId"] == registry.outputs["id"]
     assert connection["groupIds"] == ["registry"]
-    zone = r.one("azure-native:privatedns:PrivateZone")
+    zone = r.one("azure-native:privatedns:PrivateZone", "registry")
     assert zone.inputs["privateZoneName"] == "privatelink.azurecr.io"
-    link = r.one("azure-native:privatedns:VirtualNetworkLink").inputs
+    link = r.one("azure-native:privatedns:VirtualNetworkLink", "registry").inputs
     assert link["virtualNetwork"]["id"] == r.one("azure-native:network:VirtualNetwork").outputs["id"], (
         "nodes resolve the registry's private address only from a linked VNet"
     )
-    group = r.one("azure-native:network:PrivateDnsZoneGroup").inputs
+    group = r.one("azure-native:network:PrivateDnsZoneGroup", "registry").inputs
     assert group["privateDnsZoneConfigs"][0]["privateDnsZoneId"] == zone.outputs["id"]
 
 

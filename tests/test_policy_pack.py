@@ -62,14 +62,32 @@ CASES = [
     {
         "id": "locked-storage",
         "type": rules.STORAGE_ACCOUNT,
-        "props": {"allowBlobPublicAccess": False, "tags": {"environment": "prod"}},
+        "props": {
+            "allowBlobPublicAccess": False,
+            "minimumTlsVersion": "TLS1_2",
+            "enableHttpsTrafficOnly": True,
+            "publicNetworkAccess": "Disabled",
+            "tags": {"environment": "prod"},
+        },
         "protect": True,
         "ignore": [],
     },
     {
         "id": "untainted-gpu-pool",
         "type": rules.AGENT_POOL,
-        "props": {"vmSize": "Standard_NC4as_T4_v3", "enableAutoScaling": True, "nodeLabels": {"pool": "gpu"}},
+        "props": {
+            "vmSize": "Standard_NC4as_T4_v3",
+            "enableAutoScaling": True,
+            "enableEncryptionAtHost": True,
+            "nodeLabels": {"pool": "gpu"},
+        },
+        "protect": False,
+        "ignore": ["count"],
+    },
+    {
+        "id": "unencrypted-prod-pool",
+        "type": rules.AGENT_POOL,
+        "props": {"vmSize": "Standard_D8ds_v5", "enableAutoScaling": True, "tags": {"environment": "prod"}},
         "protect": False,
         "ignore": ["count"],
     },
@@ -106,8 +124,15 @@ def test_pack_wraps_every_rule_as_mandatory(pack_report: dict[str, object]) -> N
 
 def test_pack_reports_what_the_rules_report(pack_report: dict[str, object]) -> None:
     assert pack_report["violations"] == {
-        "public-storage": ["prod-stateful-protected", "no-public-blob-access"],
+        "public-storage": [
+            "prod-stateful-protected",
+            "no-public-blob-access",
+            "storage-tls-https",  # no minimum TLS version
+            "storage-tls-https",  # HTTPS-only not set
+            "prod-storage-private",
+        ],
         "locked-storage": [],
         "untainted-gpu-pool": ["gpu-pool-taint-and-label"],
+        "unencrypted-prod-pool": ["prod-encryption-at-host"],
         "blocking-pdb": ["pdb-satisfiable"],
     }

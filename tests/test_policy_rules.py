@@ -202,6 +202,66 @@ def test_public_blob_access_must_be_off_explicitly(value: bool | None) -> None:
     assert len(rules.check_no_public_blob_access(Resource(rules.STORAGE_ACCOUNT, "sa", inputs), PROD)) == 1
 
 
+# --- storage-tls-https / prod-storage-private ----------------------------------------------------
+
+
+def test_recorded_prod_storage_account_is_tls12_https_only_and_private(prod_recording: Recording) -> None:
+    account = _recorded(prod_recording, rules.STORAGE_ACCOUNT, "hsm")
+    assert rules.check_storage_tls_https(account, PROD) == []
+    assert rules.check_prod_storage_private(account, PROD) == []
+
+
+@pytest.mark.parametrize(
+    ("change", "problems"),
+    [
+        ({"minimumTlsVersion": "TLS1_0"}, 1),
+        ({"minimumTlsVersion": None}, 1),
+        ({"enableHttpsTrafficOnly": False}, 1),
+        ({"minimumTlsVersion": "TLS1_1", "enableHttpsTrafficOnly": None}, 2),
+    ],
+)
+def test_storage_below_tls12_or_allowing_http_is_rejected(
+    prod_recording: Recording, change: dict[str, Any], problems: int
+) -> None:
+    account = _recorded(prod_recording, rules.STORAGE_ACCOUNT, "hsm")
+    inputs = {k: v for k, v in {**account.inputs, **change}.items() if v is not None}
+    found = rules.check_storage_tls_https(Resource(account.type, account.name, inputs), DEV)
+    assert len(found) == problems, f"old TLS and plain HTTP expose data in transit, in every environment: {found}"
+
+
+@pytest.mark.parametrize("access", ["Enabled", None])
+def test_publicly_reachable_prod_storage_is_rejected(prod_recording: Recording, access: str | None) -> None:
+    account = _recorded(prod_recording, rules.STORAGE_ACCOUNT, "hsm")
+    inputs = {k: v for k, v in account.inputs.items() if k != "publicNetworkAccess"}
+    if access is not None:
+        inputs["publicNetworkAccess"] = access
+    public = Resource(account.type, account.name, inputs)
+    assert len(rules.check_prod_storage_private(public, PROD)) == 1, "prod data stays off the public endpoint"
+    assert rules.check_prod_storage_private(public, DEV) == [], "dev may keep a public account"
+
+
+# --- prod-encryption-at-host -----------------------------------------------------------------------
+
+
+def test_recorded_prod_pools_are_encrypted_at_host(prod_recording: Recording) -> None:
+    for token, name in ((rules.AGENT_POOL, "cpu"), (rules.AGENT_POOL, "h100z1"), (rules.MANAGED_CLUSTER, "aks")):
+        assert rules.check_prod_encryption_at_host(_recorded(prod_recording, token, name), PROD) == []
+
+
+def test_prod_pool_without_encryption_at_host_is_rejected(prod_recording: Recording) -> None:
+    cpu = _recorded(prod_recording, rules.AGENT_POOL, "cpu")
+    plain = Resource(cpu.type, cpu.name, {**cpu.inputs, "enableEncryptionAtHost": False})
+    problems = rules.check_prod_encryption_at_host(plain, PROD)
+    assert len(problems) == 1 and "cpu" in problems[0], "an unencrypted prod pool must be named"
+    assert rules.check_prod_encryption_at_host(plain, DEV) == [], "dev may skip the subscription feature"
+    cluster = _recorded(prod_recording, rules.MANAGED_CLUSTER, "aks")
+    inline = [
+        {k: v for k, v in p.items() if k != "enableEncryptionAtHost"} for p in cluster.inputs["agentPoolProfiles"]
+    ]
+    unencrypted = Resource(cluster.type, cluster.name, {**cluster.inputs, "agentPoolProfiles": inline})
+    assert len(rules.check_prod_encryption_at_host(unencrypted, PROD)) == 1, "the inline system pool is checked too"
+
+
 # --- no-plain-text-credentials ---------------------------------------------------------------------
 
 

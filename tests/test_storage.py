@@ -182,6 +182,15 @@ def test_dev_with_lustre_on_is_small_unprotected_and_verifiable(dev_with_lustre:
     assert spec["containers"][0]["resources"]["limits"], "a test pod must not starve training pods"
 
 
+def test_dev_hsm_account_stays_public_without_a_private_endpoint(dev_with_lustre: Recording) -> None:
+    account = dev_with_lustre.one("azure-native:storage:StorageAccount").inputs
+    assert account["publicNetworkAccess"] == "Enabled" and "networkRuleSet" not in account, (
+        "dev keeps blob.publicNetworkAccess at its default: no private endpoint to pay for"
+    )
+    assert (account["minimumTlsVersion"], account["enableHttpsTrafficOnly"]) == ("TLS1_2", True), "TLS 1.2+ anyway"
+    assert not [r.name for r in dev_with_lustre.of_type("azure-native:network:PrivateEndpoint") if "lustre" in r.name]
+
+
 def test_every_storage_object_passes_the_strict_schema(prod_recording: Recording, dev_with_lustre: Recording) -> None:
     for recording in (prod_recording, dev_with_lustre):
         storage_objects = [r for r in recording.kubernetes_objects() if r.name.startswith(("lustre-", "blob-classes-"))]
@@ -201,7 +210,7 @@ def test_plan_shows_size_throughput_and_that_resizing_means_a_new_filesystem(pro
 def test_customer_managed_key_sets_identity_and_key(
     build: Callable[[Callable[[], Any]], Recording], stack_config: Callable[[str], dict[str, Any]]
 ) -> None:
-    import pulumi
+    import pulumi_azure_native.containerservice as containerservice
     import pulumi_kubernetes as k8s
 
     settings = _lustre_settings(stack_config, "prod")
@@ -214,13 +223,15 @@ def test_customer_managed_key_sets_identity_and_key(
 
     def program() -> None:
         provider = k8s.Provider("k8s", kubeconfig="{}")
-        cluster = pulumi.CustomResource("test:index:Cluster", "cluster")
+        cluster = containerservice.ManagedCluster("aks", resource_group_name="rg")
         LustreStorage(
             "lustre",
             {
                 "resource_group_name": "rg",
                 "location": "koreacentral",
                 "lustre_subnet_id": "subnet-id",
+                "private_endpoints_subnet_id": "pe-subnet-id",
+                "vnet_id": "vnet-id",
                 "settings": settings,
                 "provider": provider,
                 "cluster": cluster,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import pulumi_azure_native.containerservice as containerservice
 import pulumi_kubernetes as k8s
 import pytest
 
@@ -445,7 +446,7 @@ def test_platform_budgets_are_rendered_and_need_the_cluster_provider(
             }
             if with_provider:
                 args["provider"] = provider
-                args["cluster"] = provider
+                args["cluster"] = containerservice.ManagedCluster("aks", resource_group_name="rg")
             UpgradePolicy("up", args)
 
         return run

@@ -48,6 +48,7 @@ def _pool(i: dict[str, Any]) -> str:
     return (
         f"{i.get('vmSize')} x{i.get('minCount')}-{i.get('maxCount')} zones={i.get('availabilityZones')} "
         f"mode={i.get('mode')} taints={i.get('nodeTaints', [])} labels={i.get('nodeLabels', {})}{upgrade}"
+        f" osDisk={i.get('osDiskType')}/{i.get('osDiskSizeGB')}G encryptionAtHost={i.get('enableEncryptionAtHost')}"
         + (f" driver={_get(i, 'gpuProfile', 'driver')}" if i.get("gpuProfile") else "")
         + (f" mig={i.get('gpuInstanceProfile')}" if i.get("gpuInstanceProfile") else "")
         + (f" priority={i.get('scaleSetPriority')}" if i.get("scaleSetPriority") else "")
@@ -115,7 +116,8 @@ SUMMARIES: dict[str, Callable[[dict[str, Any]], str]] = {
     "azure-native:storagecache:AmlFilesystem": _lustre,
     "azure-native:storage:StorageAccount": lambda i: (
         f"{i.get('accountName')} {_get(i, 'sku', 'name')} httpsOnly={i.get('enableHttpsTrafficOnly')} "
-        f"tls={i.get('minimumTlsVersion')} publicBlob={i.get('allowBlobPublicAccess')}"
+        f"tls={i.get('minimumTlsVersion')} publicBlob={i.get('allowBlobPublicAccess')} "
+        f"publicNetwork={i.get('publicNetworkAccess')}"
     ),
     "kubernetes:storage.k8s.io/v1:StorageClass": lambda i: (
         f"{_get(i, 'metadata', 'name')} {i.get('provisioner')} reclaim={i.get('reclaimPolicy')} "
@@ -145,6 +147,10 @@ SUMMARIES: dict[str, Callable[[dict[str, Any]], str]] = {
     "azure-native:containerregistry:Registry": lambda i: (
         f"{i.get('registryName')} sku={_get(i, 'sku', 'name')} public={i.get('publicNetworkAccess')} "
         f"admin={i.get('adminUserEnabled')} anonymousPull={i.get('anonymousPullEnabled')}"
+    ),
+    "azure-native:network:PrivateEndpoint": lambda i: " ".join(
+        f"{c.get('groupIds')} -> {str(c.get('privateLinkServiceId', '')).rsplit('/', 1)[-1]}"
+        for c in i.get("privateLinkServiceConnections", [])
     ),
     "azure-native:containerregistry:CacheRule": lambda i: f"{i.get('sourceRepository')} -> {i.get('targetRepository')}",
     "azure-native:monitor:DataCollectionRuleAssociation": lambda i: (
