@@ -1,24 +1,44 @@
 """Plan speed: offline evaluation cost of the program against the same resources registered bare.
 
-Each case runs in its own subprocess: one warm-up evaluation (imports, caches), one timed
-evaluation, one under tracemalloc for peak Python memory. "bare" replays the program's recorded
-custom resources as plain `pulumi.CustomResource` registrations (same types, names, inputs),
-so program/bare is the cost of config validation, components and wiring on top of the SDK.
+Cases: dev, prod, and prod grown to 4, 8 and 16 GPU pools with SCALED_TARGETS KEDA-scaled
+Deployments (pools16 is the large config). Each case runs in its own subprocess: one warm-up
+evaluation (imports, caches), then `--repeat` interleaved timed runs per mode, of which the
+minimum counts (the machine is shared; the minimum is the least disturbed run), then one run
+under tracemalloc for peak Python memory. Modes:
+
+- program: `__main__.py` under the recording mocks.
+- bare: every custom resource the program registered (providers too), flat at the stack root,
+  with plain recorded inputs and the options a resource carries by itself, above all the type
+  aliases the provider SDK classes attach (pulumi-azure-native aliases every older API version,
+  over 100 per AgentPool, and the SDK resolves an Output chain per alias). A baseline without
+  them measured the alias cost, not the program: any program registering these resources
+  through the SDK pays it. This is the denominator of the 1.5x target.
+- shaped: bare plus the program's shape: the same component resources as parents, providers,
+  depends_on and deleted_with, still with plain inputs and none of our code. A test checks it
+  records exactly what the program recorded.
+
+So shaped - bare is the SDK's price of components and dependencies, and program - shaped is the
+program's own: config loading and validation, component bodies, apply callbacks and the Output
+wiring between resources, invokes. A cProfile run of the large case splits own time by code
+location. Marginal cost per GPU pool between 4, 8 and 16 pools shows whether growth is linear.
 Then prints the deploy critical path of the prod plan from the recorded dependency graph.
+Exit status 1 when a target is not met.
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import cProfile
+import gc
+import itertools
 import json
+import pstats
 import subprocess
 import sys
-import tempfile
 import time
 import tracemalloc
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pulumi
@@ -27,7 +47,13 @@ from .offline import PROJECT, RecordedResource, Recording, run_stack, run_under_
 from .stack_files import REPO_ROOT, load_stack_file
 
 GPU_POOLS_KEY = f"{PROJECT}:gpuPools"
+AUTOSCALING_KEY = f"{PROJECT}:autoscaling"
 LINEAR_POOLS = (4, 8, 16)
+REPEAT = 3
+NOISE_S = 0.02  # seconds per pool: wall-time marginals closer than this are scheduling noise
+GROWTH_TOLERANCE = 1.2  # a later pool may create this many times the Outputs an earlier one did
+PROVIDER_PREFIX = "pulumi:providers:"
+SCALED_TARGETS = 4  # KEDA-scaled Deployments in the generated configs, the same for every pool count
 MAX_OVERHEAD = 1.5  # program/bare wall-time ratio the program must stay within
 
 # Typical create times (seconds) of an Azure or in-cluster resource, as commonly observed;
@@ -65,11 +91,15 @@ DEFAULT_KUBERNETES_S = 5
 SLOW_S = 120
 
 
-def large_config(pools: int = 16) -> dict[str, Any]:
-    """The prod stack with `pools` GPU pools (copies of its first pool, distinct names)."""
+def large_config(pools: int = 16, targets: int = SCALED_TARGETS) -> dict[str, Any]:
+    """The prod stack with `pools` GPU pools (copies of its first pool) and `targets` KEDA-scaled Deployments."""
     config = copy.deepcopy(load_stack_file("prod"))
     template = config[GPU_POOLS_KEY][0]
     config[GPU_POOLS_KEY] = [{**template, "name": f"gpu{i:02d}"} for i in range(1, pools + 1)]
+    config[AUTOSCALING_KEY]["targets"] = [
+        {"namespace": "serving", "deployment": f"model{i:02d}", "minReplicas": 1, "maxReplicas": 8}
+        for i in range(1, targets + 1)
+    ]
     return config
 
 
@@ -81,53 +111,159 @@ def case_config(case: str) -> dict[str, Any]:
     raise ValueError(f"unknown case {case!r}")
 
 
+def case_stack(case: str) -> str:
+    return "prod" if case.startswith("pools") else case
+
+
 def program_runner(case: str) -> Callable[[], Recording]:
     config = case_config(case)
-    return lambda: run_stack("prod" if case.startswith("pools") else case, config=config)
+    return lambda: run_stack(case_stack(case), config=config)
 
 
-def bare_runner(resources: list[dict[str, Any]]) -> Callable[[], Recording]:
+def _options(r: RecordedResource) -> pulumi.ResourceOptions:
+    """The options every registration carries on its own: the SDK classes' type aliases and the lifecycle flags."""
+    return pulumi.ResourceOptions(
+        aliases=[pulumi.Alias(type_=t) for t in r.aliases],
+        protect=r.protect,
+        ignore_changes=r.ignore_changes or None,
+        replace_on_changes=r.replace_on_changes or None,
+        delete_before_replace=r.delete_before_replace,
+        retain_on_delete=r.retain_on_delete,
+    )
+
+
+def _register(r: RecordedResource, opts: pulumi.ResourceOptions) -> pulumi.Resource:
+    if not r.custom:
+        component = pulumi.ComponentResource(r.type, r.name, None, opts)
+        component.register_outputs({})
+        return component
+    if r.type.startswith(PROVIDER_PREFIX):
+        return pulumi.ProviderResource(r.type.removeprefix(PROVIDER_PREFIX), r.name, r.inputs, opts)
+    return pulumi.CustomResource(r.type, r.name, r.inputs, opts)
+
+
+def bare_runner(recording: Recording, stack: str) -> Callable[[], Recording]:
+    """Every custom resource the program registered (providers too), flat: no parents, no dependencies."""
+    resources = [r for r in recording.resources if r.custom]
+
     def program() -> None:
         for r in resources:
-            pulumi.CustomResource(r["type"], r["name"], r["inputs"])
+            _register(r, _options(r))
 
-    return lambda: run_under_mocks(program)
+    return lambda: run_under_mocks(program, stack=stack)
 
 
-def measure(run: Callable[[], Recording]) -> dict[str, Any]:
-    run()  # warm-up: module imports and caches are not evaluation cost
-    start = time.perf_counter()
-    recording = run()
-    wall = time.perf_counter() - start
+def shaped_runner(recording: Recording, stack: str) -> Callable[[], Recording]:
+    """The bare registrations plus the program's shape: its components as parents, providers, depends_on, deleted_with.
+
+    Registration order is a topological order (the SDK sends a registration only once its parent,
+    provider and dependencies have URNs), so every reference is already built when it is needed.
+    """
+
+    def program() -> None:
+        built: dict[str, pulumi.Resource] = {}
+        for r in recording.resources:
+            opts = _options(r)
+            opts.parent = built.get(r.parent)
+            opts.depends_on = [built[d] for d in r.depends_on if d in built]
+            if r.provider:
+                provider = built[provider_urn(r.provider)]
+                assert isinstance(provider, pulumi.ProviderResource)
+                opts.provider = provider
+            if r.deleted_with:
+                opts.deleted_with = built[r.deleted_with]
+            built[r.urn] = _register(r, opts)
+
+    return lambda: run_under_mocks(program, stack=stack)
+
+
+def peak_mib(run: Callable[[], Recording]) -> float:
+    gc.collect()
     tracemalloc.start()
     run()
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    return {"wall_s": wall, "peak_mib": peak / 2**20, "resources": len(recording.resources)}
+    return peak / 2**20
 
 
-def _bare_resources(recording: Recording) -> list[dict[str, Any]]:
-    skip = ("pulumi:providers:", "pulumi:pulumi:")
-    return [
-        {"type": r.type, "name": r.name, "inputs": r.inputs}
-        for r in recording.resources
-        if r.custom and not r.type.startswith(skip)
-    ]
+def measure_case(case: str, repeat: int, compare: bool = True) -> dict[str, Any]:
+    """Wall time (minimum of `repeat` interleaved runs) and peak memory per mode; `compare=False`: the program only."""
+    program = program_runner(case)
+    recording = program()  # the warm-up: imports and caches are not evaluation cost
+    stack = case_stack(case)
+    runners = {"program": program}
+    if compare:
+        runners |= {"bare": bare_runner(recording, stack), "shaped": shaped_runner(recording, stack)}
+    walls: dict[str, list[float]] = {mode: [] for mode in runners}
+    counts: dict[str, int] = {}
+    for _ in range(repeat):
+        for mode, run in runners.items():
+            start = time.perf_counter()
+            counts[mode] = len(run().resources)
+            walls[mode].append(time.perf_counter() - start)
+    result: dict[str, Any] = {mode: {"wall_s": min(walls[mode]), "resources": counts[mode]} for mode in runners}
+    for mode in ("program", "bare") if compare else ():
+        result[mode]["peak_mib"] = peak_mib(runners[mode])
+    for mode in ("program", "bare") if compare else ("program",):
+        result[mode]["outputs"] = outputs_created(runners[mode])
+    return result
 
 
-def _child(case: str, mode: str, resources_file: str | None) -> None:
-    if mode == "program":
-        result = measure(program_runner(case))
-    else:
-        assert resources_file is not None
-        result = measure(bare_runner(json.loads(Path(resources_file).read_text())))
+def outputs_created(run: Callable[[], Recording]) -> int:
+    """How many Outputs one evaluation creates: the SDK's unit of work, exact where wall time is noisy."""
+    created = 0
+    track = pulumi.Output._track  # pyright: ignore[reportPrivateUsage]
+
+    def counting(self: pulumi.Output[Any]) -> None:
+        nonlocal created
+        created += 1
+        track(self)
+
+    setattr(pulumi.Output, "_track", counting)  # noqa: B010
+    try:
+        run()
+    finally:
+        setattr(pulumi.Output, "_track", track)  # noqa: B010
+    return created
+
+
+CATEGORIES = (
+    ("cyclic GC (one collection per run)", ("gc.collect",)),
+    ("our code (config, components, __main__)", ("/components/", "/config/", "__main__.py")),
+    ("mocks and recording", ("/tools/", "/pulumi/runtime/mocks.py")),
+    ("provider SDK classes", ("/pulumi_azure_native/", "/pulumi_kubernetes/")),
+    ("Pulumi SDK and asyncio", ("/pulumi/", "/asyncio/", "contextvars", "_asyncio")),
+    ("pydantic, yaml, protobuf", ("/pydantic", "/yaml/", "/google/protobuf/")),
+)
+
+
+def profile_shares(run: Callable[[], Recording]) -> list[tuple[str, float]]:
+    """Share of own (not cumulative) profiled time per code location."""
+    profiler = cProfile.Profile()
+    profiler.runcall(run)
+    stats = pstats.Stats(profiler).stats  # pyright: ignore[reportAttributeAccessIssue]
+    totals: dict[str, float] = {}
+    for (filename, _, function), (_, _, own, _, _) in stats.items():
+        where = f"{filename}:{function}"
+        label = next((name for name, marks in CATEGORIES if any(m in where for m in marks)), "other (stdlib, builtins)")
+        totals[label] = totals.get(label, 0.0) + own
+    total = sum(totals.values())
+    return sorted(((label, own / total) for label, own in totals.items()), key=lambda kv: -kv[1])
+
+
+def _child(case: str, repeat: int, compare: bool, profile: bool) -> None:
+    result = measure_case(case, repeat, compare)
+    if profile:
+        result["profile"] = profile_shares(program_runner(case))
     print(json.dumps(result))
 
 
-def _spawn(case: str, mode: str, resources_file: Path | None = None) -> dict[str, Any]:
-    args = [sys.executable, "-m", "tools.bench", "--child", case, "--mode", mode]
-    if resources_file is not None:
-        args += ["--resources", str(resources_file)]
+def _spawn(case: str, repeat: int, compare: bool, profile: bool) -> dict[str, Any]:
+    args = [sys.executable, "-m", "tools.bench", "--child", case, "--repeat", str(repeat)]
+    if compare:
+        args.append("--compare")
+    if profile:
+        args.append("--profile")
     out = subprocess.run(args, cwd=REPO_ROOT, check=True, capture_output=True, text=True, timeout=600)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -202,52 +338,106 @@ def print_critical_path(recording: Recording, label: str) -> None:
     slow_off = [r for r in recording.resources if duration(r) >= SLOW_S and r.urn not in on_chain and r not in cluster]
     if slow_off:
         print("  slow resources off the critical path: " + ", ".join(f"{r.name} ({duration(r)}s)" for r in slow_off))
+    for c in cluster:
+        ready, waits_for = critical_path(recording, c.urn)
+        slow = [r.name for r in waits_for if r is not c and duration(r) >= SLOW_S]
+        print(
+            f"  the cluster is ready after {ready / 60:.1f} min: "
+            + " -> ".join(r.name for r in waits_for)
+            + (f"; slow resources it waits for: {', '.join(slow)}" if slow else "; it waits for no slow resource")
+        )
+
+
+def decompose(program_s: float, bare_s: float, shaped_s: float) -> dict[str, float]:
+    """Split the program's wall time into the SDK's cost and ours (seconds; a negative part is below the noise)."""
+    return {
+        "SDK: the resources themselves (bare)": bare_s,
+        "SDK: components, parents, providers, dependencies (shaped - bare)": shaped_s - bare_s,
+        "ours: config, component code, Output wiring, invokes (program - shaped)": program_s - shaped_s,
+    }
+
+
+def marginal_per_pool(cost: dict[int, float]) -> list[tuple[int, int, float]]:
+    """What each added GPU pool costs (seconds, Outputs...) between consecutive pool counts."""
+    counts = sorted(cost)
+    return [(a, b, (cost[b] - cost[a]) / (b - a)) for a, b in itertools.pairwise(counts)]
+
+
+def super_linear(steps: list[tuple[int, int, float]], tolerance: float = GROWTH_TOLERANCE, floor: float = 0.0) -> bool:
+    """True when a later pool costs more than `tolerance` times the first ones (plus a noise floor)."""
+    first = steps[0][2]
+    return any(cost > tolerance * max(first, 0.0) + floor for _, _, cost in steps[1:])
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--child")
-    parser.add_argument("--mode", default="program")
-    parser.add_argument("--resources")
+    parser.add_argument("--repeat", type=int, default=REPEAT)
+    parser.add_argument("--compare", action="store_true")
+    parser.add_argument("--profile", action="store_true")
     args = parser.parse_args(argv)
     if args.child:
-        _child(args.child, args.mode, args.resources)
+        _child(args.child, args.repeat, args.compare, args.profile)
         return 0
 
+    large = f"pools{LINEAR_POOLS[-1]}"
+    compared = ("dev", "prod", large)  # the smaller pool counts only time the program, for the growth
     cases = ["dev", "prod", *(f"pools{n}" for n in LINEAR_POOLS)]
-    rows: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for case in cases:
-            recording = program_runner(case)()
-            resources_file = Path(tmp) / f"{case}.json"
-            resources_file.write_text(json.dumps(_bare_resources(recording)))
-            rows.append((case, _spawn(case, "program"), _spawn(case, "bare", resources_file)))
+    everything = {
+        # The program-only cases are cheap: more runs steady their minimum for the marginal cost.
+        case: _spawn(case, args.repeat if case in compared else 2 * args.repeat, case in compared, case == large)
+        for case in cases
+    }
+    rows = {case: everything[case] for case in compared}
 
+    print(f"Wall time: minimum of {args.repeat} interleaved runs per mode; memory: tracemalloc peak of one run.")
     header = (
-        f"{'case':<8} {'resources':>9} {'program s':>10} {'bare s':>8} {'ratio':>6} {'program MiB':>12} {'bare MiB':>9}"
+        f"{'case':<8} {'resources':>9} {'program s':>10} {'bare s':>7} {'shaped s':>9} {'program/bare':>13}"
+        f" {'program MiB':>12} {'bare MiB':>9} {'Outputs program/bare':>21}"
     )
     print(header)
     print("-" * len(header))
-    worst = 0.0
-    for case, prog, bare in rows:
-        ratio = prog["wall_s"] / bare["wall_s"]
-        worst = max(worst, ratio)
+    ratios: dict[str, float] = {}
+    for case, row in rows.items():
+        prog, bare, shaped = row["program"], row["bare"], row["shaped"]
+        ratios[case] = prog["wall_s"] / bare["wall_s"]
         print(
-            f"{case:<8} {prog['resources']:>9} {prog['wall_s']:>10.3f} {bare['wall_s']:>8.3f} {ratio:>6.2f}"
-            f" {prog['peak_mib']:>12.1f} {bare['peak_mib']:>9.1f}"
+            f"{case:<8} {prog['resources']:>9} {prog['wall_s']:>10.3f} {bare['wall_s']:>7.3f} {shaped['wall_s']:>9.3f}"
+            f" {ratios[case]:>13.2f} {prog['peak_mib']:>12.1f} {bare['peak_mib']:>9.1f}"
+            f" {prog['outputs']:>12} / {bare['outputs']:<6}"
         )
-    pool_rows = {case: prog for case, prog, _ in rows if case.startswith("pools")}
-    per_resource = [p["wall_s"] / p["resources"] for p in pool_rows.values()]
-    spread = max(per_resource) / min(per_resource)
+
+    print("\nWhere the program's time goes (seconds, share of its wall time; below about 0.05 s is timing noise):")
+    for case, row in rows.items():
+        parts = decompose(row["program"]["wall_s"], row["bare"]["wall_s"], row["shaped"]["wall_s"])
+        print(f"  {case:<8} " + "  ".join(f"{v:>6.3f}s {v / row['program']['wall_s']:>4.0%}" for v in parts.values()))
+    for i, label in enumerate(decompose(0, 0, 0)):
+        print(f"           column {i + 1}: {label}")
+    print(f"\nProfile of {large} (own time per code location, cProfile):")
+    for label, share in rows[large]["profile"]:
+        print(f"  {share:>5.0%}  {label}")
+
+    programs = {n: everything[f"pools{n}"]["program"] for n in LINEAR_POOLS}
+    work = marginal_per_pool({n: p["outputs"] for n, p in programs.items()})
+    wall = marginal_per_pool({n: p["wall_s"] for n, p in programs.items()})
+    growth = "super-linear" if super_linear(work) else "linear"
+    print(f"\nMarginal cost per GPU pool ({SCALED_TARGETS} scaled targets throughout):")
+    for (a, b, outputs), (_, _, seconds) in zip(work, wall, strict=True):
+        print(f"  {a:>2} -> {b:>2} pools: {outputs:>6.0f} Outputs/pool, {seconds * 1000:>4.0f} ms/pool")
+    noisy = super_linear(wall, MAX_OVERHEAD, NOISE_S) and growth == "linear"
     print(
-        f"\nlinearity over {', '.join(pool_rows)}: resources "
-        f"{' -> '.join(str(p['resources']) for p in pool_rows.values())}, "
-        f"time per resource varies {spread:.2f}x (linear when close to 1)"
+        f"  growth {growth} (judged on Output counts, exact; within {GROWTH_TOLERANCE}x per pool)"
+        + ("; the wall marginals differ more than the work does: timing noise, rerun to confirm" if noisy else "")
     )
+
     print_critical_path(run_stack("prod"), "prod")
-    failed = worst > MAX_OVERHEAD or spread > MAX_OVERHEAD
-    print(f"\nworst program/bare ratio {worst:.2f} (limit {MAX_OVERHEAD}): {'FAIL' if failed else 'ok'}")
-    return 1 if failed else 0
+    worst = max(ratios, key=lambda c: ratios[c])
+    met = ratios[worst] <= MAX_OVERHEAD and growth == "linear"
+    print(
+        f"\nTarget program/bare <= {MAX_OVERHEAD} and linear growth: {'met' if met else 'NOT met'}"
+        f" (worst ratio {ratios[worst]:.2f} on {worst}, growth {growth})"
+    )
+    return 0 if met else 1
 
 
 if __name__ == "__main__":

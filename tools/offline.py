@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import base64
+import gc
 import hashlib
 import runpy
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +46,8 @@ class RecordedResource:
     depends_on: list[str]
     deleted_with: str
     provider: str
+    aliases: list[str] = field(default_factory=list)
+    """Types this resource was formerly known as (the provider SDK classes alias every older API version)."""
 
 
 @dataclass
@@ -321,6 +325,7 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
                 depends_on=list(request.dependencies),
                 deleted_with=request.deletedWith,
                 provider=request.provider,
+                aliases=[a.spec.type for a in request.aliases if a.spec.type],
             )
         )
         return response
@@ -370,15 +375,36 @@ def run_under_mocks(
     recording = Recording()
     _reset_runtime(recording, stack, preview, project, stack_references)
     set_all_config(config or {}, secret_keys or [])
-    _sync_await(run_pulumi_func(program))
-    root = pulumi_settings.get_root_resource()
-    outputs = getattr(root, "outputs", {}) or {}
-    for key, value in outputs.items():
-        output = pulumi.Output.from_input(value)
-        recording.stack_outputs[key] = _sync_await(output.future())
-        if _sync_await(output.is_secret()):
-            recording.secret_outputs.add(key)
+    with _cyclic_gc_paused():
+        _sync_await(run_pulumi_func(program))
+        root = pulumi_settings.get_root_resource()
+        outputs = getattr(root, "outputs", {}) or {}
+        for key, value in outputs.items():
+            output = pulumi.Output.from_input(value)
+            recording.stack_outputs[key] = _sync_await(output.future())
+            if _sync_await(output.is_secret()):
+                recording.secret_outputs.add(key)
     return recording
+
+
+@contextmanager
+def _cyclic_gc_paused() -> Iterator[None]:
+    """Run one evaluation without the cyclic garbage collector, then collect its garbage once.
+
+    The SDK leaves some 3x10^5 objects in reference cycles per evaluation (futures, tasks,
+    coroutines, Outputs); with the collector on they trigger full collections that walk every
+    imported SDK module each time (five of about 0.5 s on the large bench config, over half the
+    evaluation). Paused, one young-generation collection at the end frees the same cycles:
+    a few MiB more at peak, for evaluations about twice as fast.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.collect(1)  # what the evaluation allocated is young; older runs' leftovers sit in generation 1
+        if enabled:
+            gc.enable()
 
 
 def run_stack(
