@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+from collections.abc import Mapping
 from typing import Any
 
 import pulumi
@@ -13,6 +16,27 @@ from config.node_pools import AutoscaledPoolConfig
 AUTOSCALED_POOL_IGNORED_FIELDS = ["count"]
 # Azure moves the pool's version when an auto-upgrade channel is on; re-sending it is a downgrade.
 VERSION_TRACKED_FIELDS = ["orchestratorVersion"]
+
+
+def immutable_pool_fields(pool: AutoscaledPoolConfig, encryption_at_host: bool) -> dict[str, Any]:
+    """Settings Azure sets only when a pool is created (host encryption among them)."""
+    return {
+        "vmSize": pool.vm_size,
+        "zones": sorted(pool.zones),
+        "osSku": pool.os_sku,
+        "osDiskSizeGb": pool.os_disk_size_gb,
+        "osDiskType": pool.os_disk_type,
+        "maxPods": pool.max_pods,
+        # Only when on: pools created before the switch existed keep their names.
+        **({"encryptionAtHost": True} if encryption_at_host else {}),
+    }
+
+
+def hashed_pool_name(name: str, immutable: Mapping[str, Any]) -> str:
+    """`name` + 4 hex chars of the immutable fields: a change makes a new pool (created before the old
+    one is deleted) instead of an update Azure rejects."""
+    digest = hashlib.sha256(json.dumps(immutable, sort_keys=True).encode()).hexdigest()
+    return f"{name}{digest[:4]}"
 
 
 def autoscaled_pool_args(pool: AutoscaledPoolConfig, encryption_at_host: bool) -> dict[str, Any]:

@@ -9,7 +9,7 @@ import pulumi_azure_native.containerservice as containerservice
 from config.loader import validate_section
 from config.node_pools import CpuPoolConfig
 
-from .agent_pools import autoscaled_pool_args, autoscaled_pool_options
+from .agent_pools import autoscaled_pool_args, autoscaled_pool_options, hashed_pool_name, immutable_pool_fields
 from .gpu_scheduling import cpu_node_selector
 
 
@@ -29,7 +29,7 @@ class CpuNodePoolArgs(TypedDict):
     upgrade_settings: NotRequired[containerservice.AgentPoolUpgradeSettingsArgsDict]
     """Surge settings."""
     encryption_at_host: NotRequired[bool]
-    """`security.encryptionAtHost`: encrypt temp disks and disk caches on the VM host (default off, as in Azure)."""
+    """`security.encryptionAtHost`: encrypt temp disks and disk caches on the VM host (here False unless set)."""
     tags: NotRequired[Mapping[str, str]]
     """Azure tags."""
 
@@ -38,16 +38,21 @@ class CpuNodePool(pulumi.ComponentResource):
     """An autoscaled user pool labelled `pool=cpu`; the autoscaler owns its node count."""
 
     pool_name: pulumi.Output[str]
-    """Azure name of the pool."""
+    """Azure name of the pool: `cpuPool.name` + 4 hex chars of the fields Azure sets only at creation."""
 
     def __init__(self, name: str, args: CpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("aks-gpu-platform:index:CpuNodePool", name, None, opts)
         pool = validate_section(CpuPoolConfig, args["settings"], source="CpuNodePool settings")
+        encrypted = args.get("encryption_at_host", False)
+        pool_args: dict[str, Any] = {
+            **autoscaled_pool_args(pool, encrypted),
+            "agent_pool_name": hashed_pool_name(pool.name, immutable_pool_fields(pool, encrypted)),
+        }
         agent_pool = containerservice.AgentPool(
             f"{name}-pool",
             resource_group_name=args["resource_group_name"],
             resource_name_=args["cluster_name"],
-            **autoscaled_pool_args(pool, args.get("encryption_at_host", False)),
+            **pool_args,
             mode=containerservice.AgentPoolMode.USER,
             node_labels={**pool.labels, **cpu_node_selector()},
             vnet_subnet_id=args["nodes_subnet_id"],

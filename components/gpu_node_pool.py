@@ -10,8 +10,6 @@ capacity gap. Changes Azure does apply in place (autoscale bounds, labels, Spot 
 tags, upgrade settings) keep the name and update the pool.
 """
 
-import hashlib
-import json
 from collections.abc import Mapping
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
@@ -22,7 +20,7 @@ import pulumi_azure_native.containerservice as containerservice
 from config.gpu import GpuPoolConfig
 from config.loader import validate_section
 
-from .agent_pools import autoscaled_pool_args, autoscaled_pool_options
+from .agent_pools import autoscaled_pool_args, autoscaled_pool_options, hashed_pool_name, immutable_pool_fields
 from .gpu_scheduling import GPU_TAINT, SPOT_TAINT, gpu_pool_node_labels
 
 if TYPE_CHECKING:
@@ -57,7 +55,7 @@ class GpuNodePoolArgs(TypedDict):
     upgrade_settings: NotRequired[containerservice.AgentPoolUpgradeSettingsArgsDict]
     """Surge / drain settings for node upgrades."""
     encryption_at_host: NotRequired[bool]
-    """`security.encryptionAtHost`: encrypt temp disks and disk caches on the VM host (default off, as in Azure)."""
+    """`security.encryptionAtHost`: encrypt temp disks and disk caches on the VM host (here False unless set)."""
     tags: NotRequired[Mapping[str, str]]
     """Azure tags."""
 
@@ -73,28 +71,20 @@ def node_taints(pool: GpuPoolConfig) -> list[str]:
 
 
 def immutable_fields(pool: GpuPoolConfig, mode: GpuStackMode, encryption_at_host: bool = False) -> dict[str, Any]:
-    """The pool settings Azure cannot update in place (host encryption is set only at pool creation)."""
+    """The pool settings Azure cannot update in place, GPU driver, MIG, priority and taints included."""
     return {
-        "vmSize": pool.vm_size,
-        "zones": sorted(pool.zones),
-        "osSku": pool.os_sku,
-        "osDiskSizeGb": pool.os_disk_size_gb,
-        "osDiskType": pool.os_disk_type,
-        "maxPods": pool.max_pods,
+        **immutable_pool_fields(pool, encryption_at_host),
         "gpuDriver": gpu_driver(mode).value,
         "migProfile": pool.mig_profile,
         "priority": pool.priority,
         "evictionPolicy": pool.spot_settings.eviction_policy if pool.priority == "Spot" else None,
         "taints": node_taints(pool),
-        "encryptionAtHost": encryption_at_host,
     }
 
 
 def azure_pool_name(pool: GpuPoolConfig, mode: GpuStackMode, encryption_at_host: bool = False) -> str:
     """Configured name + 4 hex chars of the immutable fields (at most 12 characters)."""
-    fields = immutable_fields(pool, mode, encryption_at_host)
-    digest = hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
-    return f"{pool.name}{digest[:4]}"
+    return hashed_pool_name(pool.name, immutable_fields(pool, mode, encryption_at_host))
 
 
 class GpuNodePool(pulumi.ComponentResource):

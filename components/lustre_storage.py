@@ -109,13 +109,15 @@ class LustreStorage(pulumi.ComponentResource):
         rg = args["resource_group_name"]
         tags = dict(args.get("tags", {}))
 
+        private = not cfg.blob.public_network_access
+        endpoints_subnet_id, vnet_id = args.get("private_endpoints_subnet_id"), args.get("vnet_id")
+        if private and (endpoints_subnet_id is None or vnet_id is None):
+            raise ValueError("LustreStorage: a private HSM account needs private_endpoints_subnet_id and vnet_id")
         account = _hsm_account(f"{name}-hsm-account", cfg, args, self, protect)
         # The Lustre servers reach Blob from the Lustre subnet: privately, through this endpoint in the same VNet,
         # whose DNS zone (linked to the VNet) resolves the account name, as Azure Managed Lustre requires.
         network_ready: list[pulumi.Resource] = []
-        if not cfg.blob.public_network_access:
-            if "private_endpoints_subnet_id" not in args or "vnet_id" not in args:
-                raise ValueError("LustreStorage: a private HSM account needs private_endpoints_subnet_id and vnet_id")
+        if private and endpoints_subnet_id is not None and vnet_id is not None:
             network_ready = private_endpoint(
                 f"{name}-hsm",
                 parent=self,
@@ -125,8 +127,8 @@ class LustreStorage(pulumi.ComponentResource):
                 target_name=account.name,
                 group_id="blob",
                 dns_zone=BLOB_PRIVATE_DNS_ZONE,
-                subnet_id=args["private_endpoints_subnet_id"],
-                vnet_id=args["vnet_id"],
+                subnet_id=endpoints_subnet_id,
+                vnet_id=vnet_id,
                 vnet_link_name=f"{cfg.blob.account_name}-vnet",
                 tags=tags,
             ).ready

@@ -3,27 +3,20 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal
+from typing import Literal
 
-from pydantic import Field, StringConstraints, model_validator
+from pydantic import Field, model_validator
 
 from .base import ConfigModel
 from .errors import field_error
 from .gpu_catalog import GPU_SKUS, GpuSku, gpu_sku
 from .node_pools import AutoscaledPoolConfig
+from .types import HashedPoolName
 
 GpuStackMode = Literal["devicePlugin", "gpuOperator"]
 MigProfile = Literal["MIG1g", "MIG2g", "MIG3g", "MIG4g", "MIG7g"]
 SpotEvictionPolicy = Literal["Delete", "Deallocate"]
 
-# The Azure pool name is this name plus a 4-character hash of the fields Azure cannot change
-# in place (see components/gpu_node_pool.py), so the name itself has 8 of AKS's 12 characters.
-GPU_POOL_NAME_MAX = 8
-GpuPoolName = Annotated[
-    str,
-    StringConstraints(pattern=rf"^[a-z][a-z0-9]{{0,{GPU_POOL_NAME_MAX - 1}}}$"),
-    Field(description="lowercase letter first, then lowercase letters or digits, 1-8 long (AKS adds a 4-char hash)"),
-]
 TAINT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_./-]{0,252}=[A-Za-z0-9_.-]{0,63}:(NoSchedule|PreferNoSchedule|NoExecute)$")
 # Keys the platform sets itself: the GPU taint and the spot taint AKS adds to Spot pools.
 RESERVED_TAINT_KEYS = frozenset({"sku", "kubernetes.azure.com/scalesetpriority"})
@@ -49,7 +42,7 @@ class SpotConfig(ConfigModel):
 class GpuPoolConfig(AutoscaledPoolConfig):
     """One GPU node pool; minCount 0 lets the autoscaler scale it from zero."""
 
-    name: GpuPoolName
+    name: HashedPoolName
     min_count: int = Field(default=0, ge=0, le=1000)
     priority: Literal["Regular", "Spot"] = "Regular"
     spot: SpotConfig | None = Field(default=None, description="Spot settings; only with priority Spot")

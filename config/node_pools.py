@@ -8,7 +8,7 @@ from pydantic import Field, model_validator
 
 from .base import ConfigModel
 from .errors import field_error
-from .types import PoolName, Zone
+from .types import HashedPoolName, PoolName, Zone
 from .vm_catalog import CPU_TEMP_DISK_GIB, ephemeral_os_disk_limit_gib
 
 OsSku = Literal["Ubuntu", "Ubuntu2204", "AzureLinux"]
@@ -80,7 +80,7 @@ class SystemPoolConfig(AutoscaledPoolConfig):
 class CpuPoolConfig(AutoscaledPoolConfig):
     """User pool for monitoring, log collection, API servers and preprocessing (label pool=cpu)."""
 
-    name: PoolName = "cpu"
+    name: HashedPoolName = "cpu"
     vm_size: str = Field(default="Standard_D8ds_v5", pattern=r"^Standard_[A-Za-z0-9_]+$")
     min_count: int = Field(default=1, ge=0, le=1000)
     max_count: int = Field(default=5, ge=1, le=1000)

@@ -16,6 +16,14 @@ PoolName = Annotated[
     StringConstraints(pattern=POOL_NAME_PATTERN),
     Field(description="AKS pool name: lowercase letter first, then lowercase letters or digits, 1-12 long"),
 ]
+# Separately managed pools get a 4-character hash of the fields Azure cannot change in place
+# appended (components/agent_pools.py), so the configured name has 8 of AKS's 12 characters.
+HASHED_POOL_NAME_MAX = 8
+HashedPoolName = Annotated[
+    str,
+    StringConstraints(pattern=rf"^[a-z][a-z0-9]{{0,{HASHED_POOL_NAME_MAX - 1}}}$"),
+    Field(description="lowercase letter first, then lowercase letters or digits, 1-8 long (AKS adds a 4-char hash)"),
+]
 
 AZURE_RESOURCE_ID = re.compile(r"^/subscriptions/[0-9a-fA-F-]{36}/resourceGroups/[^/]+/providers/[A-Za-z.]+/.+$")
 GUID = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"

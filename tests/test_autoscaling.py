@@ -323,12 +323,16 @@ def test_stack_wires_every_scaler_to_its_own_workspace_and_cluster(dev_with_targ
         (role,) = [r for r in inside if r.type == ROLE]
         trigger = scaled.inputs["spec"]["triggers"][0]["metadata"]
         assert trigger["serverAddress"] == endpoint, f"{scaler.name}: KEDA must query this stack's workspace"
-        assert "DCGM_FI_DEV_GPU_UTIL" in trigger["query"]
-        assert auth.inputs["spec"]["podIdentity"]["identityId"] == identity.outputs["clientId"]
-        assert credential.inputs["issuer"] == cluster.outputs["oidcIssuerProfile"]["issuerURL"]
-        assert credential.inputs["subject"] == KEDA_OPERATOR_SUBJECT
+        assert "DCGM_FI_DEV_GPU_UTIL" in trigger["query"], "scaling follows DCGM's GPU utilisation"
+        assert auth.inputs["spec"]["podIdentity"]["identityId"] == identity.outputs["clientId"], (
+            f"{scaler.name}: KEDA must present the identity that holds the read grant"
+        )
+        assert credential.inputs["issuer"] == cluster.outputs["oidcIssuerProfile"]["issuerURL"], (
+            "only tokens from this cluster's issuer may be exchanged"
+        )
+        assert credential.inputs["subject"] == KEDA_OPERATOR_SUBJECT, "the add-on's operator asks for the token"
         assert role.inputs["scope"] == workspace.outputs["id"], f"{scaler.name}: read the workspace, nothing wider"
-        assert role.inputs["principalId"] == identity.outputs["principalId"]
+        assert role.inputs["principalId"] == identity.outputs["principalId"], "the grant goes to KEDA's identity"
 
 
 def test_stack_targets_in_two_namespaces_collide_with_nothing(dev_with_targets: Recording) -> None:
@@ -344,7 +348,7 @@ def test_stack_targets_in_two_namespaces_collide_with_nothing(dev_with_targets: 
         ("serving", "llm-gpu-utilization"),
         ("batch", "llm-gpu-utilization"),
         ("gpu-inference-sample", "triton-gpu-utilization"),
-    }
+    }, "each ScaledObject sits beside the Deployment it scales"
 
 
 def test_prod_registers_no_scaler_without_targets(prod_recording: Recording) -> None:
@@ -355,7 +359,9 @@ def test_prod_registers_no_scaler_without_targets(prod_recording: Recording) -> 
 def test_sample_talks_only_to_clients_in_its_namespace(sample: Recording) -> None:
     policy = sample.one("kubernetes:networking.k8s.io/v1:NetworkPolicy").inputs["spec"]
     assert policy["podSelector"] == pod_selector(sample), "the policy must select the sample's pods"
-    assert policy["policyTypes"] == ["Ingress", "Egress"]
+    assert policy["policyTypes"] == ["Ingress", "Egress"], "both directions are restricted, not only ingress"
     assert policy["egress"] == [], "the server calls nothing, so it may call nothing"
     (rule,) = policy["ingress"]
-    assert rule == {"from": [{"podSelector": {}}], "ports": [{"protocol": "TCP", "port": 8000}]}
+    assert rule == {"from": [{"podSelector": {}}], "ports": [{"protocol": "TCP", "port": 8000}]}, (
+        "only pods of the sample's namespace, only the HTTP port"
+    )

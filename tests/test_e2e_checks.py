@@ -372,3 +372,20 @@ def test_the_cli_rejects_unusable_outputs(tmp_path: Path, capsys: pytest.Capture
     no_kubeconfig.write_text(json.dumps({"clusterName": "x"}))
     assert e2e_checks.main(["--outputs", str(no_kubeconfig)]) == 2
     assert "no kubeconfig output" in capsys.readouterr().out
+
+
+def test_an_unexpected_error_fails_its_check_alone_and_stays_redacted() -> None:
+    class BrokenNodes(FakeTools):
+        def run(self, args: Sequence[str], stdin: str | None = None, timeout: float = 60) -> CommandResult:
+            if self.route(args) == "kubectl get nodes":
+                raise ValueError(f"unexpected reply quoting {KUBE_SECRET}")
+            return super().run(args, stdin, timeout)
+
+    tools = healthy()
+    broken = BrokenNodes()
+    broken.routes, broken.http = tools.routes, tools.http
+    code, lines = run(broken)
+    text = "\n".join(lines)
+    assert code == 1, "a check that crashed is a failed check"
+    assert [verdict(lines, c)[:4] for c in FAST] == ["PASS", "FAIL", "PASS", "PASS"], "the other checks still run"
+    assert KUBE_SECRET not in text and "ValueError: unexpected reply quoting ***" in text, text

@@ -173,6 +173,17 @@ def test_the_workflow_always_destroys_the_stack_it_created() -> None:
     assert "umask 077" in checks["run"] and "--show-secrets" in checks["run"], "the outputs file is private"
 
 
+def test_the_job_limit_leaves_time_for_every_step_destroy_included() -> None:
+    [job] = _workflow()["jobs"].values()
+    limited = [s for s in job["steps"] if "timeout-minutes" in s]
+    assert any(s.get("id") == "destroy" for s in limited), "the destroy has its own limit"
+    total = sum(s["timeout-minutes"] for s in limited)
+    assert job["timeout-minutes"] >= total, (
+        f"a job limit of {job['timeout-minutes']} min below the steps' {total} min can kill the destroy "
+        "midway and leave Lustre and GPU nodes billing"
+    )
+
+
 def test_the_workflow_pins_the_same_actions_as_the_deploy_workflow() -> None:
     [job] = _workflow()["jobs"].values()
     used = {s["uses"] for s in job["steps"] if "uses" in s}

@@ -11,7 +11,7 @@ import pulumi_azure_native.containerservice as containerservice
 import pulumi_kubernetes as k8s
 import pytest
 
-from components.gpu_node_pool import GpuNodePool, azure_pool_name
+from components.gpu_node_pool import GpuNodePool, azure_pool_name, immutable_fields
 from components.gpu_scheduling import (
     GPU_RESOURCE,
     GPU_TAINT,
@@ -215,6 +215,16 @@ def test_immutable_change_renames_the_pool_and_mutable_change_does_not() -> None
         ("encryption at host", azure_pool_name(_pool(), "devicePlugin", encryption_at_host=True)),
     ):
         assert changed != base, f"a {why} change cannot be applied in place: it must create a new pool"
+
+
+def test_host_encryption_off_leaves_existing_pool_names_alone(stack_config: Callable[[str], dict[str, Any]]) -> None:
+    cfg = load_platform_config(settings_of(stack_config("dev")))
+    (pool,) = cfg.gpu_pools
+    assert "encryptionAtHost" not in immutable_fields(pool, "devicePlugin", encryption_at_host=False), (
+        "pools created before the switch existed must keep their hash"
+    )
+    # The dev T4 pool's Azure name since the first release: a changed hash would replace a running pool.
+    assert azure_pool_name(pool, cfg.gpu_stack.mode, cfg.security.encryption_at_host) == "gput42aa3"
 
 
 def _provider() -> k8s.Provider:

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import yaml
 
+from components.agent_pools import hashed_pool_name, immutable_pool_fields
 from components.aks_cluster import SYSTEM_POOL_TAINT
 from components.kubeconfig import AKS_SERVER_APP_ID
-from tests.conftest import STACKS
+from config import ConfigError, load_platform_config
+from config.node_pools import CpuPoolConfig
+from tests.conftest import STACKS, settings_of
 from tools.offline import Recording, run_stack
 
 CLUSTER = "azure-native:containerservice:ManagedCluster"
@@ -72,6 +77,38 @@ def test_cpu_pool_is_a_separate_autoscaled_pool(recordings: dict[str, Recording]
     assert pool.inputs["minCount"] <= pool.inputs["maxCount"]
     assert "count" in pool.ignore_changes, "re-sending count after the autoscaler moved it fails the update"
     assert pool.inputs["vnetSubnetID"] == recordings[stack].one("azure-native:network:Subnet", "nodes").outputs["id"]
+
+
+def _cpu_pool_name(**changes: object) -> str:
+    pool = CpuPoolConfig.model_validate({"vmSize": "Standard_D8ds_v5", "zones": ["1", "2"], **changes})
+    return hashed_pool_name(pool.name, immutable_pool_fields(pool, encryption_at_host=False))
+
+
+def test_cpu_pool_name_changes_exactly_when_azure_cannot_update_in_place(prod_recording: Recording) -> None:
+    pool = prod_recording.one(AGENT_POOL, "cpu")
+    name = pool.inputs["agentPoolName"]
+    assert re.fullmatch(r"cpu[0-9a-f]{4}", name), f"{name}: cpuPool.name + 4 hex chars of the immutable fields"
+    base = _cpu_pool_name()
+    assert _cpu_pool_name(maxCount=9, labels={"team": "a"}) == base, "bounds and labels update in place: same pool"
+    for why, changed in (
+        ("VM size", _cpu_pool_name(vmSize="Standard_D16ds_v5")),
+        ("zones", _cpu_pool_name(zones=["1"])),
+        ("ephemeral OS disk", _cpu_pool_name(osDiskType="Ephemeral")),
+        ("max pods", _cpu_pool_name(maxPods=60)),
+    ):
+        assert changed != base, f"a {why} change is rejected in place by Azure: it must create a new pool"
+    pool_config = CpuPoolConfig.model_validate({"vmSize": "Standard_D8ds_v5"})
+    encrypted = hashed_pool_name("cpu", immutable_pool_fields(pool_config, encryption_at_host=True))
+    assert encrypted != hashed_pool_name("cpu", immutable_pool_fields(pool_config, encryption_at_host=False)), (
+        "host encryption is set only at creation"
+    )
+
+
+def test_cpu_pool_name_leaves_room_for_the_hash(stack_config) -> None:  # type: ignore[no-untyped-def]
+    config = stack_config("dev")
+    config["aks-gpu-platform:cpuPool"]["name"] = "cpuworker"
+    with pytest.raises(ConfigError, match=r"cpuPool\.name:"):
+        load_platform_config(settings_of(config))
 
 
 @pytest.mark.parametrize("stack", STACKS)

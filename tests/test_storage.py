@@ -393,3 +393,28 @@ def test_unsupported_os_is_fine_while_lustre_is_off(stack_config: Callable[[str]
     settings = settings_of(stack_config("dev"))
     settings["cpuPool"]["osSku"] = "AzureLinux"
     assert not load_platform_config(settings).storage.lustre_enabled, "only pools that mount Lustre are bound"
+
+
+def test_a_private_hsm_account_without_its_network_fails_naming_both_args(
+    build: Callable[[Callable[[], Any]], Recording], stack_config: Callable[[str], dict[str, Any]]
+) -> None:
+    import pulumi_azure_native.containerservice as containerservice
+    import pulumi_kubernetes as k8s
+
+    settings = _lustre_settings(stack_config, "prod")
+    assert settings["blob"]["publicNetworkAccess"] is False, "prod keeps the HSM account private"
+
+    def program() -> None:
+        cluster = containerservice.ManagedCluster("aks", resource_group_name="rg")
+        args: Any = {
+            "resource_group_name": "rg",
+            "location": "koreacentral",
+            "lustre_subnet_id": "subnet-id",
+            "settings": settings,
+            "provider": k8s.Provider("k8s", kubeconfig="{}"),
+            "cluster": cluster,
+        }
+        LustreStorage("lustre", args)
+
+    with pytest.raises(ValueError, match="private_endpoints_subnet_id and vnet_id"):
+        build(program)

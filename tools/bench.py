@@ -392,7 +392,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"Wall time: minimum of {args.repeat} interleaved runs per mode; memory: tracemalloc peak of one run.")
     header = (
-        f"{'case':<8} {'resources':>9} {'program s':>10} {'bare s':>7} {'shaped s':>9} {'program/bare':>13}"
+        f"{'case':<8} {'registered':>10} {'program s':>10} {'bare s':>7} {'shaped s':>9} {'program/bare':>13}"
         f" {'program MiB':>12} {'bare MiB':>9} {'Outputs program/bare':>21}"
     )
     print(header)
@@ -402,7 +402,7 @@ def main(argv: list[str] | None = None) -> int:
         prog, bare, shaped = row["program"], row["bare"], row["shaped"]
         ratios[case] = prog["wall_s"] / bare["wall_s"]
         print(
-            f"{case:<8} {prog['resources']:>9} {prog['wall_s']:>10.3f} {bare['wall_s']:>7.3f} {shaped['wall_s']:>9.3f}"
+            f"{case:<8} {prog['resources']:>10} {prog['wall_s']:>10.3f} {bare['wall_s']:>7.3f} {shaped['wall_s']:>9.3f}"
             f" {ratios[case]:>13.2f} {prog['peak_mib']:>12.1f} {bare['peak_mib']:>9.1f}"
             f" {prog['outputs']:>12} / {bare['outputs']:<6}"
         )

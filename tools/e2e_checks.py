@@ -403,6 +403,8 @@ def run_check(check: Check, out: Callable[[str], None], redact: Redactor, clock:
             clock.sleep(check.interval_s)
     except CommandError as err:
         outcome = failed(str(err))
+    except Exception as err:  # an unexpected reply fails this check alone, printed redacted (a traceback is not)
+        outcome = failed(f"{type(err).__name__}: {err}")
     finally:
         if check.cleanup is not None:
             try:

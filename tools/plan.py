@@ -46,7 +46,8 @@ def _pool(i: dict[str, Any]) -> str:
         else ""
     )
     return (
-        f"{i.get('vmSize')} x{i.get('minCount')}-{i.get('maxCount')} zones={i.get('availabilityZones')} "
+        f"{i.get('agentPoolName') or i.get('name')} {i.get('vmSize')} x{i.get('minCount')}-{i.get('maxCount')} "
+        f"zones={i.get('availabilityZones')} "
         f"mode={i.get('mode')} taints={i.get('nodeTaints', [])} labels={i.get('nodeLabels', {})}{upgrade}"
         f" osDisk={i.get('osDiskType')}/{i.get('osDiskSizeGB')}G encryptionAtHost={i.get('enableEncryptionAtHost')}"
         + (f" driver={_get(i, 'gpuProfile', 'driver')}" if i.get("gpuProfile") else "")
