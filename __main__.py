@@ -69,7 +69,7 @@ def main() -> None:
             ),
         },
     )
-    CpuNodePool(
+    cpu_pool = CpuNodePool(
         "cpu",
         {
             "resource_group_name": rg,
@@ -208,6 +208,7 @@ def main() -> None:
     pulumi.export("oidcIssuerUrl", aks.oidc_issuer_url)
     pulumi.export("kubeletIdentityObjectId", aks.kubelet_identity_object_id)
     pulumi.export("kubeconfig", aks.kubeconfig)
+    pulumi.export("cpuPoolName", cpu_pool.pool_name)
     pulumi.export("gpuPoolNames", pulumi.Output.all(*(p.pool_name for p in gpu_pools)))
     pulumi.export("maintenanceConfigurations", upgrades.maintenance_configuration_names)
     pulumi.export("disruptionBudgets", upgrades.disruption_budget_names)

@@ -88,6 +88,7 @@ def test_cpu_pool_name_changes_exactly_when_azure_cannot_update_in_place(prod_re
     pool = prod_recording.one(AGENT_POOL, "cpu")
     name = pool.inputs["agentPoolName"]
     assert re.fullmatch(r"cpu[0-9a-f]{4}", name), f"{name}: cpuPool.name + 4 hex chars of the immutable fields"
+    assert prod_recording.stack_outputs["cpuPoolName"] == name, "operators find the hashed name in the outputs"
     base = _cpu_pool_name()
     assert _cpu_pool_name(maxCount=9, labels={"team": "a"}) == base, "bounds and labels update in place: same pool"
     for why, changed in (
