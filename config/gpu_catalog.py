@@ -67,9 +67,11 @@ GPU_SKUS: dict[str, GpuSku] = {
     "Standard_NC16as_T4_v3": _t4(1, 352),
     "Standard_NC64as_T4_v3": _t4(4, 2816),
     # NV A10 v5: whole-GPU sizes only (the fractional ones are for graphics, not CUDA pods).
-    "Standard_NV36ads_A10_v5": _a10(1, 1440),
-    "Standard_NV36adms_A10_v5": _a10(1, 2880),
-    "Standard_NV72ads_A10_v5": _a10(2, 2880),
+    # Temp disk: the current size page says 1440/2880/2880 GiB, the older series page 720/720/1400;
+    # the smaller figure is kept, so an Ephemeral OS disk accepted here fits under either.
+    "Standard_NV36ads_A10_v5": _a10(1, 720),
+    "Standard_NV36adms_A10_v5": _a10(1, 720),
+    "Standard_NV72ads_A10_v5": _a10(2, 1400),
     # NC A100 v4: PCIe A100 80 GB, MIG-capable, no InfiniBand.
     "Standard_NC24ads_A100_v4": _a100_pcie(1, 64),
     "Standard_NC48ads_A100_v4": _a100_pcie(2, 128),
