@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from hypothesis import settings as hypothesis_settings
 
+from config import ConfigError, load_platform_config
 from tools.offline import Recording, run_stack, run_under_mocks
 from tools.stack_files import load_stack_file
 
@@ -47,6 +48,25 @@ def settings_of(config: dict[str, Any]) -> dict[str, Any]:
     """YAML-shaped platform settings (project prefix stripped) from a stack's config map."""
     prefix = "aks-gpu-platform:"
     return {k[len(prefix) :]: v for k, v in config.items() if k.startswith(prefix)}
+
+
+def set_path(settings: dict[str, Any], path: str, value: Any) -> None:
+    """Set `a.b.0.c` in YAML-shaped settings, creating missing mappings on the way."""
+    node: Any = settings
+    parts = path.split(".")
+    for part in parts[:-1]:
+        node = node[int(part)] if part.isdigit() else node.setdefault(part, {})
+    node[parts[-1]] = value
+
+
+def assert_rejected(settings: dict[str, Any], why: str, field: str, hint: str) -> ConfigError:
+    """Loading `settings` fails with the project's ConfigError naming `field` and saying what is allowed."""
+    with pytest.raises(ConfigError) as caught:
+        load_platform_config(settings)
+    message = str(caught.value)
+    assert f"{field}:" in message, f"{why}: the message must name {field}, got:\n{message}"
+    assert hint in message, f"{why}: the message must say what is allowed ({hint!r}), got:\n{message}"
+    return caught.value
 
 
 # Fuzzing stays fast on small CI runners: modest example counts, no per-example deadline.

@@ -13,7 +13,7 @@ import pytest
 from components.gpu_scheduling import GPU_TAINT_KEY, gpu_pod_scheduling
 from components.registry import Registry, RegistryArgs
 from config import ConfigError, load_platform_config
-from tests.conftest import STACKS, settings_of
+from tests.conftest import STACKS, assert_rejected, set_path, settings_of
 from tools.offline import RecordedResource, Recording, run_stack
 
 REGISTRY = "azure-native:containerregistry:Registry"
@@ -318,17 +318,8 @@ def test_invalid_monitoring_setting_is_rejected_naming_the_field(
     stack_config: Callable[[str], dict[str, Any]], why: str, path: str, value: Any, hint: str
 ) -> None:
     settings = settings_of(stack_config("dev"))
-    node: Any = settings["monitoring"]
-    parts = path.split(".")
-    for part in parts[:-1]:
-        node = node[int(part)] if part.isdigit() else node.setdefault(part, {})
-    node[parts[-1]] = value
-    with pytest.raises(ConfigError) as caught:
-        load_platform_config(settings)
-    field = "monitoring." + re.sub(r"\.(\d+)", r"[\1]", path)
-    message = str(caught.value)
-    assert f"{field}:" in message, f"{why}: the message must name {field}, got:\n{message}"
-    assert hint in message, f"{why}: the message must say what is allowed, got:\n{message}"
+    set_path(settings["monitoring"], path, value)
+    assert_rejected(settings, why, "monitoring." + re.sub(r"\.(\d+)", r"[\1]", path), hint)
 
 
 def test_duplicate_receiver_names_are_rejected(stack_config: Callable[[str], dict[str, Any]]) -> None:

@@ -18,7 +18,7 @@ from components.upgrade_policy import (
     gpu_pool_upgrade_settings,
 )
 from config import ConfigError, load_platform_config
-from tests.conftest import STACKS, settings_of
+from tests.conftest import STACKS, assert_rejected, set_path, settings_of
 from tools.offline import Recording, run_stack
 from tools.render import kubernetes_object, validate_object
 from tools.stack_files import load_stack_file
@@ -258,14 +258,7 @@ def test_upgrade_policy_builds_directly_with_args(build: Callable[[Callable[[], 
 
 
 def _at(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
-    def apply(settings: dict[str, Any]) -> None:
-        node: Any = settings
-        parts = path.split(".")
-        for part in parts[:-1]:
-            node = node[int(part)] if part.isdigit() else node.setdefault(part, {})
-        node[parts[-1]] = value
-
-    return apply
+    return lambda settings: set_path(settings, path, value)
 
 
 # (why, how to break the stack config, field path the message must name, text it must contain)
@@ -405,11 +398,7 @@ def test_broken_upgrade_setting_is_rejected_naming_the_field(
 ) -> None:
     settings = settings_of(stack_config(stack))
     breaker(settings)
-    with pytest.raises(ConfigError) as caught:
-        load_platform_config(settings)
-    message = str(caught.value)
-    assert f"{field}:" in message, f"{why}: the message must name {field}, got:\n{message}"
-    assert hint in message, f"{why}: the message must say what is allowed ({hint!r}), got:\n{message}"
+    assert_rejected(settings, why, field, hint)
 
 
 @pytest.mark.parametrize(("surge", "fits"), [("33%", True), ("100%", False)])
