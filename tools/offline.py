@@ -48,6 +48,8 @@ class RecordedResource:
     provider: str
     aliases: list[str] = field(default_factory=list)
     """Types this resource was formerly known as (the provider SDK classes alias every older API version)."""
+    alias_specs: list[dict[str, Any]] = field(default_factory=list)
+    """Every alias as sent to the engine: `urn`, or `name`/`type`/`parentUrn`/`noParent` (empty = unchanged)."""
 
 
 @dataclass
@@ -326,9 +328,17 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
                 deleted_with=request.deletedWith,
                 provider=request.provider,
                 aliases=[a.spec.type for a in request.aliases if a.spec.type],
+                alias_specs=[_alias_spec(a) for a in request.aliases],
             )
         )
         return response
+
+
+def _alias_spec(alias: Any) -> dict[str, Any]:
+    if alias.urn:
+        return {"urn": alias.urn}
+    spec = alias.spec
+    return {"name": spec.name, "type": spec.type, "parentUrn": spec.parentUrn, "noParent": spec.noParent}
 
 
 def _plain(value: Any) -> Any:
