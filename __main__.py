@@ -2,26 +2,26 @@
 
 import pulumi
 
-from components.aks_cluster import AksCluster
-from components.blob_storage_classes import BlobStorageClasses
-from components.cpu_node_pool import CpuNodePool
-from components.gpu_autoscaling import GpuAutoscaling, KedaWiringArgs
-from components.gpu_inference_sample import GpuInferenceSample
-from components.gpu_monitoring import GpuMonitoring, LogWorkspace, container_insights_addon, managed_prometheus_profile
-from components.gpu_node_pool import GpuNodePool
-from components.gpu_smoke_test import GpuSmokeTest
-from components.gpu_stack import GpuStack
-from components.lustre_storage import LustreStorage
-from components.network import Network
-from components.registry import Registry
-from components.resource_group import platform_resource_group
-from components.upgrade_policy import (
+from aks_gpu_platform.components.aks_cluster import AksCluster
+from aks_gpu_platform.components.blob_storage_classes import BlobStorageClasses
+from aks_gpu_platform.components.cpu_node_pool import CpuNodePool
+from aks_gpu_platform.components.gpu_autoscaling import GpuAutoscaling, KedaWiringArgs
+from aks_gpu_platform.components.gpu_inference_sample import GpuInferenceSample
+from aks_gpu_platform.components.gpu_monitoring import GpuMonitoring, LogWorkspace, container_insights_addon, managed_prometheus_profile
+from aks_gpu_platform.components.gpu_node_pool import GpuNodePool
+from aks_gpu_platform.components.gpu_smoke_test import GpuSmokeTest
+from aks_gpu_platform.components.gpu_stack import GpuStack
+from aks_gpu_platform.components.lustre_storage import LustreStorage
+from aks_gpu_platform.components.network import Network
+from aks_gpu_platform.components.registry import Registry
+from aks_gpu_platform.components.resource_group import platform_resource_group
+from aks_gpu_platform.components.upgrade_policy import (
     UpgradePolicy,
     cpu_pool_upgrade_settings,
     gpu_pool_upgrade_settings,
     system_pool_upgrade_settings,
 )
-from config import load_platform_config
+from aks_gpu_platform.config import load_platform_config
 
 
 def main() -> None:

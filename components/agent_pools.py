@@ -10,7 +10,7 @@ from typing import Any
 import pulumi
 import pulumi_azure_native.containerservice as containerservice
 
-from config.node_pools import AutoscaledPoolConfig
+from aks_gpu_platform.config.node_pools import AutoscaledPoolConfig
 
 # The cluster autoscaler owns the node count; re-sending `count` makes Azure reject the update.
 AUTOSCALED_POOL_IGNORED_FIELDS = ["count"]

@@ -8,10 +8,10 @@ import pulumi_azure_native.containerservice as containerservice
 import pulumi_azure_native.managedidentity as managedidentity
 import pulumi_kubernetes as k8s
 
-from config.cluster import ClusterConfig
-from config.loader import validate_section
-from config.node_pools import SystemPoolConfig
-from config.upgrade import UpgradeConfig
+from aks_gpu_platform.config.cluster import ClusterConfig
+from aks_gpu_platform.config.loader import validate_section
+from aks_gpu_platform.config.node_pools import SystemPoolConfig
+from aks_gpu_platform.config.upgrade import UpgradeConfig
 
 from . import roles
 from .agent_pools import autoscaled_pool_args

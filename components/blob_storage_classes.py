@@ -7,8 +7,8 @@ import pulumi
 import pulumi_azure_native.containerservice as containerservice
 import pulumi_kubernetes as k8s
 
-from config.loader import validate_section
-from config.storage import BlobClassesConfig
+from aks_gpu_platform.config.loader import validate_section
+from aks_gpu_platform.config.storage import BlobClassesConfig
 
 PROVISIONER = "blob.csi.azure.com"  # the AKS Blob CSI driver (cluster storageProfile.blobCSIDriver)
 

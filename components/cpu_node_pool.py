@@ -6,8 +6,8 @@ from typing import Any, NotRequired, TypedDict
 import pulumi
 import pulumi_azure_native.containerservice as containerservice
 
-from config.loader import validate_section
-from config.node_pools import CpuPoolConfig
+from aks_gpu_platform.config.loader import validate_section
+from aks_gpu_platform.config.node_pools import CpuPoolConfig
 
 from .agent_pools import autoscaled_pool_args, autoscaled_pool_options, hashed_pool_name, immutable_pool_fields
 from .gpu_scheduling import cpu_node_selector

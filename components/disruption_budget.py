@@ -8,8 +8,8 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from config.loader import validate_section
-from config.upgrade import DisruptionBudgetConfig
+from aks_gpu_platform.config.loader import validate_section
+from aks_gpu_platform.config.upgrade import DisruptionBudgetConfig
 
 
 def pod_disruption_budget(

@@ -8,8 +8,8 @@ import pulumi_azure_native.containerservice as containerservice
 import pulumi_azure_native.managedidentity as managedidentity
 import pulumi_kubernetes as k8s
 
-from config.autoscaling import ScalingTargetConfig
-from config.loader import validate_section
+from aks_gpu_platform.config.autoscaling import ScalingTargetConfig
+from aks_gpu_platform.config.loader import validate_section
 
 from . import roles
 

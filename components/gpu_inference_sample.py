@@ -6,8 +6,8 @@ from typing import Any, NotRequired
 import pulumi
 import pulumi_kubernetes as k8s
 
-from config.autoscaling import SampleInferenceConfig
-from config.loader import validate_section
+from aks_gpu_platform.config.autoscaling import SampleInferenceConfig
+from aks_gpu_platform.config.loader import validate_section
 
 from .gpu_autoscaling import GpuAutoscaling, KedaWiringArgs
 from .gpu_scheduling import GPU_RESOURCE, gpu_pod_scheduling

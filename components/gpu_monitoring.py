@@ -16,8 +16,8 @@ import pulumi_azure_native.monitor as monitor
 import pulumi_azure_native.operationalinsights as operationalinsights
 import pulumi_kubernetes as k8s
 
-from config.loader import validate_section
-from config.monitoring import AlertThresholdsConfig, LogsConfig, MonitoringConfig, derived_name
+from aks_gpu_platform.config.loader import validate_section
+from aks_gpu_platform.config.monitoring import AlertThresholdsConfig, LogsConfig, MonitoringConfig, derived_name
 
 from . import roles
 from .gpu_scheduling import GPU_POOL_LABEL_KEY, GPU_POOL_LABEL_VALUE, GPU_POOL_NAME_LABEL_KEY, gpu_pod_scheduling

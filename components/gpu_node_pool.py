@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 import pulumi
 import pulumi_azure_native.containerservice as containerservice
 
-from config.gpu import GpuPoolConfig
-from config.loader import validate_section
+from aks_gpu_platform.config.gpu import GpuPoolConfig
+from aks_gpu_platform.config.loader import validate_section
 
 from .agent_pools import autoscaled_pool_args, autoscaled_pool_options, hashed_pool_name, immutable_pool_fields
 from .gpu_scheduling import GPU_TAINT, SPOT_TAINT, gpu_pool_node_labels
 
 if TYPE_CHECKING:
-    from config.gpu import GpuStackMode
+    from aks_gpu_platform.config.gpu import GpuStackMode
 else:
     # Type checkers see config's Literal, so Python callers pass "devicePlugin" / "gpuOperator".
     # Pulumi's component analyzer (provider/) reads runtime annotations and cannot represent a

@@ -16,8 +16,8 @@ import pulumi
 import pulumi_azure_native.containerservice as containerservice
 import pulumi_kubernetes as k8s
 
-from config.gpu import GpuPoolConfig, GpuStackConfig
-from config.loader import validate_section
+from aks_gpu_platform.config.gpu import GpuPoolConfig, GpuStackConfig
+from aks_gpu_platform.config.loader import validate_section
 
 from .gpu_scheduling import GPU_POOL_LABEL_KEY, GPU_POOL_LABEL_VALUE, GPU_POOL_NAME_LABEL_KEY, gpu_tolerations
 

@@ -9,8 +9,8 @@ import pulumi_azure_native.storage as storage
 import pulumi_azure_native.storagecache as storagecache
 import pulumi_kubernetes as k8s
 
-from config.loader import validate_section
-from config.storage import LustreConfig
+from aks_gpu_platform.config.loader import validate_section
+from aks_gpu_platform.config.storage import LustreConfig
 
 from . import roles
 from .gpu_scheduling import cpu_node_selector, gpu_tolerations

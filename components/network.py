@@ -6,8 +6,8 @@ from typing import Any, NotRequired, TypedDict
 import pulumi
 import pulumi_azure_native.network as network
 
-from config.loader import validate_section
-from config.network import NetworkConfig
+from aks_gpu_platform.config.loader import validate_section
+from aks_gpu_platform.config.network import NetworkConfig
 
 
 class NetworkArgs(TypedDict):

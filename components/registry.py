@@ -6,8 +6,8 @@ from typing import Any, NotRequired, TypedDict
 import pulumi
 import pulumi_azure_native.containerregistry as containerregistry
 
-from config.loader import validate_section
-from config.monitoring import RegistryConfig, derived_name
+from aks_gpu_platform.config.loader import validate_section
+from aks_gpu_platform.config.monitoring import RegistryConfig, derived_name
 
 from . import roles
 from .private_endpoint import private_endpoint

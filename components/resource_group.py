@@ -7,7 +7,7 @@ from collections.abc import Mapping
 import pulumi
 import pulumi_azure_native.resources as resources
 
-from config.platform import ResourceGroupConfig
+from aks_gpu_platform.config.platform import ResourceGroupConfig
 
 
 def platform_resource_group(

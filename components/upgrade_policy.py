@@ -11,9 +11,9 @@ import pulumi
 import pulumi_azure_native.containerservice as containerservice
 import pulumi_kubernetes as k8s
 
-from config.errors import ConfigError
-from config.loader import validate_section
-from config.upgrade import FreezeConfig, MaintenanceWindowConfig, PoolUpgradeConfig, UpgradeConfig
+from aks_gpu_platform.config.errors import ConfigError
+from aks_gpu_platform.config.loader import validate_section
+from aks_gpu_platform.config.upgrade import FreezeConfig, MaintenanceWindowConfig, PoolUpgradeConfig, UpgradeConfig
 
 from .disruption_budget import pod_disruption_budget
 

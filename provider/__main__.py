@@ -28,16 +28,16 @@ if str(ROOT) not in sys.path:
 from pulumi import ComponentResource  # noqa: E402
 from pulumi.provider.experimental import component_provider_host  # noqa: E402
 
-from components.blob_storage_classes import BlobStorageClasses  # noqa: E402
-from components.cpu_node_pool import CpuNodePool  # noqa: E402
-from components.gpu_autoscaling import GpuAutoscaling  # noqa: E402
-from components.gpu_monitoring import GpuMonitoring, LogWorkspace  # noqa: E402
-from components.gpu_node_pool import GpuNodePool  # noqa: E402
-from components.gpu_stack import GpuStack  # noqa: E402
-from components.lustre_storage import LustreStorage  # noqa: E402
-from components.network import Network  # noqa: E402
-from components.registry import Registry  # noqa: E402
-from components.upgrade_policy import UpgradePolicy  # noqa: E402
+from aks_gpu_platform.components.blob_storage_classes import BlobStorageClasses  # noqa: E402
+from aks_gpu_platform.components.cpu_node_pool import CpuNodePool  # noqa: E402
+from aks_gpu_platform.components.gpu_autoscaling import GpuAutoscaling  # noqa: E402
+from aks_gpu_platform.components.gpu_monitoring import GpuMonitoring, LogWorkspace  # noqa: E402
+from aks_gpu_platform.components.gpu_node_pool import GpuNodePool  # noqa: E402
+from aks_gpu_platform.components.gpu_stack import GpuStack  # noqa: E402
+from aks_gpu_platform.components.lustre_storage import LustreStorage  # noqa: E402
+from aks_gpu_platform.components.network import Network  # noqa: E402
+from aks_gpu_platform.components.registry import Registry  # noqa: E402
+from aks_gpu_platform.components.upgrade_policy import UpgradePolicy  # noqa: E402
 
 PACKAGE = "aks-gpu-platform"
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from hypothesis import settings as hypothesis_settings
 
-from config import ConfigError, load_platform_config
+from aks_gpu_platform.config import ConfigError, load_platform_config
 from tools.offline import Recording, run_stack, run_under_mocks
 from tools.stack_files import load_stack_file
 

@@ -9,14 +9,14 @@ import pulumi_azure_native.containerservice as containerservice
 import pulumi_kubernetes as k8s
 import pytest
 
-from components import roles
-from components.gpu_autoscaling import KEDA_OPERATOR_SUBJECT, GpuAutoscaling
-from components.gpu_inference_sample import GpuInferenceSample
-from components.gpu_scheduling import GPU_RESOURCE, gpu_pod_scheduling
-from config import ConfigError, load_platform_config
-from config.autoscaling import AutoscalingConfig, SampleInferenceConfig, ScalingTargetConfig
-from config.cluster import AutoscalerProfileConfig
-from config.loader import validate_section
+from aks_gpu_platform.components import roles
+from aks_gpu_platform.components.gpu_autoscaling import KEDA_OPERATOR_SUBJECT, GpuAutoscaling
+from aks_gpu_platform.components.gpu_inference_sample import GpuInferenceSample
+from aks_gpu_platform.components.gpu_scheduling import GPU_RESOURCE, gpu_pod_scheduling
+from aks_gpu_platform.config import ConfigError, load_platform_config
+from aks_gpu_platform.config.autoscaling import AutoscalingConfig, SampleInferenceConfig, ScalingTargetConfig
+from aks_gpu_platform.config.cluster import AutoscalerProfileConfig
+from aks_gpu_platform.config.loader import validate_section
 from tests.conftest import STACKS, settings_of
 from tools.offline import Recording, run_stack, run_under_mocks
 from tools.plan import SUMMARIES

@@ -6,8 +6,8 @@ import itertools
 
 import pytest
 
-from config import load_platform_config
-from config.loader import settings_from_runtime_config
+from aks_gpu_platform.config import load_platform_config
+from aks_gpu_platform.config.loader import settings_from_runtime_config
 from tools.bench import (
     SCALED_TARGETS,
     bare_runner,

@@ -26,9 +26,9 @@ import pytest
 from pulumi.provider.experimental.analyzer import Analyzer
 from pulumi.provider.experimental.component import ComponentProvider
 
-import components
-from components.gpu_node_pool import GpuNodePool
-from config.gpu import GpuStackMode
+from aks_gpu_platform import components
+from aks_gpu_platform.components.gpu_node_pool import GpuNodePool
+from aks_gpu_platform.config.gpu import GpuStackMode
 from tools.offline import Recording
 from tools.stack_files import REPO_ROOT
 

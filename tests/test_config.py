@@ -8,7 +8,7 @@ from typing import Any
 import pulumi
 import pytest
 
-from config import ConfigError, PlatformConfig, load_platform_config
+from aks_gpu_platform.config import ConfigError, PlatformConfig, load_platform_config
 from tests.conftest import STACKS, assert_rejected, settings_of
 
 Breaker = Callable[[dict[str, Any]], None]

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from config import ConfigError, load_platform_config
+from aks_gpu_platform.config import ConfigError, load_platform_config
 from tests.conftest import STACKS, settings_of
 from tools import offline
 from tools.offline import Recording, run_stack

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from config import ConfigError
+from aks_gpu_platform.config import ConfigError
 from tests.conftest import settings_of
 from tools import e2e_stack
 from tools.offline import Recording, run_stack

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from components.gpu_scheduling import GPU_POOL_NAME_LABEL_KEY, GPU_RESOURCE, gpu_pod_scheduling
-from config import ConfigError
+from aks_gpu_platform.components.gpu_scheduling import GPU_POOL_NAME_LABEL_KEY, GPU_RESOURCE, gpu_pod_scheduling
+from aks_gpu_platform.config import ConfigError
 from tools.offline import Recording, run_under_mocks
 from tools.render import kubernetes_object, validate_object
 from tools.stack_files import REPO_ROOT

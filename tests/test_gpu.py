@@ -11,8 +11,8 @@ import pulumi_azure_native.containerservice as containerservice
 import pulumi_kubernetes as k8s
 import pytest
 
-from components.gpu_node_pool import GpuNodePool, azure_pool_name, immutable_fields
-from components.gpu_scheduling import (
+from aks_gpu_platform.components.gpu_node_pool import GpuNodePool, azure_pool_name, immutable_fields
+from aks_gpu_platform.components.gpu_scheduling import (
     GPU_RESOURCE,
     GPU_TAINT,
     SPOT_TAINT,
@@ -20,12 +20,12 @@ from components.gpu_scheduling import (
     gpu_tolerations,
     pod_fits_node,
 )
-from components.gpu_smoke_test import smoke_test_name
-from components.gpu_stack import GpuStack
-from config import load_platform_config
-from config.gpu import GpuPoolConfig
-from config.gpu_catalog import GPU_SKUS, gpu_sku
-from config.types import POOL_NAME_PATTERN
+from aks_gpu_platform.components.gpu_smoke_test import smoke_test_name
+from aks_gpu_platform.components.gpu_stack import GpuStack
+from aks_gpu_platform.config import load_platform_config
+from aks_gpu_platform.config.gpu import GpuPoolConfig
+from aks_gpu_platform.config.gpu_catalog import GPU_SKUS, gpu_sku
+from aks_gpu_platform.config.types import POOL_NAME_PATTERN
 from tests.conftest import STACKS, assert_rejected, settings_of
 from tools.offline import Recording, run_stack
 from tools.render import kubernetes_object, validate_object

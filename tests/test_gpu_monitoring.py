@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from components.gpu_scheduling import GPU_TAINT_KEY, gpu_pod_scheduling
-from components.registry import Registry, RegistryArgs
-from config import ConfigError, load_platform_config
+from aks_gpu_platform.components.gpu_scheduling import GPU_TAINT_KEY, gpu_pod_scheduling
+from aks_gpu_platform.components.registry import Registry, RegistryArgs
+from aks_gpu_platform.config import ConfigError, load_platform_config
 from tests.conftest import STACKS, assert_rejected, set_path, settings_of
 from tools.offline import RecordedResource, Recording, run_stack
 

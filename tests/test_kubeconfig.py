@@ -7,7 +7,7 @@ import base64
 import pytest
 import yaml
 
-from components.kubeconfig import AKS_SERVER_APP_ID, non_interactive_kubeconfig
+from aks_gpu_platform.components.kubeconfig import AKS_SERVER_APP_ID, non_interactive_kubeconfig
 
 AZURE_STYLE = {
     "apiVersion": "v1",

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from components.network import Network
-from config import ConfigError
+from aks_gpu_platform.components.network import Network
+from aks_gpu_platform.config import ConfigError
 from tools.offline import Recording
 
 BASE = "/subscriptions/00000000-0000-4000-8000-000000000001/resourceGroups/hub/providers/Microsoft.Network"

@@ -26,8 +26,8 @@ class Mocks(pulumi.runtime.Mocks):
 registered = []
 pulumi.runtime.set_mocks(Mocks(), project="consumer", stack="test")
 
-import components, config
-from components.gpu_node_pool import GpuNodePool
+from aks_gpu_platform import components, config
+from aks_gpu_platform.components.gpu_node_pool import GpuNodePool
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 

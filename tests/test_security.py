@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from config import ConfigError, load_platform_config
-from config.vm_catalog import ephemeral_os_disk_limit_gib
+from aks_gpu_platform.config import ConfigError, load_platform_config
+from aks_gpu_platform.config.vm_catalog import ephemeral_os_disk_limit_gib
 from tests.conftest import settings_of
 from tools.offline import Recording
 from tools.stack_files import load_stack_file

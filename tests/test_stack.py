@@ -7,11 +7,11 @@ import re
 import pytest
 import yaml
 
-from components.agent_pools import hashed_pool_name, immutable_pool_fields
-from components.aks_cluster import SYSTEM_POOL_TAINT
-from components.kubeconfig import AKS_SERVER_APP_ID
-from config import ConfigError, load_platform_config
-from config.node_pools import CpuPoolConfig
+from aks_gpu_platform.components.agent_pools import hashed_pool_name, immutable_pool_fields
+from aks_gpu_platform.components.aks_cluster import SYSTEM_POOL_TAINT
+from aks_gpu_platform.components.kubeconfig import AKS_SERVER_APP_ID
+from aks_gpu_platform.config import ConfigError, load_platform_config
+from aks_gpu_platform.config.node_pools import CpuPoolConfig
 from tests.conftest import STACKS, settings_of
 from tools.offline import Recording, run_stack
 
@@ -155,7 +155,7 @@ def test_control_plane_may_use_the_kubelet_identity_and_subnet(recordings: dict[
 def test_bad_config_stops_the_program_before_any_resource(stack_config) -> None:  # type: ignore[no-untyped-def]
     config = stack_config("dev")
     config["aks-gpu-platform:cpuPool"]["minCount"] = 50
-    from config import ConfigError
+    from aks_gpu_platform.config import ConfigError
 
     with pytest.raises(ConfigError) as caught:
         run_stack("dev", config)

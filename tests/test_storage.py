@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from components.gpu_scheduling import gpu_tolerations
-from components.lustre_storage import CSI_DRIVER_VERSION, LustreStorage
-from config import ConfigError, load_platform_config
-from config.lustre_catalog import AMLFS_SKUS, required_subnet_prefix
+from aks_gpu_platform.components.gpu_scheduling import gpu_tolerations
+from aks_gpu_platform.components.lustre_storage import CSI_DRIVER_VERSION, LustreStorage
+from aks_gpu_platform.config import ConfigError, load_platform_config
+from aks_gpu_platform.config.lustre_catalog import AMLFS_SKUS, required_subnet_prefix
 from tests.conftest import STACKS, assert_rejected, settings_of
 from tools.offline import Recording, run_stack
 from tools.plan import describe

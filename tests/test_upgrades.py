@@ -9,15 +9,15 @@ import pulumi_azure_native.containerservice as containerservice
 import pulumi_kubernetes as k8s
 import pytest
 
-from components.disruption_budget import pod_disruption_budget
-from components.upgrade_policy import (
+from aks_gpu_platform.components.disruption_budget import pod_disruption_budget
+from aks_gpu_platform.components.upgrade_policy import (
     AUTO_UPGRADE_SCHEDULE,
     NODE_OS_UPGRADE_SCHEDULE,
     UpgradePolicy,
     UpgradePolicyArgs,
     gpu_pool_upgrade_settings,
 )
-from config import ConfigError, load_platform_config
+from aks_gpu_platform.config import ConfigError, load_platform_config
 from tests.conftest import STACKS, assert_rejected, set_path, settings_of
 from tools.offline import Recording, run_stack
 from tools.render import kubernetes_object, validate_object

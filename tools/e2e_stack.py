@@ -19,8 +19,8 @@ from typing import Any
 
 import yaml
 
-from config import ConfigError, load_platform_config
-from config.loader import PROJECT, settings_from_runtime_config
+from aks_gpu_platform.config import ConfigError, load_platform_config
+from aks_gpu_platform.config.loader import PROJECT, settings_from_runtime_config
 
 from .stack_files import REPO_ROOT, read_stack_yaml, to_runtime_config
 

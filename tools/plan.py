@@ -18,9 +18,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from config import ConfigError, load_platform_config
-from config.loader import PROJECT, settings_from_runtime_config
-from config.lustre_catalog import AMLFS_SKUS
+from aks_gpu_platform.config import ConfigError, load_platform_config
+from aks_gpu_platform.config.loader import PROJECT, settings_from_runtime_config
+from aks_gpu_platform.config.lustre_catalog import AMLFS_SKUS
 from policy.rules import Policy, Resource, StackFacts, Violation, evaluate
 
 from .offline import RecordedResource, Recording, run_stack

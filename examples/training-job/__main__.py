@@ -14,10 +14,10 @@ import pulumi
 import pulumi_kubernetes as k8s
 from pydantic import Field, model_validator
 
-from components.gpu_scheduling import GPU_POOL_NAME_LABEL_KEY, GPU_RESOURCE, gpu_pod_scheduling
-from config.base import ConfigModel
-from config.errors import field_error
-from config.loader import read_stack_settings, validate_section
+from aks_gpu_platform.components.gpu_scheduling import GPU_POOL_NAME_LABEL_KEY, GPU_RESOURCE, gpu_pod_scheduling
+from aks_gpu_platform.config.base import ConfigModel
+from aks_gpu_platform.config.errors import field_error
+from aks_gpu_platform.config.loader import read_stack_settings, validate_section
 
 PROJECT = "training-job"
 LUSTRE_MOUNT = "/mnt/lustre"
