@@ -9,11 +9,11 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, StringConstraints, model_validator
 
+from .aks_versions import SupportPlan
 from .base import ConfigModel
 from .errors import field_error
 
 Tier = Literal["Free", "Standard", "Premium"]
-SupportPlan = Literal["KubernetesOfficial", "AKSLongTermSupport"]
 UpgradeChannel = Literal["none", "patch", "stable", "rapid", "node-image"]
 NodeOsChannel = Literal["None", "Unmanaged", "NodeImage", "SecurityPatch"]
 Schedule = Literal["weekly", "daily"]
