@@ -16,6 +16,8 @@ from . import roles
 from .gpu_scheduling import cpu_node_selector, gpu_tolerations
 from .private_endpoint import private_endpoint
 
+# The only released chart version as of 2026-12-02 (kubernetes-sigs/azurelustre-csi-driver
+# charts/README.md "Released chart versions"; packaged from charts/latest/azurelustre-csi-driver).
 CSI_DRIVER_CHART = "oci://mcr.microsoft.com/microsoft.azuremanagedlustre/azurelustre-csi-driver"
 CSI_DRIVER_VERSION = "0.6.0"
 CSI_DRIVER_NAMESPACE = "kube-system"

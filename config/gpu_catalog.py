@@ -158,6 +158,34 @@ GPU_SKUS: dict[str, GpuSku] = {
     ),
 }
 
+# The GPU Operator's MIG manager partitions GPUs on `driver: None` pools (AKS's own MIG setup needs
+# the AKS driver): it applies the mig-parted configuration named by the node label
+# `nvidia.com/mig.config`. The names per GPU model and AKS profile are those of NVIDIA's
+# default-mig-parted-config, NVIDIA/gpu-operator v26.7.0 assets/state-mig-manager/0400_configmap.yaml.
+MIG_PARTED_CONFIGS: dict[str, dict[MigProfile, str]] = {
+    "A100-40GB": {
+        "MIG1g": "all-1g.5gb",
+        "MIG2g": "all-2g.10gb",
+        "MIG3g": "all-3g.20gb",
+        "MIG4g": "all-4g.20gb",
+        "MIG7g": "all-7g.40gb",
+    },
+    "A100-80GB": {
+        "MIG1g": "all-1g.10gb",
+        "MIG2g": "all-2g.20gb",
+        "MIG3g": "all-3g.40gb",
+        "MIG4g": "all-4g.40gb",
+        "MIG7g": "all-7g.80gb",
+    },
+    "H100-NVL": {
+        "MIG1g": "all-1g.12gb",
+        "MIG2g": "all-2g.24gb",
+        "MIG3g": "all-3g.47gb",
+        "MIG4g": "all-4g.47gb",
+        "MIG7g": "all-7g.94gb",
+    },
+}
+
 _BY_LOWER = {size.lower(): sku for size, sku in GPU_SKUS.items()}
 
 
