@@ -177,6 +177,20 @@ MIG_PARTED_CONFIGS: dict[str, dict[MigProfile, str]] = {
         "MIG4g": "all-4g.40gb",
         "MIG7g": "all-7g.80gb",
     },
+    "H100-80GB": {
+        "MIG1g": "all-1g.10gb",
+        "MIG2g": "all-2g.20gb",
+        "MIG3g": "all-3g.40gb",
+        "MIG4g": "all-4g.40gb",
+        "MIG7g": "all-7g.80gb",
+    },
+    "H200-141GB": {
+        "MIG1g": "all-1g.18gb",
+        "MIG2g": "all-2g.35gb",
+        "MIG3g": "all-3g.71gb",
+        "MIG4g": "all-4g.71gb",
+        "MIG7g": "all-7g.141gb",
+    },
     "H100-NVL": {
         "MIG1g": "all-1g.12gb",
         "MIG2g": "all-2g.24gb",
