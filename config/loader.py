@@ -10,6 +10,7 @@ from pulumi.runtime import config as runtime_config
 from pydantic import BaseModel, ValidationError
 
 from .errors import ConfigError, problems_from
+from .placeholders import deploying_for_real, refuse_placeholders
 from .platform import PlatformConfig
 
 PROJECT = "aks-gpu-platform"
@@ -51,3 +52,15 @@ def load_platform_config(settings: Mapping[str, Any] | None = None) -> PlatformC
     """Validate the whole stack config; raises ConfigError listing every problem."""
     values = dict(read_stack_settings() if settings is None else settings)
     return validate_section(PlatformConfig, values, source="stack config")
+
+
+def load_deployment_config() -> PlatformConfig:
+    """The stack's config as the program deploys it: validated, and free of placeholders unless under mocks.
+
+    Under `pulumi preview` / `pulumi up` a placeholder object ID, documentation IP range or example
+    address stops the program with one ConfigError; the offline plan and the tests (Pulumi mocks) go on.
+    """
+    cfg = load_platform_config()
+    if deploying_for_real():
+        refuse_placeholders(cfg)
+    return cfg
