@@ -21,11 +21,11 @@ from components.upgrade_policy import (
     gpu_pool_upgrade_settings,
     system_pool_upgrade_settings,
 )
-from config import load_platform_config
+from config import load_deployment_config
 
 
 def main() -> None:
-    cfg = load_platform_config()  # raises a clean ConfigError before any resource exists
+    cfg = load_deployment_config()  # raises a clean ConfigError (bad values, placeholders) before any resource exists
     upgrade = cfg.upgrade.as_settings()
     tags = {"environment": cfg.environment, "managedBy": "pulumi", "project": "aks-gpu-platform", **cfg.tags}
 

@@ -155,13 +155,17 @@ class LustreStorage(pulumi.ComponentResource):
             )
             for role, container in (("data", cfg.blob.data_container), ("logging", cfg.blob.logging_container))
         }
-        # The Lustre service reads and writes the containers as this principal; both grants must exist first.
+        # The Lustre service reads and writes the containers as this principal; both grants must exist and have taken
+        # effect first, or the filesystem's creation fails (Azure cannot detect it beforehand): the filesystem waits
+        # for the grants, which hold it after their creation (first deploy only).
+        propagation = roles.propagation_wait(f"{name}-hsm", cfg.role_assignment_propagation_seconds)
         grants = [
             roles.assign_role(
                 f"{name}-hsm-{role}",
                 role_guid=guid,
                 principal_id=cfg.hpc_cache_provider_object_id,
                 scope=account.id,
+                wait=propagation,
                 opts=pulumi.ResourceOptions(parent=account),
             )
             for role, guid in (

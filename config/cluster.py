@@ -117,6 +117,14 @@ class ClusterConfig(ConfigModel):
     )
     image_cleaner_interval_hours: int = Field(default=168, ge=24, le=2160)
     autoscaler_profile: AutoscalerProfileConfig = Field(default_factory=AutoscalerProfileConfig)
+    role_assignment_propagation_seconds: int = Field(
+        default=600,
+        ge=0,
+        le=1800,
+        description="Wait after the control plane identity's grants are first created, before the cluster: AKS "
+        "rejects a cluster whose grant over the kubelet identity has not taken effect, and Azure RBAC changes take "
+        "up to 10 minutes to do so; 0 skips the wait; at most 30 minutes",
+    )
 
     @model_validator(mode="after")
     def _check_cidrs(self) -> ClusterConfig:

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ValidationError
 
 from .aks_versions import CATALOG_CHECKED_ON
 from .errors import ConfigError, problems_from
+from .placeholders import refuse_placeholders
 from .platform import VERSION_DATE_CONTEXT, PlatformConfig
 
 PROJECT = "aks-gpu-platform"
@@ -52,7 +53,11 @@ def settings_from_runtime_config(config: Mapping[str, str], project: str = PROJE
 
 
 def running_under_engine() -> bool:
-    """True when a Pulumi CLI (preview or up) runs the program, not test mocks or a plain import."""
+    """True when a Pulumi CLI (preview or up) runs the program, not test mocks or a plain import.
+
+    The engine talks to the program through its gRPC resource monitor; `pulumi.runtime.set_mocks`
+    installs a MockMonitor instead. Previews count as real: they are where a pull request should fail.
+    """
     monitor = runtime_settings.get_monitor()
     return monitor is not None and not isinstance(monitor, MockMonitor)
 
@@ -80,3 +85,15 @@ def load_platform_config(
     values = dict(read_stack_settings() if settings is None else settings)
     on = kubernetes_version_on or kubernetes_version_date(settings is None and running_under_engine())
     return validate_section(PlatformConfig, values, source="stack config", context={VERSION_DATE_CONTEXT: on})
+
+
+def load_deployment_config() -> PlatformConfig:
+    """The stack's config as the program deploys it: validated, and free of placeholders unless under mocks.
+
+    Under `pulumi preview` / `pulumi up` a placeholder object ID, documentation IP range or example
+    address stops the program with one ConfigError; the offline plan and the tests (Pulumi mocks) go on.
+    """
+    cfg = load_platform_config()
+    if running_under_engine():
+        refuse_placeholders(cfg)
+    return cfg

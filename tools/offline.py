@@ -48,6 +48,8 @@ class RecordedResource:
     provider: str
     aliases: list[str] = field(default_factory=list)
     """Types this resource was formerly known as (the provider SDK classes alias every older API version)."""
+    after_create_hooks: list[str] = field(default_factory=list)
+    """Resource hooks the engine runs once this resource is created, before releasing its dependents."""
 
 
 @dataclass
@@ -326,6 +328,7 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
                 deleted_with=request.deletedWith,
                 provider=request.provider,
                 aliases=[a.spec.type for a in request.aliases if a.spec.type],
+                after_create_hooks=list(request.hooks.after_create),
             )
         )
         return response
