@@ -342,6 +342,8 @@ class GpuMonitoringArgs(TypedDict):
     """Grafana Admin groups used when the settings name none (the cluster's admin groups)."""
     tags: NotRequired[Mapping[str, str]]
     """Azure tags."""
+    protect: NotRequired[bool]
+    """Refuse to delete the Azure Monitor workspace and the metrics in it (prod)."""
 
 
 class GpuMonitoring(pulumi.ComponentResource):
@@ -377,7 +379,8 @@ class GpuMonitoring(pulumi.ComponentResource):
             location=location,
             azure_monitor_workspace_name=derived_name(cfg.workspace_name, "amw-", base, 44),
             tags=tags,
-            opts=child,
+            # The stored GPU and cluster metrics are history no redeploy brings back; prod refuses to delete them.
+            opts=pulumi.ResourceOptions(parent=self, protect=args.get("protect", False)),
         )
         self.monitor_workspace_id = workspace.id
         self.prometheus_query_endpoint = workspace.metrics.apply(lambda m: m.prometheus_query_endpoint)
