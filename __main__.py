@@ -157,6 +157,7 @@ def main() -> None:
             "log_analytics_workspace_id": logs.workspace_id,
             "dcgm_exporter_repository": acr.dcgm_exporter_repository,
             "grafana_admin_group_object_ids": cfg.cluster.entra_id.admin_group_object_ids,
+            "protect": cfg.protect_stateful,
         },
     )
     keda: KedaWiringArgs = {

@@ -136,7 +136,8 @@ def _identity_outputs(name: str) -> dict[str, Any]:
 
 def _cluster_outputs(args: pulumi_mocks.MockResourceArgs) -> dict[str, Any]:
     name = args.inputs.get("resourceName", args.name)
-    kubelet = {
+    # Azure reports a brought kubelet identity as given; without one, AKS creates its own in the node group.
+    kubelet = (args.inputs.get("identityProfile") or {}).get("kubeletidentity") or {
         "resourceId": f"/subscriptions/{SUBSCRIPTION}/resourcegroups/mc/providers"
         f"/Microsoft.ManagedIdentity/userAssignedIdentities/{name}-kubelet",
         "objectId": _guid(name + "/kubelet-object"),
