@@ -21,11 +21,11 @@ from aks_gpu_platform.components.upgrade_policy import (
     gpu_pool_upgrade_settings,
     system_pool_upgrade_settings,
 )
-from aks_gpu_platform.config import load_platform_config
+from aks_gpu_platform.config import load_deployment_config
 
 
 def main() -> None:
-    cfg = load_platform_config()  # raises a clean ConfigError before any resource exists
+    cfg = load_deployment_config()  # raises a clean ConfigError (bad values, placeholders) before any resource exists
     upgrade = cfg.upgrade.as_settings()
     tags = {"environment": cfg.environment, "managedBy": "pulumi", "project": "aks-gpu-platform", **cfg.tags}
 
@@ -157,6 +157,7 @@ def main() -> None:
             "log_analytics_workspace_id": logs.workspace_id,
             "dcgm_exporter_repository": acr.dcgm_exporter_repository,
             "grafana_admin_group_object_ids": cfg.cluster.entra_id.admin_group_object_ids,
+            "protect": cfg.protect_stateful,
         },
     )
     keda: KedaWiringArgs = {

@@ -19,6 +19,7 @@ import pulumi_kubernetes as k8s
 from aks_gpu_platform.config.loader import validate_section
 from aks_gpu_platform.config.monitoring import AlertThresholdsConfig, LogsConfig, MonitoringConfig, derived_name
 
+from . import metrics_labels as labels
 from . import roles
 from .gpu_scheduling import GPU_POOL_LABEL_KEY, GPU_POOL_LABEL_VALUE, GPU_POOL_NAME_LABEL_KEY, gpu_pod_scheduling
 
@@ -27,7 +28,10 @@ EXPORTER_RELEASE = "dcgm-exporter"
 DCGM_CHART_REPO = "https://nvidia.github.io/dcgm-exporter/helm-charts"
 METRICS_PORT_NAME = "metrics"
 METRICS_PORT = 9400
-SCRAPE_JOB = "dcgm-exporter"
+SCRAPE_JOB = labels.SCRAPE_JOB
+# Azure drops series above these limits; its PodMonitor template sets exactly these
+# (learn.microsoft.com/azure/azure-monitor/containers/prometheus-metrics-scrape-crd, read 2026-12-02).
+SCRAPE_LABEL_LIMITS = {"labelLimit": 63, "labelNameLengthLimit": 511, "labelValueLengthLimit": 1023}
 GPU_OPERATOR_NAMESPACE = "gpu-operator"
 GPU_OPERATOR_EXPORTER_LABELS = {"app": "nvidia-dcgm-exporter"}
 COUNTERS_FILE = "/etc/dcgm-exporter/platform-counters.csv"
@@ -167,64 +171,68 @@ KUBERNETES_RECORDING_RULES: list[alertsmanagement.PrometheusRuleArgsDict] = [
 def gpu_alert_rules(
     t: AlertThresholdsConfig, action_group_id: pulumi.Input[str], enabled: bool
 ) -> list[alertsmanagement.PrometheusRuleArgsDict]:
-    """The GPU alerts: hardware faults first (severity 1), then heat, memory pressure and waste."""
+    """The GPU alerts: hardware faults first (severity 1), then heat, memory pressure and waste.
+
+    Every label they read comes from the label contract (`metrics_labels`), the names the scrape really stores.
+    """
+    gpu = f"GPU {{{{ $labels.{labels.GPU} }}}} on {{{{ $labels.{labels.NODE} }}}}"
+    holder = f"{{{{ $labels.{labels.WORKLOAD_NAMESPACE} }}}}/{{{{ $labels.{labels.WORKLOAD_POD} }}}}"
     memory_percent = "DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE) * 100"
-    gpu_nodes = f'max by (cluster, node) (kube_node_labels{{label_{GPU_POOL_LABEL_KEY}="{GPU_POOL_LABEL_VALUE}"}})'
-    reporting = 'max by (cluster, node) (label_replace(DCGM_FI_DEV_GPU_TEMP, "node", "$1", "Hostname", "(.*)"))'
+    by_node = f"{labels.CLUSTER}, node"
+    gpu_nodes = f'max by ({by_node}) (kube_node_labels{{label_{GPU_POOL_LABEL_KEY}="{GPU_POOL_LABEL_VALUE}"}})'
+    reporting = f'max by ({by_node}) (label_replace(DCGM_FI_DEV_GPU_TEMP, "node", "$1", "{labels.NODE}", "(.*)"))'
     specs: list[tuple[str, str, str, int, str]] = [
         (
             "GpuXidError",
             "DCGM_FI_DEV_XID_ERRORS > 0",
             "PT1M",
             1,
-            "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported XID {{ $value }}; check the driver log, "
-            "the node may need a reboot or repair",
+            f"{gpu} reported XID {{{{ $value }}}}; check the driver log, the node may need a reboot or repair",
         ),
         (
             "GpuDoubleBitEccErrors",
             "increase(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL[10m]) > 0",
             "PT1M",
             1,
-            "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} has uncorrectable (double-bit) ECC errors; drain the node",
+            f"{gpu} has uncorrectable (double-bit) ECC errors; drain the node",
         ),
         (
             "GpuTemperatureHigh",
             f"DCGM_FI_DEV_GPU_TEMP > {t.gpu_temperature_celsius}",
             f"PT{t.temperature_minutes}M",
             2,
-            f"GPU {{{{ $labels.gpu }}}} on {{{{ $labels.Hostname }}}} is above {t.gpu_temperature_celsius} C "
-            "and will throttle",
+            f"{gpu} is above {t.gpu_temperature_celsius} C and will throttle",
         ),
         (
             "GpuMemoryNearlyFull",
             f"{memory_percent} > {t.memory_used_percent}",
             f"PT{t.memory_minutes}M",
             3,
-            f"GPU {{{{ $labels.gpu }}}} on {{{{ $labels.Hostname }}}} uses more than {t.memory_used_percent}% "
-            "of its memory; the next allocation may fail with out-of-memory",
+            f"{gpu} uses more than {t.memory_used_percent}% of its memory; the next allocation may fail "
+            "with out-of-memory",
         ),
         (
             "GpuAllocatedButIdle",
-            f'avg_over_time(DCGM_FI_DEV_GPU_UTIL{{exported_pod!=""}}[{t.idle_minutes}m])'
+            f'avg_over_time(DCGM_FI_DEV_GPU_UTIL{{{labels.WORKLOAD_POD}!=""}}[{t.idle_minutes}m])'
             f" < {t.idle_utilization_percent}",
             "PT5M",
             3,
-            f"Pod {{{{ $labels.exported_namespace }}}}/{{{{ $labels.exported_pod }}}} holds a GPU below "
-            f"{t.idle_utilization_percent}% utilisation for {t.idle_minutes} min: paid for, unused",
+            f"Pod {holder} holds a GPU below {t.idle_utilization_percent}% utilisation for {t.idle_minutes} min: "
+            "paid for, unused",
         ),
         (
             "GpuNodeNotReportingMetrics",
-            f"{gpu_nodes} unless on (cluster, node) {reporting}",
+            f"{gpu_nodes} unless on ({by_node}) {reporting}",
             f"PT{t.not_reporting_minutes}M",
             2,
             "GPU node {{ $labels.node }} sends no DCGM metrics: its GPUs are unobserved (exporter down or GPU lost)",
         ),
         (
             "DcgmExporterDown",
-            f'up{{job="{SCRAPE_JOB}"}} == 0',
+            f'up{{job="{labels.SCRAPE_JOB}"}} == 0',
             f"PT{t.not_reporting_minutes}M",
             2,
-            "The DCGM exporter at {{ $labels.instance }} cannot be scraped",
+            f"The DCGM exporter at {{{{ $labels.{labels.TARGET_ADDRESS} }}}} cannot be scraped",
         ),
     ]
     return [
@@ -334,6 +342,8 @@ class GpuMonitoringArgs(TypedDict):
     """Grafana Admin groups used when the settings name none (the cluster's admin groups)."""
     tags: NotRequired[Mapping[str, str]]
     """Azure tags."""
+    protect: NotRequired[bool]
+    """Refuse to delete the Azure Monitor workspace and the metrics in it (prod)."""
 
 
 class GpuMonitoring(pulumi.ComponentResource):
@@ -369,7 +379,8 @@ class GpuMonitoring(pulumi.ComponentResource):
             location=location,
             azure_monitor_workspace_name=derived_name(cfg.workspace_name, "amw-", base, 44),
             tags=tags,
-            opts=child,
+            # The stored GPU and cluster metrics are history no redeploy brings back; prod refuses to delete them.
+            opts=pulumi.ResourceOptions(parent=self, protect=args.get("protect", False)),
         )
         self.monitor_workspace_id = workspace.id
         self.prometheus_query_endpoint = workspace.metrics.apply(lambda m: m.prometheus_query_endpoint)
@@ -500,6 +511,7 @@ class GpuMonitoring(pulumi.ComponentResource):
             kind="PodMonitor",
             metadata={"name": "dcgm-exporter", "namespace": namespace},
             spec={
+                **SCRAPE_LABEL_LIMITS,
                 "selector": {"matchLabels": self.exporter_pod_labels},
                 "namespaceSelector": {"matchNames": [namespace]},
                 "podMetricsEndpoints": [
@@ -507,6 +519,8 @@ class GpuMonitoring(pulumi.ComponentResource):
                         "port": METRICS_PORT_NAME,
                         "path": "/metrics",
                         "interval": f"{cfg.dcgm_exporter.scrape_interval_seconds}s",
+                        # The label contract: the exporter pod keeps namespace/pod, the GPU's pod is exported_*.
+                        "honorLabels": labels.HONOR_LABELS,
                         # One stable job name for the alerts, whichever exporter is scraped.
                         "relabelings": [{"action": "replace", "targetLabel": "job", "replacement": SCRAPE_JOB}],
                     }

@@ -18,6 +18,7 @@ import pulumi
 import pulumi_azure_native.containerservice as containerservice
 
 from aks_gpu_platform.config.gpu import GpuPoolConfig
+from aks_gpu_platform.config.gpu_catalog import MIG_PARTED_CONFIGS
 from aks_gpu_platform.config.loader import validate_section
 
 from .agent_pools import autoscaled_pool_args, autoscaled_pool_options, hashed_pool_name, immutable_pool_fields
@@ -58,6 +59,20 @@ class GpuNodePoolArgs(TypedDict):
     """`security.encryptionAtHost`: encrypt temp disks and disk caches on the VM host (here False unless set)."""
     tags: NotRequired[Mapping[str, str]]
     """Azure tags."""
+
+
+# The GPU Operator's MIG manager applies the configuration this node label names. A MIG-capable
+# node without it gets `all-disabled` from the operator (chart default migManager.config.default),
+# which would undo the pool's migProfile: NVIDIA/gpu-operator v26.7.0
+# controllers/nodelabeling_controller.go.
+MIG_CONFIG_LABEL_KEY = "nvidia.com/mig.config"
+
+
+def mig_config_labels(pool: GpuPoolConfig, mode: GpuStackMode) -> dict[str, str]:
+    """Under the GPU Operator, the mig-parted configuration that partitions like the pool's migProfile."""
+    if mode != "gpuOperator" or pool.mig_profile is None:
+        return {}
+    return {MIG_CONFIG_LABEL_KEY: MIG_PARTED_CONFIGS[pool.sku.gpu_model][pool.mig_profile]}
 
 
 def gpu_driver(mode: GpuStackMode) -> containerservice.GPUDriver:
@@ -111,7 +126,11 @@ class GpuNodePool(pulumi.ComponentResource):
             resource_name_=args["cluster_name"],
             **pool_args,
             mode=containerservice.AgentPoolMode.USER,
-            node_labels={**pool.labels, **gpu_pool_node_labels(pool.name, pool.sku.gpu_model)},
+            node_labels={
+                **pool.labels,
+                **gpu_pool_node_labels(pool.name, pool.sku.gpu_model),
+                **mig_config_labels(pool, mode),
+            },
             node_taints=node_taints(pool),
             gpu_profile={"driver": gpu_driver(mode)},
             gpu_instance_profile=pool.mig_profile,

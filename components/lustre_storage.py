@@ -16,6 +16,8 @@ from . import roles
 from .gpu_scheduling import cpu_node_selector, gpu_tolerations
 from .private_endpoint import private_endpoint
 
+# The only released chart version as of 2026-12-02 (kubernetes-sigs/azurelustre-csi-driver
+# charts/README.md "Released chart versions"; packaged from charts/latest/azurelustre-csi-driver).
 CSI_DRIVER_CHART = "oci://mcr.microsoft.com/microsoft.azuremanagedlustre/azurelustre-csi-driver"
 CSI_DRIVER_VERSION = "0.6.0"
 CSI_DRIVER_NAMESPACE = "kube-system"
@@ -153,13 +155,17 @@ class LustreStorage(pulumi.ComponentResource):
             )
             for role, container in (("data", cfg.blob.data_container), ("logging", cfg.blob.logging_container))
         }
-        # The Lustre service reads and writes the containers as this principal; both grants must exist first.
+        # The Lustre service reads and writes the containers as this principal; both grants must exist and have taken
+        # effect first, or the filesystem's creation fails (Azure cannot detect it beforehand): the filesystem waits
+        # for the grants, which hold it after their creation (first deploy only).
+        propagation = roles.propagation_wait(f"{name}-hsm", cfg.role_assignment_propagation_seconds)
         grants = [
             roles.assign_role(
                 f"{name}-hsm-{role}",
                 role_guid=guid,
                 principal_id=cfg.hpc_cache_provider_object_id,
                 scope=account.id,
+                wait=propagation,
                 opts=pulumi.ResourceOptions(parent=account),
             )
             for role, guid in (

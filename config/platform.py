@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import datetime
 import ipaddress
-from typing import Literal
+from collections.abc import Mapping
+from typing import Literal, cast
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationInfo, model_validator
 
+from .aks_versions import CATALOG_CHECKED_ON, why_not_creatable
 from .autoscaling import AutoscalingConfig
 from .base import ConfigModel
 from .cluster import ClusterConfig
@@ -22,6 +25,9 @@ from .types import AzureName
 from .upgrade import UpgradeConfig
 
 Environment = Literal["dev", "prod"]
+
+# Validation-context key: the date the Kubernetes minor is checked against (default CATALOG_CHECKED_ON).
+VERSION_DATE_CONTEXT = "kubernetesVersionDate"
 
 
 class ResourceGroupConfig(ConfigModel):
@@ -81,6 +87,18 @@ class PlatformConfig(ConfigModel):
                 str(nodes),
                 f"holds {usable_addresses(nodes)} nodes but the pools' maxCount plus their upgrade surge need {needed}",
             )
+        return self
+
+    @model_validator(mode="after")
+    def _check_kubernetes_version(self, info: ValidationInfo) -> PlatformConfig:
+        # The catalog's date unless the loader passes another (today's, on a real run): see aks_versions.
+        context = cast(Mapping[str, object], info.context or {})
+        on = context.get(VERSION_DATE_CONTEXT, CATALOG_CHECKED_ON)
+        if not isinstance(on, datetime.date):
+            raise TypeError(f"validation context {VERSION_DATE_CONTEXT} must be a date, got {on!r}")
+        problem = why_not_creatable(self.cluster.kubernetes_version, self.upgrade.support_plan, on)
+        if problem is not None:
+            raise field_error("cluster.kubernetesVersion", self.cluster.kubernetes_version, problem)
         return self
 
     @model_validator(mode="after")

@@ -27,11 +27,21 @@ MANAGED_CLUSTER = "azure-native:containerservice:ManagedCluster"
 AML_FILESYSTEM = "azure-native:storagecache:AmlFilesystem"
 STORAGE_ACCOUNT = "azure-native:storage:StorageAccount"
 REGISTRY = "azure-native:containerregistry:Registry"
+LOG_ANALYTICS_WORKSPACE = "azure-native:operationalinsights:Workspace"
+MONITOR_WORKSPACE = "azure-native:monitor:AzureMonitorWorkspace"
 PDB = "kubernetes:policy/v1:PodDisruptionBudget"
 STACK = "pulumi:pulumi:Stack"
 
-# Resources that hold data or every workload: replacing or deleting them in prod loses it.
-PROD_PROTECTED_TYPES = (MANAGED_CLUSTER, AML_FILESYSTEM, STORAGE_ACCOUNT, REGISTRY)
+# Resources that hold data or every workload: replacing or deleting them in prod loses it
+# (the workspaces hold the logs and metrics an incident review needs).
+PROD_PROTECTED_TYPES = (
+    MANAGED_CLUSTER,
+    AML_FILESYSTEM,
+    STORAGE_ACCOUNT,
+    REGISTRY,
+    LOG_ANALYTICS_WORKSPACE,
+    MONITOR_WORKSPACE,
+)
 
 # Storage minimum TLS versions that meet the baseline (TLS 1.2 or newer).
 STORAGE_TLS_VERSIONS = ("TLS1_2", "TLS1_3")
@@ -416,7 +426,7 @@ POLICIES: tuple[Policy, ...] = (
     ),
     Policy(
         "prod-stateful-protected",
-        "In prod the cluster, Lustre, storage accounts and registries are protected.",
+        "In prod the cluster, Lustre, storage accounts, registries and the log and metrics workspaces are protected.",
         resource_check=check_prod_stateful_protected,
     ),
     Policy(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, get_args
 
 import pulumi_azure_native.containerservice as containerservice
 import pulumi_kubernetes as k8s
@@ -24,6 +24,7 @@ from aks_gpu_platform.components.gpu_smoke_test import smoke_test_name
 from aks_gpu_platform.components.gpu_stack import GpuStack
 from aks_gpu_platform.config import load_platform_config
 from aks_gpu_platform.config.gpu import GpuPoolConfig
+from aks_gpu_platform.config.gpu import MigProfile as MigProfileName
 from aks_gpu_platform.config.gpu_catalog import GPU_SKUS, gpu_sku
 from aks_gpu_platform.config.types import POOL_NAME_PATTERN
 from tests.conftest import STACKS, assert_rejected, settings_of
@@ -74,6 +75,18 @@ BROKEN_GPU: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
     ("non-GPU SKU", _gpu_pool(vmSize="Standard_D8ds_v5"), "gpuPools[0].vmSize", "GPU size from the catalog"),
     ("MIG on a SKU without MIG", _gpu_pool(migProfile="MIG1g"), "gpuPools[0].migProfile", "supports MIG profiles"),
     ("unknown MIG profile", _gpu_pool(migProfile="MIG5g"), "gpuPools[0].migProfile", "MIG1g"),
+    (
+        "NVIDIA profile AKS has no gpuInstanceProfile for",
+        _gpu_pool(vmSize="Standard_ND96isr_H100_v5", migProfile="MIG1g20gb"),
+        "gpuPools[0].migProfile",
+        "'MIG1g', 'MIG2g', 'MIG3g', 'MIG4g' or 'MIG7g'",
+    ),
+    (
+        "MIG on an A10, which has none",
+        _gpu_pool(vmSize="Standard_NV36ads_A10_v5", migProfile="MIG1g"),
+        "gpuPools[0].migProfile",
+        "supports MIG profiles: none",
+    ),
     ("InfiniBand on a SKU without it", _gpu_pool(infiniband=True), "gpuPools[0].infiniband", "has no InfiniBand"),
     (
         "InfiniBand pool over several zones",
@@ -123,6 +136,39 @@ def test_catalog_covers_the_supported_families() -> None:
         assert not sku.infiniband or "_ND" in size, f"{size}: only ND sizes have InfiniBand"
     assert not GPU_SKUS["Standard_NC4as_T4_v3"].supports_mig, "T4 has no MIG"
     assert "MIG7g" in GPU_SKUS["Standard_NC24ads_A100_v4"].mig_profiles, "A100 supports MIG"
+
+
+@pytest.mark.parametrize(
+    ("size", "profile", "slice_"),
+    [("Standard_ND96isr_H100_v5", "MIG1g", "1g.10gb"), ("Standard_ND96isr_H200_v5", "MIG3g", "3g.71gb")],
+)
+def test_nd_h100_and_h200_pools_accept_mig(
+    stack_config: Callable[[str], dict[str, Any]], size: str, profile: str, slice_: str
+) -> None:
+    settings = settings_of(stack_config("prod"))
+    h100 = next(p for p in settings["gpuPools"] if p["vmSize"] == "Standard_ND96isr_H100_v5")
+    h100.update(vmSize=size, migProfile=profile)
+    pool = next(p for p in load_platform_config(settings).gpu_pools if p.name == h100["name"])
+    assert pool.mig_profile == profile, "AKS supports MIG on ND H100 v5 and ND H200 v5 (gpu-multi-instance doc)"
+    mig = pool.sku.mig_slice(profile)
+    assert mig is not None and mig.nvidia_profile == slice_, f"{profile} on {pool.sku.gpu_model} yields {slice_}"
+
+
+def test_mig_profiles_are_the_aks_api_values_and_fit_their_gpu() -> None:
+    aks_values = {p.value for p in containerservice.GPUInstanceProfile}
+    assert set(get_args(MigProfileName)) == aks_values, "the config accepts exactly AKS's gpuInstanceProfile values"
+    mig_sizes = [(size, sku) for size, sku in GPU_SKUS.items() if sku.supports_mig]
+    assert len(mig_sizes) >= 6, "A100, H100 and H200 sizes are MIG-capable"
+    for size, sku in mig_sizes:
+        assert set(sku.mig_profiles) <= aks_values, f"{size}: only AKS profile names reach the AgentPool"
+        for mig in sku.mig:
+            slices, memory = re.fullmatch(r"(\d)g\.(\d+)gb", mig.nvidia_profile).groups()  # type: ignore[union-attr]
+            assert mig.profile == f"MIG{slices}g", f"{size}: {mig.profile} is the {slices}-slice profile"
+            assert int(slices) * mig.per_gpu <= 7, f"{size}: a GPU has 7 compute slices"
+            # NVIDIA rounds each instance's memory to whole GB in the name (2 x 3g.71gb on a 141 GB H200).
+            assert (int(memory) - 1) * mig.per_gpu < sku.gpu_memory_gib, f"{size}: {mig.nvidia_profile} fits the GPU"
+            if slices == "7":
+                assert abs(int(memory) - sku.gpu_memory_gib) <= 1, f"{size}: 7g is the whole GPU, so its memory"
 
 
 # ---------------------------------------------------------------- pools in the stacks

@@ -9,9 +9,11 @@ import pytest
 
 from aks_gpu_platform.components.gpu_scheduling import gpu_tolerations
 from aks_gpu_platform.components.lustre_storage import CSI_DRIVER_VERSION, LustreStorage
+from aks_gpu_platform.components.roles import propagation_seconds
 from aks_gpu_platform.config import ConfigError, load_platform_config
 from aks_gpu_platform.config.lustre_catalog import AMLFS_SKUS, required_subnet_prefix
 from tests.conftest import STACKS, assert_rejected, settings_of
+from tools.bench import critical_path, duration
 from tools.offline import Recording, run_stack
 from tools.plan import describe
 from tools.render import kubernetes_object, validate_object
@@ -86,6 +88,90 @@ def test_lustre_service_is_granted_the_account_before_the_filesystem_exists(
     assert all(r.inputs["principalType"] == "ServicePrincipal" for r in grants)
     fs = prod_recording.one(FILESYSTEM)
     assert {r.urn for r in grants} <= set(fs.depends_on), "Azure fails the creation if the grants come later"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_a_new_filesystem_waits_until_its_grants_have_taken_effect(
+    stack: str, prod_recording: Recording, dev_with_lustre: Recording
+) -> None:
+    recording = {"prod": prod_recording, "dev": dev_with_lustre}[stack]
+    fs = recording.one(FILESYSTEM)
+    grants = [r for r in recording.of_type(ROLE) if r.urn in fs.depends_on]
+    assert len(grants) == 2, "the filesystem waits for both HSM grants"
+    for grant in grants:
+        assert grant.after_create_hooks, f"{grant.name}: a new grant must hold the filesystem until it takes effect"
+        waited = propagation_seconds(grant.after_create_hooks)
+        assert waited >= 300, (
+            f"{grant.name} holds the filesystem {waited}s; Azure Managed Lustre documents up to five minutes before "
+            "the grants take effect, and creation fails without them"
+        )
+    total, chain = critical_path(recording, fs.urn)
+    assert any(r.type == ROLE and duration(r) >= 300 for r in chain), "the first deploy's filesystem waits the time"
+    assert total >= 300 + duration(fs), "the wait lies on the filesystem's path, not beside it"
+
+
+@pytest.mark.parametrize(("seconds", "hooks"), [(0, 0), (900, 2)])
+def test_the_grant_propagation_wait_follows_config(
+    build: Callable[[Callable[[], Any]], Recording],
+    stack_config: Callable[[str], dict[str, Any]],
+    seconds: int,
+    hooks: int,
+) -> None:
+    import pulumi_azure_native.containerservice as containerservice
+    import pulumi_kubernetes as k8s
+
+    settings = _lustre_settings(stack_config, "dev")
+    settings["roleAssignmentPropagationSeconds"] = seconds
+
+    def program() -> None:
+        LustreStorage(
+            "lustre",
+            {
+                "resource_group_name": "rg",
+                "location": "koreacentral",
+                "lustre_subnet_id": "subnet-id",
+                "settings": settings,
+                "provider": k8s.Provider("k8s", kubeconfig="{}"),
+                "cluster": containerservice.ManagedCluster("aks", resource_group_name="rg"),
+            },
+        )
+
+    grants = build(program).of_type(ROLE)
+    assert len(grants) == 2
+    assert sum(len(g.after_create_hooks) for g in grants) == hooks, "0 switches the wait off"
+    assert all(propagation_seconds(g.after_create_hooks) == seconds for g in grants), f"each grant waits {seconds}s"
+
+
+def test_the_propagation_hook_waits_its_time_and_never_in_previews(
+    build: Callable[[Callable[[], Any]], Recording], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+
+    import pulumi
+
+    from aks_gpu_platform.components import roles as roles_module
+
+    hooks: list[pulumi.ResourceHook] = []
+    build(lambda: hooks.append(roles_module.propagation_wait("lustre-hsm", 300)))  # type: ignore[func-returns-value]
+    assert len(hooks) == 1 and hooks[0] is not None
+    hook = hooks[0]
+    assert hook.opts is None or not hook.opts.on_dry_run, "a preview must not sleep"
+    slept: list[float] = []
+
+    async def fake_sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    monkeypatch.setattr(roles_module.asyncio, "sleep", fake_sleep)
+    args = pulumi.ResourceHookArgs(urn="urn:grant", id="id", name="grant", type=ROLE)
+    result = hook.callback(args)
+    assert result is not None, "the hook is a coroutine: the engine awaits it without blocking the program"
+    loop = asyncio.new_event_loop()  # not asyncio.run: it would unset the loop the Pulumi runtime keeps using
+    try:
+        loop.run_until_complete(result)  # type: ignore[arg-type]
+    finally:
+        loop.close()
+    assert slept == [300], "the hook holds the grant's dependents for the configured time"
+    assert roles_module.propagation_wait("none", 0) is None, "0 seconds registers no hook at all"
 
 
 def test_prod_auto_exports_checkpoints_back_to_blob(prod_recording: Recording) -> None:

@@ -43,6 +43,8 @@ from typing import Any
 
 import pulumi
 
+from aks_gpu_platform.components.roles import propagation_seconds
+
 from .offline import PROJECT, RecordedResource, Recording, run_stack, run_under_mocks
 from .stack_files import REPO_ROOT, load_stack_file
 
@@ -269,11 +271,13 @@ def _spawn(case: str, repeat: int, compare: bool, profile: bool) -> dict[str, An
 
 
 def duration(resource: RecordedResource) -> int:
+    """Typical create time, plus the role-propagation wait a new grant holds its dependents for."""
     if not resource.custom or resource.type.startswith("pulumi:"):
         return 0
+    wait = propagation_seconds(resource.after_create_hooks)
     if resource.type in TYPICAL_CREATE_S:
-        return TYPICAL_CREATE_S[resource.type]
-    return DEFAULT_KUBERNETES_S if resource.type.startswith("kubernetes:") else DEFAULT_AZURE_S
+        return TYPICAL_CREATE_S[resource.type] + wait
+    return (DEFAULT_KUBERNETES_S if resource.type.startswith("kubernetes:") else DEFAULT_AZURE_S) + wait
 
 
 def critical_path(recording: Recording, end_urn: str | None = None) -> tuple[int, list[RecordedResource]]:
