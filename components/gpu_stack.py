@@ -6,6 +6,9 @@
   container toolkit, device plugin and (with `operatorDcgm`) the DCGM exporter. Never both.
 - InfiniBand: NVIDIA's Network Operator plus a NicClusterPolicy that runs the RDMA shared
   device plugin on the IB pools, so pods can request `rdma/shared_ib`.
+
+Every pod that must run on GPU nodes here (device plugin, operator operands, node-feature-discovery
+workers, RDMA plugin) tolerates every taint of every GPU pool: the GPU taint, Spot's and extra taints.
 """
 
 import json
@@ -108,6 +111,8 @@ class GpuStack(pulumi.ComponentResource):
         self.mode = cfg.mode
         self.mig_strategy = "single" if any(p.mig_profile for p in pools) else "none"
         self.dcgm_from_operator = cfg.operator_dcgm
+        # Replaces each chart's default tolerations, so it must cover every taint of every GPU pool.
+        tolerations = gpu_tolerations(pools)
 
         namespace = k8s.core.v1.Namespace(
             f"{name}-namespace",
@@ -123,7 +128,7 @@ class GpuStack(pulumi.ComponentResource):
                 {
                     # Replaces the chart's default NFD-label affinity: our GPU nodes carry pool=gpu.
                     "affinity": {"nodeAffinity": gpu_node_affinity()},
-                    "tolerations": gpu_tolerations(),
+                    "tolerations": tolerations,
                     "priorityClassName": SYSTEM_NODE_CRITICAL,
                     "migStrategy": self.mig_strategy,
                 },
@@ -131,7 +136,8 @@ class GpuStack(pulumi.ComponentResource):
                 create_namespace=False,
             )
         else:
-            daemonsets = {"tolerations": gpu_tolerations(), "priorityClassName": SYSTEM_NODE_CRITICAL}
+            # ClusterPolicy.spec.daemonsets.tolerations: every operand (driver, toolkit, plugin, DCGM, MIG manager).
+            daemonsets = {"tolerations": tolerations, "priorityClassName": SYSTEM_NODE_CRITICAL}
             self.gpu_release = _release(
                 f"{name}-gpu-operator",
                 GPU_OPERATOR_CHART,
@@ -144,7 +150,8 @@ class GpuStack(pulumi.ComponentResource):
                     "dcgm": {"enabled": cfg.operator_dcgm},
                     "mig": {"strategy": self.mig_strategy},
                     "daemonsets": daemonsets,
-                    "node-feature-discovery": {"worker": {"tolerations": gpu_tolerations()}},
+                    # The worker labels NVIDIA PCI devices; without it on a node no operand deploys there.
+                    "node-feature-discovery": {"worker": {"tolerations": tolerations}},
                 },
                 k8s_opts,
             )
@@ -153,14 +160,18 @@ class GpuStack(pulumi.ComponentResource):
         ib_pools = [p.name for p in pools if p.infiniband]
         self.rdma_resource = RDMA_RESOURCE if ib_pools else None
         if ib_pools:
+            own_nfd = cfg.mode != "gpuOperator"
             network_operator = _release(
                 f"{name}-network-operator",
                 NETWORK_OPERATOR_CHART,
                 NETWORK_OPERATOR_NAMESPACE,
                 {
                     # The GPU Operator already runs node-feature-discovery; two copies fight over labels.
-                    "nfd": {"enabled": cfg.mode != "gpuOperator"},
-                    "operator": {"tolerations": gpu_tolerations()},
+                    "nfd": {"enabled": own_nfd},
+                    # The RDMA plugin selects feature.node.kubernetes.io/pci-15b3.present, which this worker
+                    # sets: it must run on the IB pools. (`operator.tolerations` is only the operator's own
+                    # Deployment, which stays off the GPU pools; the operands take the NicClusterPolicy's.)
+                    **({"node-feature-discovery": {"worker": {"tolerations": tolerations}}} if own_nfd else {}),
                 },
                 k8s_opts,
             )
@@ -183,7 +194,7 @@ class GpuStack(pulumi.ComponentResource):
                 metadata={"name": "nic-cluster-policy"},
                 spec={
                     "nodeAffinity": gpu_node_affinity(ib_pools),
-                    "tolerations": gpu_tolerations(),
+                    "tolerations": tolerations,
                     "rdmaSharedDevicePlugin": {**RDMA_SHARED_DEVICE_PLUGIN, "config": json.dumps(device_config)},
                 },
                 # The NicClusterPolicy CRD is installed by the Network Operator chart.
