@@ -149,9 +149,10 @@ def test_gpu_pools_are_tainted_labelled_autoscaled_user_pools(recordings: dict[s
 def test_prod_gpu_capacity_covers_every_zone(prod_recording: Recording) -> None:
     zones = {z for p in gpu_agent_pools(prod_recording) for z in p.inputs["availabilityZones"]}
     assert zones == {"1", "2", "3"}, "a zone outage must not take all GPU capacity"
-    for pool in gpu_agent_pools(prod_recording):
-        if gpu_sku(pool.inputs["vmSize"]).infiniband:  # type: ignore[union-attr]
-            assert len(pool.inputs["availabilityZones"]) == 1, "an InfiniBand pool is one fabric in one zone"
+    infiniband = [p for p in gpu_agent_pools(prod_recording) if gpu_sku(p.inputs["vmSize"]).infiniband]  # type: ignore[union-attr]
+    assert infiniband, "prod trains on InfiniBand pools"
+    for pool in infiniband:
+        assert len(pool.inputs["availabilityZones"]) == 1, "an InfiniBand pool is one fabric in one zone"
 
 
 @pytest.mark.parametrize("stack", STACKS)

@@ -254,7 +254,9 @@ def test_grafana_reads_the_workspace_and_admin_groups_administer_it(
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_every_role_assignment_names_its_principal_type(recordings: dict[str, Recording], stack: str) -> None:
-    for grant in recordings[stack].of_type(ROLE):
+    grants = recordings[stack].of_type(ROLE)
+    assert grants, "the stack grants roles"
+    for grant in grants:
         assert grant.inputs.get("principalType") in {"ServicePrincipal", "Group", "User"}, (
             f"{grant.name}: without principalType a fresh identity fails on replication delay"
         )

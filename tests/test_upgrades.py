@@ -82,6 +82,7 @@ def test_prod_freezes_upgrades_for_the_training_campaign(
     freezes = _upgrade(stack_config, "prod")["freezes"]
     expected = [{"start": f["start"], "end": f["end"]} for f in freezes]
     assert expected, "prod must carry the campaign freeze"
+    assert prod_recording.of_type(MAINTENANCE), "prod schedules its upgrades"
     for m in prod_recording.of_type(MAINTENANCE):
         assert m.inputs["maintenanceWindow"]["notAllowedDates"] == expected, (
             f"{m.inputs['configName']}: neither Kubernetes nor node-image upgrades may start during a campaign"
@@ -182,6 +183,7 @@ def test_every_pdb_leaves_a_pod_evictable_and_passes_the_schema(
     assert {(p.inputs["metadata"]["namespace"], p.inputs["metadata"]["name"]) for p in pdbs} == set(budgets)
     cluster = recording.one(CLUSTER)
     provider = recording.one("pulumi:providers:kubernetes")
+    assert pdbs, "the stack configures disruption budgets"
     for pdb in pdbs:
         meta = pdb.inputs["metadata"]
         budget = budgets[(meta["namespace"], meta["name"])]
