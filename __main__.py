@@ -9,6 +9,7 @@ from components.gpu_autoscaling import GpuAutoscaling, KedaWiringArgs
 from components.gpu_inference_sample import GpuInferenceSample
 from components.gpu_monitoring import GpuMonitoring, LogWorkspace, container_insights_addon, managed_prometheus_profile
 from components.gpu_node_pool import GpuNodePool
+from components.gpu_scheduling import gpu_tolerations
 from components.gpu_smoke_test import GpuSmokeTest
 from components.gpu_stack import GpuStack
 from components.lustre_storage import LustreStorage
@@ -112,6 +113,7 @@ def main() -> None:
             {
                 "namespace": gpu_stack.namespace,
                 "fingerprint": {"gpuPools": pools, "gpuStack": cfg.gpu_stack.as_settings()},
+                "gpu_pools": pools,
                 "depends_on": [*(p.agent_pool for p in gpu_pools), *gpu_stack.releases],
                 "provider": aks.provider,
                 "cluster": aks.cluster,
@@ -156,6 +158,7 @@ def main() -> None:
             "provider": aks.provider,
             "log_analytics_workspace_id": logs.workspace_id,
             "dcgm_exporter_repository": acr.dcgm_exporter_repository,
+            "gpu_pools": pools,
             "grafana_admin_group_object_ids": cfg.cluster.entra_id.admin_group_object_ids,
             "protect": cfg.protect_stateful,
         },
@@ -175,7 +178,8 @@ def main() -> None:
         )
     if cfg.autoscaling.sample_inference.enabled:
         GpuInferenceSample(
-            "inference-sample", {**keda, "settings": cfg.autoscaling.sample_inference.as_settings(), "tags": tags}
+            "inference-sample",
+            {**keda, "settings": cfg.autoscaling.sample_inference.as_settings(), "tags": tags, "gpu_pools": pools},
         )
 
     BlobStorageClasses(
@@ -196,6 +200,7 @@ def main() -> None:
                 "cluster": aks.cluster,
                 "protect": cfg.protect_stateful,
                 "tags": tags,
+                "gpu_pools": pools,
             },
         )
         pulumi.export("lustreMgsAddress", lustre.mgs_address)
@@ -211,6 +216,8 @@ def main() -> None:
     pulumi.export("kubeconfig", aks.kubeconfig)
     pulumi.export("cpuPoolName", cpu_pool.pool_name)
     pulumi.export("gpuPoolNames", pulumi.Output.all(*(p.pool_name for p in gpu_pools)))
+    # What a GPU workload must tolerate to land on any GPU pool (consumer stacks read it).
+    pulumi.export("gpuTolerations", gpu_tolerations(cfg.gpu_pools))
     pulumi.export("maintenanceConfigurations", upgrades.maintenance_configuration_names)
     pulumi.export("disruptionBudgets", upgrades.disruption_budget_names)
     pulumi.export("registryLoginServer", acr.login_server)

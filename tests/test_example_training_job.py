@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from components.gpu_scheduling import GPU_POOL_NAME_LABEL_KEY, GPU_RESOURCE, gpu_pod_scheduling
+from components.gpu_scheduling import GPU_POOL_NAME_LABEL_KEY, GPU_RESOURCE, pod_fits_node
 from config import ConfigError
+from tests.scheduling import node_template
 from tools.offline import Recording, run_under_mocks
 from tools.render import kubernetes_object, validate_object
 from tools.stack_files import REPO_ROOT
@@ -51,7 +52,9 @@ def test_reads_the_platform_stack_and_targets_its_cluster(example: Recording) ->
     assert ref.name == PLATFORM, "the example must read the platform stack named in platformStack"
     provider = example.one("pulumi:providers:kubernetes")
     assert provider.inputs["kubeconfig"] == KUBECONFIG, "objects must go to the platform's cluster"
-    for obj in example.kubernetes_objects():
+    objects = example.kubernetes_objects()
+    assert objects, "the example creates Kubernetes objects"
+    for obj in objects:
         assert obj.provider.startswith(provider.urn), f"{obj.name} must use the platform's kubeconfig provider"
         assert obj.inputs["metadata"]["namespace"] == "training", f"{obj.name} must live beside the Lustre PVC"
 
@@ -64,8 +67,12 @@ def test_indexed_job_one_gpu_per_rank_on_gpu_nodes(example: Recording) -> None:
     (container,) = pod["containers"]
     for bound in ("requests", "limits"):
         assert container["resources"][bound][GPU_RESOURCE] == "1", f"one GPU per pod ({bound})"
-    assert pod["tolerations"] == gpu_pod_scheduling()["tolerations"], "must tolerate the platform's GPU taint"
-    assert pod["nodeSelector"] == gpu_pod_scheduling()["nodeSelector"], "must select the platform's GPU nodes"
+    # A node of the platform's GPU pools, as the design notes describe it (label pool=gpu, taint sku=gpu).
+    gpu_pool = {"agentPoolName": "gpua100", "vmSize": "Standard_NC24ads_A100_v4", "nodeLabels": {"pool": "gpu"}}
+    node = node_template({**gpu_pool, "nodeTaints": ["sku=gpu:NoSchedule"]})
+    assert pod_fits_node(pod, node.labels, node.taints), "the ranks must land on the platform's GPU nodes"
+    cpu = node_template({**gpu_pool, "vmSize": "Standard_D8ds_v5", "nodeLabels": {"pool": "cpu"}})
+    assert not pod_fits_node(pod, cpu.labels, cpu.taints), "GPU ranks must not wait on CPU nodes"
     env = {e["name"]: e["value"] for e in container["env"]}
     assert env["WORLD_SIZE"] == "4", "the world size is the number of ranks"
     assert env["MASTER_ADDR"] == "train-0.train", "rank 0 is reached through the headless Service"

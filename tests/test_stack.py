@@ -122,6 +122,7 @@ def test_kubernetes_provider_uses_a_secret_non_interactive_kubeconfig(
     assert "kubeconfig" in recording.secret_outputs, "the kubeconfig output must be a Pulumi secret"
     provider = recording.one("pulumi:providers:kubernetes")
     kubeconfig = yaml.safe_load(provider.inputs["kubeconfig"])
+    assert kubeconfig["users"], "the provider's kubeconfig names a user"
     for user in kubeconfig["users"]:
         exec_ = user["user"]["exec"]
         assert exec_["command"] == "kubelogin"

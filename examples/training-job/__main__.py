@@ -1,8 +1,8 @@
 """A distributed training Job on an aks-gpu-platform stack, wired through a StackReference.
 
-Reads the platform's `kubeconfig`, `lustrePvcName`, `lustreNamespace` and `gpuPoolNames`
-outputs; schedules with the platform's own GPU rules (`components.gpu_scheduling`, installed
-with `pip install` from the platform repository).
+Reads the platform's `kubeconfig`, `lustrePvcName`, `lustreNamespace`, `gpuPoolNames` and
+`gpuTolerations` outputs; schedules with the platform's own GPU rules (`components.gpu_scheduling`,
+installed with `pip install` from the platform repository).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from pydantic import Field, model_validator
 
-from components.gpu_scheduling import GPU_POOL_NAME_LABEL_KEY, GPU_RESOURCE, gpu_pod_scheduling
+from components.gpu_scheduling import GPU_POOL_NAME_LABEL_KEY, GPU_RESOURCE, gpu_pod_scheduling, gpu_tolerations
 from config.base import ConfigModel
 from config.errors import field_error
 from config.loader import read_stack_settings, validate_section
@@ -63,6 +63,9 @@ def main() -> None:
     namespace = platform.require_output("lustreNamespace")
     pvc_name = platform.require_output("lustrePvcName")
     pool_names = platform.require_output("gpuPoolNames")
+    # Every taint of the platform's GPU pools (Spot's and extra ones); a platform stack from before this
+    # output exports none: then only the GPU taint that every GPU pool carries.
+    tolerations = platform.get_output("gpuTolerations").apply(lambda exported: exported or gpu_tolerations())
     provider = k8s.Provider("platform", kubeconfig=platform.require_output("kubeconfig"))
     opts = pulumi.ResourceOptions(provider=provider)
 
@@ -134,7 +137,7 @@ def main() -> None:
                     "subdomain": name,
                     "restartPolicy": "Never",
                     "nodeSelector": pool_names.apply(lambda pools: node_selector(pools, cfg.gpu_pool)),
-                    "tolerations": gpu_pod_scheduling()["tolerations"],
+                    "tolerations": tolerations,
                     "securityContext": {
                         "runAsNonRoot": True,
                         "runAsUser": 1000,
