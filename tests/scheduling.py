@@ -246,8 +246,9 @@ def _gpu_operator(release: str, values: Mapping[str, Any]) -> list[PodTemplate]:
 
 
 def _network_operator(release: str, values: Mapping[str, Any]) -> list[PodTemplate]:
-    # Mellanox/network-operator deployment/network-operator (v24.10.0, v24.10.1): templates/operator.yaml reads
-    # operator.{nodeSelector,affinity,tolerations} for the operator's own Deployment only; the subchart
+    # Mellanox/network-operator deployment/network-operator (v24.10.0, v24.10.1, v26.4.0, v26.4.1):
+    # templates/operator.yaml reads operator.{nodeSelector,affinity,tolerations} for the operator's own
+    # Deployment only (at 26.4.x also its CRD-upgrade and keep-NicClusterPolicy hook Jobs); the subchart
     # node-feature-discovery (condition nfd.enabled) reads worker.*; its worker labels pci-15b3.present, which the
     # RDMA plugin selects.
     defaults = {
@@ -336,7 +337,7 @@ CHART_READERS: dict[str, ChartReader] = {
         ),
         _gpu_operator,
     ),
-    "network-operator": ChartReader(frozenset({"24.10.0", "24.10.1"}), _network_operator),
+    "network-operator": ChartReader(frozenset({"24.10.0", "24.10.1", "26.4.0", "26.4.1"}), _network_operator),
     "dcgm-exporter": ChartReader(
         frozenset(
             {
@@ -391,7 +392,8 @@ def custom_resource_pod_templates(recording: Recording) -> tuple[list[PodTemplat
     for resource in recording.kubernetes_objects():
         kind = resource.type.rsplit(":", 1)[-1]
         if resource.type == NIC_CLUSTER_POLICY:
-            # network-operator v24.10.0 manifests/state-rdma-shared-device-plugin/0060_rdma-shared-dev-plugin-ds.yaml:
+            # network-operator v24.10.0 and v26.4.1,
+            # manifests/state-rdma-shared-device-plugin/0060_rdma-shared-dev-plugin-ds.yaml:
             # spec.tolerations plus its own nvidia.com/gpu toleration, spec.nodeAffinity; its nodeSelector
             # (pci-15b3.present, operator.mofed.wait) is set on nodes by NFD and the operator: not modelled.
             spec = resource.inputs.get("spec") or {}
