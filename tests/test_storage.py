@@ -7,12 +7,13 @@ from typing import Any
 
 import pytest
 
-from components.gpu_scheduling import gpu_tolerations
+from components.gpu_scheduling import pod_fits_node
 from components.lustre_storage import CSI_DRIVER_VERSION, LustreStorage
 from components.roles import propagation_seconds
 from config import ConfigError, load_platform_config
 from config.lustre_catalog import AMLFS_SKUS, required_subnet_prefix
 from tests.conftest import STACKS, assert_rejected, settings_of
+from tests.scheduling import node_templates
 from tools.bench import critical_path, duration
 from tools.offline import Recording, run_stack
 from tools.plan import describe
@@ -209,8 +210,13 @@ def test_training_claim_is_read_write_many_on_the_lustre_class(prod_recording: R
 def test_csi_driver_is_pinned_and_its_node_plugin_runs_on_gpu_nodes(prod_recording: Recording) -> None:
     release = prod_recording.one(RELEASE, "lustre")
     assert release.inputs["version"] == CSI_DRIVER_VERSION and release.inputs["chart"].startswith("oci://")
-    tolerations = release.inputs["values"]["node"]["tolerations"]
-    assert all(t in tolerations for t in gpu_tolerations()), "GPU nodes are tainted; without it no GPU pod mounts"
+    node_plugin = {"tolerations": release.inputs["values"]["node"]["tolerations"]}
+    user_nodes = [n for n in node_templates(prod_recording) if not n.system]
+    assert any(n.gpu for n in user_nodes), "prod has GPU pools"
+    for node in user_nodes:
+        assert pod_fits_node(node_plugin, dict(node.labels), list(node.taints)), (
+            f"the CSI node plugin must run on pool {node.pool}, or its pods cannot mount Lustre"
+        )
     for kind in (STORAGE_CLASS, PVC):
         assert release.urn in prod_recording.one(kind, "lustre").depends_on, "claims bind only once the driver runs"
 
