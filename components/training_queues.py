@@ -173,8 +173,9 @@ class TrainingQueues(pulumi.ComponentResource):
     """ResourceFlavor names, one per GPU pool, in pool order."""
     admission_check: str | None
     """The ProvisioningRequest admission check every ClusterQueue waits for, or None."""
-    teams: pulumi.Output[dict[str, dict[str, str]]]
-    """Per team: namespace, localQueue, clusterQueue and (with Lustre) lustrePvcName."""
+    teams: pulumi.Output[dict[str, dict[str, Any]]]
+    """Per team: namespace, localQueue, clusterQueue, gpuPools (the pools it has quota on, which are the
+    `gpu-pool` node label values) and, with Lustre, lustrePvcName."""
 
     def __init__(self, name: str, args: TrainingQueuesArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("aks-gpu-platform:index:TrainingQueues", name, None, opts)
@@ -267,7 +268,7 @@ class TrainingQueues(pulumi.ComponentResource):
         for cohort in sorted({t.cohort for t in settings.teams if t.cohort is not None}):
             kueue_object(f"{name}-cohort-{cohort}", "Cohort", {"name": cohort}, {})
 
-        teams: dict[str, pulumi.Output[dict[str, str]]] = {}
+        teams: dict[str, pulumi.Output[dict[str, Any]]] = {}
         checks = [self.admission_check] if self.admission_check else []
         for team in settings.teams:
             teams[team.name] = self._team(name, team, checks, args.get("lustre"), in_cluster)
@@ -295,7 +296,7 @@ class TrainingQueues(pulumi.ComponentResource):
         checks: Sequence[str],
         lustre: LustreClaimArgs | None,
         in_cluster: pulumi.ResourceOptions,
-    ) -> pulumi.Output[dict[str, str]]:
+    ) -> pulumi.Output[dict[str, Any]]:
         prefix = f"{name}-team-{team.name}"
         namespace = k8s.core.v1.Namespace(
             f"{prefix}-namespace",
@@ -324,11 +325,12 @@ class TrainingQueues(pulumi.ComponentResource):
                 in_cluster, pulumi.ResourceOptions(depends_on=[self.kueue_release, namespace])
             ),
         )
-        out: dict[str, pulumi.Input[str]] = {
+        out: dict[str, pulumi.Input[Any]] = {
             "namespace": namespace.metadata["name"],
             # Read once the LocalQueue exists, so consumers never submit to a queue not yet there.
             "localQueue": local_queue.id.apply(lambda _: team.local_queue_name),
             "clusterQueue": team.name,
+            "gpuPools": [q.pool for q in team.quotas],
         }
         if lustre is not None:
             claim = k8s.core.v1.PersistentVolumeClaim(

@@ -223,6 +223,7 @@ def test_dev_runs_one_controller_without_a_pdb_that_would_block_drains(dev_recor
         "namespace": "team-ml",
         "localQueue": "ml",
         "clusterQueue": "ml",
+        "gpuPools": ["gput4"],
     }, "without Lustre (dev) there is no claim to export"
 
 
