@@ -224,7 +224,7 @@ def main() -> None:
                 "claim_name": claims.pvc_name,
                 "size_gi": claims.pvc_size_gi,
             }
-        training = TrainingQueues("training", training_args)
+        training = TrainingQueues("queues", training_args)
         pulumi.export("trainingTeams", training.teams)
 
     pulumi.export("resourceGroupName", rg)

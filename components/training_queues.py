@@ -334,7 +334,7 @@ class TrainingQueues(pulumi.ComponentResource):
         }
         if lustre is not None:
             claim = k8s.core.v1.PersistentVolumeClaim(
-                f"{prefix}-lustre-pvc",
+                f"{prefix}-claim",
                 metadata={"name": lustre["claim_name"], "namespace": namespace.metadata["name"]},
                 spec={
                     "access_modes": ["ReadWriteMany"],

@@ -57,13 +57,13 @@ def pool_nodes(recording: Recording) -> dict[str, tuple[dict[str, str], list[str
 
 
 def manager_config(recording: Recording) -> dict[str, Any]:
-    release = recording.one(RELEASE, "training-kueue")
+    release = recording.one(RELEASE, "queues-kueue")
     return yaml.safe_load(release.inputs["values"]["managerConfig"]["controllerManagerConfigYaml"])
 
 
 def test_prod_plans_the_pinned_kueue_and_jobset_releases_on_the_cpu_pool(prod_recording: Recording) -> None:
-    kueue = prod_recording.one(RELEASE, "training-kueue")
-    jobset = prod_recording.one(RELEASE, "training-jobset")
+    kueue = prod_recording.one(RELEASE, "queues-kueue")
+    jobset = prod_recording.one(RELEASE, "queues-jobset")
     assert (
         (kueue.inputs["chart"], kueue.inputs["version"])
         == (KUEUE_CHART, KUEUE_VERSION)
@@ -89,7 +89,7 @@ def test_prod_plans_the_pinned_kueue_and_jobset_releases_on_the_cpu_pool(prod_re
 
 
 def test_every_kueue_object_passes_its_crd_schema_and_waits_for_the_release(prod_recording: Recording) -> None:
-    kueue = prod_recording.one(RELEASE, "training-kueue")
+    kueue = prod_recording.one(RELEASE, "queues-kueue")
     crs = [r for r in prod_recording.resources if r.type.startswith(KUEUE)]
     kinds = {r.type.removeprefix(KUEUE) for r in crs}
     assert kinds == {
@@ -216,7 +216,7 @@ def test_team_namespaces_get_a_claim_on_the_lustre_filesystem(prod_recording: Re
 
 
 def test_dev_runs_one_controller_without_a_pdb_that_would_block_drains(dev_recording: Recording) -> None:
-    values = dev_recording.one(RELEASE, "training-kueue").inputs["values"]["controllerManager"]
+    values = dev_recording.one(RELEASE, "queues-kueue").inputs["values"]["controllerManager"]
     assert values["replicas"] == 1
     assert values["podDisruptionBudget"]["enabled"] is False, "minAvailable 1 of 1 replica blocks every upgrade"
     assert dev_recording.stack_outputs["trainingTeams"]["ml"] == {
@@ -392,5 +392,5 @@ def test_a_disabled_training_section_creates_nothing(stack_config: Callable[[str
     recording = run_stack("dev", config)
     assert recording.of_type("azure-native:containerservice:ManagedCluster"), "the rest of the stack still plans"
     assert not recording.of_type("aks-gpu-platform:index:TrainingQueues")
-    assert not [r for r in recording.resources if r.type.startswith(KUEUE) or r.name.startswith("training-")]
+    assert not [r for r in recording.resources if r.type.startswith(KUEUE) or r.name.startswith("queues-")]
     assert "trainingTeams" not in recording.stack_outputs
