@@ -4,6 +4,7 @@ import pulumi
 
 from components.aks_cluster import AksCluster
 from components.blob_storage_classes import BlobStorageClasses
+from components.context import ClusterHandle
 from components.cpu_node_pool import CpuNodePool
 from components.gpu_autoscaling import GpuAutoscaling, KedaWiringArgs
 from components.gpu_inference_sample import GpuInferenceSample
@@ -16,6 +17,7 @@ from components.lustre_storage import LustreStorage
 from components.network import Network
 from components.registry import Registry
 from components.resource_group import platform_resource_group
+from components.training_queues import TrainingQueues, TrainingQueuesArgs
 from components.upgrade_policy import (
     UpgradePolicy,
     cpu_pool_upgrade_settings,
@@ -69,6 +71,16 @@ def main() -> None:
                 else {}
             ),
         },
+    )
+    handle = ClusterHandle(
+        resource_group_name=rg,
+        location=cfg.location,
+        tags=tags,
+        cluster=aks.cluster,
+        cluster_name=aks.cluster_name,
+        provider=aks.provider,
+        oidc_issuer_url=aks.oidc_issuer_url,
+        protect=cfg.protect_stateful,
     )
     cpu_pool = CpuNodePool(
         "cpu",
@@ -186,6 +198,7 @@ def main() -> None:
         "blob-classes",
         {"settings": cfg.storage.blob_classes.as_settings(), "provider": aks.provider, "cluster": aks.cluster},
     )
+    lustre: LustreStorage | None = None
     if cfg.storage.lustre is not None and cfg.storage.lustre.enabled:
         lustre = LustreStorage(
             "lustre",
@@ -207,6 +220,18 @@ def main() -> None:
         pulumi.export("lustreNamespace", lustre.namespace)
         pulumi.export("lustrePvcName", lustre.pvc_name)
         pulumi.export("lustreStorageClass", lustre.storage_class_name)
+
+    if cfg.training.enabled:
+        training_args: TrainingQueuesArgs = {"settings": cfg.training, "gpu_pools": cfg.gpu_pools, "cluster": handle}
+        if lustre is not None and cfg.storage.lustre is not None:
+            claims = cfg.storage.lustre.training  # each team namespace gets a claim like the training one
+            training_args["lustre"] = {
+                "storage_class_name": lustre.storage_class_name,
+                "claim_name": claims.pvc_name,
+                "size_gi": claims.pvc_size_gi,
+            }
+        training = TrainingQueues("queues", training_args)
+        pulumi.export("trainingTeams", training.teams)
 
     pulumi.export("resourceGroupName", rg)
     pulumi.export("clusterName", aks.cluster_name)

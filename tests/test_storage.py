@@ -197,7 +197,7 @@ def test_storage_class_mounts_the_filesystem_by_its_mgs_address(prod_recording: 
 
 def test_training_claim_is_read_write_many_on_the_lustre_class(prod_recording: Recording) -> None:
     sc = prod_recording.one(STORAGE_CLASS, "lustre")
-    pvc = prod_recording.one(PVC)
+    pvc = prod_recording.one(PVC, "lustre")
     spec = pvc.inputs["spec"]
     assert spec["accessModes"] == ["ReadWriteMany"], "every GPU pod of a job mounts the same data"
     assert spec["storageClassName"] == sc.inputs["metadata"]["name"]
@@ -260,7 +260,7 @@ def test_dev_with_lustre_on_is_small_unprotected_and_verifiable(dev_with_lustre:
     spec = pod.inputs["spec"]
     mount = spec["containers"][0]["volumeMounts"][0]
     assert mount["mountPath"] == "/mnt/lustre"
-    claim = dev_with_lustre.one(PVC).inputs["metadata"]
+    claim = dev_with_lustre.one(PVC, "lustre").inputs["metadata"]
     assert spec["volumes"][0]["persistentVolumeClaim"]["claimName"] == claim["name"]
     assert pod.inputs["metadata"]["namespace"] == claim["namespace"]
     sc = spec["securityContext"]
