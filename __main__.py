@@ -4,17 +4,20 @@ import pulumi
 
 from aks_gpu_platform.components.aks_cluster import AksCluster
 from aks_gpu_platform.components.blob_storage_classes import BlobStorageClasses
+from aks_gpu_platform.components.context import ClusterHandle
 from aks_gpu_platform.components.cpu_node_pool import CpuNodePool
 from aks_gpu_platform.components.gpu_autoscaling import GpuAutoscaling, KedaWiringArgs
 from aks_gpu_platform.components.gpu_inference_sample import GpuInferenceSample
 from aks_gpu_platform.components.gpu_monitoring import GpuMonitoring, LogWorkspace, container_insights_addon, managed_prometheus_profile
 from aks_gpu_platform.components.gpu_node_pool import GpuNodePool
+from aks_gpu_platform.components.gpu_scheduling import gpu_tolerations
 from aks_gpu_platform.components.gpu_smoke_test import GpuSmokeTest
 from aks_gpu_platform.components.gpu_stack import GpuStack
 from aks_gpu_platform.components.lustre_storage import LustreStorage
 from aks_gpu_platform.components.network import Network
 from aks_gpu_platform.components.registry import Registry
 from aks_gpu_platform.components.resource_group import platform_resource_group
+from aks_gpu_platform.components.training_queues import TrainingQueues, TrainingQueuesArgs
 from aks_gpu_platform.components.upgrade_policy import (
     UpgradePolicy,
     cpu_pool_upgrade_settings,
@@ -69,6 +72,16 @@ def main() -> None:
             ),
         },
     )
+    handle = ClusterHandle(
+        resource_group_name=rg,
+        location=cfg.location,
+        tags=tags,
+        cluster=aks.cluster,
+        cluster_name=aks.cluster_name,
+        provider=aks.provider,
+        oidc_issuer_url=aks.oidc_issuer_url,
+        protect=cfg.protect_stateful,
+    )
     cpu_pool = CpuNodePool(
         "cpu",
         {
@@ -112,6 +125,7 @@ def main() -> None:
             {
                 "namespace": gpu_stack.namespace,
                 "fingerprint": {"gpuPools": pools, "gpuStack": cfg.gpu_stack.as_settings()},
+                "gpu_pools": pools,
                 "depends_on": [*(p.agent_pool for p in gpu_pools), *gpu_stack.releases],
                 "provider": aks.provider,
                 "cluster": aks.cluster,
@@ -156,6 +170,7 @@ def main() -> None:
             "provider": aks.provider,
             "log_analytics_workspace_id": logs.workspace_id,
             "dcgm_exporter_repository": acr.dcgm_exporter_repository,
+            "gpu_pools": pools,
             "grafana_admin_group_object_ids": cfg.cluster.entra_id.admin_group_object_ids,
             "protect": cfg.protect_stateful,
         },
@@ -175,13 +190,15 @@ def main() -> None:
         )
     if cfg.autoscaling.sample_inference.enabled:
         GpuInferenceSample(
-            "inference-sample", {**keda, "settings": cfg.autoscaling.sample_inference.as_settings(), "tags": tags}
+            "inference-sample",
+            {**keda, "settings": cfg.autoscaling.sample_inference.as_settings(), "tags": tags, "gpu_pools": pools},
         )
 
     BlobStorageClasses(
         "blob-classes",
         {"settings": cfg.storage.blob_classes.as_settings(), "provider": aks.provider, "cluster": aks.cluster},
     )
+    lustre: LustreStorage | None = None
     if cfg.storage.lustre is not None and cfg.storage.lustre.enabled:
         lustre = LustreStorage(
             "lustre",
@@ -196,12 +213,25 @@ def main() -> None:
                 "cluster": aks.cluster,
                 "protect": cfg.protect_stateful,
                 "tags": tags,
+                "gpu_pools": pools,
             },
         )
         pulumi.export("lustreMgsAddress", lustre.mgs_address)
         pulumi.export("lustreNamespace", lustre.namespace)
         pulumi.export("lustrePvcName", lustre.pvc_name)
         pulumi.export("lustreStorageClass", lustre.storage_class_name)
+
+    if cfg.training.enabled:
+        training_args: TrainingQueuesArgs = {"settings": cfg.training, "gpu_pools": cfg.gpu_pools, "cluster": handle}
+        if lustre is not None and cfg.storage.lustre is not None:
+            claims = cfg.storage.lustre.training  # each team namespace gets a claim like the training one
+            training_args["lustre"] = {
+                "storage_class_name": lustre.storage_class_name,
+                "claim_name": claims.pvc_name,
+                "size_gi": claims.pvc_size_gi,
+            }
+        training = TrainingQueues("queues", training_args)
+        pulumi.export("trainingTeams", training.teams)
 
     pulumi.export("resourceGroupName", rg)
     pulumi.export("clusterName", aks.cluster_name)
@@ -211,6 +241,8 @@ def main() -> None:
     pulumi.export("kubeconfig", aks.kubeconfig)
     pulumi.export("cpuPoolName", cpu_pool.pool_name)
     pulumi.export("gpuPoolNames", pulumi.Output.all(*(p.pool_name for p in gpu_pools)))
+    # What a GPU workload must tolerate to land on any GPU pool (consumer stacks read it).
+    pulumi.export("gpuTolerations", gpu_tolerations(cfg.gpu_pools))
     pulumi.export("maintenanceConfigurations", upgrades.maintenance_configuration_names)
     pulumi.export("disruptionBudgets", upgrades.disruption_budget_names)
     pulumi.export("registryLoginServer", acr.login_server)

@@ -16,6 +16,7 @@ import pulumi_azure_native.monitor as monitor
 import pulumi_azure_native.operationalinsights as operationalinsights
 import pulumi_kubernetes as k8s
 
+from aks_gpu_platform.config.gpu import GpuPoolConfig
 from aks_gpu_platform.config.loader import validate_section
 from aks_gpu_platform.config.monitoring import AlertThresholdsConfig, LogsConfig, MonitoringConfig, derived_name
 
@@ -338,6 +339,9 @@ class GpuMonitoringArgs(TypedDict):
     """Workspace Container Insights writes to (from LogWorkspace)."""
     dcgm_exporter_repository: pulumi.Input[str]
     """`<registry login server>/<repository>` of the DCGM exporter image."""
+    gpu_pools: NotRequired[Sequence[Mapping[str, Any]]]
+    """The `gpuPools` config section: the DCGM exporter tolerates all their taints (Spot's and extra ones
+    included) so every GPU reports metrics. Without it, only the platform's GPU taint is tolerated."""
     grafana_admin_group_object_ids: NotRequired[Sequence[str]]
     """Grafana Admin groups used when the settings name none (the cluster's admin groups)."""
     tags: NotRequired[Mapping[str, str]]
@@ -365,6 +369,9 @@ class GpuMonitoring(pulumi.ComponentResource):
     def __init__(self, name: str, args: GpuMonitoringArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("aks-gpu-platform:index:GpuMonitoring", name, None, opts)
         cfg = validate_section(MonitoringConfig, args["settings"], source="GpuMonitoring settings")
+        gpu_pools = [
+            validate_section(GpuPoolConfig, p, source="GpuMonitoring gpu_pools") for p in args.get("gpu_pools", [])
+        ]
         tags = dict(args.get("tags", {}))
         rg = args["resource_group_name"]
         location = args["location"]
@@ -501,7 +508,7 @@ class GpuMonitoring(pulumi.ComponentResource):
                 "app.kubernetes.io/name": EXPORTER_RELEASE,
                 "app.kubernetes.io/instance": EXPORTER_RELEASE,
             }
-            self.dcgm_exporter = self._dcgm_exporter(name, args, cfg, k8s_opts)
+            self.dcgm_exporter = self._dcgm_exporter(name, args, cfg, gpu_pools, k8s_opts)
             exporter_dependencies = [self.dcgm_exporter]
 
         # PodMonitor's CRD comes with the managed Prometheus add-on: wait for the cluster and the association.
@@ -628,9 +635,15 @@ class GpuMonitoring(pulumi.ComponentResource):
         )
 
     def _dcgm_exporter(
-        self, name: str, args: GpuMonitoringArgs, cfg: MonitoringConfig, k8s_opts: pulumi.ResourceOptions
+        self,
+        name: str,
+        args: GpuMonitoringArgs,
+        cfg: MonitoringConfig,
+        gpu_pools: Sequence[GpuPoolConfig],
+        k8s_opts: pulumi.ResourceOptions,
     ) -> k8s.helm.v3.Release:
-        """NVIDIA's chart on GPU nodes only, image from our registry, collecting the platform's counters."""
+        """NVIDIA's chart on every GPU node (all GPU pools' taints tolerated), image from our registry, collecting
+        the platform's counters."""
         exporter = cfg.dcgm_exporter
         namespace = k8s.core.v1.Namespace(
             f"{name}-namespace",
@@ -661,7 +674,8 @@ class GpuMonitoring(pulumi.ComponentResource):
                 "extraVolumeMounts": [
                     {"name": "platform-counters", "mountPath": COUNTERS_FILE, "subPath": "platform-counters.csv"}
                 ],
-                **gpu_pod_scheduling(),
+                # The chart's top-level nodeSelector/tolerations (templates/daemonset.yaml; default: none).
+                **gpu_pod_scheduling(gpu_pools),
                 "resources": {
                     "requests": {"cpu": r.cpu_request, "memory": r.memory_request},
                     "limits": {"cpu": r.cpu_limit, "memory": r.memory_limit},

@@ -22,7 +22,7 @@ from aks_gpu_platform.config.gpu_catalog import MIG_PARTED_CONFIGS
 from aks_gpu_platform.config.loader import validate_section
 
 from .agent_pools import autoscaled_pool_args, autoscaled_pool_options, hashed_pool_name, immutable_pool_fields
-from .gpu_scheduling import GPU_TAINT, SPOT_TAINT, gpu_pool_node_labels
+from .gpu_scheduling import gpu_pool_node_labels, gpu_pool_taints
 
 if TYPE_CHECKING:
     from aks_gpu_platform.config.gpu import GpuStackMode
@@ -82,7 +82,7 @@ def gpu_driver(mode: GpuStackMode) -> containerservice.GPUDriver:
 
 def node_taints(pool: GpuPoolConfig) -> list[str]:
     """The GPU taint, the pool's extra taints and, on Spot pools, the taint AKS adds anyway."""
-    return [GPU_TAINT, *pool.taints, *([SPOT_TAINT] if pool.priority == "Spot" else [])]
+    return gpu_pool_taints(pool)
 
 
 def immutable_fields(pool: GpuPoolConfig, mode: GpuStackMode, encryption_at_host: bool = False) -> dict[str, Any]:

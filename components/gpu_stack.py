@@ -6,6 +6,9 @@
   container toolkit, device plugin and (with `operatorDcgm`) the DCGM exporter. Never both.
 - InfiniBand: NVIDIA's Network Operator plus a NicClusterPolicy that runs the RDMA shared
   device plugin on the IB pools, so pods can request `rdma/shared_ib`.
+
+Every pod that must run on GPU nodes here (device plugin, operator operands, node-feature-discovery
+workers, RDMA plugin) tolerates every taint of every GPU pool: the GPU taint, Spot's and extra taints.
 """
 
 import json
@@ -152,6 +155,8 @@ class GpuStack(pulumi.ComponentResource):
         self.mode = cfg.mode
         self.mig_strategy = "single" if any(p.mig_profile for p in pools) else "none"
         self.dcgm_from_operator = cfg.operator_dcgm
+        # Replaces each chart's default tolerations, so it must cover every taint of every GPU pool.
+        tolerations = gpu_tolerations(pools)
 
         namespace = k8s.core.v1.Namespace(
             f"{name}-namespace",
@@ -167,7 +172,7 @@ class GpuStack(pulumi.ComponentResource):
                 {
                     # Replaces the chart's default NFD-label affinity: our GPU nodes carry pool=gpu.
                     "affinity": {"nodeAffinity": gpu_node_affinity()},
-                    "tolerations": gpu_tolerations(),
+                    "tolerations": tolerations,
                     "priorityClassName": SYSTEM_NODE_CRITICAL,
                     "migStrategy": self.mig_strategy,
                 },
@@ -179,7 +184,7 @@ class GpuStack(pulumi.ComponentResource):
                 f"{name}-gpu-operator",
                 GPU_OPERATOR_CHART,
                 GPU_OPERATOR_NAMESPACE,
-                gpu_operator_values(self.mig_strategy, cfg.operator_dcgm, gpu_tolerations()),
+                gpu_operator_values(self.mig_strategy, cfg.operator_dcgm, tolerations),
                 k8s_opts,
             )
         self.releases = [self.gpu_release]
@@ -194,7 +199,7 @@ class GpuStack(pulumi.ComponentResource):
                 f"{name}-network-operator",
                 NETWORK_OPERATOR_CHART,
                 NETWORK_OPERATOR_NAMESPACE,
-                network_operator_values(not nfd_from_gpu_operator, gpu_tolerations()),
+                network_operator_values(not nfd_from_gpu_operator, tolerations),
                 pulumi.ResourceOptions.merge(
                     k8s_opts,
                     pulumi.ResourceOptions(depends_on=[self.gpu_release] if nfd_from_gpu_operator else []),
@@ -219,7 +224,7 @@ class GpuStack(pulumi.ComponentResource):
                 metadata={"name": "nic-cluster-policy"},
                 spec={
                     "nodeAffinity": gpu_node_affinity(ib_pools),
-                    "tolerations": gpu_tolerations(),
+                    "tolerations": tolerations,
                     "rdmaSharedDevicePlugin": {**RDMA_SHARED_DEVICE_PLUGIN, "config": json.dumps(device_config)},
                 },
                 # The NicClusterPolicy CRD is in the Network Operator chart's crds/: Helm installs it

@@ -12,12 +12,13 @@ from typing import Any
 import pytest
 
 from aks_gpu_platform.components import metrics_labels
-from aks_gpu_platform.components.gpu_scheduling import GPU_TAINT_KEY, gpu_pod_scheduling
+from aks_gpu_platform.components.gpu_scheduling import pod_fits_node
 from aks_gpu_platform.components.registry import Registry, RegistryArgs
 from aks_gpu_platform.config import ConfigError, load_platform_config
 from tests.conftest import STACKS, assert_rejected, set_path, settings_of
 from tests.gpu_metrics_world import GpuWorkload, MetricsWorld, build_world
 from tests.promql_model import Evaluator, matches, selectors
+from tests.scheduling import node_templates
 from tools.offline import RecordedResource, Recording, run_stack
 
 REGISTRY = "azure-native:containerregistry:Registry"
@@ -216,8 +217,16 @@ def test_dcgm_exporter_runs_on_gpu_nodes_with_the_registry_image(recordings: dic
     assert tag and tag[1] == release.inputs["version"], "pin the tag of the pinned chart's exporter release"
     assert release.inputs["repositoryOpts"]["repo"] == "https://nvidia.github.io/dcgm-exporter/helm-charts"
     assert re.fullmatch(r"\d+\.\d+\.\d+", release.inputs["version"]), "pin the chart"
-    assert values["nodeSelector"] == gpu_pod_scheduling()["nodeSelector"]
-    assert any(t["key"] == GPU_TAINT_KEY for t in values["tolerations"]), "the chart's defaults miss the GPU taint"
+    gpu_nodes = [n for n in node_templates(recording) if n.gpu]
+    assert gpu_nodes, f"{stack} has GPU pools"
+    for node in gpu_nodes:
+        assert pod_fits_node(values, dict(node.labels), list(node.taints)), (
+            f"the exporter must run on every node of GPU pool {node.pool}, or its GPUs report nothing"
+        )
+    cpu_nodes = [n for n in node_templates(recording) if not n.gpu and not n.system]
+    assert cpu_nodes and not any(pod_fits_node(values, dict(n.labels), list(n.taints)) for n in cpu_nodes), (
+        "the exporter needs a GPU: it must not land on the CPU pool"
+    )
     assert set(values["resources"]) == {"requests", "limits"}
     assert values["serviceMonitor"] == {"enabled": False}, "monitoring.coreos.com is ignored by managed Prometheus"
     assert release.deleted_with == recording.one(CLUSTER).urn

@@ -48,7 +48,10 @@ def test_cluster_identity_access_and_networking(recordings: dict[str, Recording]
         "cilium",
     )
     assert i["identity"]["type"] == "UserAssigned"
-    assert i["identityProfile"]["kubeletidentity"]["objectId"], "the kubelet identity is brought, not implicit"
+    kubelet = recordings[stack].one("azure-native:managedidentity:UserAssignedIdentity", "kubelet")
+    brought = i["identityProfile"]["kubeletidentity"]
+    assert brought["resourceId"] == kubelet.outputs["id"], "the kubelet identity is the one we create, not implicit"
+    assert brought["objectId"] == kubelet.outputs["principalId"], "its object ID is that identity's principal"
     storage = i["storageProfile"]
     for driver in ("blobCSIDriver", "diskCSIDriver", "fileCSIDriver", "snapshotController"):
         assert storage[driver] == {"enabled": True}, f"{driver} must be on for the storage classes"
@@ -122,6 +125,7 @@ def test_kubernetes_provider_uses_a_secret_non_interactive_kubeconfig(
     assert "kubeconfig" in recording.secret_outputs, "the kubeconfig output must be a Pulumi secret"
     provider = recording.one("pulumi:providers:kubernetes")
     kubeconfig = yaml.safe_load(provider.inputs["kubeconfig"])
+    assert kubeconfig["users"], "the provider's kubeconfig names a user"
     for user in kubeconfig["users"]:
         exec_ = user["user"]["exec"]
         assert exec_["command"] == "kubelogin"

@@ -7,12 +7,13 @@ from typing import Any
 
 import pytest
 
-from aks_gpu_platform.components.gpu_scheduling import gpu_tolerations
+from aks_gpu_platform.components.gpu_scheduling import pod_fits_node
 from aks_gpu_platform.components.lustre_storage import CSI_DRIVER_VERSION, LustreStorage
 from aks_gpu_platform.components.roles import propagation_seconds
 from aks_gpu_platform.config import ConfigError, load_platform_config
 from aks_gpu_platform.config.lustre_catalog import AMLFS_SKUS, required_subnet_prefix
 from tests.conftest import STACKS, assert_rejected, settings_of
+from tests.scheduling import node_templates
 from tools.bench import critical_path, duration
 from tools.offline import Recording, run_stack
 from tools.plan import describe
@@ -196,7 +197,7 @@ def test_storage_class_mounts_the_filesystem_by_its_mgs_address(prod_recording: 
 
 def test_training_claim_is_read_write_many_on_the_lustre_class(prod_recording: Recording) -> None:
     sc = prod_recording.one(STORAGE_CLASS, "lustre")
-    pvc = prod_recording.one(PVC)
+    pvc = prod_recording.one(PVC, "lustre")
     spec = pvc.inputs["spec"]
     assert spec["accessModes"] == ["ReadWriteMany"], "every GPU pod of a job mounts the same data"
     assert spec["storageClassName"] == sc.inputs["metadata"]["name"]
@@ -209,8 +210,13 @@ def test_training_claim_is_read_write_many_on_the_lustre_class(prod_recording: R
 def test_csi_driver_is_pinned_and_its_node_plugin_runs_on_gpu_nodes(prod_recording: Recording) -> None:
     release = prod_recording.one(RELEASE, "lustre")
     assert release.inputs["version"] == CSI_DRIVER_VERSION and release.inputs["chart"].startswith("oci://")
-    tolerations = release.inputs["values"]["node"]["tolerations"]
-    assert all(t in tolerations for t in gpu_tolerations()), "GPU nodes are tainted; without it no GPU pod mounts"
+    node_plugin = {"tolerations": release.inputs["values"]["node"]["tolerations"]}
+    user_nodes = [n for n in node_templates(prod_recording) if not n.system]
+    assert any(n.gpu for n in user_nodes), "prod has GPU pools"
+    for node in user_nodes:
+        assert pod_fits_node(node_plugin, dict(node.labels), list(node.taints)), (
+            f"the CSI node plugin must run on pool {node.pool}, or its pods cannot mount Lustre"
+        )
     for kind in (STORAGE_CLASS, PVC):
         assert release.urn in prod_recording.one(kind, "lustre").depends_on, "claims bind only once the driver runs"
 
@@ -254,7 +260,7 @@ def test_dev_with_lustre_on_is_small_unprotected_and_verifiable(dev_with_lustre:
     spec = pod.inputs["spec"]
     mount = spec["containers"][0]["volumeMounts"][0]
     assert mount["mountPath"] == "/mnt/lustre"
-    claim = dev_with_lustre.one(PVC).inputs["metadata"]
+    claim = dev_with_lustre.one(PVC, "lustre").inputs["metadata"]
     assert spec["volumes"][0]["persistentVolumeClaim"]["claimName"] == claim["name"]
     assert pod.inputs["metadata"]["namespace"] == claim["namespace"]
     sc = spec["securityContext"]

@@ -82,6 +82,7 @@ def test_prod_freezes_upgrades_for_the_training_campaign(
     freezes = _upgrade(stack_config, "prod")["freezes"]
     expected = [{"start": f["start"], "end": f["end"]} for f in freezes]
     assert expected, "prod must carry the campaign freeze"
+    assert prod_recording.of_type(MAINTENANCE), "prod schedules its upgrades"
     for m in prod_recording.of_type(MAINTENANCE):
         assert m.inputs["maintenanceWindow"]["notAllowedDates"] == expected, (
             f"{m.inputs['configName']}: neither Kubernetes nor node-image upgrades may start during a campaign"
