@@ -4,6 +4,7 @@ import pulumi
 
 from components.aks_cluster import AksCluster
 from components.blob_storage_classes import BlobStorageClasses
+from components.context import ClusterHandle
 from components.cpu_node_pool import CpuNodePool
 from components.gpu_autoscaling import GpuAutoscaling, KedaWiringArgs
 from components.gpu_inference_sample import GpuInferenceSample
@@ -12,9 +13,11 @@ from components.gpu_node_pool import GpuNodePool
 from components.gpu_smoke_test import GpuSmokeTest
 from components.gpu_stack import GpuStack
 from components.lustre_storage import LustreStorage
+from components.netapp_files import NetAppFiles, NetAppFilesArgs
 from components.network import Network
 from components.registry import Registry
 from components.resource_group import platform_resource_group
+from components.storage_classes import DiskStorageClasses
 from components.upgrade_policy import (
     UpgradePolicy,
     cpu_pool_upgrade_settings,
@@ -68,6 +71,16 @@ def main() -> None:
                 else {}
             ),
         },
+    )
+    handle = ClusterHandle(
+        resource_group_name=rg,
+        location=cfg.location,
+        tags=tags,
+        cluster=aks.cluster,
+        cluster_name=aks.cluster_name,
+        provider=aks.provider,
+        oidc_issuer_url=aks.oidc_issuer_url,
+        protect=cfg.protect_stateful,
     )
     cpu_pool = CpuNodePool(
         "cpu",
@@ -181,6 +194,7 @@ def main() -> None:
         "blob-classes",
         {"settings": cfg.storage.blob_classes.as_settings(), "provider": aks.provider, "cluster": aks.cluster},
     )
+    lustre_namespace: pulumi.Output[str] | None = None
     if cfg.storage.lustre is not None and cfg.storage.lustre.enabled:
         lustre = LustreStorage(
             "lustre",
@@ -197,10 +211,28 @@ def main() -> None:
                 "tags": tags,
             },
         )
+        if cfg.storage.lustre.training.namespace == cfg.storage.netapp_files.namespace:
+            lustre_namespace = lustre.namespace  # NetApp claims join the training namespace Lustre creates
         pulumi.export("lustreMgsAddress", lustre.mgs_address)
         pulumi.export("lustreNamespace", lustre.namespace)
         pulumi.export("lustrePvcName", lustre.pvc_name)
         pulumi.export("lustreStorageClass", lustre.storage_class_name)
+
+    DiskStorageClasses("disk-classes", {"settings": cfg.storage.disk_classes, "cluster": handle})
+    anf = cfg.storage.netapp_files
+    if anf.enabled:
+        assert net.netapp_subnet_id is not None  # PlatformConfig requires the subnet with netappFiles
+        anf_args: NetAppFilesArgs = {
+            "settings": anf,
+            "cluster": handle,
+            "subnet_id": net.netapp_subnet_id,
+            "allowed_clients": [str(cfg.network.nodes_cidr)],
+        }
+        if lustre_namespace is not None:
+            anf_args["namespace"] = lustre_namespace
+        netapp_files = NetAppFiles("netapp", anf_args)
+        pulumi.export("netappMountAddresses", netapp_files.mount_addresses)
+        pulumi.export("netappClaims", netapp_files.claim_names)
 
     pulumi.export("resourceGroupName", rg)
     pulumi.export("clusterName", aks.cluster_name)
