@@ -32,6 +32,13 @@ FLEXIBLE_POOL_API_VERSION = "2025-01-01"
 MOUNT_OPTIONS = ["vers=4.1", "hard", "rsize=262144", "wsize=262144", "tcp"]
 NO_PROVISIONER = "kubernetes.io/no-provisioner"  # binding only: Pulumi, not a CSI driver, creates the volumes
 MOUNT_ROOT = "/mnt/netapp"
+# checkov skips on the verification pod, each with its reason (tests/test_netapp.py scans it).
+CHECKOV_SKIPS = {
+    "checkov.io/skip1": "CKV_K8S_43=the ubuntu tag is multi-arch and pinned by release; a digest would pin one arch",
+    "checkov.io/skip2": "CKV_K8S_8=a one-shot mount check that then idles; it serves nothing a liveness probe could test",
+    "checkov.io/skip3": "CKV_K8S_9=a one-shot mount check that then idles; no traffic waits on its readiness",
+    "checkov.io/skip4": "CKV2_K8S_6=opens no port and calls nothing; the NFS mount is the kubelet's, not the pod's",
+}
 
 
 class NetAppFilesArgs(TypedDict):
@@ -270,6 +277,7 @@ class NetAppFiles(pulumi.ComponentResource):
                 "name": "netapp-test",
                 "namespace": claims[0].metadata["namespace"],
                 "labels": {"app": "netapp-test"},
+                "annotations": CHECKOV_SKIPS,
             },
             spec={
                 "node_selector": cpu_node_selector(),
@@ -285,6 +293,7 @@ class NetAppFiles(pulumi.ComponentResource):
                     {
                         "name": "netapp-test",
                         "image": cfg.verification_image,
+                        "image_pull_policy": "Always",
                         "command": ["sh", "-c", script],
                         "volume_mounts": [
                             {"name": v.name, "mount_path": m} for v, m in zip(cfg.volumes, mounts, strict=True)

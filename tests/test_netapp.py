@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import ipaddress
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,7 +18,7 @@ from policy.rules import Resource, StackFacts
 from tests.conftest import assert_rejected, settings_of
 from tools.offline import RecordedResource, Recording, run_stack
 from tools.plan import policy_verdicts
-from tools.render import kubernetes_object, validate_object
+from tools.render import kubernetes_object, render_and_validate, validate_object
 from tools.stack_files import load_stack_file
 
 ACCOUNT = "azure-native:netapp:Account"
@@ -185,6 +186,34 @@ def test_every_netapp_object_passes_the_strict_schema_and_dies_with_the_cluster(
         status, detail = validate_object(kubernetes_object(r), SCHEMA)
         assert status == "valid", f"{r.name}: {detail}"
         assert r.deleted_with == cluster.urn, f"{r.name} goes away with the cluster"
+
+
+def test_checkov_passes_the_netapp_objects_with_reasoned_skips_only(
+    prod_with_netapp: Recording, tmp_path: Path
+) -> None:
+    import json
+    import subprocess
+
+    from tests.test_checkov import CHECKOV
+
+    render_and_validate(prod_with_netapp, tmp_path, SCHEMA)
+    # Not --quiet: the report must list passed and skipped checks too, to show the pod was scanned.
+    command = [str(CHECKOV), "-d", str(tmp_path / "k8s"), "--framework", "kubernetes", "--skip-download", "-o", "json"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=240)
+    assert result.returncode in (0, 1), result.stderr
+    report = json.loads(result.stdout)
+    results = (report[0] if isinstance(report, list) else report)["results"]
+    failed = [(c["check_id"], c["resource"]) for c in results["failed_checks"]]
+    assert failed == [], f"checkov failures must be fixed or skipped with a reason: {failed}"
+    pod = "Pod.training.netapp-test"
+    assert any(c["resource"] == pod for c in results["passed_checks"]), "the verification pod was scanned"
+    skipped = {c["check_id"] for c in results["skipped_checks"] if c["resource"] == pod}
+    # checkov's JSON drops the annotation's comment, so read the reasons from the object itself.
+    annotations = prod_with_netapp.one(POD, "netapp").inputs["metadata"]["annotations"]
+    reasons = dict(v.split("=", 1) for k, v in annotations.items() if k.startswith("checkov.io/skip"))
+    assert skipped and skipped == set(reasons), "every skip checkov applied is one the pod declares"
+    for check_id, reason in reasons.items():
+        assert len(reason) > 20, f"{check_id}: a skip needs its one-line reason"
 
 
 def test_no_mandatory_policy_fails_on_the_prod_variant(prod_with_netapp: Recording) -> None:
