@@ -35,7 +35,7 @@ MOUNT_ROOT = "/mnt/netapp"
 # checkov skips on the verification pod, each with its reason (tests/test_netapp.py scans it).
 CHECKOV_SKIPS = {
     "checkov.io/skip1": "CKV_K8S_43=the ubuntu tag is multi-arch and pinned by release; a digest would pin one arch",
-    "checkov.io/skip2": "CKV_K8S_8=a one-shot mount check that then idles; it serves nothing a liveness probe could test",
+    "checkov.io/skip2": "CKV_K8S_8=a one-shot mount check that then idles; nothing for a liveness probe to test",
     "checkov.io/skip3": "CKV_K8S_9=a one-shot mount check that then idles; no traffic waits on its readiness",
     "checkov.io/skip4": "CKV2_K8S_6=opens no port and calls nothing; the NFS mount is the kubelet's, not the pod's",
 }
