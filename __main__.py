@@ -10,6 +10,7 @@ from components.gpu_autoscaling import GpuAutoscaling, KedaWiringArgs
 from components.gpu_inference_sample import GpuInferenceSample
 from components.gpu_monitoring import GpuMonitoring, LogWorkspace, container_insights_addon, managed_prometheus_profile
 from components.gpu_node_pool import GpuNodePool
+from components.gpu_scheduling import gpu_tolerations
 from components.gpu_smoke_test import GpuSmokeTest
 from components.gpu_stack import GpuStack
 from components.lustre_storage import LustreStorage
@@ -18,17 +19,18 @@ from components.network import Network
 from components.registry import Registry
 from components.resource_group import platform_resource_group
 from components.storage_classes import DiskStorageClasses
+from components.training_queues import TrainingQueues, TrainingQueuesArgs
 from components.upgrade_policy import (
     UpgradePolicy,
     cpu_pool_upgrade_settings,
     gpu_pool_upgrade_settings,
     system_pool_upgrade_settings,
 )
-from config import load_platform_config
+from config import load_deployment_config
 
 
 def main() -> None:
-    cfg = load_platform_config()  # raises a clean ConfigError before any resource exists
+    cfg = load_deployment_config()  # raises a clean ConfigError (bad values, placeholders) before any resource exists
     upgrade = cfg.upgrade.as_settings()
     tags = {"environment": cfg.environment, "managedBy": "pulumi", "project": "aks-gpu-platform", **cfg.tags}
 
@@ -125,6 +127,7 @@ def main() -> None:
             {
                 "namespace": gpu_stack.namespace,
                 "fingerprint": {"gpuPools": pools, "gpuStack": cfg.gpu_stack.as_settings()},
+                "gpu_pools": pools,
                 "depends_on": [*(p.agent_pool for p in gpu_pools), *gpu_stack.releases],
                 "provider": aks.provider,
                 "cluster": aks.cluster,
@@ -169,7 +172,9 @@ def main() -> None:
             "provider": aks.provider,
             "log_analytics_workspace_id": logs.workspace_id,
             "dcgm_exporter_repository": acr.dcgm_exporter_repository,
+            "gpu_pools": pools,
             "grafana_admin_group_object_ids": cfg.cluster.entra_id.admin_group_object_ids,
+            "protect": cfg.protect_stateful,
         },
     )
     keda: KedaWiringArgs = {
@@ -187,14 +192,15 @@ def main() -> None:
         )
     if cfg.autoscaling.sample_inference.enabled:
         GpuInferenceSample(
-            "inference-sample", {**keda, "settings": cfg.autoscaling.sample_inference.as_settings(), "tags": tags}
+            "inference-sample",
+            {**keda, "settings": cfg.autoscaling.sample_inference.as_settings(), "tags": tags, "gpu_pools": pools},
         )
 
     BlobStorageClasses(
         "blob-classes",
         {"settings": cfg.storage.blob_classes.as_settings(), "provider": aks.provider, "cluster": aks.cluster},
     )
-    lustre_namespace: pulumi.Output[str] | None = None
+    lustre: LustreStorage | None = None
     if cfg.storage.lustre is not None and cfg.storage.lustre.enabled:
         lustre = LustreStorage(
             "lustre",
@@ -209,10 +215,9 @@ def main() -> None:
                 "cluster": aks.cluster,
                 "protect": cfg.protect_stateful,
                 "tags": tags,
+                "gpu_pools": pools,
             },
         )
-        if cfg.storage.lustre.training.namespace == cfg.storage.netapp_files.namespace:
-            lustre_namespace = lustre.namespace  # NetApp claims join the training namespace Lustre creates
         pulumi.export("lustreMgsAddress", lustre.mgs_address)
         pulumi.export("lustreNamespace", lustre.namespace)
         pulumi.export("lustrePvcName", lustre.pvc_name)
@@ -228,11 +233,26 @@ def main() -> None:
             "subnet_id": net.netapp_subnet_id,
             "allowed_clients": [str(cfg.network.nodes_cidr)],
         }
-        if lustre_namespace is not None:
-            anf_args["namespace"] = lustre_namespace
+        if (
+            lustre is not None
+            and cfg.storage.lustre is not None
+            and cfg.storage.lustre.training.namespace == anf.namespace
+        ):
+            anf_args["namespace"] = lustre.namespace  # the claims join the training namespace Lustre creates
         netapp_files = NetAppFiles("netapp", anf_args)
         pulumi.export("netappMountAddresses", netapp_files.mount_addresses)
         pulumi.export("netappClaims", netapp_files.claim_names)
+    if cfg.training.enabled:
+        training_args: TrainingQueuesArgs = {"settings": cfg.training, "gpu_pools": cfg.gpu_pools, "cluster": handle}
+        if lustre is not None and cfg.storage.lustre is not None:
+            claims = cfg.storage.lustre.training  # each team namespace gets a claim like the training one
+            training_args["lustre"] = {
+                "storage_class_name": lustre.storage_class_name,
+                "claim_name": claims.pvc_name,
+                "size_gi": claims.pvc_size_gi,
+            }
+        training = TrainingQueues("queues", training_args)
+        pulumi.export("trainingTeams", training.teams)
 
     pulumi.export("resourceGroupName", rg)
     pulumi.export("clusterName", aks.cluster_name)
@@ -242,6 +262,8 @@ def main() -> None:
     pulumi.export("kubeconfig", aks.kubeconfig)
     pulumi.export("cpuPoolName", cpu_pool.pool_name)
     pulumi.export("gpuPoolNames", pulumi.Output.all(*(p.pool_name for p in gpu_pools)))
+    # What a GPU workload must tolerate to land on any GPU pool (consumer stacks read it).
+    pulumi.export("gpuTolerations", gpu_tolerations(cfg.gpu_pools))
     pulumi.export("maintenanceConfigurations", upgrades.maintenance_configuration_names)
     pulumi.export("disruptionBudgets", upgrades.disruption_budget_names)
     pulumi.export("registryLoginServer", acr.login_server)

@@ -118,12 +118,16 @@ class AksCluster(pulumi.ComponentResource):
             tags=tags,
             opts=child,
         )
-        # AKS needs these two grants before it can create nodes with a bring-your-own kubelet identity and subnet.
+        # AKS needs these two grants before it can create nodes with a bring-your-own kubelet identity and subnet,
+        # and rejects the cluster (CustomKubeletIdentityMissingPermissionError) while a new grant has not taken
+        # effect yet: the cluster waits for both grants, which hold it after their creation (first deploy only).
+        propagation = roles.propagation_wait(f"{name}-control-plane", cfg.role_assignment_propagation_seconds)
         kubelet_operator = roles.assign_role(
             f"{name}-control-plane-kubelet-operator",
             role_guid=roles.MANAGED_IDENTITY_OPERATOR,
             principal_id=control_plane.principal_id,
             scope=kubelet.id,
+            wait=propagation,
             opts=child,
         )
         subnet_joiner = roles.assign_role(
@@ -131,6 +135,7 @@ class AksCluster(pulumi.ComponentResource):
             role_guid=roles.NETWORK_CONTRIBUTOR,
             principal_id=control_plane.principal_id,
             scope=args["nodes_subnet_id"],
+            wait=propagation,
             opts=child,
         )
 

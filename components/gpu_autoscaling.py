@@ -11,6 +11,7 @@ import pulumi_kubernetes as k8s
 from config.autoscaling import ScalingTargetConfig
 from config.loader import validate_section
 
+from . import metrics_labels as labels
 from . import roles
 
 KEDA_API_VERSION = "keda.sh/v1alpha1"
@@ -21,9 +22,14 @@ GPU_UTILIZATION_METRIC = "DCGM_FI_DEV_GPU_UTIL"
 
 
 def gpu_utilization_query(namespace: str, deployment: str) -> str:
-    """PromQL: average GPU utilisation (0-100) over the Deployment's pods (ReplicaSet hash + pod suffix)."""
+    """PromQL: average GPU utilisation (0-100) over the Deployment's pods (ReplicaSet hash + pod suffix).
+
+    The pod holding a GPU is in DCGM's pod mapping, stored under the label contract's workload labels
+    (`exported_namespace`/`exported_pod`); plain `namespace`/`pod` name the exporter pod.
+    """
     pods = f"{deployment}-[a-z0-9]+-[a-z0-9]+"
-    return f'avg({GPU_UTILIZATION_METRIC}{{namespace="{namespace}",pod=~"{pods}"}})'
+    matchers = f'{labels.WORKLOAD_NAMESPACE}="{namespace}",{labels.WORKLOAD_POD}=~"{pods}"'
+    return f"avg({GPU_UTILIZATION_METRIC}{{{matchers}}})"
 
 
 class KedaWiringArgs(TypedDict):

@@ -1,12 +1,13 @@
 """A sample GPU inference server (Triton) on the GPU pools, scaled by KEDA on its GPU utilisation."""
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, NotRequired
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from config.autoscaling import SampleInferenceConfig
+from config.gpu import GpuPoolConfig
 from config.loader import validate_section
 
 from .gpu_autoscaling import GpuAutoscaling, KedaWiringArgs
@@ -27,6 +28,8 @@ class GpuInferenceSampleArgs(KedaWiringArgs):
     """The `autoscaling.sampleInference` config section (camelCase keys)."""
     tags: NotRequired[Mapping[str, str]]
     """Azure tags of the KEDA identity."""
+    gpu_pools: NotRequired[Sequence[Mapping[str, Any]]]
+    """The `gpuPools` config section: the server tolerates all their taints (a Spot-only platform included)."""
 
 
 def _container(cfg: SampleInferenceConfig) -> k8s.core.v1.ContainerArgsDict:
@@ -55,10 +58,12 @@ def _container(cfg: SampleInferenceConfig) -> k8s.core.v1.ContainerArgsDict:
     }
 
 
-def deployment_spec(cfg: SampleInferenceConfig) -> k8s.apps.v1.DeploymentSpecArgsDict:
+def deployment_spec(
+    cfg: SampleInferenceConfig, gpu_pools: Sequence[GpuPoolConfig] = ()
+) -> k8s.apps.v1.DeploymentSpecArgsDict:
     """Deployment spec without `replicas`: KEDA owns the replica count."""
     labels = {"app.kubernetes.io/name": cfg.name}
-    scheduling = gpu_pod_scheduling()
+    scheduling = gpu_pod_scheduling(gpu_pools)
     return {
         "selector": {"match_labels": labels},
         # No surge: a surge pod would need a spare GPU, often a whole new node.
@@ -95,6 +100,10 @@ class GpuInferenceSample(pulumi.ComponentResource):
     def __init__(self, name: str, args: GpuInferenceSampleArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("aks-gpu-platform:index:GpuInferenceSample", name, None, opts)
         cfg = validate_section(SampleInferenceConfig, args["settings"], source=f"GpuInferenceSample {name} settings")
+        gpu_pools = [
+            validate_section(GpuPoolConfig, p, source=f"GpuInferenceSample {name} gpu_pools")
+            for p in args.get("gpu_pools", [])
+        ]
         in_cluster = pulumi.ResourceOptions(parent=self, provider=args["provider"], deleted_with=args["cluster"])
         labels = {"app.kubernetes.io/name": cfg.name}
 
@@ -111,7 +120,7 @@ class GpuInferenceSample(pulumi.ComponentResource):
                 "labels": labels,
                 "annotations": CHECKOV_SKIPS,
             },
-            spec=deployment_spec(cfg),
+            spec=deployment_spec(cfg, gpu_pools),
             opts=pulumi.ResourceOptions.merge(
                 in_cluster,
                 # KEDA sets spec.replicas; re-applying a value would undo its scaling on every update.

@@ -16,9 +16,11 @@ import pulumi_azure_native.monitor as monitor
 import pulumi_azure_native.operationalinsights as operationalinsights
 import pulumi_kubernetes as k8s
 
+from config.gpu import GpuPoolConfig
 from config.loader import validate_section
 from config.monitoring import AlertThresholdsConfig, LogsConfig, MonitoringConfig, derived_name
 
+from . import metrics_labels as labels
 from . import roles
 from .gpu_scheduling import GPU_POOL_LABEL_KEY, GPU_POOL_LABEL_VALUE, GPU_POOL_NAME_LABEL_KEY, gpu_pod_scheduling
 
@@ -27,7 +29,10 @@ EXPORTER_RELEASE = "dcgm-exporter"
 DCGM_CHART_REPO = "https://nvidia.github.io/dcgm-exporter/helm-charts"
 METRICS_PORT_NAME = "metrics"
 METRICS_PORT = 9400
-SCRAPE_JOB = "dcgm-exporter"
+SCRAPE_JOB = labels.SCRAPE_JOB
+# Azure drops series above these limits; its PodMonitor template sets exactly these
+# (learn.microsoft.com/azure/azure-monitor/containers/prometheus-metrics-scrape-crd, read 2026-12-02).
+SCRAPE_LABEL_LIMITS = {"labelLimit": 63, "labelNameLengthLimit": 511, "labelValueLengthLimit": 1023}
 GPU_OPERATOR_NAMESPACE = "gpu-operator"
 GPU_OPERATOR_EXPORTER_LABELS = {"app": "nvidia-dcgm-exporter"}
 COUNTERS_FILE = "/etc/dcgm-exporter/platform-counters.csv"
@@ -167,64 +172,68 @@ KUBERNETES_RECORDING_RULES: list[alertsmanagement.PrometheusRuleArgsDict] = [
 def gpu_alert_rules(
     t: AlertThresholdsConfig, action_group_id: pulumi.Input[str], enabled: bool
 ) -> list[alertsmanagement.PrometheusRuleArgsDict]:
-    """The GPU alerts: hardware faults first (severity 1), then heat, memory pressure and waste."""
+    """The GPU alerts: hardware faults first (severity 1), then heat, memory pressure and waste.
+
+    Every label they read comes from the label contract (`metrics_labels`), the names the scrape really stores.
+    """
+    gpu = f"GPU {{{{ $labels.{labels.GPU} }}}} on {{{{ $labels.{labels.NODE} }}}}"
+    holder = f"{{{{ $labels.{labels.WORKLOAD_NAMESPACE} }}}}/{{{{ $labels.{labels.WORKLOAD_POD} }}}}"
     memory_percent = "DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE) * 100"
-    gpu_nodes = f'max by (cluster, node) (kube_node_labels{{label_{GPU_POOL_LABEL_KEY}="{GPU_POOL_LABEL_VALUE}"}})'
-    reporting = 'max by (cluster, node) (label_replace(DCGM_FI_DEV_GPU_TEMP, "node", "$1", "Hostname", "(.*)"))'
+    by_node = f"{labels.CLUSTER}, node"
+    gpu_nodes = f'max by ({by_node}) (kube_node_labels{{label_{GPU_POOL_LABEL_KEY}="{GPU_POOL_LABEL_VALUE}"}})'
+    reporting = f'max by ({by_node}) (label_replace(DCGM_FI_DEV_GPU_TEMP, "node", "$1", "{labels.NODE}", "(.*)"))'
     specs: list[tuple[str, str, str, int, str]] = [
         (
             "GpuXidError",
             "DCGM_FI_DEV_XID_ERRORS > 0",
             "PT1M",
             1,
-            "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported XID {{ $value }}; check the driver log, "
-            "the node may need a reboot or repair",
+            f"{gpu} reported XID {{{{ $value }}}}; check the driver log, the node may need a reboot or repair",
         ),
         (
             "GpuDoubleBitEccErrors",
             "increase(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL[10m]) > 0",
             "PT1M",
             1,
-            "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} has uncorrectable (double-bit) ECC errors; drain the node",
+            f"{gpu} has uncorrectable (double-bit) ECC errors; drain the node",
         ),
         (
             "GpuTemperatureHigh",
             f"DCGM_FI_DEV_GPU_TEMP > {t.gpu_temperature_celsius}",
             f"PT{t.temperature_minutes}M",
             2,
-            f"GPU {{{{ $labels.gpu }}}} on {{{{ $labels.Hostname }}}} is above {t.gpu_temperature_celsius} C "
-            "and will throttle",
+            f"{gpu} is above {t.gpu_temperature_celsius} C and will throttle",
         ),
         (
             "GpuMemoryNearlyFull",
             f"{memory_percent} > {t.memory_used_percent}",
             f"PT{t.memory_minutes}M",
             3,
-            f"GPU {{{{ $labels.gpu }}}} on {{{{ $labels.Hostname }}}} uses more than {t.memory_used_percent}% "
-            "of its memory; the next allocation may fail with out-of-memory",
+            f"{gpu} uses more than {t.memory_used_percent}% of its memory; the next allocation may fail "
+            "with out-of-memory",
         ),
         (
             "GpuAllocatedButIdle",
-            f'avg_over_time(DCGM_FI_DEV_GPU_UTIL{{exported_pod!=""}}[{t.idle_minutes}m])'
+            f'avg_over_time(DCGM_FI_DEV_GPU_UTIL{{{labels.WORKLOAD_POD}!=""}}[{t.idle_minutes}m])'
             f" < {t.idle_utilization_percent}",
             "PT5M",
             3,
-            f"Pod {{{{ $labels.exported_namespace }}}}/{{{{ $labels.exported_pod }}}} holds a GPU below "
-            f"{t.idle_utilization_percent}% utilisation for {t.idle_minutes} min: paid for, unused",
+            f"Pod {holder} holds a GPU below {t.idle_utilization_percent}% utilisation for {t.idle_minutes} min: "
+            "paid for, unused",
         ),
         (
             "GpuNodeNotReportingMetrics",
-            f"{gpu_nodes} unless on (cluster, node) {reporting}",
+            f"{gpu_nodes} unless on ({by_node}) {reporting}",
             f"PT{t.not_reporting_minutes}M",
             2,
             "GPU node {{ $labels.node }} sends no DCGM metrics: its GPUs are unobserved (exporter down or GPU lost)",
         ),
         (
             "DcgmExporterDown",
-            f'up{{job="{SCRAPE_JOB}"}} == 0',
+            f'up{{job="{labels.SCRAPE_JOB}"}} == 0',
             f"PT{t.not_reporting_minutes}M",
             2,
-            "The DCGM exporter at {{ $labels.instance }} cannot be scraped",
+            f"The DCGM exporter at {{{{ $labels.{labels.TARGET_ADDRESS} }}}} cannot be scraped",
         ),
     ]
     return [
@@ -330,10 +339,15 @@ class GpuMonitoringArgs(TypedDict):
     """Workspace Container Insights writes to (from LogWorkspace)."""
     dcgm_exporter_repository: pulumi.Input[str]
     """`<registry login server>/<repository>` of the DCGM exporter image."""
+    gpu_pools: NotRequired[Sequence[Mapping[str, Any]]]
+    """The `gpuPools` config section: the DCGM exporter tolerates all their taints (Spot's and extra ones
+    included) so every GPU reports metrics. Without it, only the platform's GPU taint is tolerated."""
     grafana_admin_group_object_ids: NotRequired[Sequence[str]]
     """Grafana Admin groups used when the settings name none (the cluster's admin groups)."""
     tags: NotRequired[Mapping[str, str]]
     """Azure tags."""
+    protect: NotRequired[bool]
+    """Refuse to delete the Azure Monitor workspace and the metrics in it (prod)."""
 
 
 class GpuMonitoring(pulumi.ComponentResource):
@@ -355,6 +369,9 @@ class GpuMonitoring(pulumi.ComponentResource):
     def __init__(self, name: str, args: GpuMonitoringArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("aks-gpu-platform:index:GpuMonitoring", name, None, opts)
         cfg = validate_section(MonitoringConfig, args["settings"], source="GpuMonitoring settings")
+        gpu_pools = [
+            validate_section(GpuPoolConfig, p, source="GpuMonitoring gpu_pools") for p in args.get("gpu_pools", [])
+        ]
         tags = dict(args.get("tags", {}))
         rg = args["resource_group_name"]
         location = args["location"]
@@ -369,7 +386,8 @@ class GpuMonitoring(pulumi.ComponentResource):
             location=location,
             azure_monitor_workspace_name=derived_name(cfg.workspace_name, "amw-", base, 44),
             tags=tags,
-            opts=child,
+            # The stored GPU and cluster metrics are history no redeploy brings back; prod refuses to delete them.
+            opts=pulumi.ResourceOptions(parent=self, protect=args.get("protect", False)),
         )
         self.monitor_workspace_id = workspace.id
         self.prometheus_query_endpoint = workspace.metrics.apply(lambda m: m.prometheus_query_endpoint)
@@ -490,7 +508,7 @@ class GpuMonitoring(pulumi.ComponentResource):
                 "app.kubernetes.io/name": EXPORTER_RELEASE,
                 "app.kubernetes.io/instance": EXPORTER_RELEASE,
             }
-            self.dcgm_exporter = self._dcgm_exporter(name, args, cfg, k8s_opts)
+            self.dcgm_exporter = self._dcgm_exporter(name, args, cfg, gpu_pools, k8s_opts)
             exporter_dependencies = [self.dcgm_exporter]
 
         # PodMonitor's CRD comes with the managed Prometheus add-on: wait for the cluster and the association.
@@ -500,6 +518,7 @@ class GpuMonitoring(pulumi.ComponentResource):
             kind="PodMonitor",
             metadata={"name": "dcgm-exporter", "namespace": namespace},
             spec={
+                **SCRAPE_LABEL_LIMITS,
                 "selector": {"matchLabels": self.exporter_pod_labels},
                 "namespaceSelector": {"matchNames": [namespace]},
                 "podMetricsEndpoints": [
@@ -507,6 +526,8 @@ class GpuMonitoring(pulumi.ComponentResource):
                         "port": METRICS_PORT_NAME,
                         "path": "/metrics",
                         "interval": f"{cfg.dcgm_exporter.scrape_interval_seconds}s",
+                        # The label contract: the exporter pod keeps namespace/pod, the GPU's pod is exported_*.
+                        "honorLabels": labels.HONOR_LABELS,
                         # One stable job name for the alerts, whichever exporter is scraped.
                         "relabelings": [{"action": "replace", "targetLabel": "job", "replacement": SCRAPE_JOB}],
                     }
@@ -614,9 +635,15 @@ class GpuMonitoring(pulumi.ComponentResource):
         )
 
     def _dcgm_exporter(
-        self, name: str, args: GpuMonitoringArgs, cfg: MonitoringConfig, k8s_opts: pulumi.ResourceOptions
+        self,
+        name: str,
+        args: GpuMonitoringArgs,
+        cfg: MonitoringConfig,
+        gpu_pools: Sequence[GpuPoolConfig],
+        k8s_opts: pulumi.ResourceOptions,
     ) -> k8s.helm.v3.Release:
-        """NVIDIA's chart on GPU nodes only, image from our registry, collecting the platform's counters."""
+        """NVIDIA's chart on every GPU node (all GPU pools' taints tolerated), image from our registry, collecting
+        the platform's counters."""
         exporter = cfg.dcgm_exporter
         namespace = k8s.core.v1.Namespace(
             f"{name}-namespace",
@@ -647,7 +674,8 @@ class GpuMonitoring(pulumi.ComponentResource):
                 "extraVolumeMounts": [
                     {"name": "platform-counters", "mountPath": COUNTERS_FILE, "subPath": "platform-counters.csv"}
                 ],
-                **gpu_pod_scheduling(),
+                # The chart's top-level nodeSelector/tolerations (templates/daemonset.yaml; default: none).
+                **gpu_pod_scheduling(gpu_pools),
                 "resources": {
                     "requests": {"cpu": r.cpu_request, "memory": r.memory_request},
                     "limits": {"cpu": r.cpu_limit, "memory": r.memory_limit},

@@ -18,10 +18,11 @@ import pulumi
 import pulumi_azure_native.containerservice as containerservice
 
 from config.gpu import GpuPoolConfig
+from config.gpu_catalog import MIG_PARTED_CONFIGS
 from config.loader import validate_section
 
 from .agent_pools import autoscaled_pool_args, autoscaled_pool_options, hashed_pool_name, immutable_pool_fields
-from .gpu_scheduling import GPU_TAINT, SPOT_TAINT, gpu_pool_node_labels
+from .gpu_scheduling import gpu_pool_node_labels, gpu_pool_taints
 
 if TYPE_CHECKING:
     from config.gpu import GpuStackMode
@@ -60,6 +61,20 @@ class GpuNodePoolArgs(TypedDict):
     """Azure tags."""
 
 
+# The GPU Operator's MIG manager applies the configuration this node label names. A MIG-capable
+# node without it gets `all-disabled` from the operator (chart default migManager.config.default),
+# which would undo the pool's migProfile: NVIDIA/gpu-operator v26.7.0
+# controllers/nodelabeling_controller.go.
+MIG_CONFIG_LABEL_KEY = "nvidia.com/mig.config"
+
+
+def mig_config_labels(pool: GpuPoolConfig, mode: GpuStackMode) -> dict[str, str]:
+    """Under the GPU Operator, the mig-parted configuration that partitions like the pool's migProfile."""
+    if mode != "gpuOperator" or pool.mig_profile is None:
+        return {}
+    return {MIG_CONFIG_LABEL_KEY: MIG_PARTED_CONFIGS[pool.sku.gpu_model][pool.mig_profile]}
+
+
 def gpu_driver(mode: GpuStackMode) -> containerservice.GPUDriver:
     """AKS installs the NVIDIA driver unless the GPU Operator brings its own."""
     return containerservice.GPUDriver.NONE if mode == "gpuOperator" else containerservice.GPUDriver.INSTALL
@@ -67,7 +82,7 @@ def gpu_driver(mode: GpuStackMode) -> containerservice.GPUDriver:
 
 def node_taints(pool: GpuPoolConfig) -> list[str]:
     """The GPU taint, the pool's extra taints and, on Spot pools, the taint AKS adds anyway."""
-    return [GPU_TAINT, *pool.taints, *([SPOT_TAINT] if pool.priority == "Spot" else [])]
+    return gpu_pool_taints(pool)
 
 
 def immutable_fields(pool: GpuPoolConfig, mode: GpuStackMode, encryption_at_host: bool = False) -> dict[str, Any]:
@@ -111,7 +126,11 @@ class GpuNodePool(pulumi.ComponentResource):
             resource_name_=args["cluster_name"],
             **pool_args,
             mode=containerservice.AgentPoolMode.USER,
-            node_labels={**pool.labels, **gpu_pool_node_labels(pool.name, pool.sku.gpu_model)},
+            node_labels={
+                **pool.labels,
+                **gpu_pool_node_labels(pool.name, pool.sku.gpu_model),
+                **mig_config_labels(pool, mode),
+            },
             node_taints=node_taints(pool),
             gpu_profile={"driver": gpu_driver(mode)},
             gpu_instance_profile=pool.mig_profile,

@@ -1,12 +1,18 @@
 """The GPU scheduling rules, defined once: how GPU nodes are marked and how pods reach them.
 
-Every object that must run on GPU nodes (device plugin, DCGM exporter, Lustre CSI node,
-smoke test, samples) takes its node selector and tolerations from here.
+Every object that must run on GPU nodes (device plugin, GPU Operator operands, RDMA plugin, DCGM
+exporter, Lustre CSI node, smoke test, samples) takes its node selector and tolerations from here,
+and its tolerations cover every taint of every configured GPU pool (`gpu_tolerations(pools)`).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    # Type-only: the policy pack imports this module in a virtualenv without pydantic.
+    from config.gpu import GpuPoolConfig
 
 GPU_POOL_LABEL_KEY = "pool"
 GPU_POOL_LABEL_VALUE = "gpu"
@@ -20,20 +26,41 @@ GPU_RESOURCE = "nvidia.com/gpu"
 
 CPU_POOL_LABEL_VALUE = "cpu"
 
+# AKS puts this taint (and the label scalesetpriority=spot) on every Spot pool's nodes, whether or not the
+# pool's nodeTaints name it (https://learn.microsoft.com/azure/aks/spot-node-pool, as of 2026-08).
+SPOT_TAINT_KEY = "kubernetes.azure.com/scalesetpriority"
+SPOT_TAINT = f"{SPOT_TAINT_KEY}=spot:NoSchedule"
+
 
 def gpu_node_selector() -> dict[str, str]:
     """Selects every GPU node, in any GPU pool (the design notes' `pool: gpu`)."""
     return {GPU_POOL_LABEL_KEY: GPU_POOL_LABEL_VALUE}
 
 
-def gpu_tolerations() -> list[dict[str, str]]:
-    """Tolerates the taint every GPU pool carries."""
-    return [{"key": GPU_TAINT_KEY, "operator": "Equal", "value": GPU_TAINT_VALUE, "effect": GPU_TAINT_EFFECT}]
+def gpu_pool_taints(pool: GpuPoolConfig) -> list[str]:
+    """The taints of a GPU pool's nodes: the GPU taint, the pool's extra taints and, on Spot pools, AKS's."""
+    return [GPU_TAINT, *pool.taints, *([SPOT_TAINT] if pool.priority == "Spot" else [])]
 
 
-def gpu_pod_scheduling() -> dict[str, Any]:
-    """Pod-spec fragment (`nodeSelector` + `tolerations`) that puts a pod on GPU nodes."""
-    return {"nodeSelector": gpu_node_selector(), "tolerations": gpu_tolerations()}
+def toleration_of(taint: str) -> dict[str, str]:
+    """The toleration that matches exactly this `key=value:Effect` taint."""
+    parsed = parse_taint(taint)
+    return {"key": parsed["key"], "operator": "Equal", "value": parsed["value"], "effect": parsed["effect"]}
+
+
+def gpu_tolerations(pools: Iterable[GpuPoolConfig] = ()) -> list[dict[str, str]]:
+    """Tolerates every taint any of `pools` carries: the GPU taint always, Spot's and extra taints where configured.
+
+    Pass every configured GPU pool: a workload that must run on GPU nodes but misses one pool's taint
+    never lands there (no `nvidia.com/gpu`, no metrics, no Lustre mount on that pool).
+    """
+    taints = dict.fromkeys([GPU_TAINT, *(taint for pool in pools for taint in gpu_pool_taints(pool))])
+    return [toleration_of(taint) for taint in taints]
+
+
+def gpu_pod_scheduling(pools: Iterable[GpuPoolConfig] = ()) -> dict[str, Any]:
+    """Pod-spec fragment (`nodeSelector` + `tolerations`) that puts a pod on any node of the GPU pools."""
+    return {"nodeSelector": gpu_node_selector(), "tolerations": gpu_tolerations(pools)}
 
 
 def gpu_pool_node_labels(pool_name: str, gpu_model: str | None = None) -> dict[str, str]:
@@ -49,10 +76,6 @@ def cpu_node_selector() -> dict[str, str]:
     return {GPU_POOL_LABEL_KEY: CPU_POOL_LABEL_VALUE}
 
 
-# AKS puts this taint on every Spot pool; pods must tolerate it explicitly to use Spot GPUs.
-SPOT_TAINT = "kubernetes.azure.com/scalesetpriority=spot:NoSchedule"
-
-
 def parse_taint(taint: str) -> dict[str, str]:
     """`key=value:Effect` (the AgentPool nodeTaints form) as a Kubernetes taint object."""
     key_value, effect = taint.rsplit(":", 1)
@@ -60,28 +83,79 @@ def parse_taint(taint: str) -> dict[str, str]:
     return {"key": key, "value": value, "effect": effect}
 
 
-def _tolerates(toleration: dict[str, str], taint: dict[str, str]) -> bool:
+# ---------------------------------------------------------------- the scheduler's filters, for checks
+
+
+def _tolerates(toleration: Mapping[str, Any], taint: Mapping[str, str]) -> bool:
+    """Kubernetes' Toleration.ToleratesTaint: empty effect matches all, empty key with Exists matches all keys."""
     if toleration.get("effect") and toleration["effect"] != taint["effect"]:
         return False
+    operator = toleration.get("operator") or "Equal"
     if not toleration.get("key"):
-        return toleration.get("operator") == "Exists"
+        return operator == "Exists"
     if toleration["key"] != taint["key"]:
         return False
-    if toleration.get("operator", "Equal") == "Exists":
+    if operator == "Exists":
         return True
-    return toleration.get("value", "") == taint["value"]
+    return (toleration.get("value") or "") == taint["value"]
 
 
-def pod_fits_node(pod_spec: dict[str, Any], node_labels: dict[str, str], node_taints: list[str]) -> bool:
-    """True when the pod's nodeSelector matches the labels and its tolerations cover every
-    NoSchedule/NoExecute taint (the scheduler's NodeSelector and TaintToleration checks)."""
-    selector: dict[str, str] = pod_spec.get("nodeSelector") or {}
-    if any(node_labels.get(k) != v for k, v in selector.items()):
-        return False
-    tolerations: list[dict[str, str]] = pod_spec.get("tolerations") or []
+def tolerates_taints(pod_spec: Mapping[str, Any], node_taints: Iterable[str]) -> bool:
+    """The TaintToleration filter: every NoSchedule/NoExecute taint has a matching toleration."""
+    tolerations: Sequence[Mapping[str, Any]] = pod_spec.get("tolerations") or []
     for taint in map(parse_taint, node_taints):
         if taint["effect"] == "PreferNoSchedule":
-            continue
+            continue  # a preference, never a filter
         if not any(_tolerates(t, taint) for t in tolerations):
             return False
     return True
+
+
+def _expression_matches(expression: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    key, operator = expression["key"], expression["operator"]
+    values: Sequence[str] = expression.get("values") or []
+    if operator == "In":
+        return key in labels and labels[key] in values
+    if operator == "NotIn":
+        return key not in labels or labels[key] not in values
+    if operator == "Exists":
+        return key in labels
+    if operator == "DoesNotExist":
+        return key not in labels
+    if operator in ("Gt", "Lt"):
+        if key not in labels:
+            return False
+        try:
+            have, bound = int(labels[key]), int(values[0])
+        except ValueError:
+            return False
+        return have > bound if operator == "Gt" else have < bound
+    raise ValueError(f"unknown node selector operator {operator!r}")
+
+
+def _term_matches(term: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    if term.get("matchFields"):
+        raise ValueError("matchFields (node name) is not modelled: a template cannot know node names")
+    expressions: Sequence[Mapping[str, Any]] = term.get("matchExpressions") or []
+    # An empty term selects no node (Kubernetes' NodeSelectorTerm semantics).
+    return bool(expressions) and all(_expression_matches(e, labels) for e in expressions)
+
+
+def selects_node(pod_spec: Mapping[str, Any], node_labels: Mapping[str, str]) -> bool:
+    """The NodeSelector and NodeAffinity filters: `nodeSelector` and the required node affinity both match."""
+    selector: Mapping[str, str] = pod_spec.get("nodeSelector") or {}
+    if any(node_labels.get(k) != v for k, v in selector.items()):
+        return False
+    affinity: Mapping[str, Any] = pod_spec.get("affinity") or {}
+    node_affinity: Mapping[str, Any] = affinity.get("nodeAffinity") or {}
+    required: Mapping[str, Any] | None = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+    if required is None:
+        return True
+    terms: Sequence[Mapping[str, Any]] = required.get("nodeSelectorTerms") or []
+    return any(_term_matches(term, node_labels) for term in terms)  # terms are ORed
+
+
+def pod_fits_node(pod_spec: Mapping[str, Any], node_labels: Mapping[str, str], node_taints: Iterable[str]) -> bool:
+    """True when the scheduler's label filters (nodeSelector, required node affinity) select the node and
+    the pod's tolerations cover every NoSchedule/NoExecute taint (the TaintToleration filter)."""
+    return selects_node(pod_spec, node_labels) and tolerates_taints(pod_spec, node_taints)

@@ -16,6 +16,9 @@ import pulumi
 import pulumi_azure_native.containerservice as containerservice
 import pulumi_kubernetes as k8s
 
+from config.gpu import GpuPoolConfig
+from config.loader import validate_section
+
 from .gpu_scheduling import GPU_RESOURCE, gpu_pod_scheduling
 
 CUDA_IMAGE = "nvidia/cuda:12.4.1-base-ubuntu22.04"
@@ -34,6 +37,8 @@ class GpuSmokeTestArgs(TypedDict):
     """Namespace to run in (the GPU stack's `gpu-resources`)."""
     fingerprint: Mapping[str, Any]
     """Settings whose change must rerun the test (the GPU pools and stack sections)."""
+    gpu_pools: Sequence[Mapping[str, Any]]
+    """The `gpuPools` config section: the test tolerates all their taints, so it runs on any GPU pool."""
     provider: k8s.Provider
     """Kubernetes provider of the cluster."""
     cluster: containerservice.ManagedCluster
@@ -47,10 +52,10 @@ def smoke_test_name(fingerprint: Mapping[str, Any]) -> str:
     return f"gpu-smoke-test-{digest[:8]}"
 
 
-def smoke_test_pod_spec() -> dict[str, Any]:
-    """The design notes' `gpu-test` Pod as a Job template, restricted and non-root."""
+def smoke_test_pod_spec(gpu_pools: Sequence[GpuPoolConfig]) -> dict[str, Any]:
+    """The design notes' `gpu-test` Pod as a Job template, restricted and non-root, fit for any GPU pool."""
     return {
-        **gpu_pod_scheduling(),
+        **gpu_pod_scheduling(gpu_pools),
         "restartPolicy": "Never",
         "automountServiceAccountToken": False,
         "securityContext": {
@@ -89,13 +94,14 @@ class GpuSmokeTest(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: GpuSmokeTestArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("aks-gpu-platform:index:GpuSmokeTest", name, None, opts)
+        gpu_pools = [validate_section(GpuPoolConfig, p, source="GpuSmokeTest gpu_pools") for p in args["gpu_pools"]]
         self.job_name = smoke_test_name(args["fingerprint"])
         spec: k8s.batch.v1.JobSpecArgsDict = {
             "backoff_limit": 2,
             "active_deadline_seconds": DEADLINE_SECONDS,
             "template": {
                 "metadata": {"labels": {"app": "gpu-smoke-test"}, "annotations": CHECKOV_SKIPS},
-                "spec": cast(k8s.core.v1.PodSpecArgsDict, smoke_test_pod_spec()),
+                "spec": cast(k8s.core.v1.PodSpecArgsDict, smoke_test_pod_spec(gpu_pools)),
             },
         }
         k8s.batch.v1.Job(

@@ -6,6 +6,9 @@
   container toolkit, device plugin and (with `operatorDcgm`) the DCGM exporter. Never both.
 - InfiniBand: NVIDIA's Network Operator plus a NicClusterPolicy that runs the RDMA shared
   device plugin on the IB pools, so pods can request `rdma/shared_ib`.
+
+Every pod that must run on GPU nodes here (device plugin, operator operands, node-feature-discovery
+workers, RDMA plugin) tolerates every taint of every GPU pool: the GPU taint, Spot's and extra taints.
 """
 
 import json
@@ -22,15 +25,22 @@ from config.loader import validate_section
 from .gpu_scheduling import GPU_POOL_LABEL_KEY, GPU_POOL_LABEL_VALUE, GPU_POOL_NAME_LABEL_KEY, gpu_tolerations
 
 NAMESPACE = "gpu-resources"
-DEVICE_PLUGIN_CHART = ("https://nvidia.github.io/k8s-device-plugin", "nvidia-device-plugin", "0.17.1")
-GPU_OPERATOR_CHART = ("https://helm.ngc.nvidia.com/nvidia", "gpu-operator", "v25.3.4")
-NETWORK_OPERATOR_CHART = ("https://helm.ngc.nvidia.com/nvidia", "network-operator", "24.10.0")
+# Pins: newest stable release of each chart as of 2026-12-02 (values keys and templates checked at
+# these tags; docs/charts.md lists what was verified where).
+# github.com/NVIDIA/k8s-device-plugin tag v0.20.0 (2026-08-19), deployments/helm/nvidia-device-plugin
+DEVICE_PLUGIN_CHART = ("https://nvidia.github.io/k8s-device-plugin", "nvidia-device-plugin", "0.20.0")
+# github.com/NVIDIA/gpu-operator tag v26.7.0 (2026-08-20), deployments/gpu-operator
+GPU_OPERATOR_CHART = ("https://helm.ngc.nvidia.com/nvidia", "gpu-operator", "v26.7.0")
+# github.com/Mellanox/network-operator tag v26.4.1 (2026-07-24; 26.7.0 is still a release candidate),
+# deployment/network-operator
+NETWORK_OPERATOR_CHART = ("https://helm.ngc.nvidia.com/nvidia", "network-operator", "26.4.1")
 GPU_OPERATOR_NAMESPACE = "gpu-operator"
 NETWORK_OPERATOR_NAMESPACE = "nvidia-network-operator"
+# The RDMA shared device plugin image Network Operator 26.4.1 ships (hack/release.yaml at v26.4.1).
 RDMA_SHARED_DEVICE_PLUGIN = {
     "image": "k8s-rdma-shared-dev-plugin",
-    "repository": "ghcr.io/mellanox",
-    "version": "v1.5.2",
+    "repository": "nvcr.io/nvidia/mellanox",
+    "version": "network-operator-v26.4.1",
 }
 RDMA_RESOURCE = "rdma/shared_ib"
 # Mellanox/NVIDIA networking PCI vendor ID (the ConnectX virtual functions of Azure's IB sizes).
@@ -82,6 +92,43 @@ def _release(
     )
 
 
+def gpu_operator_values(mig_strategy: str, operator_dcgm: bool, tolerations: list[dict[str, str]]) -> dict[str, Any]:
+    """Values of the GPU Operator chart (keys as deployments/gpu-operator reads them at v26.7.0)."""
+    values: dict[str, Any] = {
+        "driver": {"enabled": True},
+        "toolkit": {"enabled": True},
+        "devicePlugin": {"enabled": True},
+        # The chart's ServiceMonitor default turned on in 26.x; it is monitoring.coreos.com, which
+        # managed Prometheus ignores (our PodMonitor scrapes the exporter).
+        "dcgmExporter": {"enabled": operator_dcgm, "serviceMonitor": {"enabled": False}},
+        "dcgm": {"enabled": operator_dcgm},
+        "mig": {"strategy": mig_strategy},
+        # ClusterPolicy spec.daemonsets: every operand DaemonSet (driver, toolkit, plugin, GFD, DCGM, MIG).
+        "daemonsets": {"tolerations": tolerations, "priorityClassName": SYSTEM_NODE_CRITICAL},
+        # The subchart is not aliased: its values live under its own name.
+        "node-feature-discovery": {"worker": {"tolerations": tolerations}},
+    }
+    if mig_strategy != "none":
+        # Switching MIG mode on an A100 needs a VM reboot on Azure; the MIG manager may then reboot.
+        values["migManager"] = {"env": [{"name": "WITH_REBOOT", "value": "true"}]}
+    return values
+
+
+def network_operator_values(own_nfd: bool, tolerations: list[dict[str, str]]) -> dict[str, Any]:
+    """Values of the Network Operator chart (keys as deployment/network-operator reads them at 26.4.1).
+
+    `operator.tolerations` is left alone: the chart puts it on the operator's own Deployment only, so
+    the GPU taint there would let the controller sit on (and keep awake) a GPU node. The RDMA plugin
+    DaemonSet takes its tolerations from the NicClusterPolicy.
+    """
+    values: dict[str, Any] = {"nfd": {"enabled": own_nfd}}
+    if own_nfd:
+        # The RDMA plugin DaemonSet selects feature.node.kubernetes.io/pci-15b3.present=true, a label
+        # only an NFD worker on the node writes; the chart's worker does not tolerate the GPU taint.
+        values["node-feature-discovery"] = {"worker": {"tolerations": tolerations}}
+    return values
+
+
 class GpuStack(pulumi.ComponentResource):
     """Installs the configured GPU software stack and, when needed, RDMA for InfiniBand pools."""
 
@@ -108,6 +155,8 @@ class GpuStack(pulumi.ComponentResource):
         self.mode = cfg.mode
         self.mig_strategy = "single" if any(p.mig_profile for p in pools) else "none"
         self.dcgm_from_operator = cfg.operator_dcgm
+        # Replaces each chart's default tolerations, so it must cover every taint of every GPU pool.
+        tolerations = gpu_tolerations(pools)
 
         namespace = k8s.core.v1.Namespace(
             f"{name}-namespace",
@@ -123,7 +172,7 @@ class GpuStack(pulumi.ComponentResource):
                 {
                     # Replaces the chart's default NFD-label affinity: our GPU nodes carry pool=gpu.
                     "affinity": {"nodeAffinity": gpu_node_affinity()},
-                    "tolerations": gpu_tolerations(),
+                    "tolerations": tolerations,
                     "priorityClassName": SYSTEM_NODE_CRITICAL,
                     "migStrategy": self.mig_strategy,
                 },
@@ -131,21 +180,11 @@ class GpuStack(pulumi.ComponentResource):
                 create_namespace=False,
             )
         else:
-            daemonsets = {"tolerations": gpu_tolerations(), "priorityClassName": SYSTEM_NODE_CRITICAL}
             self.gpu_release = _release(
                 f"{name}-gpu-operator",
                 GPU_OPERATOR_CHART,
                 GPU_OPERATOR_NAMESPACE,
-                {
-                    "driver": {"enabled": True},
-                    "toolkit": {"enabled": True},
-                    "devicePlugin": {"enabled": True},
-                    "dcgmExporter": {"enabled": cfg.operator_dcgm},
-                    "dcgm": {"enabled": cfg.operator_dcgm},
-                    "mig": {"strategy": self.mig_strategy},
-                    "daemonsets": daemonsets,
-                    "node-feature-discovery": {"worker": {"tolerations": gpu_tolerations()}},
-                },
+                gpu_operator_values(self.mig_strategy, cfg.operator_dcgm, tolerations),
                 k8s_opts,
             )
         self.releases = [self.gpu_release]
@@ -153,16 +192,18 @@ class GpuStack(pulumi.ComponentResource):
         ib_pools = [p.name for p in pools if p.infiniband]
         self.rdma_resource = RDMA_RESOURCE if ib_pools else None
         if ib_pools:
+            # With the GPU Operator, its node-feature-discovery installs the NodeFeatureRule CRD that
+            # this chart's nvidia-nics-rules object needs: install the GPU Operator first.
+            nfd_from_gpu_operator = cfg.mode == "gpuOperator"
             network_operator = _release(
                 f"{name}-network-operator",
                 NETWORK_OPERATOR_CHART,
                 NETWORK_OPERATOR_NAMESPACE,
-                {
-                    # The GPU Operator already runs node-feature-discovery; two copies fight over labels.
-                    "nfd": {"enabled": cfg.mode != "gpuOperator"},
-                    "operator": {"tolerations": gpu_tolerations()},
-                },
-                k8s_opts,
+                network_operator_values(not nfd_from_gpu_operator, tolerations),
+                pulumi.ResourceOptions.merge(
+                    k8s_opts,
+                    pulumi.ResourceOptions(depends_on=[self.gpu_release] if nfd_from_gpu_operator else []),
+                ),
             )
             self.releases.append(network_operator)
             prefix, resource = RDMA_RESOURCE.split("/")
@@ -183,10 +224,11 @@ class GpuStack(pulumi.ComponentResource):
                 metadata={"name": "nic-cluster-policy"},
                 spec={
                     "nodeAffinity": gpu_node_affinity(ib_pools),
-                    "tolerations": gpu_tolerations(),
+                    "tolerations": tolerations,
                     "rdmaSharedDevicePlugin": {**RDMA_SHARED_DEVICE_PLUGIN, "config": json.dumps(device_config)},
                 },
-                # The NicClusterPolicy CRD is installed by the Network Operator chart.
+                # The NicClusterPolicy CRD is in the Network Operator chart's crds/: Helm installs it
+                # before the release's templates, so the finished release is enough to wait for.
                 opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[network_operator])),
             )
 

@@ -1,6 +1,6 @@
 """Azure Managed Lustre with Blob (HSM) integration, its CSI driver, StorageClass and training claim."""
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, NotRequired, TypedDict
 
 import pulumi
@@ -9,6 +9,7 @@ import pulumi_azure_native.storage as storage
 import pulumi_azure_native.storagecache as storagecache
 import pulumi_kubernetes as k8s
 
+from config.gpu import GpuPoolConfig
 from config.loader import validate_section
 from config.storage import LustreConfig
 
@@ -16,6 +17,8 @@ from . import roles
 from .gpu_scheduling import cpu_node_selector, gpu_tolerations
 from .private_endpoint import private_endpoint
 
+# The only released chart version as of 2026-12-02 (kubernetes-sigs/azurelustre-csi-driver
+# charts/README.md "Released chart versions"; packaged from charts/latest/azurelustre-csi-driver).
 CSI_DRIVER_CHART = "oci://mcr.microsoft.com/microsoft.azuremanagedlustre/azurelustre-csi-driver"
 CSI_DRIVER_VERSION = "0.6.0"
 CSI_DRIVER_NAMESPACE = "kube-system"
@@ -23,13 +26,6 @@ PROVISIONER = "azurelustre.csi.azure.com"
 BLOB_PRIVATE_DNS_ZONE = "privatelink.blob.core.windows.net"
 LUSTRE_FS_NAME = "lustrefs"  # every Azure Managed Lustre filesystem is named lustrefs
 MOUNT_PATH = "/mnt/lustre"
-# AKS taints spot nodes with this; spot GPU pools mount Lustre too.
-SPOT_TOLERATION = {
-    "key": "kubernetes.azure.com/scalesetpriority",
-    "operator": "Equal",
-    "value": "spot",
-    "effect": "NoSchedule",
-}
 
 
 class LustreStorageArgs(TypedDict):
@@ -53,6 +49,9 @@ class LustreStorageArgs(TypedDict):
     """Subnet of the account's blob private endpoint (needed when `blob.publicNetworkAccess` is false)."""
     vnet_id: NotRequired[pulumi.Input[str]]
     """VNet of the Lustre subnet, linked to the blob privatelink DNS zone (needed with the private endpoint)."""
+    gpu_pools: NotRequired[Sequence[Mapping[str, Any]]]
+    """The `gpuPools` config section: the CSI node plugin tolerates all their taints (Spot's and extra ones
+    included) so every GPU node can mount Lustre. Without it, only the platform's GPU taint is tolerated."""
 
 
 def _hsm_account(
@@ -105,6 +104,9 @@ class LustreStorage(pulumi.ComponentResource):
     def __init__(self, name: str, args: LustreStorageArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("aks-gpu-platform:index:LustreStorage", name, None, opts)
         cfg = validate_section(LustreConfig, args["settings"], source="LustreStorage settings")
+        gpu_pools = [
+            validate_section(GpuPoolConfig, p, source="LustreStorage gpu_pools") for p in args.get("gpu_pools", [])
+        ]
         protect = args.get("protect", False)
         rg = args["resource_group_name"]
         tags = dict(args.get("tags", {}))
@@ -153,13 +155,17 @@ class LustreStorage(pulumi.ComponentResource):
             )
             for role, container in (("data", cfg.blob.data_container), ("logging", cfg.blob.logging_container))
         }
-        # The Lustre service reads and writes the containers as this principal; both grants must exist first.
+        # The Lustre service reads and writes the containers as this principal; both grants must exist and have taken
+        # effect first, or the filesystem's creation fails (Azure cannot detect it beforehand): the filesystem waits
+        # for the grants, which hold it after their creation (first deploy only).
+        propagation = roles.propagation_wait(f"{name}-hsm", cfg.role_assignment_propagation_seconds)
         grants = [
             roles.assign_role(
                 f"{name}-hsm-{role}",
                 role_guid=guid,
                 principal_id=cfg.hpc_cache_provider_object_id,
                 scope=account.id,
+                wait=propagation,
                 opts=pulumi.ResourceOptions(parent=account),
             )
             for role, guid in (
@@ -243,7 +249,10 @@ class LustreStorage(pulumi.ComponentResource):
             chart=CSI_DRIVER_CHART,
             version=CSI_DRIVER_VERSION,
             namespace=CSI_DRIVER_NAMESPACE,
-            values={"node": {"tolerations": [*gpu_tolerations(), SPOT_TOLERATION]}},
+            # `node.tolerations` is the node DaemonSets' whole list (the chart's default is replaced): the GPU
+            # pools' taints, so the plugin runs on every GPU node; the CPU pool is untainted; the system pool's
+            # CriticalAddonsOnly stays untolerated, as the chart intends.
+            values={"node": {"tolerations": gpu_tolerations(gpu_pools)}},
             opts=in_cluster,
         )
         training = cfg.training

@@ -94,9 +94,6 @@ class Registry(pulumi.ComponentResource):
             target_repository=cfg.dcgm_cache_repository,
             opts=child,
         )
-        repository = cfg.dcgm_cache_repository
-        self.dcgm_exporter_repository = self.registry.login_server.apply(lambda host: f"{host}/{repository}")
-
         self.acr_pull = roles.assign_role(
             f"{name}-kubelet-acr-pull",
             role_guid=roles.ACR_PULL,
@@ -104,6 +101,11 @@ class Registry(pulumi.ComponentResource):
             scope=self.registry.id,
             opts=child,
         )
+        # Built from the cache rule and the AcrPull grant, so whatever pulls the image (the exporter
+        # release) waits for both instead of starting in ImagePullBackOff.
+        self.dcgm_exporter_repository = pulumi.Output.all(
+            self.registry.login_server, self.cache_rule.target_repository, self.acr_pull.id
+        ).apply(lambda parts: f"{parts[0]}/{parts[1]}")
 
         self.private_endpoint_id = None
         if not public:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import re
+
 import pulumi
 import pulumi_azure_native.authorization as authorization
 
@@ -14,6 +17,40 @@ MONITORING_READER = "43d0d8ad-25c7-4714-9337-8ba259a9fe05"
 GRAFANA_ADMIN = "22926164-76b3-42b3-bc55-97df8dab3e41"
 STORAGE_ACCOUNT_CONTRIBUTOR = "17d1049b-9a84-46fb-8f53-869881c3d3ab"
 STORAGE_BLOB_DATA_CONTRIBUTOR = "ba92f5b4-2d11-453d-a403-e96b0029c9fe"
+
+
+# A new role assignment takes effect across Azure only after a while: "up to 10 minutes" in general
+# (https://learn.microsoft.com/azure/role-based-access-control/troubleshooting, "Role assignment changes are not
+# being detected", read 2026-12-02), "up to five minutes" for Azure Managed Lustre's HSM grants
+# (https://learn.microsoft.com/azure/azure-managed-lustre/amlfs-prerequisites, "Access roles for blob integration").
+PROPAGATION_HOOK_NAME = re.compile(r"-role-propagation-(?P<seconds>[0-9]+)s$")
+
+
+def propagation_wait(name: str, seconds: int) -> pulumi.ResourceHook | None:
+    """An after-create hook that holds a new role assignment's dependents for `seconds` (None for 0).
+
+    Why a resource hook (Pulumi's own mechanism, run by the engine): it runs only when the assignment
+    is created (a new stack, or a replaced grant), never on later updates, nor for a stack that already
+    had the grant; the engine releases the assignment's dependents only once its after-create hooks
+    have returned; and it needs no extra provider plugin. A `pulumiverse_time.Sleep` or a
+    `pulumi-command` `sleep` are plugins to download and would wait again on every existing stack they
+    are added to; a dynamic provider pickles its code into the state, tied to the exact Python version.
+    The hook is skipped in previews and logs what it waits for. (Engine order: CreateStep.Apply in
+    pulumi/pulumi pkg/resource/deploy/step.go, v3.259, runs after-create hooks before it completes the step.)
+    """
+    if seconds <= 0:
+        return None
+
+    async def wait_for_propagation(args: pulumi.ResourceHookArgs) -> None:
+        pulumi.log.info(f"{args.name}: waiting {seconds}s for the new role assignment to take effect across Azure")
+        await asyncio.sleep(seconds)
+
+    return pulumi.ResourceHook(f"{name}-role-propagation-{seconds}s", wait_for_propagation)
+
+
+def propagation_seconds(hook_names: list[str]) -> int:
+    """How long the propagation hooks among `hook_names` (a resource's after-create hooks) wait."""
+    return max((int(m["seconds"]) for h in hook_names if (m := PROPAGATION_HOOK_NAME.search(h))), default=0)
 
 
 def role_definition_id(role_guid: str) -> pulumi.Output[str]:
@@ -31,13 +68,18 @@ def assign_role(
     principal_id: pulumi.Input[str],
     scope: pulumi.Input[str],
     principal_type: authorization.PrincipalType = authorization.PrincipalType.SERVICE_PRINCIPAL,
+    wait: pulumi.ResourceHook | None = None,
     opts: pulumi.ResourceOptions | None = None,
 ) -> authorization.RoleAssignment:
     """A role assignment on the narrowest scope, with `principalType` set.
 
     Setting the principal type lets Azure skip the directory lookup that fails while a new
-    identity is still replicating.
+    identity is still replicating. `wait` (see `propagation_wait`) runs once the assignment is
+    created, before anything that depends on it.
     """
+    if wait is not None:
+        hooks = pulumi.ResourceOptions(hooks=pulumi.ResourceHookBinding(after_create=[wait]))
+        opts = pulumi.ResourceOptions.merge(opts, hooks)
     return authorization.RoleAssignment(
         name,
         principal_id=principal_id,

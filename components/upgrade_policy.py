@@ -22,7 +22,12 @@ NODE_OS_UPGRADE_SCHEDULE = "aksManagedNodeOSUpgradeSchedule"
 
 
 def pool_upgrade_settings(pool: PoolUpgradeConfig) -> containerservice.AgentPoolUpgradeSettingsArgsDict:
-    """The AgentPool `upgradeSettings` for one pool's upgrade config (system, CPU or GPU)."""
+    """The AgentPool `upgradeSettings` for one pool's upgrade config (system, CPU or GPU).
+
+    No `maxBlockedNodes`: AgentPoolUpgradeSettings of the API version pulumi-azure-native 3.29 uses
+    (2025-09-01) has no such field, so AKS applies its default, maxSurge. The config therefore accepts
+    Cordon only on pools that surge.
+    """
     surge, unavailable = pool.surge_and_unavailable
     settings: containerservice.AgentPoolUpgradeSettingsArgsDict = {
         "max_surge": surge,
@@ -46,7 +51,7 @@ def cpu_pool_upgrade_settings(upgrade: Mapping[str, Any]) -> containerservice.Ag
 
 
 def gpu_pool_upgrade_settings(upgrade: Mapping[str, Any]) -> containerservice.AgentPoolUpgradeSettingsArgsDict:
-    """Upgrade settings of every GPU pool: maxSurge 0 + maxUnavailable 1, long drain, Cordon (by default)."""
+    """Upgrade settings of every GPU pool: by default maxSurge 0 + maxUnavailable 1, long drain, Schedule."""
     return pool_upgrade_settings(validate_section(UpgradeConfig, upgrade, source="upgrade settings").gpu_pools)
 
 

@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from .aks_versions import DEFAULT_KUBERNETES_MINOR
 from .base import ConfigModel
 from .errors import field_error
 from .types import Cidr, Guid, IPv4
@@ -100,7 +101,10 @@ class ClusterConfig(ConfigModel):
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
     dns_prefix: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9-]{0,52}[A-Za-z0-9]$")
     kubernetes_version: str = Field(
-        pattern=r"^1\.[0-9]{2}$", description="Minor version, e.g. 1.33; AKS picks the latest patch"
+        default=DEFAULT_KUBERNETES_MINOR,
+        pattern=r"^1\.[0-9]{2}$",
+        description="Minor version, e.g. 1.36; AKS picks the latest patch. It must be a minor AKS creates "
+        "clusters on under upgrade.supportPlan (config/aks_versions.py)",
     )
     entra_id: EntraIdConfig
     local_accounts_disabled: bool = Field(default=True, description="Only Entra ID identities can authenticate")
@@ -113,6 +117,14 @@ class ClusterConfig(ConfigModel):
     )
     image_cleaner_interval_hours: int = Field(default=168, ge=24, le=2160)
     autoscaler_profile: AutoscalerProfileConfig = Field(default_factory=AutoscalerProfileConfig)
+    role_assignment_propagation_seconds: int = Field(
+        default=600,
+        ge=0,
+        le=1800,
+        description="Wait after the control plane identity's grants are first created, before the cluster: AKS "
+        "rejects a cluster whose grant over the kubelet identity has not taken effect, and Azure RBAC changes take "
+        "up to 10 minutes to do so; 0 skips the wait; at most 30 minutes",
+    )
 
     @model_validator(mode="after")
     def _check_cidrs(self) -> ClusterConfig:

@@ -14,6 +14,8 @@ from .node_pools import AutoscaledPoolConfig
 from .types import HashedPoolName
 
 GpuStackMode = Literal["devicePlugin", "gpuOperator"]
+# The AKS API's gpuInstanceProfile values (GPUInstanceProfile enum of the AgentPool API); which a
+# size supports and what each makes of its GPUs is in the catalog.
 MigProfile = Literal["MIG1g", "MIG2g", "MIG3g", "MIG4g", "MIG7g"]
 SpotEvictionPolicy = Literal["Delete", "Deallocate"]
 
@@ -61,9 +63,14 @@ class GpuPoolConfig(AutoscaledPoolConfig):
         sku = gpu_sku(self.vm_size)
         if sku is None:
             raise field_error("vmSize", self.vm_size, f"must be a GPU size from the catalog: {sorted(GPU_SKUS)}")
-        if self.mig_profile is not None and self.mig_profile not in sku.mig_profiles:
-            allowed = list(sku.mig_profiles) or "none (the size has no MIG support on AKS)"
-            raise field_error("migProfile", self.mig_profile, f"{self.vm_size} supports MIG profiles: {allowed}")
+        if self.mig_profile is not None and sku.mig_slice(self.mig_profile) is None:
+            allowed = [f"{s.profile} ({s.per_gpu} x {s.nvidia_profile} per GPU)" for s in sku.mig]
+            raise field_error(
+                "migProfile",
+                self.mig_profile,
+                f"{self.vm_size} ({sku.gpu_model}) supports MIG profiles: "
+                + (", ".join(allowed) or "none (AKS partitions only A100, H100 and H200 GPUs)"),
+            )
         if self.infiniband and not sku.infiniband:
             ib = sorted(size for size, s in GPU_SKUS.items() if s.infiniband)
             raise field_error("infiniband", self.infiniband, f"{self.vm_size} has no InfiniBand; IB sizes: {ib}")

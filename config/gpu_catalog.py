@@ -1,8 +1,16 @@
 """The Azure GPU VM sizes the platform supports, with the facts the config rules need.
 
 MIG profiles are the `gpuInstanceProfile` values AKS accepts for the size; sizes whose GPUs
-AKS does not partition list none. InfiniBand sizes carry one IB fabric per scale set, so a
-pool of them must stay in one zone.
+AKS does not partition list none. AKS supports MIG on its A100, H100 and H200 sizes
+(https://learn.microsoft.com/azure/aks/gpu-multi-instance, "Prerequisites and limitations",
+page dated 2026-05-22), ND H100 v5 and ND H200 v5 included. AKS names a profile by its compute
+slices only (`MIG1g` ... `MIG7g`, the GPUInstanceProfile enum of the AKS API); each maps to the
+GPU's NVIDIA profile of that many slices (MIG1g on an A100 40GB is 7 x `1g.5gb`, the example in
+the AKS page). Slice names per GPU: NVIDIA's "Supported MIG Profiles",
+https://docs.nvidia.com/datacenter/tesla/mig-user-guide/supported-mig-profiles.html. NVIDIA's
+extra 1g profiles with doubled memory (e.g. 1g.20gb on H100 80GB, 4 per GPU) have no AKS name.
+
+InfiniBand sizes carry one IB fabric per scale set, so a pool of them must stay in one zone.
 
 Temp disk sizes (GiB) are the "Local storage" tables of Microsoft's size pages,
 https://learn.microsoft.com/azure/virtual-machines/sizes/gpu-accelerated/<series>-series
@@ -16,7 +24,35 @@ from dataclasses import dataclass
 
 MigProfile = str
 
-ALL_MIG_PROFILES: tuple[MigProfile, ...] = ("MIG1g", "MIG2g", "MIG3g", "MIG4g", "MIG7g")
+
+@dataclass(frozen=True)
+class MigSlice:
+    """What one AKS gpuInstanceProfile makes of one GPU."""
+
+    profile: MigProfile
+    """The AKS name (`gpuInstanceProfile`), e.g. MIG1g."""
+    nvidia_profile: str
+    """NVIDIA's name of each instance, e.g. 1g.10gb (the mixed strategy's `nvidia.com/mig-<this>`)."""
+    per_gpu: int
+    """Instances each GPU is split into."""
+
+
+def _mig_slices(one: int, two: int, three: int, four: int, seven: int) -> tuple[MigSlice, ...]:
+    """The five AKS profiles of a GPU, from the memory (GB) of its 1g, 2g, 3g, 4g and 7g instances."""
+    return (
+        MigSlice("MIG1g", f"1g.{one}gb", 7),
+        MigSlice("MIG2g", f"2g.{two}gb", 3),
+        MigSlice("MIG3g", f"3g.{three}gb", 2),
+        MigSlice("MIG4g", f"4g.{four}gb", 1),
+        MigSlice("MIG7g", f"7g.{seven}gb", 1),
+    )
+
+
+A100_40GB_MIG = _mig_slices(5, 10, 20, 20, 40)
+# A100 80GB and H100 80GB (SXM5 and PCIe) share the profile names.
+GPU_80GB_MIG = _mig_slices(10, 20, 40, 40, 80)
+H100_NVL_MIG = _mig_slices(12, 24, 47, 47, 94)
+H200_MIG = _mig_slices(18, 35, 71, 71, 141)
 
 
 @dataclass(frozen=True)
@@ -32,12 +68,19 @@ class GpuSku:
     """Has an InfiniBand (RDMA) interconnect between VMs."""
     temp_disk_gib: int
     """Local temp (resource) disk: the most an ephemeral OS disk can take on this size."""
-    mig_profiles: tuple[MigProfile, ...] = ()
-    """MIG instance profiles AKS can apply to the pool (empty: no MIG)."""
+    mig: tuple[MigSlice, ...] = ()
+    """MIG instance profiles AKS can apply to the pool and what each makes of a GPU (empty: no MIG)."""
+
+    @property
+    def mig_profiles(self) -> tuple[MigProfile, ...]:
+        return tuple(s.profile for s in self.mig)
 
     @property
     def supports_mig(self) -> bool:
-        return bool(self.mig_profiles)
+        return bool(self.mig)
+
+    def mig_slice(self, profile: MigProfile) -> MigSlice | None:
+        return next((s for s in self.mig if s.profile == profile), None)
 
 
 def _t4(gpus: int, temp_disk_gib: int) -> GpuSku:
@@ -49,15 +92,11 @@ def _a10(gpus: int, temp_disk_gib: int) -> GpuSku:
 
 
 def _a100_pcie(gpus: int, temp_disk_gib: int) -> GpuSku:
-    return GpuSku(
-        "NCads_A100_v4", "A100-80GB", gpus, 80, False, temp_disk_gib=temp_disk_gib, mig_profiles=ALL_MIG_PROFILES
-    )
+    return GpuSku("NCads_A100_v4", "A100-80GB", gpus, 80, False, temp_disk_gib=temp_disk_gib, mig=GPU_80GB_MIG)
 
 
 def _h100_nvl(gpus: int, temp_disk_gib: int) -> GpuSku:
-    return GpuSku(
-        "NCads_H100_v5", "H100-NVL", gpus, 94, False, temp_disk_gib=temp_disk_gib, mig_profiles=ALL_MIG_PROFILES
-    )
+    return GpuSku("NCads_H100_v5", "H100-NVL", gpus, 94, False, temp_disk_gib=temp_disk_gib, mig=H100_NVL_MIG)
 
 
 GPU_SKUS: dict[str, GpuSku] = {
@@ -87,7 +126,7 @@ GPU_SKUS: dict[str, GpuSku] = {
         gpu_memory_gib=40,
         infiniband=True,
         temp_disk_gib=6000,
-        mig_profiles=ALL_MIG_PROFILES,
+        mig=A100_40GB_MIG,
     ),
     "Standard_ND96amsr_A100_v4": GpuSku(
         family="NDamsrA100_v4",
@@ -96,9 +135,9 @@ GPU_SKUS: dict[str, GpuSku] = {
         gpu_memory_gib=80,
         infiniband=True,
         temp_disk_gib=6400,
-        mig_profiles=ALL_MIG_PROFILES,
+        mig=GPU_80GB_MIG,
     ),
-    # ND H100 v5 / ND H200 v5: 8x SXM with NDR InfiniBand; used whole, no MIG on AKS.
+    # ND H100 v5 / ND H200 v5: 8x SXM with NDR InfiniBand, MIG-capable on AKS like the A100 sizes.
     "Standard_ND96isr_H100_v5": GpuSku(
         family="NDisrH100_v5",
         gpu_model="H100-80GB",
@@ -106,6 +145,7 @@ GPU_SKUS: dict[str, GpuSku] = {
         gpu_memory_gib=80,
         infiniband=True,
         temp_disk_gib=1024,
+        mig=GPU_80GB_MIG,
     ),
     "Standard_ND96isr_H200_v5": GpuSku(
         family="NDisrH200_v5",
@@ -114,7 +154,50 @@ GPU_SKUS: dict[str, GpuSku] = {
         gpu_memory_gib=141,
         infiniband=True,
         temp_disk_gib=1024,
+        mig=H200_MIG,
     ),
+}
+
+# The GPU Operator's MIG manager partitions GPUs on `driver: None` pools (AKS's own MIG setup needs
+# the AKS driver): it applies the mig-parted configuration named by the node label
+# `nvidia.com/mig.config`. The names per GPU model and AKS profile are those of NVIDIA's
+# default-mig-parted-config, NVIDIA/gpu-operator v26.7.0 assets/state-mig-manager/0400_configmap.yaml.
+MIG_PARTED_CONFIGS: dict[str, dict[MigProfile, str]] = {
+    "A100-40GB": {
+        "MIG1g": "all-1g.5gb",
+        "MIG2g": "all-2g.10gb",
+        "MIG3g": "all-3g.20gb",
+        "MIG4g": "all-4g.20gb",
+        "MIG7g": "all-7g.40gb",
+    },
+    "A100-80GB": {
+        "MIG1g": "all-1g.10gb",
+        "MIG2g": "all-2g.20gb",
+        "MIG3g": "all-3g.40gb",
+        "MIG4g": "all-4g.40gb",
+        "MIG7g": "all-7g.80gb",
+    },
+    "H100-80GB": {
+        "MIG1g": "all-1g.10gb",
+        "MIG2g": "all-2g.20gb",
+        "MIG3g": "all-3g.40gb",
+        "MIG4g": "all-4g.40gb",
+        "MIG7g": "all-7g.80gb",
+    },
+    "H200-141GB": {
+        "MIG1g": "all-1g.18gb",
+        "MIG2g": "all-2g.35gb",
+        "MIG3g": "all-3g.71gb",
+        "MIG4g": "all-4g.71gb",
+        "MIG7g": "all-7g.141gb",
+    },
+    "H100-NVL": {
+        "MIG1g": "all-1g.12gb",
+        "MIG2g": "all-2g.24gb",
+        "MIG3g": "all-3g.47gb",
+        "MIG4g": "all-4g.47gb",
+        "MIG7g": "all-7g.94gb",
+    },
 }
 
 _BY_LOWER = {size.lower(): sku for size, sku in GPU_SKUS.items()}

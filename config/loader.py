@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from pulumi.runtime import config as runtime_config
+from pulumi.runtime import settings as runtime_settings
+from pulumi.runtime.mocks import MockMonitor
 from pydantic import BaseModel, ValidationError
 
+from .aks_versions import CATALOG_CHECKED_ON
 from .errors import ConfigError, problems_from
-from .platform import PlatformConfig
+from .placeholders import refuse_placeholders
+from .platform import VERSION_DATE_CONTEXT, PlatformConfig
 
 PROJECT = "aks-gpu-platform"
 
@@ -33,10 +38,10 @@ def decode_setting(raw: Any) -> Any:
     return raw
 
 
-def validate_section(model: type[Model], value: Any, source: str) -> Model:
+def validate_section(model: type[Model], value: Any, source: str, context: Mapping[str, Any] | None = None) -> Model:
     """Validate one section (or a component's plain args) with the stack's error format."""
     try:
-        return model.model_validate(value)
+        return model.model_validate(value, context=context)
     except ValidationError as err:
         raise ConfigError(problems_from(err), source=source) from None
 
@@ -47,7 +52,48 @@ def settings_from_runtime_config(config: Mapping[str, str], project: str = PROJE
     return {k[len(prefix) :]: decode_setting(v) for k, v in config.items() if k.startswith(prefix)}
 
 
-def load_platform_config(settings: Mapping[str, Any] | None = None) -> PlatformConfig:
-    """Validate the whole stack config; raises ConfigError listing every problem."""
+def running_under_engine() -> bool:
+    """True when a Pulumi CLI (preview or up) runs the program, not test mocks or a plain import.
+
+    The engine talks to the program through its gRPC resource monitor; `pulumi.runtime.set_mocks`
+    installs a MockMonitor instead. Previews count as real: they are where a pull request should fail.
+    """
+    monitor = runtime_settings.get_monitor()
+    return monitor is not None and not isinstance(monitor, MockMonitor)
+
+
+def kubernetes_version_date(real_run: bool, today: datetime.date | None = None) -> datetime.date:
+    """The date the configured Kubernetes minor must be creatable on.
+
+    Builds, tests and the offline plan use the catalog's own date, so they are reproducible; a
+    real run uses today (never earlier than the catalog), so a deploy never starts on a minor AKS
+    has stopped creating since the catalog was read.
+    """
+    if not real_run:
+        return CATALOG_CHECKED_ON
+    return max(CATALOG_CHECKED_ON, today or datetime.date.today())
+
+
+def load_platform_config(
+    settings: Mapping[str, Any] | None = None, kubernetes_version_on: datetime.date | None = None
+) -> PlatformConfig:
+    """Validate the whole stack config; raises ConfigError listing every problem.
+
+    `kubernetes_version_on` is the date `cluster.kubernetesVersion` is checked against; by default
+    today when the Pulumi engine runs the program, else the version catalog's date.
+    """
     values = dict(read_stack_settings() if settings is None else settings)
-    return validate_section(PlatformConfig, values, source="stack config")
+    on = kubernetes_version_on or kubernetes_version_date(settings is None and running_under_engine())
+    return validate_section(PlatformConfig, values, source="stack config", context={VERSION_DATE_CONTEXT: on})
+
+
+def load_deployment_config() -> PlatformConfig:
+    """The stack's config as the program deploys it: validated, and free of placeholders unless under mocks.
+
+    Under `pulumi preview` / `pulumi up` a placeholder object ID, documentation IP range or example
+    address stops the program with one ConfigError; the offline plan and the tests (Pulumi mocks) go on.
+    """
+    cfg = load_platform_config()
+    if running_under_engine():
+        refuse_placeholders(cfg)
+    return cfg

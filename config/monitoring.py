@@ -53,16 +53,30 @@ class ResourcesConfig(ConfigModel):
 class DcgmExporterConfig(ConfigModel):
     """NVIDIA's DCGM exporter, one pod per GPU node, scraped by managed Prometheus."""
 
-    chart_version: str = Field(default="4.1.1", pattern=r"^[0-9]+\.[0-9]+\.[0-9]+$")
+    # github.com/NVIDIA/dcgm-exporter tag 4.5.3-4.8.2 (2026-05-06): deployment/Chart.yaml version 4.8.2,
+    # values.yaml image.tag 4.5.3-4.8.2-distroless.
+    chart_version: str = Field(default="4.8.2", pattern=r"^[0-9]+\.[0-9]+\.[0-9]+$")
     image_tag: str = Field(
-        default="4.1.1-4.0.4-ubuntu22.04",
+        default="4.5.3-4.8.2-distroless",
         pattern=r"^[0-9]+\.[0-9]+\.[0-9]+-[0-9]+\.[0-9]+\.[0-9]+-[a-z0-9.]+$",
-        description="Pinned exporter image tag (<exporter>-<DCGM>-<base image>)",
+        description="Pinned image tag <DCGM>-<exporter>-<base image>; <exporter> equals chartVersion",
     )
     scrape_interval_seconds: int = Field(
         default=30, ge=15, le=300, description="15 s to 5 min; shorter costs more ingestion"
     )
     resources: ResourcesConfig = Field(default_factory=ResourcesConfig)
+
+    @model_validator(mode="after")
+    def _check_image_matches_chart(self) -> DcgmExporterConfig:
+        # NVIDIA releases chart and image together: chart X ships image <DCGM>-X-<base>.
+        exporter = self.image_tag.split("-")[1]
+        if exporter != self.chart_version:
+            raise field_error(
+                "imageTag",
+                self.image_tag,
+                f"the exporter release of chart {self.chart_version}: <DCGM>-{self.chart_version}-<base image>",
+            )
+        return self
 
 
 class GrafanaConfig(ConfigModel):

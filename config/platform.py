@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import datetime
 import ipaddress
-from typing import Literal
+from collections.abc import Mapping
+from typing import Literal, cast
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationInfo, model_validator
 
+from .aks_versions import CATALOG_CHECKED_ON, why_not_creatable
 from .autoscaling import AutoscalingConfig
 from .base import ConfigModel
 from .cluster import ClusterConfig
@@ -18,10 +21,14 @@ from .network import NETAPP_DELEGATION, NetworkConfig, usable_addresses
 from .node_pools import AutoscaledPoolConfig, CpuPoolConfig, SystemPoolConfig
 from .security import SecurityConfig
 from .storage import LUSTRE_CLIENT_OS_SKUS, StorageConfig
+from .training import FLAVOR_MAX_TAINTS, TrainingConfig, gpu_capacity, gpus_per_node
 from .types import AzureName
 from .upgrade import UpgradeConfig
 
 Environment = Literal["dev", "prod"]
+
+# Validation-context key: the date the Kubernetes minor is checked against (default CATALOG_CHECKED_ON).
+VERSION_DATE_CONTEXT = "kubernetesVersionDate"
 
 
 class ResourceGroupConfig(ConfigModel):
@@ -47,6 +54,10 @@ class PlatformConfig(ConfigModel):
     storage: StorageConfig = Field(default_factory=StorageConfig)
     upgrade: UpgradeConfig = Field(default_factory=UpgradeConfig)
     security: SecurityConfig = Field(default_factory=SecurityConfig)
+    training: TrainingConfig = Field(
+        default_factory=TrainingConfig,
+        description="Kueue team queues and GPU quotas, JobSet, autoscaler-aware admission",
+    )
 
     @property
     def all_pools(self) -> list[tuple[str, AutoscaledPoolConfig]]:
@@ -81,6 +92,18 @@ class PlatformConfig(ConfigModel):
                 str(nodes),
                 f"holds {usable_addresses(nodes)} nodes but the pools' maxCount plus their upgrade surge need {needed}",
             )
+        return self
+
+    @model_validator(mode="after")
+    def _check_kubernetes_version(self, info: ValidationInfo) -> PlatformConfig:
+        # The catalog's date unless the loader passes another (today's, on a real run): see aks_versions.
+        context = cast(Mapping[str, object], info.context or {})
+        on = context.get(VERSION_DATE_CONTEXT, CATALOG_CHECKED_ON)
+        if not isinstance(on, datetime.date):
+            raise TypeError(f"validation context {VERSION_DATE_CONTEXT} must be a date, got {on!r}")
+        problem = why_not_creatable(self.cluster.kubernetes_version, self.upgrade.support_plan, on)
+        if problem is not None:
+            raise field_error("cluster.kubernetesVersion", self.cluster.kubernetes_version, problem)
         return self
 
     @model_validator(mode="after")
@@ -134,3 +157,48 @@ class PlatformConfig(ConfigModel):
             None,
             f"storage.netappFiles.enabled needs a subnet delegated to {NETAPP_DELEGATION}: {hint}",
         )
+
+    @model_validator(mode="after")
+    def _check_training_quotas(self) -> PlatformConfig:
+        pools = {p.name: p for p in self.gpu_pools}
+        nominal: dict[str, int] = {}
+        holders: dict[str, list[str]] = {}
+        for i, team in enumerate(self.training.teams):
+            for j, quota in enumerate(team.quotas):
+                path = f"training.teams[{i}].quotas[{j}]"
+                pool = pools.get(quota.pool)
+                if pool is None:
+                    raise field_error(f"{path}.pool", quota.pool, f"must name a GPU pool in gpuPools: {sorted(pools)}")
+                capacity = gpu_capacity(pool)
+                nominal[pool.name] = nominal.get(pool.name, 0) + quota.gpus
+                holders.setdefault(pool.name, []).append(team.name)
+                if nominal[pool.name] > capacity:
+                    raise field_error(
+                        f"{path}.gpus",
+                        quota.gpus,
+                        f"pool {pool.name} holds at most {capacity} GPUs (maxCount {pool.max_count} x "
+                        f"{gpus_per_node(pool)} per node); teams {holders[pool.name]} ask {nominal[pool.name]} "
+                        "in nominal quota (guaranteed shares must fit; idle ones are lent through the cohort)",
+                    )
+        if self.training.enabled:
+            for i, pool in enumerate(self.gpu_pools):
+                taints = 1 + len(pool.taints) + (1 if pool.priority == "Spot" else 0)
+                if taints > FLAVOR_MAX_TAINTS:
+                    raise field_error(
+                        f"gpuPools[{i}].taints",
+                        pool.taints,
+                        f"with training on, a pool's ResourceFlavor lists its taints: at most {FLAVOR_MAX_TAINTS} "
+                        "counting the GPU taint (and Spot's)",
+                    )
+        lustre = self.storage.lustre
+        if lustre is not None and lustre.enabled:
+            for i, team in enumerate(self.training.teams):
+                if team.namespace_name == lustre.training.namespace:
+                    where = f"training.teams[{i}].namespace" if team.namespace else f"training.teams[{i}].name"
+                    raise field_error(
+                        where,
+                        team.namespace_name,
+                        "must differ from storage.lustre.training.namespace (the Lustre component owns it; "
+                        "each team namespace gets its own claim on the filesystem)",
+                    )
+        return self

@@ -103,6 +103,14 @@ class LustreConfig(ConfigModel):
     hpc_cache_provider_object_id: Guid = Field(
         description="Object ID of the 'HPC Cache Resource Provider' service principal in this tenant"
     )
+    role_assignment_propagation_seconds: int = Field(
+        default=300,
+        ge=0,
+        le=1800,
+        description="Wait after that principal's grants on the HSM account are first created, before the "
+        "filesystem: creation fails if the grants have not taken effect, which Azure Managed Lustre documents can "
+        "take up to five minutes; 0 skips the wait; at most 30 minutes",
+    )
     blob: BlobIntegrationConfig
     training: LustreTrainingConfig = Field(default_factory=LustreTrainingConfig)
 

@@ -9,11 +9,11 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, StringConstraints, model_validator
 
+from .aks_versions import SupportPlan
 from .base import ConfigModel
 from .errors import field_error
 
 Tier = Literal["Free", "Standard", "Premium"]
-SupportPlan = Literal["KubernetesOfficial", "AKSLongTermSupport"]
 UpgradeChannel = Literal["none", "patch", "stable", "rapid", "node-image"]
 NodeOsChannel = Literal["None", "Unmanaged", "NodeImage", "SecurityPatch"]
 Schedule = Literal["weekly", "daily"]
@@ -80,7 +80,11 @@ class PoolUpgradeConfig(ConfigModel):
     )
     drain_timeout_in_minutes: int = Field(default=30, ge=1, le=1440, description="Per-node eviction wait")
     node_soak_duration_in_minutes: int = Field(default=0, ge=0, le=30, description="Wait after a drain")
-    undrainable_node_behavior: UndrainableNodeBehavior = "Schedule"
+    undrainable_node_behavior: UndrainableNodeBehavior = Field(
+        default="Schedule",
+        description="Schedule: a node that cannot drain in time goes back into service un-upgraded and the upgrade "
+        "fails; Cordon: it is quarantined and a surge node replaces it (needs maxSurge of 1 or more)",
+    )
 
     @model_validator(mode="after")
     def _check_surge_or_unavailable(self) -> PoolUpgradeConfig:
@@ -98,6 +102,17 @@ class PoolUpgradeConfig(ConfigModel):
         for key, value in (("maxSurge", self.max_surge), ("maxUnavailable", self.max_unavailable)):
             if value is not None and value.endswith("%") and int(value[:-1]) > 100:
                 raise field_error(key, value, "a percentage must be at most 100%")
+        surge, unavailable = self.surge_and_unavailable
+        if self.undrainable_node_behavior == "Cordon" and _is_zero(surge):
+            # AKS replaces each blocked node with a surge node it keeps, and tolerates maxBlockedNodes
+            # of them, which defaults to maxSurge (the API version pinned here cannot set it).
+            raise field_error(
+                "undrainableNodeBehavior",
+                "Cordon",
+                "Cordon needs surge nodes (AKS keeps one per blocked node, up to maxBlockedNodes = maxSurge), "
+                f"but this pool rolls with maxSurge 0 / maxUnavailable {unavailable}: use Schedule, or set "
+                "maxSurge to 1 or more (spare quota for one more node) and drop maxUnavailable",
+            )
         return self
 
     def surge_nodes(self, pool_size: int) -> int:
@@ -124,16 +139,18 @@ class SystemPoolUpgradeConfig(PoolUpgradeConfig):
 
 
 class GpuPoolUpgradeConfig(PoolUpgradeConfig):
-    """GPU pools take one node down at a time (no spare GPU quota needed) unless a surge is set explicitly."""
+    """GPU pools take one node down at a time (no spare GPU quota needed) unless a surge is set explicitly.
+
+    Without a surge there is no node to stand in for a blocked one, so the default is Schedule: a GPU
+    node whose job outlives the drain timeout keeps running it and the upgrade is retried later.
+    Cordon (quarantine) is for pools whose config affords maxSurge 1 or more.
+    """
 
     default_surge: ClassVar[str] = "0"
     default_unavailable: ClassVar[str | None] = "1"
 
     drain_timeout_in_minutes: int = Field(
         default=90, ge=1, le=1440, description="Long enough for training jobs to checkpoint"
-    )
-    undrainable_node_behavior: UndrainableNodeBehavior = Field(
-        default="Cordon", description="Quarantine a node a PDB keeps from draining instead of failing the upgrade"
     )
 
 

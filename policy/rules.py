@@ -27,6 +27,8 @@ MANAGED_CLUSTER = "azure-native:containerservice:ManagedCluster"
 AML_FILESYSTEM = "azure-native:storagecache:AmlFilesystem"
 STORAGE_ACCOUNT = "azure-native:storage:StorageAccount"
 REGISTRY = "azure-native:containerregistry:Registry"
+LOG_ANALYTICS_WORKSPACE = "azure-native:operationalinsights:Workspace"
+MONITOR_WORKSPACE = "azure-native:monitor:AzureMonitorWorkspace"
 NETAPP_ACCOUNT = "azure-native:netapp:Account"
 NETAPP_POOL = "azure-native:netapp:CapacityPool"
 NETAPP_VOLUME = "azure-native:netapp:CapacityPoolVolume"
@@ -34,12 +36,15 @@ GENERIC_RESOURCE = "azure-native:resources:Resource"  # how Flexible NetApp pool
 PDB = "kubernetes:policy/v1:PodDisruptionBudget"
 STACK = "pulumi:pulumi:Stack"
 
-# Resources that hold data or every workload: replacing or deleting them in prod loses it.
+# Resources that hold data or every workload: replacing or deleting them in prod loses it
+# (the workspaces hold the logs and metrics an incident review needs).
 PROD_PROTECTED_TYPES = (
     MANAGED_CLUSTER,
     AML_FILESYSTEM,
     STORAGE_ACCOUNT,
     REGISTRY,
+    LOG_ANALYTICS_WORKSPACE,
+    MONITOR_WORKSPACE,
     NETAPP_ACCOUNT,
     NETAPP_POOL,
     NETAPP_VOLUME,
@@ -434,7 +439,7 @@ POLICIES: tuple[Policy, ...] = (
     ),
     Policy(
         "prod-stateful-protected",
-        "In prod the cluster, Lustre, storage accounts and registries are protected.",
+        "In prod the cluster, Lustre, storage accounts, registries and the log and metrics workspaces are protected.",
         resource_check=check_prod_stateful_protected,
     ),
     Policy(

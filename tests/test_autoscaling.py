@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -12,12 +13,15 @@ import pytest
 from components import roles
 from components.gpu_autoscaling import KEDA_OPERATOR_SUBJECT, GpuAutoscaling
 from components.gpu_inference_sample import GpuInferenceSample
-from components.gpu_scheduling import GPU_RESOURCE, gpu_pod_scheduling
+from components.gpu_scheduling import GPU_RESOURCE, pod_fits_node
 from config import ConfigError, load_platform_config
 from config.autoscaling import AutoscalingConfig, SampleInferenceConfig, ScalingTargetConfig
 from config.cluster import AutoscalerProfileConfig
 from config.loader import validate_section
 from tests.conftest import STACKS, settings_of
+from tests.gpu_metrics_world import GpuWorkload, build_world
+from tests.promql_model import Evaluator
+from tests.scheduling import node_templates
 from tools.offline import Recording, run_stack, run_under_mocks
 from tools.plan import SUMMARIES
 from tools.render import kubernetes_object, validate_object
@@ -82,8 +86,8 @@ def test_scaled_object_reads_dcgm_utilisation_from_the_workspace(two_targets: Re
     assert trigger["type"] == "prometheus"
     assert trigger["metadata"]["serverAddress"] == ENDPOINT, "KEDA must query the workspace's Prometheus endpoint"
     query = trigger["metadata"]["query"]
+    # Which series it selects is checked against the scraped series in test_keda_query_averages_...
     assert "DCGM_FI_DEV_GPU_UTIL" in query, "scaling follows DCGM's GPU utilisation"
-    assert 'namespace="serving"' in query and 'pod=~"llm-' in query, "only the target's own pods are averaged"
     assert query.startswith("avg("), "the query averages over the pods"
     assert trigger["metricType"] == "Value", "an average must not be divided again by the replica count"
     assert "metricName" not in trigger["metadata"], "current KEDA rejects metricName"
@@ -189,10 +193,14 @@ def test_sample_does_not_fight_keda_over_replicas(sample: Recording) -> None:
     assert deployment.urn in scaler.depends_on, "the scaler is created after the Deployment it scales"
 
 
-def test_sample_runs_on_gpu_nodes_with_a_restricted_context(sample: Recording) -> None:
+def test_sample_runs_on_gpu_nodes_with_a_restricted_context(sample: Recording, dev_recording: Recording) -> None:
     pod = sample.one(DEPLOYMENT).inputs["spec"]["template"]["spec"]
-    for key, value in gpu_pod_scheduling().items():
-        assert pod[key] == value, f"{key}: GPU pods must reach the tainted GPU pools"
+    gpu_nodes = [n for n in node_templates(dev_recording) if n.gpu]
+    assert gpu_nodes, "the dev stack has GPU pools"
+    for node in gpu_nodes:
+        assert pod_fits_node(pod, dict(node.labels), list(node.taints)), (
+            f"the sample must schedule on GPU pool {node.pool} (labels {dict(node.labels)}, taints {node.taints})"
+        )
     container = pod["containers"][0]
     assert container["resources"]["limits"][GPU_RESOURCE] == "2", "the GPU count per pod comes from config"
     assert {"livenessProbe", "readinessProbe", "startupProbe"} <= container.keys()
@@ -333,6 +341,44 @@ def test_stack_wires_every_scaler_to_its_own_workspace_and_cluster(dev_with_targ
         assert credential.inputs["subject"] == KEDA_OPERATOR_SUBJECT, "the add-on's operator asks for the token"
         assert role.inputs["scope"] == workspace.outputs["id"], f"{scaler.name}: read the workspace, nothing wider"
         assert role.inputs["principalId"] == identity.outputs["principalId"], "the grant goes to KEDA's identity"
+
+
+# Pods holding GPUs on the cluster: the targets' own, and neighbours whose names or namespaces come close.
+GPU_PODS = (
+    GpuWorkload("serving", "llm-7d9f8c6b5d-x2x9z", utilization=90.0),
+    GpuWorkload("serving", "llm-7d9f8c6b5d-q8w4p", gpus=2, utilization=60.0),
+    GpuWorkload("batch", "llm-5c4b3a2b1c-zzzzz", utilization=10.0),
+    GpuWorkload("serving", "llm-small-6b7c8d9e0f-aaaaa", utilization=1.0),
+    GpuWorkload("serving", "embedder-84f5b6c7d8-bbbbb", utilization=3.0),
+    GpuWorkload("gpu-inference-sample", "triton-7f6e5d4c3b-ccccc", container="triton", utilization=40.0),
+)
+
+
+def test_keda_query_averages_exactly_the_gpus_of_the_target_pods(dev_with_targets: Recording) -> None:
+    """The query runs over the series the DCGM scrape really stores (tests/scrape_model.py), not over our labels."""
+    world = build_world(dev_with_targets, GPU_PODS, nodes_per_pool=5)
+    evaluator = Evaluator(world.series)
+    scaled_objects = dev_with_targets.of_type(SCALED_OBJECT)
+    assert len(scaled_objects) == 3, "serving/llm, batch/llm and the sample"
+    for scaled in scaled_objects:
+        namespace = scaled.inputs["metadata"]["namespace"]
+        deployment = scaled.inputs["spec"]["scaleTargetRef"]["name"]
+        own = [
+            w.utilization
+            for w in GPU_PODS
+            for _ in range(w.gpus)
+            if w.namespace == namespace and re.fullmatch(rf"{deployment}-[a-z0-9]+-[a-z0-9]+", w.pod)
+        ]
+        assert own, f"the world holds GPUs of {namespace}/{deployment}"
+        result = evaluator.vector(scaled.inputs["spec"]["triggers"][0]["metadata"]["query"])
+        assert result, (
+            f"{namespace}/{deployment}: the query matches no stored series, so KEDA reads 0 and never scales up"
+        )
+        (average,) = result
+        assert average.value == pytest.approx(sum(own) / len(own)), (
+            f"{namespace}/{deployment}: KEDA must average its own pods' GPUs, no other Deployment's or namespace's"
+        )
+    assert evaluator.problems == []
 
 
 def test_stack_targets_in_two_namespaces_collide_with_nothing(dev_with_targets: Recording) -> None:

@@ -34,6 +34,7 @@ def test_large_config_is_a_valid_sixteen_pool_stack_with_scaled_targets() -> Non
 def test_shaped_baseline_registers_exactly_what_the_program_registered(dev_recording: Recording) -> None:
     replay = {r.urn: r for r in shaped_runner(dev_recording, "dev")().resources}
     assert set(replay) == {r.urn for r in dev_recording.resources}, "same resources, names, types and parents"
+    assert dev_recording.resources, "a replay of nothing would match trivially"
     for r in dev_recording.resources:
         twin = replay[r.urn]
         assert (twin.inputs, twin.provider, twin.deleted_with, twin.protect, twin.aliases) == (

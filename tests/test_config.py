@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Callable
 from typing import Any
 
+import kubernetes_validate
 import pulumi
 import pytest
+from kubernetes_validate.utils import VersionNotSupportedError
+from pulumi.runtime import settings as runtime_settings
 
 from config import ConfigError, PlatformConfig, load_platform_config
+from config.aks_versions import AKS_MINORS, CATALOG_CHECKED_ON, DEFAULT_KUBERNETES_MINOR, creatable_minors
+from config.cluster import ClusterConfig
+from config.loader import kubernetes_version_date, running_under_engine
 from tests.conftest import STACKS, assert_rejected, settings_of
 
 Breaker = Callable[[dict[str, Any]], None]
@@ -186,3 +193,132 @@ def test_vnet_and_existing_subnets_are_exclusive(stack_config: Callable[[str], d
     with pytest.raises(ConfigError) as caught:
         load_platform_config(settings)
     assert "network.existingSubnets:" in str(caught.value)
+
+
+# ---------------------------------------------------------------- Kubernetes minor vs the AKS calendar
+
+# As of the catalog's date (2026-12-02) the AKS release calendar gives: community support ended for
+# 1.34 on 2026-11-30, so the standard plan creates 1.35-1.37; LTS covers 1.32 (until 2027-03-31) and up.
+STANDARD_MINORS_ON_2026_12_02 = ["1.35", "1.36", "1.37"]
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod", "e2e"])
+def test_every_stack_runs_a_minor_aks_creates_under_its_support_plan(
+    stack_config: Callable[[str], dict[str, Any]], stack: str
+) -> None:
+    cfg = load_platform_config(_settings(stack_config, stack))
+    row = AKS_MINORS[cfg.cluster.kubernetes_version]
+    end = row.lts_end if cfg.upgrade.support_plan == "AKSLongTermSupport" else row.community_support_end
+    assert row.generally_available <= CATALOG_CHECKED_ON <= end, (
+        f"{stack}: AKS refuses to create a cluster on {cfg.cluster.kubernetes_version} under "
+        f"{cfg.upgrade.support_plan}; the deploy would fail at the cluster"
+    )
+
+
+def test_dev_and_prod_run_the_same_minor(stack_config: Callable[[str], dict[str, Any]]) -> None:
+    dev, prod = (load_platform_config(_settings(stack_config, s)).cluster for s in ("dev", "prod"))
+    assert dev.kubernetes_version == prod.kubernetes_version, "dev must test the Kubernetes minor prod runs"
+
+
+def test_a_minor_past_community_support_is_rejected_on_the_standard_plan(
+    stack_config: Callable[[str], dict[str, Any]],
+) -> None:
+    settings = _settings(stack_config, "dev")
+    settings["cluster"]["kubernetesVersion"] = "1.33"
+    error = assert_rejected(
+        settings,
+        "AKS no longer creates 1.33 clusters under the standard plan",
+        "cluster.kubernetesVersion",
+        str(STANDARD_MINORS_ON_2026_12_02),
+    )
+    assert "got '1.33'" in str(error) and "KubernetesOfficial" in str(error), "the message names value and plan"
+
+
+def test_a_minor_that_left_community_support_points_to_lts(stack_config: Callable[[str], dict[str, Any]]) -> None:
+    settings = _settings(stack_config, "dev")
+    settings["cluster"]["kubernetesVersion"] = "1.34"  # community support ended 2026-11-30
+    assert_rejected(settings, "1.34 left community support", "cluster.kubernetesVersion", "AKSLongTermSupport")
+
+
+@pytest.mark.parametrize(("minor", "creatable"), [("1.31", False), ("1.32", True), ("1.33", True), ("1.37", True)])
+def test_lts_creates_older_minors_until_their_lts_end(
+    stack_config: Callable[[str], dict[str, Any]], minor: str, creatable: bool
+) -> None:
+    settings = _settings(stack_config, "prod")
+    settings["cluster"]["kubernetesVersion"] = minor
+    if creatable:
+        assert load_platform_config(settings).cluster.kubernetes_version == minor
+        return
+    assert_rejected(settings, "1.31 LTS ended 2026-11-30", "cluster.kubernetesVersion", "long-term support ended")
+
+
+def test_a_minor_outside_the_catalog_is_rejected(stack_config: Callable[[str], dict[str, Any]]) -> None:
+    settings = _settings(stack_config, "dev")
+    settings["cluster"]["kubernetesVersion"] = "1.40"
+    assert_rejected(settings, "AKS has no 1.40", "cluster.kubernetesVersion", "not in the AKS version catalog")
+
+
+def test_the_default_minor_is_creatable_under_both_plans(stack_config: Callable[[str], dict[str, Any]]) -> None:
+    for stack in ("dev", "prod"):
+        settings = _settings(stack_config, stack)
+        del settings["cluster"]["kubernetesVersion"]
+        cfg = load_platform_config(settings)
+        assert cfg.cluster.kubernetes_version == DEFAULT_KUBERNETES_MINOR, "an omitted minor gets the default"
+
+
+def test_a_later_date_rejects_a_minor_that_has_aged_out(stack_config: Callable[[str], dict[str, Any]]) -> None:
+    settings = _settings(stack_config, "dev")
+    minor = settings["cluster"]["kubernetesVersion"]
+    last_day = AKS_MINORS[minor].community_support_end
+    assert load_platform_config(settings, kubernetes_version_on=last_day).cluster.kubernetes_version == minor
+    with pytest.raises(ConfigError) as caught:
+        load_platform_config(settings, kubernetes_version_on=last_day + datetime.timedelta(days=1))
+    assert "cluster.kubernetesVersion:" in str(caught.value), (
+        "a real run after the minor's end must stop before any resource, not fail at the cluster"
+    )
+
+
+def test_builds_check_the_catalog_date_and_real_runs_also_today() -> None:
+    later = datetime.date(2030, 1, 1)
+    assert kubernetes_version_date(real_run=False, today=later) == CATALOG_CHECKED_ON, (
+        "tests, the offline plan and CI must give the same verdict on any day"
+    )
+    assert kubernetes_version_date(real_run=True, today=later) == later, "a deploy checks the day it runs"
+    assert kubernetes_version_date(real_run=True, today=datetime.date(2026, 1, 1)) == CATALOG_CHECKED_ON, (
+        "a clock behind the catalog must not bring back minors the catalog already retired"
+    )
+
+
+def test_only_the_pulumi_engine_counts_as_a_real_run(
+    build: Callable[[Callable[[], Any]], Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[bool] = []
+    build(lambda: seen.append(running_under_engine()))
+    assert seen == [False], "under test mocks the catalog date applies, so the suite stays reproducible"
+    monkeypatch.setattr(runtime_settings, "get_monitor", lambda: object())  # an engine's gRPC monitor
+    assert running_under_engine(), "under the CLI's engine the program also checks today's date"
+
+
+def test_the_catalog_rows_follow_the_aks_calendar_shape() -> None:
+    minors = sorted(AKS_MINORS, key=lambda m: int(m.split(".")[1]))
+    assert {f"1.{n}" for n in range(30, 38)} <= set(minors), "1.30-1.37 each have a row with an LTS track"
+    for minor in minors:
+        row = AKS_MINORS[minor]
+        community_days = (row.community_support_end - row.generally_available).days
+        lts_days = (row.lts_end - row.community_support_end).days
+        assert 270 <= community_days <= 430, f"{minor}: community support is about 12 months after AKS GA"
+        assert 300 <= lts_days <= 430, f"{minor}: LTS adds about one more year"
+
+
+def test_every_creatable_minor_has_an_upstream_schema_to_validate_against() -> None:
+    config_map = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "probe"}}
+    minors = set(creatable_minors("KubernetesOfficial", CATALOG_CHECKED_ON))
+    minors |= set(creatable_minors("AKSLongTermSupport", CATALOG_CHECKED_ON))
+    assert minors, "some minor must be creatable"
+    for minor in sorted(minors):
+        # ClusterConfig.schema_version is what tools/plan.py validates rendered objects against.
+        version = ClusterConfig.model_construct(kubernetes_version=minor).schema_version
+        try:
+            kubernetes_validate.validate(config_map, version, strict=True)
+        except VersionNotSupportedError:
+            pytest.fail(f"kubernetes-validate has no {version} schema: the plan could not validate a {minor} stack")

@@ -1,127 +1,349 @@
-"""The example consumer stack: a distributed training Job wired to the platform through a StackReference."""
+"""The example consumer stack: a training JobSet submitted through a team's Kueue LocalQueue.
+
+The platform outputs the example reads are the prod stack's own (`trainingTeams`), and admission is
+checked against the prod stack's recorded ClusterQueues, ResourceFlavors and GPU pools.
+"""
 
 from __future__ import annotations
 
+import ast
+import re
 import runpy
 from typing import Any
 
+import jsonschema
 import pytest
 
-from components.gpu_scheduling import GPU_POOL_NAME_LABEL_KEY, GPU_RESOURCE, gpu_pod_scheduling
+from components.gpu_scheduling import GPU_RESOURCE, pod_fits_node
 from config import ConfigError
 from tools.offline import Recording, run_under_mocks
 from tools.render import kubernetes_object, validate_object
 from tools.stack_files import REPO_ROOT
 
 EXAMPLE = REPO_ROOT / "examples" / "training-job"
-PLATFORM = "organization/aks-gpu-platform/dev"
+PLATFORM = "organization/aks-gpu-platform/prod"
 KUBECONFIG = "apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n"
-PLATFORM_OUTPUTS = {
-    "kubeconfig": KUBECONFIG,
-    "lustrePvcName": "lustre-shared",
-    "lustreNamespace": "training",
-    "gpuPoolNames": ["gpua100", "gpuh100"],
-}
 SCHEMA_VERSION = "1.33.0"
+JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
+KUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:"
+TEAM = "llm"
+# Set by torchrun for every process it starts (torch.distributed.run).
+TORCHRUN_ENV = {"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"}
+
+# Reduced JSON Schema of the JobSet fields the example sets, from the v1alpha2 openAPIV3Schema of
+# kubernetes-sigs/jobset @ v0.12.0, charts/jobset/crds/jobset.x-k8s.io_jobsets.yaml (no registry
+# package ships it). The Job template inside is checked against the real batch/v1 schema below.
+JOBSET_SPEC_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["replicatedJobs"],
+    "properties": {
+        "network": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "enableDNSHostnames": {"type": "boolean"},
+                "publishNotReadyAddresses": {"type": "boolean"},
+            },
+        },
+        "coordinator": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["replicatedJob"],
+            "properties": {
+                "replicatedJob": {"type": "string"},
+                "jobIndex": {"type": "integer"},
+                "podIndex": {"type": "integer"},
+            },
+        },
+        "failurePolicy": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "maxRestarts": {"type": "integer"},
+                "restartStrategy": {"enum": ["Recreate", "BlockingRecreate", "InPlaceRestart"]},
+            },
+        },
+        "successPolicy": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["operator"],
+            "properties": {"operator": {"enum": ["All", "Any"]}},
+        },
+        "ttlSecondsAfterFinished": {"type": "integer", "minimum": 0},
+        "replicatedJobs": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["name", "template"],
+                "properties": {
+                    "name": {"type": "string"},
+                    "replicas": {"type": "integer"},
+                    "template": {"type": "object", "required": ["spec"]},
+                },
+            },
+        },
+    },
+}
 
 
-def run_example(**settings: Any) -> Recording:
-    config = {"training-job:platformStack": PLATFORM, "training-job:completions": "4", "training-job:parallelism": "4"}
+def run_example(outputs: dict[str, Any], **settings: Any) -> Recording:
+    config = {"training-job:platformStack": PLATFORM, "training-job:team": TEAM, "training-job:nodes": "4"}
     config.update({f"training-job:{k}": str(v) for k, v in settings.items()})
     return run_under_mocks(
         lambda: runpy.run_path(str(EXAMPLE / "__main__.py"), run_name="__main__"),
         config=config,
         project="training-job",
         stack="dev",
-        stack_references={PLATFORM: PLATFORM_OUTPUTS},
+        stack_references={PLATFORM: outputs},
     )
 
 
 @pytest.fixture(scope="module")
-def example() -> Recording:
-    return run_example()
+def platform_outputs(prod_recording: Recording) -> dict[str, Any]:
+    return {"kubeconfig": KUBECONFIG, "trainingTeams": prod_recording.stack_outputs["trainingTeams"]}
 
 
-def job_spec(recording: Recording) -> dict[str, Any]:
-    return recording.one("kubernetes:batch/v1:Job").inputs["spec"]
+@pytest.fixture(scope="module")
+def example(platform_outputs: dict[str, Any]) -> Recording:
+    return run_example(platform_outputs)
 
 
-def test_reads_the_platform_stack_and_targets_its_cluster(example: Recording) -> None:
+def jobset(recording: Recording) -> dict[str, Any]:
+    return kubernetes_object(recording.one(JOBSET))
+
+
+def the_pod_set(recording: Recording) -> tuple[dict[str, Any], int]:
+    """The JobSet's single replicated job as Kueue sees it: one pod set of `count` identical pods."""
+    (replicated,) = jobset(recording)["spec"]["replicatedJobs"]
+    job = replicated["template"]["spec"]
+    return job["template"], replicated["replicas"] * job["parallelism"]
+
+
+def quantity(value: Any) -> float:
+    """A Kubernetes quantity as a number (the forms the example and the prod quotas use)."""
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)(m|Ki|Mi|Gi|Ti)?", str(value))
+    assert match, f"unexpected quantity {value!r}"
+    scale = {None: 1, "m": 1e-3, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}[match.group(2)]
+    return float(match.group(1)) * scale
+
+
+def admit(platform: Recording, queue_name: str, namespace: str, pod: dict[str, Any], count: int) -> str | None:
+    """Kueue's flavor assignment for one pod set on an idle cluster, without borrowing: the first flavor
+    of the ClusterQueue behind the LocalQueue whose node labels agree with the pod's nodeSelector and
+    whose nominal quota covers every metered resource the pod set requests; None if none does."""
+    local = [
+        kubernetes_object(r)
+        for r in platform.of_type(KUEUE + "LocalQueue")
+        if r.inputs["metadata"]["name"] == queue_name and r.inputs["metadata"]["namespace"] == namespace
+    ]
+    if not local:
+        return None
+    queues = {r.inputs["metadata"]["name"]: kubernetes_object(r) for r in platform.of_type(KUEUE + "ClusterQueue")}
+    flavors = {r.inputs["metadata"]["name"]: kubernetes_object(r) for r in platform.of_type(KUEUE + "ResourceFlavor")}
+    queue = queues[local[0]["spec"]["clusterQueue"]]["spec"]
+    requests = pod["spec"]["containers"][0]["resources"]["requests"]
+    selector = pod["spec"].get("nodeSelector") or {}
+    for group in queue["resourceGroups"]:
+        for flavor in group["flavors"]:
+            labels = flavors[flavor["name"]]["spec"]["nodeLabels"]
+            if any(labels.get(k, v) != v for k, v in selector.items()):
+                continue
+            quota = {r["name"]: quantity(r["nominalQuota"]) for r in flavor["resources"]}
+            if all(quantity(requests.get(r, 0)) * count <= quota[r] for r in group["coveredResources"]):
+                return flavor["name"]
+    return None
+
+
+def gpu_nodes(platform: Recording) -> dict[str, tuple[dict[str, str], list[str], int]]:
+    """GPU pool name -> node labels, node taints and GPUs per node, from the recorded AgentPools."""
+    from config.gpu_catalog import gpu_sku
+
+    found: dict[str, tuple[dict[str, str], list[str], int]] = {}
+    for pool in platform.of_type("azure-native:containerservice:AgentPool"):
+        labels = pool.inputs.get("nodeLabels") or {}
+        if labels.get("pool") == "gpu":
+            sku = gpu_sku(pool.inputs["vmSize"])
+            assert sku is not None
+            found[labels["gpu-pool"]] = (labels, pool.inputs.get("nodeTaints") or [], sku.gpus_per_vm)
+    assert found, "the platform must record GPU pools"
+    return found
+
+
+def admitted_pod(platform: Recording, pod: dict[str, Any], flavor_name: str) -> dict[str, Any]:
+    """The pod spec after Kueue admits it on a flavor: the flavor's node labels and tolerations injected."""
+    flavor = next(
+        kubernetes_object(r)["spec"]
+        for r in platform.of_type(KUEUE + "ResourceFlavor")
+        if r.inputs["metadata"]["name"] == flavor_name
+    )
+    spec = dict(pod["spec"])
+    spec["nodeSelector"] = {**(spec.get("nodeSelector") or {}), **flavor["nodeLabels"]}
+    spec["tolerations"] = [*(spec.get("tolerations") or []), *flavor["tolerations"]]
+    return spec
+
+
+def test_reads_the_platform_stack_and_lives_in_the_team_namespace(example: Recording) -> None:
     ref = example.one("pulumi:pulumi:StackReference")
     assert ref.name == PLATFORM, "the example must read the platform stack named in platformStack"
     provider = example.one("pulumi:providers:kubernetes")
     assert provider.inputs["kubeconfig"] == KUBECONFIG, "objects must go to the platform's cluster"
-    for obj in example.kubernetes_objects():
+    objects = example.kubernetes_objects()
+    assert objects, "the example creates Kubernetes objects"
+    for obj in objects:
         assert obj.provider.startswith(provider.urn), f"{obj.name} must use the platform's kubeconfig provider"
-        assert obj.inputs["metadata"]["namespace"] == "training", f"{obj.name} must live beside the Lustre PVC"
+        assert obj.inputs["metadata"]["namespace"] == "team-llm", f"{obj.name} must live in the team's namespace"
 
 
-def test_indexed_job_one_gpu_per_rank_on_gpu_nodes(example: Recording) -> None:
-    spec = job_spec(example)
-    assert spec["completionMode"] == "Indexed", "each rank needs a stable index"
-    assert spec["completions"] == spec["parallelism"] == 4, "completions/parallelism come from config"
-    pod = spec["template"]["spec"]
+def test_the_jobset_is_admitted_through_the_teams_local_queue(example: Recording, prod_recording: Recording) -> None:
+    meta = jobset(example)["metadata"]
+    queue = meta["labels"]["kueue.x-k8s.io/queue-name"]
+    assert queue == prod_recording.stack_outputs["trainingTeams"][TEAM]["localQueue"]
+    pod, count = the_pod_set(example)
+    flavor = admit(prod_recording, queue, meta["namespace"], pod, count)
+    assert flavor is not None, "4 ranks x 1 GPU must fit the llm team's quota on one of its pools"
+    labels, taints, gpus_per_node = gpu_nodes(prod_recording)[flavor]
+    assert pod_fits_node(admitted_pod(prod_recording, pod, flavor), labels, taints), (
+        f"once admitted on {flavor}, the ranks must schedule on {flavor}'s nodes"
+    )
+    assert quantity(pod["spec"]["containers"][0]["resources"]["requests"][GPU_RESOURCE]) <= gpus_per_node
+    assert "suspend" not in jobset(example)["spec"], "Kueue's webhook suspends it; re-sending suspend stops a run"
+
+
+def test_the_admission_model_refuses_what_no_pool_of_the_team_holds(
+    platform_outputs: dict[str, Any], prod_recording: Recording
+) -> None:
+    # vision: 10 GPUs on gpua100 (1 per node), 16 on h100z3: 3 pods x 8 GPUs = 24 fit neither.
+    too_big = run_example(platform_outputs, team="vision", nodes=3, gpusPerNode=8, cpu="16", memory="64Gi")
+    meta = jobset(too_big)["metadata"]
+    pod, count = the_pod_set(too_big)
+    assert admit(prod_recording, meta["labels"]["kueue.x-k8s.io/queue-name"], meta["namespace"], pod, count) is None
+    fits = run_example(platform_outputs, team="vision", nodes=2, gpusPerNode=8, cpu="16", memory="64Gi")
+    meta = jobset(fits)["metadata"]
+    pod, count = the_pod_set(fits)
+    assert admit(prod_recording, meta["labels"]["kueue.x-k8s.io/queue-name"], meta["namespace"], pod, count) == "h100z3"
+    assert admit(prod_recording, "llm", meta["namespace"], pod, count) is None, "another team's queue is not there"
+
+
+def test_all_ranks_are_one_pod_set_so_they_share_one_pool(example: Recording) -> None:
+    spec = jobset(example)["spec"]
+    (replicated,) = spec["replicatedJobs"]
+    job = replicated["template"]["spec"]
+    assert replicated["replicas"] == 1 and job["completions"] == job["parallelism"] == 4, (
+        "one replicated job with every rank: Kueue gives one pod set one flavor, i.e. one InfiniBand fabric"
+    )
+    assert job["completionMode"] == "Indexed", "each pod's completion index is its node rank"
+
+
+def test_rendezvous_comes_from_jobset_not_a_hand_made_service(example: Recording) -> None:
+    assert not example.of_type("kubernetes:core/v1:Service"), "JobSet creates the headless Service itself"
+    spec = jobset(example)["spec"]
+    assert spec["network"]["enableDNSHostnames"] is True
+    coordinator = spec["coordinator"]
+    (replicated,) = spec["replicatedJobs"]
+    assert coordinator["replicatedJob"] == replicated["name"] and coordinator["podIndex"] == 0
+    pod = replicated["template"]["spec"]["template"]["spec"]
     (container,) = pod["containers"]
-    for bound in ("requests", "limits"):
-        assert container["resources"][bound][GPU_RESOURCE] == "1", f"one GPU per pod ({bound})"
-    assert pod["tolerations"] == gpu_pod_scheduling()["tolerations"], "must tolerate the platform's GPU taint"
-    assert pod["nodeSelector"] == gpu_pod_scheduling()["nodeSelector"], "must select the platform's GPU nodes"
-    env = {e["name"]: e["value"] for e in container["env"]}
-    assert env["WORLD_SIZE"] == "4", "the world size is the number of ranks"
-    assert env["MASTER_ADDR"] == "train-0.train", "rank 0 is reached through the headless Service"
-    service = example.one("kubernetes:core/v1:Service")
-    assert pod["subdomain"] == service.inputs["metadata"]["name"], "ranks get DNS names only under their Service"
-    assert service.inputs["spec"]["clusterIP"] == "None", "the rendezvous Service must be headless"
+    env = {e["name"]: e for e in container["env"]}
+    assert env["MASTER_ADDR"]["valueFrom"]["fieldRef"]["fieldPath"] == (
+        "metadata.annotations['jobset.sigs.k8s.io/coordinator']"
+    ), "rank 0's address is the coordinator endpoint JobSet writes on every pod"
+    assert env["NODE_RANK"]["valueFrom"]["fieldRef"]["fieldPath"] == (
+        "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+    )
+    command = container["command"]
+    assert command[0] == "torchrun"
+    assert (
+        "--nnodes=4" in command and "--node-rank=$(NODE_RANK)" in command and "--master-addr=$(MASTER_ADDR)" in command
+    )
+    gpus = container["resources"]["limits"][GPU_RESOURCE]
+    assert f"--nproc-per-node={gpus}" in command, "one process per GPU the pod holds"
 
 
-def test_lustre_pvc_mounted_and_checkpoints_on_it(example: Recording) -> None:
-    pod = job_spec(example)["template"]["spec"]
-    volumes = {v["name"]: v for v in pod["volumes"]}
-    assert volumes["lustre"]["persistentVolumeClaim"]["claimName"] == "lustre-shared", "must mount the platform PVC"
-    mount = next(m for m in pod["containers"][0]["volumeMounts"] if m["name"] == "lustre")["mountPath"]
-    env = {e["name"]: e["value"] for e in pod["containers"][0]["env"]}
+def test_lustre_claim_mounted_and_checkpoints_on_it(example: Recording, prod_recording: Recording) -> None:
+    pod, _ = the_pod_set(example)
+    volumes = {v["name"]: v for v in pod["spec"]["volumes"]}
+    claim = prod_recording.stack_outputs["trainingTeams"][TEAM]["lustrePvcName"]
+    assert volumes["lustre"]["persistentVolumeClaim"]["claimName"] == claim, "must mount the team's Lustre claim"
+    (container,) = pod["spec"]["containers"]
+    mount = next(m for m in container["volumeMounts"] if m["name"] == "lustre")["mountPath"]
+    env = {e["name"]: e.get("value") for e in container["env"]}
     assert env["CHECKPOINT_DIR"].startswith(mount + "/"), "checkpoints must land on the shared Lustre volume"
-    assert example.stack_outputs["checkpointDir"] == env["CHECKPOINT_DIR"]
+    assert example.stack_outputs["checkpointDir"] == env["CHECKPOINT_DIR"] == "/mnt/lustre/checkpoints/team-llm/train"
+    assert jobset(example)["spec"]["failurePolicy"]["maxRestarts"] == 3, (
+        "a failed rank restarts all from the checkpoint"
+    )
+
+
+def test_the_script_reads_only_environment_the_pod_and_torchrun_provide(example: Recording) -> None:
     script = example.one("kubernetes:core/v1:ConfigMap").inputs["data"]["train.py"]
-    assert "CHECKPOINT_DIR" in script, "the training script must write where the Job says"
+    tree = ast.parse(script)  # the mounted script is valid Python
+    read = {
+        node.slice.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Subscript)
+        and isinstance(node.slice, ast.Constant)
+        and ast.unparse(node.value) == "os.environ"
+    }
+    assert read, "the script takes its settings from the environment"
+    pod, _ = the_pod_set(example)
+    given = {e["name"] for e in pod["spec"]["containers"][0]["env"]} | TORCHRUN_ENV
+    assert read <= given, f"the script reads {read - given}, which nobody sets"
+    assert "CHECKPOINT_DIR" in read and "SIGTERM" in script, "it checkpoints to Lustre, also when preempted"
 
 
 def test_pdb_protects_every_running_rank(example: Recording) -> None:
     pdb = example.one("kubernetes:policy/v1:PodDisruptionBudget").inputs["spec"]
-    labels = job_spec(example)["template"]["metadata"]["labels"]
-    assert pdb["minAvailable"] == 4, "a drain must not evict any rank of a running job"
-    assert pdb["selector"]["matchLabels"] == labels, "the PDB must select the Job's pods"
+    pod, count = the_pod_set(example)
+    assert pdb["minAvailable"] == count, "a drain must not evict any rank of a running job"
+    assert pdb["selector"]["matchLabels"].items() <= pod["metadata"]["labels"].items(), "the PDB selects the ranks"
 
 
 def test_restricted_security_context(example: Recording) -> None:
-    pod = job_spec(example)["template"]["spec"]
-    assert pod["securityContext"]["runAsNonRoot"] is True
-    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
-    ctx = pod["containers"][0]["securityContext"]
+    pod, _ = the_pod_set(example)
+    assert pod["spec"]["securityContext"]["runAsNonRoot"] is True
+    assert pod["spec"]["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    ctx = pod["spec"]["containers"][0]["securityContext"]
     assert ctx == {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True, "capabilities": {"drop": ["ALL"]}}
 
 
-def test_objects_pass_the_strict_upstream_schema(example: Recording) -> None:
+def test_objects_pass_the_upstream_schemas(example: Recording) -> None:
     objects = example.kubernetes_objects()
     assert {o.type for o in objects} == {
         "kubernetes:core/v1:ConfigMap",
-        "kubernetes:core/v1:Service",
-        "kubernetes:batch/v1:Job",
+        JOBSET,
         "kubernetes:policy/v1:PodDisruptionBudget",
     }
     for obj in objects:
-        status, detail = validate_object(kubernetes_object(obj), SCHEMA_VERSION)
+        manifest = kubernetes_object(obj)
+        if obj.type == JOBSET:
+            jsonschema.validate(manifest["spec"], JOBSET_SPEC_SCHEMA)
+            for replicated in manifest["spec"]["replicatedJobs"]:
+                job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "x"}, **replicated["template"]}
+                status, detail = validate_object(job, SCHEMA_VERSION)
+                assert status == "valid", f"replicatedJobs[{replicated['name']}] is not a valid Job template: {detail}"
+            continue
+        status, detail = validate_object(manifest, SCHEMA_VERSION)
         assert status == "valid", f"{obj.type} {obj.name}: {detail}"
 
 
-def test_pinned_pool_must_be_a_platform_pool() -> None:
-    pinned = run_example(gpuPool="gpuh100")
-    selector = job_spec(pinned)["template"]["spec"]["nodeSelector"]
-    assert selector[GPU_POOL_NAME_LABEL_KEY] == "gpuh100", "gpuPool pins the ranks to that pool"
-    with pytest.raises(Exception, match="gpuPool: 'gpux' is not a GPU pool"):
-        run_example(gpuPool="gpux")
+def test_pinned_pool_must_be_one_of_the_teams_pools(platform_outputs: dict[str, Any]) -> None:
+    pinned = run_example(platform_outputs, gpuPool="h100z2")
+    pod, _ = the_pod_set(pinned)
+    assert pod["spec"]["nodeSelector"] == {"gpu-pool": "h100z2"}, "gpuPool pins the ranks to that pool's flavor"
+    with pytest.raises(Exception, match=r"gpuPool: 'h100z9' is not a pool the team has quota on"):
+        run_example(platform_outputs, gpuPool="h100z9")
 
 
-def test_parallelism_must_equal_completions() -> None:
-    with pytest.raises(ConfigError, match="parallelism:"):
-        run_example(parallelism=2)
+def test_unknown_team_or_team_without_lustre_is_a_clear_error(platform_outputs: dict[str, Any]) -> None:
+    with pytest.raises(Exception, match=r"team: 'nlp' is not a team of the platform stack"):
+        run_example(platform_outputs, team="nlp")
+    no_lustre = {**platform_outputs, "trainingTeams": {"ml": {"namespace": "team-ml", "localQueue": "ml"}}}
+    with pytest.raises(Exception, match=r"team: 'ml' has no Lustre claim"):
+        run_example(no_lustre, team="ml")
+
+
+def test_job_name_must_leave_room_for_the_coordinator_label(platform_outputs: dict[str, Any]) -> None:
+    with pytest.raises(ConfigError, match="jobName:"):
+        run_example(platform_outputs, jobName="a" * 25)

@@ -5,28 +5,23 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, get_args
 
 import pulumi_azure_native.containerservice as containerservice
 import pulumi_kubernetes as k8s
 import pytest
 
 from components.gpu_node_pool import GpuNodePool, azure_pool_name, immutable_fields
-from components.gpu_scheduling import (
-    GPU_RESOURCE,
-    GPU_TAINT,
-    SPOT_TAINT,
-    gpu_pod_scheduling,
-    gpu_tolerations,
-    pod_fits_node,
-)
+from components.gpu_scheduling import GPU_RESOURCE, GPU_TAINT, SPOT_TAINT, pod_fits_node
 from components.gpu_smoke_test import smoke_test_name
 from components.gpu_stack import GpuStack
 from config import load_platform_config
 from config.gpu import GpuPoolConfig
+from config.gpu import MigProfile as MigProfileName
 from config.gpu_catalog import GPU_SKUS, gpu_sku
 from config.types import POOL_NAME_PATTERN
 from tests.conftest import STACKS, assert_rejected, settings_of
+from tests.scheduling import node_template, node_templates, release_pod_templates
 from tools.offline import Recording, run_stack
 from tools.render import kubernetes_object, validate_object
 from tools.stack_files import load_stack_file
@@ -74,6 +69,18 @@ BROKEN_GPU: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
     ("non-GPU SKU", _gpu_pool(vmSize="Standard_D8ds_v5"), "gpuPools[0].vmSize", "GPU size from the catalog"),
     ("MIG on a SKU without MIG", _gpu_pool(migProfile="MIG1g"), "gpuPools[0].migProfile", "supports MIG profiles"),
     ("unknown MIG profile", _gpu_pool(migProfile="MIG5g"), "gpuPools[0].migProfile", "MIG1g"),
+    (
+        "NVIDIA profile AKS has no gpuInstanceProfile for",
+        _gpu_pool(vmSize="Standard_ND96isr_H100_v5", migProfile="MIG1g20gb"),
+        "gpuPools[0].migProfile",
+        "'MIG1g', 'MIG2g', 'MIG3g', 'MIG4g' or 'MIG7g'",
+    ),
+    (
+        "MIG on an A10, which has none",
+        _gpu_pool(vmSize="Standard_NV36ads_A10_v5", migProfile="MIG1g"),
+        "gpuPools[0].migProfile",
+        "supports MIG profiles: none",
+    ),
     ("InfiniBand on a SKU without it", _gpu_pool(infiniband=True), "gpuPools[0].infiniband", "has no InfiniBand"),
     (
         "InfiniBand pool over several zones",
@@ -125,6 +132,39 @@ def test_catalog_covers_the_supported_families() -> None:
     assert "MIG7g" in GPU_SKUS["Standard_NC24ads_A100_v4"].mig_profiles, "A100 supports MIG"
 
 
+@pytest.mark.parametrize(
+    ("size", "profile", "slice_"),
+    [("Standard_ND96isr_H100_v5", "MIG1g", "1g.10gb"), ("Standard_ND96isr_H200_v5", "MIG3g", "3g.71gb")],
+)
+def test_nd_h100_and_h200_pools_accept_mig(
+    stack_config: Callable[[str], dict[str, Any]], size: str, profile: str, slice_: str
+) -> None:
+    settings = settings_of(stack_config("prod"))
+    h100 = next(p for p in settings["gpuPools"] if p["vmSize"] == "Standard_ND96isr_H100_v5")
+    h100.update(vmSize=size, migProfile=profile)
+    pool = next(p for p in load_platform_config(settings).gpu_pools if p.name == h100["name"])
+    assert pool.mig_profile == profile, "AKS supports MIG on ND H100 v5 and ND H200 v5 (gpu-multi-instance doc)"
+    mig = pool.sku.mig_slice(profile)
+    assert mig is not None and mig.nvidia_profile == slice_, f"{profile} on {pool.sku.gpu_model} yields {slice_}"
+
+
+def test_mig_profiles_are_the_aks_api_values_and_fit_their_gpu() -> None:
+    aks_values = {p.value for p in containerservice.GPUInstanceProfile}
+    assert set(get_args(MigProfileName)) == aks_values, "the config accepts exactly AKS's gpuInstanceProfile values"
+    mig_sizes = [(size, sku) for size, sku in GPU_SKUS.items() if sku.supports_mig]
+    assert len(mig_sizes) >= 6, "A100, H100 and H200 sizes are MIG-capable"
+    for size, sku in mig_sizes:
+        assert set(sku.mig_profiles) <= aks_values, f"{size}: only AKS profile names reach the AgentPool"
+        for mig in sku.mig:
+            slices, memory = re.fullmatch(r"(\d)g\.(\d+)gb", mig.nvidia_profile).groups()  # type: ignore[union-attr]
+            assert mig.profile == f"MIG{slices}g", f"{size}: {mig.profile} is the {slices}-slice profile"
+            assert int(slices) * mig.per_gpu <= 7, f"{size}: a GPU has 7 compute slices"
+            # NVIDIA rounds each instance's memory to whole GB in the name (2 x 3g.71gb on a 141 GB H200).
+            assert (int(memory) - 1) * mig.per_gpu < sku.gpu_memory_gib, f"{size}: {mig.nvidia_profile} fits the GPU"
+            if slices == "7":
+                assert abs(int(memory) - sku.gpu_memory_gib) <= 1, f"{size}: 7g is the whole GPU, so its memory"
+
+
 # ---------------------------------------------------------------- pools in the stacks
 
 
@@ -155,18 +195,23 @@ def test_gpu_pools_are_tainted_labelled_autoscaled_user_pools(recordings: dict[s
 def test_prod_gpu_capacity_covers_every_zone(prod_recording: Recording) -> None:
     zones = {z for p in gpu_agent_pools(prod_recording) for z in p.inputs["availabilityZones"]}
     assert zones == {"1", "2", "3"}, "a zone outage must not take all GPU capacity"
-    for pool in gpu_agent_pools(prod_recording):
-        if gpu_sku(pool.inputs["vmSize"]).infiniband:  # type: ignore[union-attr]
-            assert len(pool.inputs["availabilityZones"]) == 1, "an InfiniBand pool is one fabric in one zone"
+    infiniband = [p for p in gpu_agent_pools(prod_recording) if gpu_sku(p.inputs["vmSize"]).infiniband]  # type: ignore[union-attr]
+    assert infiniband, "prod trains on InfiniBand pools"
+    for pool in infiniband:
+        assert len(pool.inputs["availabilityZones"]) == 1, "an InfiniBand pool is one fabric in one zone"
 
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_design_notes_pod_is_schedulable_on_every_gpu_pool(recordings: dict[str, Recording], stack: str) -> None:
-    for pool in gpu_agent_pools(recordings[stack]):
-        labels, taints = pool.inputs["nodeLabels"], pool.inputs.get("nodeTaints", [])
-        assert pod_fits_node(DESIGN_NOTES_POD, labels, taints), f"the guide's GPU pod cannot land on {pool.name}"
-        assert gpu_sku(pool.inputs["vmSize"]).gpus_per_vm >= 1  # type: ignore[union-attr]
-        assert not pod_fits_node({"nodeSelector": {"pool": "gpu"}}, labels, taints), "the taint must repel others"
+    nodes = [n for n in node_templates(recordings[stack]) if n.gpu]
+    assert nodes, "every stack has GPU pools"
+    for node in nodes:
+        assert pod_fits_node(DESIGN_NOTES_POD, node.labels, node.taints), (
+            f"the guide's GPU pod cannot land on {node.pool}"
+        )
+        assert not pod_fits_node({"nodeSelector": {"pool": "gpu"}}, node.labels, node.taints), (
+            "the taint must repel others"
+        )
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -176,20 +221,6 @@ def test_gpu_pool_names_are_exported(recordings: dict[str, Recording], stack: st
     assert recordings[stack].stack_outputs["gpuPoolNames"] == expected, "gpuPoolNames lists the pools in config order"
     registered = {p.inputs["agentPoolName"] for p in gpu_agent_pools(recordings[stack])}
     assert registered == set(expected), "the exported names are the registered Azure pool names"
-
-
-def test_pod_fits_node_rules() -> None:
-    labels = {"pool": "gpu"}
-    assert not pod_fits_node(DESIGN_NOTES_POD, {"pool": "cpu"}, []), "the selector must match"
-    assert not pod_fits_node(DESIGN_NOTES_POD, labels, [GPU_TAINT, SPOT_TAINT]), "Spot needs its own toleration"
-    spot_ok = {
-        **DESIGN_NOTES_POD,
-        "tolerations": [*gpu_tolerations(), {"key": SPOT_TAINT.split("=")[0], "operator": "Exists"}],
-    }
-    assert pod_fits_node(spot_ok, labels, [GPU_TAINT, SPOT_TAINT])
-    assert pod_fits_node(DESIGN_NOTES_POD, labels, [GPU_TAINT, "soft=yes:PreferNoSchedule"]), "preferences don't block"
-    wrong_value = {"tolerations": [{"key": "sku", "operator": "Equal", "value": "cpu", "effect": "NoSchedule"}]}
-    assert not pod_fits_node(wrong_value, labels, [GPU_TAINT])
 
 
 # ---------------------------------------------------------------- immutable fields
@@ -283,9 +314,11 @@ def test_exactly_one_pinned_gpu_stack_on_gpu_nodes(recordings: dict[str, Recordi
     assert values["priorityClassName"] == "system-node-critical"
     terms = values["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
     assert terms == [{"matchExpressions": [{"key": "pool", "operator": "In", "values": ["gpu"]}]}]
-    for pool in gpu_agent_pools(recording):
-        daemon = {"nodeSelector": {"pool": "gpu"}, "tolerations": values["tolerations"]}
-        assert pod_fits_node(daemon, pool.inputs["nodeLabels"], pool.inputs["nodeTaints"]), "plugin must run there"
+    (plugin,) = [p for p in release_pod_templates(recording)[0] if p.source.startswith(release.name)]
+    nodes = [n for n in node_templates(recording) if n.gpu]
+    assert nodes, "the stack has GPU pools"
+    for node in nodes:
+        assert pod_fits_node(plugin.spec, node.labels, node.taints), f"no nvidia.com/gpu on {node.pool} without it"
     assert release.provider.startswith(recording.one("pulumi:providers:kubernetes").urn)
 
 
@@ -301,7 +334,11 @@ def test_prod_infiniband_pools_get_the_network_operator_and_rdma(prod_recording:
     assert len(ib) == 3, "prod runs one InfiniBand pool per zone"
     expressions = spec["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
     assert {"key": "gpu-pool", "operator": "In", "values": ib} in expressions["matchExpressions"]
-    assert spec["tolerations"] == gpu_tolerations(), "the RDMA plugin must run on tainted GPU nodes"
+    rdma_plugin = {"tolerations": spec["tolerations"], "affinity": {"nodeAffinity": spec["nodeAffinity"]}}
+    ib_nodes = [n for n in node_templates(prod_recording) if n.labels.get("gpu-pool") in ib]
+    assert len(ib_nodes) == len(ib)
+    for node in ib_nodes:
+        assert pod_fits_node(rdma_plugin, node.labels, node.taints), f"no rdma/shared_ib on {node.pool} without it"
     assert "rdma_shared_device_a" not in spec["rdmaSharedDevicePlugin"]["config"]
     assert '"resourceName": "shared_ib"' in spec["rdmaSharedDevicePlugin"]["config"]
 
@@ -312,37 +349,42 @@ def test_dev_has_no_network_operator(dev_recording: Recording) -> None:
 
 def test_gpu_operator_mode_installs_only_the_operator(build: Callable[[Callable[[], Any]], Recording]) -> None:
     made: dict[str, GpuStack] = {}
+    # A Spot InfiniBand pool with a team's taint: every operand must still reach its nodes.
+    pool = {
+        "name": "h100",
+        "vmSize": "Standard_ND96isr_H100_v5",
+        "zones": ["1"],
+        "minCount": 0,
+        "maxCount": 2,
+        "infiniband": True,
+        "priority": "Spot",
+        "taints": ["team=research:NoExecute"],
+    }
 
     def program() -> None:
-        provider = _provider()
-        pools = [
-            {
-                "name": "h100",
-                "vmSize": "Standard_ND96isr_H100_v5",
-                "zones": ["1"],
-                "minCount": 0,
-                "maxCount": 2,
-                "infiniband": True,
-            },
-        ]
         made["stack"] = GpuStack(
             "gs",
             {
                 "settings": {"mode": "gpuOperator", "operatorDcgm": True},
-                "pools": pools,
-                "provider": provider,
+                "pools": [pool],
+                "provider": _provider(),
                 "cluster": containerservice.ManagedCluster("aks", resource_group_name="rg"),
             },
         )
+        _component_pool(pool, "gpuOperator")
 
     recording = build(program)
     charts = {r.inputs["chart"]: r.inputs for r in recording.of_type(RELEASE)}
     assert set(charts) == {"gpu-operator", "network-operator"}, "no separate device plugin next to the operator"
     values = charts["gpu-operator"]["values"]
     assert values["driver"]["enabled"] and values["devicePlugin"]["enabled"] and values["dcgmExporter"]["enabled"]
-    assert values["daemonsets"]["tolerations"] == gpu_tolerations()
     assert charts["network-operator"]["values"]["nfd"]["enabled"] is False, "one node-feature-discovery only"
     assert made["stack"].dcgm_from_operator and made["stack"].rdma_resource == "rdma/shared_ib"
+    node = node_template(recording.one(AGENT_POOL).inputs)
+    operator_pods = [p for p in release_pod_templates(recording)[0] if p.source.startswith("gs-gpu-operator")]
+    assert {p.source.split(": ")[1] for p in operator_pods} == {"operand DaemonSets", "node-feature-discovery worker"}
+    for pod in operator_pods:
+        assert pod_fits_node(pod.spec, node.labels, node.taints), f"{pod.source} must reach the Spot, tainted pool"
 
 
 # ---------------------------------------------------------------- smoke test
@@ -354,8 +396,10 @@ def test_smoke_test_job_is_restricted_and_waits_for_gpus_and_stack(dev_recording
     assert validate_object(manifest, "1.33.0") == ("valid", ""), "the Job must pass the upstream schema"
     assert "pulumi.com/skipAwait" not in (manifest["metadata"].get("annotations") or {}), "pulumi must wait for it"
     pod = manifest["spec"]["template"]["spec"]
-    for key, value in gpu_pod_scheduling().items():
-        assert pod[key] == value, "the Job uses the one GPU scheduling helper"
+    nodes = [n for n in node_templates(dev_recording) if n.gpu]
+    assert nodes, "dev has a GPU pool"
+    for node in nodes:
+        assert pod_fits_node(pod, node.labels, node.taints), f"the test must be able to run on {node.pool}"
     container = pod["containers"][0]
     assert container["command"] == ["nvidia-smi"]
     assert container["image"].startswith("nvidia/cuda:12.") and container["image"].endswith("-base-ubuntu22.04")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from collections.abc import Callable
@@ -10,10 +11,14 @@ from typing import Any
 
 import pytest
 
-from components.gpu_scheduling import GPU_TAINT_KEY, gpu_pod_scheduling
+from components import metrics_labels
+from components.gpu_scheduling import pod_fits_node
 from components.registry import Registry, RegistryArgs
 from config import ConfigError, load_platform_config
 from tests.conftest import STACKS, assert_rejected, set_path, settings_of
+from tests.gpu_metrics_world import GpuWorkload, MetricsWorld, build_world
+from tests.promql_model import Evaluator, matches, selectors
+from tests.scheduling import node_templates
 from tools.offline import RecordedResource, Recording, run_stack
 
 REGISTRY = "azure-native:containerregistry:Registry"
@@ -60,8 +65,12 @@ def test_dcgm_image_is_cached_from_nvidia_into_the_registry(recordings: dict[str
 def test_kubelet_identity_may_pull_from_the_registry(recordings: dict[str, Recording], stack: str) -> None:
     recording = recordings[stack]
     (grant,) = _role(recording, ACR_PULL)
+    # The identity the nodes really pull as is the one the cluster reports, not whatever the program created.
+    running = recording.one(CLUSTER).outputs["identityProfile"]["kubeletidentity"]["objectId"]
     kubelet = recording.one("azure-native:managedidentity:UserAssignedIdentity", "kubelet")
-    assert grant.inputs["principalId"] == kubelet.outputs["principalId"], "nodes pull as the kubelet identity"
+    assert grant.inputs["principalId"] == running, "AcrPull must go to the kubelet identity the cluster runs with"
+    assert running == kubelet.outputs["principalId"], "the cluster must run with the kubelet identity we brought"
+    assert recording.stack_outputs["kubeletIdentityObjectId"] == running, "the exported ID is the one nodes use"
     assert grant.inputs["scope"] == recording.one(REGISTRY).outputs["id"], "AcrPull on the registry only"
 
 
@@ -130,13 +139,28 @@ def test_prometheus_pipeline_ends_in_the_workspace_and_starts_at_the_cluster(
 
 
 @pytest.mark.parametrize("stack", STACKS)
+def test_agent_reads_its_configuration_through_the_endpoint_association(
+    recordings: dict[str, Recording], stack: str
+) -> None:
+    recording = recordings[stack]
+    endpoint = recording.one("azure-native:monitor:DataCollectionEndpoint")
+    (link,) = [a for a in recording.of_type(DCRA) if a.inputs.get("dataCollectionEndpointId")]
+    # "The DCR association name must be configurationAccessEndpoint" (MicrosoftDocs/azure-docs
+    # articles/azure-monitor/containers/container-insights-enable-aks.md, private link section, read 2026-12-02).
+    assert link.inputs["associationName"] == "configurationAccessEndpoint", "any other name is rejected by Azure"
+    assert link.inputs["dataCollectionEndpointId"] == endpoint.outputs["id"]
+    assert link.inputs["resourceUri"] == recording.one(CLUSTER).outputs["id"], "the cluster's agent reads through it"
+    assert "dataCollectionRuleId" not in link.inputs, "an endpoint association carries no rule"
+
+
+@pytest.mark.parametrize("stack", STACKS)
 def test_recording_and_alert_rule_groups_are_scoped_to_workspace_and_cluster(
     recordings: dict[str, Recording], stack: str
 ) -> None:
     recording = recordings[stack]
     workspace_id, cluster_id = _ids(recording)
     groups = recording.of_type(RULE_GROUP)
-    assert len(groups) == 3
+    assert len(groups) == 3, "node and Kubernetes recording rules plus the GPU alerts"
     for group in groups:
         assert group.inputs["scopes"] == [workspace_id, cluster_id], f"{group.name} must evaluate our workspace"
         assert group.inputs["clusterName"] == recording.one(CLUSTER).outputs["name"]
@@ -164,6 +188,7 @@ def test_gpu_alerts_cover_faults_heat_memory_waste_and_silence(prod_recording: R
     assert "[60m]) < 5" in alerts["GpuAllocatedButIdle"]["expression"]
     assert 'label_pool="gpu"' in alerts["GpuNodeNotReportingMetrics"]["expression"]
     action_group = prod_recording.one("azure-native:monitor:ActionGroup")
+    assert alerts, "the GPU alert group must hold rules"
     for name, rule in alerts.items():
         assert rule["actions"] == [{"actionGroupId": action_group.outputs["id"]}], f"{name} must notify someone"
     receivers = [r["emailAddress"] for r in action_group.inputs["emailReceivers"]]
@@ -188,11 +213,20 @@ def test_dcgm_exporter_runs_on_gpu_nodes_with_the_registry_image(recordings: dic
     login_server = recording.one(REGISTRY).outputs["loginServer"]
     assert login_server.endswith(".azurecr.io")
     assert values["image"]["repository"].split("/")[0] == login_server, "the image must come from our registry"
-    assert re.fullmatch(r"\d+\.\d+\.\d+-\d+\.\d+\.\d+-ubuntu22\.04", values["image"]["tag"]), "pin the tag"
+    tag = re.fullmatch(r"\d+\.\d+\.\d+-(\d+\.\d+\.\d+)-[a-z0-9.]+", values["image"]["tag"])
+    assert tag and tag[1] == release.inputs["version"], "pin the tag of the pinned chart's exporter release"
     assert release.inputs["repositoryOpts"]["repo"] == "https://nvidia.github.io/dcgm-exporter/helm-charts"
     assert re.fullmatch(r"\d+\.\d+\.\d+", release.inputs["version"]), "pin the chart"
-    assert values["nodeSelector"] == gpu_pod_scheduling()["nodeSelector"]
-    assert any(t["key"] == GPU_TAINT_KEY for t in values["tolerations"]), "the chart's defaults miss the GPU taint"
+    gpu_nodes = [n for n in node_templates(recording) if n.gpu]
+    assert gpu_nodes, f"{stack} has GPU pools"
+    for node in gpu_nodes:
+        assert pod_fits_node(values, dict(node.labels), list(node.taints)), (
+            f"the exporter must run on every node of GPU pool {node.pool}, or its GPUs report nothing"
+        )
+    cpu_nodes = [n for n in node_templates(recording) if not n.gpu and not n.system]
+    assert cpu_nodes and not any(pod_fits_node(values, dict(n.labels), list(n.taints)) for n in cpu_nodes), (
+        "the exporter needs a GPU: it must not land on the CPU pool"
+    )
     assert set(values["resources"]) == {"requests", "limits"}
     assert values["serviceMonitor"] == {"enabled": False}, "monitoring.coreos.com is ignored by managed Prometheus"
     assert release.deleted_with == recording.one(CLUSTER).urn
@@ -247,6 +281,7 @@ def test_grafana_reads_the_workspace_and_admin_groups_administer_it(
     admins = _role(recording, GRAFANA_ADMIN)
     cluster_admins = recording.one(CLUSTER).inputs["aadProfile"]["adminGroupObjectIDs"]
     assert sorted(a.inputs["principalId"] for a in admins) == sorted(cluster_admins), "reuse the cluster's admins"
+    assert admins, "both stacks name admin groups; Grafana without an admin cannot be configured"
     for admin in admins:
         assert admin.inputs["principalType"] == "Group"
         assert admin.inputs["scope"] == grafana.outputs["id"]
@@ -254,7 +289,9 @@ def test_grafana_reads_the_workspace_and_admin_groups_administer_it(
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_every_role_assignment_names_its_principal_type(recordings: dict[str, Recording], stack: str) -> None:
-    for grant in recordings[stack].of_type(ROLE):
+    grants = recordings[stack].of_type(ROLE)
+    assert grants, "the stack grants roles (AcrPull, Grafana, KEDA...)"
+    for grant in grants:
         assert grant.inputs.get("principalType") in {"ServicePrincipal", "Group", "User"}, (
             f"{grant.name}: without principalType a fresh identity fails on replication delay"
         )
@@ -271,10 +308,16 @@ def test_stack_exports_the_query_endpoint_for_autoscaling(recordings: dict[str, 
     assert recording.stack_outputs["registryLoginServer"] == recording.one(REGISTRY).outputs["loginServer"]
 
 
-def test_gpu_operator_mode_scrapes_the_operators_exporter(stack_config: Callable[[str], dict[str, Any]]) -> None:
-    config = stack_config("dev")
+@pytest.fixture(scope="module")
+def operator_recording() -> Recording:
+    """dev with the GPU Operator running the DCGM exporter."""
+    config = _stack_file("dev")
     config["aks-gpu-platform:gpuStack"] = {"mode": "gpuOperator", "operatorDcgm": True}
-    recording = run_stack("dev", config)
+    return run_stack("dev", config)
+
+
+def test_gpu_operator_mode_scrapes_the_operators_exporter(operator_recording: Recording) -> None:
+    recording = operator_recording
     assert [r for r in recording.of_type(RELEASE) if "dcgm" in r.name] == [], "never two exporters on one GPU"
     monitor = recording.one(POD_MONITOR).inputs
     assert monitor["spec"]["selector"]["matchLabels"] == {"app": "nvidia-dcgm-exporter"}
@@ -331,8 +374,11 @@ def test_duplicate_receiver_names_are_rejected(stack_config: Callable[[str], dic
     assert "monitoring.alerts.emailReceivers[1].name:" in str(caught.value)
 
 
+DASHBOARD = Path(__file__).parent.parent / "dashboards" / "gpu-overview.json"
+
+
 def test_gpu_dashboard_queries_dcgm_metrics() -> None:
-    board = json.loads((Path(__file__).parent.parent / "dashboards" / "gpu-overview.json").read_text())
+    board = json.loads(DASHBOARD.read_text())
     queries = [t["expr"] for p in board["panels"] for t in p.get("targets", [])]
     for metric in ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_XID_ERRORS"):
         assert any(metric in q for q in queries), f"the GPU dashboard must chart {metric}"
@@ -346,3 +392,198 @@ def test_gpu_operator_without_its_dcgm_keeps_our_exporter(stack_config: Callable
     release = recording.one(RELEASE, "dcgm")
     selector = recording.one(POD_MONITOR).inputs["spec"]["selector"]["matchLabels"]
     assert selector["app.kubernetes.io/instance"] == release.inputs["name"], "GPUs must never go unobserved"
+
+
+# --- What the scrape really stores: the recorded PodMonitor applied to what the exporter exposes ---------------
+# tests/scrape_model.py models prometheus-operator's PodMonitor -> scrape config and Prometheus's scrape;
+# tests/gpu_metrics_world.py renders DCGM exporter /metrics as upstream does. The checks below evaluate the
+# recorded alert expressions and the dashboard's queries over those series (tests/promql_model.py).
+
+WORKLOADS = (
+    GpuWorkload("serving", "llm-7d9f8c6b5d-x2x9z", utilization=80.0),
+    GpuWorkload("serving", "llm-7d9f8c6b5d-q8w4p", gpus=2, utilization=60.0),
+    GpuWorkload("batch", "trainer-0", container="trainer", utilization=2.0),
+)
+GPU_ALERTS = {
+    "GpuXidError",
+    "GpuDoubleBitEccErrors",
+    "GpuTemperatureHigh",
+    "GpuMemoryNearlyFull",
+    "GpuAllocatedButIdle",
+    "GpuNodeNotReportingMetrics",
+    "DcgmExporterDown",
+}
+WORLDS = ("dev", "prod", "gpu-operator")
+
+
+@pytest.fixture(scope="module")
+def scraped(
+    recordings: dict[str, Recording], operator_recording: Recording
+) -> dict[str, tuple[Recording, MetricsWorld]]:
+    """Each stack's series, with one GPU node gone silent and three pods holding GPUs."""
+    stacks = {**recordings, "gpu-operator": operator_recording}
+    return {name: (r, build_world(r, WORKLOADS, silent_nodes=1)) for name, r in stacks.items()}
+
+
+def _selects(world: MetricsWorld, query: str) -> list[str]:
+    """Selectors of `query` that match no stored series (each one is a panel or alert that can never show data)."""
+    empty: list[str] = []
+    for selector in selectors(query):
+        matchers = [*selector.matchers, *([("__name__", "=", selector.metric)] if selector.metric else [])]
+        if not any(matches(s.labels, matchers) for s in world.series):
+            empty.append(f"{selector.metric}{selector.matchers}")
+    return empty
+
+
+@pytest.mark.parametrize("stack", WORLDS)
+def test_pod_monitor_scrapes_every_exporter_pod_and_nothing_else(
+    scraped: dict[str, tuple[Recording, MetricsWorld]], stack: str
+) -> None:
+    _, world = scraped[stack]
+    assert world.exporter_pods, "every reporting GPU node runs an exporter"
+    scraped_pods = sorted(s.labels["pod"] for s in world.of("up"))
+    assert scraped_pods == sorted(p.name for p in world.exporter_pods), (
+        "one target per exporter pod: a selector or port that misses them leaves GPUs unobserved, "
+        "one that catches other pods mixes their metrics in"
+    )
+
+
+@pytest.mark.parametrize("stack", WORLDS)
+def test_label_contract_names_the_labels_the_scrape_stores(
+    scraped: dict[str, tuple[Recording, MetricsWorld]], stack: str
+) -> None:
+    _, world = scraped[stack]
+    utilization = world.of("DCGM_FI_DEV_GPU_UTIL")
+    held = [s for s in utilization if metrics_labels.WORKLOAD_POD in s.labels]
+    free = [s for s in utilization if metrics_labels.WORKLOAD_POD not in s.labels]
+    assert held and free, "the world has GPUs held by pods and GPUs nobody holds"
+    for series in held:
+        assert set(series.labels) - {"__name__"} == metrics_labels.gpu_series_labels(held_by_pod=True)
+        slots = world.placement[series.labels[metrics_labels.WORKLOAD_POD]]
+        assert (series.labels[metrics_labels.NODE], int(series.labels[metrics_labels.GPU])) in slots, (
+            "the workload labels must name the pod that holds this very GPU"
+        )
+        assert series.labels["namespace"] != series.labels[metrics_labels.WORKLOAD_NAMESPACE], (
+            "plain namespace is the exporter's: a query on it never finds the workload"
+        )
+    for series in free:
+        assert set(series.labels) - {"__name__"} == metrics_labels.gpu_series_labels(held_by_pod=False)
+    (up, *_) = world.of("up")
+    assert set(up.labels) - {"__name__"} == metrics_labels.target_series_labels()
+    assert up.labels["job"] == metrics_labels.SCRAPE_JOB, "the PodMonitor's relabeling names the job"
+
+
+@pytest.mark.parametrize("stack", WORLDS)
+def test_every_gpu_alert_fires_with_the_labels_its_description_names(
+    scraped: dict[str, tuple[Recording, MetricsWorld]], stack: str
+) -> None:
+    recording, world = scraped[stack]
+    rules = [r for r in recording.one(RULE_GROUP, "gpu-alerts").inputs["rules"] if "alert" in r]
+    assert {r["alert"] for r in rules} == GPU_ALERTS
+    for rule in rules:
+        evaluator = Evaluator(world.series)
+        fired = evaluator.vector(rule["expression"])
+        assert _selects(world, rule["expression"]) == [], f"{rule['alert']} selects series that never exist"
+        assert evaluator.problems == [], f"{rule['alert']} groups or matches on labels the series lack"
+        assert fired, f"{rule['alert']} can never fire on the series the scrape stores"
+        for label in re.findall(r"\$labels\.(\w+)", rule["annotations"]["description"]):
+            assert all(s.labels.get(label) for s in fired), (
+                f"{rule['alert']}: $labels.{label} would render empty; on-call gets no node, GPU or pod"
+            )
+
+
+@pytest.mark.parametrize("stack", WORLDS)
+def test_idle_alert_names_each_pod_holding_a_gpu_and_no_free_gpu(
+    scraped: dict[str, tuple[Recording, MetricsWorld]], stack: str
+) -> None:
+    recording, world = scraped[stack]
+    (rule,) = [
+        r for r in recording.one(RULE_GROUP, "gpu-alerts").inputs["rules"] if r.get("alert") == "GpuAllocatedButIdle"
+    ]
+    fired = Evaluator(world.series).vector(rule["expression"])
+    holders = {(s.labels[metrics_labels.WORKLOAD_NAMESPACE], s.labels[metrics_labels.WORKLOAD_POD]) for s in fired}
+    assert holders == {(w.namespace, w.pod) for w in WORKLOADS}, "an idle check must look at held GPUs only"
+
+
+@pytest.mark.parametrize("stack", WORLDS)
+def test_not_reporting_alert_names_exactly_the_silent_gpu_nodes(
+    scraped: dict[str, tuple[Recording, MetricsWorld]], stack: str
+) -> None:
+    recording, world = scraped[stack]
+    (rule,) = [
+        r
+        for r in recording.one(RULE_GROUP, "gpu-alerts").inputs["rules"]
+        if r.get("alert") == "GpuNodeNotReportingMetrics"
+    ]
+    fired = Evaluator(world.series).vector(rule["expression"])
+    assert world.silent_nodes, "one GPU node sends nothing in this world"
+    assert sorted(s.labels["node"] for s in fired) == sorted(world.silent_nodes), (
+        "the node join must pair DCGM's Hostname with kube-state-metrics' node, or every GPU node looks silent"
+    )
+
+
+@pytest.mark.parametrize("stack", WORLDS)
+def test_exporter_down_alert_watches_the_up_series_of_every_exporter_target(
+    scraped: dict[str, tuple[Recording, MetricsWorld]], stack: str
+) -> None:
+    recording, world = scraped[stack]
+    (rule,) = [
+        r for r in recording.one(RULE_GROUP, "gpu-alerts").inputs["rules"] if r.get("alert") == "DcgmExporterDown"
+    ]
+    watched = Evaluator(world.series).vector(rule["expression"])
+    assert sorted(s.labels["pod"] for s in watched) == sorted(p.name for p in world.exporter_pods), (
+        "the alert's job selector must match the job the PodMonitor gives every exporter target"
+    )
+    # Without the job relabeling the operator names the job <namespace>/<monitor>: the alert would watch nothing.
+    unrelabelled = copy.deepcopy(recording)
+    monitor = unrelabelled.one(POD_MONITOR)
+    for endpoint in monitor.inputs["spec"]["podMetricsEndpoints"]:
+        endpoint.pop("relabelings", None)
+    assert Evaluator(build_world(unrelabelled, WORKLOADS).series).vector(rule["expression"]) == [], (
+        "the relabeling, not luck, is what the alert depends on"
+    )
+
+
+def test_every_dashboard_query_returns_series_with_the_labels_it_shows(
+    scraped: dict[str, tuple[Recording, MetricsWorld]],
+) -> None:
+    recording, world = scraped["dev"]
+    cluster = recording.one(CLUSTER).outputs["name"]
+    board = json.loads(DASHBOARD.read_text())
+    variables = [v for v in board["templating"]["list"] if v["type"] == "query"]
+    assert variables, "the dashboard filters by cluster"
+    for variable in variables:
+        metric, label = re.fullmatch(r"label_values\((\w+),\s*(\w+)\)", variable["definition"]).groups()  # type: ignore[union-attr]
+        assert all(s.labels.get(label) for s in world.of(metric)), (
+            f"${variable['name']} lists {label}, absent on {metric}"
+        )
+    targets = [t for panel in board["panels"] for t in panel.get("targets", [])]
+    assert targets, "the dashboard has panels with queries"
+    known = metrics_labels.gpu_series_labels(held_by_pod=True) | {"__name__"}
+    for target in targets:
+        query = target["expr"].replace("$cluster", cluster)
+        evaluator = Evaluator(world.series)
+        shown = evaluator.vector(query)
+        assert _selects(world, query) == [], f"{target['expr']}: a selector matches nothing"
+        assert evaluator.problems == [], f"{target['expr']}: {evaluator.problems}"
+        assert shown, f"{target['expr']} shows no data on a cluster with GPUs"
+        legend = re.findall(r"\{\{\s*(\w+)\s*\}\}", target.get("legendFormat", ""))
+        for label in legend:
+            assert all(s.labels.get(label) for s in shown), f"{target['expr']}: legend {{{{{label}}}}} renders empty"
+        used = {m[0] for sel in selectors(query) for m in sel.matchers} | set(legend)
+        assert used <= known, f"{target['expr']} uses {used - known}, labels the label contract says do not exist"
+
+
+def test_disabling_alerts_leaves_no_alert_rule_that_can_fire(
+    dev_recording: Recording, stack_config: Callable[[str], dict[str, Any]]
+) -> None:
+    default_rules = [r for r in dev_recording.one(RULE_GROUP, "gpu-alerts").inputs["rules"] if "alert" in r]
+    assert default_rules and all(r["enabled"] is True for r in default_rules), "alerts are on by default"
+    config = stack_config("dev")
+    config["aks-gpu-platform:monitoring"]["alerts"]["enabled"] = False
+    recording = run_stack("dev", config)
+    alert_rules = [r for g in recording.of_type(RULE_GROUP) for r in g.inputs["rules"] if "alert" in r]
+    assert {r["alert"] for r in alert_rules} == GPU_ALERTS, "the rules stay, ready to switch back on"
+    assert all(r["enabled"] is False for r in alert_rules), "alerts.enabled: false must stop every alert firing"
+    recording_rules = [r for g in recording.of_type(RULE_GROUP) for r in g.inputs["rules"] if "record" in r]
+    assert recording_rules and all(r.get("enabled", True) for r in recording_rules), "dashboards keep their data"

@@ -151,6 +151,8 @@ STATEFUL = {
     rules.AML_FILESYSTEM: {"skuName": "AMLFS-Durable-Premium-250", "storageCapacityTiB": 16},
     rules.STORAGE_ACCOUNT: {"kind": "StorageV2", "allowBlobPublicAccess": False},
     rules.REGISTRY: {"sku": {"name": "Premium"}, "adminUserEnabled": False},
+    rules.LOG_ANALYTICS_WORKSPACE: {"sku": {"name": "PerGB2018"}, "retentionInDays": 90},
+    rules.MONITOR_WORKSPACE: {"azureMonitorWorkspaceName": "amw-aks-gpu-prod"},
 }
 
 
@@ -161,6 +163,16 @@ def test_prod_stateful_resource_must_be_protected(type_token: str) -> None:
     protected = Resource(type_token, "data", STATEFUL[type_token], protect=True)
     assert rules.check_prod_stateful_protected(protected, PROD) == []
     assert rules.check_prod_stateful_protected(unprotected, DEV) == [], "dev may tear data down"
+
+
+@pytest.mark.parametrize("type_token", [rules.LOG_ANALYTICS_WORKSPACE, rules.MONITOR_WORKSPACE])
+def test_recorded_prod_workspaces_are_protected_and_dev_ones_are_not(
+    recordings: dict[str, Recording], type_token: str
+) -> None:
+    (prod,) = [_recorded(recordings["prod"], type_token, r.name) for r in recordings["prod"].of_type(type_token)]
+    assert rules.check_prod_stateful_protected(prod, PROD) == [], "prod logs and metrics survive a mistaken destroy"
+    (dev,) = recordings["dev"].of_type(type_token)
+    assert not dev.protect, "dev may tear its workspaces down"
 
 
 def test_recorded_prod_cluster_is_protected(prod_recording: Recording) -> None:

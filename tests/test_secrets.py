@@ -40,6 +40,7 @@ def test_kubeconfig_is_secret_and_holds_no_static_credential(recordings: dict[st
     recording = recordings[stack]
     assert "kubeconfig" in recording.secret_outputs, "the kubeconfig must be encrypted in state and CLI output"
     document = yaml.safe_load(recording.stack_outputs["kubeconfig"])
+    assert document["users"], "the kubeconfig names a user"
     for user in document["users"]:
         assert set(user["user"]) == {"exec"}, "no client key, certificate, token or password in the file"
         assert user["user"]["exec"]["command"] == "kubelogin", "tokens are fetched per use through Entra ID"

@@ -7,12 +7,14 @@ import re
 import pytest
 import yaml
 
+from components import roles
 from components.agent_pools import hashed_pool_name, immutable_pool_fields
 from components.aks_cluster import SYSTEM_POOL_TAINT
 from components.kubeconfig import AKS_SERVER_APP_ID
 from config import ConfigError, load_platform_config
 from config.node_pools import CpuPoolConfig
-from tests.conftest import STACKS, settings_of
+from tests.conftest import STACKS, assert_rejected, settings_of
+from tools.bench import critical_path
 from tools.offline import Recording, run_stack
 
 CLUSTER = "azure-native:containerservice:ManagedCluster"
@@ -46,7 +48,10 @@ def test_cluster_identity_access_and_networking(recordings: dict[str, Recording]
         "cilium",
     )
     assert i["identity"]["type"] == "UserAssigned"
-    assert i["identityProfile"]["kubeletidentity"]["objectId"], "the kubelet identity is brought, not implicit"
+    kubelet = recordings[stack].one("azure-native:managedidentity:UserAssignedIdentity", "kubelet")
+    brought = i["identityProfile"]["kubeletidentity"]
+    assert brought["resourceId"] == kubelet.outputs["id"], "the kubelet identity is the one we create, not implicit"
+    assert brought["objectId"] == kubelet.outputs["principalId"], "its object ID is that identity's principal"
     storage = i["storageProfile"]
     for driver in ("blobCSIDriver", "diskCSIDriver", "fileCSIDriver", "snapshotController"):
         assert storage[driver] == {"enabled": True}, f"{driver} must be on for the storage classes"
@@ -120,6 +125,7 @@ def test_kubernetes_provider_uses_a_secret_non_interactive_kubeconfig(
     assert "kubeconfig" in recording.secret_outputs, "the kubeconfig output must be a Pulumi secret"
     provider = recording.one("pulumi:providers:kubernetes")
     kubeconfig = yaml.safe_load(provider.inputs["kubeconfig"])
+    assert kubeconfig["users"], "the provider's kubeconfig names a user"
     for user in kubeconfig["users"]:
         exec_ = user["user"]["exec"]
         assert exec_["command"] == "kubelogin"
@@ -150,6 +156,40 @@ def test_control_plane_may_use_the_kubelet_identity_and_subnet(recordings: dict[
     for grant in grants:
         if grant.name.startswith("aks-control-plane"):
             assert grant.inputs["principalType"] == "ServicePrincipal"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_a_new_cluster_waits_until_its_identity_grants_have_taken_effect(
+    recordings: dict[str, Recording], stack: str
+) -> None:
+    recording = recordings[stack]
+    cluster = recording.one(CLUSTER)
+    grants = [g for g in recording.of_type("azure-native:authorization:RoleAssignment") if g.urn in cluster.depends_on]
+    assert {g.inputs["roleDefinitionId"].rsplit("/", 1)[-1] for g in grants} == {
+        roles.MANAGED_IDENTITY_OPERATOR,
+        roles.NETWORK_CONTRIBUTOR,
+    }, "the cluster depends on the kubelet-identity and subnet grants"
+    for grant in grants:
+        waited = roles.propagation_seconds(grant.after_create_hooks)
+        assert waited >= 600, (
+            f"{grant.name} holds the cluster {waited}s once created; AKS rejects a cluster whose grant over the "
+            "kubelet identity has not taken effect, which Azure RBAC documents can take up to 10 minutes"
+        )
+    _, chain = critical_path(recording, cluster.urn)
+    assert [r for r in chain if r.urn in {g.urn for g in grants}], "the first deploy pays the wait before the cluster"
+
+
+def test_the_cluster_grant_wait_is_configurable(stack_config) -> None:  # type: ignore[no-untyped-def]
+    config = stack_config("dev")
+    config["aks-gpu-platform:cluster"]["roleAssignmentPropagationSeconds"] = 0
+    recording = run_stack("dev", config)
+    grants = [g for g in recording.of_type("azure-native:authorization:RoleAssignment") if g.name.startswith("aks-")]
+    assert len(grants) == 2
+    assert not any(g.after_create_hooks for g in grants), "0 creates the cluster right after its grants"
+    settings = settings_of(stack_config("dev"))
+    settings["cluster"]["roleAssignmentPropagationSeconds"] = 3600
+    field = "cluster.roleAssignmentPropagationSeconds"
+    assert_rejected(settings, "an hour-long wait is a typo", field, "less than or equal to 1800")
 
 
 def test_bad_config_stops_the_program_before_any_resource(stack_config) -> None:  # type: ignore[no-untyped-def]

@@ -7,11 +7,14 @@ from typing import Any
 
 import pytest
 
-from components.gpu_scheduling import gpu_tolerations
+from components.gpu_scheduling import pod_fits_node
 from components.lustre_storage import CSI_DRIVER_VERSION, LustreStorage
+from components.roles import propagation_seconds
 from config import ConfigError, load_platform_config
 from config.lustre_catalog import AMLFS_SKUS, required_subnet_prefix
 from tests.conftest import STACKS, assert_rejected, settings_of
+from tests.scheduling import node_templates
+from tools.bench import critical_path, duration
 from tools.offline import Recording, run_stack
 from tools.plan import describe
 from tools.render import kubernetes_object, validate_object
@@ -88,6 +91,90 @@ def test_lustre_service_is_granted_the_account_before_the_filesystem_exists(
     assert {r.urn for r in grants} <= set(fs.depends_on), "Azure fails the creation if the grants come later"
 
 
+@pytest.mark.parametrize("stack", STACKS)
+def test_a_new_filesystem_waits_until_its_grants_have_taken_effect(
+    stack: str, prod_recording: Recording, dev_with_lustre: Recording
+) -> None:
+    recording = {"prod": prod_recording, "dev": dev_with_lustre}[stack]
+    fs = recording.one(FILESYSTEM)
+    grants = [r for r in recording.of_type(ROLE) if r.urn in fs.depends_on]
+    assert len(grants) == 2, "the filesystem waits for both HSM grants"
+    for grant in grants:
+        assert grant.after_create_hooks, f"{grant.name}: a new grant must hold the filesystem until it takes effect"
+        waited = propagation_seconds(grant.after_create_hooks)
+        assert waited >= 300, (
+            f"{grant.name} holds the filesystem {waited}s; Azure Managed Lustre documents up to five minutes before "
+            "the grants take effect, and creation fails without them"
+        )
+    total, chain = critical_path(recording, fs.urn)
+    assert any(r.type == ROLE and duration(r) >= 300 for r in chain), "the first deploy's filesystem waits the time"
+    assert total >= 300 + duration(fs), "the wait lies on the filesystem's path, not beside it"
+
+
+@pytest.mark.parametrize(("seconds", "hooks"), [(0, 0), (900, 2)])
+def test_the_grant_propagation_wait_follows_config(
+    build: Callable[[Callable[[], Any]], Recording],
+    stack_config: Callable[[str], dict[str, Any]],
+    seconds: int,
+    hooks: int,
+) -> None:
+    import pulumi_azure_native.containerservice as containerservice
+    import pulumi_kubernetes as k8s
+
+    settings = _lustre_settings(stack_config, "dev")
+    settings["roleAssignmentPropagationSeconds"] = seconds
+
+    def program() -> None:
+        LustreStorage(
+            "lustre",
+            {
+                "resource_group_name": "rg",
+                "location": "koreacentral",
+                "lustre_subnet_id": "subnet-id",
+                "settings": settings,
+                "provider": k8s.Provider("k8s", kubeconfig="{}"),
+                "cluster": containerservice.ManagedCluster("aks", resource_group_name="rg"),
+            },
+        )
+
+    grants = build(program).of_type(ROLE)
+    assert len(grants) == 2
+    assert sum(len(g.after_create_hooks) for g in grants) == hooks, "0 switches the wait off"
+    assert all(propagation_seconds(g.after_create_hooks) == seconds for g in grants), f"each grant waits {seconds}s"
+
+
+def test_the_propagation_hook_waits_its_time_and_never_in_previews(
+    build: Callable[[Callable[[], Any]], Recording], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+
+    import pulumi
+
+    from components import roles as roles_module
+
+    hooks: list[pulumi.ResourceHook] = []
+    build(lambda: hooks.append(roles_module.propagation_wait("lustre-hsm", 300)))  # type: ignore[func-returns-value]
+    assert len(hooks) == 1 and hooks[0] is not None
+    hook = hooks[0]
+    assert hook.opts is None or not hook.opts.on_dry_run, "a preview must not sleep"
+    slept: list[float] = []
+
+    async def fake_sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    monkeypatch.setattr(roles_module.asyncio, "sleep", fake_sleep)
+    args = pulumi.ResourceHookArgs(urn="urn:grant", id="id", name="grant", type=ROLE)
+    result = hook.callback(args)
+    assert result is not None, "the hook is a coroutine: the engine awaits it without blocking the program"
+    loop = asyncio.new_event_loop()  # not asyncio.run: it would unset the loop the Pulumi runtime keeps using
+    try:
+        loop.run_until_complete(result)  # type: ignore[arg-type]
+    finally:
+        loop.close()
+    assert slept == [300], "the hook holds the grant's dependents for the configured time"
+    assert roles_module.propagation_wait("none", 0) is None, "0 seconds registers no hook at all"
+
+
 def test_prod_auto_exports_checkpoints_back_to_blob(prod_recording: Recording) -> None:
     job = prod_recording.one("azure-native:storagecache:AutoExportJob")
     assert job.inputs["autoExportPrefixes"] == ["/checkpoints"]
@@ -110,7 +197,7 @@ def test_storage_class_mounts_the_filesystem_by_its_mgs_address(prod_recording: 
 
 def test_training_claim_is_read_write_many_on_the_lustre_class(prod_recording: Recording) -> None:
     sc = prod_recording.one(STORAGE_CLASS, "lustre")
-    pvc = prod_recording.one(PVC)
+    pvc = prod_recording.one(PVC, "lustre")
     spec = pvc.inputs["spec"]
     assert spec["accessModes"] == ["ReadWriteMany"], "every GPU pod of a job mounts the same data"
     assert spec["storageClassName"] == sc.inputs["metadata"]["name"]
@@ -123,8 +210,13 @@ def test_training_claim_is_read_write_many_on_the_lustre_class(prod_recording: R
 def test_csi_driver_is_pinned_and_its_node_plugin_runs_on_gpu_nodes(prod_recording: Recording) -> None:
     release = prod_recording.one(RELEASE, "lustre")
     assert release.inputs["version"] == CSI_DRIVER_VERSION and release.inputs["chart"].startswith("oci://")
-    tolerations = release.inputs["values"]["node"]["tolerations"]
-    assert all(t in tolerations for t in gpu_tolerations()), "GPU nodes are tainted; without it no GPU pod mounts"
+    node_plugin = {"tolerations": release.inputs["values"]["node"]["tolerations"]}
+    user_nodes = [n for n in node_templates(prod_recording) if not n.system]
+    assert any(n.gpu for n in user_nodes), "prod has GPU pools"
+    for node in user_nodes:
+        assert pod_fits_node(node_plugin, dict(node.labels), list(node.taints)), (
+            f"the CSI node plugin must run on pool {node.pool}, or its pods cannot mount Lustre"
+        )
     for kind in (STORAGE_CLASS, PVC):
         assert release.urn in prod_recording.one(kind, "lustre").depends_on, "claims bind only once the driver runs"
 
@@ -168,7 +260,7 @@ def test_dev_with_lustre_on_is_small_unprotected_and_verifiable(dev_with_lustre:
     spec = pod.inputs["spec"]
     mount = spec["containers"][0]["volumeMounts"][0]
     assert mount["mountPath"] == "/mnt/lustre"
-    claim = dev_with_lustre.one(PVC).inputs["metadata"]
+    claim = dev_with_lustre.one(PVC, "lustre").inputs["metadata"]
     assert spec["volumes"][0]["persistentVolumeClaim"]["claimName"] == claim["name"]
     assert pod.inputs["metadata"]["namespace"] == claim["namespace"]
     sc = spec["securityContext"]

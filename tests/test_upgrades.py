@@ -82,6 +82,7 @@ def test_prod_freezes_upgrades_for_the_training_campaign(
     freezes = _upgrade(stack_config, "prod")["freezes"]
     expected = [{"start": f["start"], "end": f["end"]} for f in freezes]
     assert expected, "prod must carry the campaign freeze"
+    assert prod_recording.of_type(MAINTENANCE), "prod schedules its upgrades"
     for m in prod_recording.of_type(MAINTENANCE):
         assert m.inputs["maintenanceWindow"]["notAllowedDates"] == expected, (
             f"{m.inputs['configName']}: neither Kubernetes nor node-image upgrades may start during a campaign"
@@ -115,12 +116,14 @@ def test_prod_cpu_pool_soaks_between_nodes(prod_recording: Recording) -> None:
     assert prod_recording.one(AGENT_POOL, "cpu").inputs["upgradeSettings"]["nodeSoakDurationInMinutes"] == 5
 
 
-def test_gpu_pools_default_to_no_surge_one_unavailable_long_drain_and_cordon() -> None:
+def test_gpu_pools_default_to_no_surge_one_unavailable_long_drain_and_schedule() -> None:
     settings: dict[str, Any] = dict(gpu_pool_upgrade_settings({}))
     assert settings["max_surge"] == "0", "a GPU surge needs spare GPU quota the subscription may not have"
     assert settings.get("max_unavailable") == "1", "without surge one node at a time must go down instead"
     assert settings.get("drain_timeout_in_minutes", 0) >= 60, "training jobs need well over 30 min to checkpoint"
-    assert settings.get("undrainable_node_behavior") == "Cordon", "an undrainable node is quarantined, not fatal"
+    assert settings.get("undrainable_node_behavior") == "Schedule", (
+        "without a surge node AKS has nothing to quarantine a blocked node behind; it goes back into service"
+    )
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -129,14 +132,29 @@ def test_stack_gpu_pool_settings_come_from_config(stack_config: Callable[[str], 
     settings: dict[str, Any] = dict(gpu_pool_upgrade_settings(_upgrade(stack_config, stack)))
     assert (settings["max_surge"], settings.get("max_unavailable")) == ("0", "1")
     assert settings.get("drain_timeout_in_minutes") == gpu["drainTimeoutInMinutes"] > 30
-    assert settings.get("undrainable_node_behavior") == "Cordon"
+    assert settings.get("undrainable_node_behavior") == gpu.get("undrainableNodeBehavior", "Schedule")
 
 
 def test_a_gpu_surge_is_used_only_when_the_config_affords_it() -> None:
-    settings: dict[str, Any] = dict(gpu_pool_upgrade_settings({"gpuPools": {"maxSurge": "1"}}))
+    upgrade = {"gpuPools": {"maxSurge": "1", "undrainableNodeBehavior": "Cordon"}}
+    settings: dict[str, Any] = dict(gpu_pool_upgrade_settings(upgrade))
     assert settings["max_surge"] == "1", "an explicit surge means the quota for one more GPU node exists"
     assert "max_unavailable" not in settings, "AKS takes maxUnavailable only with maxSurge 0"
-    assert settings.get("undrainable_node_behavior") == "Cordon"
+    assert settings.get("undrainable_node_behavior") == "Cordon", "with a surge node a blocked node can be quarantined"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_cordon_is_set_only_on_pools_that_surge(recordings: dict[str, Recording], stack: str) -> None:
+    recording = recordings[stack]
+    rolled = [("system", recording.one(CLUSTER).inputs["agentPoolProfiles"][0]["upgradeSettings"])]
+    rolled += [(p.name, p.inputs["upgradeSettings"]) for p in recording.of_type(AGENT_POOL)]
+    assert len(rolled) >= 3, "the system, CPU and GPU pools all carry upgrade settings"
+    for pool, settings in rolled:
+        if settings["undrainableNodeBehavior"] == "Cordon":
+            assert settings["maxSurge"].rstrip("%") != "0", (
+                f"{pool}: AKS keeps one surge node per cordoned node (maxBlockedNodes defaults to maxSurge); "
+                "with maxSurge 0 a blocked node cannot be quarantined as the README promises"
+            )
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -144,7 +162,7 @@ def test_with_a_channel_on_the_version_fields_azure_moves_are_ignored(
     recordings: dict[str, Recording], stack: str
 ) -> None:
     recording = recordings[stack]
-    assert "kubernetesVersion" in recording.one(CLUSTER).ignore_changes, "re-sending 1.33 would be a downgrade"
+    assert "kubernetesVersion" in recording.one(CLUSTER).ignore_changes, "re-sending the minor would be a downgrade"
     assert "orchestratorVersion" in recording.one(AGENT_POOL, "cpu").ignore_changes
 
 
@@ -157,12 +175,16 @@ def pinned_recording() -> Recording:
     return run_stack("dev", config)
 
 
+def _dev_minor() -> str:
+    return str(load_stack_file("dev")["aks-gpu-platform:cluster"]["kubernetesVersion"])
+
+
 def test_with_the_channel_off_the_pinned_version_drives_cluster_and_pools(pinned_recording: Recording) -> None:
     cluster = pinned_recording.one(CLUSTER)
     pool = pinned_recording.one(AGENT_POOL, "cpu")
-    assert cluster.inputs["kubernetesVersion"] == "1.33"
+    assert cluster.inputs["kubernetesVersion"] == _dev_minor()
     assert "kubernetesVersion" not in cluster.ignore_changes, "nothing else moves the version, so config must"
-    assert pool.inputs["orchestratorVersion"] == "1.33"
+    assert pool.inputs["orchestratorVersion"] == _dev_minor()
     assert "orchestratorVersion" not in pool.ignore_changes
     assert cluster.inputs["autoUpgradeProfile"]["upgradeChannel"] == "none"
 
@@ -182,6 +204,8 @@ def test_every_pdb_leaves_a_pod_evictable_and_passes_the_schema(
     assert {(p.inputs["metadata"]["namespace"], p.inputs["metadata"]["name"]) for p in pdbs} == set(budgets)
     cluster = recording.one(CLUSTER)
     provider = recording.one("pulumi:providers:kubernetes")
+    schema = load_platform_config(settings_of(stack_config(stack))).cluster.schema_version  # the stack's minor
+    assert pdbs, "every stack carries at least one budget"
     for pdb in pdbs:
         meta = pdb.inputs["metadata"]
         budget = budgets[(meta["namespace"], meta["name"])]
@@ -190,7 +214,7 @@ def test_every_pdb_leaves_a_pod_evictable_and_passes_the_schema(
         assert spec["selector"] == {"matchLabels": budget["selector"]}
         assert pdb.deleted_with == cluster.urn, "in-cluster objects go with the cluster"
         assert pdb.provider.startswith(provider.urn), "the PDB must target this cluster"
-        verdict = validate_object(kubernetes_object(pdb), "1.33.0")
+        verdict = validate_object(kubernetes_object(pdb), schema)
         assert verdict == ("valid", ""), f"{meta['name']}: {verdict}"
 
 
@@ -216,7 +240,9 @@ def test_the_helper_renders_a_valid_budget_for_a_users_workload(
     assert pdb.inputs["metadata"]["namespace"] == "serving"
     assert pdb.inputs["spec"] == {"minAvailable": 1, "selector": {"matchLabels": {"app": "api"}}}
     assert pdb.deleted_with and pdb.provider, "in-cluster objects use the cluster's provider and go with it"
-    assert validate_object(kubernetes_object(pdb), "1.33.0") == ("valid", "")
+    assert validate_object(
+        kubernetes_object(pdb), load_platform_config(settings_of(load_stack_file("dev"))).cluster.schema_version
+    ) == ("valid", "")
 
 
 def test_the_helper_refuses_an_unsatisfiable_budget(build: Callable[[Callable[[], Any]], Recording]) -> None:
@@ -357,6 +383,20 @@ BROKEN: list[tuple[str, str, Callable[[dict[str, Any]], None], str, str]] = [
         "less than or equal to 30",
     ),
     (
+        "Cordon on GPU pools that roll without surge",
+        "dev",
+        _at("upgrade.gpuPools.undrainableNodeBehavior", "Cordon"),
+        "upgrade.gpuPools.undrainableNodeBehavior",
+        "use Schedule, or set maxSurge to 1 or more",
+    ),
+    (
+        "Cordon on a CPU pool that takes nodes down instead of surging",
+        "dev",
+        lambda s: s["upgrade"]["cpuPool"].update(maxSurge="0", maxUnavailable="1", undrainableNodeBehavior="Cordon"),
+        "upgrade.cpuPool.undrainableNodeBehavior",
+        "maxBlockedNodes = maxSurge",
+    ),
+    (
         "unknown undrainable behaviour",
         "dev",
         _at("upgrade.gpuPools.undrainableNodeBehavior", "Evict"),
@@ -454,7 +494,7 @@ def _gpu_pools(recording: Recording) -> list[Any]:
 
 
 @pytest.mark.parametrize("stack", STACKS)
-def test_every_gpu_pool_rolls_without_surge_with_a_long_drain_and_cordon(
+def test_every_gpu_pool_rolls_without_surge_with_a_long_drain_and_schedule(
     recordings: dict[str, Recording], stack_config: Callable[[str], dict[str, Any]], stack: str
 ) -> None:
     gpu = _upgrade(stack_config, stack)["gpuPools"]
@@ -466,11 +506,13 @@ def test_every_gpu_pool_rolls_without_surge_with_a_long_drain_and_cordon(
         assert settings["drainTimeoutInMinutes"] == gpu["drainTimeoutInMinutes"] > 30, (
             f"{pool.name}: training jobs need time to checkpoint"
         )
-        assert settings["undrainableNodeBehavior"] == "Cordon", f"{pool.name}: quarantine, don't fail the upgrade"
+        assert settings["undrainableNodeBehavior"] == "Schedule", (
+            f"{pool.name}: without a surge node a blocked GPU node goes back into service with its job"
+        )
         assert "orchestratorVersion" in pool.ignore_changes, "auto-upgrade moves the GPU pool's version too"
 
 
 def test_with_the_channel_off_gpu_pools_follow_the_pinned_version(pinned_recording: Recording) -> None:
     for pool in _gpu_pools(pinned_recording):
-        assert pool.inputs["orchestratorVersion"] == "1.33"
+        assert pool.inputs["orchestratorVersion"] == _dev_minor()
         assert "orchestratorVersion" not in pool.ignore_changes, f"{pool.name}: the pinned version drives the pool"

@@ -43,11 +43,14 @@ from typing import Any
 
 import pulumi
 
+from components.roles import propagation_seconds
+
 from .offline import PROJECT, RecordedResource, Recording, run_stack, run_under_mocks
 from .stack_files import REPO_ROOT, load_stack_file
 
 GPU_POOLS_KEY = f"{PROJECT}:gpuPools"
 AUTOSCALING_KEY = f"{PROJECT}:autoscaling"
+TRAINING_KEY = f"{PROJECT}:training"
 LINEAR_POOLS = (4, 8, 16)
 REPEAT = 3
 NOISE_S = 0.02  # seconds per pool: wall-time marginals closer than this are scheduling noise
@@ -96,6 +99,11 @@ def large_config(pools: int = 16, targets: int = SCALED_TARGETS) -> dict[str, An
     config = copy.deepcopy(load_stack_file("prod"))
     template = config[GPU_POOLS_KEY][0]
     config[GPU_POOLS_KEY] = [{**template, "name": f"gpu{i:02d}"} for i in range(1, pools + 1)]
+    # Two teams sharing every pool (6 + 6 of a copied pool's 12 GPUs), so queues scale with the pools.
+    config[TRAINING_KEY]["teams"] = [
+        {"name": team, "quotas": [{"pool": f"gpu{i:02d}", "gpus": 6} for i in range(1, pools + 1)]}
+        for team in ("llm", "vision")
+    ]
     config[AUTOSCALING_KEY]["targets"] = [
         {"namespace": "serving", "deployment": f"model{i:02d}", "minReplicas": 1, "maxReplicas": 8}
         for i in range(1, targets + 1)
@@ -269,11 +277,13 @@ def _spawn(case: str, repeat: int, compare: bool, profile: bool) -> dict[str, An
 
 
 def duration(resource: RecordedResource) -> int:
+    """Typical create time, plus the role-propagation wait a new grant holds its dependents for."""
     if not resource.custom or resource.type.startswith("pulumi:"):
         return 0
+    wait = propagation_seconds(resource.after_create_hooks)
     if resource.type in TYPICAL_CREATE_S:
-        return TYPICAL_CREATE_S[resource.type]
-    return DEFAULT_KUBERNETES_S if resource.type.startswith("kubernetes:") else DEFAULT_AZURE_S
+        return TYPICAL_CREATE_S[resource.type] + wait
+    return (DEFAULT_KUBERNETES_S if resource.type.startswith("kubernetes:") else DEFAULT_AZURE_S) + wait
 
 
 def critical_path(recording: Recording, end_urn: str | None = None) -> tuple[int, list[RecordedResource]]:

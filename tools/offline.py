@@ -48,6 +48,8 @@ class RecordedResource:
     provider: str
     aliases: list[str] = field(default_factory=list)
     """Types this resource was formerly known as (the provider SDK classes alias every older API version)."""
+    after_create_hooks: list[str] = field(default_factory=list)
+    """Resource hooks the engine runs once this resource is created, before releasing its dependents."""
 
 
 @dataclass
@@ -134,7 +136,8 @@ def _identity_outputs(name: str) -> dict[str, Any]:
 
 def _cluster_outputs(args: pulumi_mocks.MockResourceArgs) -> dict[str, Any]:
     name = args.inputs.get("resourceName", args.name)
-    kubelet = {
+    # Azure reports a brought kubelet identity as given; without one, AKS creates its own in the node group.
+    kubelet = (args.inputs.get("identityProfile") or {}).get("kubeletidentity") or {
         "resourceId": f"/subscriptions/{SUBSCRIPTION}/resourcegroups/mc/providers"
         f"/Microsoft.ManagedIdentity/userAssignedIdentities/{name}-kubelet",
         "objectId": _guid(name + "/kubelet-object"),
@@ -337,6 +340,7 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
                 deleted_with=request.deletedWith,
                 provider=request.provider,
                 aliases=[a.spec.type for a in request.aliases if a.spec.type],
+                after_create_hooks=list(request.hooks.after_create),
             )
         )
         return response

@@ -4,8 +4,9 @@ Runs the real program with the stack's real config under Pulumi mocks, prints th
 component tree with each resource's decisive settings and a count by type, writes every
 rendered Kubernetes object under out/<stack>/, and validates each against the upstream
 Kubernetes OpenAPI schema of the cluster's version, and applies the policy pack's rules
-(policy/rules.py) to every resource. Exit 1 on an invalid object or a mandatory policy
-violation, 2 on a config error.
+(policy/rules.py) to every resource. Placeholder IDs, documentation IP ranges and example
+addresses, which a real deployment refuses, are listed as warnings. Exit 1 on an invalid object
+or a mandatory policy violation, 2 on a config error.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 from config import ConfigError, load_platform_config
 from config.loader import PROJECT, settings_from_runtime_config
 from config.lustre_catalog import AMLFS_SKUS
+from config.placeholders import Placeholder, find_placeholders
 from policy.rules import Policy, Resource, StackFacts, Violation, evaluate
 
 from .offline import RecordedResource, Recording, run_stack
@@ -244,6 +246,21 @@ def print_policy_verdicts(verdicts: list[tuple[Policy, list[Violation]]], out: C
             out(f"           - {violation.resource}: {violation.message}")
 
 
+def print_placeholders(placeholders: list[Placeholder], out: Callable[[str], None]) -> None:
+    """Warnings only: offline, stand-in IDs and addresses are fine; a real deployment refuses them."""
+    if not placeholders:
+        out("Placeholders: none; the config is ready for a real deployment.")
+        return
+    refused = sum(p.deployed for p in placeholders)
+    out(
+        f"Placeholders ({len(placeholders)}): `pulumi preview` / `pulumi up` refuse the {refused} that would reach "
+        "Azure until they are replaced:"
+    )
+    for p in placeholders:
+        where = "" if p.deployed else " (its section is switched off: replace it before switching it on)"
+        out(f"  warning: {p.problem()}{where}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--stack", default="dev")
@@ -288,6 +305,8 @@ def main(argv: list[str] | None = None) -> int:
     print()
     policies = policy_verdicts(recording, cfg.environment)
     print_policy_verdicts(policies, print)
+    print()
+    print_placeholders(find_placeholders(cfg), print)
     failed = 0
     invalid = [v for v in verdicts if v.status == "invalid"]
     if invalid:

@@ -1,8 +1,15 @@
-"""A distributed training Job on an aks-gpu-platform stack, wired through a StackReference.
+"""A distributed PyTorch training JobSet submitted through a team's Kueue LocalQueue.
 
-Reads the platform's `kubeconfig`, `lustrePvcName`, `lustreNamespace` and `gpuPoolNames`
-outputs; schedules with the platform's own GPU rules (`components.gpu_scheduling`, installed
-with `pip install` from the platform repository).
+Reads the platform's `kubeconfig` and `trainingTeams` outputs through a StackReference. What the
+platform's libraries do, this example leaves to them:
+
+- JobSet (jobset.x-k8s.io/v1alpha2, JobSet v0.12.0) creates the headless Service that gives every
+  rank a DNS name, publishes rank 0's address as the coordinator, and restarts all ranks together
+  (from the last checkpoint) when one fails.
+- Kueue (through the `kueue.x-k8s.io/queue-name` label) holds the JobSet suspended until the team's
+  quota and every GPU node it needs are there, then injects the chosen pool's node labels and
+  tolerations. The JobSet is created without `suspend`: Kueue's webhook sets it, and a program
+  that re-sent `suspend: true` on a later update would stop a running job.
 """
 
 from __future__ import annotations
@@ -12,65 +19,78 @@ from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
-from pydantic import Field, model_validator
+from pydantic import Field
 
-from components.gpu_scheduling import GPU_POOL_NAME_LABEL_KEY, GPU_RESOURCE, gpu_pod_scheduling
+from components.gpu_scheduling import GPU_POOL_NAME_LABEL_KEY, GPU_RESOURCE
 from config.base import ConfigModel
-from config.errors import field_error
 from config.loader import read_stack_settings, validate_section
 
 PROJECT = "training-job"
 LUSTRE_MOUNT = "/mnt/lustre"
 MASTER_PORT = 29500
+REPLICATED_JOB = "node"
+QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
+# JobSet puts rank 0's stable DNS name in this annotation on every pod (spec.coordinator).
+COORDINATOR_ANNOTATION = "jobset.sigs.k8s.io/coordinator"
+# The Job controller's annotation with the pod's index in an Indexed Job: the node rank.
+COMPLETION_INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
 
 
 class TrainingJobConfig(ConfigModel):
-    platform_stack: str = Field(pattern=r"^[\w.-]+/[\w.-]+/[\w.-]+$")
-    job_name: str = Field(default="train", pattern=r"^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$")
-    completions: int = Field(default=2, ge=1, le=64)
-    parallelism: int = Field(default=2, ge=1, le=64)
-    gpu_pool: str | None = None
+    platform_stack: str = Field(pattern=r"^[\w.-]+/[\w.-]+/[\w.-]+$", description="org/project/stack of the platform")
+    team: str = Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", description="Team whose LocalQueue and quota to use")
+    job_name: str = Field(
+        default="train",
+        pattern=r"^[a-z]([-a-z0-9]{0,22}[a-z0-9])?$",
+        description="JobSet name, at most 24 long: the coordinator label <name>-node-0-0.<name> must fit 63",
+    )
+    nodes: int = Field(default=2, ge=1, le=64, description="Pods, one per node; all start together or none")
+    gpus_per_node: int = Field(default=1, ge=1, le=8, description="GPUs per pod, one torchrun process each")
+    gpu_pool: str | None = Field(default=None, description="Pin the job to one GPU pool (its Kueue flavor)")
     image: str = Field(default="nvcr.io/nvidia/pytorch:25.01-py3", pattern=r"^[^:@\s]+(:[\w.-]+|@sha256:[0-9a-f]{64})$")
     steps: int = Field(default=1000, ge=1)
+    checkpoint_every: int = Field(default=100, ge=1, description="Steps between checkpoints")
+    max_restarts: int = Field(
+        default=3, ge=0, le=20, description="JobSet restarts of all ranks after a failure, each from the checkpoint"
+    )
     cpu: str = "8"
     memory: str = "48Gi"
-    backoff_limit: int = Field(default=2, ge=0, le=10)
-
-    @model_validator(mode="after")
-    def _every_rank_at_once(self) -> TrainingJobConfig:
-        if self.parallelism != self.completions:
-            raise field_error(
-                "parallelism",
-                self.parallelism,
-                f"equal to completions ({self.completions}): ranks rendezvous all at once",
-            )
-        return self
 
 
-def node_selector(pool_names: list[str], wanted: str | None) -> dict[str, str]:
-    """Any GPU node, or one named pool, which must be one the platform exports."""
-    selector: dict[str, str] = dict(gpu_pod_scheduling()["nodeSelector"])
-    if wanted is None:
-        return selector
-    if wanted not in pool_names:
-        raise pulumi.RunError(f"gpuPool: {wanted!r} is not a GPU pool of the platform stack (has {pool_names})")
-    return {**selector, GPU_POOL_NAME_LABEL_KEY: wanted}
+def select_team(teams: dict[str, Any], team: str) -> dict[str, Any]:
+    """The team's namespace, LocalQueue and Lustre claim, which must all exist on the platform."""
+    if team not in teams:
+        raise pulumi.RunError(f"team: {team!r} is not a team of the platform stack (has {sorted(teams)})")
+    found = teams[team]
+    if not found.get("lustrePvcName"):
+        raise pulumi.RunError(f"team: {team!r} has no Lustre claim; enable storage.lustre on the platform stack")
+    return found
+
+
+def node_selector(team_pools: list[str], wanted: str) -> dict[str, str]:
+    """One of the pools the team has quota on (Kueue admits a pinned job only on a matching flavor)."""
+    if wanted not in team_pools:
+        raise pulumi.RunError(f"gpuPool: {wanted!r} is not a pool the team has quota on (has {team_pools})")
+    return {GPU_POOL_NAME_LABEL_KEY: wanted}
+
+
+def annotation_env(name: str, annotation: str) -> dict[str, Any]:
+    return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": f"metadata.annotations['{annotation}']"}}}
 
 
 def main() -> None:
     cfg = validate_section(TrainingJobConfig, read_stack_settings(PROJECT), source="training-job config")
     platform = pulumi.StackReference(cfg.platform_stack)
-    namespace = platform.require_output("lustreNamespace")
-    pvc_name = platform.require_output("lustrePvcName")
-    pool_names = platform.require_output("gpuPoolNames")
+    team = platform.require_output("trainingTeams").apply(lambda teams: select_team(teams, cfg.team))
+    namespace = team.apply(lambda t: t["namespace"])
     provider = k8s.Provider("platform", kubeconfig=platform.require_output("kubeconfig"))
     opts = pulumi.ResourceOptions(provider=provider)
 
     name = cfg.job_name
     labels = {"app.kubernetes.io/name": name, "app.kubernetes.io/part-of": PROJECT}
 
-    def meta(object_name: str = name) -> dict[str, Any]:
-        return {"name": object_name, "namespace": namespace, "labels": labels}
+    def meta(object_name: str = name, extra_labels: dict[str, Any] | None = None) -> dict[str, Any]:
+        return {"name": object_name, "namespace": namespace, "labels": {**labels, **(extra_labels or {})}}
 
     script = k8s.core.v1.ConfigMap(
         f"{name}-script",
@@ -78,34 +98,31 @@ def main() -> None:
         data={"train.py": (Path(__file__).parent / "train.py").read_text()},
         opts=opts,
     )
-    # Headless: gives every rank a stable DNS name (<job>-<index>.<job>) for the rendezvous.
-    service = k8s.core.v1.Service(
-        f"{name}-ranks",
-        metadata=meta(),
-        spec={
-            "clusterIP": "None",
-            "selector": labels,
-            "publishNotReadyAddresses": True,
-            "ports": [{"name": "rendezvous", "port": MASTER_PORT}],
-        },
-        opts=opts,
-    )
-    checkpoint_dir = f"{LUSTRE_MOUNT}/checkpoints/{name}"
+    checkpoint_dir = namespace.apply(lambda ns: f"{LUSTRE_MOUNT}/checkpoints/{ns}/{name}")
+    gpus = str(cfg.gpus_per_node)
     container: dict[str, Any] = {
         "name": "trainer",
         "image": cfg.image,
-        "command": ["python", "/opt/train/train.py"],
+        "command": [
+            "torchrun",
+            f"--nnodes={cfg.nodes}",
+            f"--nproc-per-node={cfg.gpus_per_node}",
+            "--node-rank=$(NODE_RANK)",
+            "--master-addr=$(MASTER_ADDR)",
+            f"--master-port={MASTER_PORT}",
+            "/opt/train/train.py",
+        ],
         "env": [
-            {"name": "MASTER_ADDR", "value": f"{name}-0.{name}"},
-            {"name": "MASTER_PORT", "value": str(MASTER_PORT)},
-            {"name": "WORLD_SIZE", "value": str(cfg.completions)},
+            annotation_env("NODE_RANK", COMPLETION_INDEX_ANNOTATION),
+            annotation_env("MASTER_ADDR", COORDINATOR_ANNOTATION),
             {"name": "CHECKPOINT_DIR", "value": checkpoint_dir},
+            {"name": "CHECKPOINT_EVERY", "value": str(cfg.checkpoint_every)},
             {"name": "STEPS", "value": str(cfg.steps)},
         ],
         "ports": [{"name": "rendezvous", "containerPort": MASTER_PORT}],
         "resources": {
-            "requests": {"cpu": cfg.cpu, "memory": cfg.memory, GPU_RESOURCE: "1"},
-            "limits": {"cpu": cfg.cpu, "memory": cfg.memory, GPU_RESOURCE: "1"},
+            "requests": {"cpu": cfg.cpu, "memory": cfg.memory, GPU_RESOURCE: gpus},
+            "limits": {"cpu": cfg.cpu, "memory": cfg.memory, GPU_RESOURCE: gpus},
         },
         "securityContext": {
             "allowPrivilegeEscalation": False,
@@ -119,51 +136,73 @@ def main() -> None:
             {"name": "dshm", "mountPath": "/dev/shm"},
         ],
     }
-    job = k8s.batch.v1.Job(
-        name,
-        metadata=meta(),
-        spec={
-            "completionMode": "Indexed",
-            "completions": cfg.completions,
-            "parallelism": cfg.parallelism,
-            "backoffLimit": cfg.backoff_limit,
-            "ttlSecondsAfterFinished": 86400,
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {
-                    "subdomain": name,
-                    "restartPolicy": "Never",
-                    "nodeSelector": pool_names.apply(lambda pools: node_selector(pools, cfg.gpu_pool)),
-                    "tolerations": gpu_pod_scheduling()["tolerations"],
-                    "securityContext": {
-                        "runAsNonRoot": True,
-                        "runAsUser": 1000,
-                        "runAsGroup": 1000,
-                        "fsGroup": 1000,
-                        "seccompProfile": {"type": "RuntimeDefault"},
-                    },
-                    "containers": [container],
-                    "volumes": [
-                        {"name": "lustre", "persistentVolumeClaim": {"claimName": pvc_name}},
-                        {"name": "script", "configMap": {"name": script.metadata["name"]}},
-                        {"name": "tmp", "emptyDir": {"sizeLimit": "1Gi"}},
-                        {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}},
-                    ],
-                },
-            },
+    pod_spec: dict[str, Any] = {
+        "restartPolicy": "Never",
+        # Time for rank 0 to write a checkpoint after SIGTERM (preemption, drain).
+        "terminationGracePeriodSeconds": 120,
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": 1000,
+            "runAsGroup": 1000,
+            "fsGroup": 1000,
+            "seccompProfile": {"type": "RuntimeDefault"},
         },
-        opts=pulumi.ResourceOptions(provider=provider, depends_on=[service]),
+        "containers": [container],
+        "volumes": [
+            {"name": "lustre", "persistentVolumeClaim": {"claimName": team.apply(lambda t: t["lustrePvcName"])}},
+            {"name": "script", "configMap": {"name": script.metadata["name"]}},
+            {"name": "tmp", "emptyDir": {"sizeLimit": "1Gi"}},
+            {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}},
+        ],
+    }
+    if cfg.gpu_pool is not None:
+        wanted = cfg.gpu_pool
+        # Without a pin Kueue picks one of the team's pools and injects its labels and tolerations.
+        pod_spec["nodeSelector"] = team.apply(lambda t: node_selector(t["gpuPools"], wanted))
+    jobset = k8s.apiextensions.CustomResource(
+        name,
+        api_version="jobset.x-k8s.io/v1alpha2",
+        kind="JobSet",
+        # The one Kueue-specific line: submit through the team's LocalQueue.
+        metadata=meta(extra_labels={QUEUE_NAME_LABEL: team.apply(lambda t: t["localQueue"])}),
+        spec={
+            # Ranks resolve each other (and rank 0) before every pod is Ready.
+            "network": {"enableDNSHostnames": True, "publishNotReadyAddresses": True},
+            "coordinator": {"replicatedJob": REPLICATED_JOB, "jobIndex": 0, "podIndex": 0},
+            # Any failed rank restarts all of them; train.py resumes from the last checkpoint.
+            "failurePolicy": {"maxRestarts": cfg.max_restarts, "restartStrategy": "Recreate"},
+            "successPolicy": {"operator": "All"},
+            "ttlSecondsAfterFinished": 86400,
+            # One replicated job = one Kueue pod set = one flavor: every rank lands on the same pool.
+            "replicatedJobs": [
+                {
+                    "name": REPLICATED_JOB,
+                    "replicas": 1,
+                    "template": {
+                        "spec": {
+                            "completionMode": "Indexed",
+                            "completions": cfg.nodes,
+                            "parallelism": cfg.nodes,
+                            "backoffLimit": 0,  # the JobSet failure policy restarts the group instead
+                            "template": {"metadata": {"labels": labels}, "spec": pod_spec},
+                        }
+                    },
+                }
+            ],
+        },
+        opts=opts,
     )
     # Blocks voluntary evictions (node drains, upgrades) of running ranks: losing one stalls them all.
     k8s.policy.v1.PodDisruptionBudget(
         f"{name}-ranks",
-        metadata=meta(),
-        spec={"minAvailable": cfg.parallelism, "selector": {"matchLabels": labels}},
+        metadata=meta(f"{name}-ranks"),
+        spec={"minAvailable": cfg.nodes, "selector": {"matchLabels": labels}},
         opts=opts,
     )
 
-    pulumi.export("jobName", job.metadata["name"])
+    pulumi.export("jobSetName", jobset.metadata["name"])
     pulumi.export("namespace", namespace)
+    pulumi.export("localQueue", team.apply(lambda t: t["localQueue"]))
     pulumi.export("checkpointDir", checkpoint_dir)
 
 

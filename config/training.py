@@ -1,0 +1,255 @@
+"""Training section: Kueue quotas and all-or-nothing admission for teams, JobSet for distributed jobs.
+
+Kueue objects and fields follow the v1beta2 CRDs of Kueue v0.19.2
+(kubernetes-sigs/kueue, config/components/crd/bases at tag v0.19.2).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, StringConstraints, model_validator
+
+from .base import ConfigModel
+from .errors import field_error
+from .gpu import GpuPoolConfig
+
+# A Kubernetes name that is also a DNS label (namespaces, LocalQueues, cohorts, ClusterQueues).
+DNS_LABEL_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+DnsLabel = Annotated[
+    str,
+    StringConstraints(pattern=DNS_LABEL_PATTERN, max_length=63),
+    Field(description="DNS label: lowercase letters, digits and '-', starting and ending alphanumeric, 1-63 long"),
+]
+# Kubernetes resource.Quantity, as the Kueue CRD's nominalQuota pattern accepts it (e.g. "96", "500m", "1800Gi").
+QUANTITY_PATTERN = (
+    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+)
+Quantity = Annotated[
+    str,
+    StringConstraints(pattern=QUANTITY_PATTERN),
+    Field(description="Kubernetes quantity, e.g. 96 (CPU cores), 500m, 1800Gi"),
+]
+
+ProvisioningClass = Literal[
+    "best-effort-atomic-scale-up.autoscaling.x-k8s.io",
+    "check-capacity.autoscaling.x-k8s.io",
+]
+QueueingStrategy = Literal["BestEffortFIFO", "StrictFIFO"]
+WithinClusterQueue = Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority"]
+ReclaimWithinCohort = Literal["Never", "LowerPriority", "Any"]
+BorrowWithinCohort = Literal["Never", "LowerPriority"]
+
+# Namespaces the platform or Kubernetes own; a team namespace there would be shared with system pods.
+# (kueue-system / jobset-system: the releases here; gpu-*/nvidia-*: components/gpu_stack.py;
+# azurelustre: the Lustre CSI driver.)
+RESERVED_NAMESPACES = frozenset(
+    {
+        "default",
+        "kueue-system",
+        "jobset-system",
+        "gpu-resources",
+        "gpu-operator",
+        "nvidia-network-operator",
+        "azurelustre",
+    }
+)
+
+# ResourceFlavor spec.nodeTaints / spec.tolerations maxItems (Kueue v0.19.2 CRD).
+FLAVOR_MAX_TAINTS = 8
+
+# nvidia.com/gpu devices one physical GPU shows as, per MIG profile, with the device plugin's
+# `single` strategy (NVIDIA MIG user guide, "Supported MIG profiles": A100/H100 1g x7, 2g x3,
+# 3g x2, 4g x1, 7g x1).
+MIG_DEVICES_PER_GPU: dict[str, int] = {"MIG1g": 7, "MIG2g": 3, "MIG3g": 2, "MIG4g": 1, "MIG7g": 1}
+
+
+def gpus_per_node(pool: GpuPoolConfig) -> int:
+    """`nvidia.com/gpu` one node of the pool advertises: GPUs per VM, times MIG devices per GPU."""
+    per_gpu = MIG_DEVICES_PER_GPU[pool.mig_profile] if pool.mig_profile else 1
+    return pool.sku.gpus_per_vm * per_gpu
+
+
+def gpu_capacity(pool: GpuPoolConfig) -> int:
+    """The most `nvidia.com/gpu` a pool offers: maxCount nodes x GPUs per node."""
+    return pool.max_count * gpus_per_node(pool)
+
+
+class KueueConfig(ConfigModel):
+    """Kueue, the batch admission controller: queues, quotas, preemption, all-or-nothing admission."""
+
+    enabled: bool = Field(default=False, description="Install Kueue (and JobSet) and create the team queues")
+    replicas: int = Field(
+        default=2,
+        ge=1,
+        le=3,
+        description="Controller replicas (leader election); 2+ keeps the job webhooks answering through a node drain",
+    )
+    pods_ready_timeout_minutes: int = Field(
+        default=30,
+        ge=5,
+        le=1440,
+        description="An admitted job whose pods are not all Ready by then is evicted and requeued, freeing its "
+        "quota (covers GPU node start-up and multi-GB image pulls; 5 min is the least that fits a node boot)",
+    )
+
+
+class JobSetConfig(ConfigModel):
+    """JobSet, the Kubernetes API for distributed jobs (one group of pods, one DNS domain, one failure policy)."""
+
+    enabled: bool = Field(default=True, description="Install the JobSet controller (needed by the training example)")
+
+
+class AdmissionConfig(ConfigModel):
+    """What Kueue waits for besides quota before it admits a job."""
+
+    provisioning_request: bool = Field(
+        default=True,
+        description="Admit a GPU job only once the cluster autoscaler has brought up every node it needs "
+        "(a ProvisioningRequest admission check); off: admit on quota and rely on the pods-ready timeout",
+    )
+    provisioning_class: ProvisioningClass = Field(
+        default="best-effort-atomic-scale-up.autoscaling.x-k8s.io",
+        description="best-effort-atomic-scale-up scales the pool up in one step (what AKS documents for Kueue); "
+        "check-capacity only checks existing nodes and never scales, so pools at zero never admit",
+    )
+
+
+class PreemptionConfig(ConfigModel):
+    """When a pending job of this team may evict running ones (Kueue ClusterQueue `spec.preemption`)."""
+
+    within_cluster_queue: WithinClusterQueue = Field(
+        default="LowerPriority", description="Evict this team's own lower-priority jobs to fit a pending one"
+    )
+    reclaim_within_cohort: ReclaimWithinCohort = Field(
+        default="Any", description="Take back quota other teams borrowed from this team's nominal share"
+    )
+    borrow_within_cohort: BorrowWithinCohort = Field(
+        default="Never", description="Preempt other teams' lower-priority jobs while borrowing"
+    )
+
+    @model_validator(mode="after")
+    def _check_borrow(self) -> PreemptionConfig:
+        # The ClusterQueue CRD's own rule: borrowWithinCohort needs reclaimWithinCohort.
+        if self.reclaim_within_cohort == "Never" and self.borrow_within_cohort != "Never":
+            raise field_error(
+                "borrowWithinCohort", self.borrow_within_cohort, "must be Never while reclaimWithinCohort is Never"
+            )
+        return self
+
+
+class TeamQuotaConfig(ConfigModel):
+    """A team's guaranteed share of one GPU pool (a ResourceFlavor in the team's ClusterQueue)."""
+
+    pool: str = Field(description="Name of a GPU pool in gpuPools")
+    gpus: int = Field(ge=0, description="Nominal nvidia.com/gpu: guaranteed to the team, lent to others while idle")
+    cpu: Quantity | None = Field(
+        default=None, description="Nominal CPU on this pool; set on all or none of a team's quotas"
+    )
+    memory: Quantity | None = Field(
+        default=None, description="Nominal memory on this pool; set on all or none of a team's quotas"
+    )
+    borrowing_limit_gpus: int | None = Field(
+        default=None, ge=0, description="Most GPUs the team borrows from its cohort here; unset: no limit, 0: none"
+    )
+    lending_limit_gpus: int | None = Field(
+        default=None, ge=0, description="Most of its nominal GPUs the team lends to the cohort; unset: all"
+    )
+
+    @model_validator(mode="after")
+    def _check_lending(self) -> TeamQuotaConfig:
+        if self.lending_limit_gpus is not None and self.lending_limit_gpus > self.gpus:
+            raise field_error("lendingLimitGpus", self.lending_limit_gpus, f"at most gpus ({self.gpus})")
+        return self
+
+
+class TeamConfig(ConfigModel):
+    """One team: a namespace, a LocalQueue to submit to, and a ClusterQueue holding its quotas."""
+
+    name: DnsLabel = Field(description="Team name; also its ClusterQueue's name")
+    namespace: DnsLabel | None = Field(default=None, description="Namespace the team submits jobs in; default: name")
+    local_queue: DnsLabel | None = Field(
+        default=None, description="LocalQueue name jobs put in kueue.x-k8s.io/queue-name; default: name"
+    )
+    cohort: DnsLabel | None = Field(
+        default="gpu-teams", description="Teams in one cohort borrow each other's idle quota; null: no borrowing"
+    )
+    queueing_strategy: QueueingStrategy = Field(
+        default="BestEffortFIFO", description="BestEffortFIFO lets a smaller job pass one that does not fit yet"
+    )
+    preemption: PreemptionConfig = Field(default_factory=PreemptionConfig)
+    quotas: list[TeamQuotaConfig] = Field(min_length=1, description="One entry per GPU pool the team may use")
+
+    @property
+    def namespace_name(self) -> str:
+        return self.namespace or self.name
+
+    @property
+    def local_queue_name(self) -> str:
+        return self.local_queue or self.name
+
+    @property
+    def covered_resources(self) -> list[str]:
+        """Resources the team's ClusterQueue meters (the order of every flavor's quota list)."""
+        first = self.quotas[0]
+        extra = [r for r, value in (("cpu", first.cpu), ("memory", first.memory)) if value is not None]
+        return [*extra, "nvidia.com/gpu"]
+
+    @model_validator(mode="after")
+    def _check_quotas(self) -> TeamConfig:
+        seen: dict[str, int] = {}
+        for j, quota in enumerate(self.quotas):
+            if quota.pool in seen:
+                raise field_error(
+                    f"quotas[{j}].pool", quota.pool, f"one quota per pool; quotas[{seen[quota.pool]}] has it"
+                )
+            seen[quota.pool] = j
+            if self.cohort is None and quota.borrowing_limit_gpus is not None:
+                raise field_error(
+                    f"quotas[{j}].borrowingLimitGpus", quota.borrowing_limit_gpus, "needs a cohort to borrow from"
+                )
+        # Kueue meters the same resources on every flavor of a ClusterQueue.
+        for resource in ("cpu", "memory"):
+            given = [getattr(q, resource) is not None for q in self.quotas]
+            if any(given) and not all(given):
+                j = given.index(False)
+                raise field_error(
+                    f"quotas[{j}].{resource}", None, f"set {resource} on every quota of the team or on none"
+                )
+        return self
+
+
+class TrainingConfig(ConfigModel):
+    """Training as a service: Kueue queues and quotas per team, JobSet, autoscaler-aware admission."""
+
+    kueue: KueueConfig = Field(default_factory=KueueConfig)
+    jobset: JobSetConfig = Field(default_factory=JobSetConfig)
+    admission: AdmissionConfig = Field(default_factory=AdmissionConfig)
+    teams: list[TeamConfig] = Field(default_factory=list[TeamConfig], description="Teams and their GPU quotas")
+
+    @property
+    def enabled(self) -> bool:
+        return self.kueue.enabled
+
+    @model_validator(mode="after")
+    def _check_teams(self) -> TrainingConfig:
+        names: dict[str, int] = {}
+        namespaces: dict[str, int] = {}
+        for i, team in enumerate(self.teams):
+            if team.name in names:
+                raise field_error(
+                    f"teams[{i}].name", team.name, f"team names are unique; teams[{names[team.name]}] has it"
+                )
+            names[team.name] = i
+            namespace = team.namespace_name
+            where = f"teams[{i}].namespace" if team.namespace else f"teams[{i}].name"
+            if namespace in namespaces:
+                raise field_error(
+                    where, namespace, f"one namespace per team; teams[{namespaces[namespace]}] uses it (set namespace)"
+                )
+            if namespace in RESERVED_NAMESPACES or namespace.startswith("kube-"):
+                raise field_error(
+                    where, namespace, f"a team namespace must not be kube-* or {sorted(RESERVED_NAMESPACES)}"
+                )
+            namespaces[namespace] = i
+        return self

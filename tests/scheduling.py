@@ -1,0 +1,477 @@
+"""What the scheduler would see: node templates built the way AKS builds a pool's nodes, and the pods
+that our Kubernetes objects and our Helm values produce, read the way each chart's templates read them.
+
+Node templates come from the recorded AgentPool inputs plus what AKS adds itself, never from the
+platform's scheduling helpers: a wrong helper then shows up as a pod that does not fit.
+
+- AKS labels: the reserved system labels of MicrosoftDocs/azure-aks-docs articles/aks/use-labels.md
+  (snapshot 2026-08-21); only those a pool's inputs determine are modelled.
+- Spot: "A Spot node pool has the kubernetes.azure.com/scalesetpriority:spot label, the
+  kubernetes.azure.com/scalesetpriority=spot:NoSchedule taint" (articles/aks/spot-node-pool.md, same
+  snapshot; https://learn.microsoft.com/azure/aks/spot-node-pool), whatever the pool's nodeTaints say.
+
+Charts: for each chart we install, the values keys that shape its pods' scheduling, merged over the
+chart's defaults as Helm merges values (maps merge, lists and scalars replace). Labels that an operator
+or node-feature-discovery puts on nodes at runtime (`nvidia.com/gpu.deploy.*`, `pci-15b3.present`) are
+not in a node template and the selectors on them are left out; each reader says which.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from components.gpu_scheduling import pod_fits_node, selects_node
+from config.gpu_catalog import gpu_sku
+from tools.offline import RecordedResource, Recording
+
+AGENT_POOL = "azure-native:containerservice:AgentPool"
+MANAGED_CLUSTER = "azure-native:containerservice:ManagedCluster"
+RELEASE = "kubernetes:helm.sh/v3:Release"
+NIC_CLUSTER_POLICY = "kubernetes:mellanox.com/v1alpha1:NicClusterPolicy"
+
+# Spelled out from the AKS docs, not imported: the check must not trust the platform's own constants.
+AKS_SPOT_LABEL = ("kubernetes.azure.com/scalesetpriority", "spot")
+AKS_SPOT_TAINT = "kubernetes.azure.com/scalesetpriority=spot:NoSchedule"
+GPU_RESOURCE = "nvidia.com/gpu"
+
+
+# ---------------------------------------------------------------- nodes
+
+
+@dataclass(frozen=True)
+class NodeTemplate:
+    """Labels and taints every node of one pool has when it joins (scale-from-zero included)."""
+
+    pool: str
+    """Azure pool name."""
+    labels: Mapping[str, str]
+    taints: tuple[str, ...]
+    system: bool
+    """The system pool: user workloads are not meant to land there."""
+
+    @property
+    def gpu(self) -> bool:
+        return self.labels.get("kubernetes.azure.com/accelerator") == "nvidia"
+
+    @property
+    def spot(self) -> bool:
+        return self.labels.get(AKS_SPOT_LABEL[0]) == AKS_SPOT_LABEL[1]
+
+
+def node_template(pool: Mapping[str, Any]) -> NodeTemplate:
+    """The node AKS builds from an AgentPool's inputs (or the cluster's inline pool profile)."""
+    name = str(pool.get("agentPoolName") or pool["name"])
+    vm_size = str(pool["vmSize"])
+    labels: dict[str, str] = {
+        **(pool.get("nodeLabels") or {}),
+        "kubernetes.azure.com/agentpool": name,
+        "kubernetes.azure.com/mode": str(pool.get("mode", "User")).lower(),
+        "kubernetes.azure.com/role": "agent",
+        "kubernetes.io/os": str(pool.get("osType", "Linux")).lower(),
+        "kubernetes.io/arch": "amd64",
+        "node.kubernetes.io/instance-type": vm_size,
+    }
+    if pool.get("osSku"):
+        labels["kubernetes.azure.com/os-sku"] = str(pool["osSku"])
+    if gpu_sku(vm_size) is not None:  # N-series sizes: AKS marks the node's accelerator
+        labels["kubernetes.azure.com/accelerator"] = "nvidia"
+    taints = list(pool.get("nodeTaints") or [])
+    if pool.get("scaleSetPriority") == "Spot":
+        labels[AKS_SPOT_LABEL[0]] = AKS_SPOT_LABEL[1]
+        if AKS_SPOT_TAINT not in taints:
+            taints.append(AKS_SPOT_TAINT)
+    return NodeTemplate(name, labels, tuple(taints), system=str(pool.get("mode")) == "System")
+
+
+def node_templates(recording: Recording) -> list[NodeTemplate]:
+    """Every pool of the stack: the cluster's inline system pool and every separate AgentPool."""
+    inline = [p for c in recording.of_type(MANAGED_CLUSTER) for p in c.inputs.get("agentPoolProfiles") or []]
+    return [node_template(p) for p in inline] + [node_template(p.inputs) for p in recording.of_type(AGENT_POOL)]
+
+
+# ---------------------------------------------------------------- pods
+
+
+@dataclass(frozen=True)
+class PodTemplate:
+    """The scheduling-relevant part of a pod some object or release makes, and where it must run."""
+
+    source: str
+    spec: Mapping[str, Any]
+    runs_on: str | None = None
+    """"gpu": every GPU pool; "infiniband": the InfiniBand pools; "every": every user pool; None: somewhere."""
+    daemon: bool = False
+    """A DaemonSet: one pod per selected node, so it must fit every node it selects."""
+
+
+POD_SPEC_PATHS: dict[str, tuple[str, ...]] = {
+    "Pod": ("spec",),
+    "Deployment": ("spec", "template", "spec"),
+    "StatefulSet": ("spec", "template", "spec"),
+    "ReplicaSet": ("spec", "template", "spec"),
+    "DaemonSet": ("spec", "template", "spec"),
+    "Job": ("spec", "template", "spec"),
+    "CronJob": ("spec", "jobTemplate", "spec", "template", "spec"),
+}
+SCHEDULING_KEYS = ("nodeSelector", "affinity", "tolerations")
+
+
+def _at(obj: Any, path: Sequence[str]) -> Any:
+    for key in path:
+        obj = obj.get(key) if isinstance(obj, Mapping) else None
+    return obj
+
+
+def requests_gpus(spec: Mapping[str, Any]) -> bool:
+    containers = [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]
+    return any(
+        GPU_RESOURCE in ((c.get("resources") or {}).get(bound) or {})
+        for c in containers
+        for bound in ("limits", "requests")
+    )
+
+
+def object_pod_templates(recording: Recording) -> list[PodTemplate]:
+    """The pod template of every plain Kubernetes object that has one."""
+    pods: list[PodTemplate] = []
+    for resource in recording.kubernetes_objects():
+        kind = resource.type.rsplit(":", 1)[-1]
+        if kind not in POD_SPEC_PATHS:
+            continue
+        spec = _at(resource.inputs, POD_SPEC_PATHS[kind])
+        assert isinstance(spec, Mapping), f"{kind} {resource.name} renders no pod spec"
+        gpu = requests_gpus(spec)
+        pods.append(PodTemplate(f"{kind} {resource.name}", spec, "gpu" if gpu else None, daemon=kind == "DaemonSet"))
+    return pods
+
+
+def helm_merge(defaults: Mapping[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:
+    """Helm's coalescing of user values over chart defaults: maps merge, lists and scalars replace, null deletes."""
+    merged = copy.deepcopy(dict(defaults))
+    for key, value in values.items():
+        if value is None:
+            merged.pop(key, None)
+        elif isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = helm_merge(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+def _scheduling(values: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: values[key] for key in SCHEDULING_KEYS if values.get(key)}
+
+
+def _toleration(key: str, effect: str | None = "NoSchedule", value: str | None = None) -> dict[str, str]:
+    toleration = {"key": key, "operator": "Equal" if value is not None else "Exists"}
+    if value is not None:
+        toleration["value"] = value
+    if effect:
+        toleration["effect"] = effect
+    return toleration
+
+
+def _required_terms(*terms: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": expressions} for expressions in terms]
+            }
+        }
+    }
+
+
+def _in(key: str, *values: str) -> dict[str, Any]:
+    return {"key": key, "operator": "In", "values": list(values)}
+
+
+CONTROL_PLANE_TOLERATIONS = [
+    _toleration("node-role.kubernetes.io/master", value=""),
+    _toleration("node-role.kubernetes.io/control-plane", value=""),
+]
+
+
+@dataclass(frozen=True)
+class ChartReader:
+    """How one chart's templates turn our values into pods, at the versions whose templates were read."""
+
+    versions: frozenset[str]
+    read: Callable[[str, Mapping[str, Any]], list[PodTemplate]]
+
+
+def _device_plugin(release: str, values: Mapping[str, Any]) -> list[PodTemplate]:
+    # NVIDIA/k8s-device-plugin deployments/helm/nvidia-device-plugin: values.yaml and
+    # templates/daemonset-device-plugin.yml (nodeSelector, affinity, tolerations), same from v0.17.0 to v0.20.0.
+    defaults = {
+        "devicePlugin": {"enabled": True},
+        "nodeSelector": {},
+        "affinity": _required_terms(
+            [_in("feature.node.kubernetes.io/pci-10de.present", "true")],
+            [_in("feature.node.kubernetes.io/cpu-model.vendor_id", "NVIDIA")],
+            [_in("nvidia.com/gpu.present", "true")],
+        ),
+        "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Exists"}, _toleration("nvidia.com/gpu")],
+    }
+    merged = helm_merge(defaults, values)
+    if not merged["devicePlugin"]["enabled"]:
+        return []
+    return [PodTemplate(f"{release}: device plugin DaemonSet", _scheduling(merged), "gpu", daemon=True)]
+
+
+def _gpu_operator(release: str, values: Mapping[str, Any]) -> list[PodTemplate]:
+    # NVIDIA/gpu-operator deployments/gpu-operator: templates/clusterpolicy.yaml passes daemonsets.tolerations to
+    # every operand (their nodeSelectors are nvidia.com/gpu.deploy.* labels the operator sets: not modelled);
+    # the node-feature-discovery subchart's templates/worker.yaml reads worker.{nodeSelector,affinity,tolerations}.
+    # Keys unchanged from v25.3.1 to v26.7.0.
+    defaults = {
+        "nfd": {"enabled": True},
+        "daemonsets": {"tolerations": [_toleration("nvidia.com/gpu")]},
+        "node-feature-discovery": {
+            "worker": {
+                "nodeSelector": {},
+                "affinity": {},
+                "tolerations": [*CONTROL_PLANE_TOLERATIONS, _toleration("nvidia.com/gpu")],
+            }
+        },
+    }
+    merged = helm_merge(defaults, values)
+    pods = [PodTemplate(f"{release}: operand DaemonSets", _scheduling(merged["daemonsets"]), "gpu", daemon=True)]
+    if merged["nfd"]["enabled"]:
+        worker = merged["node-feature-discovery"]["worker"]
+        pods.append(PodTemplate(f"{release}: node-feature-discovery worker", _scheduling(worker), "gpu", daemon=True))
+    return pods
+
+
+def _network_operator(release: str, values: Mapping[str, Any]) -> list[PodTemplate]:
+    # Mellanox/network-operator deployment/network-operator (v24.10.0, v24.10.1, v26.4.0, v26.4.1):
+    # templates/operator.yaml reads operator.{nodeSelector,affinity,tolerations} for the operator's own
+    # Deployment only (at 26.4.x also its CRD-upgrade and keep-NicClusterPolicy hook Jobs); the subchart
+    # node-feature-discovery (condition nfd.enabled) reads worker.*; its worker labels pci-15b3.present, which the
+    # RDMA plugin selects.
+    defaults = {
+        "nfd": {"enabled": True},
+        "node-feature-discovery": {
+            "worker": {
+                "nodeSelector": {},
+                "affinity": {},
+                "tolerations": [
+                    _toleration("node-role.kubernetes.io/master"),
+                    _toleration("node-role.kubernetes.io/control-plane"),
+                    _toleration("nvidia.com/gpu"),
+                ],
+            }
+        },
+        "operator": {"nodeSelector": {}, "tolerations": CONTROL_PLANE_TOLERATIONS},
+    }
+    merged = helm_merge(defaults, values)
+    pods = [PodTemplate(f"{release}: operator Deployment", _scheduling(merged["operator"]))]
+    if merged["nfd"]["enabled"]:
+        worker = merged["node-feature-discovery"]["worker"]
+        pods.append(
+            PodTemplate(f"{release}: node-feature-discovery worker", _scheduling(worker), "infiniband", daemon=True)
+        )
+    return pods
+
+
+def _dcgm_exporter(release: str, values: Mapping[str, Any]) -> list[PodTemplate]:
+    # NVIDIA/dcgm-exporter gh-pages helm-charts/dcgm-exporter-<v>.tgz: templates/daemonset.yaml reads top-level
+    # affinity, nodeSelector, tolerations (4.0.1 to 4.8.2). Default tolerations differ across versions (none up to
+    # 4.6.0, a list from 4.7.1): our values must replace them.
+    assert "tolerations" in values, f"{release}: set tolerations; the chart's default list depends on its version"
+    return [PodTemplate(f"{release}: exporter DaemonSet", _scheduling(values), "gpu", daemon=True)]
+
+
+def _lustre_csi(release: str, values: Mapping[str, Any]) -> list[PodTemplate]:
+    # kubernetes-sigs/azurelustre-csi-driver charts/latest/azurelustre-csi-driver (released as 0.6.0 per
+    # charts/README.md): templates/node-daemonset-{jammy,noble,azurelinux3}.yaml take node.tolerations whole and
+    # require `type NotIn [virtual-kubelet]`; the per-flavor os-sku-effective affinity picks the DaemonSet for the
+    # node's Ubuntu/Azure Linux version (not modelled: config requires Ubuntu on pools that mount Lustre).
+    node = values.get("node") or {}
+    assert "tolerations" in node, f"{release}: set node.tolerations; the chart's default list is not modelled"
+    spec = {
+        "tolerations": node["tolerations"],
+        "affinity": _required_terms([{"key": "type", "operator": "NotIn", "values": ["virtual-kubelet"]}]),
+    }
+    return [PodTemplate(f"{release}: CSI node DaemonSets", spec, "every", daemon=True)]
+
+
+CHART_READERS: dict[str, ChartReader] = {
+    "nvidia-device-plugin": ChartReader(
+        frozenset(
+            {
+                "0.17.0",
+                "0.17.1",
+                "0.17.2",
+                "0.17.3",
+                "0.17.4",
+                "0.18.0",
+                "0.18.1",
+                "0.18.2",
+                "0.19.0",
+                "0.19.1",
+                "0.19.2",
+                "0.19.3",
+                "0.20.0",
+            }
+        ),
+        _device_plugin,
+    ),
+    "gpu-operator": ChartReader(
+        frozenset(
+            {
+                "v25.3.1",
+                "v25.3.2",
+                "v25.3.3",
+                "v25.3.4",
+                "v25.10.0",
+                "v25.10.1",
+                "v26.3.0",
+                "v26.3.1",
+                "v26.3.2",
+                "v26.3.3",
+                "v26.7.0",
+            }
+        ),
+        _gpu_operator,
+    ),
+    "network-operator": ChartReader(frozenset({"24.10.0", "24.10.1", "26.4.0", "26.4.1"}), _network_operator),
+    "dcgm-exporter": ChartReader(
+        frozenset(
+            {
+                "4.0.1",
+                "4.0.3",
+                "4.0.4",
+                "4.1.0",
+                "4.1.1",
+                "4.1.3",
+                "4.2.0",
+                "4.4.0",
+                "4.4.1",
+                "4.5.0",
+                "4.5.2",
+                "4.6.0",
+                "4.7.1",
+                "4.8.0",
+                "4.8.1",
+                "4.8.2",
+            }
+        ),
+        _dcgm_exporter,
+    ),
+    "oci://mcr.microsoft.com/microsoft.azuremanagedlustre/azurelustre-csi-driver": ChartReader(
+        frozenset({"0.6.0"}), _lustre_csi
+    ),
+}
+
+
+def chart_name(release: RecordedResource) -> str:
+    return str(release.inputs["chart"])
+
+
+def release_pod_templates(recording: Recording) -> tuple[list[PodTemplate], list[str]]:
+    """Pods of every Helm release, and the releases no reader covers (unknown chart or unread version)."""
+    pods: list[PodTemplate] = []
+    unread: list[str] = []
+    for release in recording.of_type(RELEASE):
+        chart, version = chart_name(release), str(release.inputs.get("version"))
+        reader = CHART_READERS.get(chart)
+        if reader is None or version not in reader.versions:
+            unread.append(f"{release.name}: chart {chart} {version}")
+            continue
+        pods.extend(reader.read(release.name, release.inputs.get("values") or {}))
+    return pods, unread
+
+
+def custom_resource_pod_templates(recording: Recording) -> tuple[list[PodTemplate], list[str]]:
+    """Pods that custom resources make their operator create; unknown kinds that carry scheduling keys."""
+    pods: list[PodTemplate] = []
+    unread: list[str] = []
+    for resource in recording.kubernetes_objects():
+        kind = resource.type.rsplit(":", 1)[-1]
+        if resource.type == NIC_CLUSTER_POLICY:
+            # network-operator v24.10.0 and v26.4.1,
+            # manifests/state-rdma-shared-device-plugin/0060_rdma-shared-dev-plugin-ds.yaml:
+            # spec.tolerations plus its own nvidia.com/gpu toleration, spec.nodeAffinity; its nodeSelector
+            # (pci-15b3.present, operator.mofed.wait) is set on nodes by NFD and the operator: not modelled.
+            spec = resource.inputs.get("spec") or {}
+            pod = {
+                "tolerations": [*(spec.get("tolerations") or []), _toleration("nvidia.com/gpu")],
+                **({"affinity": {"nodeAffinity": spec["nodeAffinity"]}} if spec.get("nodeAffinity") else {}),
+            }
+            pods.append(
+                PodTemplate(f"NicClusterPolicy {resource.name}: RDMA shared device plugin", pod, "infiniband", True)
+            )
+        elif kind not in POD_SPEC_PATHS and _mentions_scheduling(resource.inputs.get("spec")):
+            unread.append(f"{resource.type} {resource.name}")
+    return pods, unread
+
+
+def _mentions_scheduling(value: Any) -> bool:
+    if isinstance(value, Mapping):
+        return any(k in SCHEDULING_KEYS or k == "nodeAffinity" or _mentions_scheduling(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_mentions_scheduling(v) for v in value)
+    return False
+
+
+# ---------------------------------------------------------------- the check
+
+
+@dataclass
+class SchedulingCheck:
+    """Every pod template against every node template of the stack."""
+
+    nodes: list[NodeTemplate]
+    pods: list[PodTemplate]
+    infiniband_pools: set[str]
+    """Configured names (`gpu-pool` label) of the pools that use InfiniBand."""
+    unread: list[str] = field(default_factory=list)
+
+    @property
+    def user_nodes(self) -> list[NodeTemplate]:
+        return [n for n in self.nodes if not n.system]
+
+    def must_run_on(self, pod: PodTemplate) -> list[NodeTemplate]:
+        if pod.runs_on == "gpu":
+            return [n for n in self.user_nodes if n.gpu]
+        if pod.runs_on == "infiniband":
+            return [n for n in self.user_nodes if n.labels.get("gpu-pool") in self.infiniband_pools]
+        if pod.runs_on == "every":
+            return self.user_nodes
+        return []
+
+    def problems(self) -> list[str]:
+        found = [f"{what}: no reader; read its templates at that version and describe its pods" for what in self.unread]
+        for pod in self.pods:
+            fits = [n.pool for n in self.user_nodes if pod_fits_node(pod.spec, n.labels, n.taints)]
+            if not fits:
+                found.append(f"{pod.source}: fits no user pool, it never runs")
+            missed = [n for n in self.must_run_on(pod) if n.pool not in fits]
+            found += [f"{pod.source}: must run on pool {n.pool} but {_why_not(pod, n)}" for n in missed]
+            if pod.daemon or pod.runs_on == "gpu":
+                # A DaemonSet runs on every node it selects, a GPU workload may be placed on any GPU node it selects.
+                for node in self.user_nodes:
+                    selected = selects_node(pod.spec, node.labels)
+                    if selected and (pod.daemon or node.gpu) and node not in missed and node.pool not in fits:
+                        found.append(f"{pod.source}: selects pool {node.pool} but {_why_not(pod, node)}")
+        return sorted(set(found))
+
+
+def _why_not(pod: PodTemplate, node: NodeTemplate) -> str:
+    if not selects_node(pod.spec, node.labels):
+        return f"its nodeSelector/affinity do not match the node labels {dict(node.labels)}"
+    return f"it does not tolerate the node taints {list(node.taints)} (tolerations {pod.spec.get('tolerations')})"
+
+
+def scheduling_check(recording: Recording, infiniband_pools: Iterable[str]) -> SchedulingCheck:
+    releases, unread_releases = release_pod_templates(recording)
+    custom, unread_custom = custom_resource_pod_templates(recording)
+    return SchedulingCheck(
+        nodes=node_templates(recording),
+        pods=[*object_pod_templates(recording), *releases, *custom],
+        infiniband_pools=set(infiniband_pools),
+        unread=[*unread_releases, *unread_custom],
+    )

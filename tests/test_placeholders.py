@@ -1,0 +1,167 @@
+"""Placeholder IDs, documentation IP ranges and example addresses never reach a real deployment."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+import tools.offline
+from config import ConfigError, load_platform_config
+from config.loader import running_under_engine
+from config.placeholders import EXAMPLE_DOMAIN, IP_RANGE, OBJECT_ID, find_placeholders
+from tests.conftest import STACKS, set_path, settings_of
+from tools.offline import RecordingMocks, RecordingMonitor, run_stack, run_under_mocks
+from tools.stack_files import load_stack_file
+
+PROJECT = "aks-gpu-platform"
+STACK_TYPE = "pulumi:pulumi:Stack"
+
+
+class EngineMonitor:
+    """Stands in for the engine's gRPC resource monitor: answers like the recording mocks, but is not
+    Pulumi's MockMonitor, so the program takes the path of a real `pulumi preview` / `pulumi up`."""
+
+    def __init__(self, mocks: RecordingMocks) -> None:
+        self._inner = RecordingMonitor(mocks)
+        self.registered: list[str] = []
+
+    def RegisterResource(self, request: Any) -> Any:
+        if request.type != STACK_TYPE:
+            self.registered.append(request.type)
+        return self._inner.RegisterResource(request)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+@pytest.fixture
+def engine(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[EngineMonitor]]:
+    """Run the offline evaluations of this test as if the engine drove them; yields the monitors used."""
+    monitors: list[EngineMonitor] = []
+
+    def make(mocks: RecordingMocks) -> EngineMonitor:
+        monitors.append(EngineMonitor(mocks))
+        return monitors[-1]
+
+    monkeypatch.setattr(tools.offline, "RecordingMonitor", make)
+    yield monitors
+
+
+def _clean(config: dict[str, Any]) -> dict[str, Any]:
+    """The stack config with every stand-in replaced by a value a real tenant could have."""
+    cluster = config[f"{PROJECT}:cluster"]
+    cluster["entraId"]["adminGroupObjectIds"] = [str(uuid.uuid4()) for _ in cluster["entraId"]["adminGroupObjectIds"]]
+    cluster["apiServer"]["authorizedIpRanges"] = ["20.41.128.0/24", "52.141.7.19/32"]
+    for i, receiver in enumerate(config[f"{PROJECT}:monitoring"]["alerts"]["emailReceivers"]):
+        receiver["email"] = f"gpu-oncall-{i}@aksgpu-platform.io"
+    config[f"{PROJECT}:storage"]["lustre"]["hpcCacheProviderObjectId"] = str(uuid.uuid4())
+    return config
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_a_real_deployment_of_a_stack_file_is_refused_naming_every_placeholder(
+    stack: str, engine: list[EngineMonitor]
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        run_stack(stack)
+    message = str(caught.value)
+    assert message.startswith("invalid stack config for a real deployment"), message
+    assert engine, "the evaluation must have run against the engine stand-in"
+    assert engine[0].registered == [], "nothing may be registered in Azure from a config that still has placeholders"
+    for path, hint in (
+        ("cluster.entraId.adminGroupObjectIds[0]: got '00000000-0000-4000-8000-", "az ad group show --group"),
+        ("cluster.apiServer.authorizedIpRanges[0]:", "`pulumi up` runs from"),
+        ("monitoring.alerts.emailReceivers[0].email:", "a mailbox"),
+    ):
+        assert path in message, f"the error must name {path}, or the user hunts for the field:\n{message}"
+        assert hint in message, f"and say what to put instead ({hint!r}):\n{message}"
+    lustre = "storage.lustre.hpcCacheProviderObjectId:"
+    if stack == "prod":
+        assert lustre in message, "prod deploys Lustre: its HSM grants would go to a principal that does not exist"
+        assert 'az ad sp list --display-name "HPC Cache Resource Provider"' in message, "how to find the real ID"
+    else:
+        assert lustre not in message, "dev switches Lustre off: nothing of that section reaches Azure"
+    cfg = load_platform_config(settings_of(load_stack_file(stack)))
+    deployed = [p for p in find_placeholders(cfg) if p.deployed]
+    assert len(caught.value.problems) == len(deployed) >= 3, "one error listing every placeholder, not the first"
+
+
+def test_a_clean_config_deploys_for_real(
+    engine: list[EngineMonitor], stack_config: Callable[[str], dict[str, Any]]
+) -> None:
+    config = _clean(stack_config("prod"))
+    assert find_placeholders(load_platform_config(settings_of(config))) == [], "the cleaned config has none left"
+    recording = run_stack("prod", config)
+    assert engine, "the evaluation must have run against the engine stand-in"
+    assert "azure-native:containerservice:ManagedCluster" in engine[0].registered, "a clean config deploys"
+    assert len(recording.of_type("azure-native:storagecache:AmlFilesystem")) == 1
+
+
+def test_the_program_knows_mocks_from_the_engine(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[bool] = []
+    run_under_mocks(lambda: seen.append(running_under_engine()))
+    monkeypatch.setattr(tools.offline, "RecordingMonitor", EngineMonitor)
+    run_under_mocks(lambda: seen.append(running_under_engine()))
+    assert seen == [False, True], "Pulumi's MockMonitor means offline; any other monitor is the engine, a real run"
+
+
+RECEIVERS = "monitoring.alerts.emailReceivers"
+RANGES = "cluster.apiServer.authorizedIpRanges"
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "kind", "named"),
+    [
+        ("cluster.entraId.tenantId", "00000000-0000-0000-0000-000000000000", OBJECT_ID, "cluster.entraId.tenantId"),
+        (
+            "cluster.entraId.adminGroupObjectIds",
+            [str(uuid.uuid4()), "11111111-1111-1111-1111-111111111111"],
+            OBJECT_ID,
+            "cluster.entraId.adminGroupObjectIds[1]",
+        ),
+        (RANGES, ["192.0.2.10/32"], IP_RANGE, f"{RANGES}[0]"),
+        (RANGES, ["52.141.7.19/32", "198.51.100.128/25"], IP_RANGE, f"{RANGES}[1]"),
+        (RANGES, ["203.0.113.0/24"], IP_RANGE, f"{RANGES}[0]"),
+        ("tags.contact", "2001:db8::7", IP_RANGE, "tags.contact"),
+        (
+            "storage.lustre.rootSquash.noSquashNidLists",
+            "10.40.8.4@tcp;192.0.2.5@tcp",
+            IP_RANGE,
+            "storage.lustre.rootSquash.noSquashNidLists",
+        ),
+        (RECEIVERS, [{"name": "oncall", "email": "oncall@gpu.example.net"}], EXAMPLE_DOMAIN, f"{RECEIVERS}[0].email"),
+        (RECEIVERS, [{"name": "oncall", "email": "oncall@example.org"}], EXAMPLE_DOMAIN, f"{RECEIVERS}[0].email"),
+        ("tags.owner", "team@corp.example", EXAMPLE_DOMAIN, "tags.owner"),
+        ("tags.runbook", "https://wiki.example.com/gpu", EXAMPLE_DOMAIN, "tags.runbook"),
+    ],
+)
+def test_each_kind_of_placeholder_is_found_where_it_is(
+    stack_config: Callable[[str], dict[str, Any]], path: str, value: Any, kind: str, named: str
+) -> None:
+    settings = settings_of(_clean(stack_config("prod")))
+    set_path(settings, path, value)
+    found = find_placeholders(load_platform_config(settings))
+    assert [(p.path, p.kind) for p in found] == [(named, kind)], f"{value!r} holds one stand-in ({kind}): {found}"
+    assert found[0].deployed, "prod deploys every section it is in"
+
+
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        ("cluster.apiServer.authorizedIpRanges", ["192.0.3.0/24", "198.51.101.0/24", "203.0.112.0/24"]),
+        ("cluster.apiServer.authorizedIpRanges", ["10.0.0.0/8"]),
+        ("tags.contact", "2001:db9::7"),
+        ("monitoring.alerts.emailReceivers", [{"name": "oncall", "email": "oncall@myexample.com"}]),
+        ("tags.owner", "team@example.company.io"),
+        ("cluster.entraId.tenantId", "0a1b2c3d-0000-4000-8000-000000000001"),
+    ],
+)
+def test_real_values_next_to_the_reserved_ones_are_left_alone(
+    stack_config: Callable[[str], dict[str, Any]], path: str, value: Any
+) -> None:
+    settings = settings_of(_clean(stack_config("prod")))
+    set_path(settings, path, value)
+    assert find_placeholders(load_platform_config(settings)) == [], f"{value!r} is a real value, not a placeholder"

@@ -1,0 +1,319 @@
+"""Every pod we render, or shape through a chart's values, fits the nodes of every pool it must run on.
+
+Node templates are built from the recorded AgentPools the way AKS builds nodes (tests/scheduling.py),
+Spot's taint included; pods are read from our objects and, per chart, from our Helm values. The stacks:
+dev and prod as written, and variants that must plan cleanly too (a Spot-only GPU pool with Lustre, an
+extra-tainted InfiniBand pool, the GPU Operator with a MIG pool).
+"""
+
+from __future__ import annotations
+
+import copy
+import runpy
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from components.gpu_scheduling import pod_fits_node
+from config import load_platform_config
+from config.platform import PlatformConfig
+from tests.conftest import settings_of
+from tests.scheduling import (
+    AKS_SPOT_TAINT,
+    NodeTemplate,
+    PodTemplate,
+    SchedulingCheck,
+    node_template,
+    node_templates,
+    scheduling_check,
+)
+from tools.offline import Recording, run_stack, run_under_mocks
+from tools.plan import policy_verdicts
+from tools.render import render_and_validate
+from tools.stack_files import REPO_ROOT, load_stack_file
+
+PREFIX = "aks-gpu-platform:"
+RELEASE = "kubernetes:helm.sh/v3:Release"
+
+# The design notes' `gpu-test` toleration, spelled out literally.
+GPU_TOLERATION = {"key": "sku", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}
+
+
+def _spot_only(config: dict[str, Any]) -> None:
+    """dev's one GPU pool on Spot VMs, and Lustre on, so its CSI node plugin must reach Spot nodes."""
+    pool = config[PREFIX + "gpuPools"][0]
+    pool.update({"priority": "Spot", "spot": {"evictionPolicy": "Delete", "maxPrice": -1}})
+    config[PREFIX + "storage"]["lustre"]["enabled"] = True
+
+
+def _infiniband(config: dict[str, Any]) -> None:
+    """dev plus an H100 InfiniBand pool that a team reserves with an extra taint."""
+    config[PREFIX + "gpuPools"].append(
+        {
+            "name": "h100ib",
+            "vmSize": "Standard_ND96isr_H100_v5",
+            "zones": ["1"],
+            "minCount": 0,
+            "maxCount": 2,
+            "infiniband": True,
+            "taints": ["workload=training:NoSchedule"],
+        }
+    )
+
+
+def _gpu_operator_mig(config: dict[str, Any]) -> None:
+    """dev on the GPU Operator (driver, plugin and DCGM from the operator) with an A100 pool cut into MIG slices."""
+    config[PREFIX + "gpuPools"] = [
+        {
+            "name": "a100mig",
+            "vmSize": "Standard_NC24ads_A100_v4",
+            "zones": ["1"],
+            "minCount": 0,
+            "maxCount": 2,
+            "migProfile": "MIG3g",
+        }
+    ]
+    config[PREFIX + "gpuStack"] = {"mode": "gpuOperator", "operatorDcgm": True, "smokeTest": True}
+
+
+VARIANTS: dict[str, Callable[[dict[str, Any]], None]] = {
+    "spot-only": _spot_only,
+    "infiniband": _infiniband,
+    "gpu-operator-mig": _gpu_operator_mig,
+}
+STACKS = ("dev", "prod", *VARIANTS)
+
+
+def variant_config(name: str) -> dict[str, Any]:
+    config = copy.deepcopy(load_stack_file("dev"))
+    VARIANTS[name](config)
+    return config
+
+
+@pytest.fixture(scope="module")
+def variant_recordings() -> dict[str, Recording]:
+    return {name: run_stack("dev", variant_config(name)) for name in VARIANTS}
+
+
+@pytest.fixture(scope="module")
+def stacks(recordings: dict[str, Recording], variant_recordings: dict[str, Recording]) -> dict[str, Recording]:
+    return {**recordings, **variant_recordings}
+
+
+def platform_config(stack: str) -> PlatformConfig:
+    config = variant_config(stack) if stack in VARIANTS else load_stack_file(stack)
+    return load_platform_config(settings_of(config))
+
+
+def check_of(stack: str, recording: Recording) -> SchedulingCheck:
+    cfg = platform_config(stack)
+    return scheduling_check(recording, {p.name for p in cfg.gpu_pools if p.infiniband})
+
+
+# What each stack must run on its GPU nodes: the check below is only as good as the pods it sees.
+EXPECTED_GPU_PODS: dict[str, set[str]] = {
+    "dev": {"device plugin DaemonSet", "exporter DaemonSet", "Job gpu-smoke-test", "Deployment inference-sample"},
+    "prod": {"device plugin DaemonSet", "exporter DaemonSet", "RDMA shared device plugin", "CSI node DaemonSets"},
+    "spot-only": {"device plugin DaemonSet", "exporter DaemonSet", "CSI node DaemonSets", "Job gpu-smoke-test"},
+    "infiniband": {"device plugin DaemonSet", "RDMA shared device plugin", "node-feature-discovery worker"},
+    "gpu-operator-mig": {"operand DaemonSets", "node-feature-discovery worker", "Job gpu-smoke-test"},
+}
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_pod_fits_every_pool_it_must_run_on(stacks: dict[str, Recording], stack: str) -> None:
+    check = check_of(stack, stacks[stack])
+    gpu_nodes = [n for n in check.user_nodes if n.gpu]
+    assert len(gpu_nodes) == len(platform_config(stack).gpu_pools), "one node template per configured GPU pool"
+    assert check.pods, "the stack renders pods; a check over none proves nothing"
+    missing = [p for p in EXPECTED_GPU_PODS[stack] if not any(p in pod.source for pod in check.pods)]
+    assert not missing, f"{stack}: the check must see {missing}"
+    problems = check.problems()
+    assert not problems, (
+        f"{stack}: a pod that misses a pool's taint or labels never runs there (no nvidia.com/gpu, no metrics, "
+        "no Lustre mount, a smoke test that never finishes):\n" + "\n".join(problems)
+    )
+
+
+def test_spot_nodes_carry_the_aks_spot_taint_and_label(variant_recordings: dict[str, Recording]) -> None:
+    (spot,) = [n for n in node_templates(variant_recordings["spot-only"]) if n.gpu]
+    assert spot.spot and AKS_SPOT_TAINT in spot.taints, "AKS taints and labels every Spot node"
+    assert "sku=gpu:NoSchedule" in spot.taints, "the GPU taint stays"
+    no_gpu_pod = {"nodeSelector": {"pool": "gpu"}, "tolerations": [GPU_TOLERATION]}
+    assert not pod_fits_node(no_gpu_pod, spot.labels, spot.taints), "the guide's pod alone cannot use Spot GPUs"
+
+
+def test_spot_only_platform_runs_its_gpu_agents_and_smoke_test_on_spot(
+    variant_recordings: dict[str, Recording],
+) -> None:
+    """The defect this guards: Spot pools never advertised GPUs nor reported metrics, and the smoke test hung."""
+    check = check_of("spot-only", variant_recordings["spot-only"])
+    (spot,) = [n for n in check.user_nodes if n.gpu]
+    agents = [p for p in check.pods if p.runs_on == "gpu"]
+    assert len(agents) >= 4, "device plugin, DCGM exporter, smoke test and sample at least"
+    for pod in agents:
+        assert pod_fits_node(pod.spec, spot.labels, spot.taints), f"{pod.source} must run on the Spot GPU pool"
+
+
+def test_the_check_fails_a_pod_that_misses_a_pool_taint(variant_recordings: dict[str, Recording]) -> None:
+    check = check_of("spot-only", variant_recordings["spot-only"])
+    plugin = next(p for p in check.pods if "device plugin" in p.source)
+    only_gpu_taint = PodTemplate(plugin.source, {**plugin.spec, "tolerations": [GPU_TOLERATION]}, "gpu", daemon=True)
+    broken = SchedulingCheck(check.nodes, [only_gpu_taint], check.infiniband_pools)
+    problems = broken.problems()
+    assert any("does not tolerate" in p and "scalesetpriority=spot" in p for p in problems), (
+        f"the GPU taint alone must fail on a Spot pool: {problems}"
+    )
+
+
+def test_the_check_names_releases_it_cannot_read(dev_recording: Recording) -> None:
+    release = copy.deepcopy(dev_recording.one(RELEASE, "device-plugin"))
+    release.inputs["version"] = "0.99.0"
+    recording = Recording(resources=[release])
+    assert "no reader" in " ".join(scheduling_check(recording, set()).problems()), (
+        "a chart version whose templates nobody read must fail the check, not pass it silently"
+    )
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_variant_plans_with_schema_valid_objects_and_no_policy_violation(
+    variant_recordings: dict[str, Recording], variant: str, tmp_path: Path
+) -> None:
+    recording = variant_recordings[variant]
+    cfg = platform_config(variant)
+    verdicts = render_and_validate(recording, tmp_path, cfg.cluster.schema_version)
+    assert verdicts, "the variant renders Kubernetes objects"
+    invalid = [f"{v.kind} {v.name}: {v.detail}" for v in verdicts if v.status == "invalid"]
+    assert not invalid, f"{variant}: the API server would reject these objects:\n" + "\n".join(invalid)
+    mandatory = [
+        f"{policy.name}: {v.resource}: {v.message}"
+        for policy, vs in policy_verdicts(recording, cfg.environment)
+        for v in vs
+        if policy.mandatory
+    ]
+    assert not mandatory, f"{variant}: `make plan` would fail on:\n" + "\n".join(mandatory)
+
+
+def test_variants_build_what_they_configure(variant_recordings: dict[str, Recording]) -> None:
+    charts = {
+        name: {r.inputs["chart"] for r in recording.of_type(RELEASE)} for name, recording in variant_recordings.items()
+    }
+    assert "network-operator" in charts["infiniband"], "an InfiniBand pool brings the Network Operator"
+    assert "gpu-operator" in charts["gpu-operator-mig"] and "nvidia-device-plugin" not in charts["gpu-operator-mig"]
+    assert "dcgm-exporter" not in charts["gpu-operator-mig"], "operatorDcgm: the operator runs the only exporter"
+    assert any("azurelustre" in c for c in charts["spot-only"]), "the Spot variant mounts Lustre"
+    mig_pool = next(
+        p
+        for p in variant_recordings["gpu-operator-mig"].of_type("azure-native:containerservice:AgentPool")
+        if p.inputs.get("gpuInstanceProfile")
+    )
+    assert mig_pool.inputs["gpuInstanceProfile"] == "MIG3g" and mig_pool.inputs["gpuProfile"] == {"driver": "None"}
+    operator = variant_recordings["gpu-operator-mig"].one(RELEASE, "gpu-operator").inputs["values"]
+    assert operator["mig"]["strategy"] == "single", "MIG slices are advertised as nvidia.com/gpu"
+
+
+def test_exported_tolerations_let_a_consumer_job_onto_spot_gpus(variant_recordings: dict[str, Recording]) -> None:
+    """The example training job reads `gpuTolerations` from the platform stack: on Spot it must still schedule."""
+    platform = variant_recordings["spot-only"]
+    (spot,) = [n for n in node_templates(platform) if n.gpu]
+    outputs = {
+        "kubeconfig": "apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n",
+        "lustrePvcName": "lustre-pvc",
+        "lustreNamespace": "training",
+        "gpuPoolNames": platform.stack_outputs["gpuPoolNames"],
+        "gpuTolerations": platform.stack_outputs["gpuTolerations"],
+    }
+    stack = "organization/aks-gpu-platform/dev"
+    example = run_under_mocks(
+        lambda: runpy.run_path(str(REPO_ROOT / "examples" / "training-job" / "__main__.py"), run_name="__main__"),
+        config={"training-job:platformStack": stack},
+        project="training-job",
+        stack="dev",
+        stack_references={stack: outputs},
+    )
+    pod = example.one("kubernetes:batch/v1:Job").inputs["spec"]["template"]["spec"]
+    assert pod_fits_node(pod, spot.labels, spot.taints), "the training ranks must land on the platform's Spot GPUs"
+
+
+# ---------------------------------------------------------------- the scheduler model itself
+
+GPU_NODE = {"pool": "gpu", "gpu-pool": "gpua100"}
+
+
+def test_node_selector_and_taints() -> None:
+    pod = {"nodeSelector": {"pool": "gpu"}, "tolerations": [GPU_TOLERATION]}
+    assert pod_fits_node(pod, GPU_NODE, ["sku=gpu:NoSchedule"])
+    assert not pod_fits_node(pod, {"pool": "cpu"}, []), "the selector must match"
+    assert not pod_fits_node(pod, GPU_NODE, ["sku=gpu:NoSchedule", AKS_SPOT_TAINT]), "Spot needs its own toleration"
+    spot_ok = {
+        **pod,
+        "tolerations": [GPU_TOLERATION, {"key": "kubernetes.azure.com/scalesetpriority", "operator": "Exists"}],
+    }
+    assert pod_fits_node(spot_ok, GPU_NODE, ["sku=gpu:NoSchedule", AKS_SPOT_TAINT]), "Exists without effect matches"
+    assert pod_fits_node(pod, GPU_NODE, ["sku=gpu:NoSchedule", "soft=yes:PreferNoSchedule"]), "preferences don't block"
+    assert not pod_fits_node(pod, GPU_NODE, ["sku=gpu:NoSchedule", "evict=now:NoExecute"]), "NoExecute blocks"
+    wrong_value = {"tolerations": [{**GPU_TOLERATION, "value": "cpu"}]}
+    assert not pod_fits_node(wrong_value, GPU_NODE, ["sku=gpu:NoSchedule"])
+    wrong_effect = {"tolerations": [{**GPU_TOLERATION, "effect": "NoExecute"}]}
+    assert not pod_fits_node(wrong_effect, GPU_NODE, ["sku=gpu:NoSchedule"])
+    assert pod_fits_node({"tolerations": [{"operator": "Exists"}]}, GPU_NODE, ["a=b:NoSchedule", "c=:NoExecute"]), (
+        "an empty key with Exists tolerates everything"
+    )
+    empty_value = {"tolerations": [{"key": "c", "operator": "Equal", "value": "", "effect": "NoExecute"}]}
+    assert pod_fits_node(empty_value, GPU_NODE, ["c=:NoExecute"])
+
+
+def _required(*expressions: dict[str, Any]) -> dict[str, Any]:
+    terms = [{"matchExpressions": list(expressions)}]
+    return {
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}
+    }
+
+
+def test_required_node_affinity_operators() -> None:
+    fits = lambda pod: pod_fits_node(pod, GPU_NODE, [])  # noqa: E731
+    assert fits(_required({"key": "pool", "operator": "In", "values": ["gpu", "x"]}))
+    assert not fits(_required({"key": "pool", "operator": "In", "values": ["cpu"]}))
+    assert not fits(_required({"key": "missing", "operator": "In", "values": ["gpu"]}))
+    assert fits(_required({"key": "pool", "operator": "NotIn", "values": ["cpu"]}))
+    assert fits(_required({"key": "type", "operator": "NotIn", "values": ["virtual-kubelet"]})), (
+        "absent key passes NotIn"
+    )
+    assert not fits(_required({"key": "pool", "operator": "NotIn", "values": ["gpu"]}))
+    assert fits(_required({"key": "gpu-pool", "operator": "Exists"}))
+    assert not fits(_required({"key": "missing", "operator": "Exists"}))
+    assert fits(_required({"key": "missing", "operator": "DoesNotExist"}))
+    both = _required(
+        {"key": "pool", "operator": "In", "values": ["gpu"]}, {"key": "gpu-pool", "operator": "In", "values": ["h100"]}
+    )
+    assert not fits(both), "expressions of one term are ANDed"
+    either = copy.deepcopy(both)
+    terms = either["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    terms.append({"matchExpressions": [{"key": "pool", "operator": "Exists"}]})
+    assert fits(either), "terms are ORed"
+    no_terms = {
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}}}
+    }
+    assert not fits(no_terms), "no term selects no node"
+    preferred = {"affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1}]}}}
+    assert fits(preferred), "preferences never filter"
+
+
+def test_node_template_follows_aks_not_the_pool_request() -> None:
+    """AKS adds the Spot taint and label itself: a pool whose nodeTaints omit it still gets it."""
+    requested = {
+        "agentPoolName": "spotab12",
+        "vmSize": "Standard_NC24ads_A100_v4",
+        "mode": "User",
+        "osType": "Linux",
+        "scaleSetPriority": "Spot",
+        "nodeLabels": {"pool": "gpu"},
+        "nodeTaints": ["sku=gpu:NoSchedule"],
+    }
+    node: NodeTemplate = node_template(requested)
+    assert node.taints == ("sku=gpu:NoSchedule", AKS_SPOT_TAINT) and node.spot and node.gpu
+    assert node.labels["kubernetes.azure.com/agentpool"] == "spotab12" and node.labels["pool"] == "gpu"
+    regular = node_template({**requested, "scaleSetPriority": None, "vmSize": "Standard_D8ds_v5"})
+    assert not regular.spot and not regular.gpu and regular.taints == ("sku=gpu:NoSchedule",)
