@@ -31,6 +31,7 @@ AGENT_POOL = "azure-native:containerservice:AgentPool"
 MANAGED_CLUSTER = "azure-native:containerservice:ManagedCluster"
 RELEASE = "kubernetes:helm.sh/v3:Release"
 NIC_CLUSTER_POLICY = "kubernetes:mellanox.com/v1alpha1:NicClusterPolicy"
+RESOURCE_FLAVOR = "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor"
 
 # Spelled out from the AKS docs, not imported: the check must not trust the platform's own constants.
 AKS_SPOT_LABEL = ("kubernetes.azure.com/scalesetpriority", "spot")
@@ -102,7 +103,8 @@ class PodTemplate:
     source: str
     spec: Mapping[str, Any]
     runs_on: str | None = None
-    """"gpu": every GPU pool; "infiniband": the InfiniBand pools; "every": every user pool; None: somewhere."""
+    """"gpu": every GPU pool; "infiniband": the InfiniBand pools; "every": every user pool; "cpu": the CPU pools
+    (non-GPU user pools); "pool:<name>": the GPU pool of that configured name; None: somewhere."""
     daemon: bool = False
     """A DaemonSet: one pod per selected node, so it must fit every node it selects."""
 
@@ -298,6 +300,20 @@ def _lustre_csi(release: str, values: Mapping[str, Any]) -> list[PodTemplate]:
     return [PodTemplate(f"{release}: CSI node DaemonSets", spec, "every", daemon=True)]
 
 
+def _kueue(release: str, values: Mapping[str, Any]) -> list[PodTemplate]:
+    # kubernetes-sigs/kueue v0.19.2 charts/kueue: templates/manager/manager.yaml reads controllerManager.nodeSelector
+    # and .tolerations (defaults {} and []); no affinity key.
+    manager = helm_merge({"nodeSelector": {}, "tolerations": []}, values.get("controllerManager") or {})
+    return [PodTemplate(f"{release}: controller-manager Deployment", _scheduling(manager), "cpu")]
+
+
+def _jobset(release: str, values: Mapping[str, Any]) -> list[PodTemplate]:
+    # kubernetes-sigs/jobset v0.12.0 charts/jobset: templates/controller/deployment.yaml reads
+    # controller.{nodeSelector,affinity,tolerations} (defaults {}, {}, []).
+    controller = helm_merge({"nodeSelector": {}, "affinity": {}, "tolerations": []}, values.get("controller") or {})
+    return [PodTemplate(f"{release}: controller Deployment", _scheduling(controller), "cpu")]
+
+
 CHART_READERS: dict[str, ChartReader] = {
     "nvidia-device-plugin": ChartReader(
         frozenset(
@@ -364,6 +380,8 @@ CHART_READERS: dict[str, ChartReader] = {
     "oci://mcr.microsoft.com/microsoft.azuremanagedlustre/azurelustre-csi-driver": ChartReader(
         frozenset({"0.6.0"}), _lustre_csi
     ),
+    "oci://registry.k8s.io/kueue/charts/kueue": ChartReader(frozenset({"0.19.2"}), _kueue),
+    "oci://registry.k8s.io/jobset/charts/jobset": ChartReader(frozenset({"0.12.0"}), _jobset),
 }
 
 
@@ -404,6 +422,14 @@ def custom_resource_pod_templates(recording: Recording) -> tuple[list[PodTemplat
             pods.append(
                 PodTemplate(f"NicClusterPolicy {resource.name}: RDMA shared device plugin", pod, "infiniband", True)
             )
+        elif resource.type == RESOURCE_FLAVOR:
+            # Kueue v0.19.2 pkg/podset: an admitted pod gets the flavor's nodeLabels as nodeSelector and its
+            # tolerations appended; the flavor of a GPU pool must land those pods on that pool's nodes.
+            spec = resource.inputs.get("spec") or {}
+            pool = (spec.get("nodeLabels") or {}).get("gpu-pool")
+            pod = {"nodeSelector": spec.get("nodeLabels") or {}, "tolerations": spec.get("tolerations") or []}
+            runs_on = f"pool:{pool}" if pool else None
+            pods.append(PodTemplate(f"ResourceFlavor {resource.name}: admitted pods", pod, runs_on))
         elif kind not in POD_SPEC_PATHS and _mentions_scheduling(resource.inputs.get("spec")):
             unread.append(f"{resource.type} {resource.name}")
     return pods, unread
@@ -441,6 +467,10 @@ class SchedulingCheck:
             return [n for n in self.user_nodes if n.labels.get("gpu-pool") in self.infiniband_pools]
         if pod.runs_on == "every":
             return self.user_nodes
+        if pod.runs_on == "cpu":
+            return [n for n in self.user_nodes if not n.gpu]
+        if pod.runs_on and pod.runs_on.startswith("pool:"):
+            return [n for n in self.user_nodes if n.labels.get("gpu-pool") == pod.runs_on.removeprefix("pool:")]
         return []
 
     def problems(self) -> list[str]:

@@ -16,6 +16,7 @@ import pytest
 
 from components.gpu_scheduling import GPU_RESOURCE, pod_fits_node
 from config import ConfigError
+from tests.scheduling import node_templates
 from tools.offline import Recording, run_under_mocks
 from tools.render import kubernetes_object, validate_object
 from tools.stack_files import REPO_ROOT
@@ -157,16 +158,15 @@ def admit(platform: Recording, queue_name: str, namespace: str, pod: dict[str, A
 
 
 def gpu_nodes(platform: Recording) -> dict[str, tuple[dict[str, str], list[str], int]]:
-    """GPU pool name -> node labels, node taints and GPUs per node, from the recorded AgentPools."""
+    """GPU pool name -> node labels, node taints (AKS's Spot taint included) and GPUs per node."""
     from config.gpu_catalog import gpu_sku
 
     found: dict[str, tuple[dict[str, str], list[str], int]] = {}
-    for pool in platform.of_type("azure-native:containerservice:AgentPool"):
-        labels = pool.inputs.get("nodeLabels") or {}
-        if labels.get("pool") == "gpu":
-            sku = gpu_sku(pool.inputs["vmSize"])
+    for node in node_templates(platform):
+        if node.labels.get("pool") == "gpu":
+            sku = gpu_sku(node.labels["node.kubernetes.io/instance-type"])
             assert sku is not None
-            found[labels["gpu-pool"]] = (labels, pool.inputs.get("nodeTaints") or [], sku.gpus_per_vm)
+            found[node.labels["gpu-pool"]] = (dict(node.labels), list(node.taints), sku.gpus_per_vm)
     assert found, "the platform must record GPU pools"
     return found
 

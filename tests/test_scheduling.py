@@ -9,7 +9,6 @@ extra-tainted InfiniBand pool, the GPU Operator with a MIG pool).
 from __future__ import annotations
 
 import copy
-import runpy
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ import pytest
 from components.gpu_scheduling import pod_fits_node
 from config import load_platform_config
 from config.platform import PlatformConfig
+from tests import test_example_training_job as example_job
 from tests.conftest import settings_of
 from tests.scheduling import (
     AKS_SPOT_TAINT,
@@ -29,10 +29,10 @@ from tests.scheduling import (
     node_templates,
     scheduling_check,
 )
-from tools.offline import Recording, run_stack, run_under_mocks
+from tools.offline import Recording, run_stack
 from tools.plan import policy_verdicts
 from tools.render import render_and_validate
-from tools.stack_files import REPO_ROOT, load_stack_file
+from tools.stack_files import load_stack_file
 
 PREFIX = "aks-gpu-platform:"
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -76,6 +76,9 @@ def _gpu_operator_mig(config: dict[str, Any]) -> None:
         }
     ]
     config[PREFIX + "gpuStack"] = {"mode": "gpuOperator", "operatorDcgm": True, "smokeTest": True}
+    # Team quotas follow the pool (2 nodes x 2 MIG3g slices of one A100 80GB).
+    for team in config[PREFIX + "training"]["teams"]:
+        team["quotas"] = [{**quota, "pool": "a100mig", "gpus": 4} for quota in team["quotas"]]
 
 
 VARIANTS: dict[str, Callable[[dict[str, Any]], None]] = {
@@ -214,27 +217,22 @@ def test_variants_build_what_they_configure(variant_recordings: dict[str, Record
     assert operator["mig"]["strategy"] == "single", "MIG slices are advertised as nvidia.com/gpu"
 
 
-def test_exported_tolerations_let_a_consumer_job_onto_spot_gpus(variant_recordings: dict[str, Recording]) -> None:
-    """The example training job reads `gpuTolerations` from the platform stack: on Spot it must still schedule."""
+def test_a_queued_training_job_is_admitted_onto_spot_gpus(variant_recordings: dict[str, Recording]) -> None:
+    """The example JobSet goes through the team's queue; Kueue injects the Spot pool's flavor: it must schedule."""
     platform = variant_recordings["spot-only"]
     (spot,) = [n for n in node_templates(platform) if n.gpu]
-    outputs = {
-        "kubeconfig": "apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n",
-        "lustrePvcName": "lustre-pvc",
-        "lustreNamespace": "training",
-        "gpuPoolNames": platform.stack_outputs["gpuPoolNames"],
-        "gpuTolerations": platform.stack_outputs["gpuTolerations"],
-    }
-    stack = "organization/aks-gpu-platform/dev"
-    example = run_under_mocks(
-        lambda: runpy.run_path(str(REPO_ROOT / "examples" / "training-job" / "__main__.py"), run_name="__main__"),
-        config={"training-job:platformStack": stack},
-        project="training-job",
-        stack="dev",
-        stack_references={stack: outputs},
-    )
-    pod = example.one("kubernetes:batch/v1:Job").inputs["spec"]["template"]["spec"]
-    assert pod_fits_node(pod, spot.labels, spot.taints), "the training ranks must land on the platform's Spot GPUs"
+    assert spot.spot, "the variant's only GPU pool runs on Spot VMs"
+    teams = platform.stack_outputs["trainingTeams"]
+    assert teams, "dev has a training team"
+    team = next(iter(teams))
+    outputs = {"kubeconfig": example_job.KUBECONFIG, "trainingTeams": teams}
+    example = example_job.run_example(outputs, team=team, nodes=1)
+    pod, count = example_job.the_pod_set(example)
+    meta = example_job.jobset(example)["metadata"]
+    flavor = example_job.admit(platform, meta["labels"]["kueue.x-k8s.io/queue-name"], meta["namespace"], pod, count)
+    assert flavor is not None, "the team's quota on the Spot pool admits a one-node job"
+    admitted = example_job.admitted_pod(platform, pod, flavor)
+    assert pod_fits_node(admitted, spot.labels, spot.taints), "the training ranks must land on the platform's Spot GPUs"
 
 
 # ---------------------------------------------------------------- the scheduler model itself
