@@ -5,12 +5,15 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import pulumi
 import pulumi_azure_native.containerservice as containerservice
 
 from aks_gpu_platform.config.node_pools import AutoscaledPoolConfig
+from aks_gpu_platform.config.upgrade import PoolUpgradeConfig
+
+from .context import ClusterHandle
 
 # The cluster autoscaler owns the node count; re-sending `count` makes Azure reject the update.
 AUTOSCALED_POOL_IGNORED_FIELDS = ["count"]
@@ -66,3 +69,53 @@ def autoscaled_pool_options(
         AUTOSCALED_POOL_IGNORED_FIELDS + (VERSION_TRACKED_FIELDS if tracks_versions else []) + (extra_ignored or [])
     )
     return pulumi.ResourceOptions(parent=parent, ignore_changes=ignored)
+
+
+def pool_upgrade_settings(pool: PoolUpgradeConfig) -> containerservice.AgentPoolUpgradeSettingsArgsDict:
+    """The AgentPool `upgradeSettings` for one pool's upgrade config (system, CPU or GPU).
+
+    No `maxBlockedNodes`: AgentPoolUpgradeSettings of the API version pulumi-azure-native 3.29 uses
+    (2025-09-01) has no such field, so AKS applies its default, maxSurge. The config therefore accepts
+    Cordon only on pools that surge.
+    """
+    surge, unavailable = pool.surge_and_unavailable
+    settings: containerservice.AgentPoolUpgradeSettingsArgsDict = {
+        "max_surge": surge,
+        "drain_timeout_in_minutes": pool.drain_timeout_in_minutes,
+        "node_soak_duration_in_minutes": pool.node_soak_duration_in_minutes,
+        "undrainable_node_behavior": containerservice.UndrainableNodeBehavior(pool.undrainable_node_behavior),
+    }
+    if unavailable is not None:
+        settings["max_unavailable"] = unavailable
+    return settings
+
+
+class PoolPlacementArgs(TypedDict):
+    """Where a separately managed pool joins: shared by the CPU and GPU pools."""
+
+    cluster: ClusterHandle
+    """The cluster the pool joins (resource group, name, tags)."""
+    nodes_subnet_id: pulumi.Input[str]
+    """Subnet of the nodes."""
+    kubernetes_version: pulumi.Input[str]
+    """Orchestrator version at creation."""
+    tracks_versions: bool
+    """True when an auto-upgrade channel moves versions (the pool then ignores its version)."""
+    upgrade: NotRequired[PoolUpgradeConfig]
+    """Surge / drain settings for node upgrades (AKS defaults when absent)."""
+    encryption_at_host: NotRequired[bool]
+    """`security.encryptionAtHost`: encrypt temp disks and disk caches on the VM host."""
+
+
+def placement_args(args: PoolPlacementArgs) -> dict[str, Any]:
+    """The AgentPool arguments that say where the pool joins and how it upgrades."""
+    handle = args["cluster"]
+    upgrade = args.get("upgrade")
+    return {
+        "resource_group_name": handle.resource_group_name,
+        "resource_name_": handle.cluster_name,
+        "vnet_subnet_id": args["nodes_subnet_id"],
+        "orchestrator_version": args["kubernetes_version"],
+        "upgrade_settings": pool_upgrade_settings(upgrade) if upgrade is not None else None,
+        "tags": dict(handle.tags),
+    }

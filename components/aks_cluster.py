@@ -1,7 +1,7 @@
 """AKS control plane with the tainted system pool inline, identities and a non-interactive kubeconfig."""
 
 from collections.abc import Mapping
-from typing import Any, NotRequired, TypedDict
+from typing import NotRequired, TypedDict
 
 import pulumi
 import pulumi_azure_native.containerservice as containerservice
@@ -9,12 +9,11 @@ import pulumi_azure_native.managedidentity as managedidentity
 import pulumi_kubernetes as k8s
 
 from aks_gpu_platform.config.cluster import ClusterConfig
-from aks_gpu_platform.config.loader import validate_section
 from aks_gpu_platform.config.node_pools import SystemPoolConfig
 from aks_gpu_platform.config.upgrade import UpgradeConfig
 
 from . import roles
-from .agent_pools import autoscaled_pool_args
+from .agent_pools import autoscaled_pool_args, pool_upgrade_settings
 from .kubeconfig import non_interactive_kubeconfig
 
 SYSTEM_POOL_TAINT = "CriticalAddonsOnly=true:NoSchedule"
@@ -27,18 +26,16 @@ class AksClusterArgs(TypedDict):
     """Azure region."""
     nodes_subnet_id: pulumi.Input[str]
     """Subnet every node pool joins."""
-    cluster: Mapping[str, Any]
-    """The `cluster` config section (camelCase keys, as in the stack YAML)."""
-    system_pool: Mapping[str, Any]
+    cluster: ClusterConfig
+    """The `cluster` config section."""
+    system_pool: SystemPoolConfig
     """The `systemPool` config section."""
-    upgrade: Mapping[str, Any]
-    """The `upgrade` config section (tier, support plan, channels)."""
+    upgrade: UpgradeConfig
+    """The `upgrade` config section (tier, support plan, channels, the system pool's surge)."""
     tags: NotRequired[Mapping[str, str]]
     """Azure tags."""
     protect: NotRequired[bool]
     """Refuse to delete or replace the cluster (prod)."""
-    system_pool_upgrade_settings: NotRequired[containerservice.AgentPoolUpgradeSettingsArgsDict]
-    """Surge settings of the system pool."""
     encryption_at_host: NotRequired[bool]
     """`security.encryptionAtHost` for the system pool: encrypt temp disks and disk caches on the VM host."""
     addon_profiles: NotRequired[Mapping[str, containerservice.ManagedClusterAddonProfileArgsDict]]
@@ -94,9 +91,7 @@ class AksCluster(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: AksClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("aks-gpu-platform:index:AksCluster", name, None, opts)
-        cfg = validate_section(ClusterConfig, args["cluster"], source="AksCluster cluster settings")
-        system = validate_section(SystemPoolConfig, args["system_pool"], source="AksCluster system pool settings")
-        upgrade = validate_section(UpgradeConfig, args["upgrade"], source="AksCluster upgrade settings")
+        cfg, system, upgrade = args["cluster"], args["system_pool"], args["upgrade"]
         tags = dict(args.get("tags", {}))
         rg = args["resource_group_name"]
         location = args["location"]
@@ -148,8 +143,7 @@ class AksCluster(pulumi.ComponentResource):
             "vnet_subnet_id": args["nodes_subnet_id"],
         }
         system_pool.pop("agent_pool_name", None)  # type: ignore[misc]
-        if "system_pool_upgrade_settings" in args:
-            system_pool["upgrade_settings"] = args["system_pool_upgrade_settings"]
+        system_pool["upgrade_settings"] = pool_upgrade_settings(upgrade.system_pool)
 
         security_profile: containerservice.ManagedClusterSecurityProfileArgsDict = {
             "workload_identity": {"enabled": True},

@@ -1,25 +1,22 @@
 """Blob CSI StorageClasses: standard (bulk, cheap) and premium (small files, many transactions)."""
 
-from collections.abc import Mapping
-from typing import Any, TypedDict
+from typing import TypedDict
 
 import pulumi
-import pulumi_azure_native.containerservice as containerservice
 import pulumi_kubernetes as k8s
 
-from aks_gpu_platform.config.loader import validate_section
 from aks_gpu_platform.config.storage import BlobClassesConfig
+
+from .context import ClusterHandle
 
 PROVISIONER = "blob.csi.azure.com"  # the AKS Blob CSI driver (cluster storageProfile.blobCSIDriver)
 
 
 class BlobStorageClassesArgs(TypedDict):
-    settings: Mapping[str, Any]
+    settings: BlobClassesConfig
     """The `storage.blobClasses` config section."""
-    provider: k8s.Provider
-    """Kubernetes provider of the cluster (AksCluster.provider)."""
-    cluster: containerservice.ManagedCluster
-    """The ManagedCluster; the classes are deleted with it."""
+    cluster: ClusterHandle
+    """The cluster; the classes are deleted with it."""
 
 
 class BlobStorageClasses(pulumi.ComponentResource):
@@ -30,8 +27,8 @@ class BlobStorageClasses(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: BlobStorageClassesArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("aks-gpu-platform:index:BlobStorageClasses", name, None, opts)
-        cfg = validate_section(BlobClassesConfig, args["settings"], source="BlobStorageClasses settings")
-        in_cluster = pulumi.ResourceOptions(parent=self, provider=args["provider"], deleted_with=args["cluster"])
+        cfg = args["settings"]
+        in_cluster = args["cluster"].k8s_options(self)
         names: list[pulumi.Output[str]] = []
         for role, blob_class in (("standard", cfg.standard), ("premium", cfg.premium)):
             if not blob_class.enabled:

@@ -22,6 +22,8 @@ class ClusterHandle:
     """The ManagedCluster; in-cluster objects are deleted with it."""
     cluster_name: pulumi.Output[str]
     """The cluster's Azure name."""
+    cluster_id: pulumi.Output[str]
+    """The cluster's Azure resource ID (rules, associations and alerts attach to it)."""
     provider: k8s.Provider
     """Kubernetes provider of the cluster."""
     oidc_issuer_url: pulumi.Output[str]

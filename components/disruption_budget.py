@@ -2,29 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 import pulumi
 import pulumi_kubernetes as k8s
 
-from aks_gpu_platform.config.loader import validate_section
 from aks_gpu_platform.config.upgrade import DisruptionBudgetConfig
 
 
 def pod_disruption_budget(
     name: str,
-    settings: Mapping[str, Any],
+    budget: DisruptionBudgetConfig,
     provider: k8s.Provider,
     cluster: pulumi.Resource,
     parent: pulumi.Resource | None = None,
 ) -> k8s.policy.v1.PodDisruptionBudget:
     """A policy/v1 PDB keeping `minAvailable` of the selected pods up; refuses minAvailable >= replicas.
 
-    `settings` is one `upgrade.disruptionBudgets` entry (name, namespace, selector, minAvailable,
-    replicas); `provider` and `cluster` are the AksCluster's Kubernetes provider and ManagedCluster.
+    `budget` is one `upgrade.disruptionBudgets` entry (validated: minAvailable below replicas);
+    `provider` and `cluster` are the AksCluster's Kubernetes provider and ManagedCluster.
     """
-    budget = validate_section(DisruptionBudgetConfig, settings, source=f"PodDisruptionBudget {name}")
     return k8s.policy.v1.PodDisruptionBudget(
         name,
         metadata={

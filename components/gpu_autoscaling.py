@@ -1,18 +1,16 @@
 """KEDA scaling of one Deployment on the GPU utilisation that DCGM reports to managed Prometheus."""
 
-from collections.abc import Mapping
-from typing import Any, NotRequired, TypedDict
+from typing import NotRequired, TypedDict
 
 import pulumi
-import pulumi_azure_native.containerservice as containerservice
 import pulumi_azure_native.managedidentity as managedidentity
 import pulumi_kubernetes as k8s
 
 from aks_gpu_platform.config.autoscaling import ScalingTargetConfig
-from aks_gpu_platform.config.loader import validate_section
 
 from . import metrics_labels as labels
 from . import roles
+from .context import ClusterHandle
 
 KEDA_API_VERSION = "keda.sh/v1alpha1"
 # The AKS KEDA add-on runs its operator under this service account; tokens it presents carry this subject.
@@ -35,27 +33,20 @@ def gpu_utilization_query(namespace: str, deployment: str) -> str:
 class KedaWiringArgs(TypedDict):
     """What every KEDA-scaled GPU workload needs from the cluster and the monitoring stack."""
 
-    resource_group_name: pulumi.Input[str]
-    """Resource group of the KEDA identity."""
-    location: pulumi.Input[str]
-    """Azure region of the KEDA identity."""
-    oidc_issuer_url: pulumi.Input[str]
-    """The cluster's OIDC issuer (`AksCluster.oidc_issuer_url`), trusted by the federated credential."""
+    cluster: ClusterHandle
+    """The cluster: its OIDC issuer is trusted by the federated credential, and its KEDA add-on installs the
+    ScaledObject and TriggerAuthentication CRDs."""
     monitor_workspace_id: pulumi.Input[str]
     """Azure Monitor workspace holding the DCGM metrics; the identity may read it and nothing else."""
     prometheus_query_endpoint: pulumi.Input[str]
     """The workspace's Prometheus query endpoint, KEDA's `serverAddress`."""
-    provider: k8s.Provider
-    """Kubernetes provider of the cluster (`AksCluster.provider`)."""
-    cluster: containerservice.ManagedCluster
-    """The cluster resource: its KEDA add-on installs the ScaledObject and TriggerAuthentication CRDs."""
 
 
 class GpuAutoscalingArgs(KedaWiringArgs):
-    settings: Mapping[str, Any]
-    """One scaling target (namespace, deployment, replicas, thresholds), camelCase as in `autoscaling.targets`."""
-    tags: NotRequired[Mapping[str, str]]
-    """Azure tags of the identity."""
+    settings: ScalingTargetConfig
+    """One scaling target (namespace, deployment, replicas, thresholds) of `autoscaling.targets`."""
+    identity_name: NotRequired[str]
+    """Azure name of the identity KEDA queries as (default `id-<component name>-keda`)."""
 
 
 class GpuAutoscaling(pulumi.ComponentResource):
@@ -72,23 +63,23 @@ class GpuAutoscaling(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: GpuAutoscalingArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("aks-gpu-platform:index:GpuAutoscaling", name, None, opts)
-        target = validate_section(ScalingTargetConfig, args["settings"], source=f"GpuAutoscaling {name} settings")
+        target, handle = args["settings"], args["cluster"]
         child = pulumi.ResourceOptions(parent=self)
 
         identity = managedidentity.UserAssignedIdentity(
             f"{name}-identity",
-            resource_group_name=args["resource_group_name"],
-            location=args["location"],
-            resource_name_=f"id-{name}-keda",
-            tags=dict(args.get("tags", {})),
+            resource_group_name=handle.resource_group_name,
+            location=handle.location,
+            resource_name_=args.get("identity_name", f"id-{name}-keda"),
+            tags=dict(handle.tags),
             opts=child,
         )
         credential = managedidentity.FederatedIdentityCredential(
             f"{name}-keda-operator",
-            resource_group_name=args["resource_group_name"],
+            resource_group_name=handle.resource_group_name,
             resource_name_=identity.name,
             federated_identity_credential_resource_name="keda-operator",
-            issuer=args["oidc_issuer_url"],
+            issuer=handle.oidc_issuer_url,
             subject=KEDA_OPERATOR_SUBJECT,
             audiences=[AZURE_AD_TOKEN_AUDIENCE],
             opts=child,
@@ -108,8 +99,8 @@ class GpuAutoscaling(pulumi.ComponentResource):
             "labels": {"app.kubernetes.io/managed-by": "pulumi"},
         }
         # KEDA installs these CRDs; without the add-on (or before it exists) the objects cannot be created.
-        in_cluster = pulumi.ResourceOptions(
-            parent=self, provider=args["provider"], deleted_with=args["cluster"], depends_on=[args["cluster"]]
+        in_cluster = pulumi.ResourceOptions.merge(
+            handle.k8s_options(self), pulumi.ResourceOptions(depends_on=[handle.cluster])
         )
         auth = k8s.apiextensions.CustomResource(
             f"{name}-trigger-auth",

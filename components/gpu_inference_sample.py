@@ -1,17 +1,21 @@
 """A sample GPU inference server (Triton) on the GPU pools, scaled by KEDA on its GPU utilisation."""
 
-from collections.abc import Mapping, Sequence
-from typing import Any, NotRequired
+from collections.abc import Sequence
+from typing import NotRequired, cast
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from aks_gpu_platform.config.autoscaling import SampleInferenceConfig
+from aks_gpu_platform.config.autoscaling import SampleInferenceConfig, ScalingTargetConfig
 from aks_gpu_platform.config.gpu import GpuPoolConfig
-from aks_gpu_platform.config.loader import validate_section
+from aks_gpu_platform.config.scheduling import (
+    GPU_RESOURCE,
+    RESTRICTED_CONTAINER_SECURITY_CONTEXT,
+    gpu_pod_scheduling,
+    restricted_pod_security_context,
+)
 
 from .gpu_autoscaling import GpuAutoscaling, KedaWiringArgs
-from .gpu_scheduling import GPU_RESOURCE, gpu_pod_scheduling
 
 HTTP_PORT = 8000
 RUN_AS_USER = 1000  # the image's triton-server user
@@ -24,12 +28,12 @@ CHECKOV_SKIPS = {
 
 
 class GpuInferenceSampleArgs(KedaWiringArgs):
-    settings: Mapping[str, Any]
-    """The `autoscaling.sampleInference` config section (camelCase keys)."""
-    tags: NotRequired[Mapping[str, str]]
-    """Azure tags of the KEDA identity."""
-    gpu_pools: NotRequired[Sequence[Mapping[str, Any]]]
-    """The `gpuPools` config section: the server tolerates all their taints (a Spot-only platform included)."""
+    settings: SampleInferenceConfig
+    """The `autoscaling.sampleInference` config section."""
+    gpu_pools: NotRequired[Sequence[GpuPoolConfig]]
+    """The GPU pools: the server tolerates all their taints (a Spot-only platform included)."""
+    identity_name: NotRequired[str]
+    """Azure name of the KEDA identity (default `id-<component name>-scaling-keda`)."""
 
 
 def _container(cfg: SampleInferenceConfig) -> k8s.core.v1.ContainerArgsDict:
@@ -49,11 +53,7 @@ def _container(cfg: SampleInferenceConfig) -> k8s.core.v1.ContainerArgsDict:
             # Limits equal to requests: Guaranteed QoS, so a busy neighbour cannot starve the GPU feeder.
             "limits": {"cpu": cfg.cpu_request, "memory": cfg.memory_request, GPU_RESOURCE: gpus},
         },
-        "security_context": {
-            "allow_privilege_escalation": False,
-            "read_only_root_filesystem": True,
-            "capabilities": {"drop": ["ALL"]},
-        },
+        "security_context": cast(k8s.core.v1.SecurityContextArgsDict, RESTRICTED_CONTAINER_SECURITY_CONTEXT),
         "volume_mounts": [{"name": "models", "mount_path": "/models"}, {"name": "tmp", "mount_path": "/tmp"}],
     }
 
@@ -75,13 +75,9 @@ def deployment_spec(
                 "tolerations": scheduling["tolerations"],
                 "automount_service_account_token": False,
                 "termination_grace_period_seconds": 60,
-                "security_context": {
-                    "run_as_non_root": True,
-                    "run_as_user": RUN_AS_USER,
-                    "run_as_group": RUN_AS_USER,
-                    "fs_group": RUN_AS_USER,
-                    "seccomp_profile": {"type": "RuntimeDefault"},
-                },
+                "security_context": cast(
+                    k8s.core.v1.PodSecurityContextArgsDict, restricted_pod_security_context(RUN_AS_USER, fs_group=True)
+                ),
                 "containers": [_container(cfg)],
                 "volumes": [{"name": "models", "empty_dir": {}}, {"name": "tmp", "empty_dir": {"size_limit": "1Gi"}}],
             },
@@ -99,12 +95,9 @@ class GpuInferenceSample(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: GpuInferenceSampleArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("aks-gpu-platform:index:GpuInferenceSample", name, None, opts)
-        cfg = validate_section(SampleInferenceConfig, args["settings"], source=f"GpuInferenceSample {name} settings")
-        gpu_pools = [
-            validate_section(GpuPoolConfig, p, source=f"GpuInferenceSample {name} gpu_pools")
-            for p in args.get("gpu_pools", [])
-        ]
-        in_cluster = pulumi.ResourceOptions(parent=self, provider=args["provider"], deleted_with=args["cluster"])
+        cfg = args["settings"]
+        gpu_pools = list(args.get("gpu_pools", []))
+        in_cluster = args["cluster"].k8s_options(self)
         labels = {"app.kubernetes.io/name": cfg.name}
 
         namespace = k8s.core.v1.Namespace(
@@ -154,15 +147,13 @@ class GpuInferenceSample(pulumi.ComponentResource):
         self.autoscaling = GpuAutoscaling(
             f"{name}-scaling",
             {
-                "resource_group_name": args["resource_group_name"],
-                "location": args["location"],
-                "oidc_issuer_url": args["oidc_issuer_url"],
+                "cluster": args["cluster"],
                 "monitor_workspace_id": args["monitor_workspace_id"],
                 "prometheus_query_endpoint": args["prometheus_query_endpoint"],
-                "provider": args["provider"],
-                "cluster": args["cluster"],
-                "settings": {**cfg.scaling.as_settings(), "namespace": cfg.namespace, "deployment": cfg.name},
-                "tags": args.get("tags", {}),
+                "identity_name": args.get("identity_name", f"id-{name}-scaling-keda"),
+                "settings": ScalingTargetConfig(
+                    **cfg.scaling.model_dump(), namespace=cfg.namespace, deployment=cfg.name
+                ),
             },
             opts=pulumi.ResourceOptions(parent=self, depends_on=[deployment]),
         )

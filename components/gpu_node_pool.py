@@ -10,55 +10,30 @@ capacity gap. Changes Azure does apply in place (autoscale bounds, labels, Spot 
 tags, upgrade settings) keep the name and update the pool.
 """
 
-from collections.abc import Mapping
-from enum import StrEnum
-from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
+from typing import Any
 
 import pulumi
 import pulumi_azure_native.containerservice as containerservice
 
-from aks_gpu_platform.config.gpu import GpuPoolConfig
+from aks_gpu_platform.config.gpu import GpuPoolConfig, GpuStackMode
 from aks_gpu_platform.config.gpu_catalog import MIG_PARTED_CONFIGS
-from aks_gpu_platform.config.loader import validate_section
+from aks_gpu_platform.config.scheduling import gpu_pool_node_labels, gpu_pool_taints
 
-from .agent_pools import autoscaled_pool_args, autoscaled_pool_options, hashed_pool_name, immutable_pool_fields
-from .gpu_scheduling import gpu_pool_node_labels, gpu_pool_taints
-
-if TYPE_CHECKING:
-    from aks_gpu_platform.config.gpu import GpuStackMode
-else:
-    # Type checkers see config's Literal, so Python callers pass "devicePlugin" / "gpuOperator".
-    # Pulumi's component analyzer (provider/) reads runtime annotations and cannot represent a
-    # Literal, so at runtime the same two values are a string enum: other languages get a schema
-    # enum, and a member compares equal to its string, so the code below works with either.
-    class GpuStackMode(StrEnum):
-        """`gpuStack.mode`: devicePlugin keeps the AKS-installed driver, gpuOperator brings its own."""
-
-        DEVICE_PLUGIN = "devicePlugin"
-        GPU_OPERATOR = "gpuOperator"
+from .agent_pools import (
+    PoolPlacementArgs,
+    autoscaled_pool_args,
+    autoscaled_pool_options,
+    hashed_pool_name,
+    immutable_pool_fields,
+    placement_args,
+)
 
 
-class GpuNodePoolArgs(TypedDict):
-    resource_group_name: pulumi.Input[str]
-    """Resource group of the cluster."""
-    cluster_name: pulumi.Input[str]
-    """AKS cluster the pool joins."""
-    nodes_subnet_id: pulumi.Input[str]
-    """Subnet of the nodes."""
-    settings: Mapping[str, Any]
+class GpuNodePoolArgs(PoolPlacementArgs):
+    settings: GpuPoolConfig
     """One entry of the `gpuPools` config section."""
     stack_mode: GpuStackMode
     """`gpuStack.mode`: devicePlugin keeps the AKS driver, gpuOperator skips it (driver None)."""
-    kubernetes_version: pulumi.Input[str]
-    """Orchestrator version at creation."""
-    tracks_versions: bool
-    """True when an auto-upgrade channel moves versions (the pool then ignores its version)."""
-    upgrade_settings: NotRequired[containerservice.AgentPoolUpgradeSettingsArgsDict]
-    """Surge / drain settings for node upgrades."""
-    encryption_at_host: NotRequired[bool]
-    """`security.encryptionAtHost`: encrypt temp disks and disk caches on the VM host (here False unless set)."""
-    tags: NotRequired[Mapping[str, str]]
-    """Azure tags."""
 
 
 # The GPU Operator's MIG manager applies the configuration this node label names. A MIG-capable
@@ -112,7 +87,7 @@ class GpuNodePool(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: GpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("aks-gpu-platform:index:GpuNodePool", name, None, opts)
-        pool = validate_section(GpuPoolConfig, args["settings"], source="GpuNodePool settings")
+        pool = args["settings"]
         mode = args["stack_mode"]
         spot = pool.priority == "Spot"
         encrypted = args.get("encryption_at_host", False)
@@ -122,8 +97,7 @@ class GpuNodePool(pulumi.ComponentResource):
         }
         self.agent_pool = containerservice.AgentPool(
             f"{name}-pool",
-            resource_group_name=args["resource_group_name"],
-            resource_name_=args["cluster_name"],
+            **placement_args(args),
             **pool_args,
             mode=containerservice.AgentPoolMode.USER,
             node_labels={
@@ -137,10 +111,6 @@ class GpuNodePool(pulumi.ComponentResource):
             scale_set_priority=containerservice.ScaleSetPriority.SPOT if spot else None,
             scale_set_eviction_policy=pool.spot_settings.eviction_policy if spot else None,
             spot_max_price=pool.spot_settings.max_price if spot else None,
-            vnet_subnet_id=args["nodes_subnet_id"],
-            orchestrator_version=args["kubernetes_version"],
-            upgrade_settings=args.get("upgrade_settings"),
-            tags=dict(args.get("tags", {})),
             # count is owned by the autoscaler (and the version by auto-upgrade): ignored to prevent drift.
             opts=autoscaled_pool_options(self, args["tracks_versions"]),
         )

@@ -13,13 +13,17 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict, cast
 
 import pulumi
-import pulumi_azure_native.containerservice as containerservice
 import pulumi_kubernetes as k8s
 
 from aks_gpu_platform.config.gpu import GpuPoolConfig
-from aks_gpu_platform.config.loader import validate_section
+from aks_gpu_platform.config.scheduling import (
+    GPU_RESOURCE,
+    RESTRICTED_CONTAINER_SECURITY_CONTEXT,
+    gpu_pod_scheduling,
+    restricted_pod_security_context,
+)
 
-from .gpu_scheduling import GPU_RESOURCE, gpu_pod_scheduling
+from .context import ClusterHandle
 
 CUDA_IMAGE = "nvidia/cuda:12.4.1-base-ubuntu22.04"
 # Scale from zero, node boot and driver install take minutes; fail after 30.
@@ -37,12 +41,10 @@ class GpuSmokeTestArgs(TypedDict):
     """Namespace to run in (the GPU stack's `gpu-resources`)."""
     fingerprint: Mapping[str, Any]
     """Settings whose change must rerun the test (the GPU pools and stack sections)."""
-    gpu_pools: Sequence[Mapping[str, Any]]
-    """The `gpuPools` config section: the test tolerates all their taints, so it runs on any GPU pool."""
-    provider: k8s.Provider
-    """Kubernetes provider of the cluster."""
-    cluster: containerservice.ManagedCluster
-    """The ManagedCluster; the Job is deleted with it."""
+    gpu_pools: Sequence[GpuPoolConfig]
+    """The GPU pools: the test tolerates all their taints, so it runs on any GPU pool."""
+    cluster: ClusterHandle
+    """The cluster; the Job is deleted with it."""
     depends_on: Sequence[pulumi.Resource]
     """GPU pools and the GPU stack releases the test needs."""
 
@@ -58,12 +60,7 @@ def smoke_test_pod_spec(gpu_pools: Sequence[GpuPoolConfig]) -> dict[str, Any]:
         **gpu_pod_scheduling(gpu_pools),
         "restartPolicy": "Never",
         "automountServiceAccountToken": False,
-        "securityContext": {
-            "runAsNonRoot": True,
-            "runAsUser": NON_ROOT_UID,
-            "runAsGroup": NON_ROOT_UID,
-            "seccompProfile": {"type": "RuntimeDefault"},
-        },
+        "securityContext": restricted_pod_security_context(NON_ROOT_UID),
         "containers": [
             {
                 "name": "nvidia-smi",
@@ -74,13 +71,7 @@ def smoke_test_pod_spec(gpu_pools: Sequence[GpuPoolConfig]) -> dict[str, Any]:
                     "requests": {"cpu": "100m", "memory": "128Mi"},
                     "limits": {"cpu": "500m", "memory": "256Mi", GPU_RESOURCE: "1"},
                 },
-                "securityContext": {
-                    "allowPrivilegeEscalation": False,
-                    "readOnlyRootFilesystem": True,
-                    "runAsNonRoot": True,
-                    "capabilities": {"drop": ["ALL"]},
-                    "seccompProfile": {"type": "RuntimeDefault"},
-                },
+                "securityContext": RESTRICTED_CONTAINER_SECURITY_CONTEXT,
             }
         ],
     }
@@ -94,7 +85,7 @@ class GpuSmokeTest(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: GpuSmokeTestArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("aks-gpu-platform:index:GpuSmokeTest", name, None, opts)
-        gpu_pools = [validate_section(GpuPoolConfig, p, source="GpuSmokeTest gpu_pools") for p in args["gpu_pools"]]
+        gpu_pools = list(args["gpu_pools"])
         self.job_name = smoke_test_name(args["fingerprint"])
         spec: k8s.batch.v1.JobSpecArgsDict = {
             "backoff_limit": 2,
@@ -113,11 +104,8 @@ class GpuSmokeTest(pulumi.ComponentResource):
                 "annotations": CHECKOV_SKIPS,
             },
             spec=spec,
-            opts=pulumi.ResourceOptions(
-                parent=self,
-                provider=args["provider"],
-                deleted_with=args["cluster"],
-                depends_on=list(args["depends_on"]),
+            opts=pulumi.ResourceOptions.merge(
+                args["cluster"].k8s_options(self), pulumi.ResourceOptions(depends_on=list(args["depends_on"]))
             ),
         )
         self.register_outputs({"job_name": self.job_name})

@@ -12,17 +12,21 @@ workers, RDMA plugin) tolerates every taint of every GPU pool: the GPU taint, Sp
 """
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, TypedDict
 
 import pulumi
-import pulumi_azure_native.containerservice as containerservice
 import pulumi_kubernetes as k8s
 
 from aks_gpu_platform.config.gpu import GpuPoolConfig, GpuStackConfig
-from aks_gpu_platform.config.loader import validate_section
+from aks_gpu_platform.config.scheduling import (
+    GPU_POOL_LABEL_KEY,
+    GPU_POOL_LABEL_VALUE,
+    GPU_POOL_NAME_LABEL_KEY,
+    gpu_tolerations,
+)
 
-from .gpu_scheduling import GPU_POOL_LABEL_KEY, GPU_POOL_LABEL_VALUE, GPU_POOL_NAME_LABEL_KEY, gpu_tolerations
+from .context import ClusterHandle
 
 NAMESPACE = "gpu-resources"
 # Pins: newest stable release of each chart as of 2026-12-02 (values keys and templates checked at
@@ -49,14 +53,12 @@ SYSTEM_NODE_CRITICAL = "system-node-critical"
 
 
 class GpuStackArgs(TypedDict):
-    settings: Mapping[str, Any]
+    settings: GpuStackConfig
     """The `gpuStack` config section."""
-    pools: Sequence[Mapping[str, Any]]
-    """The `gpuPools` config section (MIG and InfiniBand decide what is installed)."""
-    provider: k8s.Provider
-    """Kubernetes provider of the cluster."""
-    cluster: containerservice.ManagedCluster
-    """The ManagedCluster; in-cluster objects are deleted with it."""
+    pools: Sequence[GpuPoolConfig]
+    """The GPU pools (MIG, InfiniBand and their taints decide what is installed and tolerated)."""
+    cluster: ClusterHandle
+    """The cluster the stack runs in."""
 
 
 def gpu_node_affinity(pool_names: Sequence[str] | None = None) -> dict[str, Any]:
@@ -149,9 +151,8 @@ class GpuStack(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: GpuStackArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("aks-gpu-platform:index:GpuStack", name, None, opts)
-        cfg = validate_section(GpuStackConfig, args["settings"], source="GpuStack settings")
-        pools = [validate_section(GpuPoolConfig, p, source="GpuStack pools") for p in args["pools"]]
-        k8s_opts = pulumi.ResourceOptions(parent=self, provider=args["provider"], deleted_with=args["cluster"])
+        cfg, pools = args["settings"], list(args["pools"])
+        k8s_opts = args["cluster"].k8s_options(self)
         self.mode = cfg.mode
         self.mig_strategy = "single" if any(p.mig_profile for p in pools) else "none"
         self.dcgm_from_operator = cfg.operator_dcgm

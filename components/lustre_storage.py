@@ -1,20 +1,19 @@
 """Azure Managed Lustre with Blob (HSM) integration, its CSI driver, StorageClass and training claim."""
 
-from collections.abc import Mapping, Sequence
-from typing import Any, NotRequired, TypedDict
+from collections.abc import Sequence
+from typing import NotRequired, TypedDict
 
 import pulumi
-import pulumi_azure_native.containerservice as containerservice
 import pulumi_azure_native.storage as storage
 import pulumi_azure_native.storagecache as storagecache
 import pulumi_kubernetes as k8s
 
 from aks_gpu_platform.config.gpu import GpuPoolConfig
-from aks_gpu_platform.config.loader import validate_section
+from aks_gpu_platform.config.scheduling import cpu_node_selector, gpu_tolerations
 from aks_gpu_platform.config.storage import LustreConfig
 
 from . import roles
-from .gpu_scheduling import cpu_node_selector, gpu_tolerations
+from .context import ClusterHandle
 from .private_endpoint import private_endpoint
 
 # The only released chart version as of 2026-12-02 (kubernetes-sigs/azurelustre-csi-driver
@@ -29,29 +28,19 @@ MOUNT_PATH = "/mnt/lustre"
 
 
 class LustreStorageArgs(TypedDict):
-    resource_group_name: pulumi.Input[str]
-    """Resource group of the filesystem and its storage account."""
-    location: pulumi.Input[str]
-    """Azure region."""
+    settings: LustreConfig
+    """The `storage.lustre` config section."""
+    cluster: ClusterHandle
+    """The cluster that mounts the filesystem (resource group, region, tags, protection of stateful data)."""
     lustre_subnet_id: pulumi.Input[str]
     """Dedicated subnet of the filesystem, sized for its capacity."""
-    settings: Mapping[str, Any]
-    """The `storage.lustre` config section (camelCase keys, as in the stack YAML)."""
-    provider: k8s.Provider
-    """Kubernetes provider of the cluster (AksCluster.provider)."""
-    cluster: containerservice.ManagedCluster
-    """The ManagedCluster; in-cluster objects are deleted with it."""
-    protect: NotRequired[bool]
-    """Refuse to delete or replace the filesystem and the storage account (prod)."""
-    tags: NotRequired[Mapping[str, str]]
-    """Azure tags."""
     private_endpoints_subnet_id: NotRequired[pulumi.Input[str]]
     """Subnet of the account's blob private endpoint (needed when `blob.publicNetworkAccess` is false)."""
     vnet_id: NotRequired[pulumi.Input[str]]
     """VNet of the Lustre subnet, linked to the blob privatelink DNS zone (needed with the private endpoint)."""
-    gpu_pools: NotRequired[Sequence[Mapping[str, Any]]]
-    """The `gpuPools` config section: the CSI node plugin tolerates all their taints (Spot's and extra ones
-    included) so every GPU node can mount Lustre. Without it, only the platform's GPU taint is tolerated."""
+    gpu_pools: NotRequired[Sequence[GpuPoolConfig]]
+    """The GPU pools: the CSI node plugin tolerates all their taints (Spot's and extra ones included) so every
+    GPU node can mount Lustre. Without them, only the platform's GPU taint is tolerated."""
 
 
 def _hsm_account(
@@ -59,8 +48,8 @@ def _hsm_account(
 ) -> storage.StorageAccount:
     return storage.StorageAccount(
         name,
-        resource_group_name=args["resource_group_name"],
-        location=args["location"],
+        resource_group_name=args["cluster"].resource_group_name,
+        location=args["cluster"].location,
         account_name=cfg.blob.account_name,
         kind=storage.Kind.STORAGE_V2,
         sku={"name": cfg.blob.sku},
@@ -79,7 +68,7 @@ def _hsm_account(
         network_rule_set=None
         if cfg.blob.public_network_access
         else {"default_action": storage.DefaultAction.DENY, "bypass": storage.Bypass.AZURE_SERVICES},
-        tags=dict(args.get("tags", {})),
+        tags=dict(args["cluster"].tags),
         # The account holds the cold copy of the training data and every exported checkpoint.
         opts=pulumi.ResourceOptions(parent=parent, protect=protect),
     )
@@ -103,13 +92,11 @@ class LustreStorage(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: LustreStorageArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("aks-gpu-platform:index:LustreStorage", name, None, opts)
-        cfg = validate_section(LustreConfig, args["settings"], source="LustreStorage settings")
-        gpu_pools = [
-            validate_section(GpuPoolConfig, p, source="LustreStorage gpu_pools") for p in args.get("gpu_pools", [])
-        ]
-        protect = args.get("protect", False)
-        rg = args["resource_group_name"]
-        tags = dict(args.get("tags", {}))
+        cfg, handle = args["settings"], args["cluster"]
+        gpu_pools = list(args.get("gpu_pools", []))
+        protect = handle.protect
+        rg = handle.resource_group_name
+        tags = dict(handle.tags)
 
         private = not cfg.blob.public_network_access
         endpoints_subnet_id, vnet_id = args.get("private_endpoints_subnet_id"), args.get("vnet_id")
@@ -124,7 +111,7 @@ class LustreStorage(pulumi.ComponentResource):
                 f"{name}-hsm",
                 parent=self,
                 resource_group_name=rg,
-                location=args["location"],
+                location=handle.location,
                 target_id=account.id,
                 target_name=account.name,
                 group_id="blob",
@@ -191,7 +178,7 @@ class LustreStorage(pulumi.ComponentResource):
         filesystem = storagecache.AmlFilesystem(
             f"{name}-filesystem",
             resource_group_name=rg,
-            location=args["location"],
+            location=handle.location,
             aml_filesystem_name=cfg.name,
             sku={"name": cfg.sku},
             storage_capacity_ti_b=float(cfg.capacity_tib),
@@ -228,7 +215,7 @@ class LustreStorage(pulumi.ComponentResource):
             storagecache.AutoExportJob(
                 f"{name}-auto-export",
                 resource_group_name=rg,
-                location=args["location"],
+                location=handle.location,
                 aml_filesystem_name=filesystem.name,
                 auto_export_job_name="checkpoints",
                 auto_export_prefixes=[cfg.blob.auto_export_prefix],
@@ -242,7 +229,7 @@ class LustreStorage(pulumi.ComponentResource):
         self.mgs_address = filesystem.client_info.apply(lambda info: info.mgs_address if info else "")
         self.storage_account_name = account.name
 
-        in_cluster = pulumi.ResourceOptions(parent=self, provider=args["provider"], deleted_with=args["cluster"])
+        in_cluster = handle.k8s_options(self)
         driver = k8s.helm.v3.Release(
             f"{name}-csi-driver",
             name="azurelustre",

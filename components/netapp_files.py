@@ -18,9 +18,9 @@ import pulumi_azure_native.resources as resources
 import pulumi_kubernetes as k8s
 
 from aks_gpu_platform.config.netapp import GIB, TIB, NetAppFilesConfig, NetAppVolumeConfig
+from aks_gpu_platform.config.scheduling import cpu_node_selector
 
 from .context import ClusterHandle
-from .gpu_scheduling import cpu_node_selector
 
 # The typed CapacityPool of pulumi-azure-native 3.29 sends NetApp API 2024-09-01, which has no Flexible service
 # level and no pool throughput. Flexible pools go through the generic resource at the first stable API version

@@ -1,12 +1,11 @@
 """Network: a VNet with node, Lustre, private-endpoint and (optional) NetApp subnets, or existing subnets."""
 
 from collections.abc import Mapping
-from typing import Any, NotRequired, TypedDict
+from typing import NotRequired, TypedDict
 
 import pulumi
 import pulumi_azure_native.network as network
 
-from aks_gpu_platform.config.loader import validate_section
 from aks_gpu_platform.config.network import NETAPP_DELEGATION, NetworkConfig
 
 
@@ -15,7 +14,7 @@ class NetworkArgs(TypedDict):
     """Resource group that holds the VNet."""
     location: pulumi.Input[str]
     """Azure region."""
-    settings: Mapping[str, Any]
+    settings: NetworkConfig
     """The `network` config section (camelCase keys, as in the stack YAML)."""
     tags: NotRequired[Mapping[str, str]]
     """Azure tags for every resource."""
@@ -37,7 +36,7 @@ class Network(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("aks-gpu-platform:index:Network", name, None, opts)
-        settings = validate_section(NetworkConfig, args["settings"], source="Network settings")
+        settings = args["settings"]
         tags = dict(args.get("tags", {}))
 
         if settings.existing_subnets is not None:

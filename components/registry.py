@@ -1,15 +1,14 @@
 """Container registry (ACR Premium) that serves the DCGM exporter image, private in prod."""
 
-from collections.abc import Mapping
-from typing import Any, NotRequired, TypedDict
+from typing import TypedDict
 
 import pulumi
 import pulumi_azure_native.containerregistry as containerregistry
 
-from aks_gpu_platform.config.loader import validate_section
 from aks_gpu_platform.config.monitoring import RegistryConfig, derived_name
 
 from . import roles
+from .context import ClusterHandle
 from .private_endpoint import private_endpoint
 
 PRIVATE_DNS_ZONE = "privatelink.azurecr.io"
@@ -17,24 +16,18 @@ DCGM_UPSTREAM = "nvcr.io/nvidia/k8s/dcgm-exporter"
 
 
 class RegistryArgs(TypedDict):
-    resource_group_name: pulumi.Input[str]
-    """Resource group of the registry and its private endpoint."""
-    location: pulumi.Input[str]
-    """Azure region."""
+    cluster: ClusterHandle
+    """The cluster whose nodes pull from the registry (resource group, region, tags, protection)."""
     base_name: str
     """Name the registry's default name derives from (the cluster name)."""
-    settings: Mapping[str, Any]
-    """The `monitoring.registry` config section (camelCase keys, as in the stack YAML)."""
+    settings: RegistryConfig
+    """The `monitoring.registry` config section."""
     kubelet_identity_object_id: pulumi.Input[str]
     """Principal the nodes pull images as; gets AcrPull on the registry."""
     private_endpoints_subnet_id: pulumi.Input[str]
     """Subnet of the private endpoint (used when public network access is off)."""
     vnet_id: pulumi.Input[str]
     """VNet the private DNS zone is linked to (used when public network access is off)."""
-    tags: NotRequired[Mapping[str, str]]
-    """Azure tags."""
-    protect: NotRequired[bool]
-    """Refuse to delete or replace the registry (prod)."""
 
 
 class Registry(pulumi.ComponentResource):
@@ -51,9 +44,10 @@ class Registry(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: RegistryArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("aks-gpu-platform:index:Registry", name, None, opts)
-        cfg = validate_section(RegistryConfig, args["settings"], source="Registry settings")
-        tags = dict(args.get("tags", {}))
-        rg = args["resource_group_name"]
+        cfg = args["settings"]
+        handle = args["cluster"]
+        tags = dict(handle.tags)
+        rg = handle.resource_group_name
         child = pulumi.ResourceOptions(parent=self)
         public = cfg.public_network_access
         registry_name = derived_name(cfg.name, "acr", args["base_name"], 50, alphanumeric=True)
@@ -61,7 +55,7 @@ class Registry(pulumi.ComponentResource):
         self.registry = containerregistry.Registry(
             f"{name}-registry",
             resource_group_name=rg,
-            location=args["location"],
+            location=handle.location,
             registry_name=registry_name,
             sku={"name": containerregistry.SkuName.PREMIUM},
             admin_user_enabled=False,
@@ -79,7 +73,7 @@ class Registry(pulumi.ComponentResource):
             ),
             tags=tags,
             # The registry holds the cached images every node pulls; prod refuses to delete it.
-            opts=pulumi.ResourceOptions(parent=self, protect=args.get("protect", False)),
+            opts=pulumi.ResourceOptions(parent=self, protect=handle.protect),
         )
         self.registry_id = self.registry.id
         self.login_server = self.registry.login_server
@@ -113,7 +107,7 @@ class Registry(pulumi.ComponentResource):
                 name,
                 parent=self,
                 resource_group_name=rg,
-                location=args["location"],
+                location=handle.location,
                 target_id=self.registry.id,
                 target_name=self.registry.name,
                 group_id="registry",

@@ -16,6 +16,7 @@ def platform_resource_group(
     location: str,
     tags: Mapping[str, str],
     protect: bool = False,
+    opts: pulumi.ResourceOptions | None = None,
 ) -> pulumi.Output[str]:
     """Name of the group every component deploys into."""
     if settings.existing:
@@ -27,6 +28,6 @@ def platform_resource_group(
         location=location,
         tags=dict(tags),
         # Deleting the group deletes everything in it, data included.
-        opts=pulumi.ResourceOptions(protect=protect),
+        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(protect=protect)),
     )
     return group.name

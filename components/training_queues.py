@@ -22,10 +22,17 @@ import yaml
 
 from aks_gpu_platform.config.errors import ConfigError
 from aks_gpu_platform.config.gpu import GpuPoolConfig
+from aks_gpu_platform.config.scheduling import (
+    GPU_RESOURCE,
+    GPU_TAINT,
+    SPOT_TAINT,
+    cpu_node_selector,
+    gpu_pool_node_labels,
+    parse_taint,
+)
 from aks_gpu_platform.config.training import TeamConfig, TrainingConfig
 
 from .context import ClusterHandle
-from .gpu_scheduling import GPU_RESOURCE, GPU_TAINT, SPOT_TAINT, cpu_node_selector, gpu_pool_node_labels, parse_taint
 
 # oci://registry.k8s.io/kueue/charts/kueue: kubernetes-sigs/kueue tag v0.19.2 (2026-08-20), charts/kueue;
 # the released chart points at registry.k8s.io/kueue/kueue:v0.19.2 (hack/helm-chart-package.sh).

@@ -4,55 +4,19 @@ The tier, support plan and channels themselves are set on the ManagedCluster by 
 the same `upgrade` section; this component adds what hangs off the cluster.
 """
 
-from collections.abc import Mapping
-from typing import Any, NotRequired, TypedDict
+from collections.abc import Sequence
+from typing import NotRequired, TypedDict
 
 import pulumi
 import pulumi_azure_native.containerservice as containerservice
-import pulumi_kubernetes as k8s
 
-from aks_gpu_platform.config.errors import ConfigError
-from aks_gpu_platform.config.loader import validate_section
-from aks_gpu_platform.config.upgrade import FreezeConfig, MaintenanceWindowConfig, PoolUpgradeConfig, UpgradeConfig
+from aks_gpu_platform.config.upgrade import DisruptionBudgetConfig, FreezeConfig, MaintenanceWindowConfig, UpgradeConfig
 
+from .context import ClusterHandle
 from .disruption_budget import pod_disruption_budget
 
 AUTO_UPGRADE_SCHEDULE = "aksManagedAutoUpgradeSchedule"
 NODE_OS_UPGRADE_SCHEDULE = "aksManagedNodeOSUpgradeSchedule"
-
-
-def pool_upgrade_settings(pool: PoolUpgradeConfig) -> containerservice.AgentPoolUpgradeSettingsArgsDict:
-    """The AgentPool `upgradeSettings` for one pool's upgrade config (system, CPU or GPU).
-
-    No `maxBlockedNodes`: AgentPoolUpgradeSettings of the API version pulumi-azure-native 3.29 uses
-    (2025-09-01) has no such field, so AKS applies its default, maxSurge. The config therefore accepts
-    Cordon only on pools that surge.
-    """
-    surge, unavailable = pool.surge_and_unavailable
-    settings: containerservice.AgentPoolUpgradeSettingsArgsDict = {
-        "max_surge": surge,
-        "drain_timeout_in_minutes": pool.drain_timeout_in_minutes,
-        "node_soak_duration_in_minutes": pool.node_soak_duration_in_minutes,
-        "undrainable_node_behavior": containerservice.UndrainableNodeBehavior(pool.undrainable_node_behavior),
-    }
-    if unavailable is not None:
-        settings["max_unavailable"] = unavailable
-    return settings
-
-
-def system_pool_upgrade_settings(upgrade: Mapping[str, Any]) -> containerservice.AgentPoolUpgradeSettingsArgsDict:
-    """Upgrade settings of the system pool from the `upgrade` section (surge only)."""
-    return pool_upgrade_settings(validate_section(UpgradeConfig, upgrade, source="upgrade settings").system_pool)
-
-
-def cpu_pool_upgrade_settings(upgrade: Mapping[str, Any]) -> containerservice.AgentPoolUpgradeSettingsArgsDict:
-    """Upgrade settings of the CPU user pool from the `upgrade` section."""
-    return pool_upgrade_settings(validate_section(UpgradeConfig, upgrade, source="upgrade settings").cpu_pool)
-
-
-def gpu_pool_upgrade_settings(upgrade: Mapping[str, Any]) -> containerservice.AgentPoolUpgradeSettingsArgsDict:
-    """Upgrade settings of every GPU pool: by default maxSurge 0 + maxUnavailable 1, long drain, Schedule."""
-    return pool_upgrade_settings(validate_section(UpgradeConfig, upgrade, source="upgrade settings").gpu_pools)
 
 
 def maintenance_window(
@@ -81,18 +45,12 @@ def maintenance_window(
 
 
 class UpgradePolicyArgs(TypedDict):
-    resource_group_name: pulumi.Input[str]
-    """Resource group of the cluster."""
-    cluster_name: pulumi.Input[str]
-    """AKS cluster the maintenance configurations belong to."""
-    settings: Mapping[str, Any]
-    """The `upgrade` config section (camelCase keys, as in the stack YAML)."""
-    provider: NotRequired[k8s.Provider]
-    """Kubernetes provider of the cluster (AksCluster.provider); needed when disruptionBudgets is not empty."""
-    cluster: NotRequired[containerservice.ManagedCluster]
-    """The ManagedCluster (AksCluster.cluster); in-cluster objects are deleted with it."""
-    platform_budgets: NotRequired[list[Mapping[str, Any]]]
-    """PodDisruptionBudgets for the platform's own multi-replica workloads (same shape as disruptionBudgets)."""
+    settings: UpgradeConfig
+    """The `upgrade` config section."""
+    cluster: ClusterHandle
+    """The cluster the maintenance configurations and budgets belong to."""
+    platform_budgets: NotRequired[Sequence[DisruptionBudgetConfig]]
+    """PodDisruptionBudgets for the platform's own multi-replica workloads."""
 
 
 class UpgradePolicy(pulumi.ComponentResource):
@@ -105,7 +63,7 @@ class UpgradePolicy(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: UpgradePolicyArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("aks-gpu-platform:index:UpgradePolicy", name, None, opts)
-        cfg = validate_section(UpgradeConfig, args["settings"], source="UpgradePolicy settings")
+        cfg, handle = args["settings"], args["cluster"]
         windows: list[tuple[str, str, MaintenanceWindowConfig]] = []
         if cfg.tracks_versions:
             windows.append(("auto-upgrade-window", AUTO_UPGRADE_SCHEDULE, cfg.auto_upgrade_window))
@@ -114,29 +72,22 @@ class UpgradePolicy(pulumi.ComponentResource):
         for role, config_name, window in windows:
             containerservice.MaintenanceConfiguration(
                 f"{name}-{role}",
-                resource_group_name=args["resource_group_name"],
-                resource_name_=args["cluster_name"],
+                resource_group_name=handle.resource_group_name,
+                resource_name_=handle.cluster_name,
                 config_name=config_name,
                 maintenance_window=maintenance_window(window, cfg.freezes),
                 # A child of the cluster in Azure: deleting the cluster deletes it, no separate delete call.
-                opts=pulumi.ResourceOptions(parent=self, deleted_with=args.get("cluster")),
+                opts=pulumi.ResourceOptions(parent=self, deleted_with=handle.cluster),
             )
         self.maintenance_configuration_names = [config_name for _, config_name, _ in windows]
 
-        budgets = [*args.get("platform_budgets", []), *(b.as_settings() for b in cfg.disruption_budgets)]
         self.disruption_budget_names = []
-        if budgets:
-            if "provider" not in args or "cluster" not in args:
-                raise ConfigError(
-                    ["provider, cluster: required when PodDisruptionBudgets are configured"],
-                    source="UpgradePolicy args",
-                )
-            for budget in budgets:
-                pdb_name = f"{budget.get('namespace', 'default')}/{budget['name']}"
-                pod_disruption_budget(
-                    f"{name}-pdb-{pdb_name.replace('/', '-')}", budget, args["provider"], args["cluster"], parent=self
-                )
-                self.disruption_budget_names.append(pdb_name)
+        for budget in [*args.get("platform_budgets", []), *cfg.disruption_budgets]:
+            pdb_name = f"{budget.namespace}/{budget.name}"
+            pod_disruption_budget(
+                f"{name}-pdb-{pdb_name.replace('/', '-')}", budget, handle.provider, handle.cluster, parent=self
+            )
+            self.disruption_budget_names.append(pdb_name)
 
         self.register_outputs(
             {

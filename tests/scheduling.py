@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from aks_gpu_platform.components.gpu_scheduling import pod_fits_node, selects_node
+from aks_gpu_platform.config.scheduling import pod_fits_node, selects_node
 from aks_gpu_platform.config.gpu_catalog import gpu_sku
 from tools.offline import RecordedResource, Recording
 

@@ -13,7 +13,7 @@ import pytest
 from aks_gpu_platform.components import roles
 from aks_gpu_platform.components.gpu_autoscaling import KEDA_OPERATOR_SUBJECT, GpuAutoscaling
 from aks_gpu_platform.components.gpu_inference_sample import GpuInferenceSample
-from aks_gpu_platform.components.gpu_scheduling import GPU_RESOURCE, pod_fits_node
+from aks_gpu_platform.config.scheduling import GPU_RESOURCE, pod_fits_node
 from aks_gpu_platform.config import ConfigError, load_platform_config
 from aks_gpu_platform.config.autoscaling import AutoscalingConfig, SampleInferenceConfig, ScalingTargetConfig
 from aks_gpu_platform.config.cluster import AutoscalerProfileConfig

@@ -12,7 +12,7 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
-from aks_gpu_platform.components.gpu_scheduling import GPU_RESOURCE, cpu_node_selector
+from aks_gpu_platform.config.scheduling import GPU_RESOURCE, cpu_node_selector
 from tools import e2e_checks
 from tools.e2e_checks import Clock, CommandResult, HttpResponse
 from tools.offline import Recording

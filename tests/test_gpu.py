@@ -12,7 +12,7 @@ import pulumi_kubernetes as k8s
 import pytest
 
 from aks_gpu_platform.components.gpu_node_pool import GpuNodePool, azure_pool_name, immutable_fields
-from aks_gpu_platform.components.gpu_scheduling import GPU_RESOURCE, GPU_TAINT, SPOT_TAINT, pod_fits_node
+from aks_gpu_platform.config.scheduling import GPU_RESOURCE, GPU_TAINT, SPOT_TAINT, pod_fits_node
 from aks_gpu_platform.components.gpu_smoke_test import smoke_test_name
 from aks_gpu_platform.components.gpu_stack import GpuStack
 from aks_gpu_platform.config import load_platform_config

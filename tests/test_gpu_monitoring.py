@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from aks_gpu_platform.components import metrics_labels
-from aks_gpu_platform.components.gpu_scheduling import pod_fits_node
+from aks_gpu_platform.config.scheduling import pod_fits_node
 from aks_gpu_platform.components.registry import Registry, RegistryArgs
 from aks_gpu_platform.config import ConfigError, load_platform_config
 from tests.conftest import STACKS, assert_rejected, set_path, settings_of

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from aks_gpu_platform.components.gpu_scheduling import pod_fits_node
+from aks_gpu_platform.config.scheduling import pod_fits_node
 from aks_gpu_platform.config.netapp import GIB, TIB, NetAppFilesConfig
 from aks_gpu_platform.config.network import NETAPP_DELEGATION
 from policy import rules

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from aks_gpu_platform.components.gpu_scheduling import GPU_TAINT, gpu_pod_scheduling
+from aks_gpu_platform.config.scheduling import GPU_TAINT, gpu_pod_scheduling
 from policy import rules
 from policy.rules import Resource, StackFacts
 from tools.offline import Recording

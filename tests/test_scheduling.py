@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from aks_gpu_platform.components.gpu_scheduling import pod_fits_node
+from aks_gpu_platform.config.scheduling import pod_fits_node
 from aks_gpu_platform.config import load_platform_config
 from aks_gpu_platform.config.platform import PlatformConfig
 from tests import test_example_training_job as example_job

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from aks_gpu_platform.components.gpu_scheduling import pod_fits_node
+from aks_gpu_platform.config.scheduling import pod_fits_node
 from aks_gpu_platform.components.lustre_storage import CSI_DRIVER_VERSION, LustreStorage
 from aks_gpu_platform.components.roles import propagation_seconds
 from aks_gpu_platform.config import ConfigError, load_platform_config

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from aks_gpu_platform.components.context import ClusterHandle
-from aks_gpu_platform.components.gpu_scheduling import GPU_RESOURCE, parse_taint, pod_fits_node
+from aks_gpu_platform.config.scheduling import GPU_RESOURCE, parse_taint, pod_fits_node
 from aks_gpu_platform.components.training_queues import (
     JOBSET_CHART,
     JOBSET_VERSION,

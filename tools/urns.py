@@ -5,8 +5,11 @@ pulumi/pulumi `pkg/resource/deploy/step_generator.go` does (`generateAliases`,
 `collapseAliasToUrn`, `inheritedChildAlias`): resources in registration order; a resource's
 candidates are its URN, then each alias spec collapsed to a URN, then the URNs inherited from the
 alias its parent matched; the first candidate found among the old URNs is taken, and a match
-through an alias is remembered for the resource's children. A root-stack parent adds nothing to
-a URN's type, so the mocks' `pulumi:pulumi:Stack$` prefix is dropped before comparing.
+through an alias is remembered for the resource's children.
+
+URNs are rebuilt as the engine forms them (`resource.NewURN`): the type is the parent's whole
+qualified type chain, then `$`, then the resource's type; a root-stack parent adds nothing. Pulumi's
+MockMonitor shortens the chain to the parent's last type, so the mocks' URNs are not used as such.
 
 `python -m tools.urns --stack dev` prints the URNs a stack registers (the fixtures of
 tests/test_urns.py are that output for the last release).
@@ -20,12 +23,15 @@ from dataclasses import dataclass, field
 
 from .offline import PROJECT, RecordedResource, Recording, run_stack
 
-ROOT_STACK_TYPE = "pulumi:pulumi:Stack"
 
-
-def normalise(urn: str) -> str:
-    """The URN the engine would give: a root-stack parent does not appear in the type chain."""
-    return urn.replace(f"::{ROOT_STACK_TYPE}$", "::", 1)
+def engine_urns(recording: Recording, stack: str, project: str = PROJECT) -> dict[str, str]:
+    """Mock URN -> the URN the engine gives the same registration (parents registered before children)."""
+    found: dict[str, str] = {}
+    for resource in recording.resources:
+        parent = found.get(resource.parent, "") if resource.parent else ""
+        chain = f"{qualified_type(parent)}${resource.type}" if parent else resource.type
+        found[resource.urn] = f"urn:pulumi:{stack}::{project}::{chain}::{resource.name}"
+    return found
 
 
 def qualified_type(urn: str) -> str:
@@ -34,10 +40,6 @@ def qualified_type(urn: str) -> str:
 
 def urn_name(urn: str) -> str:
     return urn.split("::", 3)[3]
-
-
-def _is_root(urn: str) -> bool:
-    return qualified_type(urn) == ROOT_STACK_TYPE
 
 
 @dataclass
@@ -67,10 +69,11 @@ def takeover(recording: Recording, olds: Iterable[str], stack: str, project: str
 
     def collapse(spec: dict[str, object], resource: RecordedResource, parent: str) -> str:
         if spec.get("urn"):
-            return normalise(str(spec["urn"]))
-        spec_parent = normalise(str(spec.get("parentUrn") or ""))
+            return str(spec["urn"])
+        spec_parent = str(spec.get("parentUrn") or "")
+        spec_parent = engine.get(spec_parent, spec_parent)
         spec_parent = matched_alias.get(spec_parent, spec_parent) if spec_parent else parent
-        if spec.get("noParent") or (spec_parent and _is_root(spec_parent)):
+        if spec.get("noParent"):
             spec_parent = ""
         return make(spec_parent, str(spec.get("type") or resource.type), str(spec.get("name") or resource.name))
 
@@ -80,11 +83,10 @@ def takeover(recording: Recording, olds: Iterable[str], stack: str, project: str
             name = urn_name(parent_alias) + child_name[len(parent_name) :]
         return make(parent_alias, child_type, name)
 
+    engine = engine_urns(recording, stack, project)
     for resource in recording.resources:
-        urn = normalise(resource.urn)
-        parent = normalise(resource.parent) if resource.parent else ""
-        if parent and _is_root(parent):
-            parent = ""
+        urn = engine[resource.urn]
+        parent = engine.get(resource.parent, "") if resource.parent else ""
         candidates = [urn]
         aliases = [collapse(spec, resource, parent) for spec in resource.alias_specs]
         candidates += aliases
@@ -106,16 +108,16 @@ def takeover(recording: Recording, olds: Iterable[str], stack: str, project: str
     return result
 
 
-def registered_urns(recording: Recording) -> list[str]:
+def registered_urns(recording: Recording, stack: str) -> list[str]:
     """The engine-form URNs of everything a run registered, in registration order."""
-    return [normalise(r.urn) for r in recording.resources]
+    return list(engine_urns(recording, stack).values())
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--stack", default="dev")
     args = parser.parse_args()
-    print("\n".join(registered_urns(run_stack(args.stack))))
+    print("\n".join(registered_urns(run_stack(args.stack), args.stack)))
 
 
 if __name__ == "__main__":

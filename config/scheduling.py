@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     # Type-only: the policy pack imports this module in a virtualenv without pydantic.
-    from aks_gpu_platform.config.gpu import GpuPoolConfig
+    from .gpu import GpuPoolConfig
 
 GPU_POOL_LABEL_KEY = "pool"
 GPU_POOL_LABEL_VALUE = "gpu"
@@ -159,3 +159,27 @@ def pod_fits_node(pod_spec: Mapping[str, Any], node_labels: Mapping[str, str], n
     """True when the scheduler's label filters (nodeSelector, required node affinity) select the node and
     the pod's tolerations cover every NoSchedule/NoExecute taint (the TaintToleration filter)."""
     return selects_node(pod_spec, node_labels) and tolerates_taints(pod_spec, node_taints)
+
+
+# The restricted Pod Security Standard, as every pod the platform runs itself (smoke test, samples,
+# verification pods) declares it; policy and tests check the same keys.
+RESTRICTED_CONTAINER_SECURITY_CONTEXT: dict[str, Any] = {
+    "allowPrivilegeEscalation": False,
+    "readOnlyRootFilesystem": True,
+    "runAsNonRoot": True,
+    "capabilities": {"drop": ["ALL"]},
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+
+
+def restricted_pod_security_context(uid: int, fs_group: bool = False) -> dict[str, Any]:
+    """Pod-level half of the restricted standard: a fixed non-root user and group, RuntimeDefault seccomp."""
+    context: dict[str, Any] = {
+        "runAsNonRoot": True,
+        "runAsUser": uid,
+        "runAsGroup": uid,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    if fs_group:
+        context["fsGroup"] = uid
+    return context

@@ -1,0 +1,93 @@
+"""NVIDIA's DCGM exporter on every GPU node, and what it collects: every series the alerts, the dashboard
+and KEDA read, nothing more."""
+
+from collections.abc import Sequence
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from aks_gpu_platform.config.gpu import GpuPoolConfig
+from aks_gpu_platform.config.monitoring import DcgmExporterConfig
+from aks_gpu_platform.config.scheduling import gpu_pod_scheduling
+
+from . import metrics_labels as labels
+
+EXPORTER_NAMESPACE = "gpu-monitoring"
+EXPORTER_RELEASE = "dcgm-exporter"
+DCGM_CHART_REPO = "https://nvidia.github.io/dcgm-exporter/helm-charts"
+METRICS_PORT_NAME = "metrics"
+METRICS_PORT = 9400
+SCRAPE_JOB = labels.SCRAPE_JOB
+# Azure drops series above these limits; its PodMonitor template sets exactly these
+# (learn.microsoft.com/azure/azure-monitor/containers/prometheus-metrics-scrape-crd, read 2026-12-02).
+SCRAPE_LABEL_LIMITS = {"labelLimit": 63, "labelNameLengthLimit": 511, "labelValueLengthLimit": 1023}
+GPU_OPERATOR_NAMESPACE = "gpu-operator"
+GPU_OPERATOR_EXPORTER_LABELS = {"app": "nvidia-dcgm-exporter"}
+COUNTERS_FILE = "/etc/dcgm-exporter/platform-counters.csv"
+
+# What the exporter collects: every series the alerts, the dashboard and KEDA read, nothing more.
+DCGM_COUNTERS = """\
+DCGM_FI_DEV_GPU_UTIL, gauge, GPU utilisation (%)
+DCGM_FI_DEV_MEM_COPY_UTIL, gauge, Memory utilisation (%)
+DCGM_FI_DEV_FB_FREE, gauge, Framebuffer memory free (MiB)
+DCGM_FI_DEV_FB_USED, gauge, Framebuffer memory used (MiB)
+DCGM_FI_DEV_GPU_TEMP, gauge, GPU temperature (C)
+DCGM_FI_DEV_MEMORY_TEMP, gauge, Memory temperature (C)
+DCGM_FI_DEV_POWER_USAGE, gauge, Power draw (W)
+DCGM_FI_DEV_SM_CLOCK, gauge, SM clock frequency (MHz)
+DCGM_FI_DEV_XID_ERRORS, gauge, Value of the last XID error encountered
+DCGM_FI_DEV_ECC_SBE_VOL_TOTAL, counter, Total number of single-bit volatile ECC errors
+DCGM_FI_DEV_ECC_DBE_VOL_TOTAL, counter, Total number of double-bit volatile ECC errors
+DCGM_FI_DEV_PCIE_REPLAY_COUNTER, counter, Total number of PCIe retries
+DCGM_FI_PROF_GR_ENGINE_ACTIVE, gauge, Ratio of time the graphics engine is active
+DCGM_FI_PROF_PIPE_TENSOR_ACTIVE, gauge, Ratio of cycles the tensor pipe is active
+"""
+
+
+def dcgm_exporter_release(
+    name: str,
+    exporter: DcgmExporterConfig,
+    repository: pulumi.Input[str],
+    gpu_pools: Sequence[GpuPoolConfig],
+    k8s_opts: pulumi.ResourceOptions,
+) -> k8s.helm.v3.Release:
+    """NVIDIA's chart on every GPU node (all GPU pools' taints tolerated), image from our registry, collecting
+    the platform's counters."""
+    namespace = k8s.core.v1.Namespace(
+        f"{name}-namespace",
+        metadata={"name": EXPORTER_NAMESPACE, "labels": {"pod-security.kubernetes.io/enforce": "privileged"}},
+        opts=k8s_opts,
+    )
+    counters = k8s.core.v1.ConfigMap(
+        f"{name}-dcgm-counters",
+        metadata={"name": "dcgm-exporter-counters", "namespace": EXPORTER_NAMESPACE},
+        data={"platform-counters.csv": DCGM_COUNTERS},
+        opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[namespace])),
+    )
+    r = exporter.resources
+    return k8s.helm.v3.Release(
+        f"{name}-dcgm-exporter",
+        name=EXPORTER_RELEASE,
+        chart="dcgm-exporter",
+        version=exporter.chart_version,
+        repository_opts={"repo": DCGM_CHART_REPO},
+        namespace=EXPORTER_NAMESPACE,
+        values={
+            "nameOverride": EXPORTER_RELEASE,
+            "image": {"repository": repository, "tag": exporter.image_tag},
+            "arguments": ["-f", COUNTERS_FILE],
+            "extraConfigMapVolumes": [{"name": "platform-counters", "configMap": {"name": "dcgm-exporter-counters"}}],
+            "extraVolumeMounts": [
+                {"name": "platform-counters", "mountPath": COUNTERS_FILE, "subPath": "platform-counters.csv"}
+            ],
+            # The chart's top-level nodeSelector/tolerations (templates/daemonset.yaml; default: none).
+            **gpu_pod_scheduling(gpu_pools),
+            "resources": {
+                "requests": {"cpu": r.cpu_request, "memory": r.memory_request},
+                "limits": {"cpu": r.cpu_limit, "memory": r.memory_limit},
+            },
+            # The chart's ServiceMonitor is monitoring.coreos.com, which managed Prometheus ignores.
+            "serviceMonitor": {"enabled": False},
+        },
+        opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[namespace, counters])),
+    )

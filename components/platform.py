@@ -1,0 +1,359 @@
+"""AksGpuPlatform: the whole GPU platform from one validated PlatformConfig.
+
+Stages, in dependency order: resource group and network; Log Analytics (the Container Insights add-on
+names it); the cluster; the CPU and GPU pools; the GPU stack and its smoke test; upgrade policy;
+registry and monitoring; KEDA scaling; storage classes, Lustre and NetApp Files; training queues.
+
+Every child is named `<platform name>-<role>`, so two platforms in one stack never collide. Stacks
+deployed before this component existed had the same children at the top of the stack, named `<role>`:
+each child carries an alias to that URN (its own children inherit it), so such a stack updates in
+place instead of replacing its cluster.
+"""
+
+from typing import Any
+
+import pulumi
+
+from aks_gpu_platform.config.platform import PlatformConfig
+from aks_gpu_platform.config.scheduling import gpu_tolerations
+
+from .agent_pools import PoolPlacementArgs
+from .aks_cluster import AksCluster
+from .blob_storage_classes import BlobStorageClasses
+from .context import ClusterHandle
+from .cpu_node_pool import CpuNodePool
+from .gpu_autoscaling import GpuAutoscaling, KedaWiringArgs
+from .gpu_inference_sample import GpuInferenceSample
+from .gpu_monitoring import GpuMonitoring
+from .gpu_node_pool import GpuNodePool
+from .gpu_smoke_test import GpuSmokeTest
+from .gpu_stack import GpuStack
+from .log_workspace import LogWorkspace, container_insights_addon, managed_prometheus_profile
+from .lustre_storage import LustreStorage
+from .netapp_files import NetAppFiles, NetAppFilesArgs
+from .network import Network
+from .registry import Registry
+from .resource_group import platform_resource_group
+from .storage_classes import DiskStorageClasses
+from .training_queues import TrainingQueues, TrainingQueuesArgs
+from .upgrade_policy import UpgradePolicy
+
+
+class AksGpuPlatform(pulumi.ComponentResource):
+    """AKS with CPU and GPU pools, the GPU software stack, monitoring, autoscaling, storage and upgrades."""
+
+    resource_group_name: pulumi.Output[str]
+    """Resource group every Azure resource of the platform lives in."""
+    cluster: AksCluster
+    """The AKS cluster (ManagedCluster, identities, Kubernetes provider)."""
+    handle: ClusterHandle
+    """What components built on this cluster need from it: pass it to your own components."""
+    cluster_name: pulumi.Output[str]
+    """Azure name of the cluster."""
+    cluster_id: pulumi.Output[str]
+    """Azure resource ID of the cluster."""
+    oidc_issuer_url: pulumi.Output[str]
+    """The cluster's OIDC issuer (workload identity federation)."""
+    kubelet_identity_object_id: pulumi.Output[str]
+    """Principal the nodes pull images as."""
+    kubeconfig: pulumi.Output[str]
+    """Secret, non-interactive kubeconfig (kubelogin)."""
+    cpu_pool_name: pulumi.Output[str]
+    """Azure name of the CPU pool."""
+    gpu_pool_names: pulumi.Output[list[str]]
+    """Azure names of the GPU pools (configured name + hash of the fields fixed at creation)."""
+    gpu_tolerations: list[dict[str, str]]
+    """Tolerations a GPU workload needs to land on any GPU pool (Spot's and extra taints included)."""
+    maintenance_configurations: list[str]
+    """Maintenance configurations created (one per active upgrade channel)."""
+    disruption_budgets: list[str]
+    """namespace/name of every PodDisruptionBudget created."""
+    registry_login_server: pulumi.Output[str]
+    """Login server of the platform's container registry."""
+    monitor_workspace_id: pulumi.Output[str]
+    """Azure Monitor workspace holding the GPU metrics."""
+    prometheus_query_endpoint: pulumi.Output[str]
+    """PromQL endpoint of that workspace."""
+    grafana_endpoint: pulumi.Output[str]
+    """URL of Managed Grafana."""
+    lustre: LustreStorage | None
+    """Azure Managed Lustre and its claim, when `storage.lustre.enabled`."""
+    netapp_files: NetAppFiles | None
+    """Azure NetApp Files volumes and claims, when `storage.netappFiles.enabled`."""
+    training: TrainingQueues | None
+    """Kueue team queues, when `training` is enabled."""
+
+    def __init__(self, name: str, config: PlatformConfig, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("aks-gpu-platform:index:AksGpuPlatform", name, None, opts)
+        cfg = config
+
+        prefix = f"{name}-"
+
+        def former_name(args: pulumi.ResourceTransformationArgs) -> pulumi.ResourceTransformationResult | None:
+            # A descendant `<name>-<role>-x` was `<role>-x`; the engine joins that alias to its parent's.
+            if not args.name.startswith(prefix) or args.opts.parent is self:
+                return None
+            alias = pulumi.ResourceOptions(aliases=[pulumi.Alias(name=args.name.removeprefix(prefix))])
+            return pulumi.ResourceTransformationResult(args.props, pulumi.ResourceOptions.merge(args.opts, alias))
+
+        def child(role: str, *extra: pulumi.ResourceOptions) -> pulumi.ResourceOptions:
+            # Before this component, `role` sat at the top of the stack under that name: keep its URN,
+            # and those of everything under it.
+            previous = pulumi.ResourceOptions(
+                parent=self, aliases=[pulumi.Alias(name=role, parent=None)], transformations=[former_name]
+            )
+            return pulumi.ResourceOptions.merge(previous, *extra) if extra else previous
+
+        def role(suffix: str) -> str:
+            return f"{name}-{suffix}"
+
+        tags = {"environment": cfg.environment, "managedBy": "pulumi", "project": "aks-gpu-platform", **cfg.tags}
+        protect = cfg.protect_stateful
+        rg = platform_resource_group(
+            role("platform-rg"), cfg.resource_group, cfg.location, tags, protect=protect, opts=child("platform-rg")
+        )
+        self.resource_group_name = rg
+        net = Network(
+            role("network"),
+            {"resource_group_name": rg, "location": cfg.location, "settings": cfg.network, "tags": tags},
+            child("network"),
+        )
+        base_name = cfg.cluster.name
+        logs = LogWorkspace(
+            role("logs"),
+            {
+                "resource_group_name": rg,
+                "location": cfg.location,
+                "base_name": base_name,
+                "settings": cfg.monitoring.logs,
+                "tags": tags,
+                "protect": protect,
+            },
+            child("logs"),
+        )
+        defender_workspace = cfg.security.defender_workspace_id(logs.workspace_id)
+        aks = AksCluster(
+            role("aks"),
+            {
+                "resource_group_name": rg,
+                "location": cfg.location,
+                "nodes_subnet_id": net.nodes_subnet_id,
+                "cluster": cfg.cluster,
+                "system_pool": cfg.system_pool,
+                "upgrade": cfg.upgrade,
+                "encryption_at_host": cfg.security.encryption_at_host,
+                "workload_auto_scaler_profile": {"keda": {"enabled": cfg.autoscaling.keda_enabled}},
+                "tags": tags,
+                "protect": protect,
+                "addon_profiles": {**container_insights_addon(logs.workspace_id), **cfg.security.addon_profiles()},  # type: ignore[dict-item]
+                "azure_monitor_profile": managed_prometheus_profile(),
+                **({"defender_log_analytics_workspace_id": defender_workspace} if defender_workspace else {}),
+            },
+            child("aks"),
+        )
+        self.cluster = aks
+        handle = ClusterHandle(
+            resource_group_name=rg,
+            location=cfg.location,
+            tags=tags,
+            cluster=aks.cluster,
+            cluster_name=aks.cluster_name,
+            cluster_id=aks.cluster_id,
+            provider=aks.provider,
+            oidc_issuer_url=aks.oidc_issuer_url,
+            protect=protect,
+        )
+        self.handle = handle
+
+        joins: PoolPlacementArgs = {
+            "cluster": handle,
+            "nodes_subnet_id": net.nodes_subnet_id,
+            "kubernetes_version": cfg.cluster.kubernetes_version,
+            "tracks_versions": cfg.upgrade.tracks_versions,
+            "encryption_at_host": cfg.security.encryption_at_host,
+        }
+        cpu_pool = CpuNodePool(
+            role("cpu"), {**joins, "settings": cfg.cpu_pool, "upgrade": cfg.upgrade.cpu_pool}, child("cpu")
+        )
+        gpu_pools = [
+            GpuNodePool(
+                role(f"gpu-{pool.name}"),
+                {**joins, "settings": pool, "stack_mode": cfg.gpu_stack.mode, "upgrade": cfg.upgrade.gpu_pools},
+                child(f"gpu-{pool.name}"),
+            )
+            for pool in cfg.gpu_pools
+        ]
+        gpu_stack = GpuStack(
+            role("gpu-stack"),
+            {"settings": cfg.gpu_stack, "pools": cfg.gpu_pools, "cluster": handle},
+            child("gpu-stack"),
+        )
+        if cfg.gpu_stack.smoke_test:
+            GpuSmokeTest(
+                role("gpu-smoke-test"),
+                {
+                    "namespace": gpu_stack.namespace,
+                    # The Job's name hashes these: a change to the GPU settings reruns the test.
+                    "fingerprint": {
+                        "gpuPools": [p.as_settings() for p in cfg.gpu_pools],
+                        "gpuStack": cfg.gpu_stack.as_settings(),
+                    },
+                    "gpu_pools": cfg.gpu_pools,
+                    "depends_on": [*(p.agent_pool for p in gpu_pools), *gpu_stack.releases],
+                    "cluster": handle,
+                },
+                child("gpu-smoke-test"),
+            )
+        upgrades = UpgradePolicy(role("upgrade"), {"settings": cfg.upgrade, "cluster": handle}, child("upgrade"))
+
+        acr = Registry(
+            role("registry"),
+            {
+                "cluster": handle,
+                "base_name": base_name,
+                "settings": cfg.monitoring.registry,
+                "kubelet_identity_object_id": aks.kubelet_identity_object_id,
+                "private_endpoints_subnet_id": net.private_endpoints_subnet_id,
+                "vnet_id": net.vnet_id,
+            },
+            child("registry"),
+        )
+        monitoring = GpuMonitoring(
+            role("monitoring"),
+            {
+                "settings": cfg.monitoring,
+                "cluster": handle,
+                "base_name": base_name,
+                "dcgm_from_operator": cfg.gpu_stack.operator_dcgm,
+                "log_analytics_workspace_id": logs.workspace_id,
+                "dcgm_exporter_repository": acr.dcgm_exporter_repository,
+                "gpu_pools": cfg.gpu_pools,
+                "grafana_admin_group_object_ids": cfg.cluster.entra_id.admin_group_object_ids,
+            },
+            child("monitoring"),
+        )
+        keda: KedaWiringArgs = {
+            "cluster": handle,
+            "monitor_workspace_id": monitoring.monitor_workspace_id,
+            "prometheus_query_endpoint": monitoring.prometheus_query_endpoint,
+        }
+        for target in cfg.autoscaling.targets:
+            scaler = f"scale-{target.namespace}-{target.deployment}"
+            GpuAutoscaling(
+                role(scaler),
+                # The identity keeps the name it had when the scaler sat at the top of the stack.
+                {**keda, "settings": target, "identity_name": f"id-{scaler}-keda"},
+                child(scaler),
+            )
+        if cfg.autoscaling.sample_inference.enabled:
+            GpuInferenceSample(
+                role("inference-sample"),
+                {
+                    **keda,
+                    "settings": cfg.autoscaling.sample_inference,
+                    "gpu_pools": cfg.gpu_pools,
+                    "identity_name": "id-inference-sample-scaling-keda",
+                },
+                child("inference-sample"),
+            )
+
+        BlobStorageClasses(
+            role("blob-classes"), {"settings": cfg.storage.blob_classes, "cluster": handle}, child("blob-classes")
+        )
+        self.lustre = None
+        lustre_cfg = cfg.storage.lustre
+        if lustre_cfg is not None and lustre_cfg.enabled:
+            self.lustre = LustreStorage(
+                role("lustre"),
+                {
+                    "settings": lustre_cfg,
+                    "cluster": handle,
+                    "lustre_subnet_id": net.lustre_subnet_id,
+                    "private_endpoints_subnet_id": net.private_endpoints_subnet_id,
+                    "vnet_id": net.vnet_id,
+                    "gpu_pools": cfg.gpu_pools,
+                },
+                child("lustre"),
+            )
+        DiskStorageClasses(
+            role("disk-classes"), {"settings": cfg.storage.disk_classes, "cluster": handle}, child("disk-classes")
+        )
+        self.netapp_files = None
+        anf = cfg.storage.netapp_files
+        if anf.enabled:
+            assert net.netapp_subnet_id is not None  # PlatformConfig requires the subnet with netappFiles
+            anf_args: NetAppFilesArgs = {
+                "settings": anf,
+                "cluster": handle,
+                "subnet_id": net.netapp_subnet_id,
+                "allowed_clients": [str(cfg.network.nodes_cidr)],
+            }
+            if self.lustre is not None and lustre_cfg is not None and lustre_cfg.training.namespace == anf.namespace:
+                anf_args["namespace"] = self.lustre.namespace  # the claims join the training namespace Lustre creates
+            self.netapp_files = NetAppFiles(role("netapp"), anf_args, child("netapp"))
+        self.training = None
+        if cfg.training.enabled:
+            training_args: TrainingQueuesArgs = {
+                "settings": cfg.training,
+                "gpu_pools": cfg.gpu_pools,
+                "cluster": handle,
+            }
+            if self.lustre is not None and lustre_cfg is not None:
+                claims = lustre_cfg.training  # each team namespace gets a claim like the training one
+                training_args["lustre"] = {
+                    "storage_class_name": self.lustre.storage_class_name,
+                    "claim_name": claims.pvc_name,
+                    "size_gi": claims.pvc_size_gi,
+                }
+            self.training = TrainingQueues(role("queues"), training_args, child("queues"))
+
+        self.cluster_name = aks.cluster_name
+        self.cluster_id = aks.cluster_id
+        self.oidc_issuer_url = aks.oidc_issuer_url
+        self.kubelet_identity_object_id = aks.kubelet_identity_object_id
+        self.kubeconfig = aks.kubeconfig
+        self.cpu_pool_name = cpu_pool.pool_name
+        self.gpu_pool_names = pulumi.Output.all(*(p.pool_name for p in gpu_pools)).apply(list)
+        self.gpu_tolerations = gpu_tolerations(cfg.gpu_pools)
+        self.maintenance_configurations = upgrades.maintenance_configuration_names
+        self.disruption_budgets = upgrades.disruption_budget_names
+        self.registry_login_server = acr.login_server
+        self.monitor_workspace_id = monitoring.monitor_workspace_id
+        self.prometheus_query_endpoint = monitoring.prometheus_query_endpoint
+        self.grafana_endpoint = monitoring.grafana_endpoint
+        self.register_outputs(self.stack_outputs())
+
+    def stack_outputs(self) -> dict[str, Any]:
+        """The platform's outputs under the stack-output names consumer stacks read (kubeconfig stays secret)."""
+        outputs: dict[str, Any] = {
+            "resourceGroupName": self.resource_group_name,
+            "clusterName": self.cluster_name,
+            "clusterId": self.cluster_id,
+            "oidcIssuerUrl": self.oidc_issuer_url,
+            "kubeletIdentityObjectId": self.kubelet_identity_object_id,
+            "kubeconfig": self.kubeconfig,
+            "cpuPoolName": self.cpu_pool_name,
+            "gpuPoolNames": self.gpu_pool_names,
+            "gpuTolerations": self.gpu_tolerations,
+            "maintenanceConfigurations": self.maintenance_configurations,
+            "disruptionBudgets": self.disruption_budgets,
+            "registryLoginServer": self.registry_login_server,
+            "monitorWorkspaceId": self.monitor_workspace_id,
+            "prometheusQueryEndpoint": self.prometheus_query_endpoint,
+            "grafanaEndpoint": self.grafana_endpoint,
+        }
+        if self.lustre is not None:
+            outputs |= {
+                "lustreMgsAddress": self.lustre.mgs_address,
+                "lustreNamespace": self.lustre.namespace,
+                "lustrePvcName": self.lustre.pvc_name,
+                "lustreStorageClass": self.lustre.storage_class_name,
+            }
+        if self.netapp_files is not None:
+            outputs |= {
+                "netappMountAddresses": self.netapp_files.mount_addresses,
+                "netappClaims": self.netapp_files.claim_names,
+            }
+        if self.training is not None:
+            outputs["trainingTeams"] = self.training.teams
+        return outputs
