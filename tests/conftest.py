@@ -7,9 +7,13 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+import pulumi
+import pulumi_azure_native.containerservice as containerservice
+import pulumi_kubernetes as k8s
 import pytest
 from hypothesis import settings as hypothesis_settings
 
+from aks_gpu_platform.components.context import ClusterHandle
 from aks_gpu_platform.config import ConfigError, load_platform_config
 from tools.offline import Recording, run_stack, run_under_mocks
 from tools.stack_files import load_stack_file
@@ -74,3 +78,20 @@ def assert_rejected(settings: dict[str, Any], why: str, field: str, hint: str) -
 hypothesis_settings.register_profile("default", max_examples=60, deadline=None)
 hypothesis_settings.register_profile("thorough", max_examples=1000, deadline=None)
 hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+def cluster_handle(name: str = "aks", protect: bool = False) -> ClusterHandle:
+    """A ClusterHandle on a mocked cluster, for components built directly (call inside a mocked program)."""
+    cluster = containerservice.ManagedCluster(name, resource_group_name="rg-test")
+    provider = k8s.Provider(f"{name}-k8s", kubeconfig="{}")
+    return ClusterHandle(
+        resource_group_name="rg-test",
+        location="koreacentral",
+        tags={"environment": "test"},
+        cluster=cluster,
+        cluster_name=cluster.name,
+        cluster_id=cluster.id,
+        provider=provider,
+        oidc_issuer_url=pulumi.Output.from_input("https://issuer.example/test/"),
+        protect=protect,
+    )

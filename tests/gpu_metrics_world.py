@@ -99,7 +99,9 @@ def _counters(recording: Recording) -> list[str]:
     if configmaps:
         csv = next(iter(configmaps[0].inputs["data"].values()))
     else:
-        from aks_gpu_platform.components.gpu_monitoring import DCGM_COUNTERS  # the list the operator's exporter must be given
+        from aks_gpu_platform.components.dcgm_exporter import (
+            DCGM_COUNTERS,  # the list the operator's exporter must be given
+        )
 
         csv = DCGM_COUNTERS
     return [line.split(",")[0].strip() for line in csv.splitlines() if line.strip() and not line.startswith("#")]

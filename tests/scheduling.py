@@ -23,8 +23,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from aks_gpu_platform.config.scheduling import pod_fits_node, selects_node
 from aks_gpu_platform.config.gpu_catalog import gpu_sku
+from aks_gpu_platform.config.scheduling import pod_fits_node, selects_node
 from tools.offline import RecordedResource, Recording
 
 AGENT_POOL = "azure-native:containerservice:AgentPool"

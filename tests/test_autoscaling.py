@@ -13,11 +13,11 @@ import pytest
 from aks_gpu_platform.components import roles
 from aks_gpu_platform.components.gpu_autoscaling import KEDA_OPERATOR_SUBJECT, GpuAutoscaling
 from aks_gpu_platform.components.gpu_inference_sample import GpuInferenceSample
-from aks_gpu_platform.config.scheduling import GPU_RESOURCE, pod_fits_node
 from aks_gpu_platform.config import ConfigError, load_platform_config
 from aks_gpu_platform.config.autoscaling import AutoscalingConfig, SampleInferenceConfig, ScalingTargetConfig
 from aks_gpu_platform.config.cluster import AutoscalerProfileConfig
 from aks_gpu_platform.config.loader import validate_section
+from aks_gpu_platform.config.scheduling import GPU_RESOURCE, pod_fits_node
 from tests.conftest import STACKS, settings_of
 from tests.gpu_metrics_world import GpuWorkload, build_world
 from tests.promql_model import Evaluator

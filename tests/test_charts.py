@@ -18,9 +18,9 @@ import pulumi_kubernetes as k8s
 import pytest
 
 from aks_gpu_platform.components.gpu_node_pool import GpuNodePool
-from aks_gpu_platform.config.scheduling import pod_fits_node
 from aks_gpu_platform.components.gpu_stack import GpuStack
 from aks_gpu_platform.config.gpu_catalog import GPU_SKUS, MIG_PARTED_CONFIGS
+from aks_gpu_platform.config.scheduling import pod_fits_node
 from tests.conftest import assert_rejected, settings_of
 from tools.offline import Recording, run_under_mocks
 

@@ -13,7 +13,12 @@ from kubernetes_validate.utils import VersionNotSupportedError
 from pulumi.runtime import settings as runtime_settings
 
 from aks_gpu_platform.config import ConfigError, PlatformConfig, load_platform_config
-from aks_gpu_platform.config.aks_versions import AKS_MINORS, CATALOG_CHECKED_ON, DEFAULT_KUBERNETES_MINOR, creatable_minors
+from aks_gpu_platform.config.aks_versions import (
+    AKS_MINORS,
+    CATALOG_CHECKED_ON,
+    DEFAULT_KUBERNETES_MINOR,
+    creatable_minors,
+)
 from aks_gpu_platform.config.cluster import ClusterConfig
 from aks_gpu_platform.config.loader import kubernetes_version_date, running_under_engine
 from tests.conftest import STACKS, assert_rejected, settings_of

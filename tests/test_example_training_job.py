@@ -14,8 +14,8 @@ from typing import Any
 import jsonschema
 import pytest
 
-from aks_gpu_platform.config.scheduling import GPU_RESOURCE, pod_fits_node
 from aks_gpu_platform.config import ConfigError
+from aks_gpu_platform.config.scheduling import GPU_RESOURCE, pod_fits_node
 from tests.scheduling import node_templates
 from tools.offline import Recording, run_under_mocks
 from tools.render import kubernetes_object, validate_object

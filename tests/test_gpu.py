@@ -8,19 +8,21 @@ from collections.abc import Callable
 from typing import Any, get_args
 
 import pulumi_azure_native.containerservice as containerservice
-import pulumi_kubernetes as k8s
 import pytest
 
+from aks_gpu_platform.components.context import ClusterHandle
 from aks_gpu_platform.components.gpu_node_pool import GpuNodePool, azure_pool_name, immutable_fields
-from aks_gpu_platform.config.scheduling import GPU_RESOURCE, GPU_TAINT, SPOT_TAINT, pod_fits_node
 from aks_gpu_platform.components.gpu_smoke_test import smoke_test_name
 from aks_gpu_platform.components.gpu_stack import GpuStack
 from aks_gpu_platform.config import load_platform_config
-from aks_gpu_platform.config.gpu import GpuPoolConfig
+from aks_gpu_platform.config.gpu import GpuPoolConfig, GpuStackConfig, GpuStackMode
 from aks_gpu_platform.config.gpu import MigProfile as MigProfileName
 from aks_gpu_platform.config.gpu_catalog import GPU_SKUS, gpu_sku
+from aks_gpu_platform.config.loader import validate_section
+from aks_gpu_platform.config.scheduling import GPU_RESOURCE, GPU_TAINT, SPOT_TAINT, pod_fits_node
 from aks_gpu_platform.config.types import POOL_NAME_PATTERN
-from tests.conftest import STACKS, assert_rejected, settings_of
+from aks_gpu_platform.config.upgrade import GpuPoolUpgradeConfig
+from tests.conftest import STACKS, assert_rejected, cluster_handle, settings_of
 from tests.scheduling import node_template, node_templates, release_pod_templates
 from tools.offline import Recording, run_stack
 from tools.render import kubernetes_object, validate_object
@@ -254,22 +256,17 @@ def test_host_encryption_off_leaves_existing_pool_names_alone(stack_config: Call
     assert azure_pool_name(pool, cfg.gpu_stack.mode, cfg.security.encryption_at_host) == "gput42aa3"
 
 
-def _provider() -> k8s.Provider:
-    return k8s.Provider("k8s", kubeconfig="{}")
-
-
-def _component_pool(settings: dict[str, Any], mode: str) -> GpuNodePool:
+def _component_pool(settings: dict[str, Any], mode: GpuStackMode, handle: ClusterHandle | None = None) -> GpuNodePool:
     return GpuNodePool(
         "gpu",
         {
-            "resource_group_name": "rg",
-            "cluster_name": "aks",
+            "cluster": handle or cluster_handle(),
             "nodes_subnet_id": "subnet-id",
-            "settings": settings,
-            "stack_mode": mode,  # type: ignore[typeddict-item]
-            "kubernetes_version": "1.33",
+            "settings": validate_section(GpuPoolConfig, settings, source="gpuPools[0]"),
+            "stack_mode": mode,
+            "kubernetes_version": "1.36",
             "tracks_versions": True,
-            "upgrade_settings": {"max_surge": "0", "max_unavailable": "1"},
+            "upgrade": GpuPoolUpgradeConfig(),
         },
     )
 
@@ -290,7 +287,8 @@ def test_spot_mig_pool_under_the_gpu_operator(build: Callable[[Callable[[], Any]
     assert i["gpuInstanceProfile"] == "MIG3g"
     assert (i["scaleSetPriority"], i["scaleSetEvictionPolicy"], i["spotMaxPrice"]) == ("Spot", "Delete", 1.5)
     assert i["nodeTaints"] == [GPU_TAINT, "team=research:NoSchedule", SPOT_TAINT], "AKS adds the spot taint anyway"
-    assert i["upgradeSettings"] == {"maxSurge": "0", "maxUnavailable": "1"}, "the upgrade hook reaches the pool"
+    upgrade = i["upgradeSettings"]
+    assert (upgrade["maxSurge"], upgrade["maxUnavailable"]) == ("0", "1"), "the pool's upgrade settings reach it"
     assert i["agentPoolName"] == azure_pool_name(GpuPoolConfig.model_validate(settings), "gpuOperator")
 
 
@@ -362,16 +360,16 @@ def test_gpu_operator_mode_installs_only_the_operator(build: Callable[[Callable[
     }
 
     def program() -> None:
+        handle = cluster_handle()
         made["stack"] = GpuStack(
             "gs",
             {
-                "settings": {"mode": "gpuOperator", "operatorDcgm": True},
-                "pools": [pool],
-                "provider": _provider(),
-                "cluster": containerservice.ManagedCluster("aks", resource_group_name="rg"),
+                "settings": GpuStackConfig(mode="gpuOperator", operator_dcgm=True),
+                "pools": [validate_section(GpuPoolConfig, pool, source="gpuPools[0]")],
+                "cluster": handle,
             },
         )
-        _component_pool(pool, "gpuOperator")
+        _component_pool(pool, "gpuOperator", handle)
 
     recording = build(program)
     charts = {r.inputs["chart"]: r.inputs for r in recording.of_type(RELEASE)}

@@ -12,10 +12,12 @@ from typing import Any
 import pytest
 
 from aks_gpu_platform.components import metrics_labels
-from aks_gpu_platform.config.scheduling import pod_fits_node
 from aks_gpu_platform.components.registry import Registry, RegistryArgs
 from aks_gpu_platform.config import ConfigError, load_platform_config
-from tests.conftest import STACKS, assert_rejected, set_path, settings_of
+from aks_gpu_platform.config.loader import validate_section
+from aks_gpu_platform.config.monitoring import RegistryConfig
+from aks_gpu_platform.config.scheduling import pod_fits_node
+from tests.conftest import STACKS, assert_rejected, cluster_handle, set_path, settings_of
 from tests.gpu_metrics_world import GpuWorkload, MetricsWorld, build_world
 from tests.promql_model import Evaluator, matches, selectors
 from tests.scheduling import node_templates
@@ -324,24 +326,24 @@ def test_gpu_operator_mode_scrapes_the_operators_exporter(operator_recording: Re
     assert monitor["metadata"]["namespace"] == "gpu-operator"
 
 
-def test_registry_built_directly_validates_its_settings(build: Callable[[Callable[[], Any]], Recording]) -> None:
-    def args(settings: dict[str, Any]) -> RegistryArgs:
-        return {
-            "resource_group_name": "rg",
-            "location": "koreacentral",
+def test_registry_builds_directly_from_its_validated_settings(build: Callable[[Callable[[], Any]], Recording]) -> None:
+    def registry(settings: dict[str, Any]) -> Registry:
+        args: RegistryArgs = {
+            "cluster": cluster_handle(),
             "base_name": "aks-x",
-            "settings": settings,
+            "settings": validate_section(RegistryConfig, settings, source="monitoring.registry"),
             "kubelet_identity_object_id": "00000000-0000-4000-8000-000000000001",
             "private_endpoints_subnet_id": "subnet",
             "vnet_id": "vnet",
         }
+        return Registry("acr", args)
 
-    recording = build(lambda: Registry("acr", args({})))
+    recording = build(lambda: registry({}))
     assert recording.one(REGISTRY).inputs["registryName"] == "acraksx", "the default name is alphanumeric"
     assert recording.of_type("azure-native:network:PrivateEndpoint") == [], "public by default"
     with pytest.raises(ConfigError) as caught:
-        build(lambda: Registry("acr", args({"name": "no-dashes-allowed"})))
-    assert "name:" in str(caught.value)
+        build(lambda: registry({"name": "no-dashes-allowed"}))
+    assert "name:" in str(caught.value), "the settings are validated once, with the field named, before any resource"
 
 
 BROKEN = [

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from aks_gpu_platform.config.scheduling import pod_fits_node
 from aks_gpu_platform.config.netapp import GIB, TIB, NetAppFilesConfig
 from aks_gpu_platform.config.network import NETAPP_DELEGATION
+from aks_gpu_platform.config.scheduling import pod_fits_node
 from policy import rules
 from policy.rules import Resource, StackFacts
 from tests.conftest import assert_rejected, settings_of

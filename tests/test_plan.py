@@ -27,7 +27,7 @@ def test_plan_prints_the_dev_tree_and_counts(dev_plan: subprocess.CompletedProce
     result = dev_plan
     assert result.returncode == 0, result.stderr
     out = result.stdout
-    assert "azure-native:containerservice:ManagedCluster aks-cluster" in out, "the tree names each resource"
+    assert "azure-native:containerservice:ManagedCluster platform-aks-cluster" in out, "the tree names each resource"
     assert "Resources by type" in out and "azure-native:containerservice:AgentPool" in out
     assert "kubeconfig (secret)" in out, "the plan tells which outputs are secret"
     assert "Traceback" not in out + result.stderr

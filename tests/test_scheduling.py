@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from aks_gpu_platform.config.scheduling import pod_fits_node
 from aks_gpu_platform.config import load_platform_config
 from aks_gpu_platform.config.platform import PlatformConfig
+from aks_gpu_platform.config.scheduling import pod_fits_node
 from tests import test_example_training_job as example_job
 from tests.conftest import settings_of
 from tests.scheduling import (
@@ -117,11 +117,11 @@ def check_of(stack: str, recording: Recording) -> SchedulingCheck:
 
 # What each stack must run on its GPU nodes: the check below is only as good as the pods it sees.
 EXPECTED_GPU_PODS: dict[str, set[str]] = {
-    "dev": {"device plugin DaemonSet", "exporter DaemonSet", "Job gpu-smoke-test", "Deployment inference-sample"},
+    "dev": {"device plugin DaemonSet", "exporter DaemonSet", "gpu-smoke-test-job", "inference-sample-deployment"},
     "prod": {"device plugin DaemonSet", "exporter DaemonSet", "RDMA shared device plugin", "CSI node DaemonSets"},
-    "spot-only": {"device plugin DaemonSet", "exporter DaemonSet", "CSI node DaemonSets", "Job gpu-smoke-test"},
+    "spot-only": {"device plugin DaemonSet", "exporter DaemonSet", "CSI node DaemonSets", "gpu-smoke-test-job"},
     "infiniband": {"device plugin DaemonSet", "RDMA shared device plugin", "node-feature-discovery worker"},
-    "gpu-operator-mig": {"operand DaemonSets", "node-feature-discovery worker", "Job gpu-smoke-test"},
+    "gpu-operator-mig": {"operand DaemonSets", "node-feature-discovery worker", "gpu-smoke-test-job"},
 }
 
 

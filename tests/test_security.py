@@ -22,7 +22,7 @@ PRIVATE_ENDPOINT = "azure-native:network:PrivateEndpoint"
 def _pools(recording: Recording) -> dict[str, dict[str, Any]]:
     """Every node pool: the system pool inline in the cluster (by pool name) and each AgentPool (by resource name)."""
     pools = {p["name"]: p for p in recording.one(CLUSTER).inputs["agentPoolProfiles"]}
-    pools.update({r.name: r.inputs for r in recording.of_type(AGENT_POOL)})
+    pools.update({r.name.removeprefix("platform-"): r.inputs for r in recording.of_type(AGENT_POOL)})
     return pools
 
 

@@ -150,11 +150,11 @@ def test_control_plane_may_use_the_kubelet_identity_and_subnet(recordings: dict[
     recording = recordings[stack]
     cluster = recording.one(CLUSTER)
     grants = recording.of_type("azure-native:authorization:RoleAssignment")
-    grant_urns = {g.urn for g in grants if g.name.startswith("aks-control-plane")}
+    grant_urns = {g.urn for g in grants if g.name.removeprefix("platform-").startswith("aks-control-plane")}
     assert len(grant_urns) == 2
     assert grant_urns <= set(cluster.depends_on), "the cluster must wait for its identity's grants"
     for grant in grants:
-        if grant.name.startswith("aks-control-plane"):
+        if grant.name.removeprefix("platform-").startswith("aks-control-plane"):
             assert grant.inputs["principalType"] == "ServicePrincipal"
 
 
@@ -183,7 +183,7 @@ def test_the_cluster_grant_wait_is_configurable(stack_config) -> None:  # type: 
     config = stack_config("dev")
     config["aks-gpu-platform:cluster"]["roleAssignmentPropagationSeconds"] = 0
     recording = run_stack("dev", config)
-    grants = [g for g in recording.of_type("azure-native:authorization:RoleAssignment") if g.name.startswith("aks-")]
+    grants = [g for g in recording.of_type("azure-native:authorization:RoleAssignment") if g.name.removeprefix("platform-").startswith("aks-")]
     assert len(grants) == 2
     assert not any(g.after_create_hooks for g in grants), "0 creates the cluster right after its grants"
     settings = settings_of(stack_config("dev"))

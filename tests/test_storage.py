@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from aks_gpu_platform.config.scheduling import pod_fits_node
 from aks_gpu_platform.components.lustre_storage import CSI_DRIVER_VERSION, LustreStorage
 from aks_gpu_platform.components.roles import propagation_seconds
 from aks_gpu_platform.config import ConfigError, load_platform_config
 from aks_gpu_platform.config.lustre_catalog import AMLFS_SKUS, required_subnet_prefix
+from aks_gpu_platform.config.scheduling import pod_fits_node
 from tests.conftest import STACKS, assert_rejected, settings_of
 from tests.scheduling import node_templates
 from tools.bench import critical_path, duration

@@ -11,7 +11,6 @@ import pytest
 import yaml
 
 from aks_gpu_platform.components.context import ClusterHandle
-from aks_gpu_platform.config.scheduling import GPU_RESOURCE, parse_taint, pod_fits_node
 from aks_gpu_platform.components.training_queues import (
     JOBSET_CHART,
     JOBSET_VERSION,
@@ -21,6 +20,7 @@ from aks_gpu_platform.components.training_queues import (
 )
 from aks_gpu_platform.config import load_platform_config
 from aks_gpu_platform.config.gpu import GpuPoolConfig
+from aks_gpu_platform.config.scheduling import GPU_RESOURCE, parse_taint, pod_fits_node
 from aks_gpu_platform.config.training import TrainingConfig, gpu_capacity
 from tests.conftest import assert_rejected, set_path, settings_of
 from tests.kueue_schemas import cel_violations, schema_errors

@@ -5,20 +5,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import pulumi_azure_native.containerservice as containerservice
 import pulumi_kubernetes as k8s
 import pytest
 
+from aks_gpu_platform.components.agent_pools import pool_upgrade_settings
 from aks_gpu_platform.components.disruption_budget import pod_disruption_budget
 from aks_gpu_platform.components.upgrade_policy import (
     AUTO_UPGRADE_SCHEDULE,
     NODE_OS_UPGRADE_SCHEDULE,
     UpgradePolicy,
     UpgradePolicyArgs,
-    gpu_pool_upgrade_settings,
 )
 from aks_gpu_platform.config import ConfigError, load_platform_config
-from tests.conftest import STACKS, assert_rejected, set_path, settings_of
+from aks_gpu_platform.config.loader import validate_section
+from aks_gpu_platform.config.upgrade import DisruptionBudgetConfig, UpgradeConfig
+from tests.conftest import STACKS, assert_rejected, cluster_handle, set_path, settings_of
 from tools.offline import Recording, run_stack
 from tools.render import kubernetes_object, validate_object
 from tools.stack_files import load_stack_file
@@ -114,6 +115,10 @@ def test_system_and_cpu_pools_surge(recordings: dict[str, Recording], stack: str
 
 def test_prod_cpu_pool_soaks_between_nodes(prod_recording: Recording) -> None:
     assert prod_recording.one(AGENT_POOL, "cpu").inputs["upgradeSettings"]["nodeSoakDurationInMinutes"] == 5
+
+
+def gpu_pool_upgrade_settings(upgrade: dict[str, Any]) -> dict[str, Any]:
+    return dict(pool_upgrade_settings(validate_section(UpgradeConfig, upgrade, source="test").gpu_pools))
 
 
 def test_gpu_pools_default_to_no_surge_one_unavailable_long_drain_and_schedule() -> None:
@@ -228,7 +233,8 @@ def _helper_program(min_available: int, replicas: int) -> Callable[[], Any]:
         provider = k8s.Provider("k8s", kubeconfig="{}")
         budget = {"name": "api", "namespace": "serving", "selector": {"app": "api"}}
         budget |= {"minAvailable": min_available, "replicas": replicas}
-        pod_disruption_budget("api-pdb", budget, provider, provider)
+        validated = validate_section(DisruptionBudgetConfig, budget, source="PodDisruptionBudget api")
+        pod_disruption_budget("api-pdb", validated, provider, provider)
 
     return program
 
@@ -258,17 +264,20 @@ def test_upgrade_policy_builds_directly_with_args(build: Callable[[Callable[[], 
         lambda: UpgradePolicy(
             "up",
             {
-                "resource_group_name": "rg",
-                "cluster_name": "aks",
-                "settings": {
-                    "autoUpgradeWindow": {
-                        "schedule": "daily",
-                        "startTime": "22:30",
-                        "durationHours": 8,
-                        "utcOffset": "-07:00",
+                "cluster": cluster_handle(),
+                "settings": validate_section(
+                    UpgradeConfig,
+                    {
+                        "autoUpgradeWindow": {
+                            "schedule": "daily",
+                            "startTime": "22:30",
+                            "durationHours": 8,
+                            "utcOffset": "-07:00",
+                        },
+                        "nodeOsUpgradeChannel": "SecurityPatch",
                     },
-                    "nodeOsUpgradeChannel": "SecurityPatch",
-                },
+                    source="test",
+                ),
             },
         )
     )
@@ -459,32 +468,25 @@ def test_the_node_subnet_must_hold_each_pools_upgrade_surge(
     )
 
 
-def test_platform_budgets_are_rendered_and_need_the_cluster_provider(
+def test_platform_budgets_are_rendered_with_the_clusters_provider(
     build: Callable[[Callable[[], Any]], Recording],
 ) -> None:
     budget = {"name": "api", "namespace": "serving", "selector": {"app": "api"}, "minAvailable": 1, "replicas": 2}
 
-    def program(with_provider: bool) -> Callable[[], Any]:
-        def run() -> None:
-            provider = k8s.Provider("k8s", kubeconfig="{}")
-            args: UpgradePolicyArgs = {
-                "resource_group_name": "rg",
-                "cluster_name": "aks",
-                "settings": {},
-                "platform_budgets": [budget],
-            }
-            if with_provider:
-                args["provider"] = provider
-                args["cluster"] = containerservice.ManagedCluster("aks", resource_group_name="rg")
-            UpgradePolicy("up", args)
+    def run() -> None:
+        args: UpgradePolicyArgs = {
+            "cluster": cluster_handle(),
+            "settings": UpgradeConfig(),
+            "platform_budgets": [validate_section(DisruptionBudgetConfig, budget, source="test")],
+        }
+        UpgradePolicy("up", args)
 
-        return run
-
-    pdb = build(program(True)).one(PDB)
+    recording = build(run)
+    pdb = recording.one(PDB)
     assert pdb.inputs["spec"]["minAvailable"] == 1 and pdb.name == "up-pdb-serving-api"
-    with pytest.raises(ConfigError) as caught:
-        build(program(False))
-    assert "provider, cluster:" in str(caught.value), "a PDB without the cluster's provider would go elsewhere"
+    assert pdb.provider.startswith(recording.one("pulumi:providers:kubernetes").urn), (
+        "a PDB created through another provider would land in another cluster"
+    )
 
 
 def _gpu_pools(recording: Recording) -> list[Any]:
