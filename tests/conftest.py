@@ -7,7 +7,6 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-import pulumi
 import pulumi_azure_native.containerservice as containerservice
 import pulumi_kubernetes as k8s
 import pytest
@@ -82,7 +81,9 @@ hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default")
 
 def cluster_handle(name: str = "aks", protect: bool = False) -> ClusterHandle:
     """A ClusterHandle on a mocked cluster, for components built directly (call inside a mocked program)."""
-    cluster = containerservice.ManagedCluster(name, resource_group_name="rg-test")
+    cluster = containerservice.ManagedCluster(
+        name, resource_group_name="rg-test", oidc_issuer_profile={"enabled": True}
+    )
     provider = k8s.Provider(f"{name}-k8s", kubeconfig="{}")
     return ClusterHandle(
         resource_group_name="rg-test",
@@ -92,6 +93,6 @@ def cluster_handle(name: str = "aks", protect: bool = False) -> ClusterHandle:
         cluster_name=cluster.name,
         cluster_id=cluster.id,
         provider=provider,
-        oidc_issuer_url=pulumi.Output.from_input("https://issuer.example/test/"),
+        oidc_issuer_url=cluster.oidc_issuer_profile.apply(lambda p: (p.issuer_url if p else None) or ""),
         protect=protect,
     )

@@ -6,19 +6,18 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-import pulumi_azure_native.containerservice as containerservice
-import pulumi_kubernetes as k8s
 import pytest
 
 from aks_gpu_platform.components import roles
-from aks_gpu_platform.components.gpu_autoscaling import KEDA_OPERATOR_SUBJECT, GpuAutoscaling
-from aks_gpu_platform.components.gpu_inference_sample import GpuInferenceSample
+from aks_gpu_platform.components.context import ClusterHandle
+from aks_gpu_platform.components.gpu_autoscaling import KEDA_OPERATOR_SUBJECT, GpuAutoscaling, GpuAutoscalingArgs
+from aks_gpu_platform.components.gpu_inference_sample import GpuInferenceSample, GpuInferenceSampleArgs
 from aks_gpu_platform.config import ConfigError, load_platform_config
 from aks_gpu_platform.config.autoscaling import AutoscalingConfig, SampleInferenceConfig, ScalingTargetConfig
 from aks_gpu_platform.config.cluster import AutoscalerProfileConfig
 from aks_gpu_platform.config.loader import validate_section
 from aks_gpu_platform.config.scheduling import GPU_RESOURCE, pod_fits_node
-from tests.conftest import STACKS, settings_of
+from tests.conftest import STACKS, cluster_handle, settings_of
 from tests.gpu_metrics_world import GpuWorkload, build_world
 from tests.promql_model import Evaluator
 from tests.scheduling import node_templates
@@ -45,36 +44,26 @@ ENDPOINT = "https://amw-test-abcd.koreacentral.prometheus.monitor.azure.com"
 TARGET = {"namespace": "serving", "deployment": "llm", "minReplicas": 1, "maxReplicas": 4}
 
 
-def _cluster() -> tuple[containerservice.ManagedCluster, k8s.Provider]:
-    cluster = containerservice.ManagedCluster(
-        "aks-cluster",
-        resource_group_name="rg",
-        oidc_issuer_profile={"enabled": True},
-    )
-    return cluster, k8s.Provider("aks-k8s", kubeconfig="{}")
-
-
-def _args(cluster: containerservice.ManagedCluster, provider: k8s.Provider, settings: dict[str, Any]) -> dict[str, Any]:
-    issuer = cluster.oidc_issuer_profile.apply(lambda p: (p.issuer_url if p else None) or "")
+def _args(handle: ClusterHandle, settings: ScalingTargetConfig) -> GpuAutoscalingArgs:
     return {
-        "resource_group_name": "rg",
-        "location": "koreacentral",
-        "oidc_issuer_url": issuer,
+        "cluster": handle,
         "monitor_workspace_id": WORKSPACE_ID,
         "prometheus_query_endpoint": ENDPOINT,
-        "provider": provider,
-        "cluster": cluster,
         "settings": settings,
     }
+
+
+def _target(settings: dict[str, Any]) -> ScalingTargetConfig:
+    return validate_section(ScalingTargetConfig, settings, source="autoscaling.targets[0]")
 
 
 @pytest.fixture(scope="module")
 def two_targets() -> Recording:
     def program() -> None:
-        cluster, provider = _cluster()
-        GpuAutoscaling("llm", _args(cluster, provider, TARGET))  # type: ignore[arg-type]
+        handle = cluster_handle("aks-cluster")
+        GpuAutoscaling("llm", _args(handle, _target(TARGET)))
         other = {**TARGET, "deployment": "embedder", "targetUtilizationPercent": 60}
-        GpuAutoscaling("embedder", _args(cluster, provider, other))  # type: ignore[arg-type]
+        GpuAutoscaling("embedder", _args(handle, _target(other)))
 
     return run_under_mocks(program)
 
@@ -170,9 +159,14 @@ def test_autoscaler_profile_is_tuned_for_gpu_nodes(recordings: dict[str, Recordi
 
 def _sample(settings: dict[str, Any]) -> Callable[[], None]:
     def program() -> None:
-        cluster, provider = _cluster()
-        args = _args(cluster, provider, settings)
-        GpuInferenceSample("sample", args)  # type: ignore[arg-type]
+        sample = validate_section(SampleInferenceConfig, settings, source="autoscaling.sampleInference")
+        args: GpuInferenceSampleArgs = {
+            "cluster": cluster_handle("aks-cluster"),
+            "monitor_workspace_id": WORKSPACE_ID,
+            "prometheus_query_endpoint": ENDPOINT,
+            "settings": sample,
+        }
+        GpuInferenceSample("sample", args)
 
     return program
 
@@ -206,11 +200,11 @@ def test_sample_runs_on_gpu_nodes_with_a_restricted_context(sample: Recording, d
     assert {"livenessProbe", "readinessProbe", "startupProbe"} <= container.keys()
     assert pod["securityContext"]["runAsNonRoot"] is True
     assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
-    assert container["securityContext"] == {
-        "allowPrivilegeEscalation": False,
-        "readOnlyRootFilesystem": True,
-        "capabilities": {"drop": ["ALL"]},
-    }
+    restricted = container["securityContext"]
+    assert restricted["allowPrivilegeEscalation"] is False and restricted["capabilities"] == {"drop": ["ALL"]}, (
+        "the restricted Pod Security Standard the sample's namespace enforces"
+    )
+    assert restricted["readOnlyRootFilesystem"] is True
     pdb = sample.one(PDB).inputs["spec"]
     assert pdb == {"maxUnavailable": 1, "selector": pod_selector(sample)}, "a PDB that never blocks node drains"
 
@@ -275,15 +269,10 @@ def test_invalid_target_fails_the_stack_naming_its_path(stack_config: Callable[[
     assert "autoscaling.targets[0].targetUtilizationPercent:" in str(err.value)
 
 
-def test_component_rejects_bad_settings_before_creating_anything(
-    build: Callable[[Callable[[], Any]], Recording],
-) -> None:
-    def program() -> None:
-        cluster, provider = _cluster()
-        GpuAutoscaling("bad", _args(cluster, provider, {**TARGET, "minReplicas": 9}))  # type: ignore[arg-type]
-
-    with pytest.raises(ConfigError, match="minReplicas:"):
-        build(program)
+def test_a_bad_target_is_rejected_naming_the_field_before_any_component() -> None:
+    with pytest.raises(ConfigError, match="minReplicas:") as caught:
+        _target({**TARGET, "minReplicas": 9})
+    assert "maxReplicas" in str(caught.value), "the message says what the bound is: minReplicas up to maxReplicas"
 
 
 def test_plan_summarises_the_scaled_object(two_targets: Recording) -> None:

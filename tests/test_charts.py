@@ -13,15 +13,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pulumi_azure_native.containerservice as containerservice
-import pulumi_kubernetes as k8s
 import pytest
 
 from aks_gpu_platform.components.gpu_node_pool import GpuNodePool
 from aks_gpu_platform.components.gpu_stack import GpuStack
+from aks_gpu_platform.config.gpu import GpuPoolConfig, GpuStackConfig
 from aks_gpu_platform.config.gpu_catalog import GPU_SKUS, MIG_PARTED_CONFIGS
+from aks_gpu_platform.config.loader import validate_section
 from aks_gpu_platform.config.scheduling import pod_fits_node
-from tests.conftest import assert_rejected, settings_of
+from tests.conftest import assert_rejected, cluster_handle, settings_of
 from tools.offline import Recording, run_under_mocks
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -66,28 +66,23 @@ def _operator_stack(pools: list[dict[str, Any]]) -> Callable[[], None]:
     """A GPU Operator stack with its pools, as a program for the `build` fixture."""
 
     def program() -> None:
-        cluster = containerservice.ManagedCluster("aks", resource_group_name="rg")
-        for pool in pools:
+        handle = cluster_handle()
+        validated = [validate_section(GpuPoolConfig, pool, source="gpuPools") for pool in pools]
+        for pool in validated:
             GpuNodePool(
-                pool["name"],
+                pool.name,
                 {
-                    "resource_group_name": "rg",
-                    "cluster_name": "aks",
+                    "cluster": handle,
                     "nodes_subnet_id": "subnet-id",
                     "settings": pool,
-                    "stack_mode": "gpuOperator",  # type: ignore[typeddict-item]
-                    "kubernetes_version": "1.34",
+                    "stack_mode": "gpuOperator",
+                    "kubernetes_version": "1.36",
                     "tracks_versions": True,
                 },
             )
         GpuStack(
             "gs",
-            {
-                "settings": {"mode": "gpuOperator", "operatorDcgm": True},
-                "pools": pools,
-                "provider": k8s.Provider("k8s", kubeconfig="{}"),
-                "cluster": cluster,
-            },
+            {"settings": GpuStackConfig(mode="gpuOperator", operator_dcgm=True), "pools": validated, "cluster": handle},
         )
 
     return program

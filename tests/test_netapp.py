@@ -179,7 +179,9 @@ def test_the_claims_share_lustre_training_namespace(prod_with_netapp: Recording)
 
 
 def test_every_netapp_object_passes_the_strict_schema_and_dies_with_the_cluster(prod_with_netapp: Recording) -> None:
-    objects = [r for r in prod_with_netapp.kubernetes_objects() if r.name.startswith("netapp-")]
+    objects = [
+        r for r in prod_with_netapp.kubernetes_objects() if r.name.removeprefix("platform-").startswith("netapp-")
+    ]
     assert len(objects) == 4, [r.name for r in objects]  # class, PV, claim, pod
     cluster = prod_with_netapp.one(CLUSTER)
     for r in objects:
@@ -449,6 +451,7 @@ def _build_netapp(
             tags={"project": "t"},
             cluster=cluster,
             cluster_name=cluster.name,
+            cluster_id=cluster.id,
             provider=k8s.Provider("k8s", kubeconfig="{}"),
             oidc_issuer_url=pulumi.Output.from_input("https://issuer"),
             protect=protect,

@@ -183,7 +183,11 @@ def test_the_cluster_grant_wait_is_configurable(stack_config) -> None:  # type: 
     config = stack_config("dev")
     config["aks-gpu-platform:cluster"]["roleAssignmentPropagationSeconds"] = 0
     recording = run_stack("dev", config)
-    grants = [g for g in recording.of_type("azure-native:authorization:RoleAssignment") if g.name.removeprefix("platform-").startswith("aks-")]
+    grants = [
+        g
+        for g in recording.of_type("azure-native:authorization:RoleAssignment")
+        if g.name.removeprefix("platform-").startswith("aks-")
+    ]
     assert len(grants) == 2
     assert not any(g.after_create_hooks for g in grants), "0 creates the cluster right after its grants"
     settings = settings_of(stack_config("dev"))

@@ -7,12 +7,14 @@ from typing import Any
 
 import pytest
 
-from aks_gpu_platform.components.lustre_storage import CSI_DRIVER_VERSION, LustreStorage
+from aks_gpu_platform.components.lustre_storage import CSI_DRIVER_VERSION, LustreStorage, LustreStorageArgs
 from aks_gpu_platform.components.roles import propagation_seconds
 from aks_gpu_platform.config import ConfigError, load_platform_config
+from aks_gpu_platform.config.loader import validate_section
 from aks_gpu_platform.config.lustre_catalog import AMLFS_SKUS, required_subnet_prefix
 from aks_gpu_platform.config.scheduling import pod_fits_node
-from tests.conftest import STACKS, assert_rejected, settings_of
+from aks_gpu_platform.config.storage import LustreConfig
+from tests.conftest import STACKS, assert_rejected, cluster_handle, settings_of
 from tests.scheduling import node_templates
 from tools.bench import critical_path, duration
 from tools.offline import Recording, run_stack
@@ -28,6 +30,10 @@ PVC = "kubernetes:core/v1:PersistentVolumeClaim"
 POD = "kubernetes:core/v1:Pod"
 RELEASE = "kubernetes:helm.sh/v3:Release"
 SCHEMA = "1.33.0"
+
+
+def _validated(settings: dict[str, Any]) -> LustreConfig:
+    return validate_section(LustreConfig, settings, source="storage.lustre")
 
 
 def _lustre_settings(stack_config: Callable[[str], dict[str, Any]], stack: str) -> dict[str, Any]:
@@ -118,23 +124,13 @@ def test_the_grant_propagation_wait_follows_config(
     seconds: int,
     hooks: int,
 ) -> None:
-    import pulumi_azure_native.containerservice as containerservice
-    import pulumi_kubernetes as k8s
-
     settings = _lustre_settings(stack_config, "dev")
     settings["roleAssignmentPropagationSeconds"] = seconds
 
     def program() -> None:
         LustreStorage(
             "lustre",
-            {
-                "resource_group_name": "rg",
-                "location": "koreacentral",
-                "lustre_subnet_id": "subnet-id",
-                "settings": settings,
-                "provider": k8s.Provider("k8s", kubeconfig="{}"),
-                "cluster": containerservice.ManagedCluster("aks", resource_group_name="rg"),
-            },
+            {"cluster": cluster_handle(), "lustre_subnet_id": "subnet-id", "settings": _validated(settings)},
         )
 
     grants = build(program).of_type(ROLE)
@@ -285,7 +281,11 @@ def test_dev_hsm_account_stays_public_without_a_private_endpoint(dev_with_lustre
 
 def test_every_storage_object_passes_the_strict_schema(prod_recording: Recording, dev_with_lustre: Recording) -> None:
     for recording in (prod_recording, dev_with_lustre):
-        storage_objects = [r for r in recording.kubernetes_objects() if r.name.startswith(("lustre-", "blob-classes-"))]
+        storage_objects = [
+            r
+            for r in recording.kubernetes_objects()
+            if r.name.removeprefix("platform-").startswith(("lustre-", "blob-classes-"))
+        ]
         assert len(storage_objects) >= 5
         for r in storage_objects:
             status, detail = validate_object(kubernetes_object(r), SCHEMA)
@@ -302,9 +302,6 @@ def test_plan_shows_size_throughput_and_that_resizing_means_a_new_filesystem(pro
 def test_customer_managed_key_sets_identity_and_key(
     build: Callable[[Callable[[], Any]], Recording], stack_config: Callable[[str], dict[str, Any]]
 ) -> None:
-    import pulumi_azure_native.containerservice as containerservice
-    import pulumi_kubernetes as k8s
-
     settings = _lustre_settings(stack_config, "prod")
     base = "/subscriptions/00000000-0000-4000-8000-000000000001/resourceGroups/sec/providers"
     settings["encryption"] = {
@@ -314,19 +311,14 @@ def test_customer_managed_key_sets_identity_and_key(
     }
 
     def program() -> None:
-        provider = k8s.Provider("k8s", kubeconfig="{}")
-        cluster = containerservice.ManagedCluster("aks", resource_group_name="rg")
         LustreStorage(
             "lustre",
             {
-                "resource_group_name": "rg",
-                "location": "koreacentral",
+                "cluster": cluster_handle(),
                 "lustre_subnet_id": "subnet-id",
                 "private_endpoints_subnet_id": "pe-subnet-id",
                 "vnet_id": "vnet-id",
-                "settings": settings,
-                "provider": provider,
-                "cluster": cluster,
+                "settings": _validated(settings),
             },
         )
 
@@ -486,21 +478,14 @@ def test_unsupported_os_is_fine_while_lustre_is_off(stack_config: Callable[[str]
 def test_a_private_hsm_account_without_its_network_fails_naming_both_args(
     build: Callable[[Callable[[], Any]], Recording], stack_config: Callable[[str], dict[str, Any]]
 ) -> None:
-    import pulumi_azure_native.containerservice as containerservice
-    import pulumi_kubernetes as k8s
-
     settings = _lustre_settings(stack_config, "prod")
     assert settings["blob"]["publicNetworkAccess"] is False, "prod keeps the HSM account private"
 
     def program() -> None:
-        cluster = containerservice.ManagedCluster("aks", resource_group_name="rg")
-        args: Any = {
-            "resource_group_name": "rg",
-            "location": "koreacentral",
+        args: LustreStorageArgs = {
+            "cluster": cluster_handle(),
             "lustre_subnet_id": "subnet-id",
-            "settings": settings,
-            "provider": k8s.Provider("k8s", kubeconfig="{}"),
-            "cluster": cluster,
+            "settings": _validated(settings),
         }
         LustreStorage("lustre", args)
 
