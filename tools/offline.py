@@ -226,7 +226,7 @@ def _grafana_outputs(args: pulumi_mocks.MockResourceArgs) -> dict[str, Any]:
 # Outputs Azure computes, per resource type, so wiring can be checked by value.
 COMPUTED_OUTPUTS: dict[str, Callable[[pulumi_mocks.MockResourceArgs], dict[str, Any]]] = {
     "azure-native:containerservice:ManagedCluster": _cluster_outputs,
-    "azure-native:managedidentity:UserAssignedIdentity": lambda a: _identity_outputs(a.name),
+    "azure-native:managedidentity:UserAssignedIdentity": lambda a: _identity_outputs(_azure_name(a)),
     "azure-native:containerservice:AgentPool": _agent_pool_outputs,
     "azure-native:containerregistry:Registry": _registry_outputs,
     "azure-native:monitor:AzureMonitorWorkspace": _monitor_workspace_outputs,
@@ -236,11 +236,17 @@ COMPUTED_OUTPUTS: dict[str, Callable[[pulumi_mocks.MockResourceArgs], dict[str, 
 }
 
 
+def _azure_name(args: pulumi_mocks.MockResourceArgs) -> str:
+    """The Azure name the resource's own name input sets (`resourceName` or `<kind>Name`), else the Pulumi name."""
+    kind = args.typ.split(":")[2]
+    named = args.inputs.get("resourceName") or args.inputs.get(f"{kind[0].lower()}{kind[1:]}Name")
+    return str(named or args.inputs.get("workspaceName") or args.inputs.get("accountName") or args.name)
+
+
 def _azure_id(args: pulumi_mocks.MockResourceArgs) -> str:
     _, module, kind = args.typ.split(":")
     group = args.inputs.get("resourceGroupName", "rg")
-    name = args.inputs.get("resourceName") or args.inputs.get(f"{kind[0].lower()}{kind[1:]}Name") or args.name
-    return f"/subscriptions/{SUBSCRIPTION}/resourceGroups/{group}/providers/Microsoft.{module}/{kind}/{name}"
+    return f"/subscriptions/{SUBSCRIPTION}/resourceGroups/{group}/providers/Microsoft.{module}/{kind}/{_azure_name(args)}"
 
 
 class RecordingMocks(pulumi.runtime.Mocks):
@@ -260,7 +266,7 @@ class RecordingMocks(pulumi.runtime.Mocks):
         outputs = dict(args.inputs)
         if args.typ.startswith("azure-native:"):
             resource_id = _azure_id(args)
-            outputs.setdefault("name", args.inputs.get("resourceName", args.name))
+            outputs.setdefault("name", _azure_name(args))
             outputs["id"] = resource_id
         else:
             resource_id = f"{args.name}-id"
