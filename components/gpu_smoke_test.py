@@ -71,7 +71,12 @@ def smoke_test_pod_spec(gpu_pools: Sequence[GpuPoolConfig]) -> dict[str, Any]:
                     "requests": {"cpu": "100m", "memory": "128Mi"},
                     "limits": {"cpu": "500m", "memory": "256Mi", GPU_RESOURCE: "1"},
                 },
-                "securityContext": RESTRICTED_CONTAINER_SECURITY_CONTEXT,
+                # The pod's non-root user and seccomp profile again on the container, where scanners look.
+                "securityContext": {
+                    **RESTRICTED_CONTAINER_SECURITY_CONTEXT,
+                    "runAsNonRoot": True,
+                    "seccompProfile": {"type": "RuntimeDefault"},
+                },
             }
         ],
     }

@@ -9,12 +9,13 @@ import pulumi_azure_native.storagecache as storagecache
 import pulumi_kubernetes as k8s
 
 from aks_gpu_platform.config.gpu import GpuPoolConfig
-from aks_gpu_platform.config.scheduling import cpu_node_selector, gpu_tolerations
+from aks_gpu_platform.config.scheduling import gpu_tolerations
 from aks_gpu_platform.config.storage import LustreConfig
 
 from . import roles
 from .context import ClusterHandle
 from .private_endpoint import private_endpoint
+from .workloads import ClaimMount, training_namespace, verification_pod
 
 # The only released chart version as of 2026-12-02 (kubernetes-sigs/azurelustre-csi-driver
 # charts/README.md "Released chart versions"; packaged from charts/latest/azurelustre-csi-driver).
@@ -243,18 +244,7 @@ class LustreStorage(pulumi.ComponentResource):
             opts=in_cluster,
         )
         training = cfg.training
-        namespace = k8s.core.v1.Namespace(
-            f"{name}-training-namespace",
-            metadata={
-                "name": training.namespace,
-                # Training images often run as root: enforce baseline, warn where a pod is not restricted.
-                "labels": {
-                    "pod-security.kubernetes.io/enforce": "baseline",
-                    "pod-security.kubernetes.io/warn": "restricted",
-                },
-            },
-            opts=in_cluster,
-        )
+        namespace = training_namespace(f"{name}-training-namespace", training.namespace, in_cluster)
         storage_class = k8s.storage.v1.StorageClass(
             f"{name}-storage-class",
             metadata={"name": training.storage_class_name},
@@ -278,7 +268,16 @@ class LustreStorage(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[driver])),
         )
         if training.verification_pod:
-            self._verification_pod(name, training.verification_image, claim, in_cluster)
+            # The design notes' lustre-test: lists the mount, then idles for `kubectl exec`.
+            verification_pod(
+                f"{name}-verification-pod",
+                pod_name="lustre-test",
+                namespace=claim.metadata["namespace"],
+                image=training.verification_image,
+                script=f"ls -al {MOUNT_PATH} && sleep 3600",
+                mounts=[ClaimMount("lustre", claim.metadata["name"], MOUNT_PATH)],
+                opts=in_cluster,
+            )
 
         self.namespace = namespace.metadata["name"]
         self.storage_class_name = storage_class.metadata["name"]
@@ -292,47 +291,4 @@ class LustreStorage(pulumi.ComponentResource):
                 "storage_class_name": self.storage_class_name,
                 "pvc_name": self.pvc_name,
             }
-        )
-
-    def _verification_pod(
-        self, name: str, image: str, claim: k8s.core.v1.PersistentVolumeClaim, opts: pulumi.ResourceOptions
-    ) -> None:
-        """The design notes' lustre-test: lists the mount, then idles for `kubectl exec`."""
-        k8s.core.v1.Pod(
-            f"{name}-verification-pod",
-            metadata={
-                "name": "lustre-test",
-                "namespace": claim.metadata["namespace"],
-                "labels": {"app": "lustre-test"},
-            },
-            spec={
-                "node_selector": cpu_node_selector(),
-                "restart_policy": "Never",
-                "automount_service_account_token": False,
-                "security_context": {
-                    "run_as_non_root": True,
-                    "run_as_user": 65534,
-                    "run_as_group": 65534,
-                    "seccomp_profile": {"type": "RuntimeDefault"},
-                },
-                "containers": [
-                    {
-                        "name": "lustre-test",
-                        "image": image,
-                        "command": ["sh", "-c", f"ls -al {MOUNT_PATH} && sleep 3600"],
-                        "volume_mounts": [{"name": "lustre", "mount_path": MOUNT_PATH}],
-                        "resources": {
-                            "requests": {"cpu": "10m", "memory": "16Mi"},
-                            "limits": {"cpu": "100m", "memory": "64Mi"},
-                        },
-                        "security_context": {
-                            "allow_privilege_escalation": False,
-                            "read_only_root_filesystem": True,
-                            "capabilities": {"drop": ["ALL"]},
-                        },
-                    }
-                ],
-                "volumes": [{"name": "lustre", "persistent_volume_claim": {"claim_name": claim.metadata["name"]}}],
-            },
-            opts=opts,
         )

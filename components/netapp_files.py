@@ -18,9 +18,9 @@ import pulumi_azure_native.resources as resources
 import pulumi_kubernetes as k8s
 
 from aks_gpu_platform.config.netapp import GIB, TIB, NetAppFilesConfig, NetAppVolumeConfig
-from aks_gpu_platform.config.scheduling import cpu_node_selector
 
 from .context import ClusterHandle
+from .workloads import ClaimMount, training_namespace, verification_pod
 
 # The typed CapacityPool of pulumi-azure-native 3.29 sends NetApp API 2024-09-01, which has no Flexible service
 # level and no pool throughput. Flexible pools go through the generic resource at the first stable API version
@@ -95,18 +95,7 @@ class NetAppFiles(pulumi.ComponentResource):
         in_cluster = handle.k8s_options(self)
         namespace = args.get("namespace")
         if namespace is None:
-            namespace = k8s.core.v1.Namespace(
-                f"{name}-namespace",
-                metadata={
-                    "name": cfg.namespace,
-                    # Training images often run as root: enforce baseline, warn where a pod is not restricted.
-                    "labels": {
-                        "pod-security.kubernetes.io/enforce": "baseline",
-                        "pod-security.kubernetes.io/warn": "restricted",
-                    },
-                },
-                opts=in_cluster,
-            ).metadata["name"]
+            namespace = training_namespace(f"{name}-namespace", cfg.namespace, in_cluster).metadata["name"]
         storage_class = k8s.storage.v1.StorageClass(
             f"{name}-storage-class",
             metadata={"name": cfg.storage_class_name},
@@ -271,50 +260,18 @@ class NetAppFiles(pulumi.ComponentResource):
         script = " && ".join(
             [f"df -h {' '.join(mounts)}", *(f"touch {m}/.mounted-by-$(hostname)" for m in mounts), "sleep 3600"]
         )
-        k8s.core.v1.Pod(
+        verification_pod(
             f"{name}-verification-pod",
-            metadata={
-                "name": "netapp-test",
-                "namespace": claims[0].metadata["namespace"],
-                "labels": {"app": "netapp-test"},
-                "annotations": CHECKOV_SKIPS,
-            },
-            spec={
-                "node_selector": cpu_node_selector(),
-                "restart_policy": "Never",
-                "automount_service_account_token": False,
-                "security_context": {
-                    "run_as_non_root": True,
-                    "run_as_user": 65534,
-                    "run_as_group": 65534,
-                    "seccomp_profile": {"type": "RuntimeDefault"},
-                },
-                "containers": [
-                    {
-                        "name": "netapp-test",
-                        "image": cfg.verification_image,
-                        "image_pull_policy": "Always",
-                        "command": ["sh", "-c", script],
-                        "volume_mounts": [
-                            {"name": v.name, "mount_path": m} for v, m in zip(cfg.volumes, mounts, strict=True)
-                        ],
-                        "resources": {
-                            "requests": {"cpu": "10m", "memory": "16Mi"},
-                            "limits": {"cpu": "100m", "memory": "64Mi"},
-                        },
-                        "security_context": {
-                            "allow_privilege_escalation": False,
-                            "read_only_root_filesystem": True,
-                            "capabilities": {"drop": ["ALL"]},
-                        },
-                    }
-                ],
-                "volumes": [
-                    {"name": v.name, "persistent_volume_claim": {"claim_name": c.metadata["name"]}}
-                    for v, c in zip(cfg.volumes, claims, strict=True)
-                ],
-            },
+            pod_name="netapp-test",
+            namespace=claims[0].metadata["namespace"],
+            image=cfg.verification_image,
+            script=script,
+            mounts=[
+                ClaimMount(v.name, c.metadata["name"], m) for v, c, m in zip(cfg.volumes, claims, mounts, strict=True)
+            ],
             opts=opts,
+            annotations=CHECKOV_SKIPS,
+            pull_always=True,
         )
 
 

@@ -33,6 +33,7 @@ from aks_gpu_platform.config.scheduling import (
 from aks_gpu_platform.config.training import TeamConfig, TrainingConfig
 
 from .context import ClusterHandle
+from .workloads import training_namespace
 
 # oci://registry.k8s.io/kueue/charts/kueue: kubernetes-sigs/kueue tag v0.19.2 (2026-08-20), charts/kueue;
 # the released chart points at registry.k8s.io/kueue/kueue:v0.19.2 (hack/helm-chart-package.sh).
@@ -305,19 +306,11 @@ class TrainingQueues(pulumi.ComponentResource):
         in_cluster: pulumi.ResourceOptions,
     ) -> pulumi.Output[dict[str, Any]]:
         prefix = f"{name}-team-{team.name}"
-        namespace = k8s.core.v1.Namespace(
+        namespace = training_namespace(
             f"{prefix}-namespace",
-            metadata={
-                "name": team.namespace_name,
-                "labels": {
-                    MANAGED_NAMESPACE_LABEL: "true",
-                    TEAM_LABEL: team.name,
-                    # Training images often run as root: enforce baseline, warn where a pod is not restricted.
-                    "pod-security.kubernetes.io/enforce": "baseline",
-                    "pod-security.kubernetes.io/warn": "restricted",
-                },
-            },
-            opts=in_cluster,
+            team.namespace_name,
+            in_cluster,
+            labels={MANAGED_NAMESPACE_LABEL: "true", TEAM_LABEL: team.name},
         )
         self._kueue_object(
             f"{prefix}-cluster-queue", "ClusterQueue", {"name": team.name}, cluster_queue_spec(team, checks)

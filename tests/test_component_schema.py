@@ -2,6 +2,8 @@
 
 Runs Pulumi's component analyzer in-process (no CLI, no network) through the same ComponentProvider
 that `component_provider_host` starts, and reads the JSON schema `pulumi package add` would get.
+The hosted classes are the adapters of provider/adapters.py: YAML-shaped settings and flat wiring in,
+the validated config models and a ClusterHandle handed to the component.
 """
 
 from __future__ import annotations
@@ -16,23 +18,34 @@ import pkgutil
 import re
 import textwrap
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from enum import Enum
 from functools import cache
 from types import ModuleType
-from typing import Any, get_args
+from typing import Any, Literal, get_args, get_origin
 
 import pulumi
+import pulumi_azure_native.containerservice as containerservice
+import pulumi_kubernetes as k8s
 import pytest
 from pulumi.provider.experimental.analyzer import Analyzer
 from pulumi.provider.experimental.component import ComponentProvider
+from pulumi.provider.server import ComponentInitError
+from pydantic import BaseModel
 
 from aks_gpu_platform import components
+from aks_gpu_platform.components.context import ClusterHandle
 from aks_gpu_platform.components.gpu_node_pool import GpuNodePool
-from aks_gpu_platform.config.gpu import GpuStackMode
+from aks_gpu_platform.config.gpu import GpuPoolConfig, GpuStackConfig
+from aks_gpu_platform.config.upgrade import GpuPoolUpgradeConfig
+from provider import adapters
 from tools.offline import Recording
-from tools.stack_files import REPO_ROOT
+from tools.stack_files import REPO_ROOT, load_stack_file
 
 AGENT_POOL = "azure-native:containerservice:AgentPool"
+# Keys of ClusterHandle that other languages pass flat (name, ID and OIDC issuer come from the cluster).
+WIRING = {"resourceGroupName", "location", "cluster", "provider", "tags", "protect"}
+WIRING_REQUIRED = {"resourceGroupName", "location", "cluster", "provider"}
 
 
 @cache
@@ -46,23 +59,29 @@ def plugin() -> ModuleType:
 
 
 @cache
+def host() -> ComponentProvider:
+    main = plugin()
+    return ComponentProvider(main.COMPONENTS, main.PACKAGE, version=main.package_version())
+
+
+@cache
 def schema() -> dict[str, Any]:
     """The package schema the plugin serves on GetSchema."""
-    main = plugin()
-    provider = ComponentProvider(main.COMPONENTS, main.PACKAGE, version=main.package_version())
-    assert provider.schema is not None
-    return json.loads(provider.schema)
+    served = host().schema
+    assert served is not None
+    return json.loads(served)
 
 
 def hosted() -> list[type[pulumi.ComponentResource]]:
     return list(plugin().COMPONENTS)
 
 
+@cache
 def public_components() -> dict[str, type[pulumi.ComponentResource]]:
     """Every ComponentResource class defined (not just imported) in a module of components/."""
     found: dict[str, type[pulumi.ComponentResource]] = {}
     for info in pkgutil.iter_modules(components.__path__):
-        module = importlib.import_module(f"components.{info.name}")
+        module = importlib.import_module(f"{components.__name__}.{info.name}")
         for name, value in vars(module).items():
             if (
                 inspect.isclass(value)
@@ -82,67 +101,101 @@ def args_type(component: type[pulumi.ComponentResource]) -> Any:
     return inspect.get_annotations(component.__init__)["args"]
 
 
-def declared_keys(cls: type) -> set[str]:
-    """Keys annotated in the class body itself (the analyzer reads docstrings from that source only)."""
+def annotations_along_mro(cls: type) -> dict[str, Any]:
+    """Annotations as the analyzer collects them: every class of the MRO but Pulumi's own bases."""
+    merged: dict[str, Any] = {}
+    for base in reversed(cls.__mro__):
+        if base not in (object, pulumi.Resource, pulumi.ComponentResource):
+            merged.update(inspect.get_annotations(base))
+    return {k: v for k, v in merged.items() if not k.startswith("_")}
+
+
+def documented(cls: type) -> dict[str, str | None]:
+    """Keys annotated in the class body itself, with the docstring under each (the analyzer reads only these)."""
     tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
     body = next(node for node in tree.body if isinstance(node, ast.ClassDef)).body
-    return {n.target.id for n in body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)}
+    found: dict[str, str | None] = {}
+    for node, after in zip(body, [*body[1:], None], strict=True):
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            doc = after.value.value if isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant) else None
+            found[node.target.id] = doc if isinstance(doc, str) else None
+    return found
 
 
 def outputs_of(component: type[pulumi.ComponentResource]) -> set[str]:
-    """Public annotated attributes of the component class: its documented outputs."""
-    return {k for k in inspect.get_annotations(component) if not k.startswith("_")}
+    """Public annotated attributes of the component: its documented outputs."""
+    return set(annotations_along_mro(component))
 
 
-def resource(component: type[pulumi.ComponentResource]) -> dict[str, Any]:
-    token = f"aks-gpu-platform:index:{component.__name__}"
+def resource(name: str) -> dict[str, Any]:
+    token = f"aks-gpu-platform:index:{name}"
     assert token in schema()["resources"], f"{token} must be in the schema, or other languages cannot create it"
     return schema()["resources"][token]
 
 
-def test_entry_point_hosts_every_public_component_but_the_documented_exclusions() -> None:
+def test_every_public_component_is_hosted_through_an_adapter_of_its_name_or_excluded() -> None:
     names = [c.__name__ for c in hosted()]
     excluded = set(plugin().EXCLUDED)
     assert len(names) == len(set(names)), "a component hosted twice"
     assert not set(names) & excluded, f"{set(names) & excluded} both hosted and excluded"
     assert set(names) | excluded == set(public_components()), (
-        "a new component must be hosted in provider/__main__.py or excluded there with a reason"
+        "a new component must get an adapter in provider/adapters.py or be excluded in provider/__main__.py"
     )
     assert all(reason.strip() for reason in plugin().EXCLUDED.values()), "every exclusion says why"
+    for adapter in hosted():
+        component = public_components()[adapter.__name__]
+        assert adapter is not component and issubclass(adapter, component), (
+            f"{adapter.__name__}: hosted as a subclass of the component, so the plugin builds the real thing"
+        )
+        assert adapter.__module__ == adapters.__name__, f"{adapter.__name__}: adapters live in provider/adapters.py"
 
 
-def test_component_modules_keep_runtime_annotations() -> None:
-    """The analyzer reads annotations as objects; postponed ones are strings it fails on."""
-    postponed = sorted(
-        {
-            c.__module__
-            for c in public_components().values()
-            if vars(inspect.getmodule(c)).get("annotations") is __future__.annotations
-        }
-    )
-    assert not postponed, f"{postponed}: drop `from __future__ import annotations` (see provider/__main__.py)"
+def test_analyzed_modules_keep_runtime_annotations() -> None:
+    """The analyzer reads annotations as objects; postponed ones are strings it fails on.
+
+    That covers the adapters' inputs and the components' outputs, which the adapters inherit.
+    """
+    modules = {inspect.getmodule(c) for c in public_components().values()} | {adapters}
+    postponed = sorted(m.__name__ for m in modules if m and vars(m).get("annotations") is __future__.annotations)
+    assert not postponed, f"{postponed}: drop `from __future__ import annotations` (see provider/adapters.py)"
 
 
-# What the analyzer says about each exclusion: the reason in EXCLUDED, not some unrelated failure.
-ANALYZER_REJECTION = {
-    "AksCluster": r"Could not find the type '\w+ArgsDict'",
-    "GpuInferenceSample": r"resource reference for type 'GpuAutoscaling'.*pulumi_type' is not defined",
-    "GpuSmokeTest": r"resource reference for type 'Resource' used in 'GpuSmokeTestArgs.depends_on'",
-    "NetAppFiles": r"issubclass\(\) arg 1 must be a class",
-    "DiskStorageClasses": r"issubclass\(\) arg 1 must be a class",
-    # The settings arg is a pydantic model whose field annotations are postponed strings (config/ uses
-    # `from __future__ import annotations`); the analyzer passes the string 'KueueConfig' to issubclass.
-    "TrainingQueues": r"issubclass\(\) arg 1 must be a class",
+# Where the analyzer stops on each exclusion, and what it says there: an args key, as the component
+# declares it (an adapter would have to pass it on), or None for the outputs an adapter inherits.
+ANALYZER_REJECTION: dict[str, tuple[str | None, str]] = {
+    "AksGpuPlatform": (None, r"resource reference for type 'AksCluster' used in 'AksGpuPlatform\.cluster'"),
+    "AksCluster": ("azure_monitor_profile", r"Could not find the type '\w+ArgsDict'"),
+    "GpuInferenceSample": (None, r"resource reference for type 'GpuAutoscaling' used in '\w+\.autoscaling'"),
+    "GpuSmokeTest": ("depends_on", r"resource reference for type 'Resource' used in '\w+\.depends_on'"),
 }
+
+
+def would_be_adapter(component: type[pulumi.ComponentResource], arg: str | None) -> type[pulumi.ComponentResource]:
+    """A subclass like those in adapters.py whose only input is `arg` as the component declares it,
+    or, with None, YAML-shaped settings (representable), so that the analyzer reaches the outputs."""
+    if arg is None:
+        annotation: Any = Mapping[str, Any]
+        key = "settings"
+    else:
+        annotation, key = annotations_along_mro(args_type(component))[arg], arg
+    inputs = type(f"{component.__name__}Inputs", (), {"__annotations__": {key: annotation}})
+
+    def __init__(self: Any, name: str, args: Any, opts: Any = None) -> None:
+        raise AssertionError("only analyzed")
+
+    __init__.__annotations__["args"] = inputs
+    return type(component.__name__, (component,), {"__init__": __init__, "__module__": adapters.__name__})
 
 
 @pytest.mark.parametrize("name", sorted(plugin().EXCLUDED))
 def test_excluded_components_really_are_not_representable(name: str) -> None:
-    """An exclusion stays only while the analyzer rejects the component; once it can, host it."""
+    """An exclusion stays only while the analyzer rejects what an adapter would have to expose."""
     assert name in ANALYZER_REJECTION, f"{name}: say which analyzer error justifies excluding it"
+    arg, message = ANALYZER_REJECTION[name]
+    candidate = would_be_adapter(public_components()[name], arg)
     # The analyzer raises plain Exception for unresolvable references, so the message is what identifies it.
-    with pytest.raises(Exception, match=ANALYZER_REJECTION[name]):
-        Analyzer(plugin().PACKAGE).analyze([public_components()[name]])
+    with pytest.raises(Exception, match=message):
+        Analyzer(plugin().PACKAGE).analyze([candidate])
 
 
 def test_the_schema_names_the_package_version_and_dependencies() -> None:
@@ -155,87 +208,368 @@ def test_the_schema_names_the_package_version_and_dependencies() -> None:
     )
 
 
-@pytest.mark.parametrize("component", hosted(), ids=lambda c: c.__name__)
-def test_every_arg_reaches_the_schema_with_its_requiredness(component: type[pulumi.ComponentResource]) -> None:
-    args = args_type(component)
-    assert typing.is_typeddict(args), f"{component.__name__} args must be a TypedDict"
-    spec = resource(component)
+@pytest.mark.parametrize("adapter", hosted(), ids=lambda c: c.__name__)
+def test_every_arg_reaches_the_schema_documented_with_its_requiredness(
+    adapter: type[pulumi.ComponentResource],
+) -> None:
+    args = args_type(adapter)
+    assert typing.is_typeddict(args), f"{adapter.__name__} inputs must be a TypedDict"
+    spec = resource(adapter.__name__)
     keys: set[str] = set(args.__required_keys__ | args.__optional_keys__)
     assert set(spec["inputProperties"]) == {camel(k) for k in keys}, (
-        f"{component.__name__}: every args key, and only those, is an input property (camelCase)"
+        f"{adapter.__name__}: every inputs key, and only those, is an input property (camelCase)"
     )
-    assert set(spec["requiredInputs"]) == {camel(k) for k in args.__required_keys__}, (
-        f"{component.__name__}: required in the schema exactly when not NotRequired in Python"
+    assert set(spec.get("requiredInputs", [])) == {camel(k) for k in args.__required_keys__}, (
+        f"{adapter.__name__}: required in the schema exactly when not NotRequired in Python"
     )
-    undocumented = [k for k in sorted(declared_keys(args)) if not spec["inputProperties"][camel(k)].get("description")]
-    assert not undocumented, f"{component.__name__}: the docstring under {undocumented} must reach the schema"
-    assert spec.get("description") == inspect.cleandoc(component.__doc__ or ""), "class docstring describes it"
+    assert set(documented(args)) == keys, (
+        f"{adapter.__name__}: declare every key in the inputs class itself; the analyzer documents no inherited key"
+    )
+    undocumented = [k for k in sorted(keys) if not spec["inputProperties"][camel(k)].get("description")]
+    assert not undocumented, f"{adapter.__name__}: the docstring under {undocumented} must reach the schema"
+    component = public_components()[adapter.__name__]
+    assert spec.get("description") == inspect.cleandoc(component.__doc__ or "") != "", (
+        "the component's docstring describes the resource in every language"
+    )
 
 
-@pytest.mark.parametrize("component", hosted(), ids=lambda c: c.__name__)
-def test_every_documented_output_reaches_the_schema(component: type[pulumi.ComponentResource]) -> None:
-    spec = resource(component)
+@pytest.mark.parametrize("adapter", hosted(), ids=lambda c: c.__name__)
+def test_every_documented_output_reaches_the_schema(adapter: type[pulumi.ComponentResource]) -> None:
+    component = public_components()[adapter.__name__]
     outputs = outputs_of(component)
     assert outputs, f"{component.__name__} documents no outputs"
-    assert set(spec["properties"]) == {camel(k) for k in outputs}, (
-        f"{component.__name__}: every annotated attribute, and only those, is an output of the SDK"
+    docs = {k: v for k, v in documented(component).items() if k in outputs}
+    # The analyzer takes docstrings from the hosted class's own source, so the adapter repeats them.
+    assert documented(adapter) == docs, f"{adapter.__name__}: re-declare the component's outputs, docstrings and all"
+    assert inspect.get_annotations(adapter) == {k: annotations_along_mro(component)[k] for k in outputs}, (
+        f"{adapter.__name__}: each output keeps the component's type"
     )
-    missing = [k for k in sorted(outputs) if not spec["properties"][camel(k)].get("description")]
-    assert not missing, f"{component.__name__}: outputs {missing} need a docstring"
+    spec = resource(adapter.__name__)
+    assert set(spec["properties"]) == {camel(k) for k in outputs}, (
+        f"{adapter.__name__}: every annotated attribute, and only those, is an output of the SDK"
+    )
+    missing = [k for k in sorted(outputs) if spec["properties"][camel(k)].get("description") != docs[k]]
+    assert not missing, f"{adapter.__name__}: outputs {missing} need their docstring in the schema"
 
 
-def test_wiring_args_are_typed_references_not_opaque_objects() -> None:
-    """Other languages pass their own ManagedCluster and kubernetes Provider, checked by their compilers."""
-    inputs = resource(public_components()["LustreStorage"])["inputProperties"]
-    assert inputs["cluster"]["$ref"].endswith("#/resources/azure-native:containerservice:ManagedCluster")
-    assert inputs["provider"]["$ref"].endswith("#/resources/pulumi:providers:kubernetes")
+def test_every_schema_type_is_documented() -> None:
+    """Typed settings (GPU pools, Spot, enums) show their docs in other languages' IDEs."""
+    for token, spec in schema()["types"].items():
+        assert spec.get("description"), f"{token}: the class docstring describes the type"
+        undocumented = [k for k, p in spec.get("properties", {}).items() if not p.get("description")]
+        assert not undocumented, f"{token}: properties {undocumented} need a docstring"
+
+
+def undescribed(spec: Any) -> Any:
+    """A schema fragment without its descriptions, to compare types alone."""
+    if isinstance(spec, dict):
+        return {k: undescribed(v) for k, v in spec.items() if k != "description"}
+    return spec
+
+
+def test_every_component_on_the_cluster_takes_the_same_wiring() -> None:
+    """One object of cluster wiring spreads into every component other languages build on the cluster."""
+    on_cluster = [a for a in hosted() if "cluster" in resource(a.__name__)["inputProperties"]]
+    assert len(on_cluster) >= 10, "the pools, the GPU stack, monitoring, storage, registry and upgrades"
+    shapes = set()
+    for adapter in on_cluster:
+        spec = resource(adapter.__name__)
+        inputs = spec["inputProperties"]
+        assert set(inputs) >= WIRING, f"{adapter.__name__}: missing wiring {WIRING - set(inputs)}"
+        assert WIRING & set(spec["requiredInputs"]) == WIRING_REQUIRED, f"{adapter.__name__}: wiring requiredness"
+        shapes.add(json.dumps(undescribed({k: inputs[k] for k in WIRING}), sort_keys=True))
+    assert len(shapes) == 1, "the wiring keys have one type everywhere"
+    wiring = json.loads(shapes.pop())
+    assert wiring["cluster"]["$ref"].endswith("#/resources/azure-native:containerservice:ManagedCluster")
+    assert wiring["provider"]["$ref"].endswith("#/resources/pulumi:providers:kubernetes")
+    assert "plain" not in wiring["resourceGroupName"], "the resource group may be another resource's output"
+
+
+def test_free_form_settings_are_plain_yaml_and_wiring_takes_outputs() -> None:
+    inputs = resource("LustreStorage")["inputProperties"]
     settings = inputs["settings"]
     assert settings["type"] == "object" and settings["additionalProperties"]["$ref"] == "pulumi.json#/Any", (
         "settings stay free-form (the YAML shape), validated by the component's config model"
     )
-    assert settings.get("plain") is True, "settings are plain values: the component validates them when it is built"
+    assert settings.get("plain") is True, "settings are plain values: the adapter validates them when it is built"
     assert "plain" not in inputs["lustreSubnetId"], "Input[str] args accept other resources' outputs"
-    pool = resource(public_components()["GpuNodePool"])["properties"]["agentPool"]
+    pool = resource("GpuNodePool")["properties"]["agentPool"]
     assert pool["$ref"].endswith(f"#/resources/{AGENT_POOL}"), "workloads can depend on the pool itself"
 
 
+def literal_values(annotation: Any) -> set[Any]:
+    """The values of a Literal field, through `X | None`."""
+    if get_origin(annotation) is Literal:
+        return set(get_args(annotation))
+    return set().union(*(literal_values(a) for a in get_args(annotation)))
+
+
+def model_in(annotation: Any) -> type[BaseModel]:
+    """The config model of a nested field, through `X | None`."""
+    found = [a for a in (annotation, *get_args(annotation)) if inspect.isclass(a) and issubclass(a, BaseModel)]
+    assert len(found) == 1, annotation
+    return found[0]
+
+
+def assert_mirrors(settings: type, model: type[BaseModel], path: str) -> None:
+    """A typed settings TypedDict has the model's YAML keys, requiredness and allowed values."""
+    hints = typing.get_type_hints(settings)
+    by_key = {camel(k): k for k in hints}
+    fields = {f.alias or name: f for name, f in model.model_fields.items()}
+    assert set(by_key) == set(fields), f"{path}: schema keys must be the YAML keys of {model.__name__}"
+    required = {camel(k) for k in settings.__required_keys__}  # type: ignore[attr-defined]
+    assert required == {k for k, f in fields.items() if f.is_required()}, f"{path}: required exactly as in the model"
+    for key, field in fields.items():
+        hint = hints[by_key[key]]
+        if inspect.isclass(hint) and issubclass(hint, Enum):
+            assert {m.value for m in hint} == literal_values(field.annotation), (
+                f"{path}.{key}: the schema enum must offer exactly the config's values"
+            )
+        elif typing.is_typeddict(hint):
+            assert_mirrors(hint, model_in(field.annotation), f"{path}.{key}")
+
+
+def test_typed_gpu_pool_settings_mirror_the_config_model() -> None:
+    """Other languages get `gpuPools` entries as a typed object whose keys are the stack YAML's."""
+    settings = adapters.GpuPoolSettings
+    assert_mirrors(settings, GpuPoolConfig, "gpuPools[]")
+    spec = resource("GpuNodePool")["inputProperties"]["settings"]
+    assert spec["$ref"] == "#/types/aks-gpu-platform:index:GpuPoolSettings"
+    typed = schema()["types"]["aks-gpu-platform:index:GpuPoolSettings"]
+    assert set(typed["properties"]) == {f.alias for f in GpuPoolConfig.model_fields.values()}
+    for name in ("GpuStack", "GpuMonitoring", "LustreStorage", "TrainingQueues"):
+        pools = next(p for k, p in resource(name)["inputProperties"].items() if k in ("pools", "gpuPools"))
+        assert pools["items"]["$ref"] == spec["$ref"], f"{name}: GPU pools are typed wherever they are passed"
+
+
 def test_stack_mode_is_a_schema_enum_of_the_config_literal() -> None:
-    stack_mode = resource(public_components()["GpuNodePool"])["inputProperties"]["stackMode"]
+    stack_mode = resource("GpuNodePool")["inputProperties"]["stackMode"]
     assert stack_mode["$ref"] == "#/types/aks-gpu-platform:index:GpuStackMode"
     enum = schema()["types"]["aks-gpu-platform:index:GpuStackMode"]
     assert enum["type"] == "string"
-    assert {e["value"] for e in enum["enum"]} == set(get_args(GpuStackMode)), (
+    assert {e["value"] for e in enum["enum"]} == literal_values(GpuStackConfig.model_fields["mode"].annotation), (
         "the runtime enum and config's Literal must offer the same modes"
     )
+
+
+# A GPU pool as it arrives over gRPC: schema names, enum values as text, every number a double.
+WIRE_POOL = {
+    "name": "gpua100",
+    "vmSize": "Standard_NC24ads_A100_v4",
+    "maxCount": 4.0,
+    "zones": ["1"],
+    "priority": "Spot",
+    "spot": {"evictionPolicy": "Deallocate", "maxPrice": 2.5},
+    "migProfile": "MIG3g",
+    # Free-form keys: only the schema's own keys go back to the YAML's camelCase.
+    "labels": {"team_name": "vision"},
+    "taints": ["dedicated=vision:NoSchedule"],
+}
+# Where a pool joins, beyond the cluster wiring.
+PLACEMENT = {"nodesSubnetId": "subnet", "kubernetesVersion": "1.33", "tracksVersions": False}
+
+
+def wiring() -> dict[str, Any]:
+    """The cluster as another language passes it (call inside a mocked program)."""
+    cluster = containerservice.ManagedCluster("aks", resource_group_name="rg-plugin")
+    provider = k8s.Provider("aks-k8s", kubeconfig="{}")
+    return {"resourceGroupName": "rg-plugin", "location": "koreacentral", "cluster": cluster, "provider": provider}
 
 
 def test_a_pool_constructed_through_the_plugin_equals_one_built_in_python(
     build: Callable[[Callable[[], Any]], Recording],
 ) -> None:
-    """The host maps camelCase inputs and the enum back to the Python args: same Azure pool, same name."""
-    settings = {"name": "gpua100", "vmSize": "Standard_NC24ads_A100_v4", "maxCount": 4}
-    wiring = {"resourceGroupName": "rg", "clusterName": "aks", "nodesSubnetId": "subnet", "kubernetesVersion": "1.33"}
-    main = plugin()
-    host = ComponentProvider(main.COMPONENTS, main.PACKAGE, version=main.package_version())
+    """The adapter turns wire inputs into the models and handle a Python caller passes: same Azure pool, same URN."""
 
     def through_plugin() -> None:
-        inputs = {**wiring, "settings": settings, "stackMode": "gpuOperator", "tracksVersions": False}
-        host.construct("gpu", "aks-gpu-platform:index:GpuNodePool", inputs)
+        inputs = {
+            **wiring(),
+            **PLACEMENT,
+            "tags": {"team": "ml"},
+            "settings": WIRE_POOL,
+            "stackMode": "gpuOperator",
+            "upgrade": {"maxSurge": "1"},
+        }
+        host().construct("gpu", "aks-gpu-platform:index:GpuNodePool", inputs)
 
     def in_python() -> None:
+        wired = wiring()
+        cluster = wired["cluster"]
+        handle = ClusterHandle(
+            resource_group_name="rg-plugin",
+            location="koreacentral",
+            tags={"team": "ml"},
+            cluster=cluster,
+            cluster_name=cluster.name,
+            cluster_id=cluster.id,
+            provider=wired["provider"],
+            oidc_issuer_url=pulumi.Output.from_input("https://issuer.example/"),
+            protect=False,
+        )
         GpuNodePool(
             "gpu",
             {
-                "resource_group_name": "rg",
-                "cluster_name": "aks",
+                "cluster": handle,
                 "nodes_subnet_id": "subnet",
-                "settings": settings,
-                "stack_mode": "gpuOperator",
                 "kubernetes_version": "1.33",
                 "tracks_versions": False,
+                "settings": GpuPoolConfig.model_validate(WIRE_POOL),
+                "stack_mode": "gpuOperator",
+                "upgrade": GpuPoolUpgradeConfig.model_validate({"maxSurge": "1"}),
             },
         )
 
     remote, local = build(through_plugin).one(AGENT_POOL), build(in_python).one(AGENT_POOL)
     assert remote.inputs["gpuProfile"] == {"driver": "None"}, "gpuOperator mode: AKS installs no driver"
+    assert remote.inputs["scaleSetEvictionPolicy"] == "Deallocate", "nested typed settings (spot) reach the pool"
+    assert remote.inputs["nodeLabels"]["team_name"] == "vision", "label keys are the user's, not renamed"
+    assert remote.inputs["upgradeSettings"]["drainTimeoutInMinutes"] == 90, "upgrade takes the GPU pools' defaults"
+    assert remote.inputs["resourceName"] == "aks", "the pool joins the cluster passed in, by its Azure name"
     assert remote.inputs == local.inputs, "the plugin path must create exactly the pool Python callers get"
+    assert remote.urn == local.urn, "and under the same URN"
+
+
+# Each hosted adapter's inputs, from the prod stack's YAML sections and the wiring.
+PROD_INPUTS: dict[str, Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]] = {
+    "Network": lambda s, w: {"resourceGroupName": "rg-plugin", "location": "koreacentral", "settings": s["network"]},
+    "LogWorkspace": lambda s, w: {
+        "resourceGroupName": "rg-plugin",
+        "location": "koreacentral",
+        "baseName": "aks",
+        "settings": s["monitoring"]["logs"],
+    },
+    "CpuNodePool": lambda s, w: {
+        **w,
+        "nodesSubnetId": "subnet",
+        "kubernetesVersion": "1.33",
+        "tracksVersions": True,
+        "settings": s["cpuPool"],
+        "upgrade": s["upgrade"]["cpuPool"],
+    },
+    "GpuNodePool": lambda s, w: {
+        **w,
+        "nodesSubnetId": "subnet",
+        "kubernetesVersion": "1.33",
+        "tracksVersions": True,
+        "settings": s["gpuPools"][0],
+        "stackMode": s["gpuStack"]["mode"],
+        "upgrade": s["upgrade"]["gpuPools"],
+    },
+    "GpuStack": lambda s, w: {**w, "settings": s["gpuStack"], "pools": s["gpuPools"]},
+    "GpuMonitoring": lambda s, w: {
+        **w,
+        "settings": s["monitoring"],
+        "baseName": "aks",
+        "dcgmFromOperator": False,
+        "logAnalyticsWorkspaceId": "law-id",
+        "dcgmExporterRepository": "acr.example/nvidia/k8s/dcgm-exporter",
+        "gpuPools": s["gpuPools"],
+    },
+    "GpuAutoscaling": lambda s, w: {
+        **w,
+        "settings": {"namespace": "serving", "deployment": "llm", "minReplicas": 1, "maxReplicas": 4},
+        "monitorWorkspaceId": "amw-id",
+        "prometheusQueryEndpoint": "https://amw.example",
+    },
+    "LustreStorage": lambda s, w: {
+        **w,
+        "settings": s["storage"]["lustre"],
+        "lustreSubnetId": "lustre-subnet",
+        "privateEndpointsSubnetId": "pe-subnet",
+        "vnetId": "vnet",
+        "gpuPools": s["gpuPools"],
+    },
+    "BlobStorageClasses": lambda s, w: {**w, "settings": s["storage"]["blobClasses"]},
+    "DiskStorageClasses": lambda s, w: {**w, "settings": s["storage"]["diskClasses"]},
+    "Registry": lambda s, w: {
+        **w,
+        "settings": s["monitoring"]["registry"],
+        "baseName": "aks",
+        "kubeletIdentityObjectId": "kubelet",
+        "privateEndpointsSubnetId": "pe-subnet",
+        "vnetId": "vnet",
+    },
+    "UpgradePolicy": lambda s, w: {**w, "settings": s["upgrade"]},
+    "NetAppFiles": lambda s, w: {
+        **w,
+        "settings": {"enabled": True},
+        "subnetId": "netapp-subnet",
+        "allowedClients": ["10.50.0.0/20"],
+    },
+    "TrainingQueues": lambda s, w: {**w, "settings": s["training"], "gpuPools": s["gpuPools"]},
+}
+
+
+def prod_settings() -> dict[str, Any]:
+    prefix = "aks-gpu-platform:"
+    return {k[len(prefix) :]: v for k, v in load_stack_file("prod").items() if k.startswith(prefix)}
+
+
+@pytest.mark.parametrize("adapter", hosted(), ids=lambda c: c.__name__)
+def test_every_adapter_builds_from_yaml_sections_on_the_cluster_passed_in(
+    adapter: type[pulumi.ComponentResource], build: Callable[[Callable[[], Any]], Recording]
+) -> None:
+    """Through the plugin, children land in the given resource group, on the given provider and cluster."""
+    name = adapter.__name__
+    assert name in PROD_INPUTS, f"{name}: add its inputs here so the plugin path is exercised"
+    urns: dict[str, str] = {}
+
+    def program() -> None:
+        wired = wiring()
+        wired["cluster"].urn.apply(lambda u: urns.setdefault("cluster", u))
+        wired["provider"].urn.apply(lambda u: urns.setdefault("provider", u))
+        host().construct("c", f"aks-gpu-platform:index:{name}", PROD_INPUTS[name](prod_settings(), wired))
+
+    recording = build(program)
+    assert recording.one(f"aks-gpu-platform:index:{name}").name == "c", "the component registers under its token"
+    children = [r for r in recording.resources if r.custom and r.name.startswith("c-")]
+    assert children, f"{name} built nothing"
+    for child in children:
+        if child.type.startswith("kubernetes:"):
+            assert child.provider.startswith(urns["provider"] + "::"), f"{child.name}: on the provider passed in"
+            assert child.deleted_with == urns["cluster"], f"{child.name}: deleted with the cluster passed in"
+        elif "resourceGroupName" in child.inputs:
+            assert child.inputs["resourceGroupName"] == "rg-plugin", f"{child.name}: in the resource group passed in"
+
+
+@pytest.mark.parametrize(
+    ("name", "inputs", "source", "field"),
+    [
+        (
+            "GpuNodePool",
+            {**PLACEMENT, "settings": {**WIRE_POOL, "vmSize": "Standard_D8ds_v5"}, "stackMode": "devicePlugin"},
+            "GpuNodePool settings",
+            "vmSize",
+        ),
+        ("GpuStack", {"settings": {}, "pools": [WIRE_POOL, {**WIRE_POOL, "name": "A"}]}, "GpuStack pools[1]", "name"),
+        ("BlobStorageClasses", {"settings": {"standrd": {}}}, "BlobStorageClasses settings", "standrd"),
+    ],
+)
+def test_a_bad_setting_through_the_plugin_fails_naming_the_field(
+    name: str, inputs: dict[str, Any], source: str, field: str, build: Callable[[Callable[[], Any]], Recording]
+) -> None:
+    """Typed or free-form, settings are validated by the config model: the program's error, not a stack trace."""
+
+    def program() -> None:
+        host().construct("c", f"aks-gpu-platform:index:{name}", {**wiring(), **inputs})
+
+    with pytest.raises(ComponentInitError) as caught:
+        build(program)
+    message = str(caught.value)
+    assert message.startswith(f"invalid {source} "), f"the error says which settings are wrong:\n{message}"
+    assert re.search(rf"^\s+- {field}:", message, re.M), f"and names the field {field}:\n{message}"
+
+
+def test_yaml_shape_renames_only_schema_keys() -> None:
+    """The host hands typed settings over with Python names; the config models read the YAML's."""
+    spot = {"eviction_policy": adapters.SpotEvictionPolicy.DELETE, "max_price": 1.5}
+    mapped = {"name": "a", "vm_size": "x", "max_count": 1, "spot": spot, "labels": {"a_b": "c"}, "zones": ["1"]}
+    assert adapters.yaml_shape(mapped, adapters.GpuPoolSettings) == {
+        "name": "a",
+        "vmSize": "x",
+        "maxCount": 1,
+        "spot": {"evictionPolicy": "Delete", "maxPrice": 1.5},
+        "labels": {"a_b": "c"},
+        "zones": ["1"],
+    }
+    assert adapters.yaml_shape([mapped], list[adapters.GpuPoolSettings])[0]["vmSize"] == "x", "lists of them too"

@@ -1,4 +1,9 @@
-"""`components` and `config` install with pip and build under mocks outside this repository."""
+"""pip installs the repository as one package, `aks_gpu_platform`, that another project builds from.
+
+A fresh virtualenv gets the package through `pip install` of a copy of the repository; a consumer
+project with its own `config.py` and `components/` then builds AksGpuPlatform, and separately a
+GpuNodePool, under mocks. Nothing of the repository is on that interpreter's path.
+"""
 
 from __future__ import annotations
 
@@ -6,76 +11,230 @@ import json
 import os
 import shutil
 import subprocess
-import sys
+import sysconfig
+import venv
 from pathlib import Path
+from typing import Any
 
-from tools.stack_files import REPO_ROOT
+from tools.stack_files import REPO_ROOT, load_stack_file
 
-# A consumer stack in miniature: imports the installed packages, builds a pool under mocks.
-CONSUMER = """
-import json, pulumi
-from pulumi.runtime import mocks
+PACKAGE = "aks_gpu_platform"
+
+# A consumer stack in miniature: its own `config` and `components` sit beside it and would shadow
+# generic top-level names; Azure's computed outputs the platform reads back are mocked.
+CONSUMER = r"""
+import base64, json, sys
+import pulumi
+
+COMPUTED = {
+    "azure-native:containerservice:ManagedCluster": {
+        "oidcIssuerProfile": {"enabled": True, "issuerURL": "https://issuer.example/"},
+        "identityProfile": {"kubeletidentity": {"objectId": "00000000-0000-4000-8000-000000000001"}},
+    },
+    "azure-native:monitor:AzureMonitorWorkspace": {"metrics": {"prometheusQueryEndpoint": "https://amw.example"}},
+    "azure-native:dashboard:Grafana": {
+        "properties": {"endpoint": "https://grafana.example"},
+        "identity": {"type": "SystemAssigned", "principalId": "00000000-0000-4000-8000-000000000002"},
+    },
+    "azure-native:containerregistry:Registry": {"loginServer": "acr.example"},
+}
+
 
 class Mocks(pulumi.runtime.Mocks):
     def new_resource(self, args):
-        registered.append(args.typ)
-        return args.name + "-id", {**args.inputs, "name": args.inputs.get("agentPoolName", args.name)}
+        registered.append([args.typ, args.name])
+        outputs = {**args.inputs, "name": args.inputs.get("agentPoolName", args.inputs.get("resourceName", args.name))}
+        outputs.update(COMPUTED.get(args.typ, {}))
+        identity = outputs.get("identity")
+        if isinstance(identity, dict) and isinstance(identity.get("userAssignedIdentities"), list):
+            # Azure answers with a map keyed by identity ID where the request sends a list.
+            ids = identity["userAssignedIdentities"]
+            outputs["identity"] = {**identity, "userAssignedIdentities": {i: {} for i in ids}}
+        return f"/subscriptions/s/resourceGroups/rg/providers/mock/{args.name}", outputs
+
     def call(self, args):
-        return {}, []
+        if args.token.endswith("listManagedClusterUserCredentials"):
+            kubeconfig = base64.b64encode(b"apiVersion: v1\nkind: Config\n").decode()
+            return {"kubeconfigs": [{"name": "clusterUser", "value": kubeconfig}]}, []
+        ids = ("objectId", "clientId", "tenantId", "subscriptionId")
+        return {key: f"00000000-0000-4000-8000-00000000000{i}" for i, key in enumerate(ids, start=3)}, []
+
 
 registered = []
 pulumi.runtime.set_mocks(Mocks(), project="consumer", stack="test")
 
-from aks_gpu_platform import components, config
+import components, config  # the consumer's own
+from aks_gpu_platform.components.context import ClusterHandle
 from aks_gpu_platform.components.gpu_node_pool import GpuNodePool
+from aks_gpu_platform.components.platform import AksGpuPlatform
+from aks_gpu_platform.config import load_platform_config
+from aks_gpu_platform.config.gpu import GpuPoolConfig
+import pulumi_azure_native.containerservice as containerservice
+import pulumi_kubernetes as k8s
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
-names = []
+pool_names = []
 
-def program():
-    pool = GpuNodePool("gpu", {
-        "resource_group_name": "rg-consumer",
-        "cluster_name": "aks-consumer",
+
+def platform():
+    built = AksGpuPlatform("platform", load_platform_config(json.loads(sys.argv[2])))
+    built.gpu_pool_names.apply(pool_names.extend)
+
+
+def pool():
+    cluster = containerservice.ManagedCluster("aks", resource_group_name="rg-consumer")
+    handle = ClusterHandle(
+        resource_group_name="rg-consumer",
+        location="koreacentral",
+        tags={},
+        cluster=cluster,
+        cluster_name=cluster.name,
+        cluster_id=cluster.id,
+        provider=k8s.Provider("aks-k8s", kubeconfig="{}"),
+        oidc_issuer_url=pulumi.Output.from_input("https://issuer.example/"),
+        protect=False,
+    )
+    built = GpuNodePool("gpu", {
+        "cluster": handle,
         "nodes_subnet_id": "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network/virtualNetworks/v/subnets/n",
-        "settings": {"name": "gpua100", "vmSize": "Standard_NC24ads_A100_v4", "maxCount": 4},
-        "stack_mode": "devicePlugin",
         "kubernetes_version": "1.33",
         "tracks_versions": False,
+        "settings": GpuPoolConfig.model_validate(
+            {"name": "gpua100", "vmSize": "Standard_NC24ads_A100_v4", "maxCount": 4}
+        ),
+        "stack_mode": "devicePlugin",
     })
-    pool.pool_name.apply(names.append)
+    built.pool_name.apply(pool_names.append)
 
-_sync_await(run_pulumi_func(program))
-print(json.dumps({"components": components.__file__, "config": config.__file__, "registered": registered,
-                  "pool_name": names}))
+
+_sync_await(run_pulumi_func({"platform": platform, "pool": pool}[sys.argv[1]]))
+modules = {name: getattr(module, "__file__", None) for name, module in sys.modules.items()}
+print(json.dumps({
+    "registered": registered,
+    "pool_names": pool_names,
+    "sys_path": sys.path,
+    "modules": {n: f for n, f in modules.items() if n.split(".")[0] in ("aks_gpu_platform", "config", "components")},
+}))
 """
 
 
-def test_pip_installed_components_build_in_another_stack(tmp_path: Path) -> None:
-    source = tmp_path / "src"
-    source.mkdir()
-    for item in ("pyproject.toml", "components", "config"):
-        copy = shutil.copytree if (REPO_ROOT / item).is_dir() else shutil.copy
-        copy(REPO_ROOT / item, source / item)
-    target = tmp_path / "site"
-    # --no-deps: the SDKs come from the running interpreter; only this repository's packages are installed.
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(target), str(source)],
+def repository_copy(target: Path) -> Path:
+    """What `pip install <repository>` reads: pyproject.toml, the package and what its links point at.
+
+    A copy, so the build leaves nothing in the work tree; the links stay links, as in the repository.
+    """
+    target.mkdir()
+    shutil.copy(REPO_ROOT / "pyproject.toml", target)
+    package = REPO_ROOT / PACKAGE
+    ignore = shutil.ignore_patterns("__pycache__")
+    shutil.copytree(package, target / PACKAGE, symlinks=True, ignore=ignore)
+    for link in (p for p in package.iterdir() if p.is_symlink()):
+        linked = (link.parent / os.readlink(link)).resolve()
+        assert linked.parent == REPO_ROOT, f"{link} must point at a top-level directory of the repository"
+        shutil.copytree(linked, target / linked.name, ignore=ignore)
+    return target
+
+
+def fresh_virtualenv(path: Path) -> tuple[Path, Path]:
+    """A virtualenv (its python and site-packages) that sees none of the repository. The pinned SDKs and
+    pip come from this interpreter's site-packages through a .pth file: installing them again would
+    download pulumi-azure-native's hundreds of megabytes."""
+    venv.EnvBuilder(with_pip=False).create(path)
+    python = path / "bin" / "python"
+    site = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
         check=True,
         capture_output=True,
-        timeout=120,
+        text=True,
+    ).stdout.strip()
+    (Path(site) / "sdks.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    return python, Path(site)
+
+
+def dev_settings() -> dict[str, Any]:
+    prefix = "aks-gpu-platform:"
+    return {k[len(prefix) :]: v for k, v in load_stack_file("dev").items() if k.startswith(prefix)}
+
+
+def consumer_project(path: Path) -> Path:
+    """A project with a `config` module and a `components` package of its own, and the stack above."""
+    (path / "components").mkdir(parents=True)
+    (path / "components" / "__init__.py").write_text('"""The consumer\'s own components."""\n')
+    (path / "config.py").write_text('"""The consumer\'s own settings."""\nREGION = "koreacentral"\n')
+    (path / "__main__.py").write_text(CONSUMER)
+    return path
+
+
+def test_a_fresh_virtualenv_installs_one_package_that_another_project_builds(tmp_path: Path) -> None:
+    python, site = fresh_virtualenv(tmp_path / "venv")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    # --no-deps: the runtime dependencies are already importable (see fresh_virtualenv). The build runs
+    # isolated, as for any consumer, with the setuptools that pyproject.toml asks for.
+    source = repository_copy(tmp_path / "src")
+    install = [python, "-m", "pip", "install", "--quiet", "--no-deps", "--disable-pip-version-check", source]
+    installed = subprocess.run(install, capture_output=True, text=True, env=env, timeout=300)
+    assert installed.returncode == 0, f"pip must install the repository:\n{installed.stderr}"
+
+    consumer = consumer_project(tmp_path / "consumer")
+    settings = dev_settings()
+    # Two separate stacks, run side by side to halve the wait.
+    runs = {
+        mode: subprocess.Popen(
+            [python, "__main__.py", mode, json.dumps(settings)],
+            cwd=consumer,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for mode in ("platform", "pool")
+    }
+    results: dict[str, dict[str, Any]] = {}
+    for mode, run in runs.items():
+        out, err = run.communicate(timeout=300)
+        assert run.returncode == 0, f"the installed package must build the {mode} in another project:\n{err}"
+        results[mode] = json.loads(out.strip().splitlines()[-1])
+
+    for mode, result in results.items():
+        modules = result["modules"]
+        ours = {n: f for n, f in modules.items() if n.split(".")[0] == PACKAGE}
+        assert f"{PACKAGE}.components.gpu_node_pool" in ours, f"{mode}: the components come from {PACKAGE}"
+        assert all(Path(f).is_relative_to(site / PACKAGE) for f in ours.values() if f), (
+            f"{mode}: every module of ours comes from the pip install in the fresh virtualenv, none from the repository"
+        )
+        assert modules["config"] == str(consumer / "config.py"), f"{mode}: `config` is the consumer's own module"
+        assert modules["components"] == str(consumer / "components" / "__init__.py"), (
+            f"{mode}: `components` is the consumer's own package"
+        )
+        assert str(REPO_ROOT) not in result["sys_path"], f"{mode}: the repository is not on the consumer's path"
+
+    types = [t for t, _ in results["platform"]["registered"]]
+    assert types.count("aks-gpu-platform:index:AksGpuPlatform") == 1, "the platform registers as one component"
+    assert types.count("azure-native:containerservice:ManagedCluster") == 1, "it builds the cluster"
+    gpu_pools = [p["name"] for p in settings["gpuPools"]]
+    assert types.count("azure-native:containerservice:AgentPool") == 1 + len(gpu_pools), (
+        "and the CPU pool and each GPU pool"
     )
-    consumer = tmp_path / "consumer"
-    consumer.mkdir()
-    (consumer / "__main__.py").write_text(CONSUMER)
-    env = {**os.environ, "PYTHONPATH": str(target)}
-    run = subprocess.run(
-        [sys.executable, "__main__.py"], cwd=consumer, env=env, capture_output=True, text=True, timeout=120
+    names = results["platform"]["pool_names"]
+    assert [n[:-4] for n in names] == gpu_pools, "GPU pool names resolve: configured name + 4-char hash"
+
+    pool = [t for t, _ in results["pool"]["registered"]]
+    assert pool[:3] == [
+        "azure-native:containerservice:ManagedCluster",
+        "pulumi:providers:kubernetes",
+        "aks-gpu-platform:index:GpuNodePool",
+    ], "a GpuNodePool alone builds on the consumer's own cluster"
+    assert "azure-native:containerservice:AgentPool" in pool, "and creates its agent pool"
+    assert results["pool"]["pool_names"][0].startswith("gpua100"), "its output resolves through the installed package"
+
+    show = [python, "-m", "pip", "show", "--files", "--disable-pip-version-check", "aks-gpu-platform"]
+    shown = subprocess.run(show, check=True, capture_output=True, text=True, env=env).stdout
+    files = [line.strip() for line in shown.split("Files:", 1)[1].splitlines() if line.strip()]
+    stray = [f for f in files if not f.startswith((f"{PACKAGE}/", f"{PACKAGE}-0.1.0.dist-info/"))]
+    assert not stray, f"only {PACKAGE}/ is installed, no generic top-level package (config, components): {stray}"
+    assert {f"{PACKAGE}/components/gpu_node_pool.py", f"{PACKAGE}/config/loader.py"} <= set(files), (
+        "the linked components/ and config/ are installed as files of the package"
     )
-    assert run.returncode == 0, f"the installed components must build in a foreign stack:\n{run.stderr}"
-    result = json.loads(run.stdout.strip().splitlines()[-1])
-    assert result["components"].startswith(str(target)), "components must come from the pip install, not the repo"
-    assert result["config"].startswith(str(target)), "config must come from the pip install, not the repo"
-    assert result["registered"][0] == "aks-gpu-platform:index:GpuNodePool", "the installed component must register"
-    assert "azure-native:containerservice:AgentPool" in result["registered"], "and build its agent pool"
-    assert result["pool_name"][0].startswith("gpua100"), "the pool's output must resolve through the installed package"
+    top_level = (site / f"{PACKAGE}-0.1.0.dist-info" / "top_level.txt").read_text().split()
+    assert top_level == [PACKAGE], "the distribution declares one top-level name"
