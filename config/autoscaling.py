@@ -73,10 +73,19 @@ class SampleInferenceConfig(ConfigModel):
         pattern=PINNED_IMAGE,
         description="Pinned tag (not latest) or digest",
     )
-    gpus_per_pod: int = Field(default=1, ge=1, le=8, description="nvidia.com/gpu limit per pod")
-    cpu_request: str = Field(default="2", pattern=r"^[0-9]+(m)?$")
-    memory_request: str = Field(default="8Gi", pattern=r"^[0-9]+(Mi|Gi)$")
-    scaling: ScalingPolicyConfig = Field(default_factory=lambda: ScalingPolicyConfig(min_replicas=1, max_replicas=2))
+    gpus_per_pod: int = Field(
+        default=1, ge=1, le=8, description="nvidia.com/gpu limit per pod; at most 8, the most GPUs one VM has"
+    )
+    cpu_request: str = Field(
+        default="2", pattern=r"^[0-9]+(m)?$", description="CPU request of the server: cores (2) or millicores (500m)"
+    )
+    memory_request: str = Field(
+        default="8Gi", pattern=r"^[0-9]+(Mi|Gi)$", description="Memory request of the server, in Mi or Gi"
+    )
+    scaling: ScalingPolicyConfig = Field(
+        default_factory=lambda: ScalingPolicyConfig(min_replicas=1, max_replicas=2),
+        description="How KEDA scales the sample (default 1-2 replicas)",
+    )
 
     @field_validator("image")
     @classmethod
@@ -87,11 +96,15 @@ class SampleInferenceConfig(ConfigModel):
 
 
 class AutoscalingConfig(ConfigModel):
+    """GPU workload autoscaling through KEDA on DCGM metrics."""
+
     keda_enabled: bool = Field(default=True, description="The AKS KEDA add-on (installs the ScaledObject CRDs)")
     targets: list[ScalingTargetConfig] = Field(
         default_factory=lambda: list[ScalingTargetConfig](), description="Deployments scaled on GPU utilisation"
     )
-    sample_inference: SampleInferenceConfig = Field(default_factory=SampleInferenceConfig)
+    sample_inference: SampleInferenceConfig = Field(
+        default_factory=SampleInferenceConfig, description="Triton inference sample scaled by KEDA (off by default)"
+    )
 
     @model_validator(mode="after")
     def _check_targets(self) -> AutoscalingConfig:

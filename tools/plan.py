@@ -27,7 +27,7 @@ from policy.rules import Policy, Resource, StackFacts, Violation, evaluate
 
 from .offline import RecordedResource, Recording, run_stack
 from .render import ObjectVerdict, render_and_validate
-from .stack_files import REPO_ROOT, load_stack_file, read_stack_yaml, to_runtime_config
+from .stack_files import REPO_ROOT, load_stack_file, read_stack_yaml, secret_paths, to_runtime_config
 
 
 def _get(d: Any, *path: str) -> Any:
@@ -261,6 +261,15 @@ def print_placeholders(placeholders: list[Placeholder], out: Callable[[str], Non
         out(f"  warning: {p.problem()}{where}")
 
 
+def print_secrets(paths: list[str], out: Callable[[str], None]) -> None:
+    """Encrypted values cannot be read offline: say which ones the plan stood in for."""
+    if paths:
+        out(
+            f"Secrets ({len(paths)}): encrypted (secure:) in the stack file; the Pulumi CLI decrypts them, this "
+            f"offline plan used placeholders that fit each field: {', '.join(paths)}"
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--stack", default="dev")
@@ -307,6 +316,7 @@ def main(argv: list[str] | None = None) -> int:
     print_policy_verdicts(policies, print)
     print()
     print_placeholders(find_placeholders(cfg), print)
+    print_secrets(secret_paths(stack_config), print)
     failed = 0
     invalid = [v for v in verdicts if v.status == "invalid"]
     if invalid:
