@@ -14,9 +14,11 @@ from components.gpu_scheduling import gpu_tolerations
 from components.gpu_smoke_test import GpuSmokeTest
 from components.gpu_stack import GpuStack
 from components.lustre_storage import LustreStorage
+from components.netapp_files import NetAppFiles, NetAppFilesArgs
 from components.network import Network
 from components.registry import Registry
 from components.resource_group import platform_resource_group
+from components.storage_classes import DiskStorageClasses
 from components.training_queues import TrainingQueues, TrainingQueuesArgs
 from components.upgrade_policy import (
     UpgradePolicy,
@@ -221,6 +223,25 @@ def main() -> None:
         pulumi.export("lustrePvcName", lustre.pvc_name)
         pulumi.export("lustreStorageClass", lustre.storage_class_name)
 
+    DiskStorageClasses("disk-classes", {"settings": cfg.storage.disk_classes, "cluster": handle})
+    anf = cfg.storage.netapp_files
+    if anf.enabled:
+        assert net.netapp_subnet_id is not None  # PlatformConfig requires the subnet with netappFiles
+        anf_args: NetAppFilesArgs = {
+            "settings": anf,
+            "cluster": handle,
+            "subnet_id": net.netapp_subnet_id,
+            "allowed_clients": [str(cfg.network.nodes_cidr)],
+        }
+        if (
+            lustre is not None
+            and cfg.storage.lustre is not None
+            and cfg.storage.lustre.training.namespace == anf.namespace
+        ):
+            anf_args["namespace"] = lustre.namespace  # the claims join the training namespace Lustre creates
+        netapp_files = NetAppFiles("netapp", anf_args)
+        pulumi.export("netappMountAddresses", netapp_files.mount_addresses)
+        pulumi.export("netappClaims", netapp_files.claim_names)
     if cfg.training.enabled:
         training_args: TrainingQueuesArgs = {"settings": cfg.training, "gpu_pools": cfg.gpu_pools, "cluster": handle}
         if lustre is not None and cfg.storage.lustre is not None:

@@ -1,4 +1,4 @@
-"""Network: a VNet with node, Lustre and private-endpoint subnets, or existing subnets handed in."""
+"""Network: a VNet with node, Lustre, private-endpoint and (optional) NetApp subnets, or existing subnets."""
 
 from collections.abc import Mapping
 from typing import Any, NotRequired, TypedDict
@@ -7,7 +7,7 @@ import pulumi
 import pulumi_azure_native.network as network
 
 from config.loader import validate_section
-from config.network import NetworkConfig
+from config.network import NETAPP_DELEGATION, NetworkConfig
 
 
 class NetworkArgs(TypedDict):
@@ -32,6 +32,8 @@ class Network(pulumi.ComponentResource):
     """Dedicated subnet for Azure Managed Lustre."""
     private_endpoints_subnet_id: pulumi.Output[str]
     """Subnet for private endpoints (registry, storage)."""
+    netapp_subnet_id: pulumi.Output[str] | None
+    """Subnet delegated to Microsoft.Netapp/volumes, when one is configured."""
 
     def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("aks-gpu-platform:index:Network", name, None, opts)
@@ -44,6 +46,9 @@ class Network(pulumi.ComponentResource):
             self.nodes_subnet_id = pulumi.Output.from_input(existing.nodes_subnet_id)
             self.lustre_subnet_id = pulumi.Output.from_input(existing.lustre_subnet_id)
             self.private_endpoints_subnet_id = pulumi.Output.from_input(existing.private_endpoints_subnet_id)
+            self.netapp_subnet_id = (
+                pulumi.Output.from_input(existing.netapp_subnet_id) if existing.netapp_subnet_id else None
+            )
         else:
             assert settings.address_space is not None and settings.subnets is not None  # checked by NetworkConfig
             vnet = network.VirtualNetwork(
@@ -62,6 +67,8 @@ class Network(pulumi.ComponentResource):
                 ("lustre", subnets.lustre, "snet-lustre"),
                 ("private-endpoints", subnets.private_endpoints, "snet-private-endpoints"),
             ]
+            if subnets.netapp is not None:
+                layout.append(("netapp", subnets.netapp, "snet-netapp"))
             created: dict[str, network.Subnet] = {}
             previous: network.Subnet | None = None
             for role, cidr, subnet_name in layout:
@@ -72,6 +79,8 @@ class Network(pulumi.ComponentResource):
                     subnet_name=subnet_name,
                     address_prefix=cidr,
                     private_endpoint_network_policies=network.VirtualNetworkPrivateEndpointNetworkPolicies.DISABLED,
+                    # NetApp Files places volumes only in the VNet's one subnet delegated to it.
+                    delegations=[{"name": "netapp", "service_name": NETAPP_DELEGATION}] if role == "netapp" else None,
                     # Azure serialises subnet writes on one VNet; chaining avoids AnotherOperationInProgress.
                     opts=pulumi.ResourceOptions(parent=vnet, depends_on=[previous] if previous else []),
                 )
@@ -80,6 +89,7 @@ class Network(pulumi.ComponentResource):
             self.nodes_subnet_id = created["nodes"].id
             self.lustre_subnet_id = created["lustre"].id
             self.private_endpoints_subnet_id = created["private-endpoints"].id
+            self.netapp_subnet_id = created["netapp"].id if "netapp" in created else None
 
         self.register_outputs(
             {
@@ -87,5 +97,6 @@ class Network(pulumi.ComponentResource):
                 "nodes_subnet_id": self.nodes_subnet_id,
                 "lustre_subnet_id": self.lustre_subnet_id,
                 "private_endpoints_subnet_id": self.private_endpoints_subnet_id,
+                "netapp_subnet_id": self.netapp_subnet_id,
             }
         )

@@ -14,7 +14,9 @@ from .types import AzureName, Cidr, ResourceId
 MIN_PREFIX = {
     "privateEndpoints": 28,  # a handful of private endpoints plus Azure's 5 reserved addresses
     "lustre": 27,  # Azure Managed Lustre's smallest subnet (4-16 TiB)
+    "netapp": 28,  # Microsoft sizes a /28 (11 usable addresses) as enough for most NetApp Files deployments
 }
+NETAPP_DELEGATION = "Microsoft.Netapp/volumes"
 AZURE_RESERVED_ADDRESSES = 5
 
 
@@ -32,6 +34,11 @@ class SubnetCidrs(ConfigModel):
     private_endpoints: Cidr = Field(
         description="Private endpoints of the registry and storage accounts: /28 or larger (Azure keeps 5 addresses)"
     )
+    netapp: Cidr | None = Field(
+        default=None,
+        description="Subnet delegated to Microsoft.Netapp/volumes (one per VNet, /28 or larger); "
+        "required with storage.netappFiles",
+    )
 
 
 class ExistingSubnets(ConfigModel):
@@ -47,6 +54,32 @@ class ExistingSubnets(ConfigModel):
     )
     nodes_subnet_cidr: Cidr = Field(description="CIDR of the node subnet, to check it can hold every node")
     lustre_subnet_cidr: Cidr = Field(description="CIDR of the Lustre subnet, to check it fits the capacity")
+    netapp_subnet_id: ResourceId | None = Field(
+        default=None, description="The VNet's one subnet delegated to Microsoft.Netapp/volumes (NetApp Files)"
+    )
+    netapp_subnet_cidr: Cidr | None = Field(
+        default=None, description="CIDR of the NetApp subnet, to check it overlaps no other subnet"
+    )
+
+    @model_validator(mode="after")
+    def _check_netapp_subnet(self) -> ExistingSubnets:
+        if (self.netapp_subnet_id is None) != (self.netapp_subnet_cidr is None):
+            missing = "netappSubnetCidr" if self.netapp_subnet_cidr is None else "netappSubnetId"
+            raise field_error(missing, None, "netappSubnetId and netappSubnetCidr go together")
+        others = {
+            "nodesSubnetId": self.nodes_subnet_id,
+            "lustreSubnetId": self.lustre_subnet_id,
+            "privateEndpointsSubnetId": self.private_endpoints_subnet_id,
+        }
+        for key, other in others.items():
+            if self.netapp_subnet_id is not None and self.netapp_subnet_id.lower() == other.lower():
+                raise field_error(
+                    "netappSubnetId",
+                    self.netapp_subnet_id,
+                    f"must be its own subnet delegated to {NETAPP_DELEGATION}; {key} is not delegated "
+                    "(a delegated subnet holds nothing but NetApp volumes)",
+                )
+        return self
 
 
 class NetworkConfig(ConfigModel):
@@ -73,6 +106,7 @@ class NetworkConfig(ConfigModel):
                 raise field_error(
                     "existingSubnets", "set", "use either existingSubnets or addressSpace + subnets, not both"
                 )
+            self._check_existing_netapp_overlap()
             return self
         if self.address_space is None or self.subnets is None:
             raise field_error(
@@ -95,17 +129,43 @@ class NetworkConfig(ConfigModel):
     def subnet_networks(self) -> dict[str, ipaddress.IPv4Network]:
         if self.subnets is not None:
             s = self.subnets
-            return {
+            created = {
                 "nodes": ipaddress.IPv4Network(s.nodes),
                 "lustre": ipaddress.IPv4Network(s.lustre),
                 "privateEndpoints": ipaddress.IPv4Network(s.private_endpoints),
             }
+            if s.netapp is not None:
+                created["netapp"] = ipaddress.IPv4Network(s.netapp)
+            return created
         assert self.existing_subnets is not None
         e = self.existing_subnets
-        return {
+        existing = {
             "nodes": ipaddress.IPv4Network(e.nodes_subnet_cidr),
             "lustre": ipaddress.IPv4Network(e.lustre_subnet_cidr),
         }
+        if e.netapp_subnet_cidr is not None:
+            existing["netapp"] = ipaddress.IPv4Network(e.netapp_subnet_cidr)
+        return existing
+
+    def _check_existing_netapp_overlap(self) -> None:
+        named = self.subnet_networks()
+        netapp = named.get("netapp")
+        if netapp is None:
+            return
+        if netapp.prefixlen > MIN_PREFIX["netapp"]:
+            raise field_error("existingSubnets.netappSubnetCidr", str(netapp), "must be /28 or larger")
+        for key in ("nodes", "lustre"):
+            if netapp.overlaps(named[key]):
+                raise field_error(
+                    "existingSubnets.netappSubnetCidr",
+                    str(netapp),
+                    f"must not overlap existingSubnets.{key}SubnetCidr ({named[key]})",
+                )
+
+    @property
+    def netapp_cidr(self) -> ipaddress.IPv4Network | None:
+        """The NetApp subnet, if one is configured."""
+        return self.subnet_networks().get("netapp")
 
     @property
     def nodes_cidr(self) -> ipaddress.IPv4Network:

@@ -17,7 +17,7 @@ from .errors import field_error
 from .gpu import GpuPoolConfig, GpuStackConfig
 from .lustre_catalog import required_subnet_prefix
 from .monitoring import MonitoringConfig
-from .network import NetworkConfig, usable_addresses
+from .network import NETAPP_DELEGATION, NetworkConfig, usable_addresses
 from .node_pools import AutoscaledPoolConfig, CpuPoolConfig, SystemPoolConfig
 from .security import SecurityConfig
 from .storage import LUSTRE_CLIENT_OS_SKUS, StorageConfig
@@ -184,6 +184,20 @@ class PlatformConfig(ConfigModel):
                     f"pools that mount Lustre must run {' or '.join(LUSTRE_CLIENT_OS_SKUS)} (Lustre CSI client)",
                 )
         return self
+
+    @model_validator(mode="after")
+    def _check_netapp_files_network(self) -> PlatformConfig:
+        if not self.storage.netapp_files.enabled or self.network.netapp_cidr is not None:
+            return self
+        if self.network.uses_existing_subnets:
+            where, hint = "existingSubnets.netappSubnetId", "an existing subnet and its netappSubnetCidr"
+        else:
+            where, hint = "subnets.netapp", "a CIDR inside addressSpace, /28 or larger"
+        raise field_error(
+            f"network.{where}",
+            None,
+            f"storage.netappFiles.enabled needs a subnet delegated to {NETAPP_DELEGATION}: {hint}",
+        )
 
     @model_validator(mode="after")
     def _check_training_quotas(self) -> PlatformConfig:

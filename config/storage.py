@@ -9,6 +9,7 @@ from pydantic import Field, model_validator
 from .base import ConfigModel
 from .errors import field_error
 from .lustre_catalog import AMLFS_SKUS, AmlfsSku, AmlfsSkuName
+from .netapp import NetAppFilesConfig
 from .types import Guid, ResourceId, Zone
 
 DayOfWeek = Literal["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
@@ -241,12 +242,44 @@ class BlobClassesConfig(ConfigModel):
         return self
 
 
+ZoneRedundantDiskSku = Literal["Premium_ZRS", "StandardSSD_ZRS"]
+
+
+class ZoneRedundantDiskClassConfig(ConfigModel):
+    """An Azure Disk class pinned to ZRS, so a pod's disk follows it to a node in any zone."""
+
+    enabled: bool = Field(default=False, description="prod turns it on; dev's single-zone pools do not need it")
+    name: str = Field(
+        default="managed-csi-premium-zrs",
+        pattern=K8S_NAME,
+        max_length=63,
+        description="StorageClass name (a Kubernetes name, at most 63)",
+    )
+    sku_name: ZoneRedundantDiskSku = Field(
+        default="Premium_ZRS", description="Premium_ZRS (SSD, production) or StandardSSD_ZRS (cheaper)"
+    )
+
+
+class DiskClassesConfig(ConfigModel):
+    """Azure Disk classes the platform adds to AKS's built-in ones (managed-csi, managed-csi-premium)."""
+
+    zone_redundant: ZoneRedundantDiskClassConfig = Field(
+        default_factory=ZoneRedundantDiskClassConfig, description="A Premium or Standard SSD ZRS disk class"
+    )
+
+
 class StorageConfig(ConfigModel):
     """Shared storage for training: Lustre, and Blob classes for bulk data."""
 
     lustre: LustreConfig | None = Field(default=None, description="Absent or enabled: false plans without Lustre")
     blob_classes: BlobClassesConfig = Field(
         default_factory=BlobClassesConfig, description="Blob CSI storage classes, standard and premium"
+    )
+    disk_classes: DiskClassesConfig = Field(
+        default_factory=DiskClassesConfig, description="Azure Disk classes added to AKS's built-in ones"
+    )
+    netapp_files: NetAppFilesConfig = Field(
+        default_factory=NetAppFilesConfig, description="Azure NetApp Files (NFSv4.1); off unless enabled"
     )
 
     @property

@@ -29,6 +29,10 @@ STORAGE_ACCOUNT = "azure-native:storage:StorageAccount"
 REGISTRY = "azure-native:containerregistry:Registry"
 LOG_ANALYTICS_WORKSPACE = "azure-native:operationalinsights:Workspace"
 MONITOR_WORKSPACE = "azure-native:monitor:AzureMonitorWorkspace"
+NETAPP_ACCOUNT = "azure-native:netapp:Account"
+NETAPP_POOL = "azure-native:netapp:CapacityPool"
+NETAPP_VOLUME = "azure-native:netapp:CapacityPoolVolume"
+GENERIC_RESOURCE = "azure-native:resources:Resource"  # how Flexible NetApp pools are created (newer API version)
 PDB = "kubernetes:policy/v1:PodDisruptionBudget"
 STACK = "pulumi:pulumi:Stack"
 
@@ -41,7 +45,12 @@ PROD_PROTECTED_TYPES = (
     REGISTRY,
     LOG_ANALYTICS_WORKSPACE,
     MONITOR_WORKSPACE,
+    NETAPP_ACCOUNT,
+    NETAPP_POOL,
+    NETAPP_VOLUME,
 )
+# Generic ARM resources of these providers hold data too (a Flexible NetApp pool).
+PROD_PROTECTED_PROVIDERS = ("Microsoft.NetApp",)
 
 # Storage minimum TLS versions that meet the baseline (TLS 1.2 or newer).
 STORAGE_TLS_VERSIONS = ("TLS1_2", "TLS1_3")
@@ -242,7 +251,11 @@ def check_autoscaled_pool_ignores_count(resource: Resource, stack: StackFacts) -
 
 
 def check_prod_stateful_protected(resource: Resource, stack: StackFacts) -> list[str]:
-    if stack.environment != "prod" or resource.type not in PROD_PROTECTED_TYPES or resource.protect:
+    stateful = resource.type in PROD_PROTECTED_TYPES or (
+        resource.type == GENERIC_RESOURCE
+        and resource.inputs.get("resourceProviderNamespace") in PROD_PROTECTED_PROVIDERS
+    )
+    if stack.environment != "prod" or not stateful or resource.protect:
         return []
     kind = resource.type.rsplit(":", 1)[-1]
     return [f"prod {kind} holds data or every workload and must be protected (protect=True)"]

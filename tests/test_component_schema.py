@@ -128,6 +128,8 @@ ANALYZER_REJECTION = {
     "AksCluster": r"Could not find the type '\w+ArgsDict'",
     "GpuInferenceSample": r"resource reference for type 'GpuAutoscaling'.*pulumi_type' is not defined",
     "GpuSmokeTest": r"resource reference for type 'Resource' used in 'GpuSmokeTestArgs.depends_on'",
+    "NetAppFiles": r"issubclass\(\) arg 1 must be a class",
+    "DiskStorageClasses": r"issubclass\(\) arg 1 must be a class",
     # The settings arg is a pydantic model whose field annotations are postponed strings (config/ uses
     # `from __future__ import annotations`); the analyzer passes the string 'KueueConfig' to issubclass.
     "TrainingQueues": r"issubclass\(\) arg 1 must be a class",

@@ -184,6 +184,16 @@ def _aml_filesystem_outputs(args: pulumi_mocks.MockResourceArgs) -> dict[str, An
     }
 
 
+def _netapp_volume_outputs(args: pulumi_mocks.MockResourceArgs) -> dict[str, Any]:
+    # Azure gives each volume a mount target: an address in the delegated subnet that clients mount.
+    digest = hashlib.sha256(f"{args.inputs.get('subnetId', '')}/{args.name}".encode()).digest()
+    address = f"10.{digest[0]}.{digest[1]}.{4 + digest[2] % 200}"
+    token = args.inputs.get("creationToken", args.name)
+    return {
+        "mountTargets": [{"ipAddress": address, "fileSystemId": _guid(str(token)), "mountTargetId": _guid(address)}]
+    }
+
+
 def _agent_pool_outputs(args: pulumi_mocks.MockResourceArgs) -> dict[str, Any]:
     # An AgentPool's `name` is its pool name, not the cluster name in `resourceName`.
     return {"name": args.inputs.get("agentPoolName", args.name)}
@@ -220,6 +230,7 @@ COMPUTED_OUTPUTS: dict[str, Callable[[pulumi_mocks.MockResourceArgs], dict[str, 
     "azure-native:monitor:AzureMonitorWorkspace": _monitor_workspace_outputs,
     "azure-native:dashboard:Grafana": _grafana_outputs,
     "azure-native:storagecache:AmlFilesystem": _aml_filesystem_outputs,
+    "azure-native:netapp:CapacityPoolVolume": _netapp_volume_outputs,
 }
 
 
