@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 TOOLS := .venv-tools
 TOOLS_STAMP := $(TOOLS)/.installed
 
-.PHONY: plan test lint typecheck unit workflows bench clean policy-venv checkov-venv
+.PHONY: plan test lint typecheck unit workflows bench clean policy-venv checkov-venv docs
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -39,6 +39,10 @@ policy-venv: $(POLICY_STAMP)
 ## plan: evaluate the stack offline under Pulumi mocks and print what would be created (STACK=dev|prod)
 plan: $(STAMP)
 	$(BIN)/python -m tools.plan --stack $(STACK)
+
+## docs: regenerate docs/config-reference.md, schemas/stack-config.schema.json and Pulumi.yaml's config: block
+docs: $(STAMP)
+	$(BIN)/python -m tools.config_reference
 
 ## bench: offline evaluation time and memory vs bare SDK registrations, and the deploy critical path
 bench: $(STAMP)

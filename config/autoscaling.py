@@ -58,7 +58,7 @@ class ScalingPolicyConfig(ConfigModel):
 class ScalingTargetConfig(ScalingPolicyConfig):
     """A Deployment that KEDA scales on GPU utilisation."""
 
-    namespace: KubernetesName
+    namespace: KubernetesName = Field(description="Namespace of the Deployment (a DNS label, 1-63)")
     deployment: KubernetesName = Field(description="Name of the Deployment KEDA scales")
 
 
@@ -66,8 +66,8 @@ class SampleInferenceConfig(ConfigModel):
     """A GPU inference server (Triton) that KEDA scales: shows the whole scaling path working."""
 
     enabled: bool = Field(default=False, description="Off in prod; a real workload attaches GpuAutoscaling itself")
-    namespace: KubernetesName = "gpu-inference-sample"
-    name: KubernetesName = "triton"
+    namespace: KubernetesName = Field(default="gpu-inference-sample", description="Namespace the sample runs in")
+    name: KubernetesName = Field(default="triton", description="Name of the sample's Deployment")
     image: str = Field(
         default="nvcr.io/nvidia/tritonserver:25.01-py3",
         pattern=PINNED_IMAGE,

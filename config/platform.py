@@ -85,7 +85,8 @@ class PlatformConfig(ConfigModel):
         description="KEDA add-on, Deployments scaled on GPU utilisation, the sample inference workload",
     )
     storage: StorageConfig = Field(
-        default_factory=StorageConfig, description="Azure Managed Lustre with Blob integration; Blob storage classes"
+        default_factory=StorageConfig,
+        description="Shared storage: Azure Managed Lustre with Blob integration, NetApp Files, Blob and Disk classes",
     )
     upgrade: UpgradeConfig = Field(
         default_factory=UpgradeConfig,

@@ -269,7 +269,7 @@ class DiskClassesConfig(ConfigModel):
 
 
 class StorageConfig(ConfigModel):
-    """Shared storage for training: Lustre, and Blob classes for bulk data."""
+    """Shared storage for training: Lustre and NetApp Files, Blob classes for bulk data, ZRS disks."""
 
     lustre: LustreConfig | None = Field(default=None, description="Absent or enabled: false plans without Lustre")
     blob_classes: BlobClassesConfig = Field(
