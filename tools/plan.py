@@ -315,8 +315,10 @@ def main(argv: list[str] | None = None) -> int:
     policies = policy_verdicts(recording, cfg.environment)
     print_policy_verdicts(policies, print)
     print()
-    print_placeholders(find_placeholders(cfg), print)
-    print_secrets(secret_paths(stack_config), print)
+    secrets = secret_paths(stack_config)
+    # A secret's stand-in is the plan's own placeholder: the CLI decrypts the real value.
+    print_placeholders([p for p in find_placeholders(cfg) if p.path not in secrets], print)
+    print_secrets(secrets, print)
     failed = 0
     invalid = [v for v in verdicts if v.status == "invalid"]
     if invalid:
