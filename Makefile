@@ -28,15 +28,15 @@ unexport PYTHONDONTWRITEBYTECODE
 define venv
 	@set -e; if [ "$(INSTALLER)" = uv ] && [ -x "$(UV)" ]; then \
 		test -x $(1)/bin/python || "$(UV)" venv --quiet --seed --python "$(PYTHON)" $(1); \
-		echo "uv pip install $(2) -> $(1)"; \
+		echo "uv pip install $(2) -> $(1)" >&2; \
 		"$(UV)" pip install --quiet --python $(1)/bin/python $(2); \
 	else \
 		test -x $(1)/bin/python || $(PYTHON) -m venv $(1); \
-		echo "pip install $(2) -> $(1)"; \
+		echo "pip install $(2) -> $(1)" >&2; \
 		$(1)/bin/python -m pip install --quiet --upgrade pip; \
 		$(1)/bin/python -m pip install --quiet $(2); \
 	fi
-	touch $(1)/.installed
+	@touch $(1)/.installed
 endef
 
 .PHONY: plan test lint typecheck unit workflows bench clean policy-venv checkov-venv venvs uv-bootstrap
