@@ -12,6 +12,16 @@ import pulumi_azure_native.containerservice as containerservice
 
 from config.node_pools import AutoscaledPoolConfig
 
+from .scan_exceptions import arm_scan_exception
+
+arm_scan_exception(
+    "azure-native:containerservice:AgentPool",
+    "CKV_AZURE_227",
+    "security.encryptionAtHost is off in this stack (dev: it needs the EncryptionAtHost feature registered on the "
+    "subscription first); prod turns it on for every pool",
+    when=lambda inputs: not inputs.get("enableEncryptionAtHost"),
+)
+
 # The cluster autoscaler owns the node count; re-sending `count` makes Azure reject the update.
 AUTOSCALED_POOL_IGNORED_FIELDS = ["count"]
 # Azure moves the pool's version when an auto-upgrade channel is on; re-sending it is a downgrade.
