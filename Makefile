@@ -3,12 +3,14 @@ PYTHON ?= python3
 VENV := venv
 BIN := $(VENV)/bin
 STACK ?= dev
+FORMAT ?= text
+BASE ?= main
 STAMP := $(VENV)/.installed
 # Workflow linters live in their own venv so their dependencies never move the stack's pins.
 TOOLS := .venv-tools
 TOOLS_STAMP := $(TOOLS)/.installed
 
-.PHONY: plan test lint typecheck unit workflows bench clean policy-venv checkov-venv
+.PHONY: plan plan-diff test lint typecheck unit workflows bench clean policy-venv checkov-venv
 
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -36,9 +38,13 @@ checkov-venv: $(CHECKOV_STAMP)
 ## policy-venv: create the policy pack's virtualenv (for `pulumi preview --policy-pack policy`)
 policy-venv: $(POLICY_STAMP)
 
-## plan: evaluate the stack offline under Pulumi mocks and print what would be created (STACK=dev|prod)
+## plan: evaluate the stack offline and print verdicts, quota, cost and what would be created (STACK=dev|prod FORMAT=text|markdown)
 plan: $(STAMP)
-	$(BIN)/python -m tools.plan --stack $(STACK)
+	$(BIN)/python -m tools.plan --stack $(STACK) --format $(FORMAT)
+
+## plan-diff: what the working tree changes against git ref BASE (default main): creates, updates, replaces, deletes
+plan-diff: $(STAMP)
+	$(BIN)/python -m tools.plan_diff --stack $(STACK) --base $(BASE) --format $(FORMAT)
 
 ## bench: offline evaluation time and memory vs bare SDK registrations, and the deploy critical path
 bench: $(STAMP)
