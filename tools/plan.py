@@ -282,6 +282,7 @@ class Report:
     """Everything the plan shows, gathered once and rendered as text or markdown."""
 
     title: str
+    resource_total: int = 0
     errors: list[str] = field(default_factory=list[str])
     warnings: list[str] = field(default_factory=list[str])
     notes: list[str] = field(default_factory=list[str])
@@ -340,7 +341,9 @@ def build_report(
     out_dir: Path,
 ) -> Report:
     custom = [r for r in recording.resources if r.custom]
-    report = Report(f"Plan for stack '{stack}' ({cfg.location}): {len(custom)} resources, evaluated offline")
+    report = Report(
+        f"Plan for stack '{stack}' ({cfg.location}): {len(custom)} resources, evaluated offline", len(custom)
+    )
 
     for policy, violations in policies:
         for violation in violations:
@@ -477,7 +480,7 @@ def render_markdown(report: Report) -> str:
     lines += ["#### vCPU quota at peak (maxCount plus upgrade surge)", "", *_md_table(QUOTA_HEADER, report.quota_rows)]
     lines += ["", "#### Monthly estimate", "", *_md_table(COST_HEADER, report.cost_rows), ""]
     lines += [f"- {c}" for c in report.cost_lines] + [""]
-    lines += _details(f"Resources ({len(report.tree)} lines)", report.tree)
+    lines += _details(f"Resources ({report.resource_total}) by component", report.tree)
     lines += _details("Resources by type", report.resource_counts)
     lines += _details("Kubernetes objects", report.objects)
     lines += _details("Policy verdicts", report.policies)
