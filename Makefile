@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV := venv
 BIN := $(VENV)/bin
 STACK ?= dev
+FORMAT ?= text
+BASE ?= main
 STAMP := $(VENV)/.installed
 # Workflow linters live in their own venv so their dependencies never move the stack's pins.
 TOOLS := .venv-tools
@@ -39,7 +41,7 @@ define venv
 	@touch $(1)/.installed
 endef
 
-.PHONY: plan test lint typecheck unit workflows bench clean policy-venv checkov-venv venvs uv-bootstrap docs
+.PHONY: plan plan-diff test lint typecheck unit workflows bench clean policy-venv checkov-venv venvs uv-bootstrap docs
 
 # Tried once (the marker stays on failure too): a machine without uv goes on with pip, never retrying.
 UV_MARK := $(UV_HOME)/.tried
@@ -74,9 +76,13 @@ checkov-venv: $(CHECKOV_STAMP)
 ## policy-venv: create the policy pack's virtualenv (for `pulumi preview --policy-pack policy`)
 policy-venv: $(POLICY_STAMP)
 
-## plan: evaluate the stack offline under Pulumi mocks and print what would be created (STACK=dev|prod)
+## plan: evaluate the stack offline and print verdicts, quota, cost and what would be created (STACK=dev|prod FORMAT=text|markdown)
 plan: $(STAMP)
-	$(BIN)/python -m tools.plan --stack $(STACK)
+	$(BIN)/python -m tools.plan --stack $(STACK) --format $(FORMAT)
+
+## plan-diff: what the working tree changes against git ref BASE (default main): creates, updates, replaces, deletes
+plan-diff: $(STAMP)
+	$(BIN)/python -m tools.plan_diff --stack $(STACK) --base $(BASE) --format $(FORMAT)
 
 ## docs: regenerate docs/config-reference.md, schemas/stack-config.schema.json and Pulumi.yaml's config: block
 docs: $(STAMP)

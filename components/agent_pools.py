@@ -75,4 +75,7 @@ def autoscaled_pool_options(
     ignored = (
         AUTOSCALED_POOL_IGNORED_FIELDS + (VERSION_TRACKED_FIELDS if tracks_versions else []) + (extra_ignored or [])
     )
-    return pulumi.ResourceOptions(parent=parent, ignore_changes=ignored)
+    # azure-native asks for delete-before-replace on every replacement of an explicitly named resource
+    # (provider/pkg/provider/provider.go, Diff); a hashed pool name differs whenever a replacement is due,
+    # so the new pool can exist first and the old one is drained and deleted after: no capacity gap.
+    return pulumi.ResourceOptions(parent=parent, ignore_changes=ignored, delete_before_replace=False)

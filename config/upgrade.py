@@ -79,6 +79,17 @@ class FreezeConfig(ConfigModel):
         return self
 
 
+def surge_node_count(max_surge: str, pool_size: int) -> int:
+    """Nodes AKS adds at once while upgrading a pool of `pool_size` nodes with this `maxSurge` ("1", "33%").
+
+    A percentage is of the pool's size and "fractional nodes are rounded up" (AgentPoolUpgradeSettings.maxSurge,
+    AKS REST API reference, read 2026-12-02).
+    """
+    if max_surge.endswith("%"):
+        return math.ceil(pool_size * int(max_surge[:-1]) / 100)
+    return int(max_surge)
+
+
 def _is_zero(count: str | None) -> bool:
     return count is not None and count.rstrip("%") == "0"
 
@@ -138,9 +149,7 @@ class PoolUpgradeConfig(ConfigModel):
     def surge_nodes(self, pool_size: int) -> int:
         """Extra nodes (and node-subnet addresses) an upgrade of a pool of `pool_size` nodes adds at once."""
         surge, _ = self.surge_and_unavailable
-        if surge.endswith("%"):
-            return math.ceil(pool_size * int(surge[:-1]) / 100)
-        return int(surge)
+        return surge_node_count(surge, pool_size)
 
     @property
     def surge_and_unavailable(self) -> tuple[str, str | None]:

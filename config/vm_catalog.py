@@ -20,6 +20,7 @@ AKS places the OS disk on one NVMe drive (azure-aks-docs, best-practices-storage
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass
 
 from .gpu_catalog import gpu_sku
@@ -313,3 +314,21 @@ def ephemeral_os_disk_limit_gib(vm_size: str) -> int | None:
         return gpu.temp_disk_gib
     cpu = cpu_size(vm_size)
     return cpu.ephemeral_os_disk_limit_gib if cpu is not None else None
+
+
+# Azure's regional vCPU quota family of a size is its series name in capitals: Standard_D4ds_v5 counts
+# against standardDDSv5Family, Standard_E8s_v6 against standardESv6Family (the resource SKUs API `family`
+# field; e.g. microsoft/aspire AksNodeVmSizes.cs lists the pairs).
+_SERIES = re.compile(r"^Standard_(?P<family>[A-Z])(?P<vcpus>\d+)(?P<features>[a-z]*)_(?P<version>v\d+)$")
+
+
+def vcpus_and_quota_family(vm_size: str) -> tuple[int, str] | None:
+    """(vCPUs, regional quota family) of a catalogued size, or None when the catalog lacks it."""
+    gpu = gpu_sku(vm_size)
+    if gpu is not None:
+        return gpu.vcpus, gpu.quota_family
+    found = _CPU_BY_LOWER.get(vm_size.lower())
+    match = _SERIES.match(found[0]) if found else None
+    if found is None or match is None:
+        return None
+    return found[1].vcpus, f"standard{match['family']}{match['features'].upper()}{match['version']}Family"
