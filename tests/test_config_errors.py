@@ -271,7 +271,7 @@ def test_plan_accepts_a_stack_file_with_a_nested_secret(tmp_path: Path) -> None:
     assert result.returncode == 0, f"a nested secret must not stop the offline plan:\n{result.stderr}"
     assert "Secrets (2): encrypted (secure:)" in result.stdout, "the plan says which values it stood in for"
     assert "monitoring.alerts.emailReceivers[0].email" in result.stdout
-    assert "emails=['offline-secret@example.com']" in result.stdout, "the action group gets the placeholder address"
+    assert "emails=[offline-secret@example.com]" in result.stdout, "the action group gets the placeholder address"
     warnings = [line for line in result.stdout.splitlines() if line.strip().startswith("warning:")]
     assert warnings, "the dev stack's real placeholders are still listed"
     assert not [w for w in warnings if "emailReceivers[0].email" in w], (
