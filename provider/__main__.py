@@ -17,7 +17,6 @@ lists, the reasons for each exclusion, and the inferred schema.
 """
 
 import sys
-import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -27,6 +26,8 @@ if str(ROOT) not in sys.path:
 from pulumi import ComponentResource  # noqa: E402
 from pulumi.provider.experimental import component_provider_host  # noqa: E402
 
+# The plugin's version is the Python package's (pyproject.toml), so SDKs and wheels agree.
+from aks_gpu_platform.config.version import package_version  # noqa: E402
 from provider.adapters import ADAPTERS  # noqa: E402
 
 PACKAGE = "aks-gpu-platform"
@@ -56,12 +57,6 @@ EXCLUDED: dict[str, str] = {
         "reference) and it checks the platform's own rollout; it stays inside the platform stack."
     ),
 }
-
-
-def package_version() -> str:
-    """The plugin's version is the Python package's (pyproject.toml), so SDKs and wheels agree."""
-    with (ROOT / "pyproject.toml").open("rb") as f:
-        return str(tomllib.load(f)["project"]["version"])
 
 
 if __name__ == "__main__":
