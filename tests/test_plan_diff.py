@@ -38,7 +38,7 @@ def _plan_with(change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
 
 
 def _pool_change(diff: plan_diff.PlanDiff) -> plan_diff.ResourceChange:
-    found = [c for c in diff.changes if c.type == AGENT_POOL and c.name == "gpu-gput4-pool"]
+    found = [c for c in diff.changes if c.type == AGENT_POOL and c.name == "platform-gpu-gput4-pool"]
     assert len(found) == 1, f"the T4 pool changes exactly once: {[(c.op, c.name) for c in diff.changes]}"
     return found[0]
 
@@ -56,7 +56,7 @@ def test_resizing_a_gpu_pool_updates_it_in_place(dev_plan: dict[str, Any]) -> No
         f"exactly the bounds change; count is ignored (the autoscaler owns it): {by_path}"
     )
     replaced = [(c.type, c.name) for c in diff.of("replace")]
-    assert replaced == [("kubernetes:batch/v1:Job", "gpu-smoke-test-job")], (
+    assert replaced == [("kubernetes:batch/v1:Job", "platform-gpu-smoke-test-job")], (
         f"a resize replaces no Azure resource, only re-runs the GPU smoke test (its name hashes the pools): {replaced}"
     )
     assert diff.of("delete") == [], "a resize deletes nothing"
@@ -159,7 +159,7 @@ def test_the_cli_compares_two_plan_files(dev_plan: dict[str, Any], tmp_path: Pat
         code = plan_diff.main(["--base-plan", str(tmp_path / "base.json"), "--head-plan", str(tmp_path / "head.json")])
     out = printed.getvalue()
     assert code == 0, out
-    assert "replace (create-before-delete) azure-native:containerservice:AgentPool gpu-gput4-pool" in out, out
+    assert "replace (create-before-delete) azure-native:containerservice:AgentPool platform-gpu-gput4-pool" in out, out
     assert "vmSize: Standard_NC4as_T4_v3 -> Standard_NC8as_T4_v3  [forces replacement" in out, out
     assert read_plan(tmp_path / "head.json") == head, "plan.json reads back as written"
 
