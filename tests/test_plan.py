@@ -116,7 +116,8 @@ def test_values_only_the_mocks_know_never_pass_for_real_ones(
 def test_prod_plan_marks_the_lustre_address_and_prints_quota_and_cost(plan_runs: dict[str, TwoRuns]) -> None:
     runs = plan_runs["prod"]
     storage_class = runs.first_files["k8s/storageclass-cluster-azurelustre-static.yaml"].decode()
-    assert "mgs-ip-address: '<computed: platform-lustre-filesystem.clientInfo.mgsAddress>'" in storage_class, storage_class
+    marked = "mgs-ip-address: '<computed: platform-lustre-filesystem.clientInfo.mgsAddress>'"
+    assert marked in storage_class, storage_class
     out = runs.first.stdout
     assert "StandardNCADSA100v4Family  288" in out and "standardNDSH100v5Family    1,152" in out, out
     floor = next(line for line in out.splitlines() if line.strip().startswith("total"))
