@@ -3,16 +3,19 @@
 import pulumi
 
 from components.aks_cluster import AksCluster
+from components.aks_managed_gpu import ManagedGpuNodePool
 from components.blob_storage_classes import BlobStorageClasses
 from components.context import ClusterHandle
 from components.cpu_node_pool import CpuNodePool
 from components.gpu_autoscaling import GpuAutoscaling, KedaWiringArgs
+from components.gpu_health import GpuHealth, remediation_node_labels
 from components.gpu_inference_sample import GpuInferenceSample
 from components.gpu_monitoring import GpuMonitoring, LogWorkspace, container_insights_addon, managed_prometheus_profile
 from components.gpu_node_pool import GpuNodePool
 from components.gpu_scheduling import gpu_tolerations
 from components.gpu_smoke_test import GpuSmokeTest
 from components.gpu_stack import GpuStack
+from components.gpu_validation import GpuValidation
 from components.lustre_storage import LustreStorage
 from components.netapp_files import NetAppFiles, NetAppFilesArgs
 from components.network import Network
@@ -98,21 +101,40 @@ def main() -> None:
             "tags": tags,
         },
     )
-    gpu_pools = [
-        GpuNodePool(
-            f"gpu-{pool.name}",
-            {
-                "resource_group_name": rg,
-                "cluster_name": aks.cluster_name,
-                "nodes_subnet_id": net.nodes_subnet_id,
-                "settings": pool.as_settings(),
-                "stack_mode": cfg.gpu_stack.mode,
-                "kubernetes_version": cfg.cluster.kubernetes_version,
-                "tracks_versions": cfg.upgrade.tracks_versions,
-                "upgrade_settings": gpu_pool_upgrade_settings(upgrade),
-                "encryption_at_host": cfg.security.encryption_at_host,
-                "tags": tags,
-            },
+    # Labels NVSentinel's node agents select on, set through the pools so scale-from-zero nodes carry them.
+    health_labels = remediation_node_labels(cfg.gpu_health)
+    gpu_pools: list[GpuNodePool | ManagedGpuNodePool] = [
+        (
+            ManagedGpuNodePool(  # gpuStack.mode aksManaged: AKS installs and runs the GPU stack on the node
+                f"gpu-{pool.name}",
+                {
+                    "pool": pool,
+                    "cluster": handle,
+                    "nodes_subnet_id": net.nodes_subnet_id,
+                    "kubernetes_version": cfg.cluster.kubernetes_version,
+                    "tracks_versions": cfg.upgrade.tracks_versions,
+                    "upgrade_settings": gpu_pool_upgrade_settings(upgrade),
+                    "encryption_at_host": cfg.security.encryption_at_host,
+                    "extra_node_labels": health_labels,
+                },
+            )
+            if cfg.gpu_stack.mode == "aksManaged"
+            else GpuNodePool(
+                f"gpu-{pool.name}",
+                {
+                    "resource_group_name": rg,
+                    "cluster_name": aks.cluster_name,
+                    "nodes_subnet_id": net.nodes_subnet_id,
+                    "settings": pool.as_settings(),
+                    "stack_mode": cfg.gpu_stack.mode,
+                    "kubernetes_version": cfg.cluster.kubernetes_version,
+                    "tracks_versions": cfg.upgrade.tracks_versions,
+                    "upgrade_settings": gpu_pool_upgrade_settings(upgrade),
+                    "encryption_at_host": cfg.security.encryption_at_host,
+                    "tags": tags,
+                    "extra_node_labels": health_labels,
+                },
+            )
         )
         for pool in cfg.gpu_pools
     ]
@@ -175,8 +197,36 @@ def main() -> None:
             "gpu_pools": pools,
             "grafana_admin_group_object_ids": cfg.cluster.entra_id.admin_group_object_ids,
             "protect": cfg.protect_stateful,
+            "aks_managed_exporter": cfg.gpu_stack.mode == "aksManaged",
         },
     )
+    # GPU health alerts (node conditions, DCGM counters) and, when enabled, NVSentinel remediation.
+    GpuHealth(
+        "gpu-health",
+        {
+            "settings": cfg.gpu_health,
+            "gpu_pools": cfg.gpu_pools,
+            "stack_mode": cfg.gpu_stack.mode,
+            "operator_dcgm": cfg.gpu_stack.operator_dcgm,
+            "cluster": handle,
+            "action_group_id": monitoring.action_group_id,
+            "monitor_workspace_id": monitoring.monitor_workspace_id,
+            "cluster_id": aks.cluster_id,
+            "alerts_enabled": mon.alerts.enabled,
+            "base_name": base_name,
+            "depends_on": gpu_stack.releases,
+        },
+    )
+    if any(pool.validation.any for pool in cfg.gpu_pools):
+        validation = GpuValidation(
+            "gpu-validation",
+            {
+                "gpu_pools": cfg.gpu_pools,
+                "cluster": handle,
+                "depends_on": [*(p.agent_pool for p in gpu_pools), *gpu_stack.releases],
+            },
+        )
+        pulumi.export("gpuValidation", validation.results)
     keda: KedaWiringArgs = {
         "resource_group_name": rg,
         "location": cfg.location,

@@ -22,6 +22,7 @@ from config.monitoring import AlertThresholdsConfig, LogsConfig, MonitoringConfi
 
 from . import metrics_labels as labels
 from . import roles
+from .aks_managed_gpu import ANCHOR_LABELS, managed_exporter_anchor
 from .gpu_scheduling import GPU_POOL_LABEL_KEY, GPU_POOL_LABEL_VALUE, GPU_POOL_NAME_LABEL_KEY, gpu_pod_scheduling
 
 EXPORTER_NAMESPACE = "gpu-monitoring"
@@ -53,6 +54,12 @@ DCGM_FI_DEV_ECC_DBE_VOL_TOTAL, counter, Total number of double-bit volatile ECC 
 DCGM_FI_DEV_PCIE_REPLAY_COUNTER, counter, Total number of PCIe retries
 DCGM_FI_PROF_GR_ENGINE_ACTIVE, gauge, Ratio of time the graphics engine is active
 DCGM_FI_PROF_PIPE_TENSOR_ACTIVE, gauge, Ratio of cycles the tensor pipe is active
+DCGM_FI_DEV_ROW_REMAP_FAILURE, gauge, Whether remapping of rows has failed
+DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS, counter, Number of remapped rows for uncorrectable errors
+DCGM_FI_DEV_THERMAL_VIOLATION, counter, Throttling duration due to thermal constraints (ns)
+DCGM_FI_DEV_POWER_VIOLATION, counter, Throttling duration due to power constraints (ns)
+DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL, counter, Total number of NVLink data CRC errors
+DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL, counter, Total number of NVLink recovery errors
 """
 
 
@@ -348,6 +355,8 @@ class GpuMonitoringArgs(TypedDict):
     """Azure tags."""
     protect: NotRequired[bool]
     """Refuse to delete the Azure Monitor workspace and the metrics in it (prod)."""
+    aks_managed_exporter: NotRequired[bool]
+    """gpuStack.mode aksManaged: AKS runs the exporter on every GPU node; scrape it instead of installing one."""
 
 
 class GpuMonitoring(pulumi.ComponentResource):
@@ -364,7 +373,8 @@ class GpuMonitoring(pulumi.ComponentResource):
     exporter_pod_labels: dict[str, str]
     """Labels of the DCGM exporter pods the PodMonitor selects."""
     dcgm_exporter: k8s.helm.v3.Release | None
-    """Our DCGM exporter release; None in GPU Operator mode (the operator runs its own)."""
+    """Our DCGM exporter release; None in GPU Operator mode (the operator runs its own) and in aksManaged mode
+    (AKS runs one on every node)."""
 
     def __init__(self, name: str, args: GpuMonitoringArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("aks-gpu-platform:index:GpuMonitoring", name, None, opts)
@@ -502,6 +512,22 @@ class GpuMonitoring(pulumi.ComponentResource):
         if args["dcgm_from_operator"]:
             namespace = GPU_OPERATOR_NAMESPACE
             self.exporter_pod_labels = dict(GPU_OPERATOR_EXPORTER_LABELS)
+        elif args.get("aks_managed_exporter", False):
+            # AKS's exporter on each node, reached through an anchor pod (components/aks_managed_gpu.py).
+            namespace = EXPORTER_NAMESPACE
+            exporter_namespace = k8s.core.v1.Namespace(
+                f"{name}-namespace",
+                metadata={"name": EXPORTER_NAMESPACE, "labels": {"pod-security.kubernetes.io/enforce": "privileged"}},
+                opts=k8s_opts,
+            )
+            self.exporter_pod_labels = dict(ANCHOR_LABELS)
+            exporter_dependencies = managed_exporter_anchor(
+                name,
+                exporter_namespace.metadata.apply(lambda m: m.name or EXPORTER_NAMESPACE),
+                METRICS_PORT_NAME,
+                gpu_pools,
+                k8s_opts,
+            )
         else:
             namespace = EXPORTER_NAMESPACE
             self.exporter_pod_labels = {

@@ -36,6 +36,7 @@ else:
 
         DEVICE_PLUGIN = "devicePlugin"
         GPU_OPERATOR = "gpuOperator"
+        AKS_MANAGED = "aksManaged"
 
 
 class GpuNodePoolArgs(TypedDict):
@@ -59,6 +60,8 @@ class GpuNodePoolArgs(TypedDict):
     """`security.encryptionAtHost`: encrypt temp disks and disk caches on the VM host (here False unless set)."""
     tags: NotRequired[Mapping[str, str]]
     """Azure tags."""
+    extra_node_labels: NotRequired[Mapping[str, str]]
+    """Labels other components need on GPU nodes from boot (e.g. remediation's `nvidia.com/gpu.present`)."""
 
 
 # The GPU Operator's MIG manager applies the configuration this node label names. A MIG-capable
@@ -130,6 +133,7 @@ class GpuNodePool(pulumi.ComponentResource):
                 **pool.labels,
                 **gpu_pool_node_labels(pool.name, pool.sku.gpu_model),
                 **mig_config_labels(pool, mode),
+                **args.get("extra_node_labels", {}),
             },
             node_taints=node_taints(pool),
             gpu_profile={"driver": gpu_driver(mode)},

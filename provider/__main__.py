@@ -81,6 +81,18 @@ EXCLUDED: dict[str, str] = {
         "fails (issubclass on the string 'KueueConfig'). Other languages install Kueue and JobSet with the "
         "kubernetes SDK's Helm Release and create the queue objects as custom resources."
     ),
+    "ManagedGpuNodePool": (
+        "new-style args (the validated GpuPoolConfig model and a ClusterHandle dataclass) that the analyzer cannot "
+        "type; other languages create aksManaged pools through the provider's adapter layer."
+    ),
+    "GpuHealth": (
+        "new-style args (the validated GpuHealthConfig and GpuPoolConfig models and a ClusterHandle dataclass) that "
+        "the analyzer cannot type; other languages get it through the provider's adapter layer."
+    ),
+    "GpuValidation": (
+        "new-style args (the validated GpuPoolConfig models and a ClusterHandle dataclass) and a `depends_on` list "
+        "of arbitrary resources; it checks the platform's own pools and stays inside the platform stack."
+    ),
     "GpuSmokeTest": (
         "`depends_on` is a list of arbitrary resources (bare pulumi.Resource has no type token to "
         "reference) and it checks the platform's own rollout; it stays inside the platform stack."
