@@ -29,6 +29,7 @@ every GPU under the same job name without a node, so `ama-metrics-settings-confi
 """
 
 from collections.abc import Mapping, Sequence
+from enum import Enum
 from typing import Any, NotRequired, TypedDict, cast
 
 import pulumi
@@ -98,7 +99,7 @@ _UPGRADE_KEYS = {
 
 def arm_upgrade_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
     """The SDK's upgrade-settings dict in the ARM body's spelling."""
-    return {_UPGRADE_KEYS[key]: (str(value) if isinstance(value, str) else value) for key, value in settings.items()}
+    return {_UPGRADE_KEYS[key]: (value.value if isinstance(value, Enum) else value) for key, value in settings.items()}
 
 
 def managed_pool_properties(
