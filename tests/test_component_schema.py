@@ -133,6 +133,10 @@ ANALYZER_REJECTION = {
     # The settings arg is a pydantic model whose field annotations are postponed strings (config/ uses
     # `from __future__ import annotations`); the analyzer passes the string 'KueueConfig' to issubclass.
     "TrainingQueues": r"issubclass\(\) arg 1 must be a class",
+    # Same for the validated GpuPoolConfig / GpuHealthConfig models these take.
+    "ManagedGpuNodePool": r"issubclass\(\) arg 1 must be a class",
+    "GpuHealth": r"issubclass\(\) arg 1 must be a class",
+    "GpuValidation": r"issubclass\(\) arg 1 must be a class",
 }
 
 
