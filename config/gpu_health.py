@@ -99,5 +99,9 @@ class RemediationConfig(ConfigModel):
 class GpuHealthConfig(ConfigModel):
     """GPU faults detected (alerts) and acted on (remediation)."""
 
-    alerts: GpuHealthAlertsConfig = Field(default_factory=GpuHealthAlertsConfig)
-    remediation: RemediationConfig = Field(default_factory=RemediationConfig)
+    alerts: GpuHealthAlertsConfig = Field(
+        default_factory=GpuHealthAlertsConfig, description="The alert group on GPU node conditions and DCGM counters"
+    )
+    remediation: RemediationConfig = Field(
+        default_factory=RemediationConfig, description="NVSentinel cordon and drain of faulty GPU nodes (off by default)"
+    )

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -300,3 +301,55 @@ def test_the_policy_pack_checks_managed_pools_like_agent_pools(managed: Recordin
     problems = check_gpu_pool_taint_and_label(Resource(pool.type, pool.name, untainted), StackFacts("dev"))
     assert problems and "sku=gpu:NoSchedule" in problems[0], "a managed GPU pool without the GPU taint is caught"
     assert check_prod_encryption_at_host(resource, StackFacts("prod")), "prod host encryption applies to it too"
+
+
+def test_the_pool_built_directly_keeps_spot_and_leaves_the_version_to_auto_upgrade(
+    build: Callable[[Callable[[], Any]], Recording],
+) -> None:
+    import pulumi
+    import pulumi_azure_native.containerservice as containerservice
+    import pulumi_kubernetes as k8s
+
+    from components.aks_managed_gpu import ManagedGpuNodePool
+    from components.context import ClusterHandle
+    from config.gpu import GpuPoolConfig
+
+    pool = GpuPoolConfig.model_validate(
+        {"name": "spot", "vmSize": "Standard_NC4as_T4_v3", "zones": ["1"], "minCount": 2, "maxCount": 2}
+        | {"priority": "Spot", "spot": {"evictionPolicy": "Delete", "maxPrice": -1}}
+    )
+
+    def program() -> None:
+        cluster = containerservice.ManagedCluster("aks", resource_group_name="rg")
+        handle = ClusterHandle(
+            resource_group_name="rg",
+            location="koreacentral",
+            tags={"project": "t"},
+            cluster=cluster,
+            cluster_name=cluster.name,
+            provider=k8s.Provider("k8s", kubeconfig="{}"),
+            oidc_issuer_url=pulumi.Output.from_input("https://issuer"),
+            protect=False,
+        )
+        ManagedGpuNodePool(
+            "gpu-spot",
+            {
+                "pool": pool,
+                "cluster": handle,
+                "nodes_subnet_id": "subnet",
+                "kubernetes_version": "1.36",
+                "tracks_versions": True,
+            },
+        )
+
+    recording = build(program)
+    (resource,) = _managed_pools(recording)
+    properties = resource.inputs["properties"]
+    assert (properties["scaleSetPriority"], properties["scaleSetEvictionPolicy"]) == ("Spot", "Delete")
+    assert properties["count"] == 2 and properties["tags"] == {"project": "t"}
+    assert resource.ignore_changes == ["properties.orchestratorVersion"], (
+        "with an auto-upgrade channel AKS moves the version; re-sending the pinned one would be a downgrade"
+    )
+    (node,) = [n for n in node_templates(recording) if n.gpu]
+    assert node.spot and "sku=gpu:NoSchedule" in node.taints, "AKS adds Spot's taint to managed pools too"
+    assert recording.one("azure-native:containerservice:ManagedCluster").urn in resource.depends_on

@@ -200,3 +200,52 @@ def test_dcgm_diagnostics_on_mig_slices_are_rejected(stack_config: Callable[[str
     settings["gpuPools"][0]["migProfile"] = "MIG3g"
     settings["training"]["teams"] = []
     assert_rejected(settings, "DCGM diag needs whole GPUs", "gpuPools[0].validation.dcgmDiag", "whole GPUs")
+
+
+def _handle() -> Any:
+    import pulumi
+    import pulumi_azure_native.containerservice as containerservice
+    import pulumi_kubernetes as k8s
+
+    from components.context import ClusterHandle
+
+    cluster = containerservice.ManagedCluster("aks", resource_group_name="rg")
+    return ClusterHandle(
+        resource_group_name="rg",
+        location="koreacentral",
+        tags={"project": "t"},
+        cluster=cluster,
+        cluster_name=cluster.name,
+        provider=k8s.Provider("k8s", kubeconfig="{}"),
+        oidc_issuer_url=pulumi.Output.from_input("https://issuer"),
+        protect=False,
+    )
+
+
+def test_the_component_built_directly_checks_only_the_pools_that_ask(
+    build: Callable[[Callable[[], Any]], Recording],
+) -> None:
+    from components.gpu_validation import GpuValidation
+    from config.gpu import GpuPoolConfig
+
+    pools = [
+        GpuPoolConfig.model_validate(
+            {"name": "t4", "vmSize": "Standard_NC4as_T4_v3", "zones": ["1"], "minCount": 0, "maxCount": 1}
+            | {"priority": "Spot", "validation": {"dcgmDiag": True, "timeoutMinutes": 20}}
+        ),
+        GpuPoolConfig.model_validate({"name": "a10", "vmSize": "Standard_NV36ads_A10_v5", "maxCount": 1}),
+    ]
+    recording = build(lambda: GpuValidation("checks", {"gpu_pools": pools, "cluster": _handle()}))
+    (job,) = recording.of_type(JOB)
+    pod = job.inputs["spec"]["template"]["spec"]
+    spot_node = (
+        {"pool": "gpu", "gpu-pool": "t4", "kubernetes.azure.com/scalesetpriority": "spot"},
+        ["sku=gpu:NoSchedule", "kubernetes.azure.com/scalesetpriority=spot:NoSchedule"],
+    )
+    assert pod_fits_node(pod, *spot_node), "a Spot pool's own taint is tolerated"
+    assert job.inputs["spec"]["activeDeadlineSeconds"] == 20 * 60
+    assert job.deleted_with == recording.one("azure-native:containerservice:ManagedCluster").urn
+    namespace = recording.one("kubernetes:core/v1:Namespace")
+    assert namespace.inputs["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "privileged", (
+        "SYS_ADMIN and IPC_LOCK are beyond the baseline profile: a baseline namespace would reject the pods"
+    )
