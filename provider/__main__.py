@@ -18,7 +18,6 @@ The analyzer reads annotations as runtime objects, so component modules do not u
 """
 
 import sys
-import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,6 +37,9 @@ from components.lustre_storage import LustreStorage  # noqa: E402
 from components.network import Network  # noqa: E402
 from components.registry import Registry  # noqa: E402
 from components.upgrade_policy import UpgradePolicy  # noqa: E402
+
+# The plugin's version is the Python package's (pyproject.toml), so SDKs and wheels agree.
+from config.version import package_version  # noqa: E402
 
 PACKAGE = "aks-gpu-platform"
 
@@ -98,12 +100,6 @@ EXCLUDED: dict[str, str] = {
         "reference) and it checks the platform's own rollout; it stays inside the platform stack."
     ),
 }
-
-
-def package_version() -> str:
-    """The plugin's version is the Python package's (pyproject.toml), so SDKs and wheels agree."""
-    with (ROOT / "pyproject.toml").open("rb") as f:
-        return str(tomllib.load(f)["project"]["version"])
 
 
 if __name__ == "__main__":

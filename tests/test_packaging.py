@@ -7,6 +7,8 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
+from importlib import metadata
 from pathlib import Path
 
 from tools.stack_files import REPO_ROOT
@@ -47,14 +49,14 @@ def program():
 
 _sync_await(run_pulumi_func(program))
 print(json.dumps({"components": components.__file__, "config": config.__file__, "registered": registered,
-                  "pool_name": names}))
+                  "pool_name": names, "version": config.__version__}))
 """
 
 
 def test_pip_installed_components_build_in_another_stack(tmp_path: Path) -> None:
     source = tmp_path / "src"
     source.mkdir()
-    for item in ("pyproject.toml", "components", "config"):
+    for item in ("pyproject.toml", "LICENSE", "components", "config"):
         copy = shutil.copytree if (REPO_ROOT / item).is_dir() else shutil.copy
         copy(REPO_ROOT / item, source / item)
     target = tmp_path / "site"
@@ -79,3 +81,11 @@ def test_pip_installed_components_build_in_another_stack(tmp_path: Path) -> None
     assert result["registered"][0] == "aks-gpu-platform:index:GpuNodePool", "the installed component must register"
     assert "azure-native:containerservice:AgentPool" in result["registered"], "and build its agent pool"
     assert result["pool_name"][0].startswith("gpua100"), "the pool's output must resolve through the installed package"
+    version = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert result["version"] == version, (
+        "an installed copy must report pyproject.toml's version (from its metadata: no pyproject.toml beside it)"
+    )
+    (dist,) = [d for d in metadata.distributions(path=[str(target)]) if d.metadata["Name"] == "aks-gpu-platform"]
+    assert dist.metadata["License-Expression"] == "Apache-2.0", "the wheel must declare its licence for audits"
+    licence_files = [f for f in dist.files or [] if f.name == "LICENSE"]
+    assert licence_files, "the wheel must carry the licence text (Apache-2.0 requires it with every copy)"
