@@ -103,5 +103,5 @@ class GpuHealthConfig(ConfigModel):
         default_factory=GpuHealthAlertsConfig, description="The alert group on GPU node conditions and DCGM counters"
     )
     remediation: RemediationConfig = Field(
-        default_factory=RemediationConfig, description="NVSentinel cordon and drain of faulty GPU nodes (off by default)"
+        default_factory=RemediationConfig, description="NVSentinel cordons and drains faulty GPU nodes (off by default)"
     )
