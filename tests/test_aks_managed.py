@@ -353,3 +353,13 @@ def test_the_pool_built_directly_keeps_spot_and_leaves_the_version_to_auto_upgra
     (node,) = [n for n in node_templates(recording) if n.gpu]
     assert node.spot and "sku=gpu:NoSchedule" in node.taints, "AKS adds Spot's taint to managed pools too"
     assert recording.one("azure-native:containerservice:ManagedCluster").urn in resource.depends_on
+
+
+def test_the_plans_quota_counts_the_managed_pools(managed: Recording) -> None:
+    from tools.cost import pool_capacities, quota_needs
+
+    pools = {p.labels.get("gpu-pool"): p for p in pool_capacities(managed) if p.labels.get("pool") == "gpu"}
+    assert set(pools) == {"gput4", "a100mig"}, "GPU quota is asked for every GPU pool, managed ones included"
+    assert (pools["gput4"].min_count, pools["gput4"].max_count) == (1, 1), "a fixed pool runs its count"
+    needs, _ = quota_needs(list(pool_capacities(managed)))
+    assert any(p.startswith("gput4") for n in needs for p in n.pools), "its vCPUs are in the quota table"
