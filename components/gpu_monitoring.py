@@ -20,6 +20,7 @@ from aks_gpu_platform.config.monitoring import MonitoringConfig, derived_name
 
 from . import metrics_labels as labels
 from . import roles
+from .aks_managed_gpu import ANCHOR_LABELS, managed_exporter_anchor
 from .context import ClusterHandle
 from .dcgm_exporter import (
     EXPORTER_NAMESPACE,
@@ -53,6 +54,8 @@ class GpuMonitoringArgs(TypedDict):
     GPU reports metrics. Without them, only the platform's GPU taint is tolerated."""
     grafana_admin_group_object_ids: NotRequired[Sequence[str]]
     """Grafana Admin groups used when the settings name none (the cluster's admin groups)."""
+    aks_managed_exporter: NotRequired[bool]
+    """gpuStack.mode aksManaged: AKS runs the exporter on every GPU node; scrape it instead of installing one."""
 
 
 class GpuMonitoring(pulumi.ComponentResource):
@@ -69,7 +72,8 @@ class GpuMonitoring(pulumi.ComponentResource):
     exporter_pod_labels: dict[str, str]
     """Labels of the DCGM exporter pods the PodMonitor selects."""
     dcgm_exporter: k8s.helm.v3.Release | None
-    """Our DCGM exporter release; None in GPU Operator mode (the operator runs its own)."""
+    """Our DCGM exporter release; None in GPU Operator mode (the operator runs its own) and in aksManaged mode
+    (AKS runs one on every node)."""
 
     def __init__(self, name: str, args: GpuMonitoringArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("aks-gpu-platform:index:GpuMonitoring", name, None, opts)
@@ -205,6 +209,22 @@ class GpuMonitoring(pulumi.ComponentResource):
         if args["dcgm_from_operator"]:
             namespace = GPU_OPERATOR_NAMESPACE
             self.exporter_pod_labels = dict(GPU_OPERATOR_EXPORTER_LABELS)
+        elif args.get("aks_managed_exporter", False):
+            # AKS's exporter on each node, reached through an anchor pod (components/aks_managed_gpu.py).
+            namespace = EXPORTER_NAMESPACE
+            exporter_namespace = k8s.core.v1.Namespace(
+                f"{name}-namespace",
+                metadata={"name": EXPORTER_NAMESPACE, "labels": {"pod-security.kubernetes.io/enforce": "privileged"}},
+                opts=k8s_opts,
+            )
+            self.exporter_pod_labels = dict(ANCHOR_LABELS)
+            exporter_dependencies = managed_exporter_anchor(
+                name,
+                exporter_namespace.metadata.apply(lambda m: m.name or EXPORTER_NAMESPACE),
+                METRICS_PORT_NAME,
+                gpu_pools,
+                k8s_opts,
+            )
         else:
             namespace = EXPORTER_NAMESPACE
             self.exporter_pod_labels = {

@@ -10,7 +10,8 @@ capacity gap. Changes Azure does apply in place (autoscale bounds, labels, Spot 
 tags, upgrade settings) keep the name and update the pool.
 """
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, NotRequired
 
 import pulumi
 import pulumi_azure_native.containerservice as containerservice
@@ -34,6 +35,8 @@ class GpuNodePoolArgs(PoolPlacementArgs):
     """One entry of the `gpuPools` config section."""
     stack_mode: GpuStackMode
     """`gpuStack.mode`: devicePlugin keeps the AKS driver, gpuOperator skips it (driver None)."""
+    extra_node_labels: NotRequired[Mapping[str, str]]
+    """Labels other components need on GPU nodes from boot (e.g. remediation's `nvidia.com/gpu.present`)."""
 
 
 # The GPU Operator's MIG manager applies the configuration this node label names. A MIG-capable
@@ -104,6 +107,7 @@ class GpuNodePool(pulumi.ComponentResource):
                 **pool.labels,
                 **gpu_pool_node_labels(pool.name, pool.sku.gpu_model),
                 **mig_config_labels(pool, mode),
+                **args.get("extra_node_labels", {}),
             },
             node_taints=node_taints(pool),
             gpu_profile={"driver": gpu_driver(mode)},

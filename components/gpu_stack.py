@@ -1,9 +1,11 @@
-"""The cluster-wide GPU software stack: exactly one of two modes, plus RDMA where pools use InfiniBand.
+"""The cluster-wide GPU software stack: exactly one of three modes, plus RDMA where pools use InfiniBand.
 
 - devicePlugin: AKS installs the NVIDIA driver on each GPU node (`gpuProfile.driver: Install`);
   NVIDIA's device plugin chart advertises `nvidia.com/gpu` from namespace `gpu-resources`.
 - gpuOperator: pools skip the AKS driver (`None`); NVIDIA's GPU Operator installs driver,
   container toolkit, device plugin and (with `operatorDcgm`) the DCGM exporter. Never both.
+- aksManaged: AKS installs driver, device plugin and DCGM exporter on the node itself
+  (components/aks_managed_gpu.py); no release here advertises GPUs.
 - InfiniBand: NVIDIA's Network Operator plus a NicClusterPolicy that runs the RDMA shared
   device plugin on the IB pools, so pods can request `rdma/shared_ib`.
 
@@ -140,8 +142,9 @@ class GpuStack(pulumi.ComponentResource):
     """Namespace `gpu-resources` (device plugin, smoke test)."""
     releases: list[k8s.helm.v3.Release]
     """Every Helm release installed here: depend on these for objects that need GPUs or RDMA."""
-    gpu_release: k8s.helm.v3.Release
-    """The release that makes `nvidia.com/gpu` schedulable (device plugin or GPU Operator)."""
+    gpu_release: k8s.helm.v3.Release | None
+    """The release that makes `nvidia.com/gpu` schedulable (device plugin or GPU Operator); None in aksManaged
+    mode, where AKS's own device plugin does."""
     dcgm_from_operator: bool
     """True when the GPU Operator runs the DCGM exporter (monitoring must not install another)."""
     mig_strategy: str
@@ -180,6 +183,8 @@ class GpuStack(pulumi.ComponentResource):
                 pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[namespace])),
                 create_namespace=False,
             )
+        elif cfg.mode == "aksManaged":
+            self.gpu_release = None  # AKS runs the device plugin on every managed node
         else:
             self.gpu_release = _release(
                 f"{name}-gpu-operator",
@@ -188,7 +193,7 @@ class GpuStack(pulumi.ComponentResource):
                 gpu_operator_values(self.mig_strategy, cfg.operator_dcgm, tolerations),
                 k8s_opts,
             )
-        self.releases = [self.gpu_release]
+        self.releases = [self.gpu_release] if self.gpu_release is not None else []
 
         ib_pools = [p.name for p in pools if p.infiniband]
         self.rdma_resource = RDMA_RESOURCE if ib_pools else None
@@ -203,7 +208,7 @@ class GpuStack(pulumi.ComponentResource):
                 network_operator_values(not nfd_from_gpu_operator, tolerations),
                 pulumi.ResourceOptions.merge(
                     k8s_opts,
-                    pulumi.ResourceOptions(depends_on=[self.gpu_release] if nfd_from_gpu_operator else []),
+                    pulumi.ResourceOptions(depends_on=self.releases if nfd_from_gpu_operator else []),
                 ),
             )
             self.releases.append(network_operator)

@@ -9,11 +9,13 @@ import pulumi_azure_native.storagecache as storagecache
 import pulumi_kubernetes as k8s
 
 from aks_gpu_platform.config.gpu import GpuPoolConfig
+from aks_gpu_platform.config.lustre_catalog import LUSTRE_STARTUP_TAINT_KEY
 from aks_gpu_platform.config.scheduling import gpu_tolerations
 from aks_gpu_platform.config.storage import LustreConfig
 
 from . import roles
 from .context import ClusterHandle
+from .lustre_tiering import blob_jobs
 from .private_endpoint import private_endpoint
 from .scan_exceptions import arm_scan_exception
 from .workloads import ClaimMount, training_namespace, verification_pod
@@ -36,6 +38,8 @@ PROVISIONER = "azurelustre.csi.azure.com"
 BLOB_PRIVATE_DNS_ZONE = "privatelink.blob.core.windows.net"
 LUSTRE_FS_NAME = "lustrefs"  # every Azure Managed Lustre filesystem is named lustrefs
 MOUNT_PATH = "/mnt/lustre"
+# The node plugin removes this taint from its node once Lustre is ready (--remove-not-ready-taint, default on).
+LUSTRE_STARTUP_TOLERATION = {"key": LUSTRE_STARTUP_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
 
 
 class LustreStorageArgs(TypedDict):
@@ -222,19 +226,8 @@ class LustreStorage(pulumi.ComponentResource):
                 protect=protect,
             ),
         )
-        if cfg.blob.auto_export:
-            storagecache.AutoExportJob(
-                f"{name}-auto-export",
-                resource_group_name=rg,
-                location=handle.location,
-                aml_filesystem_name=filesystem.name,
-                auto_export_job_name="checkpoints",
-                auto_export_prefixes=[cfg.blob.auto_export_prefix],
-                admin_status=storagecache.AutoExportJobAdminStatus.ENABLE,
-                tags=tags,
-                # Not under the protected filesystem, so auto-export can be switched off on its own.
-                opts=pulumi.ResourceOptions(parent=self, protect=False),
-            )
+        # Auto-export of checkpoints and one-off imports, never at the same time (components/lustre_tiering.py).
+        blob_jobs(name, cfg, filesystem.name, rg, handle.location, tags, self)
 
         self.filesystem_id = filesystem.id
         self.mgs_address = filesystem.client_info.apply(lambda info: info.mgs_address if info else "")
@@ -249,8 +242,9 @@ class LustreStorage(pulumi.ComponentResource):
             namespace=CSI_DRIVER_NAMESPACE,
             # `node.tolerations` is the node DaemonSets' whole list (the chart's default is replaced): the GPU
             # pools' taints, so the plugin runs on every GPU node; the CPU pool is untainted; the system pool's
-            # CriticalAddonsOnly stays untolerated, as the chart intends.
-            values={"node": {"tolerations": gpu_tolerations(gpu_pools)}},
+            # CriticalAddonsOnly stays untolerated, as the chart intends. Plus the driver's own startup taint: a
+            # node born with it (a node initialization taint) waits for this very plugin to lift it.
+            values={"node": {"tolerations": [*gpu_tolerations(gpu_pools), LUSTRE_STARTUP_TOLERATION]}},
             opts=in_cluster,
         )
         training = cfg.training

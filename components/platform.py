@@ -17,17 +17,20 @@ import pulumi
 from aks_gpu_platform.config.platform import PlatformConfig
 from aks_gpu_platform.config.scheduling import gpu_tolerations
 
-from .agent_pools import PoolPlacementArgs
+from .agent_pools import PoolPlacementArgs, pool_upgrade_settings
 from .aks_cluster import AksCluster
+from .aks_managed_gpu import ManagedGpuNodePool
 from .blob_storage_classes import BlobStorageClasses
 from .context import ClusterHandle
 from .cpu_node_pool import CpuNodePool
 from .gpu_autoscaling import GpuAutoscaling, KedaWiringArgs
+from .gpu_health import GpuHealth, remediation_node_labels
 from .gpu_inference_sample import GpuInferenceSample
 from .gpu_monitoring import GpuMonitoring
 from .gpu_node_pool import GpuNodePool
 from .gpu_smoke_test import GpuSmokeTest
 from .gpu_stack import GpuStack
+from .gpu_validation import GpuValidation
 from .log_workspace import LogWorkspace, container_insights_addon, managed_prometheus_profile
 from .lustre_storage import LustreStorage
 from .netapp_files import NetAppFiles, NetAppFilesArgs
@@ -82,6 +85,8 @@ class AksGpuPlatform(pulumi.ComponentResource):
     """Azure NetApp Files volumes and claims, when `storage.netappFiles.enabled`."""
     training: TrainingQueues | None
     """Kueue team queues, when `training` is enabled."""
+    validation: GpuValidation | None
+    """Post-provision GPU checks, when a pool opts in (`gpuPools[].validation`)."""
 
     def __init__(self, name: str, config: PlatformConfig, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("aks-gpu-platform:index:AksGpuPlatform", name, None, opts)
@@ -175,10 +180,33 @@ class AksGpuPlatform(pulumi.ComponentResource):
         cpu_pool = CpuNodePool(
             role("cpu"), {**joins, "settings": cfg.cpu_pool, "upgrade": cfg.upgrade.cpu_pool}, child("cpu")
         )
-        gpu_pools = [
-            GpuNodePool(
+        # Labels NVSentinel's node agents select on, set through the pools so scale-from-zero nodes carry them.
+        health_labels = remediation_node_labels(cfg.gpu_health)
+        gpu_pools: list[GpuNodePool | ManagedGpuNodePool] = [
+            ManagedGpuNodePool(  # gpuStack.mode aksManaged: AKS installs and runs the GPU stack on the node
                 role(f"gpu-{pool.name}"),
-                {**joins, "settings": pool, "stack_mode": cfg.gpu_stack.mode, "upgrade": cfg.upgrade.gpu_pools},
+                {
+                    "pool": pool,
+                    "cluster": handle,
+                    "nodes_subnet_id": net.nodes_subnet_id,
+                    "kubernetes_version": cfg.cluster.kubernetes_version,
+                    "tracks_versions": cfg.upgrade.tracks_versions,
+                    "upgrade_settings": pool_upgrade_settings(cfg.upgrade.gpu_pools),
+                    "encryption_at_host": cfg.security.encryption_at_host,
+                    "extra_node_labels": health_labels,
+                },
+                child(f"gpu-{pool.name}"),
+            )
+            if cfg.gpu_stack.mode == "aksManaged"
+            else GpuNodePool(
+                role(f"gpu-{pool.name}"),
+                {
+                    **joins,
+                    "settings": pool,
+                    "stack_mode": cfg.gpu_stack.mode,
+                    "upgrade": cfg.upgrade.gpu_pools,
+                    "extra_node_labels": health_labels,
+                },
                 child(f"gpu-{pool.name}"),
             )
             for pool in cfg.gpu_pools
@@ -229,9 +257,39 @@ class AksGpuPlatform(pulumi.ComponentResource):
                 "dcgm_exporter_repository": acr.dcgm_exporter_repository,
                 "gpu_pools": cfg.gpu_pools,
                 "grafana_admin_group_object_ids": cfg.cluster.entra_id.admin_group_object_ids,
+                "aks_managed_exporter": cfg.gpu_stack.mode == "aksManaged",
             },
             child("monitoring"),
         )
+        # GPU health alerts (node conditions, DCGM counters) and, when enabled, NVSentinel remediation.
+        GpuHealth(
+            role("gpu-health"),
+            {
+                "settings": cfg.gpu_health,
+                "gpu_pools": cfg.gpu_pools,
+                "stack_mode": cfg.gpu_stack.mode,
+                "operator_dcgm": cfg.gpu_stack.operator_dcgm,
+                "cluster": handle,
+                "action_group_id": monitoring.action_group_id,
+                "monitor_workspace_id": monitoring.monitor_workspace_id,
+                "cluster_id": aks.cluster_id,
+                "alerts_enabled": cfg.monitoring.alerts.enabled,
+                "base_name": base_name,
+                "depends_on": gpu_stack.releases,
+            },
+            child("gpu-health"),
+        )
+        self.validation = None
+        if any(pool.validation.any for pool in cfg.gpu_pools):
+            self.validation = GpuValidation(
+                role("gpu-validation"),
+                {
+                    "gpu_pools": cfg.gpu_pools,
+                    "cluster": handle,
+                    "depends_on": [*(p.agent_pool for p in gpu_pools), *gpu_stack.releases],
+                },
+                child("gpu-validation"),
+            )
         keda: KedaWiringArgs = {
             "cluster": handle,
             "monitor_workspace_id": monitoring.monitor_workspace_id,
@@ -356,4 +414,6 @@ class AksGpuPlatform(pulumi.ComponentResource):
             }
         if self.training is not None:
             outputs["trainingTeams"] = self.training.teams
+        if self.validation is not None:
+            outputs["gpuValidation"] = self.validation.results
         return outputs

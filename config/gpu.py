@@ -10,10 +10,11 @@ from pydantic import Field, model_validator
 from .base import ConfigModel
 from .errors import field_error
 from .gpu_catalog import GPU_SKUS, GpuSku, gpu_sku
+from .gpu_validation import PoolValidationConfig
 from .node_pools import VM_SIZE_PATTERN, AutoscaledPoolConfig
 from .types import HashedPoolName
 
-GpuStackMode = Literal["devicePlugin", "gpuOperator"]
+GpuStackMode = Literal["devicePlugin", "gpuOperator", "aksManaged"]
 # The AKS API's gpuInstanceProfile values (GPUInstanceProfile enum of the AgentPool API); which a
 # size supports and what each makes of its GPUs is in the catalog.
 MigProfile = Literal["MIG1g", "MIG2g", "MIG3g", "MIG4g", "MIG7g"]
@@ -60,6 +61,9 @@ class GpuPoolConfig(AutoscaledPoolConfig):
     mig_profile: MigProfile | None = Field(default=None, description="MIG instance profile applied to every GPU")
     infiniband: bool = Field(default=False, description="Use the SKU's InfiniBand fabric (RDMA); single zone only")
     taints: list[str] = Field(default_factory=list, description="Extra taints, key=value:Effect")
+    validation: PoolValidationConfig = Field(
+        default_factory=PoolValidationConfig, description="Post-provision checks `pulumi up` runs on this pool"
+    )
 
     @property
     def sku(self) -> GpuSku:
@@ -109,7 +113,9 @@ class GpuStackConfig(ConfigModel):
     mode: GpuStackMode = Field(
         default="devicePlugin",
         description="devicePlugin: AKS installs the driver, NVIDIA device plugin exposes GPUs; "
-        "gpuOperator: pools skip the AKS driver and NVIDIA's GPU Operator manages the stack",
+        "gpuOperator: pools skip the AKS driver and NVIDIA's GPU Operator manages the stack; "
+        "aksManaged: AKS installs driver, device plugin and DCGM exporter and runs GPU health checks "
+        "(preview: fixed-size pools, no per-pod GPU metrics; docs/gpu-operations.md)",
     )
     operator_dcgm: bool = Field(
         default=False, description="gpuOperator mode only: let the operator run the DCGM exporter for monitoring"

@@ -1,4 +1,12 @@
-"""Azure Managed Lustre SKUs (size rules and throughput) and the subnet each capacity needs."""
+"""Azure Managed Lustre SKUs (size rules and throughput) and the subnet each capacity needs.
+
+AMLFS-Durable-Premium-20: "Capacity increments by tier: 96, 48, 16, 8, and 4 TiB" for tiers 20, 40, 125, 250
+and 500, and "Each capacity increment provides 2,000 MB/s" (MicrosoftDocs/azure-stack-docs
+azure-managed-lustre/mlperf-storage-v3-results.md, doc date 2026-09-01): 2000/96 = 20.8 MB/s per TiB, kept as 20
+(the catalog's whole MB/s per TiB, rounded down so a throughput target is never promised short). Its minimum
+and maximum are not published: one increment (96 TiB) is the minimum, and the maximum is the largest size
+Microsoft has published running, 25,632 TiB (the same MLPerf runs); larger needs a support request.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +15,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 AmlfsSkuName = Literal[
+    "AMLFS-Durable-Premium-20",
     "AMLFS-Durable-Premium-40",
     "AMLFS-Durable-Premium-125",
     "AMLFS-Durable-Premium-250",
@@ -41,19 +50,32 @@ class AmlfsSku:
 
 
 AMLFS_SKUS: dict[str, AmlfsSku] = {
+    # Unpublished min/max: one 96 TiB increment .. the largest published deployment (see the module docstring).
+    "AMLFS-Durable-Premium-20": AmlfsSku(min_tib=96, max_tib=25632, step_tib=96, mbps_per_tib=20),
     "AMLFS-Durable-Premium-40": AmlfsSku(min_tib=48, max_tib=768, step_tib=48, mbps_per_tib=40),
     "AMLFS-Durable-Premium-125": AmlfsSku(min_tib=16, max_tib=128, step_tib=16, mbps_per_tib=125),
     "AMLFS-Durable-Premium-250": AmlfsSku(min_tib=8, max_tib=128, step_tib=8, mbps_per_tib=250),
     "AMLFS-Durable-Premium-500": AmlfsSku(min_tib=4, max_tib=128, step_tib=4, mbps_per_tib=500),
 }
 
-# Largest capacity (TiB) each subnet prefix holds; above 400 TiB a /22 is assumed.
+# Largest capacity (TiB) each subnet prefix holds (MicrosoftDocs azure-managed-lustre amlfs-prerequisites.md;
+# the published table stops at 400 TiB).
 _SUBNET_BY_CAPACITY: list[tuple[int, int]] = [(16, 27), (40, 26), (92, 25), (196, 24), (400, 23)]
+_PUBLISHED_LIMIT_TIB, _PUBLISHED_LIMIT_PREFIX = _SUBNET_BY_CAPACITY[-1]
+
+# The CSI node plugin lifts this taint from its node once Lustre is ready (kubernetes-sigs/azurelustre-csi-driver
+# docs/driver-parameters.md `--remove-not-ready-taint`, default true); it never adds it.
+LUSTRE_STARTUP_TAINT_KEY = "azurelustre.csi.azure.com/agent-not-ready"
 
 
 def required_subnet_prefix(capacity_tib: int) -> int:
-    """The longest prefix (smallest subnet) Azure accepts for a filesystem of capacity_tib."""
+    """The longest prefix (smallest subnet) Azure accepts for a filesystem of capacity_tib.
+
+    Above the published 400 TiB the table's own rule is continued, conservatively: every doubling of capacity
+    doubles the addresses (one bit shorter), so 800 TiB needs a /22 and AMLFS-20's 25,632 TiB a /16. Azure's
+    `getRequiredAmlFSSubnetsSize` action gives the exact figure; a smaller subnet it accepts can be handed in.
+    """
     for limit, prefix in _SUBNET_BY_CAPACITY:
         if capacity_tib <= limit:
             return prefix
-    return 22
+    return _PUBLISHED_LIMIT_PREFIX - math.ceil(math.log2(capacity_tib / _PUBLISHED_LIMIT_TIB))

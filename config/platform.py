@@ -14,7 +14,9 @@ from .autoscaling import AutoscalingConfig
 from .base import ConfigModel
 from .cluster import ClusterConfig
 from .errors import field_error
+from .fleet_rules import check_aks_managed, check_lustre_startup_taint, check_pool_validation
 from .gpu import GpuPoolConfig, GpuStackConfig
+from .gpu_health import GpuHealthConfig
 from .lustre_catalog import required_subnet_prefix
 from .monitoring import MonitoringConfig
 from .network import NETAPP_DELEGATION, NetworkConfig, usable_addresses
@@ -100,6 +102,10 @@ class PlatformConfig(ConfigModel):
         default_factory=TrainingConfig,
         description="Kueue team queues and GPU quotas, JobSet, autoscaler-aware admission",
     )
+    gpu_health: GpuHealthConfig = Field(
+        default_factory=GpuHealthConfig,
+        description="GPU health alerts (node conditions, DCGM counters) and NVSentinel remediation",
+    )
 
     @property
     def all_pools(self) -> list[tuple[str, AutoscaledPoolConfig]]:
@@ -134,6 +140,14 @@ class PlatformConfig(ConfigModel):
                 str(nodes),
                 f"holds {usable_addresses(nodes)} nodes but the pools' maxCount plus their upgrade surge need {needed}",
             )
+        return self
+
+    @model_validator(mode="after")
+    def _check_fleet_operations(self) -> PlatformConfig:
+        # aksManaged limits, where validation checks can run, the Lustre startup taint (config/fleet_rules.py).
+        check_aks_managed(self)
+        check_pool_validation(self)
+        check_lustre_startup_taint(self)
         return self
 
     @model_validator(mode="after")

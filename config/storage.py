@@ -9,6 +9,7 @@ from pydantic import Field, model_validator
 from .base import ConfigModel
 from .errors import field_error
 from .lustre_catalog import AMLFS_SKUS, AmlfsSku, AmlfsSkuName
+from .lustre_tiering import LustreImportJobConfig
 from .netapp import NetAppFilesConfig
 from .types import Guid, ResourceId, Zone
 
@@ -85,6 +86,12 @@ class BlobIntegrationConfig(ConfigModel):
     public_network_access: bool = Field(
         default=True,
         description="false: the account is reachable only through a private endpoint in the private-endpoints subnet",
+    )
+    import_job: LustreImportJobConfig | None = Field(
+        default=None,
+        description="A one-off import from Blob on this deploy (restore checkpoints). Azure runs one Blob job per "
+        "filesystem at a time, so with autoExport on the deploy pauses auto-export (admin status Disable) before the "
+        "import starts; the next deploy without importJob resumes it",
     )
 
     @model_validator(mode="after")

@@ -148,6 +148,9 @@ def is_gpu_pool(inputs: Mapping[str, Any]) -> bool:
 def _pool_profiles(resource: Resource) -> list[Mapping[str, Any]]:
     if resource.type == AGENT_POOL:
         return [resource.inputs]
+    if resource.type == GENERIC_RESOURCE and resource.inputs.get("resourceType") == "agentPools":
+        # aksManaged pools: the AgentPool body through the generic ARM resource (a newer API version).
+        return [{**(resource.inputs.get("properties") or {}), "agentPoolName": resource.inputs.get("resourceName")}]
     if resource.type == MANAGED_CLUSTER:
         return list(resource.inputs.get("agentPoolProfiles") or [])
     return []

@@ -50,6 +50,7 @@ from aks_gpu_platform.components.context import ClusterHandle
 from aks_gpu_platform.components.training_queues import LustreClaimArgs
 from aks_gpu_platform.config import gpu as gpu_config
 from aks_gpu_platform.config.autoscaling import ScalingTargetConfig
+from aks_gpu_platform.config.errors import ConfigError
 from aks_gpu_platform.config.gpu import GpuPoolConfig, GpuStackConfig
 from aks_gpu_platform.config.loader import validate_section
 from aks_gpu_platform.config.monitoring import LogsConfig, MonitoringConfig, RegistryConfig
@@ -76,6 +77,8 @@ class GpuStackMode(StrEnum):
     """AKS installs the NVIDIA driver; the NVIDIA device plugin exposes the GPUs."""
     GPU_OPERATOR = "gpuOperator"
     """The pools skip the AKS driver; NVIDIA's GPU Operator manages the stack."""
+    AKS_MANAGED = "aksManaged"
+    """AKS installs and runs driver, device plugin and DCGM exporter (ManagedGpuNodePool; not hosted yet)."""
 
 
 class OsSku(StrEnum):
@@ -131,6 +134,19 @@ class SpotSettings(TypedDict):
     """USD per hour per VM; -1 (default) caps at the on-demand price (evicted only for capacity)."""
 
 
+class PoolValidationSettings(TypedDict):
+    """`gpuPools[].validation`: checks run by `pulumi up` once the pool exists."""
+
+    dcgm_diag: NotRequired[bool]
+    """Run DCGM diagnostics level 1 on one node of the pool, holding all its GPUs."""
+    nccl_all_reduce: NotRequired[bool]
+    """InfiniBand pools only: an NCCL all-reduce across two nodes against the size's bus bandwidth floor."""
+    min_bus_bandwidth_g_bps: NotRequired[float]
+    """Bus bandwidth floor in GB/s (`minBusBandwidthGBps`), instead of the size's default."""
+    timeout_minutes: NotRequired[int]
+    """How long `pulumi up` waits for a check, node scale-up from zero included; 5 to 240 minutes."""
+
+
 class GpuPoolSettings(TypedDict):
     """One entry of the `gpuPools` config section."""
 
@@ -161,6 +177,8 @@ class GpuPoolSettings(TypedDict):
     """Spot settings; only with priority Spot."""
     mig_profile: NotRequired[MigProfile]
     """MIG instance profile applied to every GPU."""
+    validation: NotRequired[PoolValidationSettings]
+    """Post-provision checks `pulumi up` runs on the pool (DCGM diagnostics, NCCL all-reduce)."""
     infiniband: NotRequired[bool]
     """Use the size's InfiniBand fabric (RDMA); single zone only."""
     taints: NotRequired[Sequence[str]]
@@ -386,6 +404,14 @@ class GpuNodePool(gpu_node_pool.GpuNodePool):
             # The enum's values are config's Literal's (tests/test_component_schema.py).
             "stack_mode": cast(gpu_config.GpuStackMode, GpuStackMode(args["stack_mode"]).value),
         }
+        if built["stack_mode"] == "aksManaged":
+            raise ConfigError(
+                [
+                    "stack_mode: got 'aksManaged'; AKS-managed pools are ManagedGpuNodePool, which other languages "
+                    "cannot build yet (docs/gpu-operations.md): use devicePlugin or gpuOperator"
+                ],
+                source="GpuNodePool args",
+            )
         if "upgrade" in args:
             built["upgrade"] = validate_section(GpuPoolUpgradeConfig, args["upgrade"], source="GpuNodePool upgrade")
         if "encryption_at_host" in args:
@@ -421,8 +447,9 @@ class GpuStack(gpu_stack.GpuStack):
     """Namespace `gpu-resources` (device plugin, smoke test)."""
     releases: list[k8s.helm.v3.Release]
     """Every Helm release installed here: depend on these for objects that need GPUs or RDMA."""
-    gpu_release: k8s.helm.v3.Release
-    """The release that makes `nvidia.com/gpu` schedulable (device plugin or GPU Operator)."""
+    gpu_release: k8s.helm.v3.Release | None
+    """The release that makes `nvidia.com/gpu` schedulable (device plugin or GPU Operator); None in aksManaged
+    mode, where AKS's own device plugin does."""
     dcgm_from_operator: bool
     """True when the GPU Operator runs the DCGM exporter (monitoring must not install another)."""
     mig_strategy: str
@@ -483,7 +510,8 @@ class GpuMonitoring(gpu_monitoring.GpuMonitoring):
     exporter_pod_labels: dict[str, str]
     """Labels of the DCGM exporter pods the PodMonitor selects."""
     dcgm_exporter: k8s.helm.v3.Release | None
-    """Our DCGM exporter release; None in GPU Operator mode (the operator runs its own)."""
+    """Our DCGM exporter release; None in GPU Operator mode (the operator runs its own) and in aksManaged mode
+    (AKS runs one on every node)."""
 
     def __init__(self, name: str, args: GpuMonitoringInputs, opts: pulumi.ResourceOptions | None = None) -> None:
         built: gpu_monitoring.GpuMonitoringArgs = {

@@ -14,6 +14,10 @@ Pods and exposition follow upstream, not the program:
 - Azure's kube-state-metrics job (Azure/prometheus-collector v7.1.1-main-07-21-2026-39583fd5
   `otelcollector/configmapparser/default-prom-configs/kubestateDefault.yml`): a static target, so only
   `job` and `instance` are added; `kube_node_labels` carries `node` and `label_<key>` for allowlisted keys.
+- aksManaged: AKS's exporter is a node service on port 19400 with no pod mapping, collecting the packaged
+  `/etc/dcgm-exporter/default-counters.csv` (Azure/AgentBaker cse_config.sh); it is reached through the recorded
+  hostNetwork anchor DaemonSet, whose pods have the node's IP. Its counters are those enabled in NVIDIA/dcgm-exporter
+  tag 4.5.3-4.8.2 `etc/default-counters.csv` (the exporter release AKS ships, AgentBaker components.json).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from tests.scheduling import generic_agent_pools
 from tests.scrape_model import (
     Container,
     Pod,
@@ -36,6 +41,35 @@ from tests.scrape_model import (
 from tools.offline import Recording
 
 POD_MONITOR = "kubernetes:azmonitoring.coreos.com/v1:PodMonitor"
+DAEMON_SET = "kubernetes:apps/v1:DaemonSet"
+# NVIDIA/dcgm-exporter tag 4.5.3-4.8.2 etc/default-counters.csv: the fields it enables (label-type rows left out).
+AKS_EXPORTER_COUNTERS = (
+    "DCGM_FI_DEV_SM_CLOCK",
+    "DCGM_FI_DEV_MEM_CLOCK",
+    "DCGM_FI_DEV_MEMORY_TEMP",
+    "DCGM_FI_DEV_GPU_TEMP",
+    "DCGM_FI_DEV_POWER_USAGE",
+    "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
+    "DCGM_FI_DEV_PCIE_REPLAY_COUNTER",
+    "DCGM_FI_DEV_GPU_UTIL",
+    "DCGM_FI_DEV_MEM_COPY_UTIL",
+    "DCGM_FI_DEV_ENC_UTIL",
+    "DCGM_FI_DEV_DEC_UTIL",
+    "DCGM_FI_DEV_XID_ERRORS",
+    "DCGM_FI_DEV_FB_FREE",
+    "DCGM_FI_DEV_FB_USED",
+    "DCGM_FI_DEV_FB_RESERVED",
+    "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL",
+    "DCGM_FI_DEV_VGPU_LICENSE_STATUS",
+    "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
+    "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS",
+    "DCGM_FI_DEV_ROW_REMAP_FAILURE",
+    "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+    "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+    "DCGM_FI_PROF_DRAM_ACTIVE",
+    "DCGM_FI_PROF_PCIE_TX_BYTES",
+    "DCGM_FI_PROF_PCIE_RX_BYTES",
+)
 RELEASE = "kubernetes:helm.sh/v3:Release"
 AGENT_POOL = "azure-native:containerservice:AgentPool"
 CLUSTER = "azure-native:containerservice:ManagedCluster"
@@ -66,8 +100,26 @@ class MetricsWorld:
         return [s for s in self.series if s.name == metric]
 
 
+def _host_network_exporter(recording: Recording) -> tuple[str, dict[str, str], str, int] | None:
+    """aksManaged: the recorded hostNetwork DaemonSet that declares a `metrics` port (the scrape anchor)."""
+    for daemon_set in recording.of_type(DAEMON_SET):
+        template = daemon_set.inputs["spec"]["template"]
+        pod = template["spec"]
+        if not pod.get("hostNetwork"):
+            continue
+        for container in pod["containers"]:
+            for port in container.get("ports") or []:
+                if port.get("name") == "metrics":
+                    labels = dict(template["metadata"]["labels"])
+                    return daemon_set.inputs["metadata"]["namespace"], labels, container["name"], port["containerPort"]
+    return None
+
+
 def _exporter_template(recording: Recording) -> tuple[str, dict[str, str], str, int]:
     """(namespace, pod labels, container, port) of the DCGM exporter pods upstream would create."""
+    anchor = _host_network_exporter(recording)
+    if anchor is not None:
+        return anchor
     ours = [r for r in recording.of_type(RELEASE) if r.inputs.get("chart") == "dcgm-exporter"]
     if ours:
         (release,) = ours
@@ -86,15 +138,19 @@ def _exporter_template(recording: Recording) -> tuple[str, dict[str, str], str, 
 def _gpu_nodes(recording: Recording) -> list[tuple[str, dict[str, str]]]:
     """One node per GPU pool, named as AKS names VMSS nodes, with the labels the pool gives its nodes."""
     nodes: list[tuple[str, dict[str, str]]] = []
-    for pool in recording.of_type(AGENT_POOL):
-        labels = dict(pool.inputs.get("nodeLabels") or {})
+    pools = [(p.outputs["name"], p.inputs) for p in recording.of_type(AGENT_POOL)]
+    pools += [(p["agentPoolName"], p) for p in generic_agent_pools(recording)]
+    for name, pool in pools:
+        labels = dict(pool.get("nodeLabels") or {})
         if labels.get("pool") == "gpu":
-            nodes.append((f"aks-{pool.outputs['name']}-12345678-vmss000000", labels))
+            nodes.append((f"aks-{name}-12345678-vmss000000", labels))
     return nodes
 
 
 def _counters(recording: Recording) -> list[str]:
     """The DCGM fields the exporter is configured to emit (its counters CSV)."""
+    if _host_network_exporter(recording) is not None:
+        return list(AKS_EXPORTER_COUNTERS)  # AKS's packaged file; the platform cannot change it
     configmaps = [r for r in recording.of_type("kubernetes:core/v1:ConfigMap") if "dcgm-counters" in r.name]
     if configmaps:
         csv = next(iter(configmaps[0].inputs["data"].values()))
@@ -164,6 +220,8 @@ def build_world(
     """Each GPU node runs an exporter (the last `silent_nodes` send nothing); workloads fill GPUs in order."""
     cluster = recording.one(CLUSTER).outputs["name"]
     namespace, exporter_labels, container, port = _exporter_template(recording)
+    # AKS's exporter runs without Kubernetes mapping (no -k): no series names the pod holding a GPU.
+    pod_mapping = _host_network_exporter(recording) is None
     pool_nodes = _gpu_nodes(recording)
     assert pool_nodes, "the stack must have a GPU pool to observe"
     nodes = [(f"{name[:-1]}{i}", labels) for name, labels in pool_nodes for i in range(nodes_per_pool)]
@@ -184,7 +242,7 @@ def build_world(
             f"dcgm-exporter-{i:05d}",
             exporter_labels,
             node,
-            f"10.244.{i}.7",
+            f"10.244.{i}.7" if pod_mapping else f"10.224.0.{i + 4}",  # a hostNetwork pod has its node's IP
             (Container(container, (Port("metrics", port),)),),
         )
         for i, (node, _) in enumerate(reporting)
@@ -217,7 +275,7 @@ def build_world(
     for config in pod_monitor_scrape_configs(monitor.inputs):
         for target in targets(config, [*exporter_pods, *bystanders]):
             node = target.pod.node
-            gpus = [(index, holders.get((node, index))) for index in range(GPUS_PER_NODE)]
+            gpus = [(index, holders.get((node, index)) if pod_mapping else None) for index in range(GPUS_PER_NODE)]
             result = scrape(target, config, dcgm_exposition(node, gpus, counters, value_of), {"cluster": cluster})
             series += result.series
             assert result.up is not None
@@ -226,3 +284,30 @@ def build_world(
     return MetricsWorld(
         series, exporter_pods, [n for n, _ in nodes], [n for n, _ in nodes[len(reporting) :]], placement
     )
+
+
+def node_state_series(
+    recording: Recording,
+    nodes: Sequence[str],
+    conditions: Sequence[str],
+    faults: Mapping[str, str] | None = None,
+    cordoned: Sequence[str] = (),
+) -> list[Series]:
+    """kube-state-metrics' node series for `nodes` (kubernetes/kube-state-metrics docs/metrics/cluster/
+    node-metrics.md): `kube_node_status_condition{node,condition,status}` with one series per status, 1 on the
+    node's actual one, for Ready and each of `conditions` (`faults` maps a node to the condition that is True on
+    it); `kube_node_spec_taint{node,key,value,effect}` for the taint a cordon adds (TaintNodesByCondition)."""
+    cluster = recording.one(CLUSTER).outputs["name"]
+    scrape = {"cluster": cluster, "job": "kube-state-metrics", "instance": "ama-metrics-ksm.kube-system.svc:8080"}
+    faults = faults or {}
+    series: list[Series] = []
+    for node in nodes:
+        for condition in ("Ready", *conditions):
+            actual = "true" if condition == "Ready" or faults.get(node) == condition else "false"
+            for status in ("true", "false", "unknown"):
+                labels = {"__name__": "kube_node_status_condition", "node": node, "condition": condition}
+                series.append(Series({**scrape, **labels, "status": status}, 1.0 if status == actual else 0.0))
+        if node in cordoned:
+            taint = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}  # empty value: no label
+            series.append(Series({**scrape, "__name__": "kube_node_spec_taint", "node": node, **taint}, 1.0))
+    return series

@@ -28,6 +28,8 @@ from aks_gpu_platform.config.scheduling import pod_fits_node, selects_node
 from tools.offline import RecordedResource, Recording
 
 AGENT_POOL = "azure-native:containerservice:AgentPool"
+# aksManaged pools: the same AgentPool through the generic ARM resource (a newer API version).
+GENERIC_RESOURCE = "azure-native:resources:Resource"
 MANAGED_CLUSTER = "azure-native:containerservice:ManagedCluster"
 RELEASE = "kubernetes:helm.sh/v3:Release"
 NIC_CLUSTER_POLICY = "kubernetes:mellanox.com/v1alpha1:NicClusterPolicy"
@@ -36,6 +38,9 @@ RESOURCE_FLAVOR = "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor"
 # Spelled out from the AKS docs, not imported: the check must not trust the platform's own constants.
 AKS_SPOT_LABEL = ("kubernetes.azure.com/scalesetpriority", "spot")
 AKS_SPOT_TAINT = "kubernetes.azure.com/scalesetpriority=spot:NoSchedule"
+# Azure/AgentBaker parts/linux/cloud-init/artifacts/cse_config.sh configureManagedGPUExperience (2026-08-21):
+# a node whose pool has gpuProfile.nvidia.managementMode Managed gets this kubelet label.
+AKS_MANAGED_EXPORTER_LABEL = ("kubernetes.azure.com/dcgm-exporter", "enabled")
 GPU_RESOURCE = "nvidia.com/gpu"
 
 
@@ -80,6 +85,8 @@ def node_template(pool: Mapping[str, Any]) -> NodeTemplate:
     if gpu_sku(vm_size) is not None:  # N-series sizes: AKS marks the node's accelerator
         labels["kubernetes.azure.com/accelerator"] = "nvidia"
     taints = list(pool.get("nodeTaints") or [])
+    if ((pool.get("gpuProfile") or {}).get("nvidia") or {}).get("managementMode") == "Managed":
+        labels[AKS_MANAGED_EXPORTER_LABEL[0]] = AKS_MANAGED_EXPORTER_LABEL[1]
     if pool.get("scaleSetPriority") == "Spot":
         labels[AKS_SPOT_LABEL[0]] = AKS_SPOT_LABEL[1]
         if AKS_SPOT_TAINT not in taints:
@@ -87,10 +94,21 @@ def node_template(pool: Mapping[str, Any]) -> NodeTemplate:
     return NodeTemplate(name, labels, tuple(taints), system=str(pool.get("mode")) == "System")
 
 
+def generic_agent_pools(recording: Recording) -> list[dict[str, Any]]:
+    """Pools created through the generic ARM resource (aksManaged), as AgentPool-shaped inputs."""
+    return [
+        {**(r.inputs.get("properties") or {}), "agentPoolName": r.inputs["resourceName"]}
+        for r in recording.of_type(GENERIC_RESOURCE)
+        if r.inputs.get("resourceProviderNamespace") == "Microsoft.ContainerService"
+        and r.inputs.get("resourceType") == "agentPools"
+    ]
+
+
 def node_templates(recording: Recording) -> list[NodeTemplate]:
     """Every pool of the stack: the cluster's inline system pool and every separate AgentPool."""
     inline = [p for c in recording.of_type(MANAGED_CLUSTER) for p in c.inputs.get("agentPoolProfiles") or []]
-    return [node_template(p) for p in inline] + [node_template(p.inputs) for p in recording.of_type(AGENT_POOL)]
+    separate = [p.inputs for p in recording.of_type(AGENT_POOL)] + generic_agent_pools(recording)
+    return [node_template(p) for p in inline] + [node_template(p) for p in separate]
 
 
 # ---------------------------------------------------------------- pods
@@ -146,7 +164,10 @@ def object_pod_templates(recording: Recording) -> list[PodTemplate]:
         spec = _at(resource.inputs, POD_SPEC_PATHS[kind])
         assert isinstance(spec, Mapping), f"{kind} {resource.name} renders no pod spec"
         gpu = requests_gpus(spec)
-        pods.append(PodTemplate(f"{kind} {resource.name}", spec, "gpu" if gpu else None, daemon=kind == "DaemonSet"))
+        # A pod pinned to one GPU pool (a validation Job) must fit that pool; other GPU pods any GPU pool.
+        pinned = (spec.get("nodeSelector") or {}).get("gpu-pool")
+        runs_on = f"pool:{pinned}" if pinned else "gpu" if gpu else None
+        pods.append(PodTemplate(f"{kind} {resource.name}", spec, runs_on, daemon=kind == "DaemonSet"))
     return pods
 
 
@@ -314,6 +335,146 @@ def _jobset(release: str, values: Mapping[str, Any]) -> list[PodTemplate]:
     return [PodTemplate(f"{release}: controller Deployment", _scheduling(controller), "cpu")]
 
 
+def _cert_manager(release: str, values: Mapping[str, Any]) -> list[PodTemplate]:
+    # cert-manager/cert-manager v1.21.1 deploy/charts/cert-manager: templates/deployment.yaml, webhook-deployment.yaml,
+    # cainjector-deployment.yaml (if cainjector.enabled) and startupapicheck-job.yaml (if startupapicheck.enabled)
+    # build nodeSelector as `merge global.nodeSelector <component>.nodeSelector` (Sprig merge: the global value wins a
+    # clash) and take affinity and tolerations from the component. values.yaml defaults: each component's
+    # nodeSelector {kubernetes.io/os: linux}, affinity {}, tolerations [], cainjector and startupapicheck enabled.
+    linux = {"nodeSelector": {"kubernetes.io/os": "linux"}, "affinity": {}, "tolerations": []}
+    defaults = {
+        "global": {"nodeSelector": {}},
+        **linux,
+        "webhook": linux,
+        "cainjector": {"enabled": True, **linux},
+        "startupapicheck": {"enabled": True, **linux},
+    }
+    merged = helm_merge(defaults, values)
+
+    def pod(component: Mapping[str, Any]) -> dict[str, Any]:
+        selector = {**(component.get("nodeSelector") or {}), **(merged["global"].get("nodeSelector") or {})}
+        return _scheduling({**component, "nodeSelector": selector})
+
+    pods = [
+        PodTemplate(f"{release}: controller Deployment", pod(merged), "cpu"),
+        PodTemplate(f"{release}: webhook Deployment", pod(merged["webhook"]), "cpu"),
+    ]
+    if merged["cainjector"]["enabled"]:
+        pods.append(PodTemplate(f"{release}: cainjector Deployment", pod(merged["cainjector"]), "cpu"))
+    if merged["startupapicheck"]["enabled"]:
+        pods.append(PodTemplate(f"{release}: startupapicheck Job", pod(merged["startupapicheck"]), "cpu"))
+    return pods
+
+
+# Node labels NVSentinel's labeler writes at runtime (labeler/pkg/labeler/labeler.go at e002c5dc): no node template
+# has them, so selectors on them are left out here; tests/test_gpu_health.py checks the labeler will write them.
+NVSENTINEL_RUNTIME_LABELS = (
+    "nvsentinel.dgxc.nvidia.com/driver.installed",
+    "nvsentinel.dgxc.nvidia.com/kata.enabled",
+    "nvsentinel.dgxc.nvidia.com/dcgm.version",
+)
+
+
+def _without_runtime_labels(spec: dict[str, Any]) -> dict[str, Any]:
+    selector = {k: v for k, v in (spec.get("nodeSelector") or {}).items() if k not in NVSENTINEL_RUNTIME_LABELS}
+    return {**spec, "nodeSelector": selector} if selector else {k: v for k, v in spec.items() if k != "nodeSelector"}
+
+
+def _nvsentinel(release: str, values: Mapping[str, Any]) -> list[PodTemplate]:
+    # NVIDIA/NVSentinel distros/kubernetes/nvsentinel (read at fork lalitadithya/NVSentinel@e002c5dc, v1.19.0):
+    # - templates/daemonset.yaml (platform-connectors): tolerations `global.tolerations | default
+    #   platformConnector.tolerations`, affinity platformConnector.affinity, no nodeSelector;
+    # - node agents, each `global.X | default <subchart>.X` for nodeSelector (appended to fixed labels), affinity and
+    #   tolerations: syslog-health-monitor daemonset-regular (driver.installed, kata.enabled=false; the kata
+    #   DaemonSet selects kata.enabled=true, which the labeler never writes on our nodes), metadata-collector
+    #   (nvidia.com/gpu.present=true, driver.installed), gpu-health-monitor daemonset-dcgm-4.x/3.x (dcgm.version);
+    # - controllers labeler, fault-quarantine, node-drainer, kubernetes-object-monitor: nodeSelector
+    #   `global.systemNodeSelector | default own`, affinity `global.affinity | default own`, tolerations
+    #   `global.systemNodeTolerations | default own`;
+    # - mongodb-store: Bitnami mongodb 16.2.2 replicaset/statefulset.yaml reads mongodb.{nodeSelector,tolerations} and
+    #   a soft pod anti-affinity preset (a preference, no filter); templates/jobs.yaml `job.nodeSelector | default
+    #   mongodb.nodeSelector`, `job.tolerations | default mongodb.jobTolerations`.
+    # Umbrella values.yaml defaults: global.tolerations [{operator: Exists}], the rest empty; enabled by default:
+    # gpuHealthMonitor, syslogHealthMonitor, labeler, metadataCollector; the others off.
+    defaults: dict[str, Any] = {
+        "global": {
+            "nodeSelector": {},
+            "tolerations": [{"operator": "Exists"}],
+            "affinity": {},
+            "systemNodeSelector": {},
+            "systemNodeTolerations": [],
+            "gpuHealthMonitor": {"enabled": True},
+            "syslogHealthMonitor": {"enabled": True},
+            "labeler": {"enabled": True},
+            "metadataCollector": {"enabled": True},
+            "faultQuarantine": {"enabled": False},
+            "nodeDrainer": {"enabled": False},
+            "kubernetesObjectMonitor": {"enabled": False},
+            "mongodbStore": {"enabled": False},
+        },
+        "platformConnector": {"tolerations": [], "affinity": {}},
+        "mongodb-store": {"mongodb": {"nodeSelector": {}, "tolerations": [], "jobTolerations": []}, "job": {}},
+    }
+    merged = helm_merge(defaults, values)
+    glob = merged["global"]
+
+    def own(chart: str) -> Mapping[str, Any]:
+        return merged.get(chart) or {}
+
+    def agent(chart: str, fixed: Mapping[str, str]) -> dict[str, Any]:
+        selector = {**fixed, **(glob["nodeSelector"] or own(chart).get("nodeSelector") or {})}
+        spec = {
+            "nodeSelector": selector,
+            "affinity": glob["affinity"] or own(chart).get("affinity") or {},
+            "tolerations": glob["tolerations"] or own(chart).get("tolerations") or [],
+        }
+        return _without_runtime_labels(_scheduling(spec))
+
+    def controller(chart: str) -> dict[str, Any]:
+        spec = {
+            "nodeSelector": glob["systemNodeSelector"] or own(chart).get("nodeSelector") or {},
+            "affinity": glob["affinity"] or own(chart).get("affinity") or {},
+            "tolerations": glob["systemNodeTolerations"] or own(chart).get("tolerations") or [],
+        }
+        return _scheduling(spec)
+
+    connector = merged["platformConnector"]
+    connector_spec = {"tolerations": glob["tolerations"] or connector["tolerations"], "affinity": connector["affinity"]}
+    pods = [PodTemplate(f"{release}: platform-connectors DaemonSet", _scheduling(connector_spec), "every", True)]
+    driver = {"nvsentinel.dgxc.nvidia.com/driver.installed": "true"}
+    agents = {
+        "syslogHealthMonitor": (
+            "syslog-health-monitor",
+            {**driver, "nvsentinel.dgxc.nvidia.com/kata.enabled": "false"},
+        ),
+        "metadataCollector": ("metadata-collector", {"nvidia.com/gpu.present": "true", **driver}),
+        "gpuHealthMonitor": ("gpu-health-monitor", {"nvsentinel.dgxc.nvidia.com/dcgm.version": "4.x"}),
+    }
+    for switch, (chart, fixed) in agents.items():
+        if glob[switch]["enabled"]:
+            pods.append(PodTemplate(f"{release}: {chart} DaemonSet", agent(chart, fixed), "gpu", daemon=True))
+    controllers = {
+        "labeler": "labeler",
+        "faultQuarantine": "fault-quarantine",
+        "nodeDrainer": "node-drainer",
+        "kubernetesObjectMonitor": "kubernetes-object-monitor",
+    }
+    for switch, chart in controllers.items():
+        if glob[switch]["enabled"]:
+            pods.append(PodTemplate(f"{release}: {chart} Deployment", controller(chart), "cpu"))
+    if glob["mongodbStore"]["enabled"]:
+        store = merged["mongodb-store"]
+        mongodb, job = store["mongodb"], store.get("job") or {}
+        database = {"nodeSelector": mongodb["nodeSelector"], "tolerations": mongodb["tolerations"]}
+        jobs = {
+            "nodeSelector": job.get("nodeSelector") or mongodb["nodeSelector"],
+            "tolerations": job.get("tolerations") or mongodb["jobTolerations"],
+        }
+        pods.append(PodTemplate(f"{release}: mongodb StatefulSet", _scheduling(database), "cpu"))
+        pods.append(PodTemplate(f"{release}: mongodb setup Jobs", _scheduling(jobs), "cpu"))
+    return pods
+
+
 CHART_READERS: dict[str, ChartReader] = {
     "nvidia-device-plugin": ChartReader(
         frozenset(
@@ -382,6 +543,8 @@ CHART_READERS: dict[str, ChartReader] = {
     ),
     "oci://registry.k8s.io/kueue/charts/kueue": ChartReader(frozenset({"0.19.2"}), _kueue),
     "oci://registry.k8s.io/jobset/charts/jobset": ChartReader(frozenset({"0.12.0"}), _jobset),
+    "cert-manager": ChartReader(frozenset({"v1.21.1"}), _cert_manager),
+    "oci://ghcr.io/nvidia/nvsentinel": ChartReader(frozenset({"v1.19.0"}), _nvsentinel),
 }
 
 

@@ -167,6 +167,9 @@ ANALYZER_REJECTION: dict[str, tuple[str | None, str]] = {
     "AksCluster": ("azure_monitor_profile", r"Could not find the type '\w+ArgsDict'"),
     "GpuInferenceSample": (None, r"resource reference for type 'GpuAutoscaling' used in '\w+\.autoscaling'"),
     "GpuSmokeTest": ("depends_on", r"resource reference for type 'Resource' used in '\w+\.depends_on'"),
+    "GpuHealth": ("depends_on", r"resource reference for type 'Resource' used in '\w+\.depends_on'"),
+    "GpuValidation": ("depends_on", r"resource reference for type 'Resource' used in '\w+\.depends_on'"),
+    "ManagedGpuNodePool": (None, r"resource reference for type 'CustomResource' used in '\w+\.agent_pool'"),
 }
 
 

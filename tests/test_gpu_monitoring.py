@@ -162,7 +162,7 @@ def test_recording_and_alert_rule_groups_are_scoped_to_workspace_and_cluster(
     recording = recordings[stack]
     workspace_id, cluster_id = _ids(recording)
     groups = recording.of_type(RULE_GROUP)
-    assert len(groups) == 3, "node and Kubernetes recording rules plus the GPU alerts"
+    assert len(groups) == 4, "node and Kubernetes recording rules, the GPU alerts and the GPU health alerts"
     for group in groups:
         assert group.inputs["scopes"] == [workspace_id, cluster_id], f"{group.name} must evaluate our workspace"
         assert group.inputs["clusterName"] == recording.one(CLUSTER).outputs["name"]
@@ -585,7 +585,9 @@ def test_disabling_alerts_leaves_no_alert_rule_that_can_fire(
     config["aks-gpu-platform:monitoring"]["alerts"]["enabled"] = False
     recording = run_stack("dev", config)
     alert_rules = [r for g in recording.of_type(RULE_GROUP) for r in g.inputs["rules"] if "alert" in r]
-    assert {r["alert"] for r in alert_rules} == GPU_ALERTS, "the rules stay, ready to switch back on"
+    health = {r["alert"] for r in recording.one(RULE_GROUP, "gpu-health").inputs["rules"]}
+    assert health, "the GPU health group holds alerts too"
+    assert {r["alert"] for r in alert_rules} == GPU_ALERTS | health, "the rules stay, ready to switch back on"
     assert all(r["enabled"] is False for r in alert_rules), "alerts.enabled: false must stop every alert firing"
     recording_rules = [r for g in recording.of_type(RULE_GROUP) for r in g.inputs["rules"] if "record" in r]
     assert recording_rules and all(r.get("enabled", True) for r in recording_rules), "dashboards keep their data"

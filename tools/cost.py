@@ -38,6 +38,7 @@ from aks_gpu_platform.config.vm_catalog import vcpus_and_quota_family
 from .offline import RecordedResource, Recording
 
 AGENT_POOL = "azure-native:containerservice:AgentPool"
+GENERIC_RESOURCE = "azure-native:resources:Resource"
 MANAGED_CLUSTER = "azure-native:containerservice:ManagedCluster"
 AML_FILESYSTEM = "azure-native:storagecache:AmlFilesystem"
 REGISTRY = "azure-native:containerregistry:Registry"
@@ -122,6 +123,10 @@ def pool_capacities(recording: Recording) -> list[PoolCapacity]:
             pools.append(_capacity(profile, str(profile.get("name"))))
     for agent_pool in recording.of_type(AGENT_POOL):
         pools.append(_capacity(agent_pool.inputs, str(agent_pool.inputs.get("agentPoolName") or agent_pool.name)))
+    # aksManaged pools: the same body through the generic ARM resource (fixed size: count only).
+    for resource in recording.of_type(GENERIC_RESOURCE):
+        if resource.inputs.get("resourceType") == "agentPools":
+            pools.append(_capacity(resource.inputs.get("properties") or {}, str(resource.inputs.get("resourceName"))))
     return sorted(pools, key=lambda p: p.pool)
 
 

@@ -1,0 +1,252 @@
+"""Post-provision validation: the DCGM diagnostic and two-node NCCL Jobs render, pass the Kubernetes schema, land on
+the pool they check (its taints tolerated, whole nodes' GPUs requested) and fail `pulumi up` with their verdict.
+
+Upstream facts spelled out here:
+- pulumi-kubernetes awaits a batch/v1 Job until condition Complete and fails on Failed; `pulumi.com/replaceUnready`
+  replaces an unready (failed) Job on the next update (pulumi/pulumi-kubernetes provider/pkg/await/job.go,
+  provider/pkg/provider/provider.go, snapshot 2026-07-01).
+- An Indexed Job's pods get the hostname `<job>-<index>` and, with `subdomain`, the DNS name
+  `<job>-<index>.<subdomain>` through a headless Service of that name; the Job controller labels its pods
+  `job-name=<job>` (kubernetes.io/docs/concepts/workloads/controllers/job, "Completion mode").
+- nccl-tests' all-reduce bus bandwidth is algbw x 2(n-1)/n (NVIDIA/nccl-tests doc/PERFORMANCE.md).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import py_compile
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aks_gpu_platform.components.nccl_probe import bus_bandwidth_gbps, verdict
+from aks_gpu_platform.config import load_platform_config
+from aks_gpu_platform.config.gpu_catalog import GPU_SKUS
+from aks_gpu_platform.config.scheduling import pod_fits_node
+from tests.conftest import assert_rejected, settings_of
+from tests.scheduling import node_templates, scheduling_check
+from tools.offline import Recording, run_stack
+from tools.render import kubernetes_object, render_and_validate, validate_object
+from tools.stack_files import REPO_ROOT, load_stack_file
+
+PREFIX = "aks-gpu-platform:"
+JOB = "kubernetes:batch/v1:Job"
+SERVICE = "kubernetes:core/v1:Service"
+CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
+GIB = 1 << 30
+
+
+def validated_config() -> dict[str, Any]:
+    """prod with DCGM diagnostics on the A100 pool and on one H100 InfiniBand pool, and NCCL on that pool."""
+    config = copy.deepcopy(load_stack_file("prod"))
+    pools = config[PREFIX + "gpuPools"]
+    pools[0]["validation"] = {"dcgmDiag": True}
+    pools[1]["validation"] = {"dcgmDiag": True, "ncclAllReduce": True}
+    return config
+
+
+@pytest.fixture(scope="module")
+def validated() -> Recording:
+    return run_stack("prod", validated_config())
+
+
+def _jobs(recording: Recording, kind: str) -> list[Any]:
+    jobs = [j for j in recording.of_type(JOB) if j.inputs["metadata"]["name"].startswith(kind)]
+    assert jobs, f"the stack renders {kind} Jobs"
+    return jobs
+
+
+def _pool_nodes(recording: Recording, pool: str) -> tuple[Any, list[Any]]:
+    nodes = [n for n in node_templates(recording) if n.gpu]
+    (mine,) = [n for n in nodes if n.labels.get("gpu-pool") == pool]
+    return mine, [n for n in nodes if n is not mine]
+
+
+def test_dcgm_diag_holds_every_gpu_of_one_node_of_its_pool(validated: Recording) -> None:
+    jobs = {j.inputs["metadata"]["labels"]["gpu-pool"]: j for j in _jobs(validated, "dcgm-diag")}
+    assert set(jobs) == {"gpua100", "h100z1"}, "one diagnostic per pool that asks for it, none elsewhere"
+    for pool, job in jobs.items():
+        spec = job.inputs["spec"]
+        pod = spec["template"]["spec"]
+        mine, others = _pool_nodes(validated, pool)
+        assert pod_fits_node(pod, mine.labels, mine.taints), f"the diagnostic must land on {pool}"
+        assert not any(pod_fits_node(pod, n.labels, n.taints) for n in others), "and only there"
+        (container,) = pod["containers"]
+        gpus = GPU_SKUS[mine.labels["node.kubernetes.io/instance-type"]].gpus_per_vm
+        assert container["resources"]["limits"]["nvidia.com/gpu"] == str(gpus), (
+            "all GPUs of the node: the diagnostic checks every GPU and nothing else runs there meanwhile"
+        )
+        assert "dcgmi diag -r 1" in container["command"][-1], "level 1: the quick deployment checks"
+        assert "/dev/termination-log" in container["command"][-1], "the verdict is what `pulumi up` prints"
+        assert spec["backoffLimit"] == 0 and pod["restartPolicy"] == "Never", "a failed check fails once, visibly"
+        assert "pulumi.com/skipAwait" not in job.inputs["metadata"]["annotations"], "pulumi must wait for it"
+        assert job.inputs["metadata"]["annotations"]["pulumi.com/replaceUnready"] == "true", "a failure re-runs"
+
+
+def test_nccl_runs_across_two_nodes_with_rdma_and_the_sizes_floor(validated: Recording) -> None:
+    (job,) = _jobs(validated, "nccl")
+    name = job.inputs["metadata"]["name"]
+    spec = job.inputs["spec"]
+    assert spec["completionMode"] == "Indexed" and spec["completions"] == spec["parallelism"] == 2
+    pod = spec["template"]["spec"]
+    (anti,) = pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert anti["topologyKey"] == "kubernetes.io/hostname", "two pods on one node would not cross the fabric"
+    assert anti["labelSelector"]["matchLabels"] == {"job-name": name}, "the label the Job controller sets"
+    (service,) = [s for s in validated.of_type(SERVICE) if s.inputs["metadata"]["name"] == pod["subdomain"]]
+    assert service.inputs["spec"]["clusterIP"] == "None", "a headless Service gives pod 0 its DNS name"
+    assert service.inputs["spec"]["selector"] == {"job-name": name}
+    (container,) = pod["containers"]
+    assert f"--master-addr={name}-0.{pod['subdomain']}" in container["command"][-1], "rendezvous at pod 0"
+    limits = container["resources"]["limits"]
+    assert limits["nvidia.com/gpu"] == "8" and limits["rdma/shared_ib"] == "1", "every GPU and the IB devices"
+    assert "IPC_LOCK" in container["securityContext"]["capabilities"]["add"], "RDMA pins memory"
+    env = {e["name"]: e["value"] for e in container["env"]}
+    assert float(env["MIN_BUS_BANDWIDTH_GBPS"]) == 300.0, "ND H100 v5: below 300 GB/s Azure asks for a health report"
+    assert int(env["MESSAGE_BYTES"]) == 16 * GIB, "the message size the baseline was measured at"
+    mine, others = _pool_nodes(validated, "h100z1")
+    assert pod_fits_node(pod, mine.labels, mine.taints) and not any(
+        pod_fits_node(pod, n.labels, n.taints) for n in others
+    ), "both pods land on the InfiniBand pool under test"
+    (probe,) = [c for c in validated.of_type(CONFIG_MAP) if c.inputs["metadata"]["name"] == name]
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes["probe"]["configMap"]["name"] == name
+    assert "def bus_bandwidth_gbps" in probe.inputs["data"]["nccl_probe.py"]
+    assert {probe.urn, service.urn} <= set(job.depends_on), "the script and the DNS name exist before the pods"
+
+
+def test_validation_jobs_pass_the_schema_checkov_and_the_scheduling_check(validated: Recording, tmp_path: Path) -> None:
+    jobs = [j for j in validated.of_type(JOB) if j.inputs["metadata"]["namespace"] == "gpu-validation"]
+    assert len(jobs) == 3
+    for job in jobs:
+        assert validate_object(kubernetes_object(job), "1.33.0") == ("valid", ""), job.name
+    check = scheduling_check(validated, ["h100z1", "h100z2", "h100z3"])
+    assert any("nccl" in p.source for p in check.pods)
+    assert not check.problems(), "\n".join(check.problems())
+    render_and_validate(validated, tmp_path, "1.33.0")
+    checkov = REPO_ROOT / ".venv-checkov" / "bin" / "checkov"
+    if not checkov.exists():
+        pytest.fail(".venv-checkov is missing: run `make checkov-venv`")
+    folder = tmp_path / "validation"
+    folder.mkdir()
+    for path in (tmp_path / "k8s").glob("*gpu-validation*.yaml"):
+        path.rename(folder / path.name)
+    result = subprocess.run(
+        [str(checkov), "-d", str(folder), "--framework", "kubernetes", "--skip-download", "--quiet", "-o", "json"],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    report = json.loads(result.stdout)
+    report = report[0] if isinstance(report, list) else report
+    failed = [(c["check_id"], c["resource"]) for c in report["results"]["failed_checks"]]
+    assert report["summary"]["passed"] > 0 and failed == [], f"fix or skip with a reason: {failed}"
+
+
+def test_a_changed_pool_is_validated_again_and_an_unchanged_one_is_not(validated: Recording) -> None:
+    config = validated_config()
+    again = run_stack("prod", config)
+    names = lambda r: sorted(j.inputs["metadata"]["name"] for j in r.of_type(JOB))  # noqa: E731
+    assert names(again) == names(validated), "an unchanged pool keeps its Jobs: no re-run on every `pulumi up`"
+    config[PREFIX + "gpuPools"][1]["maxCount"] = 6
+    changed = run_stack("prod", config)
+    before = {n for n in names(validated) if "h100z1" in n}
+    after = {n for n in names(changed) if "h100z1" in n}
+    assert before and not before & after, "a changed pool gets new Job names: Pulumi replaces and re-runs them"
+    assert {n for n in names(changed) if "gpua100" in n} == {n for n in names(validated) if "gpua100" in n}
+
+
+def test_pulumi_waits_as_long_as_the_check_may_take(validated: Recording) -> None:
+    cfg = load_platform_config(settings_of(validated_config()))
+    for job in [j for j in validated.of_type(JOB) if j.inputs["metadata"]["namespace"] == "gpu-validation"]:
+        assert job.inputs["spec"]["activeDeadlineSeconds"] == cfg.gpu_pools[0].validation.timeout_minutes * 60
+    assert "gpuValidation" in validated.stack_outputs, "the outcome of each check is a stack output"
+    assert set(validated.stack_outputs["gpuValidation"]) == {"gpua100", "h100z1"}
+
+
+def test_the_probe_computes_nccls_bus_bandwidth_and_fails_below_the_floor() -> None:
+    # 16 ranks, 16 GiB in 0.1 s: algbw 171.8 GB/s, busbw = algbw x 30/16.
+    assert bus_bandwidth_gbps(16 * GIB, 0.1, 16) == pytest.approx(16 * GIB / 0.1 / 1e9 * 30 / 16)
+    passed, line = verdict(280.0, 300.0, "h100z1", "Standard_ND96isr_H100_v5")
+    assert not passed and line.startswith("FAIL") and "280.0 GB/s < 300.0 GB/s" in line
+    assert verdict(450.0, 300.0, "h100z1", "Standard_ND96isr_H100_v5")[0]
+    with pytest.raises(ValueError):
+        bus_bandwidth_gbps(GIB, 0.0, 16)
+    py_compile.compile(str(REPO_ROOT / "components" / "nccl_probe.py"), doraise=True)
+
+
+def _settings() -> dict[str, Any]:
+    return settings_of(validated_config())
+
+
+def test_nccl_on_a_pool_without_infiniband_is_rejected() -> None:
+    settings = _settings()
+    settings["gpuPools"][0]["validation"] = {"ncclAllReduce": True}
+    assert_rejected(settings, "NCCL across nodes needs IB", "gpuPools[0].validation.ncclAllReduce", "InfiniBand")
+
+
+def test_nccl_on_a_one_node_pool_is_rejected() -> None:
+    settings = _settings()
+    settings["gpuPools"][1]["maxCount"] = 1
+    settings["gpuPools"][1]["minCount"] = 0
+    assert_rejected(settings, "two nodes needed", "gpuPools[1].validation.ncclAllReduce", "two nodes")
+
+
+def test_dcgm_diagnostics_on_mig_slices_are_rejected(stack_config: Callable[[str], dict[str, Any]]) -> None:
+    settings = _settings()
+    settings["gpuPools"][0]["migProfile"] = "MIG3g"
+    settings["training"]["teams"] = []
+    assert_rejected(settings, "DCGM diag needs whole GPUs", "gpuPools[0].validation.dcgmDiag", "whole GPUs")
+
+
+def _handle() -> Any:
+    import pulumi
+    import pulumi_azure_native.containerservice as containerservice
+    import pulumi_kubernetes as k8s
+
+    from aks_gpu_platform.components.context import ClusterHandle
+
+    cluster = containerservice.ManagedCluster("aks", resource_group_name="rg")
+    return ClusterHandle(
+        resource_group_name="rg",
+        location="koreacentral",
+        tags={"project": "t"},
+        cluster=cluster,
+        cluster_name=cluster.name,
+        cluster_id=cluster.id,
+        provider=k8s.Provider("k8s", kubeconfig="{}"),
+        oidc_issuer_url=pulumi.Output.from_input("https://issuer"),
+        protect=False,
+    )
+
+
+def test_the_component_built_directly_checks_only_the_pools_that_ask(
+    build: Callable[[Callable[[], Any]], Recording],
+) -> None:
+    from aks_gpu_platform.components.gpu_validation import GpuValidation
+    from aks_gpu_platform.config.gpu import GpuPoolConfig
+
+    pools = [
+        GpuPoolConfig.model_validate(
+            {"name": "t4", "vmSize": "Standard_NC4as_T4_v3", "zones": ["1"], "minCount": 0, "maxCount": 1}
+            | {"priority": "Spot", "validation": {"dcgmDiag": True, "timeoutMinutes": 20}}
+        ),
+        GpuPoolConfig.model_validate({"name": "a10", "vmSize": "Standard_NV36ads_A10_v5", "maxCount": 1}),
+    ]
+    recording = build(lambda: GpuValidation("checks", {"gpu_pools": pools, "cluster": _handle()}))
+    (job,) = recording.of_type(JOB)
+    pod = job.inputs["spec"]["template"]["spec"]
+    spot_node = (
+        {"pool": "gpu", "gpu-pool": "t4", "kubernetes.azure.com/scalesetpriority": "spot"},
+        ["sku=gpu:NoSchedule", "kubernetes.azure.com/scalesetpriority=spot:NoSchedule"],
+    )
+    assert pod_fits_node(pod, *spot_node), "a Spot pool's own taint is tolerated"
+    assert job.inputs["spec"]["activeDeadlineSeconds"] == 20 * 60
+    assert job.deleted_with == recording.one("azure-native:containerservice:ManagedCluster").urn
+    namespace = recording.one("kubernetes:core/v1:Namespace")
+    assert namespace.inputs["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "privileged", (
+        "SYS_ADMIN and IPC_LOCK are beyond the baseline profile: a baseline namespace would reject the pods"
+    )
