@@ -14,6 +14,15 @@ from aks_gpu_platform.config.node_pools import AutoscaledPoolConfig
 from aks_gpu_platform.config.upgrade import PoolUpgradeConfig
 
 from .context import ClusterHandle
+from .scan_exceptions import arm_scan_exception
+
+arm_scan_exception(
+    "azure-native:containerservice:AgentPool",
+    "CKV_AZURE_227",
+    "security.encryptionAtHost is off in this stack (dev: it needs the EncryptionAtHost feature registered on the "
+    "subscription first); prod turns it on for every pool",
+    when=lambda inputs: not inputs.get("enableEncryptionAtHost"),
+)
 
 # The cluster autoscaler owns the node count; re-sending `count` makes Azure reject the update.
 AUTOSCALED_POOL_IGNORED_FIELDS = ["count"]
@@ -68,7 +77,10 @@ def autoscaled_pool_options(
     ignored = (
         AUTOSCALED_POOL_IGNORED_FIELDS + (VERSION_TRACKED_FIELDS if tracks_versions else []) + (extra_ignored or [])
     )
-    return pulumi.ResourceOptions(parent=parent, ignore_changes=ignored)
+    # azure-native asks for delete-before-replace on every replacement of an explicitly named resource
+    # (provider/pkg/provider/provider.go, Diff); a hashed pool name differs whenever a replacement is due,
+    # so the new pool can exist first and the old one is drained and deleted after: no capacity gap.
+    return pulumi.ResourceOptions(parent=parent, ignore_changes=ignored, delete_before_replace=False)
 
 
 def pool_upgrade_settings(pool: PoolUpgradeConfig) -> containerservice.AgentPoolUpgradeSettingsArgsDict:

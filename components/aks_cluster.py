@@ -1,7 +1,7 @@
 """AKS control plane with the tainted system pool inline, identities and a non-interactive kubeconfig."""
 
 from collections.abc import Mapping
-from typing import NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 import pulumi
 import pulumi_azure_native.containerservice as containerservice
@@ -15,6 +15,50 @@ from aks_gpu_platform.config.upgrade import UpgradeConfig
 from . import roles
 from .agent_pools import autoscaled_pool_args, pool_upgrade_settings
 from .kubeconfig import non_interactive_kubeconfig
+from .scan_exceptions import arm_scan_exception
+
+MANAGED_CLUSTER = "azure-native:containerservice:ManagedCluster"
+arm_scan_exception(
+    MANAGED_CLUSTER,
+    "CKV_AZURE_8",
+    "AKS retired the kube-dashboard add-on (no cluster on Kubernetes 1.19+ runs it); the check reads only the "
+    "retired addonProfiles.kubeDashboard key, so there is nothing to disable",
+)
+arm_scan_exception(
+    MANAGED_CLUSTER,
+    "CKV_AZURE_172",
+    "secret rotation is on: addonProfiles.azureKeyvaultSecretsProvider.config.enableSecretRotation is the string "
+    "'true' the AKS API takes (add-on config is string-valued); the check compares it with a JSON boolean",
+    when=lambda inputs: _addon_config(inputs, "azureKeyvaultSecretsProvider").get("enableSecretRotation") == "true",
+)
+arm_scan_exception(
+    MANAGED_CLUSTER,
+    "CKV_AZURE_226",
+    "the system pool's OS disk follows systemPool.osDiskType; this stack keeps the Managed default (prod sets "
+    "Ephemeral, which the config checks against the VM size's temp disk)",
+    when=lambda inputs: _system_pool(inputs).get("osDiskType") != "Ephemeral",
+)
+arm_scan_exception(
+    MANAGED_CLUSTER,
+    "CKV_AZURE_227",
+    "security.encryptionAtHost is off in this stack (dev: it needs the EncryptionAtHost feature registered on the "
+    "subscription first); prod turns it on for every pool",
+    when=lambda inputs: not _system_pool(inputs).get("enableEncryptionAtHost"),
+)
+
+
+def _system_pool(inputs: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The inline system pool of recorded ManagedCluster inputs."""
+    pools: list[Mapping[str, Any]] = inputs.get("agentPoolProfiles") or [{}]
+    return pools[0]
+
+
+def _addon_config(inputs: Mapping[str, Any], addon: str) -> Mapping[str, Any]:
+    """One add-on's config of recorded ManagedCluster inputs."""
+    addons: Mapping[str, Mapping[str, Any]] = inputs.get("addonProfiles") or {}
+    config: Mapping[str, Any] = (addons.get(addon) or {}).get("config") or {}
+    return config
+
 
 SYSTEM_POOL_TAINT = "CriticalAddonsOnly=true:NoSchedule"
 

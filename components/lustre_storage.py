@@ -15,7 +15,17 @@ from aks_gpu_platform.config.storage import LustreConfig
 from . import roles
 from .context import ClusterHandle
 from .private_endpoint import private_endpoint
+from .scan_exceptions import arm_scan_exception
 from .workloads import ClaimMount, training_namespace, verification_pod
+
+arm_scan_exception(
+    "azure-native:storage:StorageAccount",
+    "CKV_AZURE_206",
+    "the Lustre HSM account's redundancy is storage.lustre.blob.sku, kept in the region here (prod: ZRS, three "
+    "copies across zones); the check wants a paired-region copy, which Standard_GZRS (accepted by the config) "
+    "adds at about twice the storage price: a per-stack call on what losing the region's checkpoints costs",
+    when=lambda inputs: str(inputs.get("sku", {}).get("name")) in ("Standard_LRS", "Standard_ZRS"),
+)
 
 # The only released chart version as of 2026-12-02 (kubernetes-sigs/azurelustre-csi-driver
 # charts/README.md "Released chart versions"; packaged from charts/latest/azurelustre-csi-driver).

@@ -10,6 +10,30 @@ from aks_gpu_platform.config.monitoring import RegistryConfig, derived_name
 from . import roles
 from .context import ClusterHandle
 from .private_endpoint import private_endpoint
+from .scan_exceptions import arm_scan_exception
+
+REGISTRY = "azure-native:containerregistry:Registry"
+arm_scan_exception(
+    REGISTRY,
+    "CKV_AZURE_166",
+    "quarantine holds every image until a scanner marks it verified; this registry only caches NVIDIA's pinned "
+    "DCGM exporter image through its cache rule, with no scanner in that path, so quarantine would block the "
+    "nodes' pulls (Defender for Containers scans registry images instead)",
+)
+arm_scan_exception(
+    REGISTRY,
+    "CKV_AZURE_139",
+    "monitoring.registry.publicNetworkAccess is true in this stack (dev: reachable without the private endpoint); "
+    "prod sets it false and pulls through the private endpoint",
+    when=lambda inputs: inputs.get("publicNetworkAccess") == "Enabled",
+)
+arm_scan_exception(
+    REGISTRY,
+    "CKV_AZURE_233",
+    "monitoring.registry.zoneRedundancy is false in this stack (dev: a zone outage only delays a cached image "
+    "pull); prod sets it true",
+    when=lambda inputs: inputs.get("zoneRedundancy") == "Disabled",
+)
 
 PRIVATE_DNS_ZONE = "privatelink.azurecr.io"
 DCGM_UPSTREAM = "nvcr.io/nvidia/k8s/dcgm-exporter"

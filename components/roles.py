@@ -18,6 +18,19 @@ GRAFANA_ADMIN = "22926164-76b3-42b3-bc55-97df8dab3e41"
 STORAGE_ACCOUNT_CONTRIBUTOR = "17d1049b-9a84-46fb-8f53-869881c3d3ab"
 STORAGE_BLOB_DATA_CONTRIBUTOR = "ba92f5b4-2d11-453d-a403-e96b0029c9fe"
 
+# Display names of the roles above, as Azure lists them (Azure built-in roles,
+# https://learn.microsoft.com/azure/role-based-access-control/built-in-roles).
+ROLE_NAMES: dict[str, str] = {
+    ACR_PULL: "AcrPull",
+    MANAGED_IDENTITY_OPERATOR: "Managed Identity Operator",
+    NETWORK_CONTRIBUTOR: "Network Contributor",
+    MONITORING_DATA_READER: "Monitoring Data Reader",
+    MONITORING_READER: "Monitoring Reader",
+    GRAFANA_ADMIN: "Grafana Admin",
+    STORAGE_ACCOUNT_CONTRIBUTOR: "Storage Account Contributor",
+    STORAGE_BLOB_DATA_CONTRIBUTOR: "Storage Blob Data Contributor",
+}
+
 
 # A new role assignment takes effect across Azure only after a while: "up to 10 minutes" in general
 # (https://learn.microsoft.com/azure/role-based-access-control/troubleshooting, "Role assignment changes are not

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from .errors import ConfigError
     from .loader import PROJECT, load_deployment_config, load_platform_config, read_stack_settings, validate_section
     from .platform import PlatformConfig
+    from .version import __version__
 
 _HOMES = {
     "ConfigError": ".errors",
@@ -21,12 +22,14 @@ _HOMES = {
     "read_stack_settings": ".loader",
     "validate_section": ".loader",
     "PlatformConfig": ".platform",
+    "__version__": ".version",
 }
 
 __all__ = [
     "PROJECT",
     "ConfigError",
     "PlatformConfig",
+    "__version__",
     "load_deployment_config",
     "load_platform_config",
     "read_stack_settings",

@@ -58,7 +58,7 @@ class ScalingPolicyConfig(ConfigModel):
 class ScalingTargetConfig(ScalingPolicyConfig):
     """A Deployment that KEDA scales on GPU utilisation."""
 
-    namespace: KubernetesName
+    namespace: KubernetesName = Field(description="Namespace of the Deployment (a DNS label, 1-63)")
     deployment: KubernetesName = Field(description="Name of the Deployment KEDA scales")
 
 
@@ -66,17 +66,26 @@ class SampleInferenceConfig(ConfigModel):
     """A GPU inference server (Triton) that KEDA scales: shows the whole scaling path working."""
 
     enabled: bool = Field(default=False, description="Off in prod; a real workload attaches GpuAutoscaling itself")
-    namespace: KubernetesName = "gpu-inference-sample"
-    name: KubernetesName = "triton"
+    namespace: KubernetesName = Field(default="gpu-inference-sample", description="Namespace the sample runs in")
+    name: KubernetesName = Field(default="triton", description="Name of the sample's Deployment")
     image: str = Field(
         default="nvcr.io/nvidia/tritonserver:25.01-py3",
         pattern=PINNED_IMAGE,
         description="Pinned tag (not latest) or digest",
     )
-    gpus_per_pod: int = Field(default=1, ge=1, le=8, description="nvidia.com/gpu limit per pod")
-    cpu_request: str = Field(default="2", pattern=r"^[0-9]+(m)?$")
-    memory_request: str = Field(default="8Gi", pattern=r"^[0-9]+(Mi|Gi)$")
-    scaling: ScalingPolicyConfig = Field(default_factory=lambda: ScalingPolicyConfig(min_replicas=1, max_replicas=2))
+    gpus_per_pod: int = Field(
+        default=1, ge=1, le=8, description="nvidia.com/gpu limit per pod; at most 8, the most GPUs one VM has"
+    )
+    cpu_request: str = Field(
+        default="2", pattern=r"^[0-9]+(m)?$", description="CPU request of the server: cores (2) or millicores (500m)"
+    )
+    memory_request: str = Field(
+        default="8Gi", pattern=r"^[0-9]+(Mi|Gi)$", description="Memory request of the server, in Mi or Gi"
+    )
+    scaling: ScalingPolicyConfig = Field(
+        default_factory=lambda: ScalingPolicyConfig(min_replicas=1, max_replicas=2),
+        description="How KEDA scales the sample (default 1-2 replicas)",
+    )
 
     @field_validator("image")
     @classmethod
@@ -87,11 +96,15 @@ class SampleInferenceConfig(ConfigModel):
 
 
 class AutoscalingConfig(ConfigModel):
+    """GPU workload autoscaling through KEDA on DCGM metrics."""
+
     keda_enabled: bool = Field(default=True, description="The AKS KEDA add-on (installs the ScaledObject CRDs)")
     targets: list[ScalingTargetConfig] = Field(
         default_factory=lambda: list[ScalingTargetConfig](), description="Deployments scaled on GPU utilisation"
     )
-    sample_inference: SampleInferenceConfig = Field(default_factory=SampleInferenceConfig)
+    sample_inference: SampleInferenceConfig = Field(
+        default_factory=SampleInferenceConfig, description="Triton inference sample scaled by KEDA (off by default)"
+    )
 
     @model_validator(mode="after")
     def _check_targets(self) -> AutoscalingConfig:

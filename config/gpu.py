@@ -10,7 +10,7 @@ from pydantic import Field, model_validator
 from .base import ConfigModel
 from .errors import field_error
 from .gpu_catalog import GPU_SKUS, GpuSku, gpu_sku
-from .node_pools import AutoscaledPoolConfig
+from .node_pools import VM_SIZE_PATTERN, AutoscaledPoolConfig
 from .types import HashedPoolName
 
 GpuStackMode = Literal["devicePlugin", "gpuOperator"]
@@ -45,8 +45,17 @@ class GpuPoolConfig(AutoscaledPoolConfig):
     """One GPU node pool; minCount 0 lets the autoscaler scale it from zero."""
 
     name: HashedPoolName
-    min_count: int = Field(default=0, ge=0, le=1000)
-    priority: Literal["Regular", "Spot"] = "Regular"
+    vm_size: str = Field(
+        pattern=VM_SIZE_PATTERN,
+        description="GPU VM size from the GPU catalog (config/gpu_catalog.py), e.g. Standard_NC24ads_A100_v4; "
+        "fixed at pool creation",
+    )
+    min_count: int = Field(
+        default=0, ge=0, le=1000, description="Fewest nodes kept; 0 scales the pool from zero (AKS: 0-1000 per pool)"
+    )
+    priority: Literal["Regular", "Spot"] = Field(
+        default="Regular", description="Spot: evictable VMs at a discount (AKS taints the nodes); fixed at creation"
+    )
     spot: SpotConfig | None = Field(default=None, description="Spot settings; only with priority Spot")
     mig_profile: MigProfile | None = Field(default=None, description="MIG instance profile applied to every GPU")
     infiniband: bool = Field(default=False, description="Use the SKU's InfiniBand fabric (RDMA); single zone only")
@@ -95,6 +104,8 @@ class GpuPoolConfig(AutoscaledPoolConfig):
 
 
 class GpuStackConfig(ConfigModel):
+    """The GPU software every GPU pool shares."""
+
     mode: GpuStackMode = Field(
         default="devicePlugin",
         description="devicePlugin: AKS installs the driver, NVIDIA device plugin exposes GPUs; "

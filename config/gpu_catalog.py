@@ -12,6 +12,12 @@ extra 1g profiles with doubled memory (e.g. 1g.20gb on H100 80GB, 4 per GPU) hav
 
 InfiniBand sizes carry one IB fabric per scale set, so a pool of them must stay in one zone.
 
+vCPUs per size and the regional vCPU quota family each size counts against (the family name
+`az vm list-usage` and the quota blade report) come from the resource SKUs API as generated into
+Aspire's AKS node size list (microsoft/aspire src/Aspire.Hosting.Azure.Kubernetes/AksNodeVmSizes.cs at
+5bd693ae, published as https://aspire.dev/reference/api/csharp/aspire.hosting.azure.kubernetes/, read
+2026-12-02). A Spot pool counts against the regional low-priority vCPU quota instead of the family.
+
 Temp disk sizes (GiB) are the "Local storage" tables of Microsoft's size pages,
 https://learn.microsoft.com/azure/virtual-machines/sizes/gpu-accelerated/<series>-series
 (MicrosoftDocs/azure-compute-docs, articles/virtual-machines/sizes/gpu-accelerated/). None of
@@ -68,6 +74,10 @@ class GpuSku:
     """Has an InfiniBand (RDMA) interconnect between VMs."""
     temp_disk_gib: int
     """Local temp (resource) disk: the most an ephemeral OS disk can take on this size."""
+    vcpus: int
+    """vCPUs of one VM: what it takes from the vCPU quota."""
+    quota_family: str
+    """Regional vCPU quota family the size counts against (Regular priority)."""
     mig: tuple[MigSlice, ...] = ()
     """MIG instance profiles AKS can apply to the pool and what each makes of a GPU (empty: no MIG)."""
 
@@ -83,41 +93,45 @@ class GpuSku:
         return next((s for s in self.mig if s.profile == profile), None)
 
 
-def _t4(gpus: int, temp_disk_gib: int) -> GpuSku:
-    return GpuSku("NCasT4_v3", "T4", gpus, 16, infiniband=False, temp_disk_gib=temp_disk_gib)
+def _t4(gpus: int, vcpus: int, temp_disk_gib: int) -> GpuSku:
+    return GpuSku("NCasT4_v3", "T4", gpus, 16, False, temp_disk_gib, vcpus, "standardNCASv3_T4Family")
 
 
-def _a10(gpus: int, temp_disk_gib: int) -> GpuSku:
-    return GpuSku("NVadsA10_v5", "A10", gpus, 24, infiniband=False, temp_disk_gib=temp_disk_gib)
+def _a10(gpus: int, vcpus: int, temp_disk_gib: int) -> GpuSku:
+    return GpuSku("NVadsA10_v5", "A10", gpus, 24, False, temp_disk_gib, vcpus, "StandardNVADSA10v5Family")
 
 
-def _a100_pcie(gpus: int, temp_disk_gib: int) -> GpuSku:
-    return GpuSku("NCads_A100_v4", "A100-80GB", gpus, 80, False, temp_disk_gib=temp_disk_gib, mig=GPU_80GB_MIG)
+def _a100_pcie(gpus: int, vcpus: int, temp_disk_gib: int) -> GpuSku:
+    return GpuSku(
+        "NCads_A100_v4", "A100-80GB", gpus, 80, False, temp_disk_gib, vcpus, "StandardNCADSA100v4Family", GPU_80GB_MIG
+    )
 
 
-def _h100_nvl(gpus: int, temp_disk_gib: int) -> GpuSku:
-    return GpuSku("NCads_H100_v5", "H100-NVL", gpus, 94, False, temp_disk_gib=temp_disk_gib, mig=H100_NVL_MIG)
+def _h100_nvl(gpus: int, vcpus: int, temp_disk_gib: int) -> GpuSku:
+    return GpuSku(
+        "NCads_H100_v5", "H100-NVL", gpus, 94, False, temp_disk_gib, vcpus, "StandardNCadsH100v5Family", H100_NVL_MIG
+    )
 
 
 GPU_SKUS: dict[str, GpuSku] = {
     # NC T4 v3: inference and dev, one T4 per VM up to 16 cores.
-    "Standard_NC4as_T4_v3": _t4(1, 176),
-    "Standard_NC8as_T4_v3": _t4(1, 352),
-    "Standard_NC16as_T4_v3": _t4(1, 352),
-    "Standard_NC64as_T4_v3": _t4(4, 2816),
+    "Standard_NC4as_T4_v3": _t4(1, 4, 176),
+    "Standard_NC8as_T4_v3": _t4(1, 8, 352),
+    "Standard_NC16as_T4_v3": _t4(1, 16, 352),
+    "Standard_NC64as_T4_v3": _t4(4, 64, 2816),
     # NV A10 v5: whole-GPU sizes only (the fractional ones are for graphics, not CUDA pods).
     # Temp disk: the current size page says 1440/2880/2880 GiB, the older series page 720/720/1400;
     # the smaller figure is kept, so an Ephemeral OS disk accepted here fits under either.
-    "Standard_NV36ads_A10_v5": _a10(1, 720),
-    "Standard_NV36adms_A10_v5": _a10(1, 720),
-    "Standard_NV72ads_A10_v5": _a10(2, 1400),
+    "Standard_NV36ads_A10_v5": _a10(1, 36, 720),
+    "Standard_NV36adms_A10_v5": _a10(1, 36, 720),
+    "Standard_NV72ads_A10_v5": _a10(2, 72, 1400),
     # NC A100 v4: PCIe A100 80 GB, MIG-capable, no InfiniBand.
-    "Standard_NC24ads_A100_v4": _a100_pcie(1, 64),
-    "Standard_NC48ads_A100_v4": _a100_pcie(2, 128),
-    "Standard_NC96ads_A100_v4": _a100_pcie(4, 256),
+    "Standard_NC24ads_A100_v4": _a100_pcie(1, 24, 64),
+    "Standard_NC48ads_A100_v4": _a100_pcie(2, 48, 128),
+    "Standard_NC96ads_A100_v4": _a100_pcie(4, 96, 256),
     # NCads H100 v5: H100 NVL 94 GB, MIG-capable, no InfiniBand.
-    "Standard_NC40ads_H100_v5": _h100_nvl(1, 3576),
-    "Standard_NC80adis_H100_v5": _h100_nvl(2, 7152),
+    "Standard_NC40ads_H100_v5": _h100_nvl(1, 40, 3576),
+    "Standard_NC80adis_H100_v5": _h100_nvl(2, 80, 7152),
     # ND A100 v4: 8x SXM A100 with HDR InfiniBand, for multi-node training.
     "Standard_ND96asr_v4": GpuSku(
         family="NDasrA100_v4",
@@ -126,6 +140,8 @@ GPU_SKUS: dict[str, GpuSku] = {
         gpu_memory_gib=40,
         infiniband=True,
         temp_disk_gib=6000,
+        vcpus=96,
+        quota_family="standardNDASv4_A100Family",
         mig=A100_40GB_MIG,
     ),
     "Standard_ND96amsr_A100_v4": GpuSku(
@@ -135,6 +151,8 @@ GPU_SKUS: dict[str, GpuSku] = {
         gpu_memory_gib=80,
         infiniband=True,
         temp_disk_gib=6400,
+        vcpus=96,
+        quota_family="standardNDAMSv4_A100Family",
         mig=GPU_80GB_MIG,
     ),
     # ND H100 v5 / ND H200 v5: 8x SXM with NDR InfiniBand, MIG-capable on AKS like the A100 sizes.
@@ -145,6 +163,8 @@ GPU_SKUS: dict[str, GpuSku] = {
         gpu_memory_gib=80,
         infiniband=True,
         temp_disk_gib=1024,
+        vcpus=96,
+        quota_family="standardNDSH100v5Family",
         mig=GPU_80GB_MIG,
     ),
     "Standard_ND96isr_H200_v5": GpuSku(
@@ -154,6 +174,8 @@ GPU_SKUS: dict[str, GpuSku] = {
         gpu_memory_gib=141,
         infiniband=True,
         temp_disk_gib=1024,
+        vcpus=96,
+        quota_family="standardNDISRH200V5Family",
         mig=H200_MIG,
     ),
 }

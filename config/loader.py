@@ -43,7 +43,7 @@ def validate_section(model: type[Model], value: Any, source: str, context: Mappi
     try:
         return model.model_validate(value, context=context)
     except ValidationError as err:
-        raise ConfigError(problems_from(err), source=source) from None
+        raise ConfigError(problems_from(err, model=model), source=source) from None
 
 
 def settings_from_runtime_config(config: Mapping[str, str], project: str = PROJECT) -> dict[str, Any]:

@@ -12,7 +12,11 @@ from .errors import field_error
 from .types import Guid
 
 EMAIL = re.compile(r"^[A-Za-z0-9._%+'-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}$")
-Quantity = Annotated[str, StringConstraints(pattern=r"^[0-9]+(\.[0-9]+)?(m|Ki|Mi|Gi)?$")]
+Quantity = Annotated[
+    str,
+    StringConstraints(pattern=r"^[0-9]+(\.[0-9]+)?(m|Ki|Mi|Gi)?$"),
+    Field(description="Kubernetes quantity: cores or millicores (500m) for CPU, Ki/Mi/Gi for memory"),
+]
 
 
 def _email(value: str) -> str:
@@ -35,7 +39,9 @@ class RegistryConfig(ConfigModel):
     public_network_access: bool = Field(
         default=True, description="false: reachable only through a private endpoint in the private-endpoint subnet"
     )
-    zone_redundancy: bool = False
+    zone_redundancy: bool = Field(
+        default=False, description="Replicate the registry across the region's zones (Premium); fixed at creation"
+    )
     dcgm_cache_repository: str = Field(
         default="nvidia/k8s/dcgm-exporter",
         pattern=r"^[a-z0-9]+([._/-][a-z0-9]+)*$",
@@ -44,10 +50,12 @@ class RegistryConfig(ConfigModel):
 
 
 class ResourcesConfig(ConfigModel):
-    cpu_request: Quantity = "100m"
-    memory_request: Quantity = "256Mi"
-    cpu_limit: Quantity = "500m"
-    memory_limit: Quantity = "512Mi"
+    """Requests and limits of the DCGM exporter container on every GPU node."""
+
+    cpu_request: Quantity = Field(default="100m", description="CPU the scheduler reserves for the exporter")
+    memory_request: Quantity = Field(default="256Mi", description="Memory the scheduler reserves for the exporter")
+    cpu_limit: Quantity = Field(default="500m", description="CPU the exporter may use at most (throttled above)")
+    memory_limit: Quantity = Field(default="512Mi", description="Memory the exporter may use (OOM-killed above)")
 
 
 class DcgmExporterConfig(ConfigModel):
@@ -55,16 +63,24 @@ class DcgmExporterConfig(ConfigModel):
 
     # github.com/NVIDIA/dcgm-exporter tag 4.5.3-4.8.2 (2026-05-06): deployment/Chart.yaml version 4.8.2,
     # values.yaml image.tag 4.5.3-4.8.2-distroless.
-    chart_version: str = Field(default="4.8.2", pattern=r"^[0-9]+\.[0-9]+\.[0-9]+$")
+    chart_version: str = Field(
+        default="4.8.2",
+        pattern=r"^[0-9]+\.[0-9]+\.[0-9]+$",
+        description="Pinned dcgm-exporter Helm chart version (quote it in YAML); imageTag must match it",
+    )
     image_tag: str = Field(
         default="4.5.3-4.8.2-distroless",
         pattern=r"^[0-9]+\.[0-9]+\.[0-9]+-[0-9]+\.[0-9]+\.[0-9]+-[a-z0-9.]+$",
         description="Pinned image tag <DCGM>-<exporter>-<base image>; <exporter> equals chartVersion",
     )
     scrape_interval_seconds: int = Field(
-        default=30, ge=15, le=300, description="15 s to 5 min; shorter costs more ingestion"
+        default=30,
+        ge=15,
+        le=300,
+        description="How often managed Prometheus scrapes DCGM: 15 s to 5 min; shorter costs more ingestion, longer "
+        "blurs short GPU spikes",
     )
-    resources: ResourcesConfig = Field(default_factory=ResourcesConfig)
+    resources: ResourcesConfig = Field(default_factory=ResourcesConfig, description="The exporter's resources")
 
     @model_validator(mode="after")
     def _check_image_matches_chart(self) -> DcgmExporterConfig:
@@ -80,6 +96,8 @@ class DcgmExporterConfig(ConfigModel):
 
 
 class GrafanaConfig(ConfigModel):
+    """Azure Managed Grafana reading the Azure Monitor workspace."""
+
     name: str | None = Field(
         default=None,
         pattern=r"^[a-zA-Z][a-zA-Z0-9-]{0,21}[a-zA-Z0-9]$",
@@ -88,33 +106,72 @@ class GrafanaConfig(ConfigModel):
     admin_group_object_ids: list[Guid] = Field(
         default_factory=list, description="Entra ID groups made Grafana Admin; empty reuses cluster.entraId's groups"
     )
-    zone_redundancy: bool = False
-    public_network_access: bool = True
+    zone_redundancy: bool = Field(
+        default=False, description="Spread the Grafana instance across zones (costs more); fixed at creation"
+    )
+    public_network_access: bool = Field(
+        default=True,
+        description="false: Grafana turns off its public endpoint (reach it through a private endpoint you add)",
+    )
 
 
 class AlertThresholdsConfig(ConfigModel):
-    gpu_temperature_celsius: int = Field(default=85, ge=60, le=100)
-    temperature_minutes: int = Field(default=5, ge=1, le=60)
-    memory_used_percent: int = Field(default=95, ge=50, le=100)
-    memory_minutes: int = Field(default=15, ge=1, le=240)
+    """When the GPU alert rules fire; each fires after its condition holds for its minutes."""
+
+    gpu_temperature_celsius: int = Field(
+        default=85, ge=60, le=100, description="GPU temperature that alerts (data-center GPUs throttle in the 80s C)"
+    )
+    temperature_minutes: int = Field(default=5, ge=1, le=60, description="How long the temperature must hold")
+    memory_used_percent: int = Field(
+        default=95, ge=50, le=100, description="Share of GPU memory in use that warns of out-of-memory"
+    )
+    memory_minutes: int = Field(default=15, ge=1, le=240, description="How long memory use must hold")
     idle_utilization_percent: int = Field(
         default=5, ge=0, le=50, description="A GPU held by a pod below this utilisation counts as idle"
     )
-    idle_minutes: int = Field(default=60, ge=10, le=1440)
-    not_reporting_minutes: int = Field(default=10, ge=5, le=60)
+    idle_minutes: int = Field(
+        default=60,
+        ge=10,
+        le=1440,
+        description="Averaging window of the idle-GPU alert: 10 min to a day (shorter flags jobs that are loading)",
+    )
+    not_reporting_minutes: int = Field(
+        default=10,
+        ge=5,
+        le=60,
+        description="A GPU node or exporter silent this long alerts; at least 5 min (scrapes run every 15-300 s)",
+    )
 
 
 class EmailReceiverConfig(ConfigModel):
-    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9 _-]{0,127}$")
-    email: Email
-    use_common_alert_schema: bool = True
+    """One email address the action group notifies."""
+
+    name: str = Field(
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9 _-]{0,127}$",
+        description="Receiver name in the action group: 1-128 letters, digits, spaces, '_' or '-'",
+    )
+    email: Email = Field(description="Address the alerts go to")
+    use_common_alert_schema: bool = Field(
+        default=True, description="Send Azure Monitor's common alert schema (one format for every alert type)"
+    )
 
 
 class AlertsConfig(ConfigModel):
+    """Prometheus alert rules on DCGM metrics and the action group they notify."""
+
     enabled: bool = Field(default=True, description="false keeps the rules but stops them from firing")
-    action_group_short_name: str = Field(default="gpu-alerts", min_length=1, max_length=12)
-    email_receivers: list[EmailReceiverConfig] = Field(default_factory=lambda: list[EmailReceiverConfig]())
-    thresholds: AlertThresholdsConfig = Field(default_factory=AlertThresholdsConfig)
+    action_group_short_name: str = Field(
+        default="gpu-alerts",
+        min_length=1,
+        max_length=12,
+        description="Short name shown in alert emails and SMS; Azure action groups allow 1-12 characters",
+    )
+    email_receivers: list[EmailReceiverConfig] = Field(
+        default_factory=lambda: list[EmailReceiverConfig](), description="Who is emailed when a GPU alert fires"
+    )
+    thresholds: AlertThresholdsConfig = Field(
+        default_factory=AlertThresholdsConfig, description="Alert thresholds and durations"
+    )
 
     @model_validator(mode="after")
     def _check_unique_receivers(self) -> AlertsConfig:
@@ -127,28 +184,38 @@ class AlertsConfig(ConfigModel):
 
 
 class LogsConfig(ConfigModel):
+    """Log Analytics workspace for Container Insights and Defender."""
+
     workspace_name: str | None = Field(
         default=None,
         pattern=r"^[A-Za-z0-9][A-Za-z0-9-]{2,61}[A-Za-z0-9]$",
         description="Log Analytics workspace; defaults to 'log-' + the cluster name",
     )
-    retention_in_days: int = Field(default=30, ge=30, le=730)
+    retention_in_days: int = Field(
+        default=30, ge=30, le=730, description="Days logs are kept; Log Analytics takes 30-730 (interactive retention)"
+    )
     container_log_interval: Literal["1m", "5m", "10m", "15m"] = Field(
         default="1m", description="Container Insights collection interval"
     )
 
 
 class MonitoringConfig(ConfigModel):
-    registry: RegistryConfig = Field(default_factory=RegistryConfig)
-    logs: LogsConfig = Field(default_factory=LogsConfig)
+    """Everything that observes the GPUs: registry, logs, metrics, dashboards, alerts."""
+
+    registry: RegistryConfig = Field(
+        default_factory=RegistryConfig, description="Container registry caching the DCGM exporter image"
+    )
+    logs: LogsConfig = Field(default_factory=LogsConfig, description="Log Analytics workspace")
     workspace_name: str | None = Field(
         default=None,
         pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,42}[A-Za-z0-9]$",
         description="Azure Monitor workspace (managed Prometheus); defaults to 'amw-' + the cluster name",
     )
-    dcgm_exporter: DcgmExporterConfig = Field(default_factory=DcgmExporterConfig)
-    grafana: GrafanaConfig = Field(default_factory=GrafanaConfig)
-    alerts: AlertsConfig = Field(default_factory=AlertsConfig)
+    dcgm_exporter: DcgmExporterConfig = Field(
+        default_factory=DcgmExporterConfig, description="NVIDIA DCGM exporter: chart, image, scrape interval"
+    )
+    grafana: GrafanaConfig = Field(default_factory=GrafanaConfig, description="Azure Managed Grafana")
+    alerts: AlertsConfig = Field(default_factory=AlertsConfig, description="GPU alert rules and who they notify")
 
 
 def derived_name(given: str | None, prefix: str, base: str, limit: int, alphanumeric: bool = False) -> str:

@@ -115,7 +115,11 @@ class NetAppFilesConfig(ConfigModel):
         ge=1,
         description="Flexible only: pool throughput, 128 up to 640 MiB/s per TiB of pool (default 128)",
     )
-    volumes: list[NetAppVolumeConfig] = Field(default_factory=_default_volumes, min_length=1)
+    volumes: list[NetAppVolumeConfig] = Field(
+        default_factory=_default_volumes,
+        min_length=1,
+        description="NFSv4.1 volumes carved from the pool, each with a claim; at least one (default: shared)",
+    )
     namespace: str = Field(
         default="training",
         pattern=K8S_NAME,
@@ -129,7 +133,7 @@ class NetAppFilesConfig(ConfigModel):
         description="Class binding the static PVs to their claims (no provisioner: Pulumi owns the volumes)",
     )
     verification_pod: bool = Field(default=True, description="A pod on the CPU pool that mounts every claim")
-    verification_image: str = "ubuntu:24.04"
+    verification_image: str = Field(default="ubuntu:24.04", description="Image of the verification pod")
 
     @property
     def flexible(self) -> bool:

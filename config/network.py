@@ -21,9 +21,19 @@ AZURE_RESERVED_ADDRESSES = 5
 
 
 class SubnetCidrs(ConfigModel):
-    nodes: Cidr = Field(description="Node subnet; with CNI overlay it holds one address per node, not per pod")
-    lustre: Cidr = Field(description="Dedicated subnet for Azure Managed Lustre, sized by capacity")
-    private_endpoints: Cidr = Field(description="Private endpoints of the registry and storage accounts")
+    """CIDRs of the subnets the platform creates inside network.addressSpace."""
+
+    nodes: Cidr = Field(
+        description="Node subnet; with CNI overlay it holds one address per node (and per upgrade surge node), "
+        "not per pod"
+    )
+    lustre: Cidr = Field(
+        description="Dedicated subnet for Azure Managed Lustre: /27 or larger, sized by capacity (4-16 TiB /27, "
+        "20-40 /26, 44-92 /25, 96-196 /24, 200-400 /23)"
+    )
+    private_endpoints: Cidr = Field(
+        description="Private endpoints of the registry and storage accounts: /28 or larger (Azure keeps 5 addresses)"
+    )
     netapp: Cidr | None = Field(
         default=None,
         description="Subnet delegated to Microsoft.Netapp/volumes (one per VNet, /28 or larger); "
@@ -32,10 +42,16 @@ class SubnetCidrs(ConfigModel):
 
 
 class ExistingSubnets(ConfigModel):
+    """Subnets of an existing (e.g. hub-and-spoke) VNet, handed in by resource ID."""
+
     vnet_id: ResourceId = Field(description="VNet the subnets live in; private DNS zones link to it")
-    nodes_subnet_id: ResourceId
-    lustre_subnet_id: ResourceId
-    private_endpoints_subnet_id: ResourceId
+    nodes_subnet_id: ResourceId = Field(description="Resource ID of the node subnet")
+    lustre_subnet_id: ResourceId = Field(
+        description="Resource ID of the subnet dedicated to Azure Managed Lustre (nothing else may use it)"
+    )
+    private_endpoints_subnet_id: ResourceId = Field(
+        description="Resource ID of the subnet for the registry's and storage accounts' private endpoints"
+    )
     nodes_subnet_cidr: Cidr = Field(description="CIDR of the node subnet, to check it can hold every node")
     lustre_subnet_cidr: Cidr = Field(description="CIDR of the Lustre subnet, to check it fits the capacity")
     netapp_subnet_id: ResourceId | None = Field(
@@ -69,10 +85,19 @@ class ExistingSubnets(ConfigModel):
 class NetworkConfig(ConfigModel):
     """Either `addressSpace` + `subnets` (a VNet is created) or `existingSubnets`."""
 
-    vnet_name: AzureName | None = None
-    address_space: Cidr | None = None
-    subnets: SubnetCidrs | None = None
-    existing_subnets: ExistingSubnets | None = None
+    vnet_name: AzureName | None = Field(
+        default=None,
+        description="Name of the VNet created for addressSpace; unset: Pulumi names it (network-vnet + random suffix)",
+    )
+    address_space: Cidr | None = Field(
+        default=None, description="Address space of the VNet the platform creates (with subnets)"
+    )
+    subnets: SubnetCidrs | None = Field(
+        default=None, description="Subnets carved from addressSpace (with addressSpace; not with existingSubnets)"
+    )
+    existing_subnets: ExistingSubnets | None = Field(
+        default=None, description="Use these subnets of an existing VNet instead of creating one"
+    )
 
     @model_validator(mode="after")
     def _check_layout(self) -> NetworkConfig:

@@ -32,28 +32,70 @@ VERSION_DATE_CONTEXT = "kubernetesVersionDate"
 
 
 class ResourceGroupConfig(ConfigModel):
-    name: AzureName
-    existing: bool = Field(default=False, description="Adopt an existing group instead of creating one")
+    """The resource group every platform resource lives in."""
+
+    name: AzureName = Field(
+        description="Resource group name: 1-63 letters, digits, '_', '-' or '.', starting with a letter or digit"
+    )
+    existing: bool = Field(
+        default=False, description="Adopt an existing group instead of creating one (it is then never deleted)"
+    )
 
 
 class PlatformConfig(ConfigModel):
     """Every setting of one stack, validated as a whole before any resource is registered."""
 
-    environment: Environment
-    location: str = Field(pattern=r"^[a-z]+[a-z0-9]*$", description="Azure region, e.g. koreacentral")
-    resource_group: ResourceGroupConfig
-    tags: dict[str, str] = Field(default_factory=dict)
-    network: NetworkConfig
-    cluster: ClusterConfig
-    system_pool: SystemPoolConfig = Field(default_factory=SystemPoolConfig)
-    cpu_pool: CpuPoolConfig = Field(default_factory=CpuPoolConfig)
-    gpu_pools: list[GpuPoolConfig] = Field(min_length=1)
-    gpu_stack: GpuStackConfig = Field(default_factory=GpuStackConfig)
-    monitoring: MonitoringConfig = Field(default_factory=MonitoringConfig)
-    autoscaling: AutoscalingConfig = Field(default_factory=AutoscalingConfig)
-    storage: StorageConfig = Field(default_factory=StorageConfig)
-    upgrade: UpgradeConfig = Field(default_factory=UpgradeConfig)
-    security: SecurityConfig = Field(default_factory=SecurityConfig)
+    environment: Environment = Field(
+        description="Environment name; tags every resource, and prod protects stateful resources from deletion"
+    )
+    location: str = Field(
+        pattern=r"^[a-z]+[a-z0-9]*$", description="Azure region of every resource, lowercase, e.g. koreacentral"
+    )
+    resource_group: ResourceGroupConfig = Field(description="The resource group: name, and whether it already exists")
+    tags: dict[str, str] = Field(
+        default_factory=dict, description="Extra Azure tags merged onto every resource (environment is added)"
+    )
+    network: NetworkConfig = Field(
+        description="A new VNet (addressSpace + subnets) or existing subnets of a hub-and-spoke network"
+    )
+    cluster: ClusterConfig = Field(
+        description="AKS control plane: identity and access, Kubernetes minor, networking, cluster autoscaler"
+    )
+    system_pool: SystemPoolConfig = Field(
+        default_factory=SystemPoolConfig,
+        description="System node pool inside the cluster, tainted CriticalAddonsOnly (settings apply at creation)",
+    )
+    cpu_pool: CpuPoolConfig = Field(
+        default_factory=CpuPoolConfig,
+        description="CPU user pool (label pool=cpu) for monitoring, log collection, API servers, preprocessing",
+    )
+    gpu_pools: list[GpuPoolConfig] = Field(
+        min_length=1, description="GPU node pools; a GPU platform needs at least one"
+    )
+    gpu_stack: GpuStackConfig = Field(
+        default_factory=GpuStackConfig,
+        description="Cluster-wide GPU software: device plugin or GPU Operator, smoke test",
+    )
+    monitoring: MonitoringConfig = Field(
+        default_factory=MonitoringConfig,
+        description="Registry, logs, managed Prometheus, DCGM exporter, Grafana and GPU alerts",
+    )
+    autoscaling: AutoscalingConfig = Field(
+        default_factory=AutoscalingConfig,
+        description="KEDA add-on, Deployments scaled on GPU utilisation, the sample inference workload",
+    )
+    storage: StorageConfig = Field(
+        default_factory=StorageConfig,
+        description="Shared storage: Azure Managed Lustre with Blob integration, NetApp Files, Blob and Disk classes",
+    )
+    upgrade: UpgradeConfig = Field(
+        default_factory=UpgradeConfig,
+        description="Tier, support plan, upgrade channels, maintenance windows, freezes, per-pool upgrade settings",
+    )
+    security: SecurityConfig = Field(
+        default_factory=SecurityConfig,
+        description="Encryption at host, Azure Policy, secrets store CSI driver, Defender for Containers",
+    )
     training: TrainingConfig = Field(
         default_factory=TrainingConfig,
         description="Kueue team queues and GPU quotas, JobSet, autoscaler-aware admission",

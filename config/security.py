@@ -13,6 +13,8 @@ T = TypeVar("T")
 
 
 class SecretsStoreConfig(ConfigModel):
+    """The AKS Key Vault secrets provider add-on (Secrets Store CSI driver)."""
+
     enabled: bool = Field(default=True, description="Secrets Store CSI driver with the Azure Key Vault provider")
     rotation: bool = Field(default=True, description="Re-read mounted Key Vault secrets so rotations reach pods")
     rotation_poll_interval: str = Field(
@@ -21,6 +23,8 @@ class SecretsStoreConfig(ConfigModel):
 
 
 class DefenderConfig(ConfigModel):
+    """Microsoft Defender for Containers on the cluster."""
+
     enabled: bool = Field(default=False, description="Microsoft Defender for Containers runtime protection")
     log_analytics_workspace_id: ResourceId | None = Field(
         default=None, description="Workspace Defender reports to (required when enabled)"
@@ -28,14 +32,18 @@ class DefenderConfig(ConfigModel):
 
 
 class SecurityConfig(ConfigModel):
+    """Security baseline switches beyond the cluster's access settings."""
+
     encryption_at_host: bool = Field(
         default=True,
         description="Every node pool encrypts temp disks, disk caches and ephemeral OS disks on the VM host; "
         "needs the subscription feature Microsoft.Compute/EncryptionAtHost; fixed at pool creation",
     )
     azure_policy: bool = Field(default=True, description="Azure Policy add-on (Gatekeeper) audits and denies objects")
-    secrets_store: SecretsStoreConfig = Field(default_factory=SecretsStoreConfig)
-    defender: DefenderConfig = Field(default_factory=DefenderConfig)
+    secrets_store: SecretsStoreConfig = Field(
+        default_factory=SecretsStoreConfig, description="Key Vault secrets mounted into pods, with rotation"
+    )
+    defender: DefenderConfig = Field(default_factory=DefenderConfig, description="Defender for Containers")
 
     def defender_workspace_id(self, platform_workspace_id: T) -> str | T | None:
         """The workspace to enable Defender with (the platform's unless set), or None when Defender is off."""

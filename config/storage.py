@@ -29,24 +29,33 @@ LUSTRE_CLIENT_OS_SKUS = ("Ubuntu", "Ubuntu2204")
 class MaintenanceWindowConfig(ConfigModel):
     """The 30-minute weekly window Azure patches the filesystem in (required by Azure)."""
 
-    day_of_week: DayOfWeek
+    day_of_week: DayOfWeek = Field(description="Day of the weekly maintenance window")
     time_of_day_utc: str = Field(pattern=r"^([01][0-9]|2[0-3]):[0-5][0-9]$", description="HH:MM in UTC")
 
 
 class RootSquashConfig(ConfigModel):
     """How root on a client maps on the filesystem; RootOnly keeps containers' root from owning data."""
 
-    mode: SquashMode = "RootOnly"
+    mode: SquashMode = Field(
+        default="RootOnly", description="RootOnly maps root to squashUid/squashGid; All maps every user; None: off"
+    )
     no_squash_nid_lists: str = Field(default="", description="Lustre NIDs exempt from squashing, e.g. 10.0.0.4@tcp")
-    squash_uid: int = Field(default=65534, ge=1, le=4294967295)
-    squash_gid: int = Field(default=65534, ge=1, le=4294967295)
+    squash_uid: int = Field(
+        default=65534, ge=1, le=4294967295, description="UID squashed users get (65534: nobody); 1 to 2^32-1, not root"
+    )
+    squash_gid: int = Field(
+        default=65534, ge=1, le=4294967295, description="GID squashed users get (65534: nogroup); 1 to 2^32-1, not root"
+    )
 
 
 class LustreEncryptionConfig(ConfigModel):
     """Customer-managed key; without it Azure encrypts with a platform-managed key."""
 
-    key_url: str = Field(pattern=r"^https://[a-z0-9-]+\.vault\.azure\.net/keys/[^/]+(/[0-9a-f]{32})?$")
-    key_vault_id: ResourceId
+    key_url: str = Field(
+        pattern=r"^https://[a-z0-9-]+\.vault\.azure\.net/keys/[^/]+(/[0-9a-f]{32})?$",
+        description="Key Vault key URL, optionally with its version: https://<vault>.vault.azure.net/keys/<name>",
+    )
+    key_vault_id: ResourceId = Field(description="Resource ID of the Key Vault holding the key")
     user_assigned_identity_id: ResourceId = Field(description="Identity the filesystem reads the key as")
 
 
@@ -54,13 +63,25 @@ class BlobIntegrationConfig(ConfigModel):
     """The HSM storage account: cold data is imported from, and checkpoints exported to, Blob."""
 
     account_name: str = Field(pattern=r"^[a-z0-9]{3,24}$", description="Globally unique storage account name")
-    sku: BlobAccountSku = "Standard_LRS"
-    data_container: str = Field(default="lustre-data", pattern=CONTAINER_NAME)
-    logging_container: str = Field(default="lustre-logs", pattern=CONTAINER_NAME)
+    sku: BlobAccountSku = Field(
+        default="Standard_LRS", description="Redundancy of the HSM account: LRS, or ZRS/GZRS to survive a zone loss"
+    )
+    data_container: str = Field(
+        default="lustre-data",
+        pattern=CONTAINER_NAME,
+        description="Container the filesystem imports from and exports to (3-63 lowercase letters, digits, '-')",
+    )
+    logging_container: str = Field(
+        default="lustre-logs",
+        pattern=CONTAINER_NAME,
+        description="Container for import/export job logs; must differ from dataContainer",
+    )
     import_prefix: str = Field(default="/", pattern=BLOB_PREFIX, description="Blob path imported at creation")
     auto_export: bool = Field(default=False, description="Copy new and changed files back to Blob continuously")
     auto_export_prefix: str = Field(default="/", pattern=BLOB_PREFIX, description="Filesystem path auto-exported")
-    soft_delete_days: int = Field(default=14, ge=1, le=365)
+    soft_delete_days: int = Field(
+        default=14, ge=1, le=365, description="Days deleted blobs and containers can be restored (Azure: 1-365)"
+    )
     public_network_access: bool = Field(
         default=True,
         description="false: the account is reachable only through a private endpoint in the private-endpoints subnet",
@@ -76,27 +97,53 @@ class BlobIntegrationConfig(ConfigModel):
 class LustreTrainingConfig(ConfigModel):
     """Where training pods find the filesystem: a namespace and a ReadWriteMany claim."""
 
-    namespace: str = Field(default="training", pattern=K8S_NAME, max_length=63)
-    storage_class_name: str = Field(default="azurelustre-static", pattern=K8S_NAME, max_length=63)
-    pvc_name: str = Field(default="lustre-pvc", pattern=K8S_NAME, max_length=63)
+    namespace: str = Field(
+        default="training",
+        pattern=K8S_NAME,
+        max_length=63,
+        description="Namespace of the claim (a Kubernetes name: at most 63 lowercase letters, digits, '-')",
+    )
+    storage_class_name: str = Field(
+        default="azurelustre-static",
+        pattern=K8S_NAME,
+        max_length=63,
+        description="StorageClass pointing at this filesystem (a Kubernetes name, at most 63)",
+    )
+    pvc_name: str = Field(
+        default="lustre-pvc",
+        pattern=K8S_NAME,
+        max_length=63,
+        description="ReadWriteMany claim training pods mount (a Kubernetes name, at most 63)",
+    )
     pvc_size_gi: int = Field(default=100, ge=1, description="Nominal; every claim sees the whole filesystem")
     verification_pod: bool = Field(default=False, description="A pod that mounts the claim at /mnt/lustre")
-    verification_image: str = "ubuntu:24.04"
+    verification_image: str = Field(default="ubuntu:24.04", description="Image of the verification pod")
 
 
 class LustreConfig(ConfigModel):
     """One Azure Managed Lustre filesystem; it cannot be resized and is billed for its full size."""
 
-    enabled: bool = True
-    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,78}[A-Za-z0-9]$")
-    sku: AmlfsSkuName
+    enabled: bool = Field(
+        default=True, description="false: keep the settings but create no filesystem (it is billed in full)"
+    )
+    name: str = Field(
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,78}[A-Za-z0-9]$",
+        description="Filesystem name: 2-80 letters, digits, '_' or '-', alphanumeric at both ends",
+    )
+    sku: AmlfsSkuName = Field(description="Throughput tier (MB/s per TiB); sets the size range and step")
     capacity_tib: int = Field(
         alias="capacityTiB", ge=1, description="Capacity in TiB: a multiple of the SKU's step, min..max"
     )
     zone: Zone = Field(description="The filesystem lives in one zone; put the GPU pools near it")
-    maintenance_window: MaintenanceWindowConfig
-    root_squash: RootSquashConfig = Field(default_factory=RootSquashConfig)
-    encryption: LustreEncryptionConfig | None = None
+    maintenance_window: MaintenanceWindowConfig = Field(
+        description="Weekly 30-minute window Azure patches the filesystem in (required)"
+    )
+    root_squash: RootSquashConfig = Field(
+        default_factory=RootSquashConfig, description="How root on a client maps on the filesystem"
+    )
+    encryption: LustreEncryptionConfig | None = Field(
+        default=None, description="Customer-managed key (only at creation); unset: platform-managed key"
+    )
     throughput_target_mbps: int | None = Field(
         default=None, alias="throughputTargetMBps", ge=1, description="Reject sizes below this MB/s"
     )
@@ -111,8 +158,10 @@ class LustreConfig(ConfigModel):
         "filesystem: creation fails if the grants have not taken effect, which Azure Managed Lustre documents can "
         "take up to five minutes; 0 skips the wait; at most 30 minutes",
     )
-    blob: BlobIntegrationConfig
-    training: LustreTrainingConfig = Field(default_factory=LustreTrainingConfig)
+    blob: BlobIntegrationConfig = Field(description="The Blob (HSM) storage account behind the filesystem")
+    training: LustreTrainingConfig = Field(
+        default_factory=LustreTrainingConfig, description="Namespace, storage class and claim for training pods"
+    )
 
     @property
     def sku_rules(self) -> AmlfsSku:
@@ -154,10 +203,14 @@ class LustreConfig(ConfigModel):
 
 
 class BlobClassConfig(ConfigModel):
-    enabled: bool = True
-    name: str = Field(pattern=K8S_NAME, max_length=63)
-    sku_name: BlobClassSku
-    protocol: BlobProtocol = "fuse2"
+    """One Blob CSI StorageClass (dynamically provisioned containers)."""
+
+    enabled: bool = Field(default=True, description="false: do not create this class")
+    name: str = Field(pattern=K8S_NAME, max_length=63, description="StorageClass name (a Kubernetes name, at most 63)")
+    sku_name: BlobClassSku = Field(description="Storage account SKU of provisioned volumes")
+    protocol: BlobProtocol = Field(
+        default="fuse2", description="How pods mount the container: fuse2 (BlobFuse2) or nfs (NFSv3)"
+    )
 
 
 def _standard_class() -> BlobClassConfig:
@@ -171,8 +224,12 @@ def _premium_class() -> BlobClassConfig:
 class BlobClassesConfig(ConfigModel):
     """Blob CSI classes: standard for bulk, cheap data; premium for small files and many transactions."""
 
-    standard: BlobClassConfig = Field(default_factory=_standard_class)
-    premium: BlobClassConfig = Field(default_factory=_premium_class)
+    standard: BlobClassConfig = Field(
+        default_factory=_standard_class, description="Standard_* class (default blob-standard, Standard_LRS)"
+    )
+    premium: BlobClassConfig = Field(
+        default_factory=_premium_class, description="Premium_* class (default blob-premium, Premium_LRS)"
+    )
 
     @model_validator(mode="after")
     def _check_tiers(self) -> BlobClassesConfig:
@@ -192,7 +249,12 @@ class ZoneRedundantDiskClassConfig(ConfigModel):
     """An Azure Disk class pinned to ZRS, so a pod's disk follows it to a node in any zone."""
 
     enabled: bool = Field(default=False, description="prod turns it on; dev's single-zone pools do not need it")
-    name: str = Field(default="managed-csi-premium-zrs", pattern=K8S_NAME, max_length=63)
+    name: str = Field(
+        default="managed-csi-premium-zrs",
+        pattern=K8S_NAME,
+        max_length=63,
+        description="StorageClass name (a Kubernetes name, at most 63)",
+    )
     sku_name: ZoneRedundantDiskSku = Field(
         default="Premium_ZRS", description="Premium_ZRS (SSD, production) or StandardSSD_ZRS (cheaper)"
     )
@@ -201,13 +263,21 @@ class ZoneRedundantDiskClassConfig(ConfigModel):
 class DiskClassesConfig(ConfigModel):
     """Azure Disk classes the platform adds to AKS's built-in ones (managed-csi, managed-csi-premium)."""
 
-    zone_redundant: ZoneRedundantDiskClassConfig = Field(default_factory=ZoneRedundantDiskClassConfig)
+    zone_redundant: ZoneRedundantDiskClassConfig = Field(
+        default_factory=ZoneRedundantDiskClassConfig, description="A Premium or Standard SSD ZRS disk class"
+    )
 
 
 class StorageConfig(ConfigModel):
+    """Shared storage for training: Lustre and NetApp Files, Blob classes for bulk data, ZRS disks."""
+
     lustre: LustreConfig | None = Field(default=None, description="Absent or enabled: false plans without Lustre")
-    blob_classes: BlobClassesConfig = Field(default_factory=BlobClassesConfig)
-    disk_classes: DiskClassesConfig = Field(default_factory=DiskClassesConfig)
+    blob_classes: BlobClassesConfig = Field(
+        default_factory=BlobClassesConfig, description="Blob CSI storage classes, standard and premium"
+    )
+    disk_classes: DiskClassesConfig = Field(
+        default_factory=DiskClassesConfig, description="Azure Disk classes added to AKS's built-in ones"
+    )
     netapp_files: NetAppFilesConfig = Field(
         default_factory=NetAppFilesConfig, description="Azure NetApp Files (NFSv4.1); off unless enabled"
     )

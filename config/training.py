@@ -177,7 +177,9 @@ class TeamConfig(ConfigModel):
     queueing_strategy: QueueingStrategy = Field(
         default="BestEffortFIFO", description="BestEffortFIFO lets a smaller job pass one that does not fit yet"
     )
-    preemption: PreemptionConfig = Field(default_factory=PreemptionConfig)
+    preemption: PreemptionConfig = Field(
+        default_factory=PreemptionConfig, description="When this team's pending jobs may evict running ones"
+    )
     quotas: list[TeamQuotaConfig] = Field(min_length=1, description="One entry per GPU pool the team may use")
 
     @property
@@ -222,9 +224,11 @@ class TeamConfig(ConfigModel):
 class TrainingConfig(ConfigModel):
     """Training as a service: Kueue queues and quotas per team, JobSet, autoscaler-aware admission."""
 
-    kueue: KueueConfig = Field(default_factory=KueueConfig)
-    jobset: JobSetConfig = Field(default_factory=JobSetConfig)
-    admission: AdmissionConfig = Field(default_factory=AdmissionConfig)
+    kueue: KueueConfig = Field(default_factory=KueueConfig, description="Kueue install; enabled switches training on")
+    jobset: JobSetConfig = Field(default_factory=JobSetConfig, description="JobSet controller install")
+    admission: AdmissionConfig = Field(
+        default_factory=AdmissionConfig, description="What Kueue waits for besides quota before admitting a job"
+    )
     teams: list[TeamConfig] = Field(default_factory=list[TeamConfig], description="Teams and their GPU quotas")
 
     @property

@@ -6,7 +6,9 @@ import ipaddress
 import re
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, StringConstraints
+from pydantic import AfterValidator, BeforeValidator, Field, StringConstraints
+
+from .errors import number_for_text_error
 
 Zone = Literal["1", "2", "3"]
 
@@ -59,3 +61,17 @@ IPv4 = Annotated[str, AfterValidator(_ipv4_address)]
 ResourceId = Annotated[str, AfterValidator(_resource_id)]
 
 AzureName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")]
+
+
+def _minor_as_text(value: object) -> object:
+    # YAML reads an unquoted 1.30 as the number 1.3; AKS minors have two digits, so 1.3 was "1.30".
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        raise number_for_text_error(f'kubernetesVersion: "{value:.2f}"')
+    return value
+
+
+KubernetesMinor = Annotated[
+    str,
+    BeforeValidator(_minor_as_text),
+    StringConstraints(pattern=r"^1\.[0-9]{2}$"),
+]

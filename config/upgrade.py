@@ -40,27 +40,54 @@ LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
 class MaintenanceWindowConfig(ConfigModel):
     """When AKS may start an upgrade: a weekly or daily window, local time through utcOffset."""
 
-    schedule: Schedule = "weekly"
+    schedule: Schedule = Field(
+        default="weekly",
+        description="weekly (dayOfWeek, intervalWeeks) or daily (intervalDays; AKS takes daily for the node-OS window)",
+    )
     day_of_week: WeekDay = Field(default="Sunday", description="Weekly schedules only")
-    interval_weeks: int = Field(default=1, ge=1, le=4, description="Weekly schedules: every N weeks")
-    interval_days: int = Field(default=1, ge=1, le=7, description="Daily schedules: every N days")
-    start_time: Clock = Field(default="01:00", description="HH:MM local time (utcOffset applies)")
-    duration_hours: int = Field(default=6, ge=4, le=24, description="AKS needs windows of 4 to 24 hours")
-    utc_offset: UtcOffset = Field(default="+00:00", description="Local time zone, e.g. +09:00 for Korea")
+    interval_weeks: int = Field(
+        default=1, ge=1, le=4, description="Weekly schedules: every N weeks; AKS's weekly schedule takes 1-4"
+    )
+    interval_days: int = Field(
+        default=1, ge=1, le=7, description="Daily schedules: every N days; AKS's daily schedule takes 1-7"
+    )
+    start_time: Clock = Field(default="01:00", description="HH:MM local time (utcOffset applies); quote it in YAML")
+    duration_hours: int = Field(
+        default=6,
+        ge=4,
+        le=24,
+        description="AKS requires maintenance windows of 4 to 24 hours",
+    )
+    utc_offset: UtcOffset = Field(
+        default="+00:00", description="Local time zone, e.g. +09:00 for Korea (-12:00 to +14:00); quote it in YAML"
+    )
 
 
 class FreezeConfig(ConfigModel):
     """Dates on which no upgrade may start, e.g. a training campaign (local dates, utcOffset applies)."""
 
-    start: datetime.date
-    end: datetime.date
-    reason: str = Field(default="", max_length=200, description="Why upgrades are frozen (documentation only)")
+    start: datetime.date = Field(description="First frozen day, YYYY-MM-DD")
+    end: datetime.date = Field(description="Last frozen day, YYYY-MM-DD (not before start)")
+    reason: str = Field(
+        default="", max_length=200, description="Why upgrades are frozen (documentation only, at most 200 characters)"
+    )
 
     @model_validator(mode="after")
     def _check_order(self) -> FreezeConfig:
         if self.end < self.start:
             raise field_error("end", self.end.isoformat(), f"must not be before start ({self.start.isoformat()})")
         return self
+
+
+def surge_node_count(max_surge: str, pool_size: int) -> int:
+    """Nodes AKS adds at once while upgrading a pool of `pool_size` nodes with this `maxSurge` ("1", "33%").
+
+    A percentage is of the pool's size and "fractional nodes are rounded up" (AgentPoolUpgradeSettings.maxSurge,
+    AKS REST API reference, read 2026-12-02).
+    """
+    if max_surge.endswith("%"):
+        return math.ceil(pool_size * int(max_surge[:-1]) / 100)
+    return int(max_surge)
 
 
 def _is_zero(count: str | None) -> bool:
@@ -78,8 +105,12 @@ class PoolUpgradeConfig(ConfigModel):
     max_unavailable: NodeCount | None = Field(
         default=None, description="Nodes taken down at once instead of surging (needs maxSurge 0)"
     )
-    drain_timeout_in_minutes: int = Field(default=30, ge=1, le=1440, description="Per-node eviction wait")
-    node_soak_duration_in_minutes: int = Field(default=0, ge=0, le=30, description="Wait after a drain")
+    drain_timeout_in_minutes: int = Field(
+        default=30, ge=1, le=1440, description="Per-node eviction wait before the upgrade fails; AKS allows 1-1440 min"
+    )
+    node_soak_duration_in_minutes: int = Field(
+        default=0, ge=0, le=30, description="Wait after each node's upgrade before the next; AKS allows 0-30 min"
+    )
     undrainable_node_behavior: UndrainableNodeBehavior = Field(
         default="Schedule",
         description="Schedule: a node that cannot drain in time goes back into service un-upgraded and the upgrade "
@@ -118,9 +149,7 @@ class PoolUpgradeConfig(ConfigModel):
     def surge_nodes(self, pool_size: int) -> int:
         """Extra nodes (and node-subnet addresses) an upgrade of a pool of `pool_size` nodes adds at once."""
         surge, _ = self.surge_and_unavailable
-        if surge.endswith("%"):
-            return math.ceil(pool_size * int(surge[:-1]) / 100)
-        return int(surge)
+        return surge_node_count(surge, pool_size)
 
     @property
     def surge_and_unavailable(self) -> tuple[str, str | None]:
@@ -150,15 +179,18 @@ class GpuPoolUpgradeConfig(PoolUpgradeConfig):
     default_unavailable: ClassVar[str | None] = "1"
 
     drain_timeout_in_minutes: int = Field(
-        default=90, ge=1, le=1440, description="Long enough for training jobs to checkpoint"
+        default=90,
+        ge=1,
+        le=1440,
+        description="Long enough for training jobs to checkpoint; AKS allows 1-1440 min",
     )
 
 
 class DisruptionBudgetConfig(ConfigModel):
     """A policy/v1 PodDisruptionBudget for a workload: at least minAvailable of its replicas stay up."""
 
-    name: DnsLabel
-    namespace: DnsLabel = "default"
+    name: DnsLabel = Field(description="PodDisruptionBudget name (a DNS label)")
+    namespace: DnsLabel = Field(default="default", description="Namespace of the workload")
     selector: dict[str, str] = Field(min_length=1, description="matchLabels of the workload's pods")
     min_available: int = Field(ge=1, description="Pods that must stay up during a voluntary disruption")
     replicas: int = Field(ge=2, description="The workload's replica count (a PDB on one replica blocks drains)")
@@ -178,10 +210,21 @@ class DisruptionBudgetConfig(ConfigModel):
 
 
 class UpgradeConfig(ConfigModel):
-    tier: Tier = "Standard"
-    support_plan: SupportPlan = "KubernetesOfficial"
-    auto_upgrade_channel: UpgradeChannel = "patch"
-    node_os_upgrade_channel: NodeOsChannel = "NodeImage"
+    """How the cluster and its nodes stay current without breaking running GPU work."""
+
+    tier: Tier = Field(
+        default="Standard", description="AKS pricing tier: Free (no SLA), Standard (SLA), Premium (SLA + LTS)"
+    )
+    support_plan: SupportPlan = Field(
+        default="KubernetesOfficial",
+        description="KubernetesOfficial (about a year per minor) or AKSLongTermSupport (a further year; Premium only)",
+    )
+    auto_upgrade_channel: UpgradeChannel = Field(
+        default="patch", description="How AKS moves the Kubernetes version: none, patch, stable, rapid or node-image"
+    )
+    node_os_upgrade_channel: NodeOsChannel = Field(
+        default="NodeImage", description="How node OS updates arrive: None, Unmanaged, NodeImage or SecurityPatch"
+    )
     auto_upgrade_window: MaintenanceWindowConfig = Field(
         default_factory=MaintenanceWindowConfig, description="aksManagedAutoUpgradeSchedule"
     )
@@ -192,8 +235,10 @@ class UpgradeConfig(ConfigModel):
     freezes: list[FreezeConfig] = Field(
         default_factory=list[FreezeConfig], description="notAllowedDates of both windows, e.g. training campaigns"
     )
-    system_pool: SystemPoolUpgradeConfig = Field(default_factory=SystemPoolUpgradeConfig)
-    cpu_pool: PoolUpgradeConfig = Field(default_factory=PoolUpgradeConfig)
+    system_pool: SystemPoolUpgradeConfig = Field(
+        default_factory=SystemPoolUpgradeConfig, description="How the system pool rolls (surge only)"
+    )
+    cpu_pool: PoolUpgradeConfig = Field(default_factory=PoolUpgradeConfig, description="How the CPU pool rolls")
     gpu_pools: GpuPoolUpgradeConfig = Field(default_factory=GpuPoolUpgradeConfig, description="Every GPU pool")
     disruption_budgets: list[DisruptionBudgetConfig] = Field(
         default_factory=list[DisruptionBudgetConfig], description="PodDisruptionBudgets for users' workloads"

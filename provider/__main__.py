@@ -5,20 +5,18 @@ the host infers a schema (package `aks-gpu-platform`, tokens `aks-gpu-platform:i
 from the type annotations of the components below, the CLI generates an SDK from it, and each
 `new GpuNodePool(...)` in the consumer's language constructs the real Python component here.
 
-The repository root goes on `sys.path`, so the plugin runs the `components` and `config` of the
+The repository root goes on `sys.path`, so the plugin runs the `aks_gpu_platform` package of the
 checkout Pulumi cloned (no separate install to keep in step); `requirements.txt` pins the same
 runtime dependencies as the program.
 
-Hosted: every public component in `components/` except those in EXCLUDED, whose arguments or
-outputs the analyzer (pulumi/provider/experimental/analyzer.py) cannot represent.
-tests/test_component_schema.py checks both lists and the inferred schema.
-
-The analyzer reads annotations as runtime objects, so component modules do not use
-`from __future__ import annotations` (it would turn them into strings the analyzer rejects).
+Hosted: the adapters in adapters.py, one per public component of `components/` except those in
+EXCLUDED. The components take validated config models and a ClusterHandle, which the analyzer
+(pulumi/provider/experimental/analyzer.py) cannot type; each adapter is a subclass of the same name
+that takes YAML-shaped settings and flat wiring instead. tests/test_component_schema.py checks both
+lists, the reasons for each exclusion, and the inferred schema.
 """
 
 import sys
-import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,34 +26,21 @@ if str(ROOT) not in sys.path:
 from pulumi import ComponentResource  # noqa: E402
 from pulumi.provider.experimental import component_provider_host  # noqa: E402
 
-from aks_gpu_platform.components.blob_storage_classes import BlobStorageClasses  # noqa: E402
-from aks_gpu_platform.components.cpu_node_pool import CpuNodePool  # noqa: E402
-from aks_gpu_platform.components.gpu_autoscaling import GpuAutoscaling  # noqa: E402
-from aks_gpu_platform.components.gpu_monitoring import GpuMonitoring, LogWorkspace  # noqa: E402
-from aks_gpu_platform.components.gpu_node_pool import GpuNodePool  # noqa: E402
-from aks_gpu_platform.components.gpu_stack import GpuStack  # noqa: E402
-from aks_gpu_platform.components.lustre_storage import LustreStorage  # noqa: E402
-from aks_gpu_platform.components.network import Network  # noqa: E402
-from aks_gpu_platform.components.registry import Registry  # noqa: E402
-from aks_gpu_platform.components.upgrade_policy import UpgradePolicy  # noqa: E402
+# The plugin's version is the Python package's (pyproject.toml), so SDKs and wheels agree.
+from aks_gpu_platform.config.version import package_version  # noqa: E402
+from provider.adapters import ADAPTERS  # noqa: E402
 
 PACKAGE = "aks-gpu-platform"
 
-COMPONENTS: list[type[ComponentResource]] = [
-    Network,
-    CpuNodePool,
-    GpuNodePool,
-    GpuStack,
-    GpuMonitoring,
-    LogWorkspace,
-    GpuAutoscaling,
-    LustreStorage,
-    BlobStorageClasses,
-    Registry,
-    UpgradePolicy,
-]
+COMPONENTS: list[type[ComponentResource]] = ADAPTERS
 
 EXCLUDED: dict[str, str] = {
+    "AksGpuPlatform": (
+        "its outputs include our own components (`cluster` is an AksCluster; `lustre`, `netapp_files` and "
+        "`training` are components too), and the analyzer references a resource only through its `pulumi_type` "
+        "and an installed pulumi-plugin.json, which our components lack. An adapter subclass cannot drop them: "
+        "the analyzer collects outputs along the class's MRO. Other languages compose the hosted components."
+    ),
     "AksCluster": (
         "its profile args reuse azure-native ArgsDicts whose nested types are string forward references; "
         "the analyzer resolves those only by name in the component's module, and only the first one per "
@@ -67,31 +52,11 @@ EXCLUDED: dict[str, str] = {
         "through a `pulumi_type` and an installed pulumi-plugin.json, which our own components lack. "
         "It is a sample: other languages compose GpuAutoscaling with their own Deployment."
     ),
-    "NetAppFiles": (
-        "new-style args (the validated NetAppFilesConfig model and a ClusterHandle dataclass) that the analyzer "
-        "cannot type (TypeError on the annotations); other languages get it through the provider's adapter layer."
-    ),
-    "DiskStorageClasses": (
-        "new-style args (the validated DiskClassesConfig model and a ClusterHandle dataclass) that the analyzer "
-        "cannot type (TypeError on the annotations); other languages get it through the provider's adapter layer."
-    ),
-    "TrainingQueues": (
-        "its args are the validated pydantic models (TrainingConfig, GpuPoolConfig) and a ClusterHandle "
-        "dataclass; the analyzer walks the models' annotations, which config/ keeps as postponed strings, and "
-        "fails (issubclass on the string 'KueueConfig'). Other languages install Kueue and JobSet with the "
-        "kubernetes SDK's Helm Release and create the queue objects as custom resources."
-    ),
     "GpuSmokeTest": (
         "`depends_on` is a list of arbitrary resources (bare pulumi.Resource has no type token to "
         "reference) and it checks the platform's own rollout; it stays inside the platform stack."
     ),
 }
-
-
-def package_version() -> str:
-    """The plugin's version is the Python package's (pyproject.toml), so SDKs and wheels agree."""
-    with (ROOT / "pyproject.toml").open("rb") as f:
-        return str(tomllib.load(f)["project"]["version"])
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ def repository_copy(target: Path, files: Iterable[str] = ()) -> Path:
     `files` are further top-level files to copy (e.g. requirements.txt).
     """
     target.mkdir()
-    for name in ("pyproject.toml", *files):
+    for name in ("pyproject.toml", "LICENSE", *files):  # pyproject.toml names LICENSE as its licence file
         shutil.copy(REPO_ROOT / name, target)
     package = REPO_ROOT / PACKAGE
     ignore = shutil.ignore_patterns("__pycache__")

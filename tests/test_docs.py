@@ -20,6 +20,7 @@ MAX_README_LINES = 200
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 EXTERNAL = ("http://", "https://", "mailto:")
+CODE_SPAN = re.compile(r"`[^`]*`")
 
 
 def documents() -> list[Path]:
@@ -59,10 +60,11 @@ def anchors(path: Path) -> set[str]:
 
 
 def relative_links(path: Path) -> list[str]:
+    """Link targets outside code: `[a-z]([-a-z]*)` in a code span is a regular expression, not a link."""
     return [
         target
         for line in prose_lines(path)
-        for target in LINK.findall(line)
+        for target in LINK.findall(CODE_SPAN.sub("", line))
         if not target.startswith(EXTERNAL) and not target.startswith("<")
     ]
 
@@ -82,17 +84,17 @@ def test_readme_is_a_front_page_under_200_lines() -> None:
     )
 
 
-def test_quick_start_still_names_the_two_commands() -> None:
+def test_quick_start_still_names_make_plan_and_make_test() -> None:
     quick_start = section(README, "Quick start")
     block = re.search(r"```sh\n(.*?)```", quick_start, re.DOTALL)
     assert block is not None, "the Quick start shows its commands in a shell block"
     commands = [line.split("#")[0].strip() for line in block.group(1).splitlines()]
-    assert commands == ["make plan", "make test"], (
-        "the Quick start's two commands are `make plan` and `make test`; CI (`.ci/run`) and new users run them"
-    )
+    assert commands[0] == "make plan", "the first command plans the dev stack offline"
+    assert "make test" in commands, "and `make test` runs every check (CI's `.ci/run` calls it)"
     makefile = (REPO_ROOT / "Makefile").read_text()
-    for target in ("plan", "test"):
-        assert re.search(rf"^{target}:", makefile, re.MULTILINE), f"`make {target}` must exist in the Makefile"
+    for command in commands:
+        target = command.removeprefix("make ").split()[0]
+        assert re.search(rf"^{re.escape(target)}:", makefile, re.MULTILINE), f"`{command}`: no such Makefile target"
 
 
 def test_the_readme_indexes_every_docs_page() -> None:

@@ -18,6 +18,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 import yaml
 
@@ -25,6 +26,7 @@ from aks_gpu_platform.config import ConfigError, PlatformConfig, load_platform_c
 from aks_gpu_platform.config.placeholders import find_placeholders, refuse_placeholders
 from aks_gpu_platform.config.training import gpus_per_node
 from tests.fresh_install import PACKAGE, clean_environment, repository_copy, share_sdks
+from tools import config_reference
 from tools.offline import RecordedResource, Recording, run_under_mocks
 from tools.plan import policy_verdicts
 from tools.render import kubernetes_object
@@ -172,6 +174,23 @@ def test_requirements_name_this_checkout_in_a_form_pip_accepts(example: Path) ->
             assert pyproject.is_file(), f"{entry}: from the example's folder it names the repository"
             projects.append(tomllib.loads(pyproject.read_text())["project"]["name"])
     assert projects == ["aks-gpu-platform"], "the example installs this checkout's aks-gpu-platform"
+
+
+@pytest.mark.parametrize("name", PLATFORM_EXAMPLES)
+def test_platform_stack_files_match_the_schema_editors_validate_against(name: str) -> None:
+    path = stack_file(EXAMPLES / name)
+    first = path.read_text().splitlines()[0]
+    match = re.fullmatch(r"# yaml-language-server: \$schema=(\S+)", first)
+    assert match, f"{name}: the stack file names the schema, so editors check it as it is edited"
+    schema_path = (path.parent / match[1]).resolve()
+    assert schema_path == config_reference.SCHEMA, "the modeline points at the project's schema"
+    schema = json.loads(schema_path.read_text())
+    validator = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+    problems = [
+        f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
+        for e in validator.iter_errors(yaml.safe_load(path.read_text()))
+    ]
+    assert not problems, f"{name}: the editor would flag {problems}"
 
 
 @pytest.mark.parametrize("name", PLATFORM_EXAMPLES)
@@ -329,6 +348,7 @@ def test_platform_examples_pass_the_policy_pack(name: str) -> None:
 RUN_INSTALLED = r"""
 import json, runpy, sys
 sys.path.append(sys.argv[1])
+from tools import config_reference
 from tools.offline import run_under_mocks
 from tools.stack_files import read_stack_yaml, to_runtime_config
 import aks_gpu_platform.components.platform as platform_module

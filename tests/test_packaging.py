@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -105,7 +106,10 @@ def pool():
 
 _sync_await(run_pulumi_func({"platform": platform, "pool": pool}[sys.argv[1]]))
 modules = {name: getattr(module, "__file__", None) for name, module in sys.modules.items()}
+from aks_gpu_platform.config import __version__
+
 print(json.dumps({
+    "version": __version__,
     "registered": registered,
     "pool_names": pool_names,
     "sys_path": sys.path,
@@ -200,3 +204,10 @@ def test_a_fresh_virtualenv_installs_one_package_that_another_project_builds(tmp
     )
     top_level = (site / f"{PACKAGE}-0.1.0.dist-info" / "top_level.txt").read_text().split()
     assert top_level == [PACKAGE], "the distribution declares one top-level name"
+    version = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert results["platform"]["version"] == version, (
+        "an installed copy reports pyproject.toml's version (from its metadata: no pyproject.toml beside it)"
+    )
+    metadata = (site / f"{PACKAGE}-0.1.0.dist-info" / "METADATA").read_text()
+    assert "License-Expression: Apache-2.0" in metadata, "the wheel declares its licence for audits"
+    assert any(f.endswith("/LICENSE") for f in files), "the wheel carries the licence text (Apache-2.0 requires it)"

@@ -2,35 +2,155 @@
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import yaml
 
+from aks_gpu_platform.components.roles import ROLE_NAMES
+from tests.conftest import STACKS
+from tools.mock_values import distinctive
+from tools.offline import Recording
+from tools.plan_document import PLAN_FILE, read_plan
 from tools.stack_files import REPO_ROOT
 
+# A pull-request comment and a terminal both show lines as they are.
+MAX_LINE = 120
 
-def _plan(*args: str) -> subprocess.CompletedProcess[str]:
+
+def _plan(*args: str, hash_seed: str = "0") -> subprocess.CompletedProcess[str]:
+    # Different hash seeds shuffle set and dict iteration that depends on hashing between the two runs.
+    env = {**os.environ, "PYTHONHASHSEED": hash_seed}
     return subprocess.run(
-        [sys.executable, "-m", "tools.plan", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", "tools.plan", *args],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
     )
 
 
+def _files(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@dataclass(frozen=True)
+class TwoRuns:
+    first: subprocess.CompletedProcess[str]
+    second: subprocess.CompletedProcess[str]
+    first_files: dict[str, bytes]
+    second_files: dict[str, bytes]
+    out: Path
+
+
 @pytest.fixture(scope="module")
-def dev_plan(tmp_path_factory: pytest.TempPathFactory) -> subprocess.CompletedProcess[str]:
-    return _plan("--stack", "dev", "--out", str(tmp_path_factory.mktemp("dev-plan")))
+def plan_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, TwoRuns]:
+    """Each stack planned twice into the same folder, in fresh processes with different hash seeds."""
+    runs: dict[str, TwoRuns] = {}
+    for stack in STACKS:
+        out = tmp_path_factory.mktemp(f"{stack}-plan")
+        first = _plan("--stack", stack, "--out", str(out), hash_seed="1")
+        first_files = _files(out)
+        second = _plan("--stack", stack, "--out", str(out), hash_seed="2")
+        runs[stack] = TwoRuns(first, second, first_files, _files(out), out)
+    return runs
 
 
-def test_plan_prints_the_dev_tree_and_counts(dev_plan: subprocess.CompletedProcess[str]) -> None:
-    result = dev_plan
+@pytest.mark.parametrize("stack", STACKS)
+def test_two_plan_runs_print_and_write_the_same_bytes(plan_runs: dict[str, TwoRuns], stack: str) -> None:
+    runs = plan_runs[stack]
+    assert runs.first.returncode == 0 and runs.second.returncode == 0, runs.first.stderr + runs.second.stderr
+    assert runs.first.stdout == runs.second.stdout, "plans are diffed between branches: the same tree prints the same"
+    assert PLAN_FILE in runs.first_files and any(name.startswith("k8s/") for name in runs.first_files)
+    assert runs.first_files.keys() == runs.second_files.keys(), "the same files are written"
+    changed = [name for name in runs.first_files if runs.first_files[name] != runs.second_files[name]]
+    assert changed == [], f"every file under out/ must keep its checksum between runs: {changed}"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_plan_puts_verdicts_first_then_summary_then_detail(plan_runs: dict[str, TwoRuns], stack: str) -> None:
+    out = plan_runs[stack].first.stdout
+    lines = out.splitlines()
+    assert lines[2] == "Verdicts", "the verdicts come right after the title"
+    verdicts, summary, detail = (lines.index(h) for h in ("Verdicts", "Summary", "Detail"))
+    assert verdicts < summary < detail
+    warnings = [i for i, line in enumerate(lines) if line.lstrip().startswith("warning:")]
+    assert warnings and max(warnings) < summary, "warnings are read before any detail"
+    assert out.index("ManagedCluster platform-aks-cluster") > detail, "the resource tree is detail"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_plan_lines_fit_a_pull_request_comment(plan_runs: dict[str, TwoRuns], stack: str) -> None:
+    long = [line for line in plan_runs[stack].first.stdout.splitlines() if len(line) > MAX_LINE]
+    assert long == [], f"lines longer than {MAX_LINE} characters: {long[:3]}"
+
+
+def test_plan_names_roles_instead_of_their_guids(plan_runs: dict[str, TwoRuns]) -> None:
+    out = plan_runs["dev"].first.stdout
+    assert "role='AcrPull'" in out and "role='Grafana Admin'" in out, "role assignments read by role name"
+    shown = [guid for guid in ROLE_NAMES if guid in out]
+    assert shown == [], f"role definition GUIDs should not be what a reviewer reads: {shown}"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_values_only_the_mocks_know_never_pass_for_real_ones(
+    plan_runs: dict[str, TwoRuns], recordings: dict[str, Recording], stack: str
+) -> None:
+    """IDs, principal IDs, addresses and endpoints the mocks invent are written as <computed: origin>."""
+    made_up = [value for value in recordings[stack].mock_values if distinctive(value)]
+    assert made_up, "the mocks invent subscription-scoped IDs and GUIDs in every stack"
+    runs = plan_runs[stack]
+    texts = {"stdout": runs.first.stdout} | {name: data.decode() for name, data in runs.first_files.items()}
+    leaked = sorted({f"{value} in {where}" for where, text in texts.items() for value in made_up if value in text})
+    assert leaked == [], f"mock-made values shown as if real: {leaked[:5]}"
+    plan = runs.first_files[PLAN_FILE].decode()
+    assert "<computed: getClientConfig.subscriptionId>" in plan, "role definition IDs are built on the subscription"
+
+
+def test_prod_plan_marks_the_lustre_address_and_prints_quota_and_cost(plan_runs: dict[str, TwoRuns]) -> None:
+    runs = plan_runs["prod"]
+    storage_class = runs.first_files["k8s/storageclass-cluster-azurelustre-static.yaml"].decode()
+    marked = "mgs-ip-address: '<computed: platform-lustre-filesystem.clientInfo.mgsAddress>'"
+    assert marked in storage_class, storage_class
+    out = runs.first.stdout
+    assert "StandardNCADSA100v4Family  288" in out and "standardNDSH100v5Family    1,152" in out, out
+    floor = next(line for line in out.splitlines() if line.strip().startswith("total"))
+    assert floor.split()[1].startswith("$") and floor.split()[2].startswith("$"), "floor and ceiling are printed"
+    assert "Lustre 64 TiB AMLFS-Durable-Premium-250" in out, "what has no price is named, not counted as zero"
+
+
+def test_plan_json_holds_every_resource_with_its_options(plan_runs: dict[str, TwoRuns]) -> None:
+    plan = read_plan(plan_runs["prod"].out / PLAN_FILE)
+    pools = [e for e in plan["resources"].values() if e["type"] == "azure-native:containerservice:AgentPool"]
+    assert len(pools) == 5, "prod registers a CPU pool and four GPU pools"
+    for pool in pools:
+        assert pool["options"]["ignoreChanges"][0] == "count", "the autoscaler owns count"
+        assert pool["options"]["deleteBeforeReplace"] is False, "pools are replaced create-before-delete"
+        assert list(pool["inputs"]) == sorted(pool["inputs"]), "inputs are written in sorted order"
+    provider = next(e for e in plan["resources"].values() if e["type"] == "pulumi:providers:kubernetes")
+    assert provider["inputs"]["kubeconfig"].startswith("<secret"), "the kubeconfig never lands in plan.json"
+    assert plan["outputs"]["kubeconfig"].startswith("<secret"), "secret outputs are withheld"
+
+
+def test_markdown_format_renders_a_pull_request_comment(tmp_path: Path) -> None:
+    result = _plan("--stack", "dev", "--out", str(tmp_path), "--format", "markdown")
     assert result.returncode == 0, result.stderr
     out = result.stdout
-    assert "azure-native:containerservice:ManagedCluster platform-aks-cluster" in out, "the tree names each resource"
-    assert "Resources by type" in out and "azure-native:containerservice:AgentPool" in out
-    assert "kubeconfig (secret)" in out, "the plan tells which outputs are secret"
-    assert "Traceback" not in out + result.stderr
+    assert out.startswith("### Plan for stack 'dev'"), out[:200]
+    assert "| pool | VM size |" in out and "| vCPU quota | needed at peak | pools |" in out
+    assert out.count("<details>") == out.count("</details>") >= 3, "the detail is folded away"
+    folded = out[out.index("<details>") :]
+    assert (
+        "ManagedCluster platform-aks-cluster" in folded
+        and "ManagedCluster platform-aks-cluster" not in out[: out.index("<details>")]
+    )
+    assert "- **warning**: gpu-inference-sample/triton keeps 1 x Standard_NC4as_T4_v3" in out
 
 
 def test_plan_rejects_a_broken_config_with_one_clear_message(tmp_path: Path) -> None:
@@ -43,21 +163,30 @@ def test_plan_rejects_a_broken_config_with_one_clear_message(tmp_path: Path) -> 
     assert "network.subnets.nodes" in result.stderr, result.stderr
     assert "Traceback" not in result.stderr, "users see the message, not Python internals"
     assert "ManagedCluster" not in result.stdout, "nothing is planned from an invalid config"
+    assert not (tmp_path / "out" / PLAN_FILE).exists(), "no plan.json from an invalid config"
 
 
 def test_plan_warns_about_placeholders_a_real_deployment_refuses_and_still_succeeds(
-    dev_plan: subprocess.CompletedProcess[str],
+    plan_runs: dict[str, TwoRuns],
 ) -> None:
+    dev_plan = plan_runs["dev"].first
     assert dev_plan.returncode == 0, "offline, stand-in IDs and addresses are fine: the plan still succeeds"
     warnings = [line.strip() for line in dev_plan.stdout.splitlines() if line.strip().startswith("warning:")]
-    assert warnings, f"the plan must list the dev stack's placeholders:\n{dev_plan.stdout[-2000:]}"
+    assert warnings, f"the plan must list the dev stack's placeholders:\n{dev_plan.stdout[:2000]}"
     named = " ".join(warnings)
     for path in (
         "cluster.entraId.adminGroupObjectIds[0]",
         "cluster.apiServer.authorizedIpRanges[0]",
         "monitoring.alerts.emailReceivers[0].email",
     ):
-        assert f"warning: {path}: got" in named, f"{path} still holds a stand-in and must be named"
-    lustre = next(w for w in warnings if "storage.lustre.hpcCacheProviderObjectId" in w)
-    assert "switched off" in lustre, "dev's Lustre is off: the plan says so instead of calling it refused"
-    assert "refuse the 3 that would reach Azure" in dev_plan.stdout
+        assert f"warning: placeholder {path}: got" in named, f"{path} still holds a stand-in and must be named"
+    lustre = dev_plan.stdout[dev_plan.stdout.index("storage.lustre.hpcCacheProviderObjectId") :]
+    assert "section is off" in " ".join(lustre.split("warning:")[0].split()), "dev's Lustre is off: the plan says so"
+    assert "refuse the 3 placeholder(s) that would reach Azure" in dev_plan.stdout
+
+
+def test_plan_tells_which_outputs_are_secret(plan_runs: dict[str, TwoRuns]) -> None:
+    out = plan_runs["dev"].first.stdout
+    assert "kubeconfig (secret)" in out, "the plan tells which outputs are secret"
+    assert "Traceback" not in out + plan_runs["dev"].first.stderr
+    assert json.loads(plan_runs["dev"].first_files[PLAN_FILE])["stack"] == "dev"

@@ -37,7 +37,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from aks_gpu_platform.config.scheduling import GPU_POOL_NAME_LABEL_KEY, GPU_RESOURCE, cpu_node_selector, gpu_node_selector
+from aks_gpu_platform.config.scheduling import (
+    GPU_POOL_NAME_LABEL_KEY,
+    GPU_RESOURCE,
+    cpu_node_selector,
+    gpu_node_selector,
+)
 
 SMOKE_JOB_LABELS = {"app": "gpu-smoke-test"}  # components/gpu_smoke_test.py labels its Job so
 DCGM_METRIC = "DCGM_FI_DEV_GPU_UTIL"

@@ -20,9 +20,12 @@ from pulumi.runtime.config import set_all_config
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
+from .arm_paths import own_name_input
 from .stack_files import REPO_ROOT, load_stack_file, to_runtime_config
 
 PROJECT = "aks-gpu-platform"
+# Shorter computed strings ("", "1") are too common to tell apart from real values.
+MIN_MOCK_VALUE_LENGTH = 4
 SUBSCRIPTION = "00000000-0000-4000-8000-00000000c0de"
 TENANT = "00000000-0000-4000-8000-0000000000fe"
 
@@ -52,16 +55,36 @@ class RecordedResource:
     """Every alias as sent to the engine: `urn`, or `name`/`type`/`parentUrn`/`noParent` (empty = unchanged)."""
     after_create_hooks: list[str] = field(default_factory=list)
     """Resource hooks the engine runs once this resource is created, before releasing its dependents."""
+    delete_before_replace_defined: bool = False
+    """True when the program set `delete_before_replace` (True or False); False leaves it to the provider."""
 
 
 @dataclass
 class Recording:
-    """Everything one program run registered and invoked, in registration order."""
+    """Everything one program run registered and invoked, in registration order.
+
+    Registration order follows the SDK's asyncio scheduling and differs between runs; anything
+    printed or written should use `in_urn_order()`.
+    """
 
     resources: list[RecordedResource] = field(default_factory=list)
     invokes: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     stack_outputs: dict[str, Any] = field(default_factory=dict)
     secret_outputs: set[str] = field(default_factory=set)
+    mock_values: dict[str, str] = field(default_factory=dict)
+    """Strings only the mocks made up (IDs, addresses, GUIDs, endpoints) -> where each came from,
+    e.g. `monitoring-workspace.metrics.prometheusQueryEndpoint`. A real deployment has other values."""
+
+    def in_urn_order(self) -> list[RecordedResource]:
+        return sorted(self.resources, key=lambda r: r.urn)
+
+    def note_mock_value(self, value: str, origin: str) -> None:
+        """Remember a made-up value; of several origins the smallest wins, so runs agree."""
+        if len(value) < MIN_MOCK_VALUE_LENGTH:
+            return
+        known = self.mock_values.get(value)
+        if known is None or origin < known:
+            self.mock_values[value] = origin
 
     def of_type(self, type_token: str) -> list[RecordedResource]:
         return [r for r in self.resources if r.type == type_token]
@@ -237,16 +260,32 @@ COMPUTED_OUTPUTS: dict[str, Callable[[pulumi_mocks.MockResourceArgs], dict[str, 
 
 
 def _azure_name(args: pulumi_mocks.MockResourceArgs) -> str:
-    """The Azure name the resource's own name input sets (`resourceName` or `<kind>Name`), else the Pulumi name."""
-    kind = args.typ.split(":")[2]
-    named = args.inputs.get("resourceName") or args.inputs.get(f"{kind[0].lower()}{kind[1:]}Name")
-    return str(named or args.inputs.get("workspaceName") or args.inputs.get("accountName") or args.name)
+    """The resource's Azure name: the input naming it (its last ARM path parameter), else the logical name."""
+    kind = args.typ.rsplit(":", 1)[-1]
+    keys = [key for key in (own_name_input(args.typ), "resourceName", f"{kind[0].lower()}{kind[1:]}Name") if key]
+    return str(next((args.inputs[key] for key in keys if args.inputs.get(key)), args.name))
 
 
 def _azure_id(args: pulumi_mocks.MockResourceArgs) -> str:
     _, module, kind = args.typ.split(":")
     group = args.inputs.get("resourceGroupName", "rg")
-    return f"/subscriptions/{SUBSCRIPTION}/resourceGroups/{group}/providers/Microsoft.{module}/{kind}/{_azure_name(args)}"
+    return (
+        f"/subscriptions/{SUBSCRIPTION}/resourceGroups/{group}/providers/Microsoft.{module}/{kind}/{_azure_name(args)}"
+    )
+
+
+def _string_leaves(value: Any, path: str = "") -> Iterator[tuple[str, str]]:
+    """(path, text) of every string in a nested value; map keys are not leaves."""
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            # A map keyed by resource ID (userAssignedIdentities) would make an unreadable origin.
+            segment = "[*]" if "/" in str(key) else str(key)
+            yield from _string_leaves(item, f"{path}.{segment}" if path else segment)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _string_leaves(item, f"{path}[{index}]")
 
 
 class RecordingMocks(pulumi.runtime.Mocks):
@@ -266,6 +305,7 @@ class RecordingMocks(pulumi.runtime.Mocks):
         outputs = dict(args.inputs)
         if args.typ.startswith("azure-native:"):
             resource_id = _azure_id(args)
+            # Azure answers with the name the request carried; with none, Pulumi auto-names at deploy.
             outputs.setdefault("name", _azure_name(args))
             outputs["id"] = resource_id
         else:
@@ -273,21 +313,34 @@ class RecordingMocks(pulumi.runtime.Mocks):
         computed = COMPUTED_OUTPUTS.get(args.typ)
         if computed is not None:
             outputs.update(computed(args))
+        self._note_made_up(args, outputs)
         return resource_id, outputs
+
+    def _note_made_up(self, args: pulumi_mocks.MockResourceArgs, outputs: dict[str, Any]) -> None:
+        """Output strings that no input carried exist only under these mocks."""
+        given = {text for _, text in _string_leaves(_plain(args.inputs))}
+        for path, text in _string_leaves(_plain(outputs)):
+            if text not in given:
+                self.recording.note_mock_value(text, f"{args.name}.{path}")
 
     def call(self, args: pulumi_mocks.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
         self.recording.invokes.append((args.token, dict(args.args)))
+        function = args.token.rsplit(":", 1)[-1]
         if args.token == "azure-native:containerservice:listManagedClusterUserCredentials":
             server = f"https://{args.args.get('resourceName', 'aks')}.hcp.koreacentral.azmk8s.io:443"
+            self.recording.note_mock_value(server, f"{function}.server")
             value = base64.b64encode(_fake_kubeconfig(server).encode()).decode()
             return {"kubeconfigs": [{"name": "clusterUser", "value": value}]}, []
         if args.token == "azure-native:authorization:getClientConfig":
-            return {
+            client = {
                 "clientId": _guid("deployer/client"),
                 "objectId": _guid("deployer/object"),
                 "subscriptionId": SUBSCRIPTION,
                 "tenantId": TENANT,
-            }, []
+            }
+            for key, value in client.items():
+                self.recording.note_mock_value(value, f"{function}.{key}")
+            return client, []
         return {}, []
 
 
@@ -350,6 +403,7 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
                 aliases=[a.spec.type for a in request.aliases if a.spec.type],
                 alias_specs=[_alias_spec(a) for a in request.aliases],
                 after_create_hooks=list(request.hooks.after_create),
+                delete_before_replace_defined=bool(request.deleteBeforeReplaceDefined),
             )
         )
         return response
@@ -363,11 +417,15 @@ def _alias_spec(alias: Any) -> dict[str, Any]:
 
 
 def _plain(value: Any) -> Any:
-    """Drop Pulumi's secret/unknown wrappers so tests compare plain values."""
+    """Drop Pulumi's secret/unknown wrappers so tests compare plain values.
+
+    Map keys come back sorted: the wire format is a protobuf Struct, whose map order changes
+    from run to run, and everything rendered from a recording must not.
+    """
     if isinstance(value, dict):
         if value.get("4dabf18193072939515e22adb298388d") == "1b47061264138c4ac30d75fd1eb44270":
             return _plain(value.get("value"))
-        return {k: _plain(v) for k, v in value.items()}
+        return {k: _plain(value[k]) for k in sorted(value)}
     if isinstance(value, list):
         return [_plain(v) for v in value]
     if isinstance(value, float) and value.is_integer():

@@ -1,41 +1,70 @@
-"""`make plan`: evaluate a stack offline and print what `pulumi up` would create.
+"""`make plan`: evaluate a stack offline and show what `pulumi up` would create, cost and need.
 
-Runs the real program with the stack's real config under Pulumi mocks, prints the
-component tree with each resource's decisive settings and a count by type, writes every
-rendered Kubernetes object under out/<stack>/, and validates each against the upstream
-Kubernetes OpenAPI schema of the cluster's version, and applies the policy pack's rules
-(policy/rules.py) to every resource. Placeholder IDs, documentation IP ranges and example
-addresses, which a real deployment refuses, are listed as warnings. Exit 1 on an invalid object
-or a mandatory policy violation, 2 on a config error.
+Runs the real program with the stack's real config under Pulumi mocks and prints, in this order:
+verdicts (mandatory policy violations and invalid Kubernetes objects as errors; advisory
+violations, placeholders a real deployment refuses and GPU nodes kept up around the clock as
+warnings), a summary (node pools, the vCPU quota each family needs at peak, a monthly cost floor
+and ceiling) and the detail (the component tree with each resource's decisive settings, counts by
+type, Kubernetes schema verdicts, every policy verdict). `--format markdown` prints the same as a
+pull-request comment with the detail folded away.
+
+Writes under out/<stack>/: every rendered Kubernetes object (k8s/), the Helm values (helm/) and
+the machine-readable plan (plan.json, compared by `make plan-diff`). Output is deterministic: two
+runs on the same tree give the same bytes. Values that only the mocks know (IDs, principal IDs,
+addresses, endpoints) are shown as `<computed: origin>`.
+
+Exit 1 on an invalid object or a mandatory policy violation, 2 on a config error.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aks_gpu_platform.config import ConfigError, load_platform_config
+from aks_gpu_platform.components.roles import ROLE_NAMES
+from aks_gpu_platform.config import ConfigError, PlatformConfig, load_platform_config
 from aks_gpu_platform.config.loader import PROJECT, settings_from_runtime_config
 from aks_gpu_platform.config.lustre_catalog import AMLFS_SKUS
-from aks_gpu_platform.config.placeholders import Placeholder, find_placeholders
+from aks_gpu_platform.config.placeholders import find_placeholders
+from aks_gpu_platform.config.prices import HOURS_PER_MONTH
 from policy.rules import Policy, Resource, StackFacts, Violation, evaluate
 
+from . import cost
+from .mock_values import MockValueMarker
 from .offline import RecordedResource, Recording, run_stack
+from .plan_document import plan_document, write_plan
 from .render import ObjectVerdict, render_and_validate
-from .stack_files import REPO_ROOT, load_stack_file, read_stack_yaml, to_runtime_config
+from .stack_files import REPO_ROOT, load_stack_file, read_stack_yaml, secret_paths, to_runtime_config
+
+WIDTH = 110
+"""Longest line the text report prints (a PR comment and a terminal both show it unwrapped)."""
+DETAIL_INDENT = "    "
 
 
 def _get(d: Any, *path: str) -> Any:
     for key in path:
         if not isinstance(d, dict):
             return None
-        d = d.get(key)
+        d = d.get(key)  # pyright: ignore[reportUnknownMemberType]
     return d
+
+
+def _compact(value: Any) -> str:
+    """A value without spaces where possible, so wrapping breaks between settings, not inside one."""
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{k}:{_compact(v)}" for k, v in sorted(value.items())) + "}"  # pyright: ignore[reportUnknownArgumentType, reportUnknownVariableType]
+    if isinstance(value, list):
+        return "[" + ",".join(_compact(v) for v in value) + "]"  # pyright: ignore[reportUnknownVariableType]
+    if value is None:
+        return "-"
+    return str(value)
 
 
 def _pool(i: dict[str, Any]) -> str:
@@ -49,8 +78,8 @@ def _pool(i: dict[str, Any]) -> str:
     )
     return (
         f"{i.get('agentPoolName') or i.get('name')} {i.get('vmSize')} x{i.get('minCount')}-{i.get('maxCount')} "
-        f"zones={i.get('availabilityZones')} "
-        f"mode={i.get('mode')} taints={i.get('nodeTaints', [])} labels={i.get('nodeLabels', {})}{upgrade}"
+        f"zones={_compact(i.get('availabilityZones'))} mode={i.get('mode')} taints={_compact(i.get('nodeTaints', []))} "
+        f"labels={_compact(i.get('nodeLabels', {}))}{upgrade}"
         f" osDisk={i.get('osDiskType')}/{i.get('osDiskSizeGB')}G encryptionAtHost={i.get('enableEncryptionAtHost')}"
         + (f" driver={_get(i, 'gpuProfile', 'driver')}" if i.get("gpuProfile") else "")
         + (f" mig={i.get('gpuInstanceProfile')}" if i.get("gpuInstanceProfile") else "")
@@ -62,14 +91,14 @@ def _maintenance(i: dict[str, Any]) -> str:
     w = i.get("maintenanceWindow") or {}
     schedule = w.get("schedule") or {}
     when = (
-        f"weekly {schedule['weekly'].get('dayOfWeek')}"
+        f"weekly:{schedule['weekly'].get('dayOfWeek')}"
         if "weekly" in schedule
-        else f"every {_get(schedule, 'daily', 'intervalDays')} day(s)"
+        else f"every:{_get(schedule, 'daily', 'intervalDays')}d"
     )
     frozen = [f"{d.get('start')}..{d.get('end')}" for d in w.get("notAllowedDates") or []]
     return (
         f"{i.get('configName')} {when} {w.get('startTime')} UTC{w.get('utcOffset')} for {w.get('durationHours')}h"
-        f" frozen={frozen}"
+        f" frozen={_compact(frozen)}"
     )
 
 
@@ -90,8 +119,8 @@ def _lustre(i: dict[str, Any]) -> str:
     rules = AMLFS_SKUS.get(sku)
     throughput = f"{rules.throughput_mbps(capacity)} MB/s" if rules else "unknown"
     return (
-        f"{capacity} TiB {sku} throughput={throughput} zones={i.get('zones')} "
-        f"maintenance={_get(i, 'maintenanceWindow', 'dayOfWeek')} {_get(i, 'maintenanceWindow', 'timeOfDayUTC')} "
+        f"{capacity} TiB {sku} throughput={throughput} zones={_compact(i.get('zones'))} "
+        f"maintenance={_get(i, 'maintenanceWindow', 'dayOfWeek')}/{_get(i, 'maintenanceWindow', 'timeOfDayUTC')} "
         "(resize = new filesystem + copy)"
     )
 
@@ -107,15 +136,24 @@ def _scaled_object(i: dict[str, Any]) -> str:
     )
 
 
-# Decisive settings per resource type; types not listed print their Azure name only.
+def _role(i: dict[str, Any]) -> str:
+    guid = str(i.get("roleDefinitionId", "")).rsplit("/", 1)[-1]
+    return f"role={ROLE_NAMES.get(guid, guid)!r} principalType={i.get('principalType')}"
+
+
+def _namespaced(i: dict[str, Any]) -> str:
+    return f"{_get(i, 'metadata', 'namespace')}/{_get(i, 'metadata', 'name')}"
+
+
+# Decisive settings per resource type; types not listed print their name only.
 SUMMARIES: dict[str, Callable[[dict[str, Any]], str]] = {
     "azure-native:containerservice:ManagedCluster": _cluster,
     "azure-native:containerservice:AgentPool": _pool,
-    "azure-native:network:VirtualNetwork": lambda i: f"addressSpace={_get(i, 'addressSpace', 'addressPrefixes')}",
-    "azure-native:network:Subnet": lambda i: f"{i.get('subnetName')} {i.get('addressPrefix')}",
-    "azure-native:authorization:RoleAssignment": lambda i: (
-        f"role={str(i.get('roleDefinitionId', '')).rsplit('/', 1)[-1]} principalType={i.get('principalType')}"
+    "azure-native:network:VirtualNetwork": lambda i: (
+        f"addressSpace={_compact(_get(i, 'addressSpace', 'addressPrefixes'))}"
     ),
+    "azure-native:network:Subnet": lambda i: f"{i.get('subnetName')} {i.get('addressPrefix')}",
+    "azure-native:authorization:RoleAssignment": _role,
     "azure-native:storagecache:AmlFilesystem": _lustre,
     "azure-native:storage:StorageAccount": lambda i: (
         f"{i.get('accountName')} {_get(i, 'sku', 'name')} httpsOnly={i.get('enableHttpsTrafficOnly')} "
@@ -124,22 +162,21 @@ SUMMARIES: dict[str, Callable[[dict[str, Any]], str]] = {
     ),
     "kubernetes:storage.k8s.io/v1:StorageClass": lambda i: (
         f"{_get(i, 'metadata', 'name')} {i.get('provisioner')} reclaim={i.get('reclaimPolicy')} "
-        f"params={i.get('parameters')}"
+        f"params={_compact(i.get('parameters'))}"
     ),
     "kubernetes:batch/v1:Job": lambda i: (
         f"{_get(i, 'metadata', 'name')} "
-        f"images={[c.get('image') for c in _get(i, 'spec', 'template', 'spec', 'containers') or []]}"
+        f"images={_compact([c.get('image') for c in _get(i, 'spec', 'template', 'spec', 'containers') or []])}"
     ),
     "azure-native:containerservice:MaintenanceConfiguration": _maintenance,
     "kubernetes:policy/v1:PodDisruptionBudget": lambda i: (
-        f"{_get(i, 'metadata', 'namespace')}/{_get(i, 'metadata', 'name')} "
+        f"{_namespaced(i)} "
         + " ".join(f"{k}={v}" for k in ("minAvailable", "maxUnavailable") if (v := _get(i, "spec", k)) is not None)
-        + f" selector={_get(i, 'spec', 'selector', 'matchLabels')}"
+        + f" selector={_compact(_get(i, 'spec', 'selector', 'matchLabels'))}"
     ),
     "kubernetes:networking.k8s.io/v1:NetworkPolicy": lambda i: (
-        f"{_get(i, 'metadata', 'namespace')}/{_get(i, 'metadata', 'name')} "
-        f"types={_get(i, 'spec', 'policyTypes')} ingressRules={len(_get(i, 'spec', 'ingress') or [])} "
-        f"egressRules={len(_get(i, 'spec', 'egress') or [])}"
+        f"{_namespaced(i)} types={_compact(_get(i, 'spec', 'policyTypes'))} "
+        f"ingressRules={len(_get(i, 'spec', 'ingress') or [])} egressRules={len(_get(i, 'spec', 'egress') or [])}"
     ),
     "azure-native:managedidentity:FederatedIdentityCredential": lambda i: f"subject={i.get('subject')}",
     "kubernetes:keda.sh/v1alpha1:ScaledObject": _scaled_object,
@@ -152,7 +189,7 @@ SUMMARIES: dict[str, Callable[[dict[str, Any]], str]] = {
         f"admin={i.get('adminUserEnabled')} anonymousPull={i.get('anonymousPullEnabled')}"
     ),
     "azure-native:network:PrivateEndpoint": lambda i: " ".join(
-        f"{c.get('groupIds')} -> {str(c.get('privateLinkServiceId', '')).rsplit('/', 1)[-1]}"
+        f"{_compact(c.get('groupIds'))}->{str(c.get('privateLinkServiceId', '')).rsplit('/', 1)[-1]}"
         for c in i.get("privateLinkServiceConnections", [])
     ),
     "azure-native:containerregistry:CacheRule": lambda i: f"{i.get('sourceRepository')} -> {i.get('targetRepository')}",
@@ -163,52 +200,55 @@ SUMMARIES: dict[str, Callable[[dict[str, Any]], str]] = {
         f"{i.get('ruleGroupName')} rules={len(i.get('rules', []))} interval={i.get('interval')}"
     ),
     "azure-native:monitor:ActionGroup": lambda i: (
-        f"emails={[r.get('emailAddress') for r in i.get('emailReceivers', [])]}"
+        f"emails={_compact([r.get('emailAddress') for r in i.get('emailReceivers', [])])}"
     ),
     "kubernetes:azmonitoring.coreos.com/v1:PodMonitor": lambda i: (
-        f"ns={_get(i, 'metadata', 'namespace')} selects={_get(i, 'spec', 'selector', 'matchLabels')}"
+        f"ns={_get(i, 'metadata', 'namespace')} selects={_compact(_get(i, 'spec', 'selector', 'matchLabels'))}"
     ),
 }
 
 
-def describe(resource: RecordedResource) -> str:
+def describe(resource: RecordedResource, marker: MockValueMarker | None = None) -> str:
+    """One resource on one (unwrapped) line: type, name, decisive settings, [protected/retain/ignores]."""
     summary = SUMMARIES.get(resource.type)
     text = summary(resource.inputs) if summary else ""
     flags = [flag for flag, on in (("protected", resource.protect), ("retain", resource.retain_on_delete)) if on]
     if resource.ignore_changes:
-        flags.append(f"ignores {','.join(resource.ignore_changes)}")
+        flags.append(f"ignores {','.join(sorted(resource.ignore_changes))}")
     suffix = f"  [{'; '.join(flags)}]" if flags else ""
-    return f"{resource.type} {resource.name}  {text}{suffix}".rstrip()
+    line = f"{resource.type} {resource.name}  {text}{suffix}".rstrip()
+    return marker.text(line) if marker else line
 
 
-def print_tree(recording: Recording, out: Callable[[str], None]) -> None:
+def wrap(text: str, indent: str = "", hang: str = "    ") -> list[str]:
+    """Lines of at most WIDTH characters (a single longer token, e.g. a query, is split)."""
+    return textwrap.wrap(
+        text,
+        width=WIDTH,
+        initial_indent=indent,
+        subsequent_indent=indent + hang,
+        break_on_hyphens=False,
+        break_long_words=True,
+    ) or [indent]
+
+
+def tree_lines(recording: Recording, marker: MockValueMarker, indent: str = "") -> list[str]:
+    """The component tree: siblings by name, then type, so the order never depends on registration."""
+    resources = sorted(recording.resources, key=lambda r: (r.name, r.type, r.urn))
     children: dict[str, list[RecordedResource]] = {}
-    for r in recording.resources:
+    for r in resources:
         children.setdefault(r.parent, []).append(r)
-    urns = {r.urn for r in recording.resources}
-    roots = [r for r in recording.resources if r.parent not in urns]
+    urns = {r.urn for r in resources}
+    lines: list[str] = []
 
     def walk(node: RecordedResource, depth: int) -> None:
-        out("  " * depth + describe(node))
+        lines.extend(wrap(describe(node, marker), indent + "  " * depth))
         for kid in children.get(node.urn, []):
             walk(kid, depth + 1)
 
-    for root in roots:
-        walk(root, 1)
-
-
-def print_counts(recording: Recording, out: Callable[[str], None]) -> None:
-    counts = Counter(r.type for r in recording.resources if r.custom)
-    out(f"Resources by type ({sum(counts.values())} in all):")
-    for type_token, n in sorted(counts.items()):
-        out(f"  {n:3d}  {type_token}")
-
-
-def print_verdicts(verdicts: list[ObjectVerdict], out: Callable[[str], None], version: str) -> None:
-    out(f"Kubernetes objects ({len(verdicts)}) against the upstream OpenAPI schema {version} (strict):")
-    for v in verdicts:
-        detail = f"  {v.detail}" if v.detail else ""
-        out(f"  {v.status:15s} {v.kind}/{v.name}{detail}")
+    for root in (r for r in resources if r.parent not in urns):
+        walk(root, 0)
+    return lines
 
 
 def policy_inputs(recording: Recording, environment: str) -> tuple[list[Resource], StackFacts]:
@@ -222,7 +262,7 @@ def policy_inputs(recording: Recording, environment: str) -> tuple[list[Resource
             ignore_changes=tuple(r.ignore_changes),
             urn=r.urn,
         )
-        for r in recording.resources
+        for r in recording.in_urn_order()
         if r.custom
     ]
     facts = StackFacts(
@@ -237,28 +277,222 @@ def policy_verdicts(recording: Recording, environment: str) -> list[tuple[Policy
     return evaluate(*policy_inputs(recording, environment))
 
 
-def print_policy_verdicts(verdicts: list[tuple[Policy, list[Violation]]], out: Callable[[str], None]) -> None:
-    out(f"Policy verdicts ({len(verdicts)} policies, same rules as `pulumi preview --policy-pack policy`):")
-    for policy, violations in verdicts:
-        status = "pass" if not violations else ("FAIL" if policy.mandatory else "advisory")
-        out(f"  {status:8s} {policy.name}  {policy.description}")
-        for violation in violations:
-            out(f"           - {violation.resource}: {violation.message}")
+@dataclass
+class Report:
+    """Everything the plan shows, gathered once and rendered as text or markdown."""
+
+    title: str
+    resource_total: int = 0
+    errors: list[str] = field(default_factory=list[str])
+    warnings: list[str] = field(default_factory=list[str])
+    notes: list[str] = field(default_factory=list[str])
+    pool_rows: list[list[str]] = field(default_factory=list[list[str]])
+    quota_rows: list[list[str]] = field(default_factory=list[list[str]])
+    cost_rows: list[list[str]] = field(default_factory=list[list[str]])
+    cost_lines: list[str] = field(default_factory=list[str])
+    resource_counts: list[str] = field(default_factory=list[str])
+    tree: list[str] = field(default_factory=list[str])
+    objects: list[str] = field(default_factory=list[str])
+    policies: list[str] = field(default_factory=list[str])
+    outputs: str = ""
+    written_to: str = ""
 
 
-def print_placeholders(placeholders: list[Placeholder], out: Callable[[str], None]) -> None:
-    """Warnings only: offline, stand-in IDs and addresses are fine; a real deployment refuses them."""
-    if not placeholders:
-        out("Placeholders: none; the config is ready for a real deployment.")
-        return
-    refused = sum(p.deployed for p in placeholders)
-    out(
-        f"Placeholders ({len(placeholders)}): `pulumi preview` / `pulumi up` refuse the {refused} that would reach "
-        "Azure until they are replaced:"
+POOL_HEADER = ["pool", "VM size", "zones", "nodes", "GPUs/node", "vCPUs/node", "surge at max", "quota family"]
+QUOTA_HEADER = ["vCPU quota", "needed at peak", "pools"]
+COST_HEADER = ["item", "floor/month", "ceiling/month"]
+
+
+def _pool_rows(pools: Sequence[cost.PoolCapacity]) -> list[list[str]]:
+    return [
+        [
+            p.pool,
+            p.vm_size + (" (Spot)" if p.spot else ""),
+            ",".join(p.zones) or "-",
+            f"{p.min_count}-{p.max_count}",
+            str(p.gpus_per_vm or "-"),
+            str(p.vcpus or "?"),
+            f"+{p.surge_nodes} ({p.max_surge})",
+            (cost.LOW_PRIORITY if p.spot else p.quota_family) or "not in the catalogs",
+        ]
+        for p in pools
+    ]
+
+
+def _price_basis(estimate: cost.CostEstimate) -> str:
+    prices = estimate.prices
+    regions = sorted({p.region for p in prices})
+    dates = sorted({p.read_on.isoformat() for p in prices})
+    estimated = sum(p.estimate for p in prices)
+    return (
+        f"USD list prices, {HOURS_PER_MONTH} h a month, pay-as-you-go; regions {', '.join(regions)}; read "
+        f"{', '.join(dates)}; {estimated} of {len(prices)} figures are estimates (config/prices.py). "
+        "Not Korea Central prices: see docs/plan.md."
     )
+
+
+def build_report(
+    stack: str,
+    cfg: PlatformConfig,
+    recording: Recording,
+    verdicts: Sequence[ObjectVerdict],
+    policies: Sequence[tuple[Policy, Sequence[Violation]]],
+    marker: MockValueMarker,
+    out_dir: Path,
+    secrets: Sequence[str] = (),
+) -> Report:
+    custom = [r for r in recording.resources if r.custom]
+    report = Report(
+        f"Plan for stack '{stack}' ({cfg.location}): {len(custom)} resources, evaluated offline", len(custom)
+    )
+
+    for policy, violations in policies:
+        for violation in violations:
+            line = f"policy {policy.name}: {violation.resource}: {violation.message}"
+            (report.errors if policy.mandatory else report.warnings).append(marker.text(line))
+    for v in verdicts:
+        if v.status == "invalid":
+            report.errors.append(
+                f"{v.kind}/{v.name} fails the Kubernetes {cfg.cluster.schema_version} schema: {v.detail}"
+            )
+    # A secret's stand-in is the plan's own placeholder: the CLI decrypts the real value.
+    placeholders = [p for p in find_placeholders(cfg) if p.path not in secrets]
     for p in placeholders:
-        where = "" if p.deployed else " (its section is switched off: replace it before switching it on)"
-        out(f"  warning: {p.problem()}{where}")
+        where = "" if p.deployed else " (its section is off: replace it before switching it on)"
+        report.warnings.append(f"placeholder {p.problem()}{where}")
+    if placeholders:
+        refused = sum(p.deployed for p in placeholders)
+        report.notes.append(
+            f"`pulumi preview` / `pulumi up` refuse the {refused} placeholder(s) that would reach Azure until replaced."
+        )
+    if secrets:
+        report.notes.append(
+            f"Secrets ({len(secrets)}): encrypted (secure:) in the stack file; the Pulumi CLI decrypts them, this "
+            f"offline plan used placeholders that fit each field: {', '.join(secrets)}"
+        )
+
+    pools = cost.pool_capacities(recording)
+    held = cost.held_gpu_nodes(recording, pools)
+
+    def monthly(pool: cost.PoolCapacity, nodes: int) -> str:
+        per_node = cost.node_monthly(pool)
+        return "" if isinstance(per_node, str) else f" (~{cost.monthly_usd(nodes * per_node[0])}/month)"
+
+    for pool in pools:
+        if pool.gpus_per_vm and pool.min_count > 0:
+            report.warnings.append(
+                f"GPU pool {pool.pool} keeps {pool.min_count} x {pool.vm_size} running around the clock "
+                f"(minCount {pool.min_count}){monthly(pool, pool.min_count)}"
+            )
+    for hold in held:
+        report.warnings.append(
+            f"{hold.workload} keeps {hold.nodes} x {hold.pool.vm_size} of pool {hold.pool.pool} up around the clock: "
+            f"{hold.why}{monthly(hold.pool, hold.nodes)}; minReplicaCount 0 lets the pool scale to zero when idle"
+        )
+
+    report.pool_rows = _pool_rows(pools)
+    needs, unknown = cost.quota_needs(pools)
+    report.quota_rows = [[n.quota, f"{n.vcpus:,}", ", ".join(n.pools)] for n in needs]
+    for pool in unknown:
+        report.warnings.append(f"pool {pool.pool}: {pool.vm_size} is not in the catalogs, its vCPUs are not counted")
+    estimate = cost.estimate_cost(recording, pools, held)
+    report.cost_rows = [
+        [line.item, cost.monthly_usd(line.floor), cost.monthly_usd(line.ceiling) if line.ceiling else "-"]
+        for line in estimate.lines
+    ]
+    report.cost_rows.append(["total", cost.monthly_usd(estimate.floor), cost.monthly_usd(estimate.ceiling)])
+    report.cost_lines = [
+        "Floor: minimum node counts, GPU nodes workloads keep up, always-on resources. Ceiling: maximum node counts.",
+        _price_basis(estimate),
+    ]
+    report.cost_lines += [f"Not included (no price): {item}" for item in estimate.unpriced]
+    if estimate.usage_priced:
+        report.cost_lines.append("Not included (billed by use): " + "; ".join(estimate.usage_priced))
+
+    counts = Counter(r.type for r in custom)
+    report.resource_counts = [f"{DETAIL_INDENT}{n:3d}  {t}" for t, n in sorted(counts.items())]
+    report.tree = tree_lines(recording, marker, DETAIL_INDENT)
+    schema = cfg.cluster.schema_version
+    by_status = Counter(v.status for v in verdicts)
+    report.objects = wrap(
+        f"{len(verdicts)} Kubernetes objects against the upstream OpenAPI schema {schema} (strict): "
+        + ", ".join(f"{n} {status}" for status, n in sorted(by_status.items()))
+        + " (custom resources have no upstream schema; the component tests check them)",
+        "  ",
+    )
+    for v in verdicts:
+        detail = f"  {v.detail}" if v.status == "invalid" else ""
+        report.objects += wrap(f"{v.status:15s} {v.kind}/{v.name}{detail}", DETAIL_INDENT)
+    for policy, violations in policies:
+        status = "pass" if not violations else ("FAIL" if policy.mandatory else "advisory")
+        report.policies += wrap(f"{status:8s} {policy.name}: {policy.description}", DETAIL_INDENT)
+    report.outputs = "Stack outputs: " + ", ".join(
+        f"{k}{' (secret)' if k in recording.secret_outputs else ''}" for k in sorted(recording.stack_outputs)
+    )
+    shown = out_dir.resolve()
+    report.written_to = str(shown.relative_to(REPO_ROOT) if shown.is_relative_to(REPO_ROOT) else shown)
+    return report
+
+
+def _table(header: list[str], rows: list[list[str]], indent: str = "  ") -> list[str]:
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    return [
+        indent + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+        for row in [header, *rows]
+    ]
+
+
+def render_text(report: Report) -> str:
+    lines = [report.title, "", "Verdicts"]
+    lines += [line for e in report.errors for line in wrap(f"error: {e}", "  ")]
+    lines += [line for w in report.warnings for line in wrap(f"warning: {w}", "  ")]
+    lines += [line for n in report.notes for line in wrap(f"note: {n}", "  ")]
+    if not report.errors and not report.warnings:
+        lines.append("  no errors, no warnings")
+    lines += ["", "Summary", "  Node pools:"]
+    lines += _table(POOL_HEADER, report.pool_rows, "    ")
+    lines += ["  vCPU quota at peak (maxCount plus upgrade surge; Spot pools count as low-priority):"]
+    lines += _table(QUOTA_HEADER, report.quota_rows, "    ")
+    lines += ["  Monthly estimate:"]
+    lines += _table(COST_HEADER, report.cost_rows, "    ")
+    lines += [line for c in report.cost_lines for line in wrap(c, "    ")]
+    lines += ["", "Detail", "  Resources:", *report.tree]
+    lines += ["  Resources by type:", *report.resource_counts, *report.objects]
+    lines += ["  Policy verdicts (the rules `pulumi preview --policy-pack policy` runs):", *report.policies]
+    lines += wrap(report.outputs, "  ")
+    lines.append(f"  Rendered objects, Helm values and plan.json written to {report.written_to}")
+    return "\n".join(lines) + "\n"
+
+
+def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    def cells(row: list[str]) -> str:
+        return "| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |"
+
+    return [cells(header), "|" + "---|" * len(header), *(cells(row) for row in rows)]
+
+
+def _details(summary: str, lines: list[str]) -> list[str]:
+    body = textwrap.dedent("\n".join(lines)).splitlines()
+    return [f"<details><summary>{summary}</summary>", "", "```text", *body, "```", "", "</details>", ""]
+
+
+def render_markdown(report: Report) -> str:
+    lines = [f"### {report.title}", ""]
+    lines += [f"- **error**: {e}" for e in report.errors]
+    lines += [f"- **warning**: {w}" for w in report.warnings]
+    lines += [f"- note: {n}" for n in report.notes]
+    if not report.errors and not report.warnings:
+        lines.append("No errors, no warnings.")
+    lines += ["", "#### Node pools", "", *_md_table(POOL_HEADER, report.pool_rows), ""]
+    lines += ["#### vCPU quota at peak (maxCount plus upgrade surge)", "", *_md_table(QUOTA_HEADER, report.quota_rows)]
+    lines += ["", "#### Monthly estimate", "", *_md_table(COST_HEADER, report.cost_rows), ""]
+    lines += [f"- {c}" for c in report.cost_lines] + [""]
+    lines += _details(f"Resources ({report.resource_total}) by component", report.tree)
+    lines += _details("Resources by type", report.resource_counts)
+    lines += _details("Kubernetes objects", report.objects)
+    lines += _details("Policy verdicts", report.policies)
+    lines += [report.outputs, ""]
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -268,6 +502,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--config-file", type=Path, default=None, help="stack YAML to use instead of Pulumi.<stack>.yaml"
     )
+    parser.add_argument("--format", choices=("text", "markdown"), default="text", help="report format")
     options = parser.parse_args(argv)
     out_dir = options.out or REPO_ROOT / "out" / options.stack
 
@@ -286,27 +521,17 @@ def main(argv: list[str] | None = None) -> int:
     except FileNotFoundError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    # Timing varies run to run, so it goes to stderr and stdout stays comparable.
+    print(f"evaluated stack '{options.stack}' under Pulumi mocks in {elapsed:.1f}s", file=sys.stderr)
 
-    print(f"Plan for stack '{options.stack}' ({cfg.location}), evaluated offline under Pulumi mocks in {elapsed:.1f}s")
-    print_tree(recording, print)
-    print()
-    print_counts(recording, print)
-    print()
-    version = cfg.cluster.schema_version
-    verdicts = render_and_validate(recording, out_dir, version)
-    print_verdicts(verdicts, print, version)
-    print(f"\nRendered objects and Helm values written to {out_dir}")
-    print(
-        "Stack outputs: "
-        + ", ".join(
-            f"{k}{' (secret)' if k in recording.secret_outputs else ''}" for k in sorted(recording.stack_outputs)
-        )
-    )
-    print()
+    marker = MockValueMarker(recording.mock_values)
+    verdicts = render_and_validate(recording, out_dir, cfg.cluster.schema_version, marker)
+    write_plan(plan_document(recording, options.stack, marker), out_dir)
     policies = policy_verdicts(recording, cfg.environment)
-    print_policy_verdicts(policies, print)
-    print()
-    print_placeholders(find_placeholders(cfg), print)
+    secrets = secret_paths(stack_config)
+    report = build_report(options.stack, cfg, recording, verdicts, policies, marker, out_dir, secrets)
+    sys.stdout.write(render_markdown(report) if options.format == "markdown" else render_text(report))
+
     failed = 0
     invalid = [v for v in verdicts if v.status == "invalid"]
     if invalid:

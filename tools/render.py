@@ -10,6 +10,7 @@ from typing import Any
 import kubernetes_validate
 import yaml
 
+from .mock_values import MockValueMarker
 from .offline import RecordedResource, Recording
 
 
@@ -42,8 +43,19 @@ def validate_object(manifest: dict[str, Any], version: str) -> tuple[str, str]:
     return "valid", ""
 
 
-def render_and_validate(recording: Recording, out_dir: Path, version: str) -> list[ObjectVerdict]:
-    """Every plain Kubernetes object as YAML under out_dir/k8s, Helm values under out_dir/helm."""
+def _dump(document: Any) -> str:
+    return yaml.safe_dump(document, sort_keys=True)
+
+
+def render_and_validate(
+    recording: Recording, out_dir: Path, version: str, marker: MockValueMarker | None = None
+) -> list[ObjectVerdict]:
+    """Every plain Kubernetes object as YAML under out_dir/k8s, Helm values under out_dir/helm.
+
+    Files come out the same on every run: objects in URN order, keys sorted, and values only the
+    mocks know written as `<computed: origin>` (the schema check sees the object as the program built it).
+    """
+    marker = marker or MockValueMarker(recording.mock_values)
     k8s_dir = out_dir / "k8s"
     helm_dir = out_dir / "helm"
     for folder in (k8s_dir, helm_dir):
@@ -51,21 +63,20 @@ def render_and_validate(recording: Recording, out_dir: Path, version: str) -> li
         for stale in folder.glob("*.yaml"):
             stale.unlink()
     verdicts: list[ObjectVerdict] = []
-    for resource in recording.kubernetes_objects():
+    for resource in sorted(recording.kubernetes_objects(), key=lambda r: r.urn):
         manifest = kubernetes_object(resource)
         kind = str(manifest.get("kind", resource.type.rsplit(":", 1)[-1]))
         meta = manifest.get("metadata") or {}
         name = str(meta.get("name", resource.name))
         namespace = str(meta.get("namespace", "cluster"))
         path = k8s_dir / f"{_slug(kind)}-{_slug(namespace)}-{_slug(name)}.yaml"
-        path.write_text(yaml.safe_dump(manifest, sort_keys=False))
+        path.write_text(_dump(marker.value(manifest)))
         status, detail = validate_object(manifest, version)
         verdicts.append(ObjectVerdict(path, kind, name, status, detail))
-    for release in recording.of_type("kubernetes:helm.sh/v3:Release"):
+    verdicts.sort(key=lambda v: v.path.name)
+    for release in sorted(recording.of_type("kubernetes:helm.sh/v3:Release"), key=lambda r: r.urn):
         path = helm_dir / f"{_slug(release.name)}-values.yaml"
         header = {k: release.inputs.get(k) for k in ("chart", "version", "namespace")}
         header["repository"] = (release.inputs.get("repositoryOpts") or {}).get("repo")
-        path.write_text(
-            yaml.safe_dump({"release": header, "values": release.inputs.get("values", {})}, sort_keys=False)
-        )
+        path.write_text(_dump(marker.value({"release": header, "values": release.inputs.get("values", {})})))
     return verdicts

@@ -1,0 +1,207 @@
+"""`make plan-diff`: what a config change does, read from two plans of the real program."""
+
+from __future__ import annotations
+
+import copy
+import io
+import subprocess
+import sys
+from collections.abc import Callable
+from contextlib import redirect_stdout
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import STACKS
+from tools import plan_diff
+from tools.arm_paths import AZURE_PATH_PARAMETERS
+from tools.offline import Recording, run_stack
+from tools.plan_document import dumps, plan_document, read_plan
+from tools.stack_files import REPO_ROOT, load_stack_file
+
+AGENT_POOL = "azure-native:containerservice:AgentPool"
+GPU_POOLS = "aks-gpu-platform:gpuPools"
+# main before machine-readable plans existed (the plan wrote no plan.json).
+BEFORE_PLAN_JSON = "dacfd162d249041640751e2822e5e9c1218be838"
+
+
+@pytest.fixture(scope="module")
+def dev_plan() -> dict[str, Any]:
+    return plan_document(run_stack("dev"), "dev")
+
+
+def _plan_with(change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    config = copy.deepcopy(load_stack_file("dev"))
+    change(config)
+    return plan_document(run_stack("dev", config), "dev")
+
+
+def _pool_change(diff: plan_diff.PlanDiff) -> plan_diff.ResourceChange:
+    found = [c for c in diff.changes if c.type == AGENT_POOL and c.name == "platform-gpu-gput4-pool"]
+    assert len(found) == 1, f"the T4 pool changes exactly once: {[(c.op, c.name) for c in diff.changes]}"
+    return found[0]
+
+
+def test_resizing_a_gpu_pool_updates_it_in_place(dev_plan: dict[str, Any]) -> None:
+    def resize(config: dict[str, Any]) -> None:
+        config[GPU_POOLS][0]["maxCount"] = 4
+        config[GPU_POOLS][0]["minCount"] = 1
+
+    diff = plan_diff.diff_plans(dev_plan, _plan_with(resize))
+    change = _pool_change(diff)
+    assert change.op == "update", "autoscale bounds change in place: no new pool, no drained nodes"
+    by_path = {c.path: (c.before, c.after) for c in change.changes}
+    assert by_path == {"maxCount": (2, 4), "minCount": (0, 1)}, (
+        f"exactly the bounds change; count is ignored (the autoscaler owns it): {by_path}"
+    )
+    replaced = [(c.type, c.name) for c in diff.of("replace")]
+    assert replaced == [("kubernetes:batch/v1:Job", "platform-gpu-smoke-test-job")], (
+        f"a resize replaces no Azure resource, only re-runs the GPU smoke test (its name hashes the pools): {replaced}"
+    )
+    assert diff.of("delete") == [], "a resize deletes nothing"
+
+
+def test_changing_a_gpu_pools_vm_size_replaces_it_create_before_delete(dev_plan: dict[str, Any]) -> None:
+    def resize_vm(config: dict[str, Any]) -> None:
+        config[GPU_POOLS][0]["vmSize"] = "Standard_NC8as_T4_v3"
+
+    diff = plan_diff.diff_plans(dev_plan, _plan_with(resize_vm))
+    change = _pool_change(diff)
+    assert change.op == "replace", "Azure cannot change a pool's VM size: Pulumi must replace the pool"
+    reasons = {c.path: c.replaces for c in change.changes if c.replaces}
+    assert reasons.get("vmSize") == "azure-native replaces on vmSize", reasons
+    assert reasons.get("agentPoolName") == "part of the Azure resource ID", "the hashed pool name changes with it"
+    before, after = (
+        next(c for c in change.changes if c.path == "agentPoolName").before,
+        next(c for c in change.changes if c.path == "agentPoolName").after,
+    )
+    assert before != after and after.startswith("gput4"), "a new Azure name, so old and new pools can coexist"
+    assert change.order == "create-before-delete", "the new pool exists before the old one is drained: no gap"
+    assert change.order_why == "the deleteBeforeReplace option"
+
+
+def test_without_the_option_azure_native_would_delete_the_pool_first(dev_plan: dict[str, Any]) -> None:
+    """What `pulumi up` did before pools set deleteBeforeReplace=False: the provider asks to delete first."""
+    pool = next(e for e in dev_plan["resources"].values() if e["type"] == AGENT_POOL)
+    left_to_provider = copy.deepcopy(pool)
+    left_to_provider["options"]["deleteBeforeReplace"] = None
+    order, why = plan_diff.replacement_order(pool, left_to_provider)
+    assert order == "delete-before-replace" and "agentPoolName is set" in why, why
+
+
+def _edited(
+    plan: dict[str, Any], type_token: str, edit: Callable[[dict[str, Any]], None]
+) -> tuple[str, dict[str, Any]]:
+    head = copy.deepcopy(plan)
+    urn = next(u for u, e in sorted(head["resources"].items()) if e["type"] == type_token)
+    edit(head["resources"][urn]["inputs"])
+    return urn, head
+
+
+def test_kubernetes_objects_replace_on_immutable_fields_and_keep_their_name_deleting_first(
+    dev_plan: dict[str, Any],
+) -> None:
+    urn, head = _edited(dev_plan, "kubernetes:core/v1:ConfigMap", lambda i: i.update(data={"counters.csv": "x"}))
+    change = next(c for c in plan_diff.diff_plans(dev_plan, head).changes if c.urn == urn)
+    assert change.op == "replace", "ConfigMap data is immutable to pulumi-kubernetes unless made mutable"
+    assert change.order == "delete-before-replace", "the same name cannot exist twice in a namespace"
+
+    urn, head = _edited(
+        dev_plan, "kubernetes:storage.k8s.io/v1:StorageClass", lambda i: i["metadata"].update(name="blob-renamed")
+    )
+    change = next(c for c in plan_diff.diff_plans(dev_plan, head).changes if c.urn == urn)
+    assert change.op == "replace" and change.order == "create-before-delete", "a new name can exist beside the old"
+
+    urn, head = _edited(dev_plan, "kubernetes:apps/v1:Deployment", lambda i: i["metadata"].update(labels={"a": "b"}))
+    change = next(c for c in plan_diff.diff_plans(dev_plan, head).changes if c.urn == urn)
+    assert change.op == "update", "labels change in place"
+
+
+def test_a_renamed_resource_without_an_alias_is_flagged(dev_plan: dict[str, Any]) -> None:
+    head = copy.deepcopy(dev_plan)
+    urn = next(u for u, e in head["resources"].items() if e["type"] == "kubernetes:core/v1:Namespace")
+    head["resources"][urn + "-renamed"] = head["resources"].pop(urn)
+    diff = plan_diff.diff_plans(dev_plan, head)
+    assert [c.op for c in diff.changes] == ["delete", "create"], diff.changes
+    create = diff.of("create")[0]
+    assert create.notes and "without `aliases`" in create.notes[0], "a logical rename deletes the object it took over"
+
+
+def test_identical_plans_show_no_changes(dev_plan: dict[str, Any]) -> None:
+    diff = plan_diff.diff_plans(dev_plan, copy.deepcopy(dev_plan))
+    assert diff.changes == [] and diff.outputs_changed == []
+    assert diff.unchanged == sum(1 for e in dev_plan["resources"].values() if e["custom"]) > 0
+    assert "No changes." in plan_diff.render(diff, "t")
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_azure_resource_the_stack_registers_has_its_arm_path(
+    recordings: dict[str, Recording], stack: str
+) -> None:
+    """Replacement and its order are read from these parameters; an unlisted type would be guessed."""
+    azure = [r for r in recordings[stack].resources if r.type.startswith("azure-native:") and r.custom]
+    assert azure, "the stack registers Azure resources"
+    for resource in azure:
+        params = AZURE_PATH_PARAMETERS.get(resource.type)
+        assert params, f"{resource.type} is missing from tools/arm_paths.py"
+        # Only a resource's own name may be left to Pulumi's auto-naming (role assignments get a GUID).
+        missing = [p for p in params[:-1] if p not in resource.inputs]
+        assert missing == [], f"{resource.type} {resource.name}: path parameters {missing} are not SDK input names"
+
+
+def test_the_cli_compares_two_plan_files(dev_plan: dict[str, Any], tmp_path: Path) -> None:
+    head = _plan_with(lambda config: config[GPU_POOLS][0].update(vmSize="Standard_NC8as_T4_v3"))
+    (tmp_path / "base.json").write_text(dumps(dev_plan))
+    (tmp_path / "head.json").write_text(dumps(head))
+    printed = io.StringIO()
+    with redirect_stdout(printed):
+        code = plan_diff.main(["--base-plan", str(tmp_path / "base.json"), "--head-plan", str(tmp_path / "head.json")])
+    out = printed.getvalue()
+    assert code == 0, out
+    assert "replace (create-before-delete) azure-native:containerservice:AgentPool platform-gpu-gput4-pool" in out, out
+    assert "vmSize: Standard_NC4as_T4_v3 -> Standard_NC8as_T4_v3  [forces replacement" in out, out
+    assert read_plan(tmp_path / "head.json") == head, "plan.json reads back as written"
+
+
+def _git_has(commit: str) -> bool:
+    return subprocess.run(["git", "-C", str(REPO_ROOT), "cat-file", "-e", commit], check=False).returncode == 0
+
+
+def _worktrees() -> str:
+    return subprocess.run(
+        ["git", "-C", str(REPO_ROOT), "worktree", "list"], capture_output=True, text=True, check=True
+    ).stdout
+
+
+def test_a_base_that_predates_plan_json_fails_with_a_clear_message() -> None:
+    if not _git_has(BEFORE_PLAN_JSON):
+        pytest.skip(f"this clone lacks {BEFORE_PLAN_JSON}")
+    before = _worktrees()
+    result = subprocess.run(
+        [sys.executable, "-m", "tools.plan_diff", "--stack", "dev", "--base", BEFORE_PLAN_JSON],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "predates machine-readable plans" in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
+    assert _worktrees() == before, "the temporary worktree of the base is removed again"
+
+
+def test_plan_diff_plans_a_git_ref_in_a_temporary_worktree() -> None:
+    before = _worktrees()
+    result = subprocess.run(
+        [sys.executable, "-m", "tools.plan_diff", "--stack", "dev", "--base", "HEAD", "--format", "markdown"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr
+    head = subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"], capture_output=True, text=True)
+    assert f"## Plan diff for stack 'dev': HEAD ({head.stdout.strip()[:12]}) -> the working tree" in result.stdout
+    assert "to create" in result.stdout and "unchanged" in result.stdout
+    assert _worktrees() == before, "the temporary worktree of the base is removed again"

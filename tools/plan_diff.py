@@ -1,0 +1,416 @@
+"""`make plan-diff BASE=<ref>`: what a change does to a stack, before any cloud call.
+
+    python -m tools.plan_diff --stack dev --base main          # the working tree against main
+    python -m tools.plan_diff --base-plan a.json --head-plan b.json
+
+The offline counterpart of `pulumi preview` on a pull request. It plans the working tree and the
+BASE ref (checked out with `git worktree add` into a temporary folder and planned there with this
+virtualenv), then compares the two `plan.json` files URN by URN: what the change creates, deletes,
+updates (which inputs, before and after) and replaces, and in which order Pulumi would replace.
+
+How a replacement is recognised, per provider (the versions this project pins):
+- azure-native: a changed path parameter (the names in the resource's ARM ID) or a property in the
+  provider's force-new list (pulumi/pulumi-azure-native provider/pkg/provider/diff.go and
+  provider/pkg/gen/replacement.go). Properties the Azure API spec marks create-only
+  (x-ms-mutability) also force a replacement in `pulumi preview`; that metadata ships inside the
+  provider plugin and is not available offline, so `pulumi preview` can show more replacements
+  than this diff. The provider asks for delete-before-replace whenever an explicitly named
+  resource is replaced (provider.go, Diff), unless the program sets deleteBeforeReplace.
+- kubernetes: metadata.name / namespace and the provider's per-kind immutable fields
+  (pulumi/pulumi-kubernetes provider/pkg/provider/diff.go); the provider deletes first when the
+  object keeps its name. Helm releases replace on name / namespace, create-before-delete
+  (provider/pkg/provider/helm_release.go).
+- any resource: a changed path listed in its replaceOnChanges option.
+Changes under a path in ignoreChanges are not changes. Values only the mocks know are compared as
+their `<computed: origin>` placeholders, so they never show up as changes by themselves.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from .arm_paths import AZURE_PATH_PARAMETERS
+from .plan_document import PLAN_FILE, PlanFileError, read_plan
+from .stack_files import REPO_ROOT
+
+Op = Literal["create", "update", "replace", "delete"]
+Order = Literal["create-before-delete", "delete-before-replace"]
+ABSENT = "<absent>"
+
+# The provider's force-new properties (replacement.go forceNewMap) for the types registered here.
+AZURE_FORCE_NEW: dict[str, tuple[str, ...]] = {
+    "azure-native:authorization:RoleAssignment": ("principalId", "scope"),
+    "azure-native:containerservice:AgentPool": ("gpuInstanceProfile", "vmSize"),
+    "azure-native:containerservice:ManagedCluster": (
+        "diskEncryptionSetID",
+        "dnsPrefix",
+        "fqdnSubdomain",
+        "linuxProfile",
+        "location",
+        "nodeResourceGroup",
+        "windowsProfile",
+        "networkProfile.serviceCidr",
+        "networkProfile.serviceCidrs",
+        "networkProfile.dnsServiceIP",
+        "networkProfile.networkMode",
+        "networkProfile.networkPlugin",
+        "networkProfile.networkPluginMode",
+        "networkProfile.podCidr",
+        "networkProfile.networkDataplane",
+        "networkProfile.networkPolicy",
+        "networkProfile.outboundType",
+    ),
+    "azure-native:network:PrivateEndpoint": ("subnet",),
+    "azure-native:network:VirtualNetwork": ("location",),
+    "azure-native:resources:ResourceGroup": ("location",),
+    "azure-native:storage:StorageAccount": ("isHnsEnabled", "location"),
+}
+
+# Settings Azure fixes when a Managed Lustre filesystem is created (Azure Managed Lustre docs: "can't be
+# changed after you create your file system"); whether the provider replaces or Azure rejects the update
+# depends on the API spec's metadata, so they are reported as a replacement with that caveat.
+AZURE_CREATE_ONLY: dict[str, tuple[str, ...]] = {
+    "azure-native:storagecache:AmlFilesystem": (
+        "storageCapacityTiB",
+        "sku",
+        "zones",
+        "filesystemSubnet",
+        "hsm",
+        "encryptionSettings",
+    ),
+}
+
+_LABEL_SELECTOR = ("matchExpressions", "matchLabels")
+_SELECTOR = ("spec.selector", *(f"spec.selector.{k}" for k in _LABEL_SELECTOR))
+# pulumi-kubernetes v4 provider/pkg/provider/diff.go forceNew, by kind (apps/v1, batch/v1, core/v1,
+# storage.k8s.io/v1, rbac/v1); ConfigMap data and Secret data replace unless the provider enables
+# mutability (enableConfigMapMutable / enableSecretMutable default to false; this project sets neither).
+KUBERNETES_FORCE_NEW: dict[str, tuple[str, ...]] = {
+    "ClusterRoleBinding": ("roleRef",),
+    "ConfigMap": ("binaryData", "data"),
+    "DaemonSet": _SELECTOR,
+    "Deployment": _SELECTOR,
+    "Job": ("spec.completions", "spec.parallelism", "spec.template", *_SELECTOR),
+    "PersistentVolume": ("spec.csi",),
+    "PersistentVolumeClaim": ("spec.accessModes", "spec.storageClassName", "spec.volumeName", *_SELECTOR),
+    "RoleBinding": ("roleRef",),
+    "Secret": ("type", "data", "stringData"),
+    "Service": ("spec.clusterIP",),
+    "StatefulSet": (
+        "spec.podManagementPolicy",
+        "spec.revisionHistoryLimit",
+        "spec.serviceName",
+        "spec.volumeClaimTemplates",
+        *_SELECTOR,
+    ),
+    "StorageClass": ("parameters", "provisioner"),
+}
+KUBERNETES_IDENTITY = ("metadata.name", "metadata.namespace")
+HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
+HELM_FORCE_NEW = ("name", "namespace")
+
+
+@dataclass(frozen=True)
+class PropertyChange:
+    path: str
+    before: Any
+    after: Any
+    replaces: str | None
+    """Why this change forces a replacement; None when Pulumi updates in place."""
+
+
+@dataclass(frozen=True)
+class ResourceChange:
+    urn: str
+    type: str
+    name: str
+    op: Op
+    changes: tuple[PropertyChange, ...] = ()
+    order: Order | None = None
+    order_why: str = ""
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PlanDiff:
+    changes: list[ResourceChange]
+    unchanged: int
+    outputs_changed: list[str]
+
+    def of(self, op: Op) -> list[ResourceChange]:
+        return [c for c in self.changes if c.op == op]
+
+
+def _leaves(before: Any, after: Any, path: str = "") -> Iterator[tuple[str, Any, Any]]:
+    """(path, before, after) of every difference; lists of different length differ as a whole."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        before_map: Mapping[str, Any] = before
+        after_map: Mapping[str, Any] = after
+        for key in sorted(set(before_map) | set(after_map)):
+            child = f"{path}.{key}" if path else key
+            yield from _leaves(before_map.get(key, ABSENT), after_map.get(key, ABSENT), child)
+    elif isinstance(before, list) and isinstance(after, list) and len(before) == len(after):  # pyright: ignore[reportUnknownArgumentType]
+        for index, (old, new) in enumerate(zip(before, after, strict=True)):  # pyright: ignore[reportUnknownArgumentType]
+            yield from _leaves(old, new, f"{path}[{index}]")
+    elif before != after:
+        yield path, before, after
+
+
+def _rule_pattern(rule: str) -> re.Pattern[str]:
+    """A Pulumi property path (`spec.template`, `containers[*].image`, `*`) matching it and what is under it."""
+    if rule == "*":
+        return re.compile(".*")
+    body = re.escape(rule).replace(r"\[\*\]", r"\[[0-9]+\]")
+    return re.compile(rf"^{body}(?:[.\[]|$)")
+
+
+def _covered(path: str, rules: Sequence[str]) -> str | None:
+    return next((rule for rule in rules if _rule_pattern(rule).match(path)), None)
+
+
+def _kind(type_token: str) -> str:
+    return type_token.rsplit(":", 1)[-1]
+
+
+def replace_reason(type_token: str, path: str, replace_on_changes: Sequence[str]) -> str | None:
+    """Why changing `path` of a resource of this type forces a replacement, or None for an in-place update."""
+    if rule := _covered(path, replace_on_changes):
+        return f"replaceOnChanges {rule}"
+    if type_token.startswith("azure-native:"):
+        if _covered(path, AZURE_PATH_PARAMETERS.get(type_token, ())):
+            return "part of the Azure resource ID"
+        if rule := _covered(path, AZURE_FORCE_NEW.get(type_token, ())):
+            return f"azure-native replaces on {rule}"
+        if rule := _covered(path, AZURE_CREATE_ONLY.get(type_token, ())):
+            return f"Azure sets {rule} only at creation"
+        return None
+    if type_token == HELM_RELEASE:
+        return f"a Helm release is replaced on {rule}" if (rule := _covered(path, HELM_FORCE_NEW)) else None
+    if type_token.startswith("kubernetes:"):
+        if rule := _covered(path, KUBERNETES_IDENTITY):
+            return f"the object's {rule.split('.')[-1]}"
+        if rule := _covered(path, KUBERNETES_FORCE_NEW.get(_kind(type_token), ())):
+            return f"Kubernetes cannot change {_kind(type_token)} {rule}"
+    return None
+
+
+def _own_name(entry: Mapping[str, Any]) -> str | None:
+    params = AZURE_PATH_PARAMETERS.get(entry["type"])
+    return params[-1] if params else None
+
+
+def replacement_order(before: Mapping[str, Any], after: Mapping[str, Any]) -> tuple[Order, str]:
+    """Which of delete and create Pulumi runs first, and why (the program's option wins over the provider)."""
+    chosen = after["options"].get("deleteBeforeReplace")
+    if chosen is not None:
+        return ("delete-before-replace" if chosen else "create-before-delete"), "the deleteBeforeReplace option"
+    type_token = after["type"]
+    inputs = after["inputs"]
+    if type_token.startswith("azure-native:"):
+        own = _own_name(after)
+        if own is None:
+            return "delete-before-replace", "azure-native deletes first unless the name is random (type not tabled)"
+        if own in inputs:
+            return "delete-before-replace", f"azure-native deletes an explicitly named resource first ({own} is set)"
+        return "create-before-delete", f"{own} is generated, so the new resource gets a new random name"
+    if type_token.startswith("kubernetes:") and type_token != HELM_RELEASE:
+        old_meta, new_meta = before["inputs"].get("metadata") or {}, inputs.get("metadata") or {}
+        same = all(old_meta.get(k) == new_meta.get(k) for k in ("name", "namespace"))
+        if new_meta.get("name") and same:
+            return "delete-before-replace", "the new object keeps the old one's name, which cannot exist twice"
+    return "create-before-delete", "Pulumi's default"
+
+
+def _same_target(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Two entries address the same cloud object (same Azure ID parts, same Kubernetes kind/namespace/name)."""
+    if a["type"] != b["type"]:
+        return False
+    if a["type"].startswith("azure-native:"):
+        params = AZURE_PATH_PARAMETERS.get(a["type"], ())
+        return bool(params) and all(
+            a["inputs"].get(p) == b["inputs"].get(p) and a["inputs"].get(p) is not None for p in params
+        )
+    if a["type"].startswith("kubernetes:"):
+        meta_a, meta_b = a["inputs"].get("metadata") or {}, b["inputs"].get("metadata") or {}
+        return bool(meta_a.get("name")) and all(meta_a.get(k) == meta_b.get(k) for k in ("name", "namespace"))
+    return False
+
+
+def _changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[PropertyChange]:
+    ignored = after["options"].get("ignoreChanges") or []
+    replace_on = after["options"].get("replaceOnChanges") or []
+    found: list[PropertyChange] = []
+    for path, old, new in _leaves(before["inputs"], after["inputs"]):
+        if _covered(path, ignored):
+            continue
+        found.append(PropertyChange(path, old, new, replace_reason(after["type"], path, replace_on)))
+    for option in ("protect", "retainOnDelete", "deleteBeforeReplace", "ignoreChanges", "replaceOnChanges"):
+        old, new = before["options"].get(option), after["options"].get(option)
+        if old != new:
+            found.append(PropertyChange(f"(option) {option}", old, new, None))
+    return found
+
+
+def _protected_note(entry: Mapping[str, Any]) -> tuple[str, ...]:
+    if entry["options"].get("protect"):
+        return ("protected: `pulumi up` refuses to delete it until protect is removed",)
+    return ()
+
+
+def diff_plans(base: Mapping[str, Any], head: Mapping[str, Any]) -> PlanDiff:
+    old, new = base["resources"], head["resources"]
+    changes: list[ResourceChange] = []
+    unchanged = 0
+    created = [urn for urn in sorted(new) if urn not in old and new[urn]["custom"]]
+    deleted = [urn for urn in sorted(old) if urn not in new and old[urn]["custom"]]
+    for urn in sorted(set(old) & set(new)):
+        before, after = old[urn], new[urn]
+        if not after["custom"]:
+            continue
+        found = _changes(before, after)
+        if not found:
+            unchanged += 1
+            continue
+        if any(c.replaces for c in found):
+            order, why = replacement_order(before, after)
+            notes = _protected_note(before)
+            changes.append(
+                ResourceChange(urn, after["type"], after["name"], "replace", tuple(found), order, why, notes)
+            )
+        else:
+            changes.append(ResourceChange(urn, after["type"], after["name"], "update", tuple(found)))
+    for urn in created:
+        twin = next((d for d in deleted if _same_target(old[d], new[urn])), None)
+        notes = (
+            (
+                f"same cloud object as deleted {old[twin]['name']}: without `aliases` Pulumi creates this URN (which "
+                "takes over the existing object) and then deletes the old URN, deleting the object",
+            )
+            if twin
+            else ()
+        )
+        changes.append(ResourceChange(urn, new[urn]["type"], new[urn]["name"], "create", notes=notes))
+    for urn in deleted:
+        changes.append(
+            ResourceChange(urn, old[urn]["type"], old[urn]["name"], "delete", notes=_protected_note(old[urn]))
+        )
+    old_out, new_out = base.get("outputs") or {}, head.get("outputs") or {}
+    outputs_changed = sorted(k for k in set(old_out) | set(new_out) if old_out.get(k, ABSENT) != new_out.get(k, ABSENT))
+    rank = {"replace": 0, "delete": 1, "create": 2, "update": 3}
+    changes.sort(key=lambda c: (rank[c.op], c.type, c.urn))
+    return PlanDiff(changes, unchanged, outputs_changed)
+
+
+def _show(value: Any, width: int = 60) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+MAX_CHANGES_SHOWN = 12
+
+
+def render(diff: PlanDiff, title: str, markdown: bool = False) -> str:
+    counts = ", ".join(f"{len(diff.of(op))} to {op}" for op in ("create", "update", "replace", "delete"))
+    lines = [f"## {title}" if markdown else title, "", f"{counts}; {diff.unchanged} unchanged", ""]
+    if markdown and diff.changes:
+        lines.append("```text")
+    for change in diff.changes:
+        order = f" ({change.order})" if change.order else ""
+        lines.append(f"{change.op}{order} {change.type} {change.name}")
+        for prop in change.changes[:MAX_CHANGES_SHOWN]:
+            forced = f"  [forces replacement: {prop.replaces}]" if prop.replaces else ""
+            lines.append(f"    {prop.path}: {_show(prop.before)} -> {_show(prop.after)}{forced}")
+        if len(change.changes) > MAX_CHANGES_SHOWN:
+            lines.append(f"    ... and {len(change.changes) - MAX_CHANGES_SHOWN} more")
+        if change.order_why:
+            lines.append(f"    order: {change.order_why}")
+        lines.extend(f"    note: {note}" for note in change.notes)
+    if markdown and diff.changes:
+        lines.append("```")
+    if diff.outputs_changed:
+        lines += ["", "Stack outputs that change: " + ", ".join(diff.outputs_changed)]
+    if not diff.changes and not diff.outputs_changed:
+        lines.append("No changes.")
+    return "\n".join(lines) + "\n"
+
+
+def _git(*args: str) -> str:
+    result = subprocess.run(["git", "-C", str(REPO_ROOT), *args], capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        raise RuntimeError(f"git {' '.join(args)}: {result.stderr.strip()}")
+    return result.stdout.strip()
+
+
+def plan_at(root: Path, stack: str, out_dir: Path) -> Path:
+    """Run `tools.plan` of the tree at `root` with this interpreter; the path of the plan.json it writes."""
+    result = subprocess.run(
+        [sys.executable, "-m", "tools.plan", "--stack", stack, "--out", str(out_dir)],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+    )
+    if result.returncode == 2:
+        raise RuntimeError(f"the plan of {root} stopped on a config error:\n{result.stderr.strip()}")
+    path = out_dir / PLAN_FILE
+    if not path.is_file():
+        raise PlanFileError(
+            f"the tree at {root} wrote no {PLAN_FILE}: it predates machine-readable plans (tools/plan_document.py); "
+            f"choose a BASE that has them (exit status {result.returncode}{': ' if result.stderr else ''}"
+            f"{result.stderr.strip()[-500:]})"
+        )
+    return path
+
+
+def base_plan(ref: str, stack: str, scratch: Path) -> tuple[Path, str]:
+    """Check `ref` out into a temporary worktree, plan it there, remove the worktree; (plan.json, commit)."""
+    commit = _git("rev-parse", "--verify", f"{ref}^{{commit}}")
+    tree = scratch / "base"
+    _git("worktree", "add", "--detach", str(tree), commit)
+    try:
+        return plan_at(tree, stack, scratch / "base-out"), commit
+    finally:
+        _git("worktree", "remove", "--force", str(tree))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--stack", default="dev")
+    parser.add_argument("--base", default="main", help="git ref to compare against (default main)")
+    parser.add_argument("--base-plan", type=Path, help="compare this plan.json instead of planning --base")
+    parser.add_argument("--head-plan", type=Path, help="compare this plan.json instead of planning the working tree")
+    parser.add_argument("--format", choices=("text", "markdown"), default="text")
+    options = parser.parse_args(argv)
+    try:
+        with tempfile.TemporaryDirectory(prefix="plan-diff-") as scratch_dir:
+            scratch = Path(scratch_dir)
+            if options.base_plan:
+                base_path, base_name = options.base_plan, str(options.base_plan)
+            else:
+                base_path, commit = base_plan(options.base, options.stack, scratch)
+                base_name = f"{options.base} ({commit[:12]})"
+            if options.head_plan:
+                head_path, head_name = options.head_plan, str(options.head_plan)
+            else:
+                head_path, head_name = plan_at(REPO_ROOT, options.stack, scratch / "head-out"), "the working tree"
+            diff = diff_plans(read_plan(base_path), read_plan(head_path))
+    except (PlanFileError, RuntimeError, subprocess.TimeoutExpired) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    title = f"Plan diff for stack '{options.stack}': {base_name} -> {head_name}"
+    sys.stdout.write(render(diff, title, markdown=options.format == "markdown"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

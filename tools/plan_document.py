@@ -1,0 +1,96 @@
+"""The machine-readable plan (`out/<stack>/plan.json`): every registered resource keyed by URN.
+
+Each resource carries its type, name, parent, the inputs the program sends (map keys sorted,
+values only the mocks know replaced by `<computed: origin>`, provider secrets withheld) and the
+options that decide how Pulumi changes it (protect, ignoreChanges, replaceOnChanges,
+deleteBeforeReplace: null when the program leaves it to the provider). Two of these files, from
+two git refs, are what `make plan-diff` compares.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from .mock_values import MockValueMarker
+from .offline import RecordedResource, Recording
+
+PLAN_FORMAT = "aks-gpu-platform/plan/v1"
+PLAN_FILE = "plan.json"
+WITHHELD = "<secret: withheld>"
+# Provider inputs that carry credentials (the cluster's kubeconfig).
+SECRET_PROVIDER_INPUTS = frozenset({"kubeconfig"})
+
+
+class PlanFileError(Exception):
+    """A plan.json that is missing, unreadable or of another format."""
+
+
+def _provider_urn(reference: str) -> str | None:
+    """A provider reference is `<urn>::<id>`; the ID is the mocks', so only the URN is kept."""
+    return reference.rsplit("::", 1)[0] if reference else None
+
+
+def _inputs(resource: RecordedResource, marker: MockValueMarker) -> dict[str, Any]:
+    inputs = {k: v for k, v in resource.inputs.items() if not k.startswith("__")}
+    if resource.type.startswith("pulumi:providers:"):
+        inputs = {k: WITHHELD if k in SECRET_PROVIDER_INPUTS else v for k, v in inputs.items()}
+    return marker.value(inputs)
+
+
+def resource_entry(resource: RecordedResource, marker: MockValueMarker) -> dict[str, Any]:
+    return {
+        "type": resource.type,
+        "name": resource.name,
+        "parent": resource.parent or None,
+        "custom": resource.custom,
+        "inputs": _inputs(resource, marker) if resource.custom else {},
+        "options": {
+            "protect": resource.protect,
+            "ignoreChanges": sorted(resource.ignore_changes),
+            "replaceOnChanges": sorted(resource.replace_on_changes),
+            "deleteBeforeReplace": resource.delete_before_replace if resource.delete_before_replace_defined else None,
+            "retainOnDelete": resource.retain_on_delete,
+            "dependsOn": sorted(set(resource.depends_on)),
+            "deletedWith": resource.deleted_with or None,
+            "provider": _provider_urn(resource.provider),
+        },
+    }
+
+
+def plan_document(recording: Recording, stack: str, marker: MockValueMarker | None = None) -> dict[str, Any]:
+    marker = marker or MockValueMarker(recording.mock_values)
+    return {
+        "format": PLAN_FORMAT,
+        "stack": stack,
+        "resources": {r.urn: resource_entry(r, marker) for r in recording.in_urn_order()},
+        "outputs": {
+            name: WITHHELD if name in recording.secret_outputs else marker.value(value)
+            for name, value in sorted(recording.stack_outputs.items())
+        },
+    }
+
+
+def dumps(document: dict[str, Any]) -> str:
+    """Stable text: sorted keys, one layout, a final newline; equal plans give equal bytes."""
+    return json.dumps(document, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def write_plan(document: dict[str, Any], out_dir: Path) -> Path:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / PLAN_FILE
+    path.write_text(dumps(document))
+    return path
+
+
+def read_plan(path: Path) -> dict[str, Any]:
+    try:
+        document = json.loads(path.read_text())
+    except FileNotFoundError as err:
+        raise PlanFileError(f"no plan at {path}") from err
+    except (OSError, json.JSONDecodeError) as err:
+        raise PlanFileError(f"cannot read {path}: {err}") from err
+    if not isinstance(document, dict) or document.get("format") != PLAN_FORMAT:  # pyright: ignore[reportUnknownMemberType]
+        raise PlanFileError(f"{path} is not a {PLAN_FORMAT} plan")
+    return document  # pyright: ignore[reportUnknownVariableType]
