@@ -8,18 +8,13 @@ GpuNodePool, under mocks. Nothing of the repository is on that interpreter's pat
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
-import sysconfig
 import tomllib
-import venv
 from pathlib import Path
 from typing import Any
 
+from tests.fresh_install import PACKAGE, clean_environment, fresh_virtualenv, repository_copy
 from tools.stack_files import REPO_ROOT, load_stack_file
-
-PACKAGE = "aks_gpu_platform"
 
 # A consumer stack in miniature: its own `config` and `components` sit beside it and would shadow
 # generic top-level names; Azure's computed outputs the platform reads back are mocked.
@@ -123,40 +118,6 @@ print(json.dumps({
 """
 
 
-def repository_copy(target: Path) -> Path:
-    """What `pip install <repository>` reads: pyproject.toml, the package and what its links point at.
-
-    A copy, so the build leaves nothing in the work tree; the links stay links, as in the repository.
-    """
-    target.mkdir()
-    shutil.copy(REPO_ROOT / "pyproject.toml", target)
-    shutil.copy(REPO_ROOT / "LICENSE", target)
-    package = REPO_ROOT / PACKAGE
-    ignore = shutil.ignore_patterns("__pycache__")
-    shutil.copytree(package, target / PACKAGE, symlinks=True, ignore=ignore)
-    for link in (p for p in package.iterdir() if p.is_symlink()):
-        linked = (link.parent / os.readlink(link)).resolve()
-        assert linked.parent == REPO_ROOT, f"{link} must point at a top-level directory of the repository"
-        shutil.copytree(linked, target / linked.name, ignore=ignore)
-    return target
-
-
-def fresh_virtualenv(path: Path) -> tuple[Path, Path]:
-    """A virtualenv (its python and site-packages) that sees none of the repository. The pinned SDKs and
-    pip come from this interpreter's site-packages through a .pth file: installing them again would
-    download pulumi-azure-native's hundreds of megabytes."""
-    venv.EnvBuilder(with_pip=False).create(path)
-    python = path / "bin" / "python"
-    site = subprocess.run(
-        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-    (Path(site) / "sdks.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    return python, Path(site)
-
-
 def dev_settings() -> dict[str, Any]:
     prefix = "aks-gpu-platform:"
     return {k[len(prefix) :]: v for k, v in load_stack_file("dev").items() if k.startswith(prefix)}
@@ -173,7 +134,7 @@ def consumer_project(path: Path) -> Path:
 
 def test_a_fresh_virtualenv_installs_one_package_that_another_project_builds(tmp_path: Path) -> None:
     python, site = fresh_virtualenv(tmp_path / "venv")
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env = clean_environment()
     # --no-deps: the runtime dependencies are already importable (see fresh_virtualenv). The build runs
     # isolated, as for any consumer, with the setuptools that pyproject.toml asks for.
     source = repository_copy(tmp_path / "src")

@@ -158,7 +158,7 @@ def test_cordon_is_set_only_on_pools_that_surge(recordings: dict[str, Recording]
         if settings["undrainableNodeBehavior"] == "Cordon":
             assert settings["maxSurge"].rstrip("%") != "0", (
                 f"{pool}: AKS keeps one surge node per cordoned node (maxBlockedNodes defaults to maxSurge); "
-                "with maxSurge 0 a blocked node cannot be quarantined as the README promises"
+                "with maxSurge 0 a blocked node cannot be quarantined as docs/upgrades.md promises"
             )
 
 

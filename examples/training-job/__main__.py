@@ -46,7 +46,7 @@ class TrainingJobConfig(ConfigModel):
     )
     nodes: int = Field(default=2, ge=1, le=64, description="Pods, one per node; all start together or none")
     gpus_per_node: int = Field(default=1, ge=1, le=8, description="GPUs per pod, one torchrun process each")
-    gpu_pool: str | None = Field(default=None, description="Pin the job to one GPU pool (its Kueue flavor)")
+    gpu_pool: str = Field(default="", description="Pin the job to one GPU pool (its Kueue flavor); empty: any")
     image: str = Field(default="nvcr.io/nvidia/pytorch:25.01-py3", pattern=r"^[^:@\s]+(:[\w.-]+|@sha256:[0-9a-f]{64})$")
     steps: int = Field(default=1000, ge=1)
     checkpoint_every: int = Field(default=100, ge=1, description="Steps between checkpoints")
@@ -155,7 +155,7 @@ def main() -> None:
             {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}},
         ],
     }
-    if cfg.gpu_pool is not None:
+    if cfg.gpu_pool:
         wanted = cfg.gpu_pool
         # Without a pin Kueue picks one of the team's pools and injects its labels and tolerations.
         pod_spec["nodeSelector"] = team.apply(lambda t: node_selector(t["gpuPools"], wanted))

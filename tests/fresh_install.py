@@ -1,0 +1,64 @@
+"""Fresh virtualenvs that see none of the repository, and the copy of the repository pip installs from.
+
+The pinned SDKs reach a fresh virtualenv through a .pth file naming this interpreter's site-packages:
+installing them again would download pulumi-azure-native's hundreds of megabytes, and pip counts
+what the .pth file makes importable as installed, so requirements pinned to the same versions are
+already satisfied.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sysconfig
+import venv
+from collections.abc import Iterable
+from pathlib import Path
+
+from tools.stack_files import REPO_ROOT
+
+PACKAGE = "aks_gpu_platform"
+
+
+def repository_copy(target: Path, files: Iterable[str] = ()) -> Path:
+    """What `pip install <repository>` reads: pyproject.toml, the package and what its links point at.
+
+    A copy, so the build leaves nothing in the work tree; the links stay links, as in the repository.
+    `files` are further top-level files to copy (e.g. requirements.txt).
+    """
+    target.mkdir()
+    for name in ("pyproject.toml", "LICENSE", *files):  # pyproject.toml names LICENSE as its licence file
+        shutil.copy(REPO_ROOT / name, target)
+    package = REPO_ROOT / PACKAGE
+    ignore = shutil.ignore_patterns("__pycache__")
+    shutil.copytree(package, target / PACKAGE, symlinks=True, ignore=ignore)
+    for link in (p for p in package.iterdir() if p.is_symlink()):
+        linked = (link.parent / os.readlink(link)).resolve()
+        assert linked.parent == REPO_ROOT, f"{link} must point at a top-level directory of the repository"
+        shutil.copytree(linked, target / linked.name, ignore=ignore)
+    return target
+
+
+def share_sdks(python: Path) -> Path:
+    """Make this interpreter's SDKs importable in the virtualenv of `python`; returns its site-packages."""
+    site = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    (Path(site) / "sdks.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    return Path(site)
+
+
+def fresh_virtualenv(path: Path) -> tuple[Path, Path]:
+    """A virtualenv (its python and site-packages) without pip of its own: pip comes with the SDKs."""
+    venv.EnvBuilder(with_pip=False).create(path)
+    python = path / "bin" / "python"
+    return python, share_sdks(python)
+
+
+def clean_environment() -> dict[str, str]:
+    """This process's environment without PYTHONPATH, so nothing of the repository leaks in."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
