@@ -1,5 +1,7 @@
 """The GPU alert rules: PromQL over the series the DCGM scrape stores, with the labels of the label contract."""
 
+from collections.abc import Mapping, Sequence
+
 import pulumi
 import pulumi_azure_native.alertsmanagement as alertsmanagement
 
@@ -7,6 +9,29 @@ from aks_gpu_platform.config.monitoring import AlertThresholdsConfig
 from aks_gpu_platform.config.scheduling import GPU_POOL_LABEL_KEY, GPU_POOL_LABEL_VALUE
 
 from . import metrics_labels as labels
+
+AlertSpec = tuple[str, str, str, int, str]
+"""(alert name, PromQL expression, ISO 8601 `for` duration, severity 0-4, description)."""
+
+
+def alert_rules(
+    specs: Sequence[AlertSpec], action_group_id: pulumi.Input[str], enabled: bool, rule_labels: Mapping[str, str]
+) -> list[alertsmanagement.PrometheusRuleArgsDict]:
+    """Prometheus alert rules notifying the action group, resolved automatically once the condition clears."""
+    return [
+        {
+            "alert": alert,
+            "expression": expression,
+            "for_": for_,
+            "severity": severity,
+            "enabled": enabled,
+            "labels": dict(rule_labels),
+            "annotations": {"description": description},
+            "actions": [{"action_group_id": action_group_id}],
+            "resolve_configuration": {"auto_resolved": True, "time_to_resolve": "PT10M"},
+        }
+        for alert, expression, for_, severity, description in specs
+    ]
 
 
 def gpu_alert_rules(
@@ -22,7 +47,7 @@ def gpu_alert_rules(
     by_node = f"{labels.CLUSTER}, node"
     gpu_nodes = f'max by ({by_node}) (kube_node_labels{{label_{GPU_POOL_LABEL_KEY}="{GPU_POOL_LABEL_VALUE}"}})'
     reporting = f'max by ({by_node}) (label_replace(DCGM_FI_DEV_GPU_TEMP, "node", "$1", "{labels.NODE}", "(.*)"))'
-    specs: list[tuple[str, str, str, int, str]] = [
+    specs: list[AlertSpec] = [
         (
             "GpuXidError",
             "DCGM_FI_DEV_XID_ERRORS > 0",
@@ -76,17 +101,4 @@ def gpu_alert_rules(
             f"The DCGM exporter at {{{{ $labels.{labels.TARGET_ADDRESS} }}}} cannot be scraped",
         ),
     ]
-    return [
-        {
-            "alert": alert,
-            "expression": expression,
-            "for_": for_,
-            "severity": severity,
-            "enabled": enabled,
-            "labels": {"team": "gpu-platform"},
-            "annotations": {"description": description},
-            "actions": [{"action_group_id": action_group_id}],
-            "resolve_configuration": {"auto_resolved": True, "time_to_resolve": "PT10M"},
-        }
-        for alert, expression, for_, severity, description in specs
-    ]
+    return alert_rules(specs, action_group_id, enabled, {"team": "gpu-platform"})

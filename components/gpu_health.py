@@ -49,6 +49,7 @@ from aks_gpu_platform.config.scheduling import (
 
 from . import metrics_labels as labels
 from .context import ClusterHandle
+from .gpu_alerts import AlertSpec, alert_rules
 
 NAMESPACE = "nvsentinel"  # mongodb-store's values hard-code this namespace in the exporter's MongoDB URI
 # github.com/NVIDIA/NVSentinel v1.19.0 (README install command at fork lalitadithya/NVSentinel@e002c5dc, 2026-08-17)
@@ -98,7 +99,7 @@ def gpu_health_alert_rules(
     fatal = _condition_regex(FATAL_GPU_CONDITIONS)
     warning = _condition_regex(WARNING_GPU_CONDITIONS)
     hours = settings.alerts.cordoned_node_hours
-    specs: list[tuple[str, str, str, int, str]] = [
+    specs: list[AlertSpec] = [
         (
             "GpuNodeFaultCondition",
             f'max by ({by_node}, condition) (kube_node_status_condition{{condition=~"{fatal}",status="true"}}) == 1',
@@ -163,20 +164,7 @@ def gpu_health_alert_rules(
             "quota, or a drain that cannot finish); replace it or uncordon it",
         ),
     ]
-    return [
-        {
-            "alert": alert,
-            "expression": expression,
-            "for_": for_,
-            "severity": severity,
-            "enabled": enabled,
-            "labels": {"team": "gpu-platform", "category": "gpu-health"},
-            "annotations": {"description": description},
-            "actions": [{"action_group_id": action_group_id}],
-            "resolve_configuration": {"auto_resolved": True, "time_to_resolve": "PT10M"},
-        }
-        for alert, expression, for_, severity, description in specs
-    ]
+    return alert_rules(specs, action_group_id, enabled, {"team": "gpu-platform", "category": "gpu-health"})
 
 
 # ---------------------------------------------------------------- remediation

@@ -11,13 +11,12 @@ would be replaced or deleted, 2 on unreadable input).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .replacement_guard import findings, type_of
+from .replacement_guard import findings, read_preview, type_of
 
 # Order in which an approver wants to read the steps: destruction first.
 OP_ORDER = ("delete", "replace", "delete-replaced", "create-replacement", "update", "create", "read", "import")
@@ -78,13 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("preview", type=Path, help="output of `pulumi preview --json`")
     parser.add_argument("--stack", required=True)
     options = parser.parse_args(argv)
-    try:
-        preview = json.loads(options.preview.read_text())
-    except (OSError, json.JSONDecodeError) as err:
-        print(f"error: cannot read the preview JSON: {err}", file=sys.stderr)
-        return 2
-    if not isinstance(preview, dict):
-        print("error: the preview JSON must be an object with a `steps` list", file=sys.stderr)
+    preview = read_preview(options.preview)
+    if preview is None:
         return 2
     print(report(preview, options.stack), end="")
     return 1 if findings(preview) else 0

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from policy.rules import AGENT_POOL, AML_FILESYSTEM, MANAGED_CLUSTER, REGISTRY, STORAGE_ACCOUNT, is_gpu_pool
 
@@ -108,19 +108,26 @@ def findings(preview: Mapping[str, Any], allowed: Sequence[str] = ()) -> list[Fi
     return found
 
 
+def read_preview(path: Path) -> dict[str, Any] | None:
+    """`pulumi preview --json` output from a file (or `-`, standard input); None after saying why it is unusable."""
+    try:
+        preview = json.loads(sys.stdin.read() if str(path) == "-" else path.read_text())
+    except (OSError, json.JSONDecodeError) as err:
+        print(f"error: cannot read the preview JSON: {err}", file=sys.stderr)
+        return None
+    if not isinstance(preview, dict):
+        print("error: the preview JSON must be an object with a `steps` list", file=sys.stderr)
+        return None
+    return cast(dict[str, Any], preview)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("preview", type=Path, help="output of `pulumi preview --json` ('-' for stdin)")
     parser.add_argument("--allow", action="append", default=[], metavar="URN", help="accept this URN's step")
     options = parser.parse_args(argv)
-    try:
-        text = sys.stdin.read() if str(options.preview) == "-" else options.preview.read_text()
-        preview = json.loads(text)
-    except (OSError, json.JSONDecodeError) as err:
-        print(f"error: cannot read the preview JSON: {err}", file=sys.stderr)
-        return 2
-    if not isinstance(preview, dict):
-        print("error: the preview JSON must be an object with a `steps` list", file=sys.stderr)
+    preview = read_preview(options.preview)
+    if preview is None:
         return 2
     found = findings(preview, options.allow)
     summary = preview.get("changeSummary") or {}
