@@ -89,8 +89,9 @@ def test_quick_start_still_names_make_plan_and_make_test() -> None:
     block = re.search(r"```sh\n(.*?)```", quick_start, re.DOTALL)
     assert block is not None, "the Quick start shows its commands in a shell block"
     commands = [line.split("#")[0].strip() for line in block.group(1).splitlines()]
-    assert commands[0] == "make plan", "the first command plans the dev stack offline"
-    assert "make test" in commands, "and `make test` runs every check (CI's `.ci/run` calls it)"
+    assert commands == ["make plan", "make test"], (
+        "exactly two commands: `make plan` runs the dev stack offline, `make test` every check (CI's `.ci/run` calls it)"
+    )
     makefile = (REPO_ROOT / "Makefile").read_text()
     for command in commands:
         target = command.removeprefix("make ").split()[0]
