@@ -90,7 +90,7 @@ def test_quick_start_still_names_make_plan_and_make_test() -> None:
     assert block is not None, "the Quick start shows its commands in a shell block"
     commands = [line.split("#")[0].strip() for line in block.group(1).splitlines()]
     assert commands == ["make plan", "make test"], (
-        "exactly two commands: `make plan` runs the dev stack offline, `make test` every check (CI's `.ci/run` calls it)"
+        "exactly two commands: `make plan` runs the dev stack offline, `make test` every check (`.ci/run` calls it)"
     )
     makefile = (REPO_ROOT / "Makefile").read_text()
     for command in commands:
