@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pulumi_azure_native.containerservice as containerservice
@@ -79,7 +79,7 @@ hypothesis_settings.register_profile("thorough", max_examples=1000, deadline=Non
 hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 
-def cluster_handle(name: str = "aks", protect: bool = False) -> ClusterHandle:
+def cluster_handle(name: str = "aks", protect: bool = False, tags: Mapping[str, str] | None = None) -> ClusterHandle:
     """A ClusterHandle on a mocked cluster, for components built directly (call inside a mocked program)."""
     cluster = containerservice.ManagedCluster(
         name, resource_group_name="rg-test", oidc_issuer_profile={"enabled": True}
@@ -88,7 +88,7 @@ def cluster_handle(name: str = "aks", protect: bool = False) -> ClusterHandle:
     return ClusterHandle(
         resource_group_name="rg-test",
         location="koreacentral",
-        tags={"environment": "test"},
+        tags=dict(tags) if tags is not None else {"environment": "test"},
         cluster=cluster,
         cluster_name=cluster.name,
         cluster_id=cluster.id,

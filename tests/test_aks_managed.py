@@ -28,7 +28,7 @@ from aks_gpu_platform.components.aks_managed_gpu import managed_pool_name
 from aks_gpu_platform.components.gpu_node_pool import azure_pool_name
 from aks_gpu_platform.config import load_platform_config
 from aks_gpu_platform.config.scheduling import pod_fits_node
-from tests.conftest import assert_rejected, settings_of
+from tests.conftest import assert_rejected, cluster_handle, settings_of
 from tests.gpu_metrics_world import GpuWorkload, MetricsWorld, build_world
 from tests.promql_model import Evaluator, matches, selectors
 from tests.scheduling import generic_agent_pools, node_templates, scheduling_check
@@ -306,12 +306,8 @@ def test_the_policy_pack_checks_managed_pools_like_agent_pools(managed: Recordin
 def test_the_pool_built_directly_keeps_spot_and_leaves_the_version_to_auto_upgrade(
     build: Callable[[Callable[[], Any]], Recording],
 ) -> None:
-    import pulumi
-    import pulumi_azure_native.containerservice as containerservice
-    import pulumi_kubernetes as k8s
 
     from aks_gpu_platform.components.aks_managed_gpu import ManagedGpuNodePool
-    from aks_gpu_platform.components.context import ClusterHandle
     from aks_gpu_platform.config.gpu import GpuPoolConfig
 
     pool = GpuPoolConfig.model_validate(
@@ -320,18 +316,7 @@ def test_the_pool_built_directly_keeps_spot_and_leaves_the_version_to_auto_upgra
     )
 
     def program() -> None:
-        cluster = containerservice.ManagedCluster("aks", resource_group_name="rg")
-        handle = ClusterHandle(
-            resource_group_name="rg",
-            location="koreacentral",
-            tags={"project": "t"},
-            cluster=cluster,
-            cluster_name=cluster.name,
-            cluster_id=cluster.id,
-            provider=k8s.Provider("k8s", kubeconfig="{}"),
-            oidc_issuer_url=pulumi.Output.from_input("https://issuer"),
-            protect=False,
-        )
+        handle = cluster_handle(tags={"project": "t"})
         ManagedGpuNodePool(
             "gpu-spot",
             {

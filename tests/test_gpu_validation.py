@@ -27,7 +27,7 @@ from aks_gpu_platform.components.nccl_probe import bus_bandwidth_gbps, verdict
 from aks_gpu_platform.config import load_platform_config
 from aks_gpu_platform.config.gpu_catalog import GPU_SKUS
 from aks_gpu_platform.config.scheduling import pod_fits_node
-from tests.conftest import assert_rejected, settings_of
+from tests.conftest import assert_rejected, cluster_handle, settings_of
 from tests.scheduling import node_templates, scheduling_check
 from tools.offline import Recording, run_stack
 from tools.render import kubernetes_object, render_and_validate, validate_object
@@ -202,27 +202,6 @@ def test_dcgm_diagnostics_on_mig_slices_are_rejected(stack_config: Callable[[str
     assert_rejected(settings, "DCGM diag needs whole GPUs", "gpuPools[0].validation.dcgmDiag", "whole GPUs")
 
 
-def _handle() -> Any:
-    import pulumi
-    import pulumi_azure_native.containerservice as containerservice
-    import pulumi_kubernetes as k8s
-
-    from aks_gpu_platform.components.context import ClusterHandle
-
-    cluster = containerservice.ManagedCluster("aks", resource_group_name="rg")
-    return ClusterHandle(
-        resource_group_name="rg",
-        location="koreacentral",
-        tags={"project": "t"},
-        cluster=cluster,
-        cluster_name=cluster.name,
-        cluster_id=cluster.id,
-        provider=k8s.Provider("k8s", kubeconfig="{}"),
-        oidc_issuer_url=pulumi.Output.from_input("https://issuer"),
-        protect=False,
-    )
-
-
 def test_the_component_built_directly_checks_only_the_pools_that_ask(
     build: Callable[[Callable[[], Any]], Recording],
 ) -> None:
@@ -236,7 +215,7 @@ def test_the_component_built_directly_checks_only_the_pools_that_ask(
         ),
         GpuPoolConfig.model_validate({"name": "a10", "vmSize": "Standard_NV36ads_A10_v5", "maxCount": 1}),
     ]
-    recording = build(lambda: GpuValidation("checks", {"gpu_pools": pools, "cluster": _handle()}))
+    recording = build(lambda: GpuValidation("checks", {"gpu_pools": pools, "cluster": cluster_handle()}))
     (job,) = recording.of_type(JOB)
     pod = job.inputs["spec"]["template"]["spec"]
     spot_node = (

@@ -15,7 +15,7 @@ from aks_gpu_platform.config.network import NETAPP_DELEGATION
 from aks_gpu_platform.config.scheduling import pod_fits_node
 from policy import rules
 from policy.rules import Resource, StackFacts
-from tests.conftest import assert_rejected, settings_of
+from tests.conftest import assert_rejected, cluster_handle, settings_of
 from tools.offline import RecordedResource, Recording, run_stack
 from tools.plan import policy_verdicts
 from tools.render import kubernetes_object, render_and_validate, validate_object
@@ -434,28 +434,13 @@ def _build_netapp(
     namespace: str | None = None,
     allowed_clients: tuple[str, ...] = ("10.1.0.0/20",),
 ) -> Recording:
-    import pulumi
-    import pulumi_azure_native.containerservice as containerservice
-    import pulumi_kubernetes as k8s
 
-    from aks_gpu_platform.components.context import ClusterHandle
     from aks_gpu_platform.components.netapp_files import NetAppFiles, NetAppFilesArgs
 
     cfg = NetAppFilesConfig.model_validate({"enabled": True, **settings})
 
     def program() -> None:
-        cluster = containerservice.ManagedCluster("aks", resource_group_name="rg")
-        handle = ClusterHandle(
-            resource_group_name="rg",
-            location="koreacentral",
-            tags={"project": "t"},
-            cluster=cluster,
-            cluster_name=cluster.name,
-            cluster_id=cluster.id,
-            provider=k8s.Provider("k8s", kubeconfig="{}"),
-            oidc_issuer_url=pulumi.Output.from_input("https://issuer"),
-            protect=protect,
-        )
+        handle = cluster_handle(protect=protect, tags={"project": "t"})
         args: NetAppFilesArgs = {
             "settings": cfg,
             "cluster": handle,

@@ -5,12 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import pulumi
-import pulumi_kubernetes as k8s
 import pytest
 import yaml
 
-from aks_gpu_platform.components.context import ClusterHandle
 from aks_gpu_platform.components.training_queues import (
     JOBSET_CHART,
     JOBSET_VERSION,
@@ -22,7 +19,7 @@ from aks_gpu_platform.config import load_platform_config
 from aks_gpu_platform.config.gpu import GpuPoolConfig
 from aks_gpu_platform.config.scheduling import GPU_RESOURCE, parse_taint, pod_fits_node
 from aks_gpu_platform.config.training import TrainingConfig, gpu_capacity
-from tests.conftest import assert_rejected, set_path, settings_of
+from tests.conftest import assert_rejected, cluster_handle, set_path, settings_of
 from tests.kueue_schemas import cel_violations, schema_errors
 from tools.offline import Recording, run_stack
 from tools.render import kubernetes_object, validate_object
@@ -233,23 +230,6 @@ def _prod_config() -> dict[str, Any]:
     return load_stack_file("prod")
 
 
-def _handle() -> ClusterHandle:
-    import pulumi_azure_native.containerservice as containerservice
-
-    cluster = containerservice.ManagedCluster("aks", resource_group_name="rg")
-    return ClusterHandle(
-        resource_group_name="rg",
-        location="koreacentral",
-        tags={},
-        cluster=cluster,
-        cluster_name=cluster.name,
-        cluster_id=cluster.id,
-        provider=k8s.Provider("k8s", kubeconfig="{}"),
-        oidc_issuer_url=pulumi.Output.from_input("https://issuer"),
-        protect=False,
-    )
-
-
 POOLS = [
     GpuPoolConfig.model_validate({"name": "a100", "vmSize": "Standard_NC24ads_A100_v4", "maxCount": 4}),
     GpuPoolConfig.model_validate(
@@ -268,7 +248,9 @@ POOLS = [
 
 def build_training(build: Callable[[Callable[[], Any]], Recording], training: dict[str, Any]) -> Recording:
     settings = TrainingConfig.model_validate(training)
-    return build(lambda: TrainingQueues("training", {"settings": settings, "gpu_pools": POOLS, "cluster": _handle()}))
+    return build(
+        lambda: TrainingQueues("training", {"settings": settings, "gpu_pools": POOLS, "cluster": cluster_handle()})
+    )
 
 
 def test_spot_and_extra_taints_reach_the_flavor_tolerations(build: Callable[[Callable[[], Any]], Recording]) -> None:
