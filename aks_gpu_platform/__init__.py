@@ -1,6 +1,62 @@
 """aks-gpu-platform: Pulumi components and typed config for a production GPU platform on AKS.
 
+    from aks_gpu_platform import AksGpuPlatform, load_deployment_config
+
+    platform = AksGpuPlatform("platform", load_deployment_config())
+
 Installed, everything lives under this one name. In the repository, `components/` and `config/`
-stay at the top (the project's layout) and appear here through two directory links, so the
-program, the tests and an installed wheel all import the same `aks_gpu_platform.*` modules.
+stay at the top (the project's layout): the wheel maps them here (pyproject.toml's package-dir), and
+a checkout finds them through the two directory links, or, where links were checked out as plain
+files (Git for Windows' `core.symlinks=false`), through the fallback below. The public names load
+on first use, so `aks_gpu_platform.config.scheduling` still imports without the Pulumi SDKs.
 """
+
+from importlib import import_module
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .components.context import ClusterHandle
+    from .components.gpu_node_pool import GpuNodePool
+    from .components.platform import AksGpuPlatform
+    from .config import ConfigError, PlatformConfig, __version__, load_deployment_config, load_platform_config
+    from .config.gpu import GpuPoolConfig
+
+_checkout = Path(__file__).resolve().parent.parent
+if not (Path(__file__).parent / "components").is_dir() and (_checkout / "components" / "__init__.py").is_file():
+    # No links in this checkout: the top-level folders join the package's search path.
+    __path__.append(str(_checkout))
+
+_HOMES = {
+    "AksGpuPlatform": ".components.platform",
+    "ClusterHandle": ".components.context",
+    "GpuNodePool": ".components.gpu_node_pool",
+    "ConfigError": ".config",
+    "PlatformConfig": ".config",
+    "GpuPoolConfig": ".config.gpu",
+    "load_deployment_config": ".config",
+    "load_platform_config": ".config",
+    "__version__": ".config",
+}
+
+__all__ = [
+    "AksGpuPlatform",
+    "ClusterHandle",
+    "ConfigError",
+    "GpuNodePool",
+    "GpuPoolConfig",
+    "PlatformConfig",
+    "__version__",
+    "load_deployment_config",
+    "load_platform_config",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOMES:
+        return getattr(import_module(_HOMES[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

@@ -31,6 +31,7 @@ class ClusterHandle:
     protect: bool
     """Protect stateful resources (prod)."""
 
-    def k8s_options(self, parent: pulumi.Resource) -> pulumi.ResourceOptions:
-        """Options for an in-cluster child: the cluster's provider, deleted with the cluster."""
+    def k8s_options(self, parent: pulumi.Resource | None = None) -> pulumi.ResourceOptions:
+        """Options for an in-cluster object: the cluster's provider, deleted with the cluster; under `parent`
+        when given (a component's child), at the top of the stack otherwise."""
         return pulumi.ResourceOptions(parent=parent, provider=self.provider, deleted_with=self.cluster)

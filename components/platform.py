@@ -43,12 +43,21 @@ from .upgrade_policy import UpgradePolicy
 
 
 class AksGpuPlatform(pulumi.ComponentResource):
-    """AKS with CPU and GPU pools, the GPU software stack, monitoring, autoscaling, storage and upgrades."""
+    """AKS with CPU and GPU pools, the GPU software stack, monitoring, autoscaling, storage and upgrades.
+
+    Outputs (typed attributes; each documented where it is declared):
+    resource_group_name, cluster, network, handle, cluster_name, cluster_id, oidc_issuer_url,
+    kubelet_identity_object_id, kubeconfig (secret), cpu_pool_name, gpu_pool_names, gpu_tolerations,
+    maintenance_configurations, disruption_budgets, registry, registry_login_server, monitor_workspace_id,
+    prometheus_query_endpoint, grafana_endpoint, lustre, netapp_files, training, validation.
+    """
 
     resource_group_name: pulumi.Output[str]
     """Resource group every Azure resource of the platform lives in."""
     cluster: AksCluster
     """The AKS cluster (ManagedCluster, identities, Kubernetes provider)."""
+    network: Network
+    """The VNet and its subnets (`vnet_id`, `nodes_subnet_id`, `lustre_subnet_id`, ...), created or handed in."""
     handle: ClusterHandle
     """What components built on this cluster need from it: pass it to your own components."""
     cluster_name: pulumi.Output[str]
@@ -71,6 +80,8 @@ class AksGpuPlatform(pulumi.ComponentResource):
     """Maintenance configurations created (one per active upgrade channel)."""
     disruption_budgets: list[str]
     """namespace/name of every PodDisruptionBudget created."""
+    registry: Registry
+    """The platform's container registry (`registry_id`, `login_server`), for your own pulls and pushes."""
     registry_login_server: pulumi.Output[str]
     """Login server of the platform's container registry."""
     monitor_workspace_id: pulumi.Output[str]
@@ -89,6 +100,13 @@ class AksGpuPlatform(pulumi.ComponentResource):
     """Post-provision GPU checks, when a pool opts in (`gpuPools[].validation`)."""
 
     def __init__(self, name: str, config: PlatformConfig, opts: pulumi.ResourceOptions | None = None) -> None:
+        """Build the whole platform.
+
+        :param name: Prefix of every child's name (`<name>-<role>`): two platforms in one stack never collide.
+        :param config: The validated settings, from `load_deployment_config()` (the stack's
+            `aks-gpu-platform:*` keys) or `load_platform_config(dict)`.
+        :param opts: Options of the component (e.g. `parent`, `providers`); its children inherit them.
+        """
         super().__init__("aks-gpu-platform:index:AksGpuPlatform", name, None, opts)
         cfg = config
 
@@ -375,6 +393,8 @@ class AksGpuPlatform(pulumi.ComponentResource):
         self.gpu_tolerations = gpu_tolerations(cfg.gpu_pools)
         self.maintenance_configurations = upgrades.maintenance_configuration_names
         self.disruption_budgets = upgrades.disruption_budget_names
+        self.network = net
+        self.registry = acr
         self.registry_login_server = acr.login_server
         self.monitor_workspace_id = monitoring.monitor_workspace_id
         self.prometheus_query_endpoint = monitoring.prometheus_query_endpoint
@@ -395,6 +415,9 @@ class AksGpuPlatform(pulumi.ComponentResource):
             "gpuTolerations": self.gpu_tolerations,
             "maintenanceConfigurations": self.maintenance_configurations,
             "disruptionBudgets": self.disruption_budgets,
+            "vnetId": self.network.vnet_id,
+            "nodesSubnetId": self.network.nodes_subnet_id,
+            "registryId": self.registry.registry_id,
             "registryLoginServer": self.registry_login_server,
             "monitorWorkspaceId": self.monitor_workspace_id,
             "prometheusQueryEndpoint": self.prometheus_query_endpoint,

@@ -22,21 +22,27 @@ PACKAGE = "aks_gpu_platform"
 
 
 def repository_copy(target: Path, files: Iterable[str] = ()) -> Path:
-    """What `pip install <repository>` reads: pyproject.toml, the package and what its links point at.
+    """What `pip install <repository>` reads, as a clone without symbolic links has it.
 
-    A copy, so the build leaves nothing in the work tree; the links stay links, as in the repository.
-    `files` are further top-level files to copy (e.g. requirements.txt).
+    With `core.symlinks=false` (Git for Windows' default) git checks a link out as a small plain file
+    holding the link's text; the copy does the same, so every build from it proves the wheel needs no
+    links. A copy also leaves nothing in the work tree. `files` are further top-level files to copy.
     """
     target.mkdir()
     for name in ("pyproject.toml", "LICENSE", *files):  # pyproject.toml names LICENSE as its licence file
         shutil.copy(REPO_ROOT / name, target)
     package = REPO_ROOT / PACKAGE
     ignore = shutil.ignore_patterns("__pycache__")
-    shutil.copytree(package, target / PACKAGE, symlinks=True, ignore=ignore)
-    for link in (p for p in package.iterdir() if p.is_symlink()):
-        linked = (link.parent / os.readlink(link)).resolve()
-        assert linked.parent == REPO_ROOT, f"{link} must point at a top-level directory of the repository"
-        shutil.copytree(linked, target / linked.name, ignore=ignore)
+    (target / PACKAGE).mkdir()
+    for entry in package.iterdir():
+        if entry.is_symlink():
+            text = os.readlink(entry)
+            linked = (entry.parent / text).resolve()
+            assert linked.parent == REPO_ROOT, f"{entry} must point at a top-level directory of the repository"
+            (target / PACKAGE / entry.name).write_text(text)
+            shutil.copytree(linked, target / linked.name, ignore=ignore)
+        elif entry.is_file():
+            shutil.copy(entry, target / PACKAGE / entry.name)
     return target
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -138,6 +139,7 @@ def test_a_fresh_virtualenv_installs_one_package_that_another_project_builds(tmp
     # --no-deps: the runtime dependencies are already importable (see fresh_virtualenv). The build runs
     # isolated, as for any consumer, with the setuptools that pyproject.toml asks for.
     source = repository_copy(tmp_path / "src")
+    assert (source / PACKAGE / "components").is_file(), "the copy is a checkout whose links are plain files"
     install = [python, "-m", "pip", "install", "--quiet", "--no-deps", "--disable-pip-version-check", source]
     installed = subprocess.run(install, capture_output=True, text=True, env=env, timeout=300)
     assert installed.returncode == 0, f"pip must install the repository:\n{installed.stderr}"
@@ -202,6 +204,7 @@ def test_a_fresh_virtualenv_installs_one_package_that_another_project_builds(tmp
     assert {f"{PACKAGE}/components/gpu_node_pool.py", f"{PACKAGE}/config/loader.py"} <= set(files), (
         "the linked components/ and config/ are installed as files of the package"
     )
+    assert f"{PACKAGE}/py.typed" in files, "the wheel marks itself typed (PEP 561), so editors read our annotations"
     top_level = (site / f"{PACKAGE}-0.1.0.dist-info" / "top_level.txt").read_text().split()
     assert top_level == [PACKAGE], "the distribution declares one top-level name"
     version = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["version"]
@@ -211,3 +214,61 @@ def test_a_fresh_virtualenv_installs_one_package_that_another_project_builds(tmp
     metadata = (site / f"{PACKAGE}-0.1.0.dist-info" / "METADATA").read_text()
     assert "License-Expression: Apache-2.0" in metadata, "the wheel declares its licence for audits"
     assert any(f.endswith("/LICENSE") for f in files), "the wheel carries the licence text (Apache-2.0 requires it)"
+
+
+def test_a_checkout_without_links_runs_the_program_from_source(tmp_path: Path) -> None:
+    # Git for Windows' default: the two directory links arrive as plain files; `make plan` imports from the
+    # checkout, not from an installed wheel.
+    checkout = repository_copy(tmp_path / "checkout")
+    probe = (
+        "import json, aks_gpu_platform as p\n"
+        "from aks_gpu_platform import AksGpuPlatform, ClusterHandle, load_platform_config\n"
+        "from aks_gpu_platform.config.scheduling import GPU_TAINT\n"
+        "print(json.dumps({'platform': AksGpuPlatform.__module__, 'file': __import__(AksGpuPlatform.__module__,"
+        " fromlist=['x']).__file__, 'version': p.__version__}))\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", probe], cwd=checkout, env=clean_environment(), capture_output=True, text=True
+    )
+    assert run.returncode == 0, f"a link-less checkout must import the platform from its own folders:\n{run.stderr}"
+    result = json.loads(run.stdout)
+    assert result["platform"] == f"{PACKAGE}.components.platform", "one import name, with or without links"
+    assert Path(result["file"]).is_relative_to(checkout / "components"), "the code comes from the checkout's folder"
+
+
+def test_help_on_the_platform_shows_its_own_arguments_and_outputs() -> None:
+    import pydoc
+
+    from aks_gpu_platform import AksGpuPlatform
+
+    text = pydoc.plain(pydoc.render_doc(AksGpuPlatform))
+    constructor = text.split("__init__(", 1)[1].split("stack_outputs(", 1)[0]
+    assert ":param str t:" not in constructor and "remote" not in constructor, (
+        "help() must describe the platform's own constructor, not ComponentResource's `t` and `remote`"
+    )
+    assert "config" in constructor and "opts" in constructor, "help() names the platform's arguments"
+    outputs = [n for n in AksGpuPlatform.__annotations__ if not n.startswith("_")]
+    missing = [n for n in outputs if n not in text.split("Methods defined here", 1)[0]]
+    assert not missing, f"help() lists every output the platform exposes; missing: {missing}"
+
+
+def test_the_importing_page_snippets_run_on_a_new_vnet_stack() -> None:
+    from tools.offline import run_under_mocks
+    from tools.stack_files import to_runtime_config
+
+    page = (REPO_ROOT / "docs" / "importing.md").read_text()
+    snippets = [block.split("\n", 1)[1] for block in page.split("```python")[1:]]
+    snippets = [s.split("```", 1)[0] for s in snippets]
+    assert len(snippets) == 2, "the page shows the platform import and a GpuNodePool beside it"
+    config = load_stack_file("dev")
+    assert "existingSubnets" not in config["aks-gpu-platform:network"], "dev creates its VNet: the case to cover"
+    encoded, secret_keys = to_runtime_config(config, "aks-gpu-platform")
+    scope: dict[str, Any] = {}
+    recording = run_under_mocks(
+        lambda: exec("\n".join(snippets), scope), config=encoded, stack="dev", secret_keys=secret_keys
+    )
+    extra = [r for r in recording.of_type("azure-native:containerservice:AgentPool") if "extra-h100" in r.name]
+    assert len(extra) == 1, "the page's GpuNodePool snippet builds its pool beside the platform"
+    assert extra[0].inputs["vnetSubnetID"] == recording.one("azure-native:network:Subnet", "nodes").outputs["id"], (
+        "the snippet's pool joins the platform's node subnet, read from the platform's network output"
+    )
