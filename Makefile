@@ -41,7 +41,11 @@ define venv
 	@touch $(1)/.installed
 endef
 
-.PHONY: plan plan-diff test lint typecheck unit workflows bench clean policy-venv checkov-venv venvs uv-bootstrap docs
+## help: list these targets (the default)
+help:
+	@sed -n 's/^## \([a-z-]*\): /\1\t/p' $(MAKEFILE_LIST) | awk -F'\t' '{printf "  make %-14s %s\n", $$1, $$2}'
+
+.PHONY: help plan plan-diff test lint typecheck unit workflows bench clean policy-venv checkov-venv venvs uv-bootstrap docs
 
 # Tried once (the marker stays on failure too): a machine without uv goes on with pip, never retrying.
 UV_MARK := $(UV_HOME)/.tried
@@ -78,11 +82,11 @@ policy-venv: $(POLICY_STAMP)
 
 ## plan: evaluate the stack offline and print verdicts, quota, cost and what would be created (STACK=dev|prod FORMAT=text|markdown)
 plan: $(STAMP)
-	$(BIN)/python -m tools.plan --stack $(STACK) --format $(FORMAT)
+	@$(BIN)/python -m tools.plan --stack $(STACK) --format $(FORMAT)
 
 ## plan-diff: what the working tree changes against git ref BASE (default main): creates, updates, replaces, deletes
 plan-diff: $(STAMP)
-	$(BIN)/python -m tools.plan_diff --stack $(STACK) --base $(BASE) --format $(FORMAT)
+	@$(BIN)/python -m tools.plan_diff --stack $(STACK) --base $(BASE) --format $(FORMAT)
 
 ## docs: regenerate docs/config-reference.md, schemas/stack-config.schema.json and Pulumi.yaml's config: block
 docs: $(STAMP)

@@ -18,3 +18,18 @@ def test_the_only_tracked_links_are_the_package_links() -> None:
         "a tracked link to a local virtualenv or folder breaks every other clone; only the package's own links "
         f"(components/ and config/ under aks_gpu_platform) belong in git, found {sorted(links)}"
     )
+
+
+def test_make_help_lists_the_quick_start_targets() -> None:
+    shown = subprocess.run(["make", "--no-print-directory", "help"], cwd=REPO_ROOT, capture_output=True, text=True)
+    assert shown.returncode == 0, shown.stderr
+    listed = {line.split()[1] for line in shown.stdout.splitlines() if line.strip().startswith("make ")}
+    assert {"plan", "test", "plan-diff", "help"} <= listed, f"`make help` names what a newcomer runs: {listed}"
+
+
+def test_plan_targets_print_only_the_plan_on_stdout() -> None:
+    # `make plan FORMAT=markdown > plan.md` must be markdown only: make echoes a recipe line unless it starts with @.
+    recipes = (REPO_ROOT / "Makefile").read_text().split("\nplan:", 1)[1].split("\n## docs", 1)[0]
+    commands = [line for line in recipes.splitlines() if line.startswith("\t")]
+    assert len(commands) == 2, f"one command each for plan and plan-diff: {commands}"
+    assert all(line.startswith("\t@") for line in commands), f"plan recipes must not echo themselves: {commands}"
