@@ -171,12 +171,24 @@ def test_with_a_channel_on_the_version_fields_azure_moves_are_ignored(
     assert "orchestratorVersion" in recording.one(AGENT_POOL, "cpu").ignore_changes
 
 
+# An application's budget, as a user lists it in `upgrade.disruptionBudgets` (the design notes' example).
+APP_BUDGET = {
+    "name": "myapp-pdb",
+    "namespace": "default",
+    "selector": {"app": "myapp"},
+    "minAvailable": 2,
+    "replicas": 3,
+}
+
+
 @pytest.fixture(scope="module")
 def pinned_recording() -> Recording:
-    """The dev stack with auto-upgrade off and node images unmanaged: the pinned version drives everything."""
+    """The dev stack with auto-upgrade off, node images unmanaged (the pinned version drives everything) and an
+    application's disruption budget."""
     config = load_stack_file("dev")
     config["aks-gpu-platform:upgrade"]["autoUpgradeChannel"] = "none"
     config["aks-gpu-platform:upgrade"]["nodeOsUpgradeChannel"] = "Unmanaged"
+    config["aks-gpu-platform:upgrade"]["disruptionBudgets"] = [APP_BUDGET]
     return run_stack("dev", config)
 
 
@@ -198,34 +210,48 @@ def test_without_managed_upgrades_no_maintenance_window_is_created(pinned_record
     assert pinned_recording.of_type(MAINTENANCE) == [], "a window for a channel that is off governs nothing"
 
 
-@pytest.mark.parametrize("stack", STACKS)
-def test_every_pdb_leaves_a_pod_evictable_and_passes_the_schema(
-    recordings: dict[str, Recording], stack_config: Callable[[str], dict[str, Any]], stack: str
-) -> None:
-    recording = recordings[stack]
-    budgets = {(b["namespace"], b["name"]): b for b in _upgrade(stack_config, stack)["disruptionBudgets"]}
+def test_a_configured_budget_leaves_a_pod_evictable_and_passes_the_schema(pinned_recording: Recording) -> None:
+    recording = pinned_recording
     policy = recording.one("aks-gpu-platform:index:UpgradePolicy")
-    pdbs = [p for p in recording.of_type(PDB) if p.parent == policy.urn]  # samples bring their own budgets
-    assert {(p.inputs["metadata"]["namespace"], p.inputs["metadata"]["name"]) for p in pdbs} == set(budgets)
-    cluster = recording.one(CLUSTER)
-    provider = recording.one("pulumi:providers:kubernetes")
-    schema = load_platform_config(settings_of(stack_config(stack))).cluster.schema_version  # the stack's minor
-    assert pdbs, "every stack carries at least one budget"
-    for pdb in pdbs:
-        meta = pdb.inputs["metadata"]
-        budget = budgets[(meta["namespace"], meta["name"])]
-        spec = pdb.inputs["spec"]
-        assert spec["minAvailable"] < budget["replicas"], "minAvailable equal to replicas blocks every drain"
-        assert spec["selector"] == {"matchLabels": budget["selector"]}
-        assert pdb.deleted_with == cluster.urn, "in-cluster objects go with the cluster"
-        assert pdb.provider.startswith(provider.urn), "the PDB must target this cluster"
-        verdict = validate_object(kubernetes_object(pdb), schema)
-        assert verdict == ("valid", ""), f"{meta['name']}: {verdict}"
+    pdbs = [p for p in recording.of_type(PDB) if p.parent == policy.urn]
+    assert [(p.inputs["metadata"]["namespace"], p.inputs["metadata"]["name"]) for p in pdbs] == [
+        (APP_BUDGET["namespace"], APP_BUDGET["name"])
+    ], "each configured budget becomes one PDB"
+    pdb = pdbs[0]
+    spec = pdb.inputs["spec"]
+    assert spec["minAvailable"] < APP_BUDGET["replicas"], "minAvailable equal to replicas blocks every drain"
+    assert spec["selector"] == {"matchLabels": APP_BUDGET["selector"]}
+    assert pdb.deleted_with == recording.one(CLUSTER).urn, "in-cluster objects go with the cluster"
+    assert pdb.provider.startswith(recording.one("pulumi:providers:kubernetes").urn), "the PDB must target this cluster"
+    schema = load_platform_config(settings_of(load_stack_file("dev"))).cluster.schema_version
+    verdict = validate_object(kubernetes_object(pdb), schema)
+    assert verdict == ("valid", ""), f"{APP_BUDGET['name']}: {verdict}"
 
 
-def test_the_design_notes_myapp_budget_keeps_two_pods(dev_recording: Recording) -> None:
-    spec = dev_recording.one(PDB, "myapp").inputs["spec"]
-    assert spec == {"minAvailable": 2, "selector": {"matchLabels": {"app": "myapp"}}}
+def _pod_labels(recording: Recording) -> list[tuple[str, dict[str, str]]]:
+    """(namespace, labels) of the pods every rendered workload makes."""
+    found: list[tuple[str, dict[str, str]]] = []
+    for resource in recording.kubernetes_objects():
+        template = (resource.inputs.get("spec") or {}).get("template") or {}
+        labels = (template.get("metadata") or {}).get("labels")
+        if labels:
+            found.append(((resource.inputs.get("metadata") or {}).get("namespace", "default"), labels))
+    return found
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_shipped_budget_guards_a_workload_the_stack_deploys(recordings: dict[str, Recording], stack: str) -> None:
+    # A budget for pods nobody runs is a demo object in a real cluster (the old `default/myapp-pdb`).
+    recording = recordings[stack]
+    pods = _pod_labels(recording)
+    for pdb in recording.of_type(PDB):
+        meta, selector = pdb.inputs["metadata"], pdb.inputs["spec"]["selector"]["matchLabels"]
+        guarded = [
+            labels
+            for namespace, labels in pods
+            if namespace == meta["namespace"] and selector.items() <= labels.items()
+        ]
+        assert guarded, f"{stack}: PDB {meta['namespace']}/{meta['name']} selects no pod the stack deploys"
 
 
 def _helper_program(min_available: int, replicas: int) -> Callable[[], Any]:
@@ -294,6 +320,11 @@ def test_upgrade_policy_builds_directly_with_args(build: Callable[[Callable[[], 
 
 def _at(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
     return lambda settings: set_path(settings, path, value)
+
+
+def _budget(key: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    """The application budget with one key broken."""
+    return lambda settings: set_path(settings, "upgrade.disruptionBudgets", [{**APP_BUDGET, key: value}])
 
 
 # (why, how to break the stack config, field path the message must name, text it must contain)
@@ -415,21 +446,21 @@ BROKEN: list[tuple[str, str, Callable[[dict[str, Any]], None], str, str]] = [
     (
         "PDB minAvailable equal to replicas",
         "dev",
-        _at("upgrade.disruptionBudgets.0.minAvailable", 3),
+        _budget("minAvailable", 3),
         "upgrade.disruptionBudgets[0].minAvailable",
         "must be below replicas (3)",
     ),
     (
         "PDB on a single replica",
         "dev",
-        _at("upgrade.disruptionBudgets.0.replicas", 1),
+        _budget("replicas", 1),
         "upgrade.disruptionBudgets[0].replicas",
         "greater than or equal to 2",
     ),
     (
         "PDB with an empty selector",
         "dev",
-        _at("upgrade.disruptionBudgets.0.selector", {}),
+        _budget("selector", {}),
         "upgrade.disruptionBudgets[0].selector",
         "at least 1",
     ),
