@@ -47,6 +47,7 @@ from aks_gpu_platform.config.scheduling import (
     gpu_tolerations,
 )
 
+from . import dcgm_exporter, gpu_stack, gpu_validation, lustre_storage, training_queues
 from . import metrics_labels as labels
 from .context import ClusterHandle
 from .gpu_alerts import AlertSpec, alert_rules
@@ -61,15 +62,37 @@ CERT_MANAGER_NAMESPACE = "cert-manager"
 # Set by the NVSentinel labeler's --assume-driver-installed on nodes labelled so (labeler/main.go at e002c5dc);
 # metadata-collector also selects it. AKS-installed drivers (devicePlugin, aksManaged) have no driver pod to find.
 GPU_PRESENT_LABEL = ("nvidia.com/gpu.present", "true")
-# Namespaces whose pods the drain leaves alone: node agents and platform controllers.
-SYSTEM_NAMESPACES = (
-    "nvsentinel",
-    "kube-system",
-    "cert-manager",
-    "gpu-resources",
-    "gpu-monitoring",
-    "gpu-operator",
-    "nvidia-network-operator",
+# Namespaces whose pods the drain leaves alone: node agents, platform controllers and GPU validation, named
+# where each is defined.
+SYSTEM_NAMESPACES = tuple(
+    dict.fromkeys(
+        (
+            NAMESPACE,
+            "kube-system",
+            CERT_MANAGER_NAMESPACE,
+            gpu_stack.NAMESPACE,
+            gpu_stack.GPU_OPERATOR_NAMESPACE,
+            gpu_stack.NETWORK_OPERATOR_NAMESPACE,
+            dcgm_exporter.EXPORTER_NAMESPACE,
+            gpu_validation.NAMESPACE,
+            training_queues.KUEUE_NAMESPACE,
+            training_queues.JOBSET_NAMESPACE,
+            lustre_storage.CSI_DRIVER_NAMESPACE,
+        )
+    )
+)
+# Helm's wait for the NVSentinel release: its MongoDB members start one by one (OrderedReady), each after a new
+# disk, image pulls and a 60 s readiness delay, behind the certificate waits of their init containers (about
+# 11 minutes at our values); upstream installs with `--timeout 15m` (README at e002c5dc).
+NVSENTINEL_TIMEOUT_SECONDS = 900
+# Images the NVSentinel chart pulls anonymously from Docker Hub at our values (mongodb-store values.yaml at
+# e002c5dc: helperImages.kubectl and the Bitnami mongodb subchart's image, tls.image, metrics.image). The stack
+# has no Docker Hub credentials for an ACR cache rule, so the plan names them instead.
+NVSENTINEL_DOCKER_HUB_IMAGES = (
+    "docker.io/bitnamilegacy/kubectl:1.30.6",
+    "docker.io/bitnamilegacy/mongodb:8.0.3-debian-12-r0",
+    "docker.io/bitnamilegacy/mongodb-exporter:0.41.2-debian-12-r1",
+    "docker.io/bitnamilegacy/nginx:1.27.2-debian-12-r2",
 )
 
 
@@ -223,6 +246,9 @@ def nvsentinel_values(
         # monitoring.coreos.com has no CRD on AKS (managed Prometheus reads azmonitoring.coreos.com).
         "podMonitor": {"enabled": False},
         "labeler": {"assumeDriverInstalled": mode != "gpuOperator"},
+        # The chart asks for RuntimeClass `nvidia`, which only the GPU Operator creates: AKS configures the
+        # containerd handler but no RuntimeClass, and a pod naming a missing one is refused.
+        **({} if mode == "gpuOperator" else {"metadata-collector": {"runtimeClassName": ""}}),
         "fault-quarantine": {
             # The circuit breaker counts GPU nodes by this label; ours is pool=gpu (no GFD in driver-Install modes).
             "gpuNodeLabel": f"{GPU_POOL_LABEL_KEY}={GPU_POOL_LABEL_VALUE}",
@@ -330,6 +356,7 @@ class GpuHealth(pulumi.ComponentResource):
             version=NVSENTINEL_VERSION,
             namespace=NAMESPACE,
             create_namespace=False,
+            timeout=NVSENTINEL_TIMEOUT_SECONDS,
             values=nvsentinel_values(
                 args["settings"].remediation, args["gpu_pools"], args["stack_mode"], args["operator_dcgm"]
             ),

@@ -35,6 +35,9 @@ CSI_DRIVER_CHART = "oci://mcr.microsoft.com/microsoft.azuremanagedlustre/azurelu
 CSI_DRIVER_VERSION = "0.6.0"
 CSI_DRIVER_NAMESPACE = "kube-system"
 PROVISIONER = "azurelustre.csi.azure.com"
+# Helm's wait for the CSI release: each node plugin's lustre-loader installs the Lustre client first, and its
+# startupProbe allows it 10 + 120 x 5 s (charts/latest node-daemonset-*.yaml), well past the 300 s default.
+CSI_DRIVER_TIMEOUT_SECONDS = 900
 BLOB_PRIVATE_DNS_ZONE = "privatelink.blob.core.windows.net"
 LUSTRE_FS_NAME = "lustrefs"  # every Azure Managed Lustre filesystem is named lustrefs
 MOUNT_PATH = "/mnt/lustre"
@@ -240,6 +243,7 @@ class LustreStorage(pulumi.ComponentResource):
             chart=CSI_DRIVER_CHART,
             version=CSI_DRIVER_VERSION,
             namespace=CSI_DRIVER_NAMESPACE,
+            timeout=CSI_DRIVER_TIMEOUT_SECONDS,
             # `node.tolerations` is the node DaemonSets' whole list (the chart's default is replaced): the GPU
             # pools' taints, so the plugin runs on every GPU node; the CPU pool is untainted; the system pool's
             # CriticalAddonsOnly stays untolerated, as the chart intends. Plus the driver's own startup taint: a

@@ -278,3 +278,25 @@ def test_remediation_conditions_are_checked(condition: str, hint: str) -> None:
     settings = settings_of(load_stack_file("prod"))
     settings["gpuHealth"]["remediation"]["conditions"] = [condition]
     assert_rejected(settings, "only fatal NPD conditions drain", "gpuHealth.remediation.conditions[0]", hint)
+
+
+def test_the_drain_leaves_every_platform_namespace_alone_and_drains_team_work() -> None:
+    """A drain must not evict the platform's own controllers, agents and validation Jobs (they are what replaces and
+    checks the node), yet must evict training work. Platform namespaces are read from the plan: every release's
+    namespace and every Job the platform runs outside team namespaces."""
+    config = copy.deepcopy(load_stack_file("prod"))
+    config[PREFIX + "gpuPools"][0]["validation"] = {"dcgmDiag": True}
+    recording = run_stack("prod", config)
+    pattern = _values(recording)["node-drainer"]["systemNamespaces"]
+    teams = {
+        r.inputs["metadata"]["name"]
+        for r in recording.of_type(NAMESPACE)
+        if "kueue.x-k8s.io/managed-namespace" in (r.inputs["metadata"].get("labels") or {})
+    }
+    jobs = {r.inputs["metadata"]["namespace"] for r in recording.kubernetes_objects() if r.type.endswith(":Job")}
+    platform = {str(r.inputs["namespace"]) for r in recording.of_type(RELEASE)} | (jobs - teams)
+    assert "gpu-validation" in platform, "the check must see the validation Jobs' namespace"
+    undrained = sorted(ns for ns in platform if not re.fullmatch(pattern, ns))
+    assert not undrained, f"a drain would evict the platform's own pods in {undrained} (systemNamespaces {pattern})"
+    drained = sorted(ns for ns in teams if re.fullmatch(pattern, ns))
+    assert teams and not drained, f"team namespaces {drained} would never be drained: a faulty GPU node keeps its jobs"

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from aks_gpu_platform.components.gpu_health import NVSENTINEL_CHART, NVSENTINEL_DOCKER_HUB_IMAGES
 from aks_gpu_platform.components.roles import ROLE_NAMES
 from aks_gpu_platform.config import ConfigError, PlatformConfig, load_platform_config
 from aks_gpu_platform.config.loader import PROJECT, settings_from_runtime_config
@@ -251,6 +252,22 @@ def tree_lines(recording: Recording, marker: MockValueMarker, indent: str = "") 
     return lines
 
 
+# Images each chart pulls anonymously from Docker Hub at our values (10 pulls per hour per egress IPv4 address for
+# unauthenticated users, docs.docker.com/docker-hub/usage/); AKS nodes share the cluster's egress IPs.
+DOCKER_HUB_PULLS = {NVSENTINEL_CHART: NVSENTINEL_DOCKER_HUB_IMAGES}
+
+
+def docker_hub_warnings(recording: Recording) -> list[str]:
+    """One warning per release that pulls images anonymously from Docker Hub, naming each image."""
+    return [
+        f"release {release.name} pulls {len(images)} images anonymously from Docker Hub, which allows 10 "
+        f"anonymous pulls per hour per egress IP: a first install or a node replacement can stall on "
+        f"`toomanyrequests`; mirror them or set Docker Hub credentials: {', '.join(images)}"
+        for release in recording.of_type("kubernetes:helm.sh/v3:Release")
+        if (images := DOCKER_HUB_PULLS.get(str(release.inputs.get("chart"))))
+    ]
+
+
 def policy_inputs(recording: Recording, environment: str) -> tuple[list[Resource], StackFacts]:
     """The recorded resources and outputs in the shape the policy rules (and CrossGuard) see."""
     resources = [
@@ -370,6 +387,8 @@ def build_report(
             f"Secrets ({len(secrets)}): encrypted (secure:) in the stack file; the Pulumi CLI decrypts them, this "
             f"offline plan used placeholders that fit each field: {', '.join(secrets)}"
         )
+
+    report.warnings += docker_hub_warnings(recording)
 
     pools = cost.pool_capacities(recording)
     held = cost.held_gpu_nodes(recording, pools)
