@@ -246,8 +246,11 @@ def nvsentinel_values(
         # monitoring.coreos.com has no CRD on AKS (managed Prometheus reads azmonitoring.coreos.com).
         "podMonitor": {"enabled": False},
         "labeler": {"assumeDriverInstalled": mode != "gpuOperator"},
-        # The chart asks for RuntimeClass `nvidia`, which only the GPU Operator creates: AKS configures the
-        # containerd handler but no RuntimeClass, and a pod naming a missing one is refused.
+        # The chart asks for RuntimeClass `nvidia`, which only the GPU Operator creates: AKS creates no RuntimeClass,
+        # and a pod naming a missing one is refused. Without one the pod still gets the driver: on N-series nodes
+        # AKS makes nvidia-container-runtime containerd's default (AgentBaker containerd config template,
+        # `IsNSeriesSKU`), and the collector's image is a CUDA base image (metadata-collector/Dockerfile at
+        # e002c5dc), which sets NVIDIA_VISIBLE_DEVICES.
         **({} if mode == "gpuOperator" else {"metadata-collector": {"runtimeClassName": ""}}),
         "fault-quarantine": {
             # The circuit breaker counts GPU nodes by this label; ours is pool=gpu (no GFD in driver-Install modes).

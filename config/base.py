@@ -1,9 +1,19 @@
 """Base model shared by every config section: strict keys, frozen, camelCase aliases."""
 
-from typing import Any
+import types
+from typing import Any, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 from pydantic.alias_generators import to_camel
+
+from .errors import text_for_number_error
+
+
+def _number_kinds(annotation: Any) -> set[Any]:
+    """{int} or {int, float} or {float} when a field takes numbers (maybe None) and never text; else empty."""
+    options = get_args(annotation) if get_origin(annotation) in (Union, types.UnionType) else (annotation,)
+    kinds = {option for option in options if option is not type(None)}
+    return kinds if kinds and kinds <= {int, float} else set()
 
 
 class ConfigModel(BaseModel):
@@ -19,6 +29,15 @@ class ConfigModel(BaseModel):
         populate_by_name=True,
         validate_default=True,
     )
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _numbers_are_not_text(cls, value: Any, info: ValidationInfo) -> Any:
+        # YAML `maxCount: "4"` is text; pydantic would read it as 4 without a word. Say where and how to write it.
+        kinds = _number_kinds(cls.model_fields[info.field_name].annotation) if info.field_name else set()
+        if isinstance(value, str) and kinds:
+            raise text_for_number_error(value, whole=kinds == {int})
+        return value
 
     def as_settings(self) -> dict[str, Any]:
         """This section in the stack YAML's shape (camelCase keys), as components take it."""

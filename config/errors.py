@@ -15,6 +15,8 @@ from .field_paths import Bounds, FieldAt, field_at, keys_of, model_at
 FIELD_ERROR = "platform_field"
 # A YAML number where the model wants text (e.g. `kubernetesVersion: 1.30` read as 1.3).
 NUMBER_FOR_TEXT = "number_for_text"
+# Quoted text where the model wants a number (e.g. `maxCount: "4"`).
+TEXT_FOR_NUMBER = "text_for_number"
 
 _BOUND_ERRORS = frozenset(
     {
@@ -56,9 +58,29 @@ def number_for_text_error(text: str) -> PydanticCustomError:
     return PydanticCustomError(NUMBER_FOR_TEXT, "a number where text belongs; quote it: {text}", {"text": text})
 
 
+def text_for_number_error(text: str, whole: bool) -> PydanticCustomError:
+    """Raise from a before-validator when a number field (`whole`: integers only) was given text."""
+    return PydanticCustomError(TEXT_FOR_NUMBER, "text where a number belongs: {text}", {"text": text, "whole": whole})
+
+
 def _short(value: Any, limit: int = 80) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _number_fix(key: str, text: str, whole: bool) -> str:
+    kind = "a whole number" if whole else "a number"
+    try:
+        number = float(text.strip())
+    except ValueError:
+        return f"{kind} belongs here, written without quotes (e.g. {key}: 3)"
+    if whole and not number.is_integer():
+        return f"{kind} belongs here, written without quotes"
+    written = str(int(number)) if number.is_integer() else f"{number:g}"
+    return (
+        f"write the number without quotes: {key}: {written} "
+        "(`pulumi config set --path` stores whole numbers as numbers; add `--type float` for decimals)"
+    )
 
 
 def _is_number(value: Any) -> bool:
@@ -142,6 +164,8 @@ def format_problem(error: ErrorDetails, prefix: str = "", model: type[BaseModel]
         return f"{path}: {_unknown_key(own_loc, model)}"
     if kind == NUMBER_FOR_TEXT:
         return f"{path}: got {_number_text(given)} (a number); quote it: {ctx['text']}"
+    if kind == TEXT_FOR_NUMBER:
+        return f"{path}: got {_short(given)} (text); {_number_fix(_leaf_key(loc), str(given), ctx['whole'])}"
     if kind == "string_type" and _is_number(given):
         return f'{path}: got {_number_text(given)} (a number); quote it: {_leaf_key(loc)}: "{_number_text(given)}"'
     if kind == "string_type" and isinstance(given, dict) and "secure" in given:

@@ -101,7 +101,14 @@ BROKEN: list[tuple[str, Breaker, str, str]] = [
     ("duplicate pool names", _set("cpuPool.name", "system"), "cpuPool.name", "unique"),
     ("zone that does not exist", _set("cpuPool.zones", ["4"]), "cpuPool.zones[0]", "'1', '2' or '3'"),
     ("system pool with no node", _set("systemPool.minCount", 0), "systemPool.minCount", "greater than or equal to 1"),
-    ("not a number", _set("cpuPool.maxCount", "many"), "cpuPool.maxCount", "valid integer"),
+    ("not a number", _set("cpuPool.maxCount", "many"), "cpuPool.maxCount", "a whole number belongs here"),
+    ("a number as text", _set("cpuPool.maxCount", "4"), "cpuPool.maxCount", "without quotes: maxCount: 4"),
+    (
+        "a decimal as text",
+        _set("cluster.autoscalerProfile", {"scaleDownUtilizationThreshold": "0.6"}),
+        "cluster.autoscalerProfile.scaleDownUtilizationThreshold",
+        "without quotes: scaleDownUtilizationThreshold: 0.6",
+    ),
     ("LTS without Premium", _set("upgrade.supportPlan", "AKSLongTermSupport"), "upgrade.tier", "requires tier Premium"),
     (
         "public API server open to the world",
