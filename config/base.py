@@ -12,7 +12,7 @@ from .errors import text_for_number_error
 def _number_kinds(annotation: Any) -> set[Any]:
     """{int} or {int, float} or {float} when a field takes numbers (maybe None) and never text; else empty."""
     options = get_args(annotation) if get_origin(annotation) in (Union, types.UnionType) else (annotation,)
-    kinds = {option for option in options if option is not type(None)}
+    kinds: set[Any] = {option for option in options if option is not type(None)}
     return kinds if kinds and kinds <= {int, float} else set()
 
 
@@ -34,8 +34,10 @@ class ConfigModel(BaseModel):
     @classmethod
     def _numbers_are_not_text(cls, value: Any, info: ValidationInfo) -> Any:
         # YAML `maxCount: "4"` is text; pydantic would read it as 4 without a word. Say where and how to write it.
-        kinds = _number_kinds(cls.model_fields[info.field_name].annotation) if info.field_name else set()
-        if isinstance(value, str) and kinds:
+        if not isinstance(value, str) or info.field_name is None:
+            return value
+        kinds = _number_kinds(cls.model_fields[info.field_name].annotation)
+        if kinds:
             raise text_for_number_error(value, whole=kinds == {int})
         return value
 

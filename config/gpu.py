@@ -9,7 +9,7 @@ from pydantic import Field, model_validator
 
 from .base import ConfigModel
 from .errors import field_error
-from .gpu_catalog import GPU_SKUS, GpuSku, gpu_sku
+from .gpu_catalog import GPU_SKUS, GpuSku, closest_gpu_sizes, gpu_sku
 from .gpu_validation import PoolValidationConfig
 from .node_pools import VM_SIZE_PATTERN, AutoscaledPoolConfig
 from .types import HashedPoolName
@@ -75,7 +75,13 @@ class GpuPoolConfig(AutoscaledPoolConfig):
     def _check_gpu(self) -> GpuPoolConfig:
         sku = gpu_sku(self.vm_size)
         if sku is None:
-            raise field_error("vmSize", self.vm_size, f"must be a GPU size from the catalog: {sorted(GPU_SKUS)}")
+            close = closest_gpu_sizes(self.vm_size)
+            hint = f"did you mean {' or '.join(close)}? " if close else ""
+            raise field_error(
+                "vmSize",
+                self.vm_size,
+                f"not a GPU size of the catalog; {hint}The catalog (config/gpu_catalog.py) has: {sorted(GPU_SKUS)}",
+            )
         if self.mig_profile is not None and sku.mig_slice(self.mig_profile) is None:
             allowed = [f"{s.profile} ({s.per_gpu} x {s.nvidia_profile} per GPU)" for s in sku.mig]
             raise field_error(

@@ -26,6 +26,7 @@ these sizes has a dedicated cache disk, so AKS places an ephemeral OS disk on th
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 
 MigProfile = str
@@ -223,8 +224,15 @@ MIG_PARTED_CONFIGS: dict[str, dict[MigProfile, str]] = {
 }
 
 _BY_LOWER = {size.lower(): sku for size, sku in GPU_SKUS.items()}
+_NAME_BY_LOWER = {size.lower(): size for size in GPU_SKUS}
 
 
 def gpu_sku(vm_size: str) -> GpuSku | None:
     """The catalog entry of a VM size (Azure compares sizes case-insensitively), or None."""
     return _BY_LOWER.get(vm_size.lower())
+
+
+def closest_gpu_sizes(vm_size: str, n: int = 3) -> list[str]:
+    """Catalogued GPU sizes whose names are closest to `vm_size` (for "did you mean")."""
+    matches = difflib.get_close_matches(vm_size.lower(), list(_NAME_BY_LOWER), n=n, cutoff=0.6)
+    return [_NAME_BY_LOWER[m] for m in matches]

@@ -7,7 +7,7 @@ import ipaddress
 from collections.abc import Mapping
 from typing import Literal, cast
 
-from pydantic import Field, ValidationInfo, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from .aks_versions import CATALOG_CHECKED_ON, why_not_creatable
 from .autoscaling import AutoscalingConfig
@@ -21,6 +21,7 @@ from .lustre_catalog import required_subnet_prefix
 from .monitoring import MonitoringConfig
 from .network import NETAPP_DELEGATION, NetworkConfig, usable_addresses
 from .node_pools import AutoscaledPoolConfig, CpuPoolConfig, SystemPoolConfig
+from .regions import CATALOG_SOURCE, closest_regions, region
 from .security import SecurityConfig
 from .storage import LUSTRE_CLIENT_OS_SKUS, StorageConfig
 from .training import FLAVOR_MAX_TAINTS, TrainingConfig, gpu_capacity, gpus_per_node
@@ -51,7 +52,7 @@ class PlatformConfig(ConfigModel):
         description="Environment name; tags every resource, and prod protects stateful resources from deletion"
     )
     location: str = Field(
-        pattern=r"^[a-z]+[a-z0-9]*$", description="Azure region of every resource, lowercase, e.g. koreacentral"
+        description="Azure region of every resource, its programmatic name, e.g. koreacentral (config/regions.py)"
     )
     resource_group: ResourceGroupConfig = Field(description="The resource group: name, and whether it already exists")
     tags: dict[str, str] = Field(
@@ -118,6 +119,29 @@ class PlatformConfig(ConfigModel):
     def protect_stateful(self) -> bool:
         """Prod protects resources that hold data (Lustre, storage accounts, registry)."""
         return self.environment == "prod"
+
+    @field_validator("location")
+    @classmethod
+    def _check_region(cls, location: str) -> str:
+        if region(location) is None:
+            close = closest_regions(location)
+            hint = f"did you mean {' or '.join(close)}? " if close else ""
+            raise ValueError(
+                f"not an Azure region of the catalog; {hint}Use the programmatic name (`az account list-locations "
+                f"--query [].name`); the catalog (config/regions.py) is {CATALOG_SOURCE}"
+            )
+        return location
+
+    @model_validator(mode="after")
+    def _check_zones_exist(self) -> PlatformConfig:
+        found = region(self.location)
+        assert found is not None, "checked by _check_region"
+        for path, pool in self.all_pools:
+            beyond = [zone for zone in pool.zones if int(zone) > found.zones]
+            if beyond:
+                offered = f"zones 1-{found.zones}" if found.zones else "no availability zones: set zones: []"
+                raise field_error(f"{path}.zones", pool.zones, f"{self.location} offers {offered}")
+        return self
 
     @model_validator(mode="after")
     def _check_pools_fit(self) -> PlatformConfig:

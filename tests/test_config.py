@@ -101,6 +101,15 @@ BROKEN: list[tuple[str, Breaker, str, str]] = [
     ("duplicate pool names", _set("cpuPool.name", "system"), "cpuPool.name", "unique"),
     ("zone that does not exist", _set("cpuPool.zones", ["4"]), "cpuPool.zones[0]", "'1', '2' or '3'"),
     ("system pool with no node", _set("systemPool.minCount", 0), "systemPool.minCount", "greater than or equal to 1"),
+    ("misspelt region", _set("location", "koreacentrl"), "location", "did you mean koreacentral?"),
+    ("display name for a region", _set("location", "Korea Central"), "location", "did you mean koreacentral?"),
+    ("zones in a region without zones", _set("location", "koreasouth"), "systemPool.zones", "set zones: []"),
+    (
+        "misspelt GPU size",
+        _set("gpuPools.0.vmSize", "Standard_NC4as_T4_v4"),
+        "gpuPools[0].vmSize",
+        "did you mean Standard_NC4as_T4_v3",
+    ),
     ("not a number", _set("cpuPool.maxCount", "many"), "cpuPool.maxCount", "a whole number belongs here"),
     ("a number as text", _set("cpuPool.maxCount", "4"), "cpuPool.maxCount", "without quotes: maxCount: 4"),
     (
