@@ -1,12 +1,17 @@
 """Base model shared by every config section: strict keys, frozen, camelCase aliases."""
 
 import types
-from typing import Any, Union, get_args, get_origin
+from collections.abc import Mapping
+from typing import Any, Union, cast, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 from pydantic.alias_generators import to_camel
 
 from .errors import text_for_number_error
+
+# Validation-context key naming the model whose own fields arrive as text: Pulumi hands every top-level stack
+# setting to the program as a string (`nodes: 2` arrives as "2"), so only nested values keep their YAML types.
+TEXT_SETTINGS_MODEL = "text_settings_model"
 
 
 def _number_kinds(annotation: Any) -> set[Any]:
@@ -35,6 +40,9 @@ class ConfigModel(BaseModel):
     def _numbers_are_not_text(cls, value: Any, info: ValidationInfo) -> Any:
         # YAML `maxCount: "4"` is text; pydantic would read it as 4 without a word. Say where and how to write it.
         if not isinstance(value, str) or info.field_name is None:
+            return value
+        context: Any = info.context
+        if isinstance(context, Mapping) and cast(Mapping[str, Any], context).get(TEXT_SETTINGS_MODEL) is cls:
             return value
         kinds = _number_kinds(cls.model_fields[info.field_name].annotation)
         if kinds:

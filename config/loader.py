@@ -13,6 +13,7 @@ from pulumi.runtime.mocks import MockMonitor
 from pydantic import BaseModel, ValidationError
 
 from .aks_versions import CATALOG_CHECKED_ON
+from .base import TEXT_SETTINGS_MODEL
 from .errors import ConfigError, problems_from
 from .placeholders import refuse_placeholders
 from .platform import VERSION_DATE_CONTEXT, PlatformConfig
@@ -41,7 +42,7 @@ def decode_setting(raw: Any) -> Any:
 def validate_section(model: type[Model], value: Any, source: str, context: Mapping[str, Any] | None = None) -> Model:
     """Validate one section (or a component's plain args) with the stack's error format."""
     try:
-        return model.model_validate(value, context=context)
+        return model.model_validate(value, context={**(context or {}), TEXT_SETTINGS_MODEL: model})
     except ValidationError as err:
         raise ConfigError(problems_from(err, model=model), source=source) from None
 
