@@ -18,7 +18,8 @@ import pulumi_azure_native.containerservice as containerservice
 
 from aks_gpu_platform.config.gpu import GpuPoolConfig, GpuStackMode
 from aks_gpu_platform.config.gpu_catalog import MIG_PARTED_CONFIGS
-from aks_gpu_platform.config.scheduling import gpu_pool_node_labels, gpu_pool_taints
+from aks_gpu_platform.config.scheduling import gpu_pool_node_labels, gpu_pool_taints, scale_from_zero_tags
+from aks_gpu_platform.config.training import gpus_per_node
 
 from .agent_pools import (
     PoolPlacementArgs,
@@ -98,9 +99,12 @@ class GpuNodePool(pulumi.ComponentResource):
             **autoscaled_pool_args(pool, encrypted),
             "agent_pool_name": azure_pool_name(pool, mode, encrypted),
         }
+        placement = placement_args(args)
+        # AKS copies pool tags to the scale set, where the cluster autoscaler reads what a node at zero offers.
+        placement["tags"] = {**placement["tags"], **scale_from_zero_tags(pool, gpus_per_node(pool))}
         self.agent_pool = containerservice.AgentPool(
             f"{name}-pool",
-            **placement_args(args),
+            **placement,
             **pool_args,
             mode=containerservice.AgentPoolMode.USER,
             node_labels={

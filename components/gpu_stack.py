@@ -7,7 +7,7 @@
 - aksManaged: AKS installs driver, device plugin and DCGM exporter on the node itself
   (components/aks_managed_gpu.py); no release here advertises GPUs.
 - InfiniBand: NVIDIA's Network Operator plus a NicClusterPolicy that runs the RDMA shared
-  device plugin on the IB pools, so pods can request `rdma/shared_ib`.
+  device plugin on the IB pools, so pods can request `RDMA_RESOURCE` (config/scheduling.py).
 
 Every pod that must run on GPU nodes here (device plugin, operator operands, node-feature-discovery
 workers, RDMA plugin) tolerates every taint of every GPU pool: the GPU taint, Spot's and extra taints.
@@ -25,6 +25,10 @@ from aks_gpu_platform.config.scheduling import (
     GPU_POOL_LABEL_KEY,
     GPU_POOL_LABEL_VALUE,
     GPU_POOL_NAME_LABEL_KEY,
+    RDMA_DEVICES_PER_NODE,
+    RDMA_RESOURCE,
+    RDMA_RESOURCE_NAME,
+    RDMA_RESOURCE_PREFIX,
     gpu_tolerations,
 )
 
@@ -48,7 +52,6 @@ RDMA_SHARED_DEVICE_PLUGIN = {
     "repository": "nvcr.io/nvidia/mellanox",
     "version": "network-operator-v26.4.1",
 }
-RDMA_RESOURCE = "rdma/shared_ib"
 # Mellanox/NVIDIA networking PCI vendor ID (the ConnectX virtual functions of Azure's IB sizes).
 MELLANOX_VENDOR_ID = "15b3"
 SYSTEM_NODE_CRITICAL = "system-node-critical"
@@ -212,13 +215,12 @@ class GpuStack(pulumi.ComponentResource):
                 ),
             )
             self.releases.append(network_operator)
-            prefix, resource = RDMA_RESOURCE.split("/")
             device_config = {
                 "configList": [
                     {
-                        "resourcePrefix": prefix,
-                        "resourceName": resource,
-                        "rdmaHcaMax": 63,
+                        "resourcePrefix": RDMA_RESOURCE_PREFIX,
+                        "resourceName": RDMA_RESOURCE_NAME,
+                        "rdmaHcaMax": RDMA_DEVICES_PER_NODE,
                         "selectors": {"vendors": [MELLANOX_VENDOR_ID], "linkTypes": ["infiniband"]},
                     }
                 ]

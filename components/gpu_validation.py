@@ -5,7 +5,7 @@
   container starts its own host engine (`nv-hostengine`) and runs the diagnostic against it. Image: the DCGM
   image the GPU Operator v26.7.0 ships (`deployments/gpu-operator/values.yaml`, dcgm 4.6.0-1-ubuntu24.04).
 - NCCL all-reduce across two nodes of an InfiniBand pool: an Indexed Job of two pods (one per node, required
-  anti-affinity on the hostname), each with all GPUs and the RDMA shared device (`rdma/shared_ib`), rendezvous at
+  anti-affinity on the hostname), each with all GPUs and the RDMA shared device (`RDMA_RESOURCE`), rendezvous at
   pod 0 through a headless Service; `components/nccl_probe.py` measures the bus bandwidth and fails below the
   size's floor (config/gpu_validation.py). Image: NGC PyTorch 26.03, the base of Azure's own AKS NCCL test image
   (Azure/ai-infrastructure-on-azure infrastructure_validations/aks/NCCL/docker/Dockerfile).
@@ -29,14 +29,19 @@ import pulumi_kubernetes as k8s
 
 from aks_gpu_platform.config.gpu import GpuPoolConfig
 from aks_gpu_platform.config.gpu_validation import nccl_baseline
-from aks_gpu_platform.config.scheduling import GPU_POOL_NAME_LABEL_KEY, GPU_RESOURCE, gpu_node_selector, gpu_tolerations
+from aks_gpu_platform.config.scheduling import (
+    GPU_POOL_NAME_LABEL_KEY,
+    GPU_RESOURCE,
+    RDMA_RESOURCE,
+    gpu_node_selector,
+    gpu_tolerations,
+)
 
 from .context import ClusterHandle
 
 NAMESPACE = "gpu-validation"
 DCGM_IMAGE = "nvcr.io/nvidia/cloud-native/dcgm:4.6.0-1-ubuntu24.04"
 PYTORCH_IMAGE = "nvcr.io/nvidia/pytorch:26.03-py3"
-RDMA_RESOURCE = "rdma/shared_ib"  # the Network Operator's RDMA shared device plugin (components/gpu_stack.py)
 NCCL_PORT = 29500
 PROBE_SCRIPT = Path(__file__).with_name("nccl_probe.py")
 # checkov skips, each with its reason (tests/test_checkov.py reads them from the object).

@@ -165,7 +165,7 @@ def kueue_manager_config(settings: TrainingConfig) -> dict[str, Any]:
         },
         "integrations": {"frameworks": list(FRAMEWORKS)},
         # Only what a ClusterQueue declares is metered: GPUs always, CPU/memory where a team sets them;
-        # the RDMA device (rdma/shared_ib) of InfiniBand pools is not a quota. Beta, on by default in v0.19.
+        # the RDMA device (RDMA_RESOURCE) of InfiniBand pools is not a quota. Beta, on by default in v0.19.
         "resources": {"quotaCheckStrategy": "IgnoreUndeclared"},
     }
 

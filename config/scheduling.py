@@ -26,6 +26,23 @@ GPU_RESOURCE = "nvidia.com/gpu"
 
 CPU_POOL_LABEL_VALUE = "cpu"
 
+# The RDMA shared device plugin's resource on InfiniBand nodes (NicClusterPolicy resourcePrefix/resourceName),
+# what the NCCL probe and training ranks request. The name part allows [a-zA-Z0-9_]
+# (Mellanox/k8s-rdma-shared-dev-plugin pkg/resources/resources_manager.go validResourceName), but the cluster
+# autoscaler reads `_` in a resource tag as `/` (see autoscaler_resource_tag): no `_`, or pools at zero never
+# advertise it and never scale up.
+RDMA_RESOURCE_PREFIX = "rdma"
+RDMA_RESOURCE_NAME = "ib"
+RDMA_RESOURCE = f"{RDMA_RESOURCE_PREFIX}/{RDMA_RESOURCE_NAME}"
+# The plugin's rdmaHcaMax: pods that can share one node's RDMA devices, i.e. what a node advertises.
+RDMA_DEVICES_PER_NODE = 63
+
+# kubernetes/autoscaler cluster-autoscaler-1.36.1, cloudprovider/azure/azure_util.go nodeResourcesTagName: at zero
+# nodes a scale set's template offers cpu, memory and nvidia.com/gpu from its SKU, plus one extended resource per
+# tag with this prefix (azure_template.go extractAllocatableResourcesFromScaleSet). AKS copies AgentPool tags onto
+# the pool's scale set (azure-aks-docs articles/aks/use-tags.md, "Add tags to node pools").
+AUTOSCALER_RESOURCE_TAG_PREFIX = "k8s.io_cluster-autoscaler_node-template_resources_"
+
 # AKS puts this taint (and the label scalesetpriority=spot) on every Spot pool's nodes, whether or not the
 # pool's nodeTaints name it (https://learn.microsoft.com/azure/aks/spot-node-pool, as of 2026-08).
 SPOT_TAINT_KEY = "kubernetes.azure.com/scalesetpriority"
@@ -69,6 +86,25 @@ def gpu_pool_node_labels(pool_name: str, gpu_model: str | None = None) -> dict[s
     if gpu_model:
         labels[GPU_MODEL_LABEL_KEY] = gpu_model
     return labels
+
+
+def autoscaler_resource_tag(resource: str) -> str:
+    """The scale-set tag name that makes the autoscaler's template offer `resource` (Azure tag names allow no `/`:
+    the autoscaler turns every `_` after the prefix into `/`, so a resource with `_` cannot be named)."""
+    if "_" in resource:
+        raise ValueError(f"{resource!r}: the cluster autoscaler reads `_` in a tag as `/`; it cannot be a tag")
+    return AUTOSCALER_RESOURCE_TAG_PREFIX + resource.replace("/", "_")
+
+
+def scale_from_zero_tags(pool: GpuPoolConfig, gpus_per_node: int) -> dict[str, str]:
+    """AgentPool tags that tell the cluster autoscaler what a node of `pool` offers beyond its SKU: the RDMA
+    devices of InfiniBand pools, and on MIG pools the `nvidia.com/gpu` slices (the SKU counts whole GPUs)."""
+    tags: dict[str, str] = {}
+    if pool.infiniband:
+        tags[autoscaler_resource_tag(RDMA_RESOURCE)] = str(RDMA_DEVICES_PER_NODE)
+    if pool.mig_profile:
+        tags[autoscaler_resource_tag(GPU_RESOURCE)] = str(gpus_per_node)
+    return tags
 
 
 def cpu_node_selector() -> dict[str, str]:

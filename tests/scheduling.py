@@ -19,8 +19,10 @@ not in a node template and the selectors on them are left out; each reader says 
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 from aks_gpu_platform.config.gpu_catalog import gpu_sku
@@ -152,6 +154,57 @@ def requests_gpus(spec: Mapping[str, Any]) -> bool:
         for c in containers
         for bound in ("limits", "requests")
     )
+
+
+# k8s.io/apimachinery pkg/api/resource quantity suffixes (binary and decimal SI, milli).
+QUANTITY_SUFFIXES = {
+    "m": Fraction(1, 1000),
+    "": Fraction(1),
+    "k": Fraction(10**3),
+    "M": Fraction(10**6),
+    "G": Fraction(10**9),
+    "T": Fraction(10**12),
+    "Ki": Fraction(2**10),
+    "Mi": Fraction(2**20),
+    "Gi": Fraction(2**30),
+    "Ti": Fraction(2**40),
+}
+
+
+def parse_quantity(value: Any) -> Fraction:
+    """A Kubernetes quantity (`500m`, `64Gi`, `8`) as an exact number."""
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)([a-zA-Z]*)", str(value).strip())
+    assert match and match.group(2) in QUANTITY_SUFFIXES, f"not a modelled quantity: {value!r}"
+    return Fraction(match.group(1)) * QUANTITY_SUFFIXES[match.group(2)]
+
+
+def pod_requests(spec: Mapping[str, Any]) -> dict[str, Fraction]:
+    """The scheduler's view of a pod's requests (k8s.io/component-helpers resource.PodRequests): per resource the
+    larger of the containers' sum and the largest init container; a limit without a request counts as the request."""
+
+    def requests(container: Mapping[str, Any]) -> dict[str, Fraction]:
+        resources = container.get("resources") or {}
+        merged = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
+        return {name: parse_quantity(quantity) for name, quantity in merged.items()}
+
+    total: dict[str, Fraction] = {}
+    for container in spec.get("containers") or []:
+        for name, quantity in requests(container).items():
+            total[name] = total.get(name, Fraction(0)) + quantity
+    for container in spec.get("initContainers") or []:
+        for name, quantity in requests(container).items():
+            total[name] = max(total.get(name, Fraction(0)), quantity)
+    return total
+
+
+def unmet_requests(spec: Mapping[str, Any], allocatable: Mapping[str, Fraction]) -> list[str]:
+    """The NodeResourcesFit filter on an empty node: each resource the pod requests that the node lacks or has
+    too little of, as `name (wants x, node has y)`."""
+    return [
+        f"{name} (wants {float(quantity):g}, node has {float(allocatable.get(name, 0)):g})"
+        for name, quantity in sorted(pod_requests(spec).items())
+        if quantity > allocatable.get(name, Fraction(0))
+    ]
 
 
 def object_pod_templates(recording: Recording) -> list[PodTemplate]:

@@ -121,7 +121,7 @@ def test_a_feature_discovery_worker_labels_every_infiniband_node(
 ) -> None:
     # The RDMA plugin DaemonSet selects feature.node.kubernetes.io/pci-15b3.present=true (network-operator
     # 26.4.1 manifests/state-rdma-shared-device-plugin/0060_rdma-shared-dev-plugin-ds.yaml): only an NFD
-    # worker running on the node writes that label, so no worker there means no rdma/shared_ib.
+    # worker running on the node writes that label, so no worker there means no rdma/ib.
     recording = prod_recording if mode == "devicePlugin" else operator_recording
     network = _release(recording, "network-operator").inputs["values"]
     if network["nfd"]["enabled"]:

@@ -336,9 +336,9 @@ def test_prod_infiniband_pools_get_the_network_operator_and_rdma(prod_recording:
     ib_nodes = [n for n in node_templates(prod_recording) if n.labels.get("gpu-pool") in ib]
     assert len(ib_nodes) == len(ib)
     for node in ib_nodes:
-        assert pod_fits_node(rdma_plugin, node.labels, node.taints), f"no rdma/shared_ib on {node.pool} without it"
+        assert pod_fits_node(rdma_plugin, node.labels, node.taints), f"no rdma/ib on {node.pool} without it"
     assert "rdma_shared_device_a" not in spec["rdmaSharedDevicePlugin"]["config"]
-    assert '"resourceName": "shared_ib"' in spec["rdmaSharedDevicePlugin"]["config"]
+    assert '"resourceName": "ib"' in spec["rdmaSharedDevicePlugin"]["config"]
 
 
 def test_dev_has_no_network_operator(dev_recording: Recording) -> None:
@@ -377,7 +377,7 @@ def test_gpu_operator_mode_installs_only_the_operator(build: Callable[[Callable[
     values = charts["gpu-operator"]["values"]
     assert values["driver"]["enabled"] and values["devicePlugin"]["enabled"] and values["dcgmExporter"]["enabled"]
     assert charts["network-operator"]["values"]["nfd"]["enabled"] is False, "one node-feature-discovery only"
-    assert made["stack"].dcgm_from_operator and made["stack"].rdma_resource == "rdma/shared_ib"
+    assert made["stack"].dcgm_from_operator and made["stack"].rdma_resource == "rdma/ib"
     node = node_template(recording.one(AGENT_POOL).inputs)
     operator_pods = [p for p in release_pod_templates(recording)[0] if p.source.startswith("gs-gpu-operator")]
     assert {p.source.split(": ")[1] for p in operator_pods} == {"operand DaemonSets", "node-feature-discovery worker"}

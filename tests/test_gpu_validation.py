@@ -102,7 +102,7 @@ def test_nccl_runs_across_two_nodes_with_rdma_and_the_sizes_floor(validated: Rec
     (container,) = pod["containers"]
     assert f"--master-addr={name}-0.{pod['subdomain']}" in container["command"][-1], "rendezvous at pod 0"
     limits = container["resources"]["limits"]
-    assert limits["nvidia.com/gpu"] == "8" and limits["rdma/shared_ib"] == "1", "every GPU and the IB devices"
+    assert limits["nvidia.com/gpu"] == "8" and limits["rdma/ib"] == "1", "every GPU and the IB devices"
     assert "IPC_LOCK" in container["securityContext"]["capabilities"]["add"], "RDMA pins memory"
     env = {e["name"]: e["value"] for e in container["env"]}
     assert float(env["MIN_BUS_BANDWIDTH_GBPS"]) == 300.0, "ND H100 v5: below 300 GB/s Azure asks for a health report"

@@ -9,33 +9,50 @@ extra-tainted InfiniBand pool, the GPU Operator with a MIG pool).
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from aks_gpu_platform.config import load_platform_config
 from aks_gpu_platform.config.platform import PlatformConfig
 from aks_gpu_platform.config.scheduling import pod_fits_node
 from tests import test_example_training_job as example_job
+from tests.autoscaler_template import (
+    NIC_CLUSTER_POLICY,
+    advertised_rdma_resources,
+    pods_that_bring_up_nodes,
+    resources_from_tags,
+    scale_from_zero_problems,
+    template_node,
+    why_not_template,
+    zero_node_templates,
+)
 from tests.conftest import settings_of
 from tests.scheduling import (
+    AGENT_POOL,
     AKS_SPOT_TAINT,
     NodeTemplate,
     PodTemplate,
     SchedulingCheck,
     node_template,
     node_templates,
+    parse_quantity,
+    pod_requests,
     scheduling_check,
+    unmet_requests,
 )
-from tools.offline import Recording, run_stack
+from tools.offline import RecordedResource, Recording, run_stack
 from tools.plan import policy_verdicts
 from tools.render import render_and_validate
 from tools.stack_files import load_stack_file
 
 PREFIX = "aks-gpu-platform:"
 RELEASE = "kubernetes:helm.sh/v3:Release"
+REPO_ROOT = Path(__file__).resolve().parent.parent
 
 # The design notes' `gpu-test` toleration, spelled out literally.
 GPU_TOLERATION = {"key": "sku", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}
@@ -59,6 +76,7 @@ def _infiniband(config: dict[str, Any]) -> None:
             "maxCount": 2,
             "infiniband": True,
             "taints": ["workload=training:NoSchedule"],
+            "validation": {"dcgmDiag": True, "ncclAllReduce": True},
         }
     )
 
@@ -120,7 +138,12 @@ EXPECTED_GPU_PODS: dict[str, set[str]] = {
     "dev": {"device plugin DaemonSet", "exporter DaemonSet", "gpu-smoke-test-job", "inference-sample-deployment"},
     "prod": {"device plugin DaemonSet", "exporter DaemonSet", "RDMA shared device plugin", "CSI node DaemonSets"},
     "spot-only": {"device plugin DaemonSet", "exporter DaemonSet", "CSI node DaemonSets", "gpu-smoke-test-job"},
-    "infiniband": {"device plugin DaemonSet", "RDMA shared device plugin", "node-feature-discovery worker"},
+    "infiniband": {
+        "device plugin DaemonSet",
+        "RDMA shared device plugin",
+        "node-feature-discovery worker",
+        "nccl-h100ib",
+    },
     "gpu-operator-mig": {"operand DaemonSets", "node-feature-discovery worker", "gpu-smoke-test-job"},
 }
 
@@ -233,6 +256,183 @@ def test_a_queued_training_job_is_admitted_onto_spot_gpus(variant_recordings: di
     assert flavor is not None, "the team's quota on the Spot pool admits a one-node job"
     admitted = example_job.admitted_pod(platform, pod, flavor)
     assert pod_fits_node(admitted, spot.labels, spot.taints), "the training ranks must land on the platform's Spot GPUs"
+
+
+# ---------------------------------------------------------------- scale from zero
+
+# Pods each stack must be able to bring a GPU node up for, from zero: the contract is only as good as what it sees.
+EXPECTED_SCALE_UP_PODS: dict[str, set[str]] = {
+    "dev": {"gpu-smoke-test-job", "inference-sample-deployment", "flavor-gput4"},
+    "prod": {"gpu-smoke-test-job", "flavor-gpua100", "flavor-h100z1", "flavor-h100z2", "flavor-h100z3"},
+    "spot-only": {"gpu-smoke-test-job", "flavor-gput4"},
+    "infiniband": {"gpu-smoke-test-job", "dcgm-diag-h100ib", "nccl-h100ib", "flavor-h100ib"},
+    "gpu-operator-mig": {"gpu-smoke-test-job", "flavor-a100mig"},
+}
+
+
+def infiniband_pools(stack: str) -> set[str]:
+    return {p.name for p in platform_config(stack).gpu_pools if p.infiniband}
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_pool_at_zero_scales_up_for_the_pods_that_need_it(stacks: dict[str, Recording], stack: str) -> None:
+    """The cluster autoscaler adds a node to a pool at zero only if the pending pod fits the pool's template
+    (SKU resources, labels, taints, resource tags): the smoke test, the validation Jobs, the inference sample and
+    every rank Kueue admits on a flavor must fit, extended resources included."""
+    recording = stacks[stack]
+    zero = zero_node_templates(recording)
+    gpu_pools = platform_config(stack).gpu_pools
+    assert len(zero) == sum(p.min_count == 0 for p in gpu_pools), "every GPU pool with minCount 0 has a template"
+    sources = [pod.source for pod in pods_that_bring_up_nodes(recording, infiniband_pools(stack))]
+    missing = [p for p in EXPECTED_SCALE_UP_PODS[stack] if not any(p in source for source in sources)]
+    assert not missing, f"{stack}: the contract must see {missing} (saw {sources})"
+    problems = scale_from_zero_problems(recording, infiniband_pools(stack))
+    assert not problems, (
+        f"{stack}: these pods stay Pending forever (a ProvisioningRequest never succeeds, a Job hits its deadline):\n"
+        + "\n".join(problems)
+    )
+
+
+def _with_rdma_name(recording: Recording, resource: str) -> Recording:
+    """The infiniband variant as it would be with another RDMA resource name: the plugin advertises it, the
+    validation Jobs request it and the IB pool's resource tag is written the only way a tag can name it."""
+    old_prefix, old_name = next(iter(advertised_rdma_resources(recording))).split("/")
+    prefix, name = resource.split("/")
+    tag_prefix = "k8s.io_cluster-autoscaler_node-template_resources_"
+    changed: list[RecordedResource] = []
+    for original in recording.resources:
+        r = copy.deepcopy(original)
+        if r.type == AGENT_POOL and r.inputs.get("tags"):
+            r.inputs["tags"] = {
+                (f"{tag_prefix}{prefix}_{name}" if k == f"{tag_prefix}{old_prefix}_{old_name}" else k): v
+                for k, v in r.inputs["tags"].items()
+            }
+        elif r.type == NIC_CLUSTER_POLICY:
+            plugin = r.inputs["spec"]["rdmaSharedDevicePlugin"]
+            config = plugin["config"].replace(f'"{old_name}"', f'"{name}"').replace(f'"{old_prefix}"', f'"{prefix}"')
+            plugin["config"] = config
+        elif r.type == "kubernetes:batch/v1:Job":
+            for container in r.inputs["spec"]["template"]["spec"]["containers"]:
+                for bound in container.get("resources", {}).values():
+                    if f"{old_prefix}/{old_name}" in bound:
+                        bound[resource] = bound.pop(f"{old_prefix}/{old_name}")
+        changed.append(r)
+    return Recording(resources=changed)
+
+
+def test_the_contract_fails_the_old_rdma_name_no_tag_can_express(variant_recordings: dict[str, Recording]) -> None:
+    """The defect: `rdma/shared_ib` is written `..._rdma_shared_ib` and read back as `rdma/shared/ib`, so the IB
+    pool's template never offers what the NCCL Job and the admitted ranks request, and the pool stays at zero."""
+    old = _with_rdma_name(variant_recordings["infiniband"], "rdma/shared_ib")
+    (ib_pool,) = [p for p in old.of_type(AGENT_POOL) if (p.inputs.get("nodeLabels") or {}).get("gpu-pool") == "h100ib"]
+    assert "rdma/shared/ib" in template_node(ib_pool.inputs).allocatable, "the autoscaler reads every `_` as `/`"
+    problems = scale_from_zero_problems(old, {"h100ib"})
+    for pod in ("nccl-h100ib", "flavor-h100ib"):
+        assert any(pod in p and "lacks rdma/shared_ib" in p for p in problems), (
+            f"the contract must fail {pod} on the old name: {problems}"
+        )
+
+
+def test_the_contract_fails_an_infiniband_pool_without_its_resource_tag(
+    variant_recordings: dict[str, Recording],
+) -> None:
+    recording = variant_recordings["infiniband"]
+    untagged: list[RecordedResource] = []
+    for original in recording.resources:
+        r = copy.deepcopy(original)
+        if r.type == AGENT_POOL:
+            r.inputs["tags"] = {k: v for k, v in (r.inputs.get("tags") or {}).items() if "node-template" not in k}
+        untagged.append(r)
+    problems = scale_from_zero_problems(Recording(resources=untagged), {"h100ib"})
+    assert any("nccl-h100ib" in p and "lacks rdma/ib" in p for p in problems), (
+        f"the SKU alone never offers the RDMA device: {problems}"
+    )
+
+
+@pytest.mark.parametrize("stack", ["prod", "infiniband"])
+def test_the_rdma_resource_is_one_name_the_plugin_accepts_and_a_tag_can_carry(
+    stacks: dict[str, Recording], stack: str
+) -> None:
+    recording = stacks[stack]
+    advertised = advertised_rdma_resources(recording)
+    assert len(advertised) == 1, f"one RDMA resource, named in one place: {advertised}"
+    (resource,) = advertised
+    # Mellanox/k8s-rdma-shared-dev-plugin network-operator-v26.4.0-beta.6 (410b0f32, the newest tag of the 26.4
+    # line; 26.4.1 ships its image), pkg/resources/resources_manager.go validResourceName.
+    assert re.fullmatch(r"[a-zA-Z0-9_]+", resource.split("/")[1]), "the plugin refuses any other resource name"
+    ib_pools = [p for p in recording.of_type(AGENT_POOL) if p.inputs["vmSize"].startswith("Standard_ND")]
+    assert ib_pools and all(resource in resources_from_tags(p.inputs["tags"]) for p in ib_pools), (
+        "every InfiniBand pool's tags must give its template the resource the plugin advertises"
+    )
+    requested = {
+        name
+        for pod in pods_that_bring_up_nodes(recording, infiniband_pools(stack))
+        for name in pod_requests(pod.spec)
+        if name.startswith("rdma/")
+    }
+    assert requested <= advertised, f"pods request {requested}, the plugin advertises only {advertised}"
+
+
+def test_the_training_example_brings_up_an_infiniband_node_from_zero(prod_recording: Recording) -> None:
+    """The example as its README runs it (Pulumi.dev.yaml: two nodes, 8 GPUs and the RDMA device each) is admitted
+    on an H100 flavor; the autoscaler must then see that a node from zero fits each rank."""
+    settings = yaml.safe_load((REPO_ROOT / "examples" / "training-job" / "Pulumi.dev.yaml").read_text())["config"]
+    example_settings = {k.removeprefix("training-job:"): v for k, v in settings.items() if k != "training-job:team"}
+    example_settings.pop("platformStack")
+    outputs = {"kubeconfig": example_job.KUBECONFIG, "trainingTeams": prod_recording.stack_outputs["trainingTeams"]}
+    example = example_job.run_example(outputs, **example_settings)
+    pod, count = example_job.the_pod_set(example)
+    assert "rdma/ib" in pod["spec"]["containers"][0]["resources"]["requests"], "ranks use the InfiniBand fabric"
+    meta = example_job.jobset(example)["metadata"]
+    flavor = example_job.admit(
+        prod_recording, meta["labels"]["kueue.x-k8s.io/queue-name"], meta["namespace"], pod, count
+    )
+    assert flavor is not None and flavor.startswith("h100"), f"admitted on an H100 pool, got {flavor}"
+    admitted = example_job.admitted_pod(prod_recording, pod, flavor)
+    (node,) = [n for n in zero_node_templates(prod_recording) if n.labels.get("gpu-pool") == flavor]
+    assert not why_not_template(admitted, node), (
+        f"a rank must fit the {flavor} template: {why_not_template(admitted, node)}"
+    )
+
+
+def test_template_reads_resource_tags_the_autoscaler_way() -> None:
+    tags = {
+        "k8s.io_cluster-autoscaler_node-template_resources_rdma_ib": "63",
+        "k8s.io_cluster-autoscaler_node-template_resources_nvidia.com_gpu": "2",
+        "k8s.io_cluster-autoscaler_node-template_resources_example.com~2dev": "1",
+        "environment": "prod",
+    }
+    found = resources_from_tags(tags)
+    assert found == {"rdma/ib": 63, "nvidia.com/gpu": 2, "example.com/dev": 1}, "`_` and `~2` both read as `/`"
+    pool = {
+        "agentPoolName": "a100",
+        "vmSize": "Standard_NC24ads_A100_v4",
+        "tags": tags,
+        "nodeTaints": ["a=b:NoSchedule"],
+    }
+    node = template_node(pool)
+    assert node.allocatable["nvidia.com/gpu"] == 2, "a tag overrides the SKU's GPU count (MIG slices)"
+    assert node.allocatable["cpu"] == 24 and node.allocatable["memory"] == 225280 * 2**20, "SKU facts of the list"
+    assert node.taints == ("a=b:NoSchedule",) and node.labels["kubernetes.azure.com/agentpool"] == "a100"
+
+
+def test_requests_against_allocatable() -> None:
+    assert parse_quantity("500m") == parse_quantity("0.5") and parse_quantity("64Gi") == 64 * 2**30
+    spec = {
+        "initContainers": [{"name": "i", "resources": {"requests": {"cpu": "4"}}}],
+        "containers": [
+            {"name": "a", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"nvidia.com/gpu": "8"}}},
+            {"name": "b", "resources": {"requests": {"cpu": "2"}}},
+        ],
+    }
+    assert pod_requests(spec) == {"cpu": 4, "memory": 2**30, "nvidia.com/gpu": 8}, "init max, limits as requests"
+    node = {"cpu": parse_quantity("96"), "memory": parse_quantity("1Ti"), "nvidia.com/gpu": parse_quantity("8")}
+    assert not unmet_requests(spec, node)
+    assert unmet_requests(spec, {**node, "nvidia.com/gpu": parse_quantity("1")}) == [
+        "nvidia.com/gpu (wants 8, node has 1)"
+    ]
+    with_rdma = {**spec, "containers": [{"name": "r", "resources": {"limits": {"rdma/ib": "1"}}}]}
+    assert unmet_requests(with_rdma, node) == ["rdma/ib (wants 1, node has 0)"], "a resource the node lacks"
 
 
 # ---------------------------------------------------------------- the scheduler model itself

@@ -196,7 +196,7 @@ def test_kueue_manages_jobsets_only_in_team_namespaces(prod_recording: Recording
         # as the GPU smoke test must never wait on Kueue.
         assert selected == (meta["name"] in team_namespaces), f"namespace {meta['name']} selected={selected}"
     assert config["waitForPodsReady"]["timeout"] == "30m", "a stuck job gives its quota back"
-    assert config["resources"]["quotaCheckStrategy"] == "IgnoreUndeclared", "rdma/shared_ib must not block admission"
+    assert config["resources"]["quotaCheckStrategy"] == "IgnoreUndeclared", "rdma/ib must not block admission"
 
 
 def test_team_namespaces_get_a_claim_on_the_lustre_filesystem(prod_recording: Recording) -> None:

@@ -23,7 +23,7 @@ from pydantic import Field
 
 from aks_gpu_platform.config.base import ConfigModel
 from aks_gpu_platform.config.loader import read_stack_settings, validate_section
-from aks_gpu_platform.config.scheduling import GPU_POOL_NAME_LABEL_KEY, GPU_RESOURCE
+from aks_gpu_platform.config.scheduling import GPU_POOL_NAME_LABEL_KEY, GPU_RESOURCE, RDMA_RESOURCE
 
 PROJECT = "training-job"
 LUSTRE_MOUNT = "/mnt/lustre"
@@ -52,6 +52,9 @@ class TrainingJobConfig(ConfigModel):
     checkpoint_every: int = Field(default=100, ge=1, description="Steps between checkpoints")
     max_restarts: int = Field(
         default=3, ge=0, le=20, description="JobSet restarts of all ranks after a failure, each from the checkpoint"
+    )
+    rdma: bool = Field(
+        default=False, description="Request the InfiniBand RDMA device, so NCCL uses the fabric (InfiniBand pools only)"
     )
     cpu: str = "8"
     memory: str = "48Gi"
@@ -100,6 +103,7 @@ def main() -> None:
     )
     checkpoint_dir = namespace.apply(lambda ns: f"{LUSTRE_MOUNT}/checkpoints/{ns}/{name}")
     gpus = str(cfg.gpus_per_node)
+    devices = {GPU_RESOURCE: gpus, **({RDMA_RESOURCE: "1"} if cfg.rdma else {})}
     container: dict[str, Any] = {
         "name": "trainer",
         "image": cfg.image,
@@ -121,8 +125,8 @@ def main() -> None:
         ],
         "ports": [{"name": "rendezvous", "containerPort": MASTER_PORT}],
         "resources": {
-            "requests": {"cpu": cfg.cpu, "memory": cfg.memory, GPU_RESOURCE: gpus},
-            "limits": {"cpu": cfg.cpu, "memory": cfg.memory, GPU_RESOURCE: gpus},
+            "requests": {"cpu": cfg.cpu, "memory": cfg.memory, **devices},
+            "limits": {"cpu": cfg.cpu, "memory": cfg.memory, **devices},
         },
         "securityContext": {
             "allowPrivilegeEscalation": False,
