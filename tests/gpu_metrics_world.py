@@ -75,35 +75,9 @@ AKS_EXPORTER_COUNTERS = (
     "DCGM_FI_PROF_PCIE_TX_BYTES",
     "DCGM_FI_PROF_PCIE_RX_BYTES",
 )
-# NVIDIA/dcgm-exporter tag 4.6.0-4.8.3 (commit 7ad58324) etc/dcp-metrics-included.csv: the fields it enables
-# (label-type rows left out); the GPU Operator's exporter collects these unless given its own list.
-OPERATOR_DEFAULT_COUNTERS = (
-    "DCGM_FI_DEV_SM_CLOCK",
-    "DCGM_FI_DEV_MEM_CLOCK",
-    "DCGM_FI_DEV_MEMORY_TEMP",
-    "DCGM_FI_DEV_GPU_TEMP",
-    "DCGM_FI_DEV_POWER_USAGE",
-    "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
-    "DCGM_FI_DEV_PCIE_REPLAY_COUNTER",
-    "DCGM_FI_DEV_GPU_UTIL",
-    "DCGM_FI_DEV_MEM_COPY_UTIL",
-    "DCGM_FI_DEV_ENC_UTIL",
-    "DCGM_FI_DEV_DEC_UTIL",
-    "DCGM_FI_DEV_XID_ERRORS",
-    "DCGM_FI_DEV_FB_FREE",
-    "DCGM_FI_DEV_FB_USED",
-    "DCGM_FI_DEV_FB_RESERVED",
-    "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL",
-    "DCGM_FI_DEV_VGPU_LICENSE_STATUS",
-    "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
-    "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS",
-    "DCGM_FI_DEV_ROW_REMAP_FAILURE",
-    "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
-    "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
-    "DCGM_FI_PROF_DRAM_ACTIVE",
-    "DCGM_FI_PROF_PCIE_TX_BYTES",
-    "DCGM_FI_PROF_PCIE_RX_BYTES",
-)
+# NVIDIA/dcgm-exporter tag 4.6.0-4.8.3 (commit 7ad58324) etc/dcp-metrics-included.csv, the GPU Operator exporter's
+# default list, enables exactly these fields too: no ECC, NVLink error or throttling counter.
+OPERATOR_DEFAULT_COUNTERS = AKS_EXPORTER_COUNTERS
 # gpu-operator v26.7.0 deployments/gpu-operator/values.yaml dcgmExporter.version.
 OPERATOR_DEFAULT_EXPORTER_TAG = "4.6.0-4.8.3-distroless"
 # NVIDIA/AgentBaker components.json: the exporter release AKS ships on managed GPU nodes.
