@@ -2,6 +2,7 @@
 and KEDA read, nothing more."""
 
 from collections.abc import Sequence
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -24,6 +25,16 @@ SCRAPE_LABEL_LIMITS = {"labelLimit": 63, "labelNameLengthLimit": 511, "labelValu
 GPU_OPERATOR_NAMESPACE = "gpu-operator"
 GPU_OPERATOR_EXPORTER_LABELS = {"app": "nvidia-dcgm-exporter"}
 COUNTERS_FILE = "/etc/dcgm-exporter/platform-counters.csv"
+# The ConfigMap the GPU Operator chart creates from `dcgmExporter.config` (templates/dcgm_exporter_config.yaml
+# at v26.7.0); the operator then points DCGM_EXPORTER_COLLECTORS at it instead of the image's
+# dcp-metrics-included.csv, which leaves out the ECC, NVLink error and throttling counters the alerts read.
+OPERATOR_COUNTERS_CONFIGMAP = "platform-dcgm-counters"
+# DCGM exporter 4.8.3 (NVIDIA/dcgm-exporter PR #655; the GPU Operator v26.7.0 default image 4.6.0-4.8.3) writes the
+# node as `hostname`, earlier releases as `Hostname`: store it under the contract's name whichever exporter runs.
+NODE_LABEL_RELABELINGS: list[dict[str, Any]] = [
+    {"sourceLabels": ["hostname"], "regex": "(.+)", "targetLabel": labels.NODE, "action": "replace"},
+    {"action": "labeldrop", "regex": "hostname"},
+]
 
 # What the exporter collects: every series the alerts, the dashboard and KEDA read, nothing more.
 DCGM_COUNTERS = """\
@@ -48,6 +59,11 @@ DCGM_FI_DEV_POWER_VIOLATION, counter, Throttling duration due to power constrain
 DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL, counter, Total number of NVLink data CRC errors
 DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL, counter, Total number of NVLink recovery errors
 """
+
+
+def operator_exporter_config() -> dict[str, Any]:
+    """The GPU Operator chart's `dcgmExporter.config`: the platform's counters in a ConfigMap the chart creates."""
+    return {"name": OPERATOR_COUNTERS_CONFIGMAP, "create": True, "data": DCGM_COUNTERS}
 
 
 def dcgm_exporter_release(

@@ -28,6 +28,7 @@ from .dcgm_exporter import (
     GPU_OPERATOR_EXPORTER_LABELS,
     GPU_OPERATOR_NAMESPACE,
     METRICS_PORT_NAME,
+    NODE_LABEL_RELABELINGS,
     SCRAPE_JOB,
     SCRAPE_LABEL_LIMITS,
     dcgm_exporter_release,
@@ -56,6 +57,8 @@ class GpuMonitoringArgs(TypedDict):
     """Grafana Admin groups used when the settings name none (the cluster's admin groups)."""
     aks_managed_exporter: NotRequired[bool]
     """gpuStack.mode aksManaged: AKS runs the exporter on every GPU node; scrape it instead of installing one."""
+    operator_release: NotRequired[pulumi.Resource | None]
+    """The GPU Operator release when it runs the exporter: it creates the namespace the PodMonitor lives in."""
 
 
 class GpuMonitoring(pulumi.ComponentResource):
@@ -209,6 +212,9 @@ class GpuMonitoring(pulumi.ComponentResource):
         if args["dcgm_from_operator"]:
             namespace = GPU_OPERATOR_NAMESPACE
             self.exporter_pod_labels = dict(GPU_OPERATOR_EXPORTER_LABELS)
+            # A PodMonitor sent before the release has created its namespace fails the first `pulumi up`.
+            operator_release = args.get("operator_release")
+            exporter_dependencies = [operator_release] if operator_release is not None else []
         elif args.get("aks_managed_exporter", False):
             # AKS's exporter on each node, reached through an anchor pod (components/aks_managed_gpu.py).
             namespace = EXPORTER_NAMESPACE
@@ -255,6 +261,7 @@ class GpuMonitoring(pulumi.ComponentResource):
                         "honorLabels": labels.HONOR_LABELS,
                         # One stable job name for the alerts, whichever exporter is scraped.
                         "relabelings": [{"action": "replace", "targetLabel": "job", "replacement": SCRAPE_JOB}],
+                        "metricRelabelings": NODE_LABEL_RELABELINGS,
                     }
                 ],
             },

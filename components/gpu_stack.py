@@ -33,6 +33,7 @@ from aks_gpu_platform.config.scheduling import (
 )
 
 from .context import ClusterHandle
+from .dcgm_exporter import operator_exporter_config
 
 NAMESPACE = "gpu-resources"
 # Pins: newest stable release of each chart as of 2026-12-02 (values keys and templates checked at
@@ -107,7 +108,12 @@ def gpu_operator_values(mig_strategy: str, operator_dcgm: bool, tolerations: lis
         "devicePlugin": {"enabled": True},
         # The chart's ServiceMonitor default turned on in 26.x; it is monitoring.coreos.com, which
         # managed Prometheus ignores (our PodMonitor scrapes the exporter).
-        "dcgmExporter": {"enabled": operator_dcgm, "serviceMonitor": {"enabled": False}},
+        "dcgmExporter": {
+            "enabled": operator_dcgm,
+            "serviceMonitor": {"enabled": False},
+            # The image's default counters leave the ECC, NVLink and throttling alerts blind.
+            **({"config": operator_exporter_config()} if operator_dcgm else {}),
+        },
         "dcgm": {"enabled": operator_dcgm},
         "mig": {"strategy": mig_strategy},
         # ClusterPolicy spec.daemonsets: every operand DaemonSet (driver, toolkit, plugin, GFD, DCGM, MIG).

@@ -276,6 +276,7 @@ class AksGpuPlatform(pulumi.ComponentResource):
                 "gpu_pools": cfg.gpu_pools,
                 "grafana_admin_group_object_ids": cfg.cluster.entra_id.admin_group_object_ids,
                 "aks_managed_exporter": cfg.gpu_stack.mode == "aksManaged",
+                "operator_release": gpu_stack.gpu_release if gpu_stack.dcgm_from_operator else None,
             },
             child("monitoring"),
         )

@@ -6,11 +6,16 @@ Pods and exposition follow upstream, not the program:
   `deployment/templates/daemonset.yaml` + `_helpers.tpl`: labels `app.kubernetes.io/name` (nameOverride or
   the chart name), `app.kubernetes.io/instance` (release), `app.kubernetes.io/component: dcgm-exporter`;
   container `exporter`, port `metrics` = `service.port` (9400), `NODE_NAME` from `spec.nodeName`;
-- the GPU Operator's: gpu-operator v25.3.4 `assets/state-dcgm-exporter/0900_daemonset.yaml`: label
-  `app: nvidia-dcgm-exporter`, container `nvidia-dcgm-exporter`, port `metrics` 9400, in the operator's namespace;
-- /metrics: DCGM exporter 4.0.4 (tag 4.1.1-4.0.4) `internal/pkg/rendermetrics/render_metrics.go`: per GPU
-  `gpu`, `UUID`, `pci_bus_id`, `device`, `modelName`, `Hostname`, then the pod mapping (`internal/pkg/
-  transformation/kubernetes.go`, keys of a Go map, so sorted): `container`, `namespace`, `pod`;
+- the GPU Operator's: gpu-operator v26.7.0 `assets/state-dcgm-exporter/0800_daemonset.yaml`: label
+  `app: nvidia-dcgm-exporter`, container `nvidia-dcgm-exporter`, port `metrics` 9400, in the operator's namespace,
+  image `deployments/gpu-operator/values.yaml` `dcgmExporter.version` (default 4.6.0-4.8.3-distroless); counters:
+  `DCGM_EXPORTER_COLLECTORS` = the image's `/etc/dcgm-exporter/dcp-metrics-included.csv`, or the chart's
+  `dcgmExporter.config` ConfigMap when one is named (`templates/dcgm_exporter_config.yaml`,
+  `controllers/object_controls.go` `TransformDCGMExporter`);
+- /metrics: DCGM exporter `internal/pkg/rendermetrics/render_metrics.go`: per GPU `gpu`, `UUID`, `pci_bus_id`,
+  `device`, `modelName` and the node, then the pod mapping (`internal/pkg/transformation/kubernetes.go`, keys of
+  a Go map, so sorted): `container`, `namespace`, `pod`. The node label is `Hostname` up to exporter 4.8.2 and
+  `hostname` from 4.8.3 on (PR #655, merged 2026-05-12 after tag 4.5.3-4.8.2; tag 4.6.0-4.8.3 = commit 7ad58324);
 - Azure's kube-state-metrics job (Azure/prometheus-collector v7.1.1-main-07-21-2026-39583fd5
   `otelcollector/configmapparser/default-prom-configs/kubestateDefault.yml`): a static target, so only
   `job` and `instance` are added; `kube_node_labels` carries `node` and `label_<key>` for allowlisted keys.
@@ -70,6 +75,13 @@ AKS_EXPORTER_COUNTERS = (
     "DCGM_FI_PROF_PCIE_TX_BYTES",
     "DCGM_FI_PROF_PCIE_RX_BYTES",
 )
+# NVIDIA/dcgm-exporter tag 4.6.0-4.8.3 (commit 7ad58324) etc/dcp-metrics-included.csv, the GPU Operator exporter's
+# default list, enables exactly these fields too: no ECC, NVLink error or throttling counter.
+OPERATOR_DEFAULT_COUNTERS = AKS_EXPORTER_COUNTERS
+# gpu-operator v26.7.0 deployments/gpu-operator/values.yaml dcgmExporter.version.
+OPERATOR_DEFAULT_EXPORTER_TAG = "4.6.0-4.8.3-distroless"
+# NVIDIA/AgentBaker components.json: the exporter release AKS ships on managed GPU nodes.
+AKS_EXPORTER_TAG = "4.5.3-4.8.2"
 RELEASE = "kubernetes:helm.sh/v3:Release"
 AGENT_POOL = "azure-native:containerservice:AgentPool"
 CLUSTER = "azure-native:containerservice:ManagedCluster"
@@ -147,20 +159,49 @@ def _gpu_nodes(recording: Recording) -> list[tuple[str, dict[str, str]]]:
     return nodes
 
 
+def _operator_exporter_values(recording: Recording) -> dict[str, object] | None:
+    """The GPU Operator release's `dcgmExporter` values when the operator runs the exporter, else None."""
+    if _host_network_exporter(recording) is not None or any(
+        r.inputs.get("chart") == "dcgm-exporter" for r in recording.of_type(RELEASE)
+    ):
+        return None
+    (operator,) = [r for r in recording.of_type(RELEASE) if r.inputs.get("chart") == "gpu-operator"]
+    return dict((operator.inputs.get("values") or {}).get("dcgmExporter") or {})
+
+
+def _csv_fields(csv: str) -> list[str]:
+    return [line.split(",")[0].strip() for line in csv.splitlines() if line.strip() and not line.startswith("#")]
+
+
 def _counters(recording: Recording) -> list[str]:
     """The DCGM fields the exporter is configured to emit (its counters CSV)."""
     if _host_network_exporter(recording) is not None:
         return list(AKS_EXPORTER_COUNTERS)  # AKS's packaged file; the platform cannot change it
+    operator = _operator_exporter_values(recording)
+    if operator is not None:
+        config = operator.get("config")
+        if not isinstance(config, dict) or not config.get("name"):
+            return list(OPERATOR_DEFAULT_COUNTERS)
+        # The chart renders `data` into the named ConfigMap only with `create`; a bare name must already exist.
+        assert config.get("create") and config.get("data"), "a counters ConfigMap nobody creates stalls the exporter"
+        return _csv_fields(str(config["data"]))
     configmaps = [r for r in recording.of_type("kubernetes:core/v1:ConfigMap") if "dcgm-counters" in r.name]
-    if configmaps:
-        csv = next(iter(configmaps[0].inputs["data"].values()))
-    else:
-        from aks_gpu_platform.components.dcgm_exporter import (
-            DCGM_COUNTERS,  # the list the operator's exporter must be given
-        )
+    return _csv_fields(next(iter(configmaps[0].inputs["data"].values())))
 
-        csv = DCGM_COUNTERS
-    return [line.split(",")[0].strip() for line in csv.splitlines() if line.strip() and not line.startswith("#")]
+
+def node_label(recording: Recording) -> str:
+    """The label the scraped exporter writes the node name under (`hostname` from exporter 4.8.3 on)."""
+    if _host_network_exporter(recording) is not None:
+        tag = AKS_EXPORTER_TAG
+    else:
+        operator = _operator_exporter_values(recording)
+        if operator is not None:
+            tag = str(operator.get("version") or OPERATOR_DEFAULT_EXPORTER_TAG)
+        else:
+            (release,) = [r for r in recording.of_type(RELEASE) if r.inputs.get("chart") == "dcgm-exporter"]
+            tag = release.inputs["values"]["image"]["tag"]
+    exporter = tuple(int(part) for part in tag.split("-")[1].split("."))
+    return "hostname" if exporter >= (4, 8, 3) else "Hostname"
 
 
 def dcgm_exposition(
@@ -168,8 +209,9 @@ def dcgm_exposition(
     gpus: Sequence[tuple[int, GpuWorkload | None]],
     counters: Sequence[str],
     value_of: Callable[[str, GpuWorkload | None], float],
+    node_label: str = "Hostname",
 ) -> str:
-    """/metrics of one exporter, in the 4.0.4 template's label order."""
+    """/metrics of one exporter, in its template's label order."""
     lines: list[str] = []
     for counter in counters:
         lines.append(f"# HELP {counter} modelled")
@@ -178,7 +220,7 @@ def dcgm_exposition(
             labels = (
                 f'gpu="{index}",UUID="GPU-{hashlib.sha256(f"{node}/{index}".encode()).hexdigest()[:32]}",'
                 f'pci_bus_id="00000001:0{index}:00.0",device="nvidia{index}",modelName="NVIDIA A100 80GB PCIe",'
-                f'Hostname="{node}"'
+                f'{node_label}="{node}"'
             )
             if holder is not None:
                 labels += f',container="{holder.container}",namespace="{holder.namespace}",pod="{holder.pod}"'
@@ -272,11 +314,13 @@ def build_world(
     (monitor,) = recording.of_type(POD_MONITOR)
     series: list[Series] = []
     counters = _counters(recording)
+    exporter_node_label = node_label(recording)
     for config in pod_monitor_scrape_configs(monitor.inputs):
         for target in targets(config, [*exporter_pods, *bystanders]):
             node = target.pod.node
             gpus = [(index, holders.get((node, index)) if pod_mapping else None) for index in range(GPUS_PER_NODE)]
-            result = scrape(target, config, dcgm_exposition(node, gpus, counters, value_of), {"cluster": cluster})
+            exposition = dcgm_exposition(node, gpus, counters, value_of, exporter_node_label)
+            result = scrape(target, config, exposition, {"cluster": cluster})
             series += result.series
             assert result.up is not None
             series.append(result.up)

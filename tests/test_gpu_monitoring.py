@@ -326,6 +326,46 @@ def test_gpu_operator_mode_scrapes_the_operators_exporter(operator_recording: Re
     assert monitor["metadata"]["namespace"] == "gpu-operator"
 
 
+def test_pod_monitor_waits_for_whatever_creates_its_namespace(
+    recordings: dict[str, Recording], operator_recording: Recording
+) -> None:
+    for stack, recording in {**recordings, "gpu-operator": operator_recording}.items():
+        monitor = recording.one(POD_MONITOR)
+        namespace = monitor.inputs["metadata"]["namespace"]
+        creators = [
+            r.urn
+            for r in recording.resources
+            if (r.type == "kubernetes:core/v1:Namespace" and r.inputs["metadata"]["name"] == namespace)
+            or (r.type == RELEASE and r.inputs.get("createNamespace") and r.inputs["namespace"] == namespace)
+        ]
+        assert creators, f"{stack}: nothing creates namespace {namespace}"
+        by_urn = {r.urn: r for r in recording.resources}
+        waits_for: set[str] = set()
+        pending = list(monitor.depends_on)
+        while pending:
+            urn = pending.pop()
+            if urn not in waits_for:
+                waits_for.add(urn)
+                pending += by_urn[urn].depends_on if urn in by_urn else []
+        assert set(creators) & waits_for, (
+            f"{stack}: a PodMonitor sent before namespace {namespace} exists fails the first `pulumi up`"
+        )
+
+
+def test_operator_exporter_feeds_every_gpu_health_alert(operator_recording: Recording) -> None:
+    world = build_world(operator_recording, WORKLOADS)
+    rules = operator_recording.one(RULE_GROUP, "gpu-health").inputs["rules"]
+    dcgm_rules = [r for r in rules if "DCGM_FI_" in r["expression"]]
+    assert dcgm_rules, "the health group reads DCGM counters"
+    for rule in dcgm_rules:
+        assert _selects(world, rule["expression"]) == [], (
+            f"{rule['alert']} reads counters the operator's exporter never collects: that GPU fault goes unseen"
+        )
+        fired = Evaluator(world.series).vector(rule["expression"])
+        for label in re.findall(r"\$labels\.(\w+)", rule["annotations"]["description"]):
+            assert all(s.labels.get(label) for s in fired), f"{rule['alert']}: $labels.{label} would render empty"
+
+
 def test_registry_builds_directly_from_its_validated_settings(build: Callable[[Callable[[], Any]], Recording]) -> None:
     def registry(settings: dict[str, Any]) -> Registry:
         args: RegistryArgs = {

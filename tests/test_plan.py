@@ -190,3 +190,17 @@ def test_plan_tells_which_outputs_are_secret(plan_runs: dict[str, TwoRuns]) -> N
     assert "kubeconfig (secret)" in out, "the plan tells which outputs are secret"
     assert "Traceback" not in out + plan_runs["dev"].first.stderr
     assert json.loads(plan_runs["dev"].first_files[PLAN_FILE])["stack"] == "dev"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_plan_tells_to_restart_the_keda_operator_once_its_credential_exists(
+    plan_runs: dict[str, TwoRuns], recordings: dict[str, Recording], stack: str
+) -> None:
+    out = " ".join(plan_runs[stack].first.stdout.split())
+    credentials = recordings[stack].of_type("azure-native:managedidentity:FederatedIdentityCredential")
+    keda = [c for c in credentials if c.inputs["subject"] == "system:serviceaccount:kube-system:keda-operator"]
+    # Microsoft's AKS KEDA workload-identity guide restarts the add-on's operator after creating the credential:
+    # the add-on's Deployment is AKS-managed, so the program cannot roll it; the plan must say it.
+    assert ("rollout restart deployment keda-operator" in out) == bool(keda), (
+        "without the restart, every GPU ScaledObject fails to authenticate and nothing scales"
+    )

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from aks_gpu_platform.components.gpu_autoscaling import KEDA_OPERATOR_SUBJECT
 from aks_gpu_platform.components.gpu_health import NVSENTINEL_CHART, NVSENTINEL_DOCKER_HUB_IMAGES
 from aks_gpu_platform.components.roles import ROLE_NAMES
 from aks_gpu_platform.config import ConfigError, PlatformConfig, load_platform_config
@@ -389,6 +390,15 @@ def build_report(
         )
 
     report.warnings += docker_hub_warnings(recording)
+    federated = recording.of_type("azure-native:managedidentity:FederatedIdentityCredential")
+    if any(f.inputs.get("subject") == KEDA_OPERATOR_SUBJECT for f in federated):
+        # Microsoft's KEDA add-on workload-identity guide: the operator gets its identity environment at pod start.
+        report.notes.append(
+            "Next step after the first `pulumi up`: `kubectl -n kube-system rollout restart deployment "
+            "keda-operator`. The AKS KEDA add-on's operator started before its federated credential existed and "
+            "reads workload identity only when its pod starts; until restarted, every GPU ScaledObject fails to "
+            "query the Azure Monitor workspace (docs/autoscaling.md)."
+        )
 
     pools = cost.pool_capacities(recording)
     held = cost.held_gpu_nodes(recording, pools)
