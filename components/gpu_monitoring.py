@@ -70,6 +70,8 @@ class GpuMonitoring(pulumi.ComponentResource):
     """PromQL endpoint of the workspace (KEDA's serverAddress)."""
     grafana_endpoint: pulumi.Output[str]
     """URL of the Managed Grafana instance."""
+    grafana_id: pulumi.Output[str]
+    """Azure resource ID of the Managed Grafana instance (scope for Grafana role assignments)."""
     action_group_id: pulumi.Output[str]
     """Action group every GPU alert notifies."""
     exporter_pod_labels: dict[str, str]
@@ -299,6 +301,7 @@ class GpuMonitoring(pulumi.ComponentResource):
             opts=child,
         )
         self.grafana_endpoint = grafana.properties.apply(lambda p: p.endpoint or "")
+        self.grafana_id = grafana.id
         grafana_principal = grafana.identity.apply(lambda i: i.principal_id if i else "")
         roles.assign_role(
             f"{name}-grafana-workspace-reader",
@@ -362,6 +365,7 @@ class GpuMonitoring(pulumi.ComponentResource):
                 "monitor_workspace_id": self.monitor_workspace_id,
                 "prometheus_query_endpoint": self.prometheus_query_endpoint,
                 "grafana_endpoint": self.grafana_endpoint,
+                "grafana_id": self.grafana_id,
                 "action_group_id": self.action_group_id,
             }
         )

@@ -38,6 +38,7 @@ from .network import Network
 from .registry import Registry
 from .resource_group import platform_resource_group
 from .storage_classes import DiskStorageClasses
+from .team_tenancy import TeamTenancy
 from .training_queues import TrainingQueues, TrainingQueuesArgs
 from .upgrade_policy import UpgradePolicy
 
@@ -383,6 +384,16 @@ class AksGpuPlatform(pulumi.ComponentResource):
                     "size_gi": claims.pvc_size_gi,
                 }
             self.training = TrainingQueues(role("queues"), training_args, child("queues"))
+            TeamTenancy(
+                role("teams"),
+                {
+                    "settings": cfg.training,
+                    "namespaces": self.training.namespaces,
+                    "cluster": handle,
+                    "grafana_id": monitoring.grafana_id,
+                },
+                child("teams"),
+            )
 
         self.cluster_name = aks.cluster_name
         self.cluster_id = aks.cluster_id

@@ -15,6 +15,9 @@ NETWORK_CONTRIBUTOR = "4d97b98b-1d4f-4787-a291-c67834d212e7"
 MONITORING_DATA_READER = "b0d8363b-8ddd-447d-831f-62ca05bff136"
 MONITORING_READER = "43d0d8ad-25c7-4714-9337-8ba259a9fe05"
 GRAFANA_ADMIN = "22926164-76b3-42b3-bc55-97df8dab3e41"
+GRAFANA_VIEWER = "60921a7e-fef1-4a43-9b16-a26c52ad4769"
+# Only listClusterUserCredential: `az aks get-credentials` without --admin; grants nothing inside the cluster.
+AKS_CLUSTER_USER = "4abbcc35-e782-43d8-92c5-2d3f1bd2253f"
 STORAGE_ACCOUNT_CONTRIBUTOR = "17d1049b-9a84-46fb-8f53-869881c3d3ab"
 STORAGE_BLOB_DATA_CONTRIBUTOR = "ba92f5b4-2d11-453d-a403-e96b0029c9fe"
 
@@ -27,6 +30,8 @@ ROLE_NAMES: dict[str, str] = {
     MONITORING_DATA_READER: "Monitoring Data Reader",
     MONITORING_READER: "Monitoring Reader",
     GRAFANA_ADMIN: "Grafana Admin",
+    GRAFANA_VIEWER: "Grafana Viewer",
+    AKS_CLUSTER_USER: "Azure Kubernetes Service Cluster User Role",
     STORAGE_ACCOUNT_CONTRIBUTOR: "Storage Account Contributor",
     STORAGE_BLOB_DATA_CONTRIBUTOR: "Storage Blob Data Contributor",
 }

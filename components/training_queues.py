@@ -181,6 +181,8 @@ class TrainingQueues(pulumi.ComponentResource):
     """ResourceFlavor names, one per GPU pool, in pool order."""
     admission_check: str | None
     """The ProvisioningRequest admission check every ClusterQueue waits for, or None."""
+    namespaces: dict[str, pulumi.Output[str]]
+    """Team name -> its namespace's name, resolved once the namespace exists."""
     teams: pulumi.Output[dict[str, dict[str, Any]]]
     """Per team: namespace, localQueue, clusterQueue, gpuPools (the pools it has quota on, which are the
     `gpu-pool` node label values) and, with Lustre, lustrePvcName."""
@@ -277,9 +279,17 @@ class TrainingQueues(pulumi.ComponentResource):
             kueue_object(f"{name}-cohort-{cohort}", "Cohort", {"name": cohort}, {})
 
         teams: dict[str, pulumi.Output[dict[str, Any]]] = {}
+        self.namespaces = {}
         checks = [self.admission_check] if self.admission_check else []
         for team in settings.teams:
-            teams[team.name] = self._team(name, team, checks, args.get("lustre"), in_cluster)
+            namespace = training_namespace(
+                f"{name}-team-{team.name}-namespace",
+                team.namespace_name,
+                in_cluster,
+                labels={MANAGED_NAMESPACE_LABEL: "true", TEAM_LABEL: team.name},
+            )
+            self.namespaces[team.name] = namespace.metadata["name"]
+            teams[team.name] = self._team(name, team, namespace, checks, args.get("lustre"), in_cluster)
         self.teams = pulumi.Output.all(**teams) if teams else pulumi.Output.from_input({})
 
         self.register_outputs(
@@ -301,17 +311,12 @@ class TrainingQueues(pulumi.ComponentResource):
         self,
         name: str,
         team: TeamConfig,
+        namespace: k8s.core.v1.Namespace,
         checks: Sequence[str],
         lustre: LustreClaimArgs | None,
         in_cluster: pulumi.ResourceOptions,
     ) -> pulumi.Output[dict[str, Any]]:
         prefix = f"{name}-team-{team.name}"
-        namespace = training_namespace(
-            f"{prefix}-namespace",
-            team.namespace_name,
-            in_cluster,
-            labels={MANAGED_NAMESPACE_LABEL: "true", TEAM_LABEL: team.name},
-        )
         self._kueue_object(
             f"{prefix}-cluster-queue", "ClusterQueue", {"name": team.name}, cluster_queue_spec(team, checks)
         )

@@ -48,6 +48,7 @@ INSTEAD_BY_FIELD = {
     "adminGroupObjectIds": (
         "the object ID of an existing Entra ID group: az ad group show --group <name> --query id -o tsv"
     ),
+    "members": ("the object ID of the team's Entra ID group: az ad group show --group <name> --query id -o tsv"),
     "tenantId": "your tenant ID (az account show --query tenantId -o tsv), or leave it out for the deployer's tenant",
     "authorizedIpRanges": (
         "the public ranges allowed to reach the API server: your office or VPN egress range and the address "
@@ -105,6 +106,8 @@ def _switched_off(cfg: PlatformConfig) -> list[Path]:
         off.append(("storage", "lustre"))
     if not cfg.security.defender.enabled:
         off.append(("security", "defender"))
+    if not cfg.training.enabled:
+        off.append(("training",))
     if not cfg.autoscaling.sample_inference.enabled:
         off.append(("autoscaling", "sampleInference"))
     return off

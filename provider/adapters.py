@@ -43,6 +43,7 @@ from aks_gpu_platform.components import (
     network,
     registry,
     storage_classes,
+    team_tenancy,
     training_queues,
     upgrade_policy,
 )
@@ -505,6 +506,8 @@ class GpuMonitoring(gpu_monitoring.GpuMonitoring):
     """PromQL endpoint of the workspace (KEDA's serverAddress)."""
     grafana_endpoint: pulumi.Output[str]
     """URL of the Managed Grafana instance."""
+    grafana_id: pulumi.Output[str]
+    """Azure resource ID of the Managed Grafana instance (scope for Grafana role assignments)."""
     action_group_id: pulumi.Output[str]
     """Action group every GPU alert notifies."""
     exporter_pod_labels: dict[str, str]
@@ -868,6 +871,8 @@ class TrainingQueues(training_queues.TrainingQueues):
     """ResourceFlavor names, one per GPU pool, in pool order."""
     admission_check: str | None
     """The ProvisioningRequest admission check every ClusterQueue waits for, or None."""
+    namespaces: dict[str, pulumi.Output[str]]
+    """Team name -> its namespace's name, resolved once the namespace exists."""
     teams: pulumi.Output[dict[str, dict[str, Any]]]
     """Per team: namespace, localQueue, clusterQueue, gpuPools (the pools it has quota on, which are the
     `gpu-pool` node label values) and, with Lustre, lustrePvcName."""
@@ -880,6 +885,43 @@ class TrainingQueues(training_queues.TrainingQueues):
         }
         if "lustre" in args:
             built["lustre"] = args["lustre"]
+        super().__init__(name, built, opts)
+
+
+class TeamTenancyInputs(TypedDict):
+    settings: Mapping[str, Any]
+    """The `training` config section (camelCase keys): teams and their member groups."""
+    namespaces: Mapping[str, pulumi.Input[str]]
+    """Team name -> namespace name (TrainingQueues' `namespaces`, so objects wait for the namespaces)."""
+    grafana_id: pulumi.Input[str]
+    """Managed Grafana's resource ID (GpuMonitoring's `grafanaId`): team groups get Grafana Viewer there."""
+    resource_group_name: pulumi.Input[str]
+    """Resource group of the cluster."""
+    location: str
+    """Azure region of the cluster."""
+    cluster: containerservice.ManagedCluster
+    """The cluster: credentials are granted on it, in-cluster objects are deleted with it."""
+    provider: k8s.Provider
+    """Kubernetes provider of the cluster."""
+    tags: NotRequired[Mapping[str, str]]
+    """Azure tags (role assignments carry none)."""
+    protect: NotRequired[bool]
+    """Protect stateful resources (prod); access objects hold no data."""
+
+
+class TeamTenancy(team_tenancy.TeamTenancy):
+    __doc__ = team_tenancy.TeamTenancy.__doc__
+
+    member_groups: list[str]
+    """Every distinct member group of every team, each granted cluster credentials and Grafana Viewer."""
+
+    def __init__(self, name: str, args: TeamTenancyInputs, opts: pulumi.ResourceOptions | None = None) -> None:
+        built: team_tenancy.TeamTenancyArgs = {
+            "settings": validate_section(TrainingConfig, args["settings"], source="TeamTenancy settings"),
+            "namespaces": args["namespaces"],
+            "cluster": cluster_handle(args),
+            "grafana_id": args["grafana_id"],
+        }
         super().__init__(name, built, opts)
 
 
@@ -898,4 +940,5 @@ ADAPTERS: list[type[pulumi.ComponentResource]] = [
     UpgradePolicy,
     NetAppFiles,
     TrainingQueues,
+    TeamTenancy,
 ]

@@ -500,6 +500,12 @@ PROD_INPUTS: dict[str, Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]
         "allowedClients": ["10.50.0.0/20"],
     },
     "TrainingQueues": lambda s, w: {**w, "settings": s["training"], "gpuPools": s["gpuPools"]},
+    "TeamTenancy": lambda s, w: {
+        **w,
+        "settings": s["training"],
+        "namespaces": {t["name"]: t["namespace"] for t in s["training"]["teams"]},
+        "grafanaId": "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Dashboard/grafana/g",
+    },
 }
 
 

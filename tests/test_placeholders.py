@@ -58,6 +58,8 @@ def _clean(config: dict[str, Any]) -> dict[str, Any]:
     for i, receiver in enumerate(config[f"{PROJECT}:monitoring"]["alerts"]["emailReceivers"]):
         receiver["email"] = f"gpu-oncall-{i}@aksgpu-platform.io"
     config[f"{PROJECT}:storage"]["lustre"]["hpcCacheProviderObjectId"] = str(uuid.uuid4())
+    for team in config[f"{PROJECT}:training"]["teams"]:
+        team["members"] = [str(uuid.uuid4()) for _ in team.get("members", [])]
     return config
 
 
@@ -75,6 +77,7 @@ def test_a_real_deployment_of_a_stack_file_is_refused_naming_every_placeholder(
         ("cluster.entraId.adminGroupObjectIds[0]: got '00000000-0000-4000-8000-", "az ad group show --group"),
         ("cluster.apiServer.authorizedIpRanges[0]:", "`pulumi up` runs from"),
         ("monitoring.alerts.emailReceivers[0].email:", "a mailbox"),
+        ("training.teams[0].members[0]:", "the team's Entra ID group"),
     ):
         assert path in message, f"the error must name {path}, or the user hunts for the field:\n{message}"
         assert hint in message, f"and say what to put instead ({hint!r}):\n{message}"
@@ -165,3 +168,14 @@ def test_real_values_next_to_the_reserved_ones_are_left_alone(
     settings = settings_of(_clean(stack_config("prod")))
     set_path(settings, path, value)
     assert find_placeholders(load_platform_config(settings)) == [], f"{value!r} is a real value, not a placeholder"
+
+
+def test_team_members_of_a_switched_off_training_section_reach_nothing(
+    stack_config: Callable[[str], dict[str, Any]],
+) -> None:
+    config = stack_config("dev")
+    config[f"{PROJECT}:training"]["kueue"]["enabled"] = False
+    members = [p for p in find_placeholders(load_platform_config(settings_of(config))) if ".members[" in p.path]
+    assert members and not any(p.deployed for p in members), (
+        "with Kueue off no team access is created, so its placeholder groups must not block a deploy"
+    )

@@ -178,11 +178,12 @@ def test_plan_warns_about_placeholders_a_real_deployment_refuses_and_still_succe
         "cluster.entraId.adminGroupObjectIds[0]",
         "cluster.apiServer.authorizedIpRanges[0]",
         "monitoring.alerts.emailReceivers[0].email",
+        "training.teams[0].members[0]",
     ):
         assert f"warning: placeholder {path}: got" in named, f"{path} still holds a stand-in and must be named"
     lustre = dev_plan.stdout[dev_plan.stdout.index("storage.lustre.hpcCacheProviderObjectId") :]
     assert "section is off" in " ".join(lustre.split("warning:")[0].split()), "dev's Lustre is off: the plan says so"
-    assert "refuse the 3 placeholder(s) that would reach Azure" in dev_plan.stdout
+    assert "refuse the 4 placeholder(s) that would reach Azure" in dev_plan.stdout
 
 
 def test_plan_tells_which_outputs_are_secret(plan_runs: dict[str, TwoRuns]) -> None:

@@ -1,0 +1,167 @@
+"""What each training team gets around its queue: access for its Entra ID groups, bounds, isolation.
+
+Access is split by what each authoriser can express (AKS cluster with Entra ID and Azure RBAC for
+Kubernetes authorization, where Azure "teams with Kubernetes RBAC" for Entra identities,
+MicrosoftDocs/azure-aks-docs articles/aks/concepts-identity.md):
+
+- Azure role assignments for what only Azure can grant: "Azure Kubernetes Service Cluster User Role"
+  on the cluster (listClusterUserCredential: `az aks get-credentials`, nothing inside the cluster) and
+  "Grafana Viewer" on Managed Grafana.
+- A Kubernetes Role and RoleBinding to the groups in the team namespace for everything in-cluster.
+  Azure's built-in data-plane roles cannot grant it: custom resources (JobSet, Kueue) are covered by
+  no built-in Writer role, and a custom role reaches them only through
+  `Microsoft.ContainerService/managedClusters/*/read` (articles/aks/manage-azure-rbac.md, "Before you
+  begin"): read, never create. Kueue's chart ships `kueue-batch-user-role`, but it aggregates editor
+  rights on every kind Kueue can integrate (Ray, Spark, LeaderWorkerSet, Kubeflow...), including kinds
+  this platform's Kueue does not manage, which would then run outside quota; the Role here grants
+  exactly the kinds in FRAMEWORKS.
+
+Bounds and isolation per team namespace: a LimitRange (a container without requests or limits gets
+defaults), a ResourceQuota on storage claims, and a NetworkPolicy that admits traffic only from the
+namespace itself (ranks' NCCL and rendezvous) and from kube-system (managed Prometheus). Cilium enforces
+Kubernetes NetworkPolicy (the cluster's network policy engine, components/aks_cluster.py).
+"""
+
+from collections.abc import Mapping
+from typing import TypedDict
+
+import pulumi
+import pulumi_azure_native.authorization as authorization
+import pulumi_kubernetes as k8s
+
+from aks_gpu_platform.config.training import TrainingConfig
+
+from . import roles
+from .context import ClusterHandle
+from .training_queues import FRAMEWORKS
+
+TEAM_MEMBER_ROLE = "team-member"
+RBAC_GROUP = "rbac.authorization.k8s.io"
+# The verbs Kueue's own job editor ClusterRoles grant (charts/kueue/templates/rbac/*_editor_role.yaml, v0.19.2).
+EDIT = ["create", "delete", "get", "list", "patch", "update", "watch"]
+READ = ["get", "list", "watch"]
+# A container that states no requests or limits gets these, so no pod in a team namespace is unbounded.
+DEFAULT_REQUEST = {"cpu": "1", "memory": "4Gi"}
+DEFAULT_LIMIT = {"cpu": "4", "memory": "16Gi"}
+# Storage claims a team may hold (its Lustre claim included).
+STORAGE_QUOTA = {"persistentvolumeclaims": "20", "requests.storage": "50Ti"}
+# Managed Prometheus (ama-metrics) runs there and scrapes pods that expose metrics.
+MONITORING_NAMESPACE = "kube-system"
+
+
+def framework_resources() -> list[tuple[str, str]]:
+    """(API group, plural) of every job kind Kueue manages here: the only kinds a team may create."""
+    found: list[tuple[str, str]] = []
+    for framework in FRAMEWORKS:
+        group, kind = framework.rsplit("/", 1)
+        found.append((group, f"{kind}s"))
+    return found
+
+
+def team_member_rules() -> list[k8s.rbac.v1.PolicyRuleArgsDict]:
+    """Submit, watch and cancel managed jobs; read their pods, logs, events and queue state; own claims.
+
+    No pods/create (a bare pod would bypass Kueue), no secrets, no roles, no Kueue writes.
+    """
+    rules: list[k8s.rbac.v1.PolicyRuleArgsDict] = []
+    for group, plural in framework_resources():
+        rules.append({"api_groups": [group], "resources": [plural], "verbs": EDIT})
+        rules.append({"api_groups": [group], "resources": [f"{plural}/status"], "verbs": ["get"]})
+    return [
+        *rules,
+        {"api_groups": ["kueue.x-k8s.io"], "resources": ["workloads", "localqueues"], "verbs": READ},
+        # `kubectl kueue list pending-workloads` / the visibility API: the job's place in the queue.
+        {"api_groups": ["visibility.kueue.x-k8s.io"], "resources": ["localqueues/pendingworkloads"], "verbs": READ},
+        {"api_groups": [""], "resources": ["pods", "events"], "verbs": READ},
+        {"api_groups": [""], "resources": ["pods/log"], "verbs": ["get"]},
+        {"api_groups": [""], "resources": ["persistentvolumeclaims"], "verbs": ["create", "delete", *READ]},
+    ]
+
+
+def isolation_ingress() -> list[k8s.networking.v1.NetworkPolicyIngressRuleArgsDict]:
+    """Ingress a team's pods accept: their own namespace, and the monitoring namespace."""
+    return [
+        {"from_": [{"pod_selector": {}}]},
+        {"from_": [{"namespace_selector": {"match_labels": {"kubernetes.io/metadata.name": MONITORING_NAMESPACE}}}]},
+    ]
+
+
+class TeamTenancyArgs(TypedDict):
+    settings: TrainingConfig
+    """The validated `training` section: teams and their member groups."""
+    namespaces: Mapping[str, pulumi.Input[str]]
+    """Team name -> namespace name (an output of the namespace, so objects wait for it)."""
+    cluster: ClusterHandle
+    """The cluster: credentials are granted on it, in-cluster objects go to it."""
+    grafana_id: pulumi.Input[str]
+    """Managed Grafana's resource ID: team groups get Grafana Viewer there."""
+
+
+class TeamTenancy(pulumi.ComponentResource):
+    """Per team: Role + RoleBinding for its groups, LimitRange, ResourceQuota, NetworkPolicy; Azure grants."""
+
+    member_groups: list[str]
+    """Every distinct member group of every team, each granted cluster credentials and Grafana Viewer."""
+
+    def __init__(self, name: str, args: TeamTenancyArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("aks-gpu-platform:index:TeamTenancy", name, None, opts)
+        settings, handle = args["settings"], args["cluster"]
+        in_cluster = handle.k8s_options(self)
+        for team in settings.teams:
+            namespace = args["namespaces"][team.name]
+            prefix = f"{name}-{team.name}"
+            role = k8s.rbac.v1.Role(
+                f"{prefix}-member-role",
+                metadata={"name": TEAM_MEMBER_ROLE, "namespace": namespace},
+                rules=team_member_rules(),
+                opts=in_cluster,
+            )
+            if team.members:
+                k8s.rbac.v1.RoleBinding(
+                    f"{prefix}-members",
+                    metadata={"name": TEAM_MEMBER_ROLE, "namespace": namespace},
+                    role_ref={"api_group": RBAC_GROUP, "kind": "Role", "name": role.metadata["name"]},
+                    # Entra ID groups reach Kubernetes RBAC by object ID (AKS's authentication webhook).
+                    subjects=[{"kind": "Group", "api_group": RBAC_GROUP, "name": group} for group in team.members],
+                    opts=in_cluster,
+                )
+            k8s.core.v1.LimitRange(
+                f"{prefix}-container-defaults",
+                metadata={"name": "container-defaults", "namespace": namespace},
+                spec={"limits": [{"type": "Container", "default_request": DEFAULT_REQUEST, "default": DEFAULT_LIMIT}]},
+                opts=in_cluster,
+            )
+            k8s.core.v1.ResourceQuota(
+                f"{prefix}-storage-quota",
+                metadata={"name": "storage", "namespace": namespace},
+                spec={"hard": STORAGE_QUOTA},
+                opts=in_cluster,
+            )
+            k8s.networking.v1.NetworkPolicy(
+                f"{prefix}-isolation",
+                metadata={"name": "team-isolation", "namespace": namespace},
+                spec={"pod_selector": {}, "policy_types": ["Ingress"], "ingress": isolation_ingress()},
+                opts=in_cluster,
+            )
+
+        self.member_groups = sorted({group.lower() for team in settings.teams for group in team.members})
+        azure = pulumi.ResourceOptions(parent=self)
+        for group in self.member_groups:
+            # One assignment per group and scope: Azure refuses a second identical one.
+            roles.assign_role(
+                f"{name}-cluster-user-{group}",
+                role_guid=roles.AKS_CLUSTER_USER,
+                principal_id=group,
+                principal_type=authorization.PrincipalType.GROUP,
+                scope=handle.cluster_id,
+                opts=azure,
+            )
+            roles.assign_role(
+                f"{name}-grafana-viewer-{group}",
+                role_guid=roles.GRAFANA_VIEWER,
+                principal_id=group,
+                principal_type=authorization.PrincipalType.GROUP,
+                scope=args["grafana_id"],
+                opts=azure,
+            )
+        self.register_outputs({"member_groups": self.member_groups})

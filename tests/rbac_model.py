@@ -1,0 +1,142 @@
+"""An offline authoriser for the rendered access objects: Kubernetes RBAC plus Azure role assignments.
+
+Kubernetes RBAC follows kubernetes/kubernetes @ v1.33.0,
+plugin/pkg/auth/authorizer/rbac/rbac.go and pkg/apis/rbac/v1/evaluation_helpers.go: a request is
+allowed if any rule of a role bound to the user or one of its groups matches; a RoleBinding grants
+its Role or ClusterRole only inside the binding's namespace; a ClusterRoleBinding grants everywhere;
+`*` matches any verb, group or resource; a subresource is matched as `<resource>/<subresource>`;
+resourceNames, when set, limit the rule to those names. There are no deny rules.
+
+Azure role assignments follow Azure RBAC's model (learn.microsoft.com/azure/role-based-access-control/
+overview, "How Azure RBAC determines if a user has access"): an assignment applies to its scope and
+every scope under it; a role allows an operation that matches one of its actions (or dataActions) and
+none of its notActions. The built-in roles below are test data, restated from
+MicrosoftDocs/azure-docs articles/role-based-access-control/built-in-roles/containers.md and
+monitor.md (read 2026-12), keyed by role definition GUID.
+
+AKS with Azure RBAC for Kubernetes authorization asks Azure for requests of Entra identities as
+`Microsoft.ContainerService/managedClusters/<group>/<resource>/<verb>` data actions on the cluster
+or `<cluster>/namespaces/<ns>` scope (articles/aks/manage-azure-rbac.md); it "teams with Kubernetes
+RBAC" (articles/aks/concepts-identity.md): a request either authoriser allows is allowed.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass
+from typing import Any
+
+# role GUID -> (name, actions, dataActions)
+AZURE_BUILT_IN_ROLES: dict[str, tuple[str, list[str], list[str]]] = {
+    "4abbcc35-e782-43d8-92c5-2d3f1bd2253f": (
+        "Azure Kubernetes Service Cluster User Role",
+        [
+            "Microsoft.ContainerService/managedClusters/listClusterUserCredential/action",
+            "Microsoft.ContainerService/managedClusters/read",
+        ],
+        [],
+    ),
+    "60921a7e-fef1-4a43-9b16-a26c52ad4769": (
+        "Grafana Viewer",
+        [],
+        ["Microsoft.Dashboard/grafana/ActAsGrafanaViewer/action"],
+    ),
+    "22926164-76b3-42b3-bc55-97df8dab3e41": (
+        "Grafana Admin",
+        [],
+        ["Microsoft.Dashboard/grafana/ActAsGrafanaAdmin/action"],
+    ),
+}
+
+# Kubernetes verbs -> the Azure data action suffix AKS checks for them (manage-azure-rbac.md custom roles).
+AZURE_VERB = {
+    "get": "read",
+    "list": "read",
+    "watch": "read",
+    "create": "write",
+    "update": "write",
+    "patch": "write",
+    "delete": "delete",
+}
+
+
+@dataclass(frozen=True)
+class Request:
+    """One Kubernetes API request as the authoriser sees it."""
+
+    verb: str
+    group: str
+    resource: str
+    namespace: str | None = None
+    """None for cluster-scoped objects."""
+    subresource: str = ""
+    name: str = ""
+
+
+def _matches(patterns: list[str], value: str) -> bool:
+    return "*" in patterns or value in patterns
+
+
+def rule_allows(rule: dict[str, Any], request: Request) -> bool:
+    resource = f"{request.resource}/{request.subresource}" if request.subresource else request.resource
+    names = rule.get("resourceNames") or []
+    return (
+        _matches(rule.get("verbs") or [], request.verb)
+        and _matches(rule.get("apiGroups") or [], request.group)
+        and _matches(rule.get("resources") or [], resource)
+        and (not names or request.name in names)
+    )
+
+
+def _bound(binding: dict[str, Any], groups: set[str]) -> bool:
+    return any(s.get("kind") == "Group" and s.get("name", "").lower() in groups for s in binding.get("subjects") or [])
+
+
+def kubernetes_allows(objects: list[dict[str, Any]], groups: set[str], request: Request) -> bool:
+    """Kubernetes RBAC over rendered Role/ClusterRole/RoleBinding/ClusterRoleBinding manifests."""
+    groups = {g.lower() for g in groups}
+    roles = {(o["metadata"].get("namespace"), o["metadata"]["name"]): o for o in objects if o["kind"] == "Role"}
+    cluster_roles = {o["metadata"]["name"]: o for o in objects if o["kind"] == "ClusterRole"}
+    for binding in objects:
+        if binding["kind"] not in ("RoleBinding", "ClusterRoleBinding") or not _bound(binding, groups):
+            continue
+        where = binding["metadata"].get("namespace")
+        if binding["kind"] == "RoleBinding" and where != request.namespace:
+            continue
+        ref = binding["roleRef"]
+        role = roles.get((where, ref["name"])) if ref["kind"] == "Role" else cluster_roles.get(ref["name"])
+        if role is not None and any(rule_allows(r, request) for r in role.get("rules") or []):
+            return True
+    return False
+
+
+def _under(scope: str, assignment_scope: str) -> bool:
+    scope, assignment_scope = scope.lower().rstrip("/"), assignment_scope.lower().rstrip("/")
+    return scope == assignment_scope or scope.startswith(assignment_scope + "/")
+
+
+def azure_allows(assignments: list[dict[str, Any]], groups: set[str], scope: str, operation: str) -> bool:
+    """Does an assignment to one of `groups` at or above `scope` grant `operation` (action or data action)?"""
+    groups = {g.lower() for g in groups}
+    for assignment in assignments:
+        if assignment["principalId"].lower() not in groups or not _under(scope, assignment["scope"]):
+            continue
+        guid = assignment["roleDefinitionId"].rsplit("/", 1)[-1]
+        _, actions, data_actions = AZURE_BUILT_IN_ROLES[guid]
+        if any(fnmatch.fnmatchcase(operation.lower(), p.lower()) for p in [*actions, *data_actions]):
+            return True
+    return False
+
+
+def azure_data_action(request: Request) -> str:
+    """The data action AKS asks Azure for on a Kubernetes request."""
+    path = "/".join(p for p in (request.group, request.resource, request.subresource) if p)
+    return f"Microsoft.ContainerService/managedClusters/{path}/{AZURE_VERB[request.verb]}"
+
+
+def allowed(
+    objects: list[dict[str, Any]], assignments: list[dict[str, Any]], cluster_id: str, groups: set[str], r: Request
+) -> bool:
+    """AKS with Entra ID and Azure RBAC: Kubernetes RBAC or an Azure data action on the cluster/namespace."""
+    scope = f"{cluster_id}/namespaces/{r.namespace}" if r.namespace else cluster_id
+    return kubernetes_allows(objects, groups, r) or azure_allows(assignments, groups, scope, azure_data_action(r))

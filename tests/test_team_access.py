@@ -1,0 +1,373 @@
+"""Team access, checked as AKS would authorise it: a member of team A works in A and nowhere else.
+
+The rendered Roles, RoleBindings and Azure role assignments of each stack go through the offline
+authoriser in tests/rbac_model.py (dev, prod, and dev with a second team); namespace bounds and
+isolation are evaluated on the rendered LimitRange, ResourceQuota and NetworkPolicy.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+import pytest
+
+from aks_gpu_platform.config import load_platform_config
+from tests.conftest import assert_rejected, settings_of
+from tests.rbac_model import Request, allowed, azure_allows
+from tools.offline import Recording, run_stack
+from tools.render import kubernetes_object, validate_object
+from tools.stack_files import load_stack_file
+
+SCHEMA = "1.33.0"
+RBAC = "kubernetes:rbac.authorization.k8s.io/v1:"
+ASSIGNMENT = "azure-native:authorization:RoleAssignment"
+NOBODY = "00000000-0000-4000-8000-0000000000ff"
+PLATFORM_NAMESPACES = ("kube-system", "kueue-system", "jobset-system", "gpu-resources")
+SECOND_TEAM_GROUP = "00000000-0000-4000-8000-0000000000e2"
+
+
+def two_team_config() -> dict[str, Any]:
+    """Dev with a second team sharing the T4 pool: one GPU each."""
+    config = copy.deepcopy(load_stack_file("dev"))
+    training = config["aks-gpu-platform:training"]
+    training["teams"][0]["quotas"][0]["gpus"] = 1
+    training["teams"].append(
+        {"name": "cv", "namespace": "team-cv", "members": [SECOND_TEAM_GROUP], "quotas": [{"pool": "gput4", "gpus": 1}]}
+    )
+    return config
+
+
+@dataclass
+class World:
+    """What the authorisers see (RBAC objects, role assignments, scopes) and who is in which team."""
+
+    rbac: list[dict[str, Any]]
+    assignments: list[dict[str, Any]]
+    cluster_id: str
+    grafana_id: str
+    teams: dict[str, tuple[str, set[str]]]
+    """Team -> (namespace, member groups), from the stack config."""
+    recording: Recording
+
+    def can(self, groups: set[str], request: Request) -> bool:
+        return allowed(self.rbac, self.assignments, self.cluster_id, groups, request)
+
+
+def build_world(recording: Recording, config: dict[str, Any]) -> World:
+    settings = load_platform_config(settings_of(config))
+    teams = {t.name: (t.namespace_name, set(t.members)) for t in settings.training.teams}
+    cluster = recording.one("azure-native:containerservice:ManagedCluster")
+    grafana = recording.one("azure-native:dashboard:Grafana")
+    return World(
+        rbac=[kubernetes_object(r) for r in recording.resources if r.type.startswith(RBAC)],
+        assignments=[r.inputs for r in recording.of_type(ASSIGNMENT)],
+        cluster_id=cluster.outputs["id"],
+        grafana_id=grafana.outputs["id"],
+        teams=teams,
+        recording=recording,
+    )
+
+
+@pytest.fixture(scope="module")
+def two_teams() -> World:
+    config = two_team_config()
+    return build_world(run_stack("dev", config), config)
+
+
+@pytest.fixture(scope="module", params=["dev", "prod", "two-teams"])
+def stack(request: pytest.FixtureRequest) -> World:
+    if request.param == "two-teams":
+        return request.getfixturevalue("two_teams")
+    return build_world(request.getfixturevalue(f"{request.param}_recording"), load_stack_file(request.param))
+
+
+def pairs(w: World) -> list[tuple[str, str | None]]:
+    """(team A, another team B or None when the stack has one team)."""
+    names = sorted(w.teams)
+    return [(a, next((b for b in names if b != a), None)) for a in names]
+
+
+# (why, request in the member's own namespace). Each must be allowed: it is what running a job takes.
+OWN_NAMESPACE_ALLOWED: list[tuple[str, Request]] = [
+    ("submit a JobSet", Request("create", "jobset.x-k8s.io", "jobsets")),
+    ("cancel a JobSet", Request("delete", "jobset.x-k8s.io", "jobsets", name="train")),
+    ("watch JobSets", Request("watch", "jobset.x-k8s.io", "jobsets")),
+    ("read a JobSet's status", Request("get", "jobset.x-k8s.io", "jobsets", subresource="status")),
+    ("submit a Job", Request("create", "batch", "jobs")),
+    ("read a Job's status", Request("get", "batch", "jobs", subresource="status")),
+    ("list its pods", Request("list", "", "pods")),
+    ("read a rank's logs", Request("get", "", "pods", subresource="log", name="train-node-0-0")),
+    ("see why a pod is pending", Request("list", "", "events")),
+    ("watch admission (kubectl get workloads)", Request("list", "kueue.x-k8s.io", "workloads")),
+    ("see its queue", Request("get", "kueue.x-k8s.io", "localqueues", name="ml")),
+    (
+        "see its place in the queue",
+        Request("list", "visibility.kueue.x-k8s.io", "localqueues", subresource="pendingworkloads"),
+    ),
+    ("claim checkpoint storage", Request("create", "", "persistentvolumeclaims")),
+]
+# Denied even in the member's own namespace: each would bypass quota, escalate, or edit what Kueue owns.
+OWN_NAMESPACE_DENIED: list[tuple[str, Request]] = [
+    ("a bare pod bypasses Kueue", Request("create", "", "pods")),
+    ("exec into pods is not part of running jobs", Request("create", "", "pods", subresource="exec")),
+    ("secrets hold service account credentials", Request("get", "", "secrets")),
+    ("a RoleBinding would escalate", Request("create", "rbac.authorization.k8s.io", "rolebindings")),
+    ("Kueue owns workloads", Request("patch", "kueue.x-k8s.io", "workloads")),
+    ("admins own the LocalQueue", Request("update", "kueue.x-k8s.io", "localqueues")),
+    (
+        "Kueue does not manage RayClusters here: they would run outside quota",
+        Request("create", "ray.io", "rayclusters"),
+    ),
+    ("Deployments are not managed by Kueue here", Request("create", "apps", "deployments")),
+    ("the quota is the admins'", Request("delete", "", "resourcequotas", name="storage")),
+    ("the isolation is the admins'", Request("delete", "networking.k8s.io", "networkpolicies")),
+]
+CLUSTER_DENIED: list[tuple[str, Request]] = [
+    ("nodes", Request("list", "", "nodes")),
+    ("namespaces", Request("create", "", "namespaces")),
+    ("ClusterQueues set every team's quota", Request("update", "kueue.x-k8s.io", "clusterqueues")),
+    ("ResourceFlavors", Request("create", "kueue.x-k8s.io", "resourceflavors")),
+    ("cluster role bindings", Request("create", "rbac.authorization.k8s.io", "clusterrolebindings")),
+    ("persistent volumes", Request("delete", "", "persistentvolumes")),
+]
+
+
+def in_namespace(request: Request, namespace: str) -> Request:
+    return replace(request, namespace=namespace)
+
+
+def allow_cases(w: World) -> list[tuple[str, Callable[[World], bool]]]:
+    """Every grant a member relies on, as (label, check on a world): used to prove each rule is needed."""
+    cases: list[tuple[str, Callable[[World], bool]]] = []
+    for team, (namespace, groups) in w.teams.items():
+        for why, request in OWN_NAMESPACE_ALLOWED:
+            r = in_namespace(request, namespace)
+            cases.append((f"{team}: {why}", lambda x, g=groups, r=r: x.can(g, r)))
+        for group in groups:
+            cases.append(
+                (
+                    f"{team}: get credentials",
+                    lambda x, g=group: azure_allows(
+                        x.assignments,
+                        {g},
+                        x.cluster_id,
+                        "Microsoft.ContainerService/managedClusters/listClusterUserCredential/action",
+                    ),
+                )
+            )
+            cases.append(
+                (
+                    f"{team}: Grafana Viewer",
+                    lambda x, g=group: azure_allows(
+                        x.assignments, {g}, x.grafana_id, "Microsoft.Dashboard/grafana/ActAsGrafanaViewer/action"
+                    ),
+                )
+            )
+    return cases
+
+
+def test_a_member_runs_and_watches_jobs_in_its_own_namespace(stack: World) -> None:
+    for label, check in allow_cases(stack):
+        assert check(stack), f"{label} must be allowed: a team member cannot run a job without it"
+
+
+def test_a_member_cannot_bypass_quota_or_escalate_in_its_own_namespace(stack: World) -> None:
+    for team, (namespace, groups) in stack.teams.items():
+        for why, request in OWN_NAMESPACE_DENIED:
+            r = in_namespace(request, namespace)
+            assert not stack.can(groups, r), f"{team}: {r} must be denied ({why})"
+
+
+def test_a_member_cannot_act_in_another_teams_namespace(stack: World) -> None:
+    for a, b in pairs(stack):
+        if b is None:
+            continue
+        groups, other = stack.teams[a][1], stack.teams[b][0]
+        for why, request in OWN_NAMESPACE_ALLOWED:
+            r = in_namespace(request, other)
+            assert not stack.can(groups, r), f"a member of {a} must not {why} in {b}'s namespace {other}"
+
+
+def test_a_member_cannot_touch_platform_namespaces_or_cluster_objects(stack: World) -> None:
+    for team, (_, groups) in stack.teams.items():
+        for namespace in PLATFORM_NAMESPACES:
+            for why, request in [*OWN_NAMESPACE_ALLOWED, ("secrets", Request("get", "", "secrets"))]:
+                r = in_namespace(request, namespace)
+                assert not stack.can(groups, r), f"{team} must not {why} in platform namespace {namespace}"
+        for why, request in CLUSTER_DENIED:
+            assert not stack.can(groups, request), f"{team} must not touch cluster-scoped {why}: {request}"
+
+
+def test_azure_grants_credentials_and_grafana_viewing_only(stack: World) -> None:
+    for team, (_, groups) in stack.teams.items():
+        for operation, scope in (
+            ("Microsoft.ContainerService/managedClusters/listClusterAdminCredential/action", stack.cluster_id),
+            ("Microsoft.ContainerService/managedClusters/write", stack.cluster_id),
+            ("Microsoft.Dashboard/grafana/ActAsGrafanaEditor/action", stack.grafana_id),
+            ("Microsoft.Dashboard/grafana/ActAsGrafanaAdmin/action", stack.grafana_id),
+        ):
+            assert not azure_allows(stack.assignments, groups, scope, operation), (
+                f"{team}'s groups must not be granted {operation}: members get credentials and Viewer, nothing more"
+            )
+    anyone = Request("create", "jobset.x-k8s.io", "jobsets", namespace=next(iter(stack.teams.values()))[0])
+    assert not stack.can({NOBODY}, anyone), "a group in no team gets nothing"
+    assert not azure_allows(
+        stack.assignments,
+        {NOBODY},
+        stack.cluster_id,
+        "Microsoft.ContainerService/managedClusters/listClusterUserCredential/action",
+    )
+
+
+def without(w: World, drop: Callable[[World], object]) -> World:
+    smaller = World(
+        copy.deepcopy(w.rbac), copy.deepcopy(w.assignments), w.cluster_id, w.grafana_id, w.teams, w.recording
+    )
+    drop(smaller)
+    return smaller
+
+
+def grants(w: World) -> list[tuple[str, Callable[[World], object]]]:
+    """Every single grant the platform renders for teams: each Role rule, each binding, each assignment."""
+    found: list[tuple[str, Callable[[World], object]]] = []
+    for i, obj in enumerate(w.rbac):
+        where = f"{obj['kind']} {obj['metadata'].get('namespace')}/{obj['metadata']['name']}"
+        if obj["kind"] in ("Role", "ClusterRole"):
+            for j, rule in enumerate(obj.get("rules") or []):
+                found.append((f"{where} rule {rule}", lambda x, i=i, j=j: x.rbac[i]["rules"].pop(j)))
+        else:
+            found.append((where, lambda x, i=i: x.rbac.pop(i)))
+    for k, assignment in enumerate(w.assignments):
+        if any(assignment["principalId"] in groups for _, groups in w.teams.values()):
+            role = assignment["roleDefinitionId"].rsplit("/", 1)[-1]
+            found.append((f"assignment {role} to {assignment['principalId']}", lambda x, k=k: x.assignments.pop(k)))
+    return found
+
+
+def test_every_grant_is_needed_by_a_case_that_fails_without_it(stack: World) -> None:
+    cases = allow_cases(stack)
+    team_grants = grants(stack)
+    assert len(team_grants) > len(stack.teams), "each team must render its role, binding and assignments"
+    for label, drop in team_grants:
+        smaller = without(stack, drop)
+        broken = [name for name, check in cases if not check(smaller)]
+        assert broken, f"removing {label} breaks no member's task: it grants more than a team needs"
+
+
+def test_rendered_access_and_bounds_pass_the_kubernetes_schema(stack: World) -> None:
+    kinds = {"Role", "RoleBinding", "LimitRange", "ResourceQuota", "NetworkPolicy"}
+    namespaces = {ns for ns, _ in stack.teams.values()}
+    checked = 0
+    for resource in stack.recording.kubernetes_objects():
+        manifest = kubernetes_object(resource)
+        if manifest.get("kind") in kinds and manifest["metadata"].get("namespace") in namespaces:
+            status, detail = validate_object(manifest, SCHEMA)
+            assert status == "valid", f"{resource.name}: {detail}"
+            checked += 1
+    assert checked >= 4 * len(namespaces), "every team namespace gets its role, bounds and isolation"
+
+
+def namespaced(w: World, kind: str, namespace: str) -> list[dict[str, Any]]:
+    return [
+        o
+        for o in (kubernetes_object(r) for r in w.recording.kubernetes_objects())
+        if o.get("kind") == kind and o["metadata"].get("namespace") == namespace
+    ]
+
+
+def quantity(value: str) -> float:
+    units = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "m": 1e-3}
+    for suffix, scale in units.items():
+        if value.endswith(suffix):
+            return float(value[: -len(suffix)]) * scale
+    return float(value)
+
+
+def test_a_container_without_requests_or_limits_is_bounded(stack: World) -> None:
+    for team, (namespace, _) in stack.teams.items():
+        (limit_range,) = namespaced(stack, "LimitRange", namespace)
+        (container,) = [limit for limit in limit_range["spec"]["limits"] if limit["type"] == "Container"]
+        for resource in ("cpu", "memory"):
+            request, limit = container["defaultRequest"][resource], container["default"][resource]
+            assert quantity(request) > 0 and quantity(limit) >= quantity(request), (
+                f"{team}: a container that states no {resource} must get a request the scheduler and Kueue count "
+                "and a limit at least that large"
+            )
+
+
+def test_the_storage_quota_leaves_room_for_the_teams_lustre_claim(prod_recording: Recording) -> None:
+    w = build_world(prod_recording, load_stack_file("prod"))
+    for team, (namespace, _) in w.teams.items():
+        (quota,) = namespaced(w, "ResourceQuota", namespace)
+        claims = namespaced(w, "PersistentVolumeClaim", namespace)
+        assert claims, f"prod has Lustre: {team} gets a claim"
+        used = sum(quantity(c["spec"]["resources"]["requests"]["storage"]) for c in claims)
+        hard = quota["spec"]["hard"]
+        assert used < quantity(hard["requests.storage"]) and len(claims) < int(hard["persistentvolumeclaims"]), (
+            f"{team}: the platform's own claim must fit the quota with room for checkpoints"
+        )
+
+
+def test_team_namespaces_enforce_the_baseline_pod_security_standard(stack: World) -> None:
+    namespaces = {
+        o["metadata"]["name"]: o["metadata"].get("labels") or {}
+        for o in (kubernetes_object(r) for r in stack.recording.of_type("kubernetes:core/v1:Namespace"))
+    }
+    for team, (namespace, _) in stack.teams.items():
+        level = namespaces[namespace].get("pod-security.kubernetes.io/enforce")
+        assert level in ("baseline", "restricted"), f"{team}: privileged pods must be refused in {namespace}"
+
+
+def ingress_allowed(w: World, source_namespace: str, target_namespace: str) -> bool:
+    """NetworkPolicy semantics (networking.k8s.io/v1) for pod-to-pod ingress between namespaces, any pod."""
+    policies = [
+        p
+        for p in namespaced(w, "NetworkPolicy", target_namespace)
+        if "Ingress" in p["spec"].get("policyTypes", []) and not p["spec"]["podSelector"]
+    ]
+    if not policies:
+        return True
+    source_labels = {"kubernetes.io/metadata.name": source_namespace}
+    for policy in policies:
+        for rule in policy["spec"].get("ingress") or []:
+            for peer in rule.get("from") or []:
+                if "namespaceSelector" in peer:
+                    wanted = peer["namespaceSelector"].get("matchLabels") or {}
+                    if wanted.items() <= source_labels.items():
+                        return True
+                elif "podSelector" in peer and source_namespace == target_namespace:
+                    return True
+    return False
+
+
+def test_teams_are_isolated_on_the_network_but_reach_themselves_and_monitoring(stack: World) -> None:
+    for a, b in pairs(stack):
+        namespace = stack.teams[a][0]
+        assert ingress_allowed(stack, namespace, namespace), f"{a}'s ranks must reach each other (NCCL, rendezvous)"
+        assert ingress_allowed(stack, "kube-system", namespace), f"managed Prometheus must scrape {a}'s pods"
+        assert not ingress_allowed(stack, "kueue-system", namespace), "no other namespace reaches a team's pods"
+        if b is not None:
+            assert not ingress_allowed(stack, stack.teams[b][0], namespace), f"{b} must not reach {a}'s pods"
+
+
+def test_two_teams_plan_cleanly_each_with_its_own_access(two_teams: World) -> None:
+    assert set(two_teams.teams) == {"ml", "cv"}
+    bindings = [o for o in two_teams.rbac if o["kind"] == "RoleBinding"]
+    assert {b["metadata"]["namespace"] for b in bindings} == {"team-ml", "team-cv"}
+    assert any(SECOND_TEAM_GROUP in b["principalId"] for b in two_teams.assignments)
+
+
+def test_a_group_listed_twice_in_a_team_is_rejected(stack_config: Callable[[str], dict[str, Any]]) -> None:
+    settings = settings_of(stack_config("dev"))
+    team = settings["training"]["teams"][0]
+    team["members"] = [team["members"][0], team["members"][0].upper()]
+    assert_rejected(settings, "a duplicate grant is refused by Azure", "training.teams[0].members[1]", "once per team")
+
+
+def test_a_member_that_is_not_an_object_id_is_rejected(stack_config: Callable[[str], dict[str, Any]]) -> None:
+    settings = settings_of(stack_config("dev"))
+    settings["training"]["teams"][0]["members"] = ["ml-engineers"]
+    assert_rejected(settings, "RBAC binds Entra groups by object ID", "training.teams[0].members[0]", "pattern")
