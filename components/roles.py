@@ -17,6 +17,7 @@ MONITORING_READER = "43d0d8ad-25c7-4714-9337-8ba259a9fe05"
 GRAFANA_ADMIN = "22926164-76b3-42b3-bc55-97df8dab3e41"
 STORAGE_ACCOUNT_CONTRIBUTOR = "17d1049b-9a84-46fb-8f53-869881c3d3ab"
 STORAGE_BLOB_DATA_CONTRIBUTOR = "ba92f5b4-2d11-453d-a403-e96b0029c9fe"
+GRAFANA_EDITOR = "a79a5197-3a5c-4973-a920-486035ffd60f"
 
 # Display names of the roles above, as Azure lists them (Azure built-in roles,
 # https://learn.microsoft.com/azure/role-based-access-control/built-in-roles).
@@ -29,6 +30,7 @@ ROLE_NAMES: dict[str, str] = {
     GRAFANA_ADMIN: "Grafana Admin",
     STORAGE_ACCOUNT_CONTRIBUTOR: "Storage Account Contributor",
     STORAGE_BLOB_DATA_CONTRIBUTOR: "Storage Blob Data Contributor",
+    GRAFANA_EDITOR: "Grafana Editor",
 }
 
 
