@@ -21,6 +21,7 @@ from typing import TypedDict
 import pulumi
 import pulumi_azure_native.authorization as authorization
 import pulumiverse_grafana as grafana
+import pulumiverse_grafana.oss as grafana_oss
 
 from . import roles
 
@@ -59,6 +60,8 @@ class GrafanaDashboards(pulumi.ComponentResource):
     def __init__(self, name: str, args: GrafanaDashboardsArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("aks-gpu-platform:index:GrafanaDashboards", name, None, opts)
         deployer = authorization.get_client_config_output()
+        propagation = roles.propagation_wait(f"{name}-deployer-editor", EDITOR_PROPAGATION_SECONDS)
+        assert propagation is not None  # a positive wait always makes a hook
         # No principalType: the deployer may be a user or a service principal, and it exists long before this
         # run, so the directory lookup principalType saves is not needed.
         editor = authorization.RoleAssignment(
@@ -68,9 +71,7 @@ class GrafanaDashboards(pulumi.ComponentResource):
             scope=args["grafana_id"],
             opts=pulumi.ResourceOptions(
                 parent=self,
-                hooks=pulumi.ResourceHookBinding(
-                    after_create=[roles.propagation_wait(f"{name}-deployer-editor", EDITOR_PROPAGATION_SECONDS)]
-                ),
+                hooks=pulumi.ResourceHookBinding(after_create=[propagation]),
             ),
         )
         token = authorization.get_client_token_output(endpoint=GRAFANA_AUDIENCE).token
@@ -84,11 +85,11 @@ class GrafanaDashboards(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self),
         )
         in_grafana = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[editor])
-        folder = grafana.oss.Folder(f"{name}-folder", title="AKS GPU platform", uid=FOLDER_UID, opts=in_grafana)
+        folder = grafana_oss.Folder(f"{name}-folder", title="AKS GPU platform", uid=FOLDER_UID, opts=in_grafana)
         self.dashboard_uids = []
         for path in dashboard_files(args["dashboards"]):
             board = json.loads(path.read_text())
-            grafana.oss.Dashboard(
+            grafana_oss.Dashboard(
                 f"{name}-{path.stem}",
                 config_json=json.dumps(board, sort_keys=True),
                 folder=folder.uid,
