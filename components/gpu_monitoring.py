@@ -17,6 +17,8 @@ import pulumi_kubernetes as k8s
 
 from aks_gpu_platform.config.gpu import GpuPoolConfig
 from aks_gpu_platform.config.monitoring import MonitoringConfig, derived_name
+from aks_gpu_platform.config.prices import gpu_hour_price
+from aks_gpu_platform.config.training import TeamConfig
 
 from . import metrics_labels as labels
 from . import roles
@@ -34,7 +36,13 @@ from .dcgm_exporter import (
     dcgm_exporter_release,
 )
 from .gpu_alerts import gpu_alert_rules
-from .recording_rules import KUBERNETES_RECORDING_RULES, NODE_RECORDING_RULES
+from .grafana_dashboards import GrafanaDashboards
+from .recording_rules import (
+    CHARGEBACK_INTERVAL_MINUTES,
+    KUBERNETES_RECORDING_RULES,
+    NODE_RECORDING_RULES,
+    chargeback_rules,
+)
 
 
 class GpuMonitoringArgs(TypedDict):
@@ -59,6 +67,8 @@ class GpuMonitoringArgs(TypedDict):
     """gpuStack.mode aksManaged: AKS runs the exporter on every GPU node; scrape it instead of installing one."""
     operator_release: NotRequired[pulumi.Resource | None]
     """The GPU Operator release when it runs the exporter: it creates the namespace the PodMonitor lives in."""
+    teams: NotRequired[Sequence[TeamConfig]]
+    """Training teams: chargeback recording rules per team and the team dashboard (Kueue queues, GPU-hours)."""
 
 
 class GpuMonitoring(pulumi.ComponentResource):
@@ -207,6 +217,30 @@ class GpuMonitoring(pulumi.ComponentResource):
                 opts=child,
             )
 
+        teams = list(args.get("teams", []))
+        if teams:
+            prices = {
+                pool.name: (price.usd, price.estimate)
+                for pool in gpu_pools
+                if (price := gpu_hour_price(pool.vm_size, pool.sku.gpus_per_vm)) is not None
+            }
+            alertsmanagement.PrometheusRuleGroup(
+                f"{name}-chargeback-recording-rules",
+                resource_group_name=rg,
+                location=location,
+                rule_group_name=derived_name(None, "ChargebackRecordingRulesRuleGroup-", base, 260),
+                cluster_name=handle.cluster_name,
+                scopes=rule_scopes,
+                interval=f"PT{CHARGEBACK_INTERVAL_MINUTES}M",
+                enabled=True,
+                description="GPU-hours allocated and idle per team and GPU pool, priced per GPU-hour",
+                rules=chargeback_rules(
+                    {t.name: t.namespace_name for t in teams}, prices, cfg.alerts.thresholds.idle_utilization_percent
+                ),
+                tags=tags,
+                opts=child,
+            )
+
         # The DCGM exporter (ours, or the GPU Operator's) and the monitor managed Prometheus scrapes.
         k8s_opts = handle.k8s_options(self)
         exporter_dependencies: list[pulumi.Resource] = []
@@ -245,6 +279,8 @@ class GpuMonitoring(pulumi.ComponentResource):
             exporter_dependencies = [self.dcgm_exporter]
 
         # PodMonitor's CRD comes with the managed Prometheus add-on: wait for the cluster and the association.
+        self.scrape_dependencies: list[pulumi.Resource] = [handle.cluster, prometheus_link]
+        """What a PodMonitor/ServiceMonitor waits for: the cluster and the add-on whose CRDs it needs."""
         self.pod_monitor = k8s.apiextensions.CustomResource(
             f"{name}-dcgm-pod-monitor",
             api_version="azmonitoring.coreos.com/v1",
@@ -268,7 +304,7 @@ class GpuMonitoring(pulumi.ComponentResource):
                 ],
             },
             opts=pulumi.ResourceOptions.merge(
-                k8s_opts, pulumi.ResourceOptions(depends_on=[handle.cluster, prometheus_link, *exporter_dependencies])
+                k8s_opts, pulumi.ResourceOptions(depends_on=[*self.scrape_dependencies, *exporter_dependencies])
             ),
         )
 
@@ -302,6 +338,15 @@ class GpuMonitoring(pulumi.ComponentResource):
         )
         self.grafana_endpoint = grafana.properties.apply(lambda p: p.endpoint or "")
         self.grafana_id = grafana.id
+        GrafanaDashboards(
+            f"{name}-dashboards",
+            {
+                "grafana_id": grafana.id,
+                "grafana_endpoint": self.grafana_endpoint,
+                "dashboards": ["gpu-overview", *(["gpu-teams"] if teams else [])],
+            },
+            child,
+        )
         grafana_principal = grafana.identity.apply(lambda i: i.principal_id if i else "")
         roles.assign_role(
             f"{name}-grafana-workspace-reader",

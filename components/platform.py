@@ -31,6 +31,7 @@ from .gpu_node_pool import GpuNodePool
 from .gpu_smoke_test import GpuSmokeTest
 from .gpu_stack import GpuStack
 from .gpu_validation import GpuValidation
+from .kueue_metrics import kueue_service_monitor
 from .log_workspace import LogWorkspace, container_insights_addon, managed_prometheus_profile
 from .lustre_storage import LustreStorage
 from .netapp_files import NetAppFiles, NetAppFilesArgs
@@ -278,6 +279,7 @@ class AksGpuPlatform(pulumi.ComponentResource):
                 "grafana_admin_group_object_ids": cfg.cluster.entra_id.admin_group_object_ids,
                 "aks_managed_exporter": cfg.gpu_stack.mode == "aksManaged",
                 "operator_release": gpu_stack.gpu_release if gpu_stack.dcgm_from_operator else None,
+                "teams": cfg.training.teams if cfg.training.enabled else [],
             },
             child("monitoring"),
         )
@@ -393,6 +395,13 @@ class AksGpuPlatform(pulumi.ComponentResource):
                     "grafana_id": monitoring.grafana_id,
                 },
                 child("teams"),
+            )
+            kueue_service_monitor(
+                role("queues"),
+                self.training.kueue_release,
+                cfg.monitoring.dcgm_exporter.scrape_interval_seconds,
+                monitoring.scrape_dependencies,
+                handle.k8s_options(self),
             )
 
         self.cluster_name = aks.cluster_name

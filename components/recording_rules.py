@@ -3,6 +3,8 @@ and Grafana Kubernetes dashboards query)."""
 
 import pulumi_azure_native.alertsmanagement as alertsmanagement
 
+from .metrics_labels import NODE, WORKLOAD_NAMESPACE, WORKLOAD_POD
+
 
 def _rule(record: str, expression: str) -> alertsmanagement.PrometheusRuleArgsDict:
     return {"record": record, "expression": expression}
@@ -115,3 +117,94 @@ KUBERNETES_RECORDING_RULES: list[alertsmanagement.PrometheusRuleArgsDict] = [
         ' + node_memory_Slab_bytes{job="node"})) by (cluster)',
     ),
 ]
+
+
+# --- Chargeback: GPU-hours a team holds, and holds idle, per GPU pool, priced per GPU-hour ----------------------
+# Inputs as managed Prometheus stores them: kube-state-metrics' `kube_pod_container_resource_requests` (the
+# extended resource `nvidia.com/gpu` sanitised to `nvidia_com_gpu`, with the pod's `node`), `kube_pod_status_phase`
+# and `kube_node_labels` (`label_gpu_pool`, allowlisted on the cluster), all kept by the add-on's minimal
+# ingestion profile (Azure/prometheus-collector v7.1.1-main-07-21-2026-39583fd5, otelcollector/shared/configmap/mp/
+# tomlparser-default-targets-metrics-keep-list.go, `kubestateRegex_minimal_mac`); DCGM utilisation under the
+# label contract (components/metrics_labels.py).
+
+TEAM_INFO = "team_namespace:info"
+"""One series per team: `team` and the `namespace` it submits jobs in (from config, so no label allowlist)."""
+GPU_PRICE = "gpu_pool:gpu_hour_price_usd:info"
+"""One series per priced GPU pool: `gpu_pool`, `estimate` ("true"/"false"); the value is USD per GPU-hour."""
+GPUS_ALLOCATED = "team_gpu_pool:gpus_allocated:sum"
+GPUS_IDLE = "team_gpu_pool:gpus_idle:sum"
+GPU_HOURS_ALLOCATED = "team_gpu_pool:gpu_hours_allocated:sum24h"
+GPU_HOURS_IDLE = "team_gpu_pool:gpu_hours_idle:sum24h"
+GPU_COST_ALLOCATED = "team_gpu_pool:gpu_cost_usd_allocated:sum24h"
+GPU_COST_IDLE = "team_gpu_pool:gpu_cost_usd_idle:sum24h"
+CHARGEBACK_INTERVAL_MINUTES = 1
+"""The chargeback group's evaluation interval: each sample of a per-minute series stands for one minute."""
+IDLE_WINDOW = "5m"
+"""Utilisation is averaged over this window before it is compared with the idle threshold."""
+
+
+def _constant(value: float, labels: dict[str, str]) -> str:
+    """A one-series vector with fixed labels (label_replace on an empty source sets a constant)."""
+    expression = f"vector({value})"
+    for name, label_value in labels.items():
+        expression = f'label_replace({expression}, "{name}", "{label_value}", "", "")'
+    return expression
+
+
+def _pool_of(series: str, node_label: str) -> str:
+    """Adds `gpu_pool` to `series` by joining its `node_label` with kube-state-metrics' node labels."""
+    nodes = (
+        'label_replace(kube_node_labels{job="kube-state-metrics", label_gpu_pool!=""},'
+        ' "gpu_pool", "$1", "label_gpu_pool", "(.*)")'
+    )
+    if node_label != "node":
+        nodes = f'label_replace({nodes}, "{node_label}", "$1", "node", "(.*)")'
+    return (
+        f"{series} * on (cluster, {node_label}) group_left(gpu_pool) max by (cluster, {node_label}, gpu_pool) ({nodes})"
+    )
+
+
+def chargeback_rules(
+    teams: dict[str, str], gpu_hour_prices: dict[str, tuple[float, bool]], idle_utilization_percent: int
+) -> list[alertsmanagement.PrometheusRuleArgsDict]:
+    """Recording rules for GPU-hours allocated and idle per team and GPU pool over the last 24 h, and their cost.
+
+    `teams` maps team -> namespace; `gpu_hour_prices` maps GPU pool -> (USD per GPU-hour, is an estimate).
+    A GPU is allocated while a running pod requests it; it is idle while allocated and its average
+    utilisation over `IDLE_WINDOW` is under `idle_utilization_percent`.
+    """
+    team_info = " or ".join(_constant(1, {"team": team, "namespace": ns}) for team, ns in sorted(teams.items()))
+    prices = " or ".join(
+        _constant(usd, {"gpu_pool": pool, "estimate": str(estimate).lower()})
+        for pool, (usd, estimate) in sorted(gpu_hour_prices.items())
+    )
+    running = 'max by (cluster, namespace, pod) (kube_pod_status_phase{job="kube-state-metrics", phase="Running"})'
+    requests = (
+        'kube_pod_container_resource_requests{job="kube-state-metrics", resource="nvidia_com_gpu"}'
+        f" * on (cluster, namespace, pod) group_left() {running}"
+    )
+    allocated = (
+        f"sum by (cluster, team, gpu_pool) (({_pool_of(f'({requests})', 'node')})"
+        f" * on (namespace) group_left(team) {TEAM_INFO})"
+    )
+    utilization = (
+        f'avg_over_time(DCGM_FI_DEV_GPU_UTIL{{{WORKLOAD_POD}!=""}}[{IDLE_WINDOW}]) < bool {idle_utilization_percent}'
+    )
+    held = f'label_replace(({utilization}), "namespace", "$1", "{WORKLOAD_NAMESPACE}", "(.*)")'
+    idle = f"sum by (cluster, team, gpu_pool) (({_pool_of(held, NODE)}) * on (namespace) group_left(team) {TEAM_INFO})"
+    per_hour = 60 // CHARGEBACK_INTERVAL_MINUTES
+    rules: list[alertsmanagement.PrometheusRuleArgsDict] = [_rule(TEAM_INFO, team_info)]
+    if prices:
+        rules.append(_rule(GPU_PRICE, prices))
+    rules += [
+        _rule(GPUS_ALLOCATED, allocated),
+        _rule(GPUS_IDLE, idle),
+        _rule(GPU_HOURS_ALLOCATED, f"sum_over_time({GPUS_ALLOCATED}[24h]) / {per_hour}"),
+        _rule(GPU_HOURS_IDLE, f"sum_over_time({GPUS_IDLE}[24h]) / {per_hour}"),
+    ]
+    if prices:
+        rules += [
+            _rule(GPU_COST_ALLOCATED, f"{GPU_HOURS_ALLOCATED} * on (gpu_pool) group_left(estimate) {GPU_PRICE}"),
+            _rule(GPU_COST_IDLE, f"{GPU_HOURS_IDLE} * on (gpu_pool) group_left(estimate) {GPU_PRICE}"),
+        ]
+    return rules

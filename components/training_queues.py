@@ -40,6 +40,7 @@ from .workloads import training_namespace
 KUEUE_CHART = "oci://registry.k8s.io/kueue/charts/kueue"
 KUEUE_VERSION = "0.19.2"
 KUEUE_NAMESPACE = "kueue-system"
+KUEUE_RELEASE = "kueue"
 # oci://registry.k8s.io/jobset/charts/jobset: kubernetes-sigs/jobset tag v0.12.0 (2026-05-08), charts/jobset.
 JOBSET_CHART = "oci://registry.k8s.io/jobset/charts/jobset"
 JOBSET_VERSION = "0.12.0"
@@ -149,7 +150,9 @@ def kueue_manager_config(settings: TrainingConfig) -> dict[str, Any]:
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",
         "health": {"healthProbeBindAddress": ":8081"},
-        "metrics": {"bindAddress": ":8443"},
+        # Quota and usage per ClusterQueue and flavor (kueue_cluster_queue_resource_usage, _nominal_quota) are
+        # exported only with enableClusterQueueResources (cmd/kueue/main.go WithResourceMetrics, v0.19.2).
+        "metrics": {"bindAddress": ":8443", "enableClusterQueueResources": True},
         "webhook": {"port": 9443},
         "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
         # In team namespaces a Job or JobSet without a queue label stays suspended: nothing bypasses quota.
@@ -219,7 +222,7 @@ class TrainingQueues(pulumi.ComponentResource):
         replicas = settings.kueue.replicas
         self.kueue_release = k8s.helm.v3.Release(
             f"{name}-kueue",
-            name="kueue",
+            name=KUEUE_RELEASE,
             chart=KUEUE_CHART,
             version=KUEUE_VERSION,
             namespace=KUEUE_NAMESPACE,

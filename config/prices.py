@@ -99,6 +99,18 @@ VM_HOURLY: dict[str, Price] = {
     # Standard_ND96isr_H200_v5: no published price found offline; pools of it are left out of the estimate.
 }
 
+
+def gpu_hour_price(vm_size: str, gpus_per_vm: int) -> Price | None:
+    """List price of one GPU-hour on `vm_size`: the VM's hourly price shared by its GPUs (None when unpriced).
+
+    Chargeback bills a team for the GPUs it holds, so a GPU-hour carries its share of the whole VM
+    (CPU, memory, disks and network included)."""
+    vm = VM_HOURLY.get(vm_size)
+    if vm is None or gpus_per_vm <= 0:
+        return None
+    return Price(round(vm.usd / gpus_per_vm, 4), "hour", vm.region, vm.source, vm.read_on, vm.estimate)
+
+
 # AKS cluster management fee per cluster-hour (https://azure.microsoft.com/pricing/details/kubernetes-service/).
 # Standard's 0.10 is quoted from that page by a secondary source (techmarmot.com, AKS pricing tiers, read
 # 2026-12-02); Premium's 0.60 (Standard plus Long Term Support) could not be read offline.

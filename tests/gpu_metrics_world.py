@@ -355,3 +355,119 @@ def node_state_series(
             taint = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}  # empty value: no label
             series.append(Series({**scrape, "__name__": "kube_node_spec_taint", "node": node, **taint}, 1.0))
     return series
+
+
+# --- kube-state-metrics' pod and node series, Kueue's metrics, recording rules ---------------------------------
+# kube-state-metrics (kubernetes/kube-state-metrics docs/metrics/workload/pod-metrics.md and internal/store/pod.go):
+# `kube_pod_container_resource_requests{namespace,pod,uid,container,node,resource,unit}` with an extended resource's
+# name sanitised (`nvidia.com/gpu` -> `nvidia_com_gpu`, unit `integer`); `kube_pod_status_phase{namespace,pod,uid,
+# phase}` one series per phase, 1 on the pod's; `kube_pod_owner{namespace,pod,uid,owner_kind,owner_name,
+# owner_is_controller}`; node-metrics.md: `kube_node_status_allocatable{node,resource,unit}`. All in the add-on's
+# minimal ingestion profile (components/recording_rules.py names the keep-list).
+KSM_TARGET = {"job": "kube-state-metrics", "instance": "ama-metrics-ksm.kube-system.svc.cluster.local:8080"}
+POD_PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
+
+
+def job_of(pod: str) -> str:
+    """The Job a pod belongs to: Job pods are `<job>-<index>-<suffix>` or `<job>-<suffix>`."""
+    return pod.rsplit("-", 1)[0]
+
+
+def kube_state_pod_series(recording: Recording, world: MetricsWorld, workloads: Sequence[GpuWorkload]) -> list[Series]:
+    cluster = recording.one(CLUSTER).outputs["name"]
+    series: list[Series] = []
+    for w in workloads:
+        node = world.placement[w.pod][0][0]
+        pod = {"cluster": cluster, **KSM_TARGET, "namespace": w.namespace, "pod": w.pod, "uid": f"uid-{w.pod}"}
+        series.append(
+            Series(
+                {
+                    **pod,
+                    "__name__": "kube_pod_container_resource_requests",
+                    "container": w.container,
+                    "node": node,
+                    "resource": "nvidia_com_gpu",
+                    "unit": "integer",
+                },
+                float(w.gpus),
+            )
+        )
+        for phase in POD_PHASES:
+            labels = {**pod, "__name__": "kube_pod_status_phase", "phase": phase}
+            series.append(Series(labels, 1.0 if phase == "Running" else 0.0))
+        owner = {"owner_kind": "Job", "owner_name": job_of(w.pod), "owner_is_controller": "true"}
+        series.append(Series({**pod, "__name__": "kube_pod_owner", **owner}, 1.0))
+    for node in world.gpu_nodes:
+        labels = {"cluster": cluster, **KSM_TARGET, "__name__": "kube_node_status_allocatable", "node": node}
+        series.append(Series({**labels, "resource": "nvidia_com_gpu", "unit": "integer"}, float(GPUS_PER_NODE)))
+    return series
+
+
+SERVICE_MONITOR = "kubernetes:azmonitoring.coreos.com/v1:ServiceMonitor"
+CLUSTER_QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"
+# kubernetes-sigs/kueue v0.19.2 pkg/metrics/metrics.go: per-ClusterQueue gauges and the admission wait histogram
+# (labels cluster_queue, status active|inadmissible, priority_class, cohort, flavor, resource, replica_role
+# leader|follower|standalone); resource names unsanitised (`nvidia.com/gpu`).
+ADMISSION_WAIT_BUCKETS = ("1", "2", "4", "8", "16", "+Inf")
+
+
+def kueue_series(recording: Recording) -> list[Series]:
+    """What scraping the recorded Kueue ServiceMonitor stores: each controller replica's metrics with the target
+    labels prometheus-operator gives a ServiceMonitor endpoint (namespace, service, pod, container, endpoint, job,
+    instance), the monitor's job relabeling applied."""
+    cluster = recording.one(CLUSTER).outputs["name"]
+    (monitor,) = recording.of_type(SERVICE_MONITOR)
+    (kueue,) = [r for r in recording.of_type(RELEASE) if r.inputs.get("chart", "").endswith("/kueue")]
+    namespace = kueue.inputs["namespace"]
+    assert monitor.inputs["metadata"]["namespace"] == namespace
+    (endpoint,) = monitor.inputs["spec"]["endpoints"]
+    job = f"{kueue.inputs['name']}-controller-manager-metrics-service"
+    for relabel in endpoint.get("relabelings") or []:
+        if relabel.get("targetLabel") == "job":
+            job = relabel["replacement"]
+    replicas = int(kueue.inputs["values"]["controllerManager"]["replicas"])
+    series: list[Series] = []
+    for replica in range(replicas):
+        role = "standalone" if replicas == 1 else ("leader" if replica == 0 else "follower")
+        target = {
+            "cluster": cluster,
+            "namespace": namespace,
+            "service": f"{kueue.inputs['name']}-controller-manager-metrics-service",
+            "pod": f"kueue-controller-manager-7c9d-{replica}",
+            "container": "manager",
+            "endpoint": endpoint["port"],
+            "job": job,
+            "instance": f"10.244.3.{replica + 10}:8443",
+            "replica_role": role,
+        }
+        for queue in recording.of_type(CLUSTER_QUEUE):
+            name = queue.inputs["metadata"]["name"]
+            cohort = queue.inputs["spec"].get("cohortName", "")
+            for status, value in (("active", 2.0), ("inadmissible", 1.0)):
+                series.append(
+                    Series(
+                        {**target, "__name__": "kueue_pending_workloads", "cluster_queue": name, "status": status},
+                        value,
+                    )
+                )
+            series.append(Series({**target, "__name__": "kueue_admitted_active_workloads", "cluster_queue": name}, 1.0))
+            for group in queue.inputs["spec"]["resourceGroups"]:
+                for flavor in group["flavors"]:
+                    for resource in flavor["resources"]:
+                        labels = {
+                            "cohort": cohort,
+                            "cluster_queue": name,
+                            "flavor": flavor["name"],
+                            "resource": resource["name"],
+                        }
+                        quota = float(resource["nominalQuota"]) if resource["name"] == "nvidia.com/gpu" else 1.0
+                        series.append(
+                            Series({**target, **labels, "__name__": "kueue_cluster_queue_nominal_quota"}, quota)
+                        )
+                        series.append(
+                            Series({**target, **labels, "__name__": "kueue_cluster_queue_resource_usage"}, quota / 2)
+                        )
+            for le in ADMISSION_WAIT_BUCKETS:
+                labels = {"cluster_queue": name, "priority_class": "", "le": le}
+                series.append(Series({**target, **labels, "__name__": "kueue_admission_wait_time_seconds_bucket"}, 3.0))
+    return [Series({k: v for k, v in s.labels.items() if v != ""}, s.value) for s in series]

@@ -350,7 +350,8 @@ class Evaluator:
             return [Series({}, float(self.eval(node.args[0])))]
         if name == "label_replace":
             vector, dst, replacement, src, regex = (self.eval(a) for a in node.args)
-            self.need([src], vector, f"label_replace source {src}")
+            if src:  # an empty source reads "" on every series: the idiom for a constant label
+                self.need([src], vector, f"label_replace source {src}")
             result: list[Series] = []
             for s in vector:
                 match = re.fullmatch(regex, s.labels.get(src, ""))
@@ -369,6 +370,20 @@ class Evaluator:
                 raise TypeError(f"{name} needs a range selector")
             keeps_value = name.endswith("_over_time") and name != "count_over_time"
             return [Series(_without_name(s.labels), s.value if keeps_value else 0.0) for s in self.select(arg)]
+        if name == "histogram_quantile":
+            quantile, buckets = (self.eval(a) for a in node.args)
+            self.need(["le"], buckets, "histogram_quantile")
+            groups: dict[tuple[tuple[str, str], ...], list[Series]] = {}
+            for s in buckets:
+                key = tuple(sorted((k, v) for k, v in _without_name(s.labels).items() if k != "le"))
+                groups.setdefault(key, []).append(s)
+            quantiles: list[Series] = []
+            for key, members in groups.items():
+                ordered = sorted(members, key=lambda s: float(s.labels.get("le", "nan")))
+                rank = float(quantile) * ordered[-1].value
+                upper = next((float(s.labels["le"]) for s in ordered if s.value >= rank), math.nan)
+                quantiles.append(Series(dict(key), upper))
+            return quantiles
         if name in ("abs", "ceil", "floor", "round"):
             function: Callable[[float], float] = {"abs": abs, "ceil": math.ceil, "floor": math.floor, "round": round}[
                 name

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from aks_gpu_platform.components import metrics_labels
 from aks_gpu_platform.components.registry import Registry, RegistryArgs
@@ -162,7 +163,7 @@ def test_recording_and_alert_rule_groups_are_scoped_to_workspace_and_cluster(
     recording = recordings[stack]
     workspace_id, cluster_id = _ids(recording)
     groups = recording.of_type(RULE_GROUP)
-    assert len(groups) == 4, "node and Kubernetes recording rules, the GPU alerts and the GPU health alerts"
+    assert len(groups) == 5, "node, Kubernetes and chargeback recording rules, the GPU alerts and the GPU health alerts"
     for group in groups:
         assert group.inputs["scopes"] == [workspace_id, cluster_id], f"{group.name} must evaluate our workspace"
         assert group.inputs["clusterName"] == recording.one(CLUSTER).outputs["name"]
@@ -631,3 +632,70 @@ def test_disabling_alerts_leaves_no_alert_rule_that_can_fire(
     assert all(r["enabled"] is False for r in alert_rules), "alerts.enabled: false must stop every alert firing"
     recording_rules = [r for g in recording.of_type(RULE_GROUP) for r in g.inputs["rules"] if "record" in r]
     assert recording_rules and all(r.get("enabled", True) for r in recording_rules), "dashboards keep their data"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_dashboards_are_created_in_grafana_with_the_deployers_entra_token(
+    recordings: dict[str, Recording], stack: str
+) -> None:
+    recording = recordings[stack]
+    grafana = recording.one("azure-native:dashboard:Grafana")
+    (provider,) = recording.of_type("pulumi:providers:grafana")
+    assert provider.inputs["url"] == grafana.outputs["properties"]["endpoint"], "the provider must talk to our instance"
+    audiences = [a.get("endpoint") for token, a in recording.invokes if token.endswith(":getClientToken")]
+    # Managed Grafana's data plane accepts Entra tokens for this audience only (how-to-authenticate-data-plane-api).
+    assert audiences == ["https://dashboard.azure.com"], "a token for ARM's audience is refused by Grafana"
+    boards = {
+        json.loads(d.inputs["configJson"])["uid"]: d for d in recording.of_type("grafana:oss/dashboard:Dashboard")
+    }
+    for path in sorted(DASHBOARD.parent.glob("*.json")):
+        uid = json.loads(path.read_text())["uid"]
+        assert uid in boards, f"{path.name} must be created by pulumi up, not imported by hand"
+        assert json.loads(boards[uid].inputs["configJson"]) == json.loads(path.read_text()), "deployed = committed"
+        assert boards[uid].provider.startswith(provider.urn), "dashboards go through the Grafana provider"
+    (editor,) = [
+        r
+        for r in _role(recording, "a79a5197-3a5c-4973-a920-486035ffd60f")
+        if r.inputs["scope"] == grafana.outputs["id"]
+    ]
+    assert editor.inputs["principalId"] == _guid_of_deployer(recording), "the identity running pulumi up may write"
+    for board in boards.values():
+        assert editor.urn in board.depends_on, "writing before the Grafana Editor grant exists is refused"
+    assert editor.after_create_hooks, "the grant must have propagated before the first write"
+
+
+def _guid_of_deployer(recording: Recording) -> str:
+    """The objectId the mocked getClientConfig answers (tools/offline.py)."""
+    from tools.offline import _guid  # pyright: ignore[reportPrivateUsage]
+
+    return _guid("deployer/object")
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_kueue_metrics_are_scraped_from_the_charts_metrics_service(
+    recordings: dict[str, Recording], stack: str
+) -> None:
+    recording = recordings[stack]
+    monitor = recording.one("kubernetes:azmonitoring.coreos.com/v1:ServiceMonitor")
+    kueue = recording.one(RELEASE, "kueue")
+    spec = monitor.inputs["spec"]
+    # kubernetes-sigs/kueue v0.19.2 charts/kueue templates/_helpers.tpl kueue.metricsService.labels and
+    # templates/manager/auth_proxy_service.yaml: the metrics Service's labels and its port name.
+    assert spec["selector"]["matchLabels"] == {
+        "app.kubernetes.io/name": "kueue",
+        "app.kubernetes.io/instance": kueue.inputs["name"],
+        "app.kubernetes.io/component": "metrics-service",
+    }, "a selector that misses the metrics Service scrapes nothing"
+    assert (
+        monitor.inputs["metadata"]["namespace"]
+        == kueue.inputs["namespace"]
+        == spec["namespaceSelector"]["matchNames"][0]
+    )
+    (endpoint,) = spec["endpoints"]
+    assert endpoint["port"] == "https" and endpoint["scheme"] == "https", "Kueue serves metrics over TLS only"
+    assert endpoint["bearerTokenFile"].endswith("serviceaccount/token"), "Kueue authorises every /metrics caller"
+    assert {recording.one(CLUSTER).urn, recording.one(DCRA, "prometheus-dcra").urn, kueue.urn} <= set(
+        monitor.depends_on
+    ), "the ServiceMonitor CRD comes with the add-on and the namespace with the release"
+    config = yaml.safe_load(kueue.inputs["values"]["managerConfig"]["controllerManagerConfigYaml"])
+    assert config["metrics"]["enableClusterQueueResources"] is True, "quota used per ClusterQueue needs it"

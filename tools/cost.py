@@ -31,6 +31,7 @@ from aks_gpu_platform.config.prices import (
     USAGE_PRICED,
     VM_HOURLY,
     Price,
+    gpu_hour_price,
 )
 from aks_gpu_platform.config.upgrade import surge_node_count
 from aks_gpu_platform.config.vm_catalog import vcpus_and_quota_family
@@ -361,3 +362,40 @@ def estimate_cost(recording: Recording, pools: Sequence[PoolCapacity], held: Seq
 
 def monthly_usd(amount: float) -> str:
     return f"${amount:,.0f}"
+
+
+CLUSTER_QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"
+
+
+@dataclass(frozen=True)
+class TeamCeiling:
+    """What a team's nominal GPU quota costs a month if it holds all of it around the clock."""
+
+    team: str
+    gpus: int
+    monthly: float
+    estimate: bool
+    """True when any price behind it is an estimate."""
+    unpriced: tuple[str, ...]
+    """Pools the team has quota on whose GPU-hour has no price (not counted)."""
+
+
+def team_quota_ceilings(recording: Recording, pools: Sequence[PoolCapacity]) -> list[TeamCeiling]:
+    """Per recorded ClusterQueue: nominal `nvidia.com/gpu` per flavor (pool) x the pool's GPU-hour x 730 h."""
+    by_label = {p.labels.get("gpu-pool"): p for p in pools if p.labels.get("gpu-pool")}
+    ceilings: list[TeamCeiling] = []
+    for queue in recording.of_type(CLUSTER_QUEUE):
+        total, gpus, estimate, unpriced = 0.0, 0, False, []
+        for group in queue.inputs["spec"]["resourceGroups"]:
+            for flavor in group["flavors"]:
+                quota = sum(int(r["nominalQuota"]) for r in flavor["resources"] if r["name"] == GPU_RESOURCE)
+                pool = by_label.get(flavor["name"])
+                price = gpu_hour_price(pool.vm_size, pool.gpus_per_vm) if pool else None
+                gpus += quota
+                if price is None:
+                    unpriced.append(flavor["name"])
+                    continue
+                total += quota * price.monthly
+                estimate = estimate or price.estimate
+        ceilings.append(TeamCeiling(queue.inputs["metadata"]["name"], gpus, total, estimate, tuple(unpriced)))
+    return sorted(ceilings, key=lambda c: c.team)

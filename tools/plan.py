@@ -437,6 +437,14 @@ def build_report(
     report.cost_lines += [f"Not included (no price): {item}" for item in estimate.unpriced]
     if estimate.usage_priced:
         report.cost_lines.append("Not included (billed by use): " + "; ".join(estimate.usage_priced))
+    for team in cost.team_quota_ceilings(recording, pools):
+        marker_text = " (estimate)" if team.estimate else ""
+        line = (
+            f"Team {team.team}: quota ceiling {cost.monthly_usd(team.monthly)}/month{marker_text} for {team.gpus} GPUs"
+        )
+        if team.unpriced:
+            line += f"; no GPU-hour price for {', '.join(team.unpriced)} (not counted)"
+        report.cost_lines.append(line + " held all month at list price")
 
     counts = Counter(r.type for r in custom)
     report.resource_counts = [f"{DETAIL_INDENT}{n:3d}  {t}" for t, n in sorted(counts.items())]
