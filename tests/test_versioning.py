@@ -16,6 +16,7 @@ from tools.stack_files import REPO_ROOT
 
 PYPROJECT = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
 
+
 def test_the_licence_is_the_apache_2_text_and_the_metadata_says_so() -> None:
     text = (REPO_ROOT / "LICENSE").read_text()
     assert "Apache License" in text and "Version 2.0, January 2004" in text, "LICENSE must be the Apache-2.0 text"
