@@ -1,11 +1,11 @@
 """Placeholder values that must never reach a real deployment.
 
-The stack files ship with stand-ins: all-zero object IDs, documentation IP ranges (RFC 5737
-192.0.2.0/24, 198.51.100.0/24, 203.0.113.0/24; RFC 3849 2001:db8::/32) and example domains
-(RFC 2606 example.com/.net/.org, the .example and .invalid top-level domains). Azure accepts
-most of them: a cluster admin group that names nobody, an API server nobody can reach, alerts
-mailed to nowhere. A real `pulumi preview` / `pulumi up` refuses them before any resource is
-registered; the offline plan (Pulumi mocks) lists them as warnings.
+The stack files ship with stand-ins: hand-made object IDs (00000000-0000-4000-8000-...),
+documentation IP ranges (RFC 5737 192.0.2.0/24, 198.51.100.0/24, 203.0.113.0/24; RFC 3849
+2001:db8::/32) and example domains (RFC 2606 example.com/.net/.org, the .example and .invalid
+top-level domains). Azure accepts most of them: a cluster admin group that names nobody, an API
+server nobody can reach, alerts mailed to nowhere. A real `pulumi preview` / `pulumi up` refuses
+them before any resource is registered; the offline plan (Pulumi mocks) lists them as warnings.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import ipaddress
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any, cast
 
 from .errors import ConfigError, format_path
@@ -32,6 +33,10 @@ DOCUMENTATION_IPV4 = tuple(ipaddress.IPv4Network(n) for n in ("192.0.2.0/24", "1
 DOCUMENTATION_IPV6 = (ipaddress.IPv6Network("2001:db8::/32"),)
 EXAMPLE_DOMAINS = ("example.com", "example.net", "example.org")
 RESERVED_TOP_LEVEL_DOMAINS = ("example", "invalid")
+# Among a GUID's 32 hex digits, 8 equal in a row (00000000-..., ...-000000000001) or at most 6 distinct ones
+# (12121212-..., 11111111-2222-3333-..., deadbeef-dead-...) mark a hand-made ID.
+LONGEST_RUN = 8
+FEWEST_SYMBOLS = 6
 
 WHY = {
     OBJECT_ID: "a placeholder object ID names nobody in Entra ID",
@@ -136,9 +141,15 @@ def _kinds(text: str) -> list[str]:
 
 
 def _placeholder_guid(guid: str) -> bool:
-    """All zeros up front (00000000-0000-...), or one or two repeated digits: never a generated ID."""
+    """A GUID typed by hand, not generated. Entra ID object, tenant and subscription IDs are random (122 random
+    bits), so each rule matches a generated one with a chance under 1 in 3 million."""
     digits = guid.replace("-", "").lower()
-    return digits.startswith("0" * 12) or len(set(digits)) <= 2
+    pairs = list(pairwise(digits))
+    # Mostly repeats and counting up (0->1 ... e->f): aaaabbbb-0000-cccc-1111-dddd2222eeee (Microsoft Learn's
+    # example IDs), 12345678-90ab-cdef-....
+    patterned = sum(b == a or int(b, 16) == int(a, 16) + 1 for a, b in pairs)
+    longest_run = max(len(run.group(0)) for run in re.finditer(r"(.)\1*", digits))
+    return longest_run >= LONGEST_RUN or len(set(digits)) <= FEWEST_SYMBOLS or patterned > len(pairs) // 2
 
 
 def _documentation_range(text: str) -> bool:

@@ -59,16 +59,12 @@ RESERVED_NAMESPACES = frozenset(
 # ResourceFlavor spec.nodeTaints / spec.tolerations maxItems (Kueue v0.19.2 CRD).
 FLAVOR_MAX_TAINTS = 8
 
-# nvidia.com/gpu devices one physical GPU shows as, per MIG profile, with the device plugin's
-# `single` strategy (NVIDIA MIG user guide, "Supported MIG profiles": A100/H100 1g x7, 2g x3,
-# 3g x2, 4g x1, 7g x1).
-MIG_DEVICES_PER_GPU: dict[str, int] = {"MIG1g": 7, "MIG2g": 3, "MIG3g": 2, "MIG4g": 1, "MIG7g": 1}
-
 
 def gpus_per_node(pool: GpuPoolConfig) -> int:
-    """`nvidia.com/gpu` one node of the pool advertises: GPUs per VM, times MIG devices per GPU."""
-    per_gpu = MIG_DEVICES_PER_GPU[pool.mig_profile] if pool.mig_profile else 1
-    return pool.sku.gpus_per_vm * per_gpu
+    """`nvidia.com/gpu` one node of the pool advertises: GPUs per VM, times the MIG instances each GPU is split
+    into (the device plugin's `single` strategy shows each instance as one device; counts from the GPU catalog)."""
+    mig = pool.sku.mig_slice(pool.mig_profile) if pool.mig_profile else None
+    return pool.sku.gpus_per_vm * (mig.per_gpu if mig else 1)
 
 
 def gpu_capacity(pool: GpuPoolConfig) -> int:

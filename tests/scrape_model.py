@@ -13,6 +13,7 @@ Upstream, read at these versions (what Azure's metrics add-on builds on):
   labels, one target per container port), `model/relabel/relabel.go` (defaults, actions), `scrape/target.go`
   `PopulateLabels` (job and instance defaults, meta labels dropped), `scrape/scrape.go` `mutateSampleLabels`
   (honor_labels, `exported_` renaming) and `verifyLabelLimits`.
+- Azure/prometheus-collector's node-exporter job: see `node_exporter_target`.
 Not modelled: sharding (a hashmod into a `__tmp` label that changes no stored label), TLS and auth.
 """
 
@@ -283,14 +284,20 @@ class Pod:
 
 
 @dataclass
-class Target:
+class ScrapeTarget:
     labels: Labels
     """Labels after relabelling; `__`-prefixed ones (address, scheme...) never reach a series."""
-    pod: Pod
 
     @property
     def public_labels(self) -> Labels:
         return {k: v for k, v in self.labels.items() if not k.startswith("__")}
+
+
+@dataclass
+class Target(ScrapeTarget):
+    """A target found by pod discovery."""
+
+    pod: Pod
 
 
 def discovered(pod: Pod) -> list[Labels]:
@@ -326,27 +333,81 @@ def discovered(pod: Pod) -> list[Labels]:
     return found
 
 
+def populate(config: ScrapeConfig, found: Labels) -> Labels | None:
+    """PopulateLabels for one discovered target: scrape defaults, relabelling, meta labels gone, instance."""
+    labels = {
+        **found,
+        "job": config.job_name,
+        "__scrape_interval__": config.interval,
+        "__metrics_path__": config.metrics_path,
+        "__scheme__": "http",
+    }
+    relabelled = relabel(labels, config.relabel_configs)
+    if relabelled is None:
+        return None
+    relabelled = {k: v for k, v in relabelled.items() if not k.startswith("__meta_")}
+    relabelled.setdefault("instance", relabelled["__address__"])
+    return relabelled
+
+
 def targets(config: ScrapeConfig, pods: Iterable[Pod]) -> list[Target]:
-    """PopulateLabels over every discovered pod target: scrape defaults, relabelling, meta labels gone, instance."""
+    """Every discovered pod target the scrape config keeps."""
     result: list[Target] = []
     for pod in pods:
         if config.namespaces is not None and pod.namespace not in config.namespaces:
             continue
         for meta in discovered(pod):
-            labels = {
-                **meta,
-                "job": config.job_name,
-                "__scrape_interval__": config.interval,
-                "__metrics_path__": config.metrics_path,
-                "__scheme__": "http",
-            }
-            relabelled = relabel(labels, config.relabel_configs)
-            if relabelled is None:
-                continue
-            relabelled = {k: v for k, v in relabelled.items() if not k.startswith("__meta_")}
-            relabelled.setdefault("instance", relabelled["__address__"])
-            result.append(Target(relabelled, pod))
+            labels = populate(config, meta)
+            if labels is not None:
+                result.append(Target(labels, pod))
     return result
+
+
+# --- managed Prometheus's own node-exporter job ------------------------------------------------------------
+# Azure/prometheus-collector tag v7.1.1-main-07-21-2026-39583fd5 (commit 39583fd5): the add-on's ama-metrics-node
+# DaemonSet runs MODE=advanced with NODE_EXPORTER_TARGETPORT 19100 and MINIMAL_INGESTION_PROFILE=true
+# (otelcollector/deploy/addon-chart/azure-monitor-metrics-addon/templates/ama-metrics-daemonset.yaml). On a Linux
+# node it then scrapes the node exporter with otelcollector/configmapparser/default-prom-configs/
+# nodeexporterDefaultDs.yml: job_name `node`, one static target $$NODE_IP$$:$$NODE_EXPORTER_TARGETPORT$$, instance
+# replaced by $$NODE_NAME$$, `metrics_path` copied from __metrics_path__, label limits 63/511/1023
+# (otelcollector/shared/configmap/mp/prometheus-config-merger.go fills the placeholders). The minimal ingestion
+# profile keeps only `nodeexporterRegex_minimal_mac` (shared/configmap/mp/tomlparser-default-targets-metrics-keep-
+# list.go), appended after the (empty) user keep list as a metric relabelling `keep` on __name__
+# (AppendMetricRelabelConfig).
+NODE_EXPORTER_PORT = 19100
+NODE_EXPORTER_MINIMAL_METRICS = (
+    "node_filesystem_readonly|node_memory_MemTotal_bytes|node_cpu_seconds_total|node_memory_MemAvailable_bytes"
+    "|node_memory_Buffers_bytes|node_memory_Cached_bytes|node_memory_MemFree_bytes|node_memory_Slab_bytes"
+    "|node_filesystem_avail_bytes|node_filesystem_size_bytes|node_time_seconds|node_exporter_build_info|node_load1"
+    "|node_vmstat_pgmajfault|node_network_receive_bytes_total|node_network_transmit_bytes_total"
+    "|node_network_receive_drop_total|node_network_transmit_drop_total|node_disk_io_time_seconds_total"
+    "|node_disk_io_time_weighted_seconds_total|node_load5|node_load15|node_disk_read_bytes_total"
+    "|node_disk_written_bytes_total|node_uname_info|kubernetes_build_info|node_boot_time_seconds"
+)
+
+
+def node_exporter_target(node: str, node_ip: str) -> tuple[ScrapeConfig, ScrapeTarget]:
+    """The `node` job one node's ama-metrics-node pod runs against the node exporter on that node."""
+    config = ScrapeConfig(
+        job_name="node",
+        honor_labels=False,
+        namespaces=None,
+        metrics_path="/metrics",
+        interval="30s",
+        relabel_configs=[
+            {"source_labels": ["__metrics_path__"], "regex": "(.*)", "target_label": "metrics_path"},
+            {"source_labels": ["__address__"], "replacement": node, "target_label": "instance"},
+        ],
+        metric_relabel_configs=[
+            {"source_labels": ["__name__"], "action": "keep", "regex": f"|{NODE_EXPORTER_MINIMAL_METRICS}"}
+        ],
+        label_limit=63,
+        label_name_length_limit=511,
+        label_value_length_limit=1023,
+    )
+    labels = populate(config, {"__address__": f"{node_ip}:{NODE_EXPORTER_PORT}"})
+    assert labels is not None, "a static target has no relabelling that drops it"
+    return config, ScrapeTarget(labels)
 
 
 # --- the scrape itself (scrape/scrape.go) -------------------------------------------------------------------
@@ -397,7 +458,9 @@ class ScrapeResult:
     up: Series | None = None
 
 
-def scrape(target: Target, config: ScrapeConfig, exposition: str, external_labels: Mapping[str, str]) -> ScrapeResult:
+def scrape(
+    target: ScrapeTarget, config: ScrapeConfig, exposition: str, external_labels: Mapping[str, str]
+) -> ScrapeResult:
     """mutateSampleLabels + metric relabelling + label limits, then the agent's external labels (`cluster`)."""
     target_labels = target.public_labels
     result = ScrapeResult()

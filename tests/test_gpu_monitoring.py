@@ -22,6 +22,7 @@ from tests.conftest import STACKS, assert_rejected, cluster_handle, set_path, se
 from tests.gpu_metrics_world import GpuWorkload, MetricsWorld, build_world
 from tests.promql_model import Evaluator, matches, selectors
 from tests.scheduling import node_templates
+from tests.scrape_model import Series, node_exporter_target, scrape
 from tools.offline import RecordedResource, Recording, run_stack
 
 REGISTRY = "azure-native:containerregistry:Registry"
@@ -174,6 +175,64 @@ def test_recording_and_alert_rule_groups_are_scoped_to_workspace_and_cluster(
         "namespace_workload_pod:kube_pod_owner:relabel",
     ):
         assert name in records, f"the standard dashboards query {name}"
+
+
+# One node's node-exporter /metrics, the series the recording rules read (prometheus/node_exporter collectors:
+# cpu `node_cpu_seconds_total{cpu,mode}`, loadavg, meminfo `node_memory_<field>_bytes`, vmstat, diskstats and netdev
+# `{device}`).
+NODE_EXPORTER_METRICS = "\n".join(
+    [
+        *(f'node_cpu_seconds_total{{cpu="{c}",mode="{m}"}} 100' for c in "01" for m in ("idle", "iowait", "user")),
+        "node_load1 0.5",
+        *(f"node_memory_{f}_bytes 1e9" for f in ("MemAvailable", "MemTotal", "Buffers", "Cached", "MemFree", "Slab")),
+        "node_vmstat_pgmajfault 12",
+        'node_disk_io_time_seconds_total{device="nvme0n1"} 40',
+        'node_disk_io_time_weighted_seconds_total{device="nvme0n1"} 90',
+        *(
+            f'node_network_{direction}_{kind}_total{{device="{d}"}} 1000'
+            for direction in ("receive", "transmit")
+            for kind in ("bytes", "drop")
+            for d in ("eth0", "lo")
+        ),
+    ]
+)
+
+
+def test_node_recording_rules_read_what_managed_prometheus_stores_from_the_node_exporter(
+    dev_recording: Recording,
+) -> None:
+    cluster = dev_recording.one(CLUSTER).outputs["name"]
+    nodes = [f"aks-{t.pool}-31415926-vmss000000" for t in node_templates(dev_recording)]
+    world: list[Series] = []
+    for i, node in enumerate(nodes):
+        config, target = node_exporter_target(node, f"10.224.0.{i + 4}")
+        world += scrape(target, config, NODE_EXPORTER_METRICS, {"cluster": cluster}).series
+    assert {s.labels["job"] for s in world} == {"node"}, "the add-on's own job name for the node exporter"
+    evaluator = Evaluator(world)
+    known = {s.name for s in world}
+    rules = [r for g in dev_recording.of_type(RULE_GROUP) for r in g.inputs["rules"] if "record" in r]
+    node_rules = [r for r in rules if r["record"].startswith(("instance", ":node_memory"))]
+    assert len(node_rules) >= 12, "Microsoft's node recording rules"
+    for rule in node_rules:
+        read = {sel.metric for sel in selectors(rule["expression"])}
+        assert read <= known, (
+            f"{rule['record']} reads {read - known}: not stored from the node exporter (minimal ingestion profile)"
+        )
+        for selector in selectors(rule["expression"]):
+            assert evaluator.select(selector), (
+                f"{rule['record']}: {selector.metric}{selector.matchers} selects none of the node exporter's series "
+                'as managed Prometheus labels them (job="node")'
+            )
+        recorded = evaluator.vector(rule["expression"])
+        assert {s.labels.get("instance") for s in recorded} <= {*nodes, None} and recorded, (
+            f"{rule['record']} records nothing from the node exporter as managed Prometheus labels it "
+            f'(job="node"): the Kubernetes dashboards\' node panels stay empty'
+        )
+        if rule["record"].startswith("instance"):
+            assert {s.labels["instance"] for s in recorded} == set(nodes), f"{rule['record']}: one per node"
+        evaluator.world += [Series({**s.labels, "__name__": rule["record"]}, s.value) for s in recorded]
+        known.add(rule["record"])
+    assert evaluator.problems == [], evaluator.problems
 
 
 def _alerts(recording: Recording) -> dict[str, dict[str, Any]]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import json
 import py_compile
+import re
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -116,6 +117,34 @@ def test_nccl_runs_across_two_nodes_with_rdma_and_the_sizes_floor(validated: Rec
     assert volumes["probe"]["configMap"]["name"] == name
     assert "def bus_bandwidth_gbps" in probe.inputs["data"]["nccl_probe.py"]
     assert {probe.urn, service.urn} <= set(job.depends_on), "the script and the DNS name exist before the pods"
+
+
+def test_pod_zero_has_its_dns_name_before_it_is_ready(validated: Recording) -> None:
+    # Kubernetes v1.33: an Indexed Job's pod gets the hostname `<job>-<index>` and the labels `job-name` and
+    # `batch.kubernetes.io/job-name` (website content/en/docs/concepts/workloads/controllers/job.md, "Completion
+    # mode"); `<hostname>.<subdomain>` resolves only through a headless Service named `<subdomain>` in the pod's
+    # namespace that selects it (content/en/docs/concepts/services-networking/dns-pod-service.md), and only while the
+    # pod is among the Service's endpoints: a not-ready pod is left out unless `publishNotReadyAddresses` is true
+    # (staging/src/k8s.io/api/core/v1/types.go ServiceSpec.PublishNotReadyAddresses).
+    (job,) = _jobs(validated, "nccl")
+    name, namespace = job.inputs["metadata"]["name"], job.inputs["metadata"]["namespace"]
+    pod = job.inputs["spec"]["template"]
+    controller_labels = {"job-name": name, "batch.kubernetes.io/job-name": name, **pod["metadata"]["labels"]}
+    (service,) = [s for s in validated.of_type(SERVICE) if s.inputs["metadata"]["name"] == pod["spec"]["subdomain"]]
+    spec = service.inputs["spec"]
+    assert service.inputs["metadata"]["namespace"] == namespace, "the DNS name exists only in the pods' namespace"
+    assert spec["clusterIP"] == "None", "only a headless Service gives each pod its own DNS name"
+    assert spec.get("publishNotReadyAddresses") is True, (
+        "torchrun on pod 1 resolves pod 0 while pod 0 is still starting; without publishNotReadyAddresses the name "
+        "does not exist yet and the rendezvous fails the check on a healthy fabric"
+    )
+    assert spec["selector"].items() <= controller_labels.items(), "the Service must select the Job's pods"
+    assert job.inputs["spec"]["completionMode"] == "Indexed", "only Indexed Jobs give pods the `<job>-<index>` name"
+    (container,) = pod["spec"]["containers"]
+    torchrun = container["command"][-1]
+    assert f"--master-addr={name}-0.{pod['spec']['subdomain']} " in torchrun, "rendezvous at pod 0's DNS name"
+    port = re.search(r"--master-port=(\d+)", torchrun)
+    assert port and int(port[1]) in [p["port"] for p in spec["ports"]], "the Service names the rendezvous port"
 
 
 def test_validation_jobs_pass_the_schema_checkov_and_the_scheduling_check(validated: Recording, tmp_path: Path) -> None:

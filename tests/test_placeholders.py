@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -11,7 +12,13 @@ import pytest
 import tools.offline
 from aks_gpu_platform.config import ConfigError, load_platform_config
 from aks_gpu_platform.config.loader import running_under_engine
-from aks_gpu_platform.config.placeholders import EXAMPLE_DOMAIN, IP_RANGE, OBJECT_ID, find_placeholders
+from aks_gpu_platform.config.placeholders import (
+    EXAMPLE_DOMAIN,
+    IP_RANGE,
+    OBJECT_ID,
+    find_placeholders,
+    refuse_placeholders,
+)
 from tests.conftest import STACKS, set_path, settings_of
 from tools.offline import RecordingMocks, RecordingMonitor, run_stack, run_under_mocks
 from tools.stack_files import load_stack_file
@@ -159,7 +166,7 @@ def test_each_kind_of_placeholder_is_found_where_it_is(
         ("tags.contact", "2001:db9::7"),
         ("monitoring.alerts.emailReceivers", [{"name": "oncall", "email": "oncall@myexample.com"}]),
         ("tags.owner", "team@example.company.io"),
-        ("cluster.entraId.tenantId", "0a1b2c3d-0000-4000-8000-000000000001"),
+        ("cluster.entraId.tenantId", "0a1b2c3d-0000-4000-8000-5e6f7a8b9c0d"),
     ],
 )
 def test_real_values_next_to_the_reserved_ones_are_left_alone(
@@ -179,3 +186,51 @@ def test_team_members_of_a_switched_off_training_section_reach_nothing(
     assert members and not any(p.deployed for p in members), (
         "with Kueue off no team access is created, so its placeholder groups must not block a deploy"
     )
+
+
+# IDs typed by hand: zeros, a digit or two repeated, counting up, hex words, and the example IDs Microsoft Learn
+# pages use for tenants, clients and objects (e.g. planned-maintenance.md's 00000000-0000-0000-0000-000000000000,
+# Entra pages' aaaabbbb-0000-cccc-1111-dddd2222eeee).
+HAND_MADE_IDS = [
+    "00000000-0000-0000-0000-000000000000",
+    "00000000-0000-4000-8000-0000000000a1",
+    "4b1c2f77-0000-0000-0000-000000000001",
+    "00000000-5e3a-4c71-9b2d-8f6e1a7c3d95",
+    "ffffffff-ffff-ffff-ffff-ffffffffffff",
+    "12121212-1212-1212-1212-121212121212",
+    "11111111-2222-3333-4444-555555555555",
+    "abababab-cdcd-efef-abab-cdcdefefabab",
+    "deadbeef-dead-beef-dead-beefdeadbeef",
+    "12345678-1234-1234-1234-123456789abc",
+    "12345678-90ab-cdef-1234-567890abcdef",
+    "01234567-89ab-cdef-0123-456789abcdef",
+    "aaaabbbb-0000-cccc-1111-dddd2222eeee",
+    "00001111-aaaa-2222-bbbb-3333cccc4444",
+    "11112222-bbbb-3333-cccc-4444dddd5555",
+    "00aa00aa-bb11-cc22-dd33-44ee44ee44ee",
+    "aaaaaaaa-bbbb-cccc-1111-222222222222",
+]
+
+
+@pytest.mark.parametrize("guid", HAND_MADE_IDS)
+def test_a_hand_made_object_id_is_refused_naming_its_field(
+    stack_config: Callable[[str], dict[str, Any]], guid: str
+) -> None:
+    settings = settings_of(_clean(stack_config("prod")))
+    set_path(settings, "cluster.entraId.adminGroupObjectIds", [str(uuid.uuid4()), guid])
+    with pytest.raises(ConfigError) as caught:
+        refuse_placeholders(load_platform_config(settings))
+    (problem,) = caught.value.problems
+    assert problem.startswith(f"cluster.entraId.adminGroupObjectIds[1]: got {guid!r}"), (
+        f"{guid} names no group in any tenant: the cluster would get an admin group nobody is in\n{problem}"
+    )
+    assert "az ad group show --group" in problem, "and the error says how to find the real ID"
+
+
+def test_generated_ids_are_never_taken_for_placeholders(stack_config: Callable[[str], dict[str, Any]]) -> None:
+    draw = random.Random(20261201)  # fixed seed: the same version-4 IDs Entra ID could have issued, every run
+    generated = [str(uuid.UUID(int=draw.getrandbits(128), version=4)) for _ in range(20000)]
+    settings = settings_of(_clean(stack_config("prod")))
+    set_path(settings, "cluster.entraId.adminGroupObjectIds", generated)
+    found = find_placeholders(load_platform_config(settings))
+    assert found == [], f"a real tenant's IDs would block its deployment: {[p.value for p in found]}"

@@ -13,6 +13,7 @@ from tests.scrape_model import (
     Port,
     ScrapeRejected,
     Series,
+    node_exporter_target,
     parse_exposition,
     pod_monitor_scrape_configs,
     relabel,
@@ -45,6 +46,15 @@ def _stored(exposition: str, **endpoint: Any) -> dict[str, str]:
     (target,) = targets(config, [EXPORTER])
     (series,) = scrape(target, config, exposition, {"cluster": "aks"}).series
     return series.labels
+
+
+def test_the_add_ons_node_exporter_job_stores_job_node_and_the_node_name() -> None:
+    # nodeexporterDefaultDs.yml at v7.1.1-main-07-21-2026-39583fd5: `job_name: node`, instance <- $$NODE_NAME$$.
+    config, target = node_exporter_target("aks-system-1-vmss000000", "10.224.0.4")
+    assert target.labels["__address__"] == "10.224.0.4:19100", "the node's IP and the add-on's node-exporter port"
+    assert target.public_labels == {"job": "node", "instance": "aks-system-1-vmss000000", "metrics_path": "/metrics"}
+    stored = scrape(target, config, "node_load1 0.4\nnode_netstat_Tcp_RetransSegs 3", {"cluster": "aks"}).series
+    assert [s.name for s in stored] == ["node_load1"], "the minimal ingestion profile keeps only its listed metrics"
 
 
 def test_a_pod_monitor_target_carries_the_scraped_pods_own_names() -> None:

@@ -17,8 +17,9 @@ from aks_gpu_platform.components.training_queues import (
 )
 from aks_gpu_platform.config import load_platform_config
 from aks_gpu_platform.config.gpu import GpuPoolConfig
+from aks_gpu_platform.config.gpu_catalog import GPU_SKUS
 from aks_gpu_platform.config.scheduling import GPU_RESOURCE, parse_taint, pod_fits_node
-from aks_gpu_platform.config.training import TrainingConfig, gpu_capacity
+from aks_gpu_platform.config.training import TrainingConfig, gpu_capacity, gpus_per_node
 from tests.conftest import assert_rejected, cluster_handle, set_path, settings_of
 from tests.kueue_schemas import cel_violations, schema_errors
 from tools.offline import Recording, run_stack
@@ -367,6 +368,33 @@ def test_mig_pools_count_mig_devices_as_gpus(stack_config: Callable[[str], dict[
     assert gpu_capacity(cfg.gpu_pools[0]) == 84, "the device plugin advertises each MIG slice as one nvidia.com/gpu"
     set_path(settings, "training.teams.1.quotas.0.gpus", 83)
     assert_rejected(settings, "MIG capacity is still bounded", "training.teams[1].quotas[0].gpus", "holds at most 84")
+
+
+# Instances of each MIG profile one GPU holds: the "Number of Instances Available" column of NVIDIA's MIG user
+# guide, "Supported MIG Profiles" (docs.nvidia.com/datacenter/tesla/mig-user-guide/supported-mig-profiles.html:
+# the A100-SXM4-40GB, A100 80GB, H100 80GB, H100 NVL 94GB and H200 141GB tables), keyed by NVIDIA's profile name.
+NVIDIA_MIG_INSTANCES_PER_GPU = {
+    "A100-40GB": {"1g.5gb": 7, "2g.10gb": 3, "3g.20gb": 2, "4g.20gb": 1, "7g.40gb": 1},
+    "A100-80GB": {"1g.10gb": 7, "2g.20gb": 3, "3g.40gb": 2, "4g.40gb": 1, "7g.80gb": 1},
+    "H100-80GB": {"1g.10gb": 7, "2g.20gb": 3, "3g.40gb": 2, "4g.40gb": 1, "7g.80gb": 1},
+    "H100-NVL": {"1g.12gb": 7, "2g.24gb": 3, "3g.47gb": 2, "4g.47gb": 1, "7g.94gb": 1},
+    "H200-141GB": {"1g.18gb": 7, "2g.35gb": 3, "3g.71gb": 2, "4g.71gb": 1, "7g.141gb": 1},
+}
+
+
+@pytest.mark.parametrize(
+    ("size", "profile"), [(size, mig.profile) for size, sku in GPU_SKUS.items() for mig in sku.mig]
+)
+def test_mig_capacity_is_what_nvidia_partitions_each_gpu_into(size: str, profile: str) -> None:
+    pool = GpuPoolConfig.model_validate({"name": "mig", "vmSize": size, "maxCount": 3, "migProfile": profile})
+    mig = pool.sku.mig_slice(profile)
+    assert mig is not None
+    instances = NVIDIA_MIG_INSTANCES_PER_GPU[pool.sku.gpu_model][mig.nvidia_profile]
+    assert gpus_per_node(pool) == pool.sku.gpus_per_vm * instances, (
+        f"{size} with {profile}: the device plugin advertises {instances} x {mig.nvidia_profile} per GPU; a quota "
+        "sized on any other count admits jobs that never schedule (too many) or strands paid-for slices (too few)"
+    )
+    assert gpu_capacity(pool) == 3 * gpus_per_node(pool), "maxCount nodes of that many devices"
 
 
 def test_a_disabled_training_section_creates_nothing(stack_config: Callable[[str], dict[str, Any]]) -> None:

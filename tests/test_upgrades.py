@@ -10,12 +10,7 @@ import pytest
 
 from aks_gpu_platform.components.agent_pools import pool_upgrade_settings
 from aks_gpu_platform.components.disruption_budget import pod_disruption_budget
-from aks_gpu_platform.components.upgrade_policy import (
-    AUTO_UPGRADE_SCHEDULE,
-    NODE_OS_UPGRADE_SCHEDULE,
-    UpgradePolicy,
-    UpgradePolicyArgs,
-)
+from aks_gpu_platform.components.upgrade_policy import UpgradePolicy, UpgradePolicyArgs
 from aks_gpu_platform.config import ConfigError, load_platform_config
 from aks_gpu_platform.config.loader import validate_section
 from aks_gpu_platform.config.upgrade import DisruptionBudgetConfig, UpgradeConfig
@@ -28,6 +23,12 @@ CLUSTER = "azure-native:containerservice:ManagedCluster"
 AGENT_POOL = "azure-native:containerservice:AgentPool"
 MAINTENANCE = "azure-native:containerservice:MaintenanceConfiguration"
 PDB = "kubernetes:policy/v1:PodDisruptionBudget"
+# The maintenance configuration names AKS binds to the auto-upgrade and node-OS channels; a window under any
+# other name gates nothing (MicrosoftDocs/azure-aks-docs articles/aks/planned-maintenance.md, "Schedule
+# configuration types for planned maintenance", commit 04921f5f, ms.date 2025-12-19). Spelled out, not imported:
+# the test checks the program against AKS, not against itself.
+AUTO_UPGRADE_SCHEDULE = "aksManagedAutoUpgradeSchedule"
+NODE_OS_UPGRADE_SCHEDULE = "aksManagedNodeOSUpgradeSchedule"
 
 
 def _upgrade(stack_config: Callable[[str], dict[str, Any]], stack: str) -> dict[str, Any]:
@@ -53,7 +54,9 @@ def test_both_maintenance_windows_exist_at_night_for_at_least_four_hours(
     recording = recordings[stack]
     upgrade = _upgrade(stack_config, stack)
     configs = {m.inputs["configName"]: m for m in recording.of_type(MAINTENANCE)}
-    assert set(configs) == {AUTO_UPGRADE_SCHEDULE, NODE_OS_UPGRADE_SCHEDULE}, "AKS reads only these two names"
+    assert set(configs) == {AUTO_UPGRADE_SCHEDULE, NODE_OS_UPGRADE_SCHEDULE}, (
+        "AKS applies a window to a channel by these names only: under another name upgrades start at any hour"
+    )
     cluster = recording.one(CLUSTER)
     for config_name, key in (
         (AUTO_UPGRADE_SCHEDULE, "autoUpgradeWindow"),
