@@ -341,6 +341,11 @@ class RecordingMocks(pulumi.runtime.Mocks):
             for key, value in client.items():
                 self.recording.note_mock_value(value, f"{function}.{key}")
             return client, []
+        if args.token == "azure-native:authorization:getClientToken":
+            # An access token for the endpoint asked for; a real one is a JWT of the deployer's login.
+            token = f"mock-token-for-{args.args.get('endpoint', 'arm')}"
+            self.recording.note_mock_value(token, f"{function}.token")
+            return {"token": token}, []
         return {}, []
 
 
