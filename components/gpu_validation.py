@@ -2,13 +2,16 @@
 
 - DCGM diagnostics level 1 ("quick" deployment checks, `dcgmi diag -r 1`): one Job per pool, holding every GPU of
   one node (the device plugin hands the container all of them, so nothing else runs there meanwhile). The
-  container starts its own host engine (`nv-hostengine`) and runs the diagnostic against it. Image: the DCGM
-  image the GPU Operator v26.7.0 ships (`deployments/gpu-operator/values.yaml`, dcgm 4.6.0-1-ubuntu24.04).
+  container starts its own host engine (`nv-hostengine`) and runs the diagnostic against it. Image: NVIDIA's DCGM
+  4.6.0 image on Ubuntu 22.04 (see DCGM_IMAGE for why that one).
 - NCCL all-reduce across two nodes of an InfiniBand pool: an Indexed Job of two pods (one per node, required
   anti-affinity on the hostname), each with all GPUs and the RDMA shared device (`RDMA_RESOURCE`), rendezvous at
   pod 0 through a headless Service; `components/nccl_probe.py` measures the bus bandwidth and fails below the
   size's floor (config/gpu_validation.py). Image: NGC PyTorch 26.03, the base of Azure's own AKS NCCL test image
-  (Azure/ai-infrastructure-on-azure infrastructure_validations/aks/NCCL/docker/Dockerfile).
+  (Azure/ai-infrastructure-on-azure infrastructure_validations/aks/NCCL/docker/Dockerfile). NCCL runs with the
+  settings the floor was measured with; where those name a topology file, an init container downloads it from its
+  pinned commit over HTTPS (the cluster's outbound load balancer gives egress) and refuses it unless its SHA-256
+  matches.
 
 Results in `pulumi up`: pulumi-kubernetes awaits a Job until its Complete condition and fails the update on Failed
 (pulumi/pulumi-kubernetes provider/pkg/await/job.go); a failed pod's termination message is printed with the error,
@@ -20,7 +23,7 @@ each check's Job and its outcome.
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NotRequired, TypedDict, cast
 
@@ -28,7 +31,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from aks_gpu_platform.config.gpu import GpuPoolConfig
-from aks_gpu_platform.config.gpu_validation import nccl_baseline
+from aks_gpu_platform.config.gpu_validation import TopologyFile, nccl_baseline
 from aks_gpu_platform.config.scheduling import (
     GPU_POOL_NAME_LABEL_KEY,
     GPU_RESOURCE,
@@ -40,7 +43,12 @@ from aks_gpu_platform.config.scheduling import (
 from .context import ClusterHandle
 
 NAMESPACE = "gpu-validation"
-DCGM_IMAGE = "nvcr.io/nvidia/cloud-native/dcgm:4.6.0-1-ubuntu24.04"
+# `dcgmi diag` loads its tests from /usr/libexec/datacenter-gpu-manager-4/plugins/cuda<N>, shipped only by the
+# datacenter-gpu-manager-4-cuda<N> packages (NVIDIA/DCGM v4.6.0 CMakeLists.txt, install of Diagnostic_12...). This
+# image's Dockerfile at that tag installs -cuda12 and -cuda13 (docker/Dockerfile.ubuntu22.04); no Dockerfile of the
+# ubuntu24.04 variant is published, so it cannot be shown to carry them. tests/fixtures/dcgm_image.json holds
+# what was read.
+DCGM_IMAGE = "nvcr.io/nvidia/cloud-native/dcgm:4.6.0-1-ubuntu22.04"
 PYTORCH_IMAGE = "nvcr.io/nvidia/pytorch:26.03-py3"
 NCCL_PORT = 29500
 PROBE_SCRIPT = Path(__file__).with_name("nccl_probe.py")
@@ -55,6 +63,23 @@ CHECKOV_SKIPS = {
     "checkov.io/skip7": "CKV_K8S_39=SYS_ADMIN is what DCGM's profiling and diagnostics require (NVIDIA's own charts)",
     "checkov.io/skip8": "CKV_K8S_25=the one added capability is the one the check needs (SYS_ADMIN or IPC_LOCK)",
 }
+
+TOPOLOGY_DIR = "/etc/topology"
+# Fetches the topology file and keeps it only if its digest matches; a mismatch fails the Job with that reason.
+TOPOLOGY_FETCH_SCRIPT = """\
+import hashlib, os, sys, urllib.request
+url, expected, path = os.environ["TOPOLOGY_URL"], os.environ["TOPOLOGY_SHA256"], os.environ["TOPOLOGY_PATH"]
+data = urllib.request.urlopen(url, timeout=120).read()
+digest = hashlib.sha256(data).hexdigest()
+if digest != expected:
+    line = f"FAIL NCCL topology file {url}: sha256 {digest}, expected {expected}"
+    print(line, flush=True)
+    with open(os.environ.get("TERMINATION_LOG", "/dev/termination-log"), "w", encoding="utf-8") as log:
+        log.write(line)
+    sys.exit(1)
+with open(path, "wb") as out:
+    out.write(data)
+"""
 
 # The diagnostic's verdict: a non-zero exit or any failed test in its JSON report fails the Job.
 DCGM_DIAG_SCRIPT = """\
@@ -126,8 +151,45 @@ def nccl_service_name(job_name: str) -> str:
     return job_name  # the headless Service shares the Job's name: pod 0 is <job>-0.<job>
 
 
-def nccl_pod_spec(pool: GpuPoolConfig, job_name: str, floor_gbps: float, message_bytes: int) -> dict[str, Any]:
-    """One pod per node (two nodes), every GPU and the RDMA device, torchrun rendezvous at pod 0."""
+_RESTRICTED = {
+    "allowPrivilegeEscalation": False,
+    "capabilities": {"drop": ["ALL"]},
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+
+
+def topology_init_container(topology: TopologyFile) -> dict[str, Any]:
+    """Puts the topology file into the shared `topology` volume, checked by its digest."""
+    env = {
+        "TOPOLOGY_URL": topology.url,
+        "TOPOLOGY_SHA256": topology.sha256,
+        "TOPOLOGY_PATH": f"{TOPOLOGY_DIR}/{topology.file_name}",
+    }
+    return {
+        "name": "topology",
+        "image": PYTORCH_IMAGE,  # already pulled for the probe; python3 and its TLS roots are in it
+        "imagePullPolicy": "Always",
+        "command": ["python3", "-c", TOPOLOGY_FETCH_SCRIPT],
+        "env": [{"name": k, "value": v} for k, v in env.items()],
+        "terminationMessagePolicy": "FallbackToLogsOnError",
+        "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"cpu": "1", "memory": "512Mi"}},
+        "securityContext": _RESTRICTED,
+        "volumeMounts": [{"name": "topology", "mountPath": TOPOLOGY_DIR}],
+    }
+
+
+def nccl_pod_spec(
+    pool: GpuPoolConfig,
+    job_name: str,
+    floor_gbps: float,
+    message_bytes: int,
+    nccl_env: Mapping[str, str],
+    topology: TopologyFile | None,
+) -> dict[str, Any]:
+    """One pod per node (two nodes), every GPU and the RDMA device, torchrun rendezvous at pod 0.
+
+    `nccl_env` and `topology` are the settings the floor was measured with (config/gpu_validation.py).
+    """
     gpus = pool.sku.gpus_per_vm
     master = f"{job_name}-0.{nccl_service_name(job_name)}"
     torchrun = (
@@ -143,7 +205,23 @@ def nccl_pod_spec(pool: GpuPoolConfig, job_name: str, floor_gbps: float, message
         "NCCL_IB_PCI_RELAXED_ORDERING": "1",
         "NCCL_SOCKET_IFNAME": "eth0",
         "NCCL_DEBUG": "WARN",
+        **nccl_env,
     }
+    mounts = [
+        {"name": "probe", "mountPath": "/probe", "readOnly": True},
+        {"name": "shm", "mountPath": "/dev/shm"},
+    ]
+    volumes: list[dict[str, Any]] = [
+        {"name": "probe", "configMap": {"name": job_name}},
+        # NCCL's intra-node transport needs more shared memory than the container default of 64 MiB.
+        {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "32Gi"}},
+    ]
+    init_containers: list[dict[str, Any]] = []
+    if topology is not None:
+        env["NCCL_TOPO_FILE"] = f"{TOPOLOGY_DIR}/{topology.file_name}"
+        mounts.append({"name": "topology", "mountPath": TOPOLOGY_DIR, "readOnly": True})
+        volumes.append({"name": "topology", "emptyDir": {"sizeLimit": "16Mi"}})
+        init_containers.append(topology_init_container(topology))
     return {
         **_pool_scheduling(pool),
         "subdomain": nccl_service_name(job_name),
@@ -162,6 +240,7 @@ def nccl_pod_spec(pool: GpuPoolConfig, job_name: str, floor_gbps: float, message
                 ]
             }
         },
+        "initContainers": init_containers,
         "containers": [
             {
                 "name": "nccl",
@@ -180,17 +259,10 @@ def nccl_pod_spec(pool: GpuPoolConfig, job_name: str, floor_gbps: float, message
                     "capabilities": {"drop": ["ALL"], "add": ["IPC_LOCK"]},
                     "seccompProfile": {"type": "RuntimeDefault"},
                 },
-                "volumeMounts": [
-                    {"name": "probe", "mountPath": "/probe", "readOnly": True},
-                    {"name": "shm", "mountPath": "/dev/shm"},
-                ],
+                "volumeMounts": mounts,
             }
         ],
-        "volumes": [
-            {"name": "probe", "configMap": {"name": job_name}},
-            # NCCL's intra-node transport needs more shared memory than the container default of 64 MiB.
-            {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "32Gi"}},
-        ],
+        "volumes": volumes,
     }
 
 
@@ -239,7 +311,9 @@ class GpuValidation(pulumi.ComponentResource):
                 baseline = nccl_baseline(pool.vm_size)
                 floor = pool.validation.min_bus_bandwidth_gbps or (baseline.min_bus_bandwidth_gbps if baseline else 0)
                 message_bytes = baseline.message_bytes if baseline else 8 << 30
-                job_name = check_name("nccl", pool, [PYTORCH_IMAGE, floor, message_bytes])
+                nccl_env = dict(baseline.nccl_env) if baseline else {}
+                topology = baseline.topology if baseline else None
+                job_name = check_name("nccl", pool, [PYTORCH_IMAGE, floor, message_bytes, nccl_env, topology])
                 probe = k8s.core.v1.ConfigMap(
                     f"{name}-{pool.name}-nccl-probe",
                     metadata={"name": job_name, "namespace": NAMESPACE},
@@ -258,7 +332,7 @@ class GpuValidation(pulumi.ComponentResource):
                     },
                     opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[namespace])),
                 )
-                spec = nccl_pod_spec(pool, job_name, floor, message_bytes)
+                spec = nccl_pod_spec(pool, job_name, floor, message_bytes, nccl_env, topology)
                 nccl_opts = pulumi.ResourceOptions.merge(job_opts, pulumi.ResourceOptions(depends_on=[probe, service]))
                 job = self._job(name, job_name, pool, spec, 2, timeout, nccl_opts)
                 checks["ncclAllReduce"] = _outcome(job_name, job)

@@ -6,6 +6,12 @@ azure-managed-lustre/mlperf-storage-v3-results.md, doc date 2026-09-01): 2000/96
 (the catalog's whole MB/s per TiB, rounded down so a throughput target is never promised short). Its minimum
 and maximum are not published: one increment (96 TiB) is the minimum, and the maximum is the largest size
 Microsoft has published running, 25,632 TiB (the same MLPerf runs); larger needs a support request.
+
+Tiers 40 to 500: minimum, step and maximum from Microsoft's table in Azure/ai-infrastructure-on-azure
+storage_references/aks/shared_storage/README.md ("Available SKUs", commit a01b0731; the maximums last changed
+2025-07-24): 12.5 PiB, 4 PiB, 2 PiB and 1 PiB. The maximum kept is the largest whole step within it (12.5 PiB is
+12,800 TiB, not a multiple of 48: 12,768). Microsoft Learn's older table (create-file-system-portal.md, ms.date
+2024-11-11) stopped at 768 and 128 TiB, with larger sizes on request.
 """
 
 from __future__ import annotations
@@ -52,10 +58,11 @@ class AmlfsSku:
 AMLFS_SKUS: dict[str, AmlfsSku] = {
     # Unpublished min/max: one 96 TiB increment .. the largest published deployment (see the module docstring).
     "AMLFS-Durable-Premium-20": AmlfsSku(min_tib=96, max_tib=25632, step_tib=96, mbps_per_tib=20),
-    "AMLFS-Durable-Premium-40": AmlfsSku(min_tib=48, max_tib=768, step_tib=48, mbps_per_tib=40),
-    "AMLFS-Durable-Premium-125": AmlfsSku(min_tib=16, max_tib=128, step_tib=16, mbps_per_tib=125),
-    "AMLFS-Durable-Premium-250": AmlfsSku(min_tib=8, max_tib=128, step_tib=8, mbps_per_tib=250),
-    "AMLFS-Durable-Premium-500": AmlfsSku(min_tib=4, max_tib=128, step_tib=4, mbps_per_tib=500),
+    # Published maximums (see the module docstring), each the largest whole step within it.
+    "AMLFS-Durable-Premium-40": AmlfsSku(min_tib=48, max_tib=12768, step_tib=48, mbps_per_tib=40),
+    "AMLFS-Durable-Premium-125": AmlfsSku(min_tib=16, max_tib=4096, step_tib=16, mbps_per_tib=125),
+    "AMLFS-Durable-Premium-250": AmlfsSku(min_tib=8, max_tib=2048, step_tib=8, mbps_per_tib=250),
+    "AMLFS-Durable-Premium-500": AmlfsSku(min_tib=4, max_tib=1024, step_tib=4, mbps_per_tib=500),
 }
 
 # Largest capacity (TiB) each subnet prefix holds (MicrosoftDocs azure-managed-lustre amlfs-prerequisites.md;
@@ -72,7 +79,8 @@ def required_subnet_prefix(capacity_tib: int) -> int:
     """The longest prefix (smallest subnet) Azure accepts for a filesystem of capacity_tib.
 
     Above the published 400 TiB the table's own rule is continued, conservatively: every doubling of capacity
-    doubles the addresses (one bit shorter), so 800 TiB needs a /22 and AMLFS-20's 25,632 TiB a /16. Azure's
+    doubles the addresses (one bit shorter), so 800 TiB needs a /22, AMLFS-40's 12,768 TiB a /18 and AMLFS-20's
+    25,632 TiB a /16. Azure's
     `getRequiredAmlFSSubnetsSize` action gives the exact figure; a smaller subnet it accepts can be handed in.
     """
     for limit, prefix in _SUBNET_BY_CAPACITY:

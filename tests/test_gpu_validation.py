@@ -258,3 +258,73 @@ def test_the_component_built_directly_checks_only_the_pools_that_ask(
     assert namespace.inputs["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "privileged", (
         "SYS_ADMIN and IPC_LOCK are beyond the baseline profile: a baseline namespace would reject the pods"
     )
+
+
+FIXTURES = Path(__file__).with_name("fixtures")
+
+
+def test_nccl_runs_with_the_settings_its_floor_was_measured_with(validated: Recording) -> None:
+    source = json.loads((FIXTURES / "nccl_floor_source.json").read_text())
+    (job,) = _jobs(validated, "nccl")
+    pod = job.inputs["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    env = {e["name"]: e["value"] for e in container["env"]}
+    assert float(env["MIN_BUS_BANDWIDTH_GBPS"]) == source["h100_floor_gbps"]
+    assert int(env["MESSAGE_BYTES"]) == source["message_bytes"]
+    missing = {k: v for k, v in source["env"].items() if env.get(k) != v}
+    assert not missing, (
+        f"the 300 GB/s floor was measured with these settings; without them a healthy fabric fails: {missing}"
+    )
+    topology = source["topology"]
+    mounted = [m for m in container["volumeMounts"] if env["NCCL_TOPO_FILE"].startswith(m["mountPath"] + "/")]
+    assert mounted, "NCCL_TOPO_FILE must name a file inside a volume the container mounts"
+    (fetch,) = [
+        c
+        for c in pod.get("initContainers", [])
+        if any(m["name"] == mounted[0]["name"] for m in c.get("volumeMounts", []))
+    ]
+    fetch_env = {e["name"]: e["value"] for e in fetch["env"]}
+    expected_url = f"https://raw.githubusercontent.com/{topology['repo']}/{topology['commit']}/{topology['path']}"
+    assert fetch_env["TOPOLOGY_URL"] == expected_url, "the topology file comes from its pinned commit, over HTTPS"
+    assert fetch_env["TOPOLOGY_SHA256"] == topology["sha256"], "and is refused unless it is the file that was read"
+    assert fetch_env["TOPOLOGY_PATH"] == env["NCCL_TOPO_FILE"], "the init container writes the file NCCL reads"
+
+
+def _fetch_topology(tmp_path: Path, content: bytes, sha256: str) -> subprocess.CompletedProcess[str]:
+    from aks_gpu_platform.components.gpu_validation import TOPOLOGY_FETCH_SCRIPT
+
+    served = tmp_path / "served.xml"
+    served.write_bytes(content)
+    env = {
+        "TOPOLOGY_URL": served.as_uri(),
+        "TOPOLOGY_SHA256": sha256,
+        "TOPOLOGY_PATH": str(tmp_path / "topo.xml"),
+        "TERMINATION_LOG": str(tmp_path / "termination-log"),
+    }
+    return subprocess.run(["python3", "-c", TOPOLOGY_FETCH_SCRIPT], env=env, capture_output=True, text=True)
+
+
+def test_the_topology_fetch_keeps_only_the_file_with_the_pinned_digest(tmp_path: Path) -> None:
+    import hashlib
+
+    good = b"<system version='1'/>"
+    assert _fetch_topology(tmp_path, good, hashlib.sha256(good).hexdigest()).returncode == 0
+    assert (tmp_path / "topo.xml").read_bytes() == good, "the checked file is where NCCL_TOPO_FILE points"
+    (tmp_path / "topo.xml").unlink()
+    bad = _fetch_topology(tmp_path, b"<system tampered/>", hashlib.sha256(good).hexdigest())
+    assert bad.returncode != 0 and not (tmp_path / "topo.xml").exists(), "a changed upstream file never reaches NCCL"
+    assert "expected" in (tmp_path / "termination-log").read_text(), "`pulumi up` shows why the check failed"
+
+
+def test_the_dcgm_image_is_the_one_whose_dockerfile_shows_the_diagnostic_plugins() -> None:
+    from aks_gpu_platform.components.gpu_validation import DCGM_IMAGE
+
+    read = json.loads((FIXTURES / "dcgm_image.json").read_text())
+    assert read["image"] == DCGM_IMAGE, (
+        f"{DCGM_IMAGE} is not the image whose Dockerfile was read ({read['source']['dockerfile']} at "
+        f"{read['source']['tag']}): read the new tag's Dockerfile before bumping it"
+    )
+    with_plugins = [
+        p for p in read["dockerfile_apt_installs"] if "Diagnostic" in read["diag_plugin_packages"].get(p, [])
+    ]
+    assert with_plugins, "`dcgmi diag` fails without a datacenter-gpu-manager-4-cuda<N> package and its plugins"

@@ -14,8 +14,13 @@ Facts spelled out here:
 from __future__ import annotations
 
 import copy
+import json
+from pathlib import Path
 from typing import Any
 
+import pytest
+
+from aks_gpu_platform.config import load_platform_config
 from aks_gpu_platform.config.lustre_catalog import AMLFS_SKUS, required_subnet_prefix
 from aks_gpu_platform.config.scheduling import pod_fits_node
 from tests.conftest import assert_rejected, settings_of
@@ -135,3 +140,42 @@ def test_import_prefixes_must_be_blob_paths() -> None:
     config = copy.deepcopy(load_stack_file("dev"))
     config[PREFIX + "storage"]["lustre"]["blob"]["importJob"] = {"prefixes": ["datasets"]}
     assert_rejected(settings_of(config), "paths start with /", "storage.lustre.blob.importJob.prefixes[0]", "'^/")
+
+
+PUBLISHED = json.loads((Path(__file__).with_name("fixtures") / "amlfs_published_sizes.json").read_text())
+
+
+def _published_max_tib(sku: dict[str, Any]) -> int:
+    """The largest whole step within the published maximum: Azure takes only whole steps."""
+    limit = int(sku["max_pib"] * PUBLISHED["tib_per_pib"])
+    return limit - limit % sku["step_tib"]
+
+
+@pytest.mark.parametrize("name", sorted(PUBLISHED["skus"]))
+def test_the_catalog_allows_each_tier_up_to_microsofts_published_maximum(name: str) -> None:
+    published, rules = PUBLISHED["skus"][name], AMLFS_SKUS[name]
+    assert (rules.min_tib, rules.step_tib, rules.mbps_per_tib) == (
+        published["min_tib"],
+        published["step_tib"],
+        published["mbps_per_tib"],
+    )
+    assert rules.max_tib == _published_max_tib(published), (
+        f"{name}: Azure deploys up to {published['max_pib']} PiB ({PUBLISHED['source']['table_date']}); a lower "
+        "maximum refuses sizes users can buy, a higher one lets a plan pass that Azure rejects"
+    )
+
+
+def test_a_filesystem_at_the_largest_published_size_validates_and_one_step_more_is_refused() -> None:
+    name = "AMLFS-Durable-Premium-40"
+    largest = _published_max_tib(PUBLISHED["skus"][name])
+    prefix = required_subnet_prefix(largest)
+
+    def settings(capacity: int) -> dict[str, Any]:
+        config = _amlfs20(capacity, subnet=f"10.40.64.0/{prefix}")
+        config[PREFIX + "storage"]["lustre"]["sku"] = name
+        return settings_of(config)
+
+    load_platform_config(settings(largest))
+    assert_rejected(
+        settings(largest + 48), "one step past the maximum", "storage.lustre.capacityTiB", f"48-{largest} TiB"
+    )

@@ -375,7 +375,7 @@ BROKEN: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
         "capacity below the SKU minimum",
         lambda s: _lustre(s).update(sku="AMLFS-Durable-Premium-40", capacityTiB=24),
         "storage.lustre.capacityTiB",
-        "48-768 TiB",
+        "48-12768 TiB",
     ),
     (
         "subnet too small for the capacity",
@@ -415,9 +415,10 @@ BROKEN: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
     ),
     (
         "throughput no size of the SKU reaches",
-        lambda s: _lustre(s).update(sku="AMLFS-Durable-Premium-125", capacityTiB=16, throughputTargetMBps=30000),
+        # 512,500 MB/s: past AMLFS-125's 4,096 TiB x 125 and every other tier's maximum but AMLFS-20's.
+        lambda s: _lustre(s).update(sku="AMLFS-Durable-Premium-125", capacityTiB=16, throughputTargetMBps=512500),
         "storage.lustre.capacityTiB",
-        "AMLFS-Durable-Premium-40 at 768 TiB",
+        "AMLFS-Durable-Premium-20 at 25632 TiB",
     ),
     ("unknown SKU", lambda s: _lustre(s).update(sku="AMLFS-Premium-1000"), "storage.lustre.sku", "AMLFS-Durable"),
     (
