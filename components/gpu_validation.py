@@ -3,7 +3,7 @@
 - DCGM diagnostics level 1 ("quick" deployment checks, `dcgmi diag -r 1`): one Job per pool, holding every GPU of
   one node (the device plugin hands the container all of them, so nothing else runs there meanwhile). The
   container starts its own host engine (`nv-hostengine`) and runs the diagnostic against it. Image: NVIDIA's DCGM
-  4.6.0 image on Ubuntu 22.04 (see DCGM_IMAGE for why that one).
+  4.5.2 image on Ubuntu 22.04 (see DCGM_IMAGE for why that one).
 - NCCL all-reduce across two nodes of an InfiniBand pool: an Indexed Job of two pods (one per node, required
   anti-affinity on the hostname), each with all GPUs and the RDMA shared device (`RDMA_RESOURCE`), rendezvous at
   pod 0 through a headless Service; `components/nccl_probe.py` measures the bus bandwidth and fails below the
@@ -44,11 +44,11 @@ from .context import ClusterHandle
 
 NAMESPACE = "gpu-validation"
 # `dcgmi diag` loads its tests from /usr/libexec/datacenter-gpu-manager-4/plugins/cuda<N>, shipped only by the
-# datacenter-gpu-manager-4-cuda<N> packages (NVIDIA/DCGM v4.6.0 CMakeLists.txt, install of Diagnostic_12...). This
-# image's Dockerfile at that tag installs -cuda12 and -cuda13 (docker/Dockerfile.ubuntu22.04); no Dockerfile of the
-# ubuntu24.04 variant is published, so it cannot be shown to carry them. tests/fixtures/dcgm_image.json holds
-# what was read.
-DCGM_IMAGE = "nvcr.io/nvidia/cloud-native/dcgm:4.6.0-1-ubuntu22.04"
+# datacenter-gpu-manager-4-cuda<N> packages (NVIDIA/DCGM v4.5.2 CMakeLists.txt, install of Diagnostic_12...). This
+# image's Dockerfile at that tag (docker/Dockerfile.ubuntu22.04) installs -cuda12 and -cuda13; NVIDIA's GPU Operator
+# v26.3.x pins the same tag as its standalone DCGM (values.yaml dcgm.version), so it is published. The operator's
+# newer 4.6.0-1-ubuntu24.04 has no published Dockerfile. tests/fixtures/dcgm_image.json holds what was read.
+DCGM_IMAGE = "nvcr.io/nvidia/cloud-native/dcgm:4.5.2-1-ubuntu22.04"
 PYTORCH_IMAGE = "nvcr.io/nvidia/pytorch:26.03-py3"
 NCCL_PORT = 29500
 PROBE_SCRIPT = Path(__file__).with_name("nccl_probe.py")

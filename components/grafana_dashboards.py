@@ -11,8 +11,6 @@ account, API key or secret is created or stored: the token is fetched fresh on e
 The deploying identity gets Grafana Editor on the instance so the first `pulumi up` can write.
 """
 
-from __future__ import annotations
-
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,7 +23,8 @@ import pulumiverse_grafana.oss as grafana_oss
 
 from . import roles
 
-DASHBOARDS_DIR = Path(__file__).resolve().parent.parent / "dashboards"
+# Shipped in the wheel as package data of the components (pyproject.toml).
+DASHBOARDS_DIR = Path(__file__).resolve().parent / "dashboards"
 GRAFANA_AUDIENCE = "https://dashboard.azure.com"
 FOLDER_UID = "aks-gpu-platform"
 # A new Grafana role assignment is honoured only after it has propagated; until then the API answers 401/403.
@@ -38,7 +37,7 @@ EDITOR_PROPAGATION_SECONDS = 120
 
 
 def dashboard_files(names: Sequence[str]) -> list[Path]:
-    """The dashboard JSON files under dashboards/, by file stem."""
+    """The dashboard JSON files under components/dashboards/, by file stem."""
     return [DASHBOARDS_DIR / f"{name}.json" for name in names]
 
 
@@ -48,11 +47,11 @@ class GrafanaDashboardsArgs(TypedDict):
     grafana_endpoint: pulumi.Input[str]
     """`https://<name>-<hash>.<region>.grafana.azure.com` of the instance."""
     dashboards: Sequence[str]
-    """Stems of the dashboards/ JSON files to create."""
+    """Stems of the components/dashboards/ JSON files to create."""
 
 
 class GrafanaDashboards(pulumi.ComponentResource):
-    """A folder of the platform's dashboards in Managed Grafana, kept in step with dashboards/*.json."""
+    """A folder of the platform's dashboards in Managed Grafana, kept in step with components/dashboards/*.json."""
 
     dashboard_uids: list[str]
     """UIDs of the dashboards created (their URLs are `<endpoint>/d/<uid>`)."""

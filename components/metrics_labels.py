@@ -1,7 +1,7 @@
 """The one label contract for DCGM metrics: which label names what once managed Prometheus has scraped a series.
 
 The PodMonitor (`gpu_monitoring.py`), the KEDA query (`gpu_autoscaling.py`), the GPU alerts and
-`dashboards/gpu-overview.json` all take their label names from here; `tests/scrape_model.py` checks
+`components/dashboards/gpu-overview.json` all take their label names from here; `tests/scrape_model.py` checks
 this contract against a model of the real scrape.
 
 Where the names come from:

@@ -37,6 +37,7 @@ from aks_gpu_platform.components import (
     gpu_monitoring,
     gpu_node_pool,
     gpu_stack,
+    grafana_dashboards,
     log_workspace,
     lustre_storage,
     netapp_files,
@@ -925,6 +926,25 @@ class TeamTenancy(team_tenancy.TeamTenancy):
         super().__init__(name, built, opts)
 
 
+class GrafanaDashboardsInputs(TypedDict):
+    grafana_id: pulumi.Input[str]
+    """ARM ID of the Managed Grafana instance (GpuMonitoring's `grafanaId`): the deployer gets Grafana Editor there."""
+    grafana_endpoint: pulumi.Input[str]
+    """`https://<name>-<hash>.<region>.grafana.azure.com` of the instance (GpuMonitoring's `grafanaEndpoint`)."""
+    dashboards: list[str]
+    """Which of the platform's dashboards to create: `gpu-overview`, `gpu-teams`."""
+
+
+class GrafanaDashboards(grafana_dashboards.GrafanaDashboards):
+    __doc__ = grafana_dashboards.GrafanaDashboards.__doc__
+
+    dashboard_uids: list[str]
+    """UIDs of the dashboards created (their URLs are `<endpoint>/d/<uid>`)."""
+
+    def __init__(self, name: str, args: GrafanaDashboardsInputs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(name, {**args}, opts)
+
+
 ADAPTERS: list[type[pulumi.ComponentResource]] = [
     Network,
     LogWorkspace,
@@ -941,4 +961,5 @@ ADAPTERS: list[type[pulumi.ComponentResource]] = [
     NetAppFiles,
     TrainingQueues,
     TeamTenancy,
+    GrafanaDashboards,
 ]

@@ -506,6 +506,11 @@ PROD_INPUTS: dict[str, Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]
         "namespaces": {t["name"]: t["namespace"] for t in s["training"]["teams"]},
         "grafanaId": "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Dashboard/grafana/g",
     },
+    "GrafanaDashboards": lambda s, w: {
+        "grafanaId": "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Dashboard/grafana/g",
+        "grafanaEndpoint": "https://g-abcd.krc.grafana.azure.com",
+        "dashboards": ["gpu-overview", "gpu-teams"],
+    },
 }
 
 

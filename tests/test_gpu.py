@@ -68,7 +68,7 @@ def _gpu_stack(**fields: Any) -> Callable[[dict[str, Any]], None]:
 
 
 BROKEN_GPU: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
-    ("non-GPU SKU", _gpu_pool(vmSize="Standard_D8ds_v5"), "gpuPools[0].vmSize", "GPU size from the catalog"),
+    ("non-GPU SKU", _gpu_pool(vmSize="Standard_D8ds_v5"), "gpuPools[0].vmSize", "not a GPU size of the catalog"),
     ("MIG on a SKU without MIG", _gpu_pool(migProfile="MIG1g"), "gpuPools[0].migProfile", "supports MIG profiles"),
     ("unknown MIG profile", _gpu_pool(migProfile="MIG5g"), "gpuPools[0].migProfile", "MIG1g"),
     (

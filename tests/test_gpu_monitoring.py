@@ -476,7 +476,7 @@ def test_duplicate_receiver_names_are_rejected(stack_config: Callable[[str], dic
     assert "monitoring.alerts.emailReceivers[1].name:" in str(caught.value)
 
 
-DASHBOARD = Path(__file__).parent.parent / "dashboards" / "gpu-overview.json"
+DASHBOARD = Path(__file__).parent.parent / "components" / "dashboards" / "gpu-overview.json"
 
 
 def test_gpu_dashboard_queries_dcgm_metrics() -> None:
