@@ -11,6 +11,10 @@ version that has the field:
   41.8.0 changelog, 2026-10-19: "Model GPUProfile added property nvidia"); it has no `migStrategy`.
 - 2026-08-02-preview, for MIG pools only: `nvidia.migStrategy` exists in preview versions alone (41.9.0b1,
   2026-10-23). The platform uses the Single strategy, so MIG slices stay `nvidia.com/gpu` as in the other modes.
+  That spec (Azure/azure-rest-api-specs aks/preview/2026-08-02-preview/managedClusters.json, MigStrategy and
+  NvidiaGPUProfile, commit 0227e50) takes the Single partition from `nvidia.migProfiles`, exactly one element, and
+  makes `migProfiles` mutually exclusive with the top-level `gpuInstanceProfile`; its example
+  AgentPoolsCreate_SingleMIG.json sends `migProfiles` alone.
 The body carries the same name hashing, labels, taints, zones, OS and upgrade settings as `gpu_node_pool.py`.
 
 Fixed size: "Cluster autoscaler isn't supported on managed GPU node pools during preview" (same page), so the pool
@@ -70,10 +74,10 @@ def managed_api_version(pool: GpuPoolConfig) -> str:
 def managed_gpu_profile(pool: GpuPoolConfig) -> dict[str, Any]:
     """`gpuProfile`: AKS's driver plus the full managed stack (Managed is set explicitly: the API default is
     Unmanaged, driver only)."""
-    nvidia: dict[str, str] = {"managementMode": "Managed"}
+    nvidia: dict[str, Any] = {"managementMode": "Managed"}
     strategy = mig_strategy(pool)
     if strategy is not None:
-        nvidia["migStrategy"] = strategy
+        nvidia.update({"migStrategy": strategy, "migProfiles": [pool.mig_profile]})
     return {"driver": "Install", "nvidia": nvidia}
 
 
@@ -134,8 +138,6 @@ def managed_pool_properties(
         "orchestratorVersion": kubernetes_version,
         "tags": dict(tags),
     }
-    if pool.mig_profile is not None:
-        properties["gpuInstanceProfile"] = pool.mig_profile
     if spot:
         properties.update(
             {
@@ -199,8 +201,13 @@ class ManagedGpuNodePool(pulumi.ComponentResource):
                 handle.tags,
                 args.get("extra_node_labels", {}),
             ),
-            # Auto-upgrade moves the version; re-sending the pinned one would be a downgrade.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[handle.cluster], ignore_changes=ignored),
+            # Auto-upgrade moves the version; re-sending the pinned one would be a downgrade. azure-native asks
+            # for delete-before-replace on a resource whose name inputs change (as for the AgentPool, see
+            # agent_pools.autoscaled_pool_options); the hashed name differs on every replacement, so the new pool
+            # is created before the old one is drained and deleted.
+            opts=pulumi.ResourceOptions(
+                parent=self, depends_on=[handle.cluster], ignore_changes=ignored, delete_before_replace=False
+            ),
         )
         self.pool_name = pulumi.Output.from_input(azure_name)
         self.register_outputs({"pool_name": self.pool_name})

@@ -24,9 +24,10 @@ from .workloads import ClaimMount, training_namespace, verification_pod
 
 # The typed CapacityPool of pulumi-azure-native 3.29 sends NetApp API 2024-09-01, which has no Flexible service
 # level and no pool throughput. Flexible pools go through the generic resource at the first stable API version
-# Terraform's azurerm uses for them (hashicorp/terraform-provider-azurerm website/docs/r/netapp_pool.html.markdown:
-# Microsoft.NetApp 2025-01-01, custom_throughput_mibps for Flexible + Manual QoS).
-FLEXIBLE_POOL_API_VERSION = "2025-01-01"
+# whose PoolProperties has both: Azure/azure-rest-api-specs specification/netapp/resource-manager/Microsoft.NetApp/
+# NetApp/stable/2025-06-01/netapp.json (commit 03e9486) lists `Flexible` in serviceLevel and has
+# `customThroughputMibps`; stable 2025-01-01 has neither, so ARM would refuse the level and drop the throughput.
+FLEXIBLE_POOL_API_VERSION = "2025-06-01"
 # Microsoft's recommended NFSv4.1 options (learn.microsoft.com/azure/azure-netapp-files/troubleshoot-latency,
 # ms.date 08/05/2026): hard mounts, 256 KiB transfers, TCP.
 MOUNT_OPTIONS = ["vers=4.1", "hard", "rsize=262144", "wsize=262144", "tcp"]

@@ -97,10 +97,12 @@ def test_pools_carry_the_managed_gpu_profile_at_an_api_version_that_has_it(manag
         "Managed must be explicit: the API default is Unmanaged (driver only)"
     )
     assert t4["apiVersion"] == "2026-08-01", "the first stable API version with gpuProfile.nvidia"
-    assert mig["properties"]["gpuProfile"]["nvidia"] == {"managementMode": "Managed", "migStrategy": "Single"}, (
-        "Single keeps MIG slices as nvidia.com/gpu, which the quotas count"
-    )
-    assert mig["properties"]["gpuInstanceProfile"] == "MIG3g"
+    assert mig["properties"]["gpuProfile"]["nvidia"] == {
+        "managementMode": "Managed",
+        "migStrategy": "Single",
+        "migProfiles": ["MIG3g"],
+    }, "Single keeps MIG slices as nvidia.com/gpu, which the quotas count; its one partition is in migProfiles"
+    assert "gpuInstanceProfile" not in mig["properties"], "the spec makes it mutually exclusive with migProfiles"
     assert mig["apiVersion"].endswith("-preview"), "migStrategy exists only in preview API versions"
     for pool in (t4, mig):
         properties = pool["properties"]

@@ -475,7 +475,7 @@ def test_a_flexible_pool_sets_its_throughput_and_shares_it_between_volumes(
         "capacityPools",
         "netAppAccounts/anf-platform",
     )
-    assert i["apiVersion"] >= "2025-01-01", "Flexible pools need NetApp API 2025-01-01 or newer"
+    assert i["apiVersion"] >= "2025-06-01", "the first stable NetApp API with Flexible and customThroughputMibps"
     props = i["properties"]
     assert (props["serviceLevel"], props["qosType"], props["customThroughputMibps"]) == ("Flexible", "Manual", 600)
     assert props["size"] == 2 * TIB
