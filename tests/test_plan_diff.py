@@ -78,7 +78,24 @@ def test_changing_a_gpu_pools_vm_size_replaces_it_create_before_delete(dev_plan:
     )
     assert before != after and after.startswith("gput4"), "a new Azure name, so old and new pools can coexist"
     assert change.order == "create-before-delete", "the new pool exists before the old one is drained: no gap"
-    assert change.order_why == "the deleteBeforeReplace option"
+    assert change.order_why == "the program sets deleteBeforeReplace: false"
+
+
+def test_moving_a_pool_to_another_subnet_is_refused_not_sent(dev_plan: dict[str, Any]) -> None:
+    # AKS cannot change a node pool's subnet; azure-native does not force a replacement for it, so `pulumi up`
+    # would send an update AKS rejects. The diff must say so and fail, before anyone applies it.
+    pool_urn = next(u for u, e in sorted(dev_plan["resources"].items()) if e["type"] == AGENT_POOL)
+    head = copy.deepcopy(dev_plan)
+    head["resources"][pool_urn]["inputs"]["vnetSubnetID"] = (
+        "/subscriptions/s/resourceGroups/rg/providers/x/subnets/other"
+    )
+    diff = plan_diff.diff_plans(dev_plan, head)
+    (change,) = diff.refused
+    assert change.op == "update" and change.urn == pool_urn, "an update, not a replacement: that is what is sent"
+    (prop,) = [p for p in change.changes if p.path == "vnetSubnetID"]
+    assert prop.refused and "rename the pool" in prop.refused, "the diff says why it fails and what to do instead"
+    text = plan_diff.render(diff, "t")
+    assert "refused by Azure" in text and "Refused:" in text, text
 
 
 def test_without_the_option_azure_native_would_delete_the_pool_first(dev_plan: dict[str, Any]) -> None:

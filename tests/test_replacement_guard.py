@@ -82,3 +82,23 @@ def test_unreadable_preview_is_a_usage_error(tmp_path: Path, content: str) -> No
     bad.write_text(content)
     result = _guard(str(bad))
     assert result.returncode == 2 and "Traceback" not in result.stderr
+
+
+def test_a_pool_moved_to_another_subnet_fails_as_an_update_azure_refuses() -> None:
+    # azure-native updates vnetSubnetID in place (not force-new); AKS rejects it, stopping `pulumi up` halfway.
+    pool = "azure-native:containerservice:AgentPool"
+    urn = f"urn:pulumi:dev::aks-gpu-platform::aks-gpu-platform:index:CpuNodePool${pool}::cpu"
+    state = {"type": pool, "inputs": {"agentPoolName": "cpu1a2b"}}
+    step = {
+        "op": "update",
+        "urn": urn,
+        "oldState": state,
+        "newState": state,
+        "diffs": ["vnetSubnetID"],
+        "detailedDiff": {"vnetSubnetID": {"kind": "update", "inputDiff": True}},
+    }
+    (found,) = replacement_guard.findings({"steps": [step]})
+    assert found.op == "update" and "rename the pool" in found.why_guarded, found
+    assert replacement_guard.findings({"steps": [step]}, allowed=[urn]) == [], "--allow accepts it on purpose"
+    harmless = {**step, "diffs": ["count"], "detailedDiff": {"count": {"kind": "update"}}}
+    assert replacement_guard.findings({"steps": [harmless]}) == [], "other pool updates pass"

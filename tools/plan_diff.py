@@ -21,8 +21,10 @@ How a replacement is recognised, per provider (the versions this project pins):
   object keeps its name. Helm releases replace on name / namespace, create-before-delete
   (provider/pkg/provider/helm_release.go).
 - any resource: a changed path listed in its replaceOnChanges option.
-Changes under a path in ignoreChanges are not changes. Values only the mocks know are compared as
-their `<computed: origin>` placeholders, so they never show up as changes by themselves.
+An in-place update Azure refuses (a node pool moved to another subnet) is marked refused, and the
+command exits 1: `pulumi up` would stop halfway. Changes under a path in ignoreChanges are not
+changes. Values only the mocks know are compared as their `<computed: origin>` placeholders, so
+they never show up as changes by themselves.
 """
 
 from __future__ import annotations
@@ -89,6 +91,27 @@ AZURE_CREATE_ONLY: dict[str, tuple[str, ...]] = {
     ),
 }
 
+# Updates the provider sends in place and Azure refuses (not force-new in azure-native's forceNewMap, fixed by
+# the service): AKS cannot move a node pool to another subnet ("You can't change the subnet of an existing node
+# pool", MicrosoftDocs/azure-aks-docs articles/aks/node-pool-unique-subnet.md, limitations). Generic agentPools
+# bodies carry the same fields under `properties`.
+AKS_POOL_SUBNET_FIELDS = ("vnetSubnetID", "podSubnetID")
+POOL_MOVE_HINT = (
+    "AKS refuses to move a node pool to another subnet: rename the pool in config (a new pool is created in the "
+    "new subnet, then the old one is removed) instead of changing its subnet"
+)
+
+
+def refused_update(entry: Mapping[str, Any], path: str) -> str | None:
+    """Why Azure refuses an in-place change of `path` on this resource, or None."""
+    fields: tuple[str, ...] = ()
+    if entry["type"] == "azure-native:containerservice:AgentPool":
+        fields = AKS_POOL_SUBNET_FIELDS
+    elif entry["type"] == "azure-native:resources:Resource" and entry["inputs"].get("resourceType") == "agentPools":
+        fields = tuple(f"properties.{f}" for f in AKS_POOL_SUBNET_FIELDS)
+    return POOL_MOVE_HINT if _covered(path, fields) else None
+
+
 _LABEL_SELECTOR = ("matchExpressions", "matchLabels")
 _SELECTOR = ("spec.selector", *(f"spec.selector.{k}" for k in _LABEL_SELECTOR))
 # pulumi-kubernetes v4 provider/pkg/provider/diff.go forceNew, by kind (apps/v1, batch/v1, core/v1,
@@ -126,6 +149,8 @@ class PropertyChange:
     after: Any
     replaces: str | None
     """Why this change forces a replacement; None when Pulumi updates in place."""
+    refused: str | None = None
+    """Why Azure refuses this in-place update (the deploy would fail halfway); None when it accepts it."""
 
 
 @dataclass(frozen=True)
@@ -148,6 +173,11 @@ class PlanDiff:
 
     def of(self, op: Op) -> list[ResourceChange]:
         return [c for c in self.changes if c.op == op]
+
+    @property
+    def refused(self) -> list[ResourceChange]:
+        """Changes Azure would refuse: the plan must not be applied as it is."""
+        return [c for c in self.changes if any(p.refused for p in c.changes)]
 
 
 def _leaves(before: Any, after: Any, path: str = "") -> Iterator[tuple[str, Any, Any]]:
@@ -212,7 +242,8 @@ def replacement_order(before: Mapping[str, Any], after: Mapping[str, Any]) -> tu
     """Which of delete and create Pulumi runs first, and why (the program's option wins over the provider)."""
     chosen = after["options"].get("deleteBeforeReplace")
     if chosen is not None:
-        return ("delete-before-replace" if chosen else "create-before-delete"), "the deleteBeforeReplace option"
+        order: Order = "delete-before-replace" if chosen else "create-before-delete"
+        return order, f"the program sets deleteBeforeReplace: {'true' if chosen else 'false'}"
     type_token = after["type"]
     inputs = after["inputs"]
     if type_token.startswith("azure-native:"):
@@ -252,7 +283,9 @@ def _changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[Proper
     for path, old, new in _leaves(before["inputs"], after["inputs"]):
         if _covered(path, ignored):
             continue
-        found.append(PropertyChange(path, old, new, replace_reason(after["type"], path, replace_on)))
+        replaces = replace_reason(after["type"], path, replace_on)
+        refused = None if replaces else refused_update(after, path)
+        found.append(PropertyChange(path, old, new, replaces, refused))
     for option in ("protect", "retainOnDelete", "deleteBeforeReplace", "ignoreChanges", "replaceOnChanges"):
         old, new = before["options"].get(option), after["options"].get(option)
         if old != new:
@@ -328,6 +361,7 @@ def render(diff: PlanDiff, title: str, markdown: bool = False) -> str:
         lines.append(f"{change.op}{order} {change.type} {change.name}")
         for prop in change.changes[:MAX_CHANGES_SHOWN]:
             forced = f"  [forces replacement: {prop.replaces}]" if prop.replaces else ""
+            forced = f"  [refused by Azure: {prop.refused}]" if prop.refused else forced
             lines.append(f"    {prop.path}: {_show(prop.before)} -> {_show(prop.after)}{forced}")
         if len(change.changes) > MAX_CHANGES_SHOWN:
             lines.append(f"    ... and {len(change.changes) - MAX_CHANGES_SHOWN} more")
@@ -338,6 +372,9 @@ def render(diff: PlanDiff, title: str, markdown: bool = False) -> str:
         lines.append("```")
     if diff.outputs_changed:
         lines += ["", "Stack outputs that change: " + ", ".join(diff.outputs_changed)]
+    if diff.refused:
+        names = ", ".join(c.name for c in diff.refused)
+        lines += ["", f"Refused: Azure rejects the update of {names}; `pulumi up` would stop halfway."]
     if not diff.changes and not diff.outputs_changed:
         lines.append("No changes.")
     return "\n".join(lines) + "\n"
@@ -409,7 +446,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     title = f"Plan diff for stack '{options.stack}': {base_name} -> {head_name}"
     sys.stdout.write(render(diff, title, markdown=options.format == "markdown"))
-    return 0
+    return 1 if diff.refused else 0
 
 
 if __name__ == "__main__":

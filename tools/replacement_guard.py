@@ -6,7 +6,8 @@
 Reads the JSON digest the CLI prints (`steps[]` with `op`, `urn`, `oldState`/`newState`,
 `replaceReasons`, `detailedDiff`; `changeSummary`) and exits 1 when the cluster, Lustre, a
 storage account, a registry, a GPU pool or any protected resource would be replaced or deleted,
-printing what and why. `--allow` accepts a destructive step for one URN on purpose.
+printing what and why. It also exits 1 on an update Azure refuses (a node pool moved to another subnet),
+which would stop `pulumi up` halfway. `--allow` accepts such a step for one URN on purpose.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from policy.rules import AGENT_POOL, AML_FILESYSTEM, MANAGED_CLUSTER, REGISTRY, STORAGE_ACCOUNT, is_gpu_pool
+from tools.plan_diff import refused_update
 
 # Each loses data or running workloads when destroyed.
 STATEFUL_TYPES: dict[str, str] = {
@@ -92,12 +94,26 @@ def cause_of(step: Mapping[str, Any]) -> str:
     return "the provider requires a replacement (no property named)"
 
 
+def refused(step: Mapping[str, Any]) -> Finding | None:
+    """An in-place update the provider would send and Azure refuses (a pool moved to another subnet)."""
+    entry = {"type": type_of(step), "inputs": _inputs(step)}
+    paths = [str(path) for path in (step.get("detailedDiff") or {})] + [str(k) for k in step.get("diffs") or []]
+    why = next((w for path in paths if (w := refused_update(entry, path))), None)
+    if why is None:
+        return None
+    return Finding(str(step.get("urn", "")), entry["type"], "update", why, "changing " + ", ".join(sorted(set(paths))))
+
+
 def findings(preview: Mapping[str, Any], allowed: Sequence[str] = ()) -> list[Finding]:
     seen: set[str] = set()
     found: list[Finding] = []
     for step in preview.get("steps") or []:
         op = str(step.get("op", ""))
         urn = str(step.get("urn", ""))
+        if op == "update" and urn not in allowed and (refusal := refused(step)) is not None:
+            seen.add(urn)
+            found.append(refusal)
+            continue
         if op not in DESTRUCTIVE_OPS or urn in seen or urn in allowed:
             continue
         reason = why_guarded(step)
