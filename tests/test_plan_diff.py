@@ -17,6 +17,7 @@ from tests.conftest import STACKS
 from tools import plan_diff
 from tools.arm_paths import AZURE_PATH_PARAMETERS
 from tools.offline import Recording, run_stack
+from tools.plan import plan_summary
 from tools.plan_document import dumps, plan_document, read_plan
 from tools.stack_files import REPO_ROOT, load_stack_file
 
@@ -28,13 +29,18 @@ BEFORE_PLAN_JSON = "dacfd162d249041640751e2822e5e9c1218be838"
 
 @pytest.fixture(scope="module")
 def dev_plan() -> dict[str, Any]:
-    return plan_document(run_stack("dev"), "dev")
+    return _document(run_stack("dev"))
+
+
+def _document(recording: Recording) -> dict[str, Any]:
+    """plan.json as `make plan` writes it, summary included."""
+    return plan_document(recording, "dev", summary=plan_summary(recording))
 
 
 def _plan_with(change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
     config = copy.deepcopy(load_stack_file("dev"))
     change(config)
-    return plan_document(run_stack("dev", config), "dev")
+    return _document(run_stack("dev", config))
 
 
 def _pool_change(diff: plan_diff.PlanDiff) -> plan_diff.ResourceChange:
@@ -79,6 +85,24 @@ def test_changing_a_gpu_pools_vm_size_replaces_it_create_before_delete(dev_plan:
     assert before != after and after.startswith("gput4"), "a new Azure name, so old and new pools can coexist"
     assert change.order == "create-before-delete", "the new pool exists before the old one is drained: no gap"
     assert change.order_why == "the program sets deleteBeforeReplace: false"
+
+
+def test_the_pull_request_diff_leads_with_the_quota_and_cost_a_vm_size_change_brings(dev_plan: dict[str, Any]) -> None:
+    def resize_vm(config: dict[str, Any]) -> None:
+        config[GPU_POOLS][0]["vmSize"] = "Standard_NC8as_T4_v3"
+
+    head = _plan_with(resize_vm)
+    diff = plan_diff.diff_plans(dev_plan, head)
+    text = plan_diff.render(diff, "Plan diff for stack 'dev'", markdown=True)
+    first = text.split("```", 1)[0]
+    (quota,) = [q for q in diff.quota if q.name == "standardNCASv3_T4Family"]
+    pool = next(p for p in load_stack_file("dev")[GPU_POOLS] if p["vmSize"] == "Standard_NC4as_T4_v3")
+    assert quota.delta == 4 * pool["maxCount"], "4 more vCPUs per node at maxCount: the quota request grows by that"
+    ceiling = next(c for c in diff.monthly if c.name == "ceiling")
+    assert ceiling.delta > 0, "a bigger VM raises the monthly ceiling"
+    assert f"ceiling +${ceiling.delta:,.0f}/month" in first, f"the reviewer reads the cost change first:\n{first}"
+    assert "standardNCASv3_T4Family" in first and "(+" in first, "and the quota change, before the resource list"
+    assert "replace (create-before-delete)" in text, "then what is replaced, in which order"
 
 
 def test_moving_a_pool_to_another_subnet_is_refused_not_sent(dev_plan: dict[str, Any]) -> None:

@@ -547,6 +547,17 @@ def render_markdown(report: Report) -> str:
     return "\n".join(lines)
 
 
+def plan_summary(recording: Recording) -> dict[str, Any]:
+    """What a reviewer compares between two plans: vCPU quota per family at peak, monthly floor and ceiling."""
+    pools = cost.pool_capacities(recording)
+    needs, _ = cost.quota_needs(pools)
+    estimate = cost.estimate_cost(recording, pools, cost.held_gpu_nodes(recording, pools))
+    return {
+        "quota": {n.quota: n.vcpus for n in needs},
+        "monthly": {"floor": round(estimate.floor, 2), "ceiling": round(estimate.ceiling, 2)},
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--stack", default="dev")
@@ -578,7 +589,7 @@ def main(argv: list[str] | None = None) -> int:
 
     marker = MockValueMarker(recording.mock_values)
     verdicts = render_and_validate(recording, out_dir, cfg.cluster.schema_version, marker)
-    write_plan(plan_document(recording, options.stack, marker), out_dir)
+    write_plan(plan_document(recording, options.stack, marker, plan_summary(recording)), out_dir)
     policies = policy_verdicts(recording, cfg.environment)
     secrets = secret_paths(stack_config)
     report = build_report(options.stack, cfg, recording, verdicts, policies, marker, out_dir, secrets)

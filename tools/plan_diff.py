@@ -36,7 +36,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -166,10 +166,27 @@ class ResourceChange:
 
 
 @dataclass(frozen=True)
+class FigureChange:
+    """A summary figure of the plan (a vCPU quota, the monthly floor or ceiling) before and after."""
+
+    name: str
+    before: float | None
+    after: float | None
+
+    @property
+    def delta(self) -> float:
+        return (self.after or 0) - (self.before or 0)
+
+
+@dataclass(frozen=True)
 class PlanDiff:
     changes: list[ResourceChange]
     unchanged: int
     outputs_changed: list[str]
+    quota: list[FigureChange] = field(default_factory=lambda: list[FigureChange]())
+    monthly: list[FigureChange] = field(default_factory=lambda: list[FigureChange]())
+    summary_missing: bool = False
+    """The base plan predates summaries: quota and cost deltas cannot be shown."""
 
     def of(self, op: Op) -> list[ResourceChange]:
         return [c for c in self.changes if c.op == op]
@@ -340,7 +357,48 @@ def diff_plans(base: Mapping[str, Any], head: Mapping[str, Any]) -> PlanDiff:
     outputs_changed = sorted(k for k in set(old_out) | set(new_out) if old_out.get(k, ABSENT) != new_out.get(k, ABSENT))
     rank = {"replace": 0, "delete": 1, "create": 2, "update": 3}
     changes.sort(key=lambda c: (rank[c.op], c.type, c.urn))
-    return PlanDiff(changes, unchanged, outputs_changed)
+    old_summary, new_summary = base.get("summary") or {}, head.get("summary") or {}
+    return PlanDiff(
+        changes,
+        unchanged,
+        outputs_changed,
+        quota=_figures(old_summary.get("quota") or {}, new_summary.get("quota") or {}),
+        monthly=_figures(old_summary.get("monthly") or {}, new_summary.get("monthly") or {}, keep_equal=True),
+        summary_missing=not old_summary or not new_summary,
+    )
+
+
+def _figures(before: Mapping[str, float], after: Mapping[str, float], keep_equal: bool = False) -> list[FigureChange]:
+    names = sorted(set(before) | set(after))
+    changes = [FigureChange(n, before.get(n), after.get(n)) for n in names]
+    return [c for c in changes if keep_equal or c.before != c.after]
+
+
+def _signed(amount: float, unit: str = "") -> str:
+    sign = "+" if amount >= 0 else "-"
+    return f"{sign}${abs(amount):,.0f}{unit}" if unit else f"{sign}{abs(amount):,.0f}"
+
+
+def summary_lines(diff: PlanDiff) -> list[str]:
+    """The quota and cost deltas a reviewer reads first."""
+    if diff.summary_missing:
+        return ["Quota and cost: a plan without a summary (made before plans carried one); compare the plans below."]
+    lines: list[str] = []
+    money = {c.name: c for c in diff.monthly}
+    if money:
+        parts = [f"{name} {_signed(money[name].delta, '/month')}" for name in ("floor", "ceiling") if name in money]
+        totals = ", ".join(f"{name} ${money[name].after or 0:,.0f}" for name in ("floor", "ceiling") if name in money)
+        lines.append(f"Monthly cost: {', '.join(parts)} (now {totals})")
+    if diff.quota:
+        lines.append(
+            "vCPU quota at peak: "
+            + "; ".join(
+                f"{c.name} {c.before or 0:,.0f} -> {c.after or 0:,.0f} ({_signed(c.delta)})" for c in diff.quota
+            )
+        )
+    else:
+        lines.append("vCPU quota at peak: unchanged")
+    return lines
 
 
 def _show(value: Any, width: int = 60) -> str:
@@ -354,6 +412,7 @@ MAX_CHANGES_SHOWN = 12
 def render(diff: PlanDiff, title: str, markdown: bool = False) -> str:
     counts = ", ".join(f"{len(diff.of(op))} to {op}" for op in ("create", "update", "replace", "delete"))
     lines = [f"## {title}" if markdown else title, "", f"{counts}; {diff.unchanged} unchanged", ""]
+    lines += [f"- {line}" if markdown else line for line in summary_lines(diff)] + [""]
     if markdown and diff.changes:
         lines.append("```text")
     for change in diff.changes:

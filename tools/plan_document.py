@@ -3,8 +3,9 @@
 Each resource carries its type, name, parent, the inputs the program sends (map keys sorted,
 values only the mocks know replaced by `<computed: origin>`, provider secrets withheld) and the
 options that decide how Pulumi changes it (protect, ignoreChanges, replaceOnChanges,
-deleteBeforeReplace: null when the program leaves it to the provider). Two of these files, from
-two git refs, are what `make plan-diff` compares.
+deleteBeforeReplace: null when the program leaves it to the provider); `summary` holds the vCPU
+quota per family and the monthly floor and ceiling. Two of these files, from two git refs, are what
+`make plan-diff` compares.
 """
 
 from __future__ import annotations
@@ -59,11 +60,18 @@ def resource_entry(resource: RecordedResource, marker: MockValueMarker) -> dict[
     }
 
 
-def plan_document(recording: Recording, stack: str, marker: MockValueMarker | None = None) -> dict[str, Any]:
+def plan_document(
+    recording: Recording,
+    stack: str,
+    marker: MockValueMarker | None = None,
+    summary: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """`summary`: the figures a reviewer compares (vCPU quota per family, monthly floor and ceiling)."""
     marker = marker or MockValueMarker(recording.mock_values)
     return {
         "format": PLAN_FORMAT,
         "stack": stack,
+        "summary": summary or {},
         "resources": {r.urn: resource_entry(r, marker) for r in recording.in_urn_order()},
         "outputs": {
             name: WITHHELD if name in recording.secret_outputs else marker.value(value)
