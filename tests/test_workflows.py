@@ -253,10 +253,17 @@ def test_prod_applies_the_previewed_commit_to_the_previewed_state(tmp_path: Path
         assert (done.returncode == 0) == allowed, f"prod previewed at version {previewed}, now at 41"
 
 
-def test_the_pull_request_posts_the_markdown_plan_of_both_stacks() -> None:
+def test_the_pull_request_posts_the_diff_against_its_base_then_the_whole_plan_of_both_stacks() -> None:
     job = _workflow("pull-request.yml")["jobs"]["plan"]
     runs = "\n".join(_runs(job))
-    assert "for stack in dev prod" in runs and 'make --silent plan STACK="$stack" FORMAT=markdown' in runs
+    diff = 'make --silent plan-diff STACK="$stack" BASE="origin/$BASE_REF" FORMAT=markdown'
+    whole = 'make --silent plan STACK="$stack" FORMAT=markdown'
+    assert "for stack in dev prod" in runs and diff in runs and whole in runs
+    assert runs.index(diff) < runs.index(whole), "the reviewer reads what changes first, the whole plan below"
+    assert "<details>" in runs, "the whole plan stays folded"
+    (checkout,) = [s for s in job["steps"] if str(s.get("uses", "")).startswith("actions/checkout@")]
+    assert checkout["with"]["fetch-depth"] == 0, "plan-diff plans the base branch, which a shallow clone lacks"
+    assert job["steps"][-1]["if"], "the comment step keeps its fork guard"
     assert "tools.pr_comment --pr" in runs and job["permissions"]["pull-requests"] == "write"
     preview = "\n".join(_runs(_workflow("pull-request.yml")["jobs"]["preview"]))
     assert "tools.pr_comment" in preview and "tools.preview_report" in preview
