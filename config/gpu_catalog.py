@@ -125,6 +125,23 @@ def _h100_nvl(gpus: int, vcpus: int, temp_disk_gib: int) -> GpuSku:
     )
 
 
+def _grace_blackwell(family: str, gpu_model: str, gpu_memory_gib: int, quota_family: str) -> GpuSku:
+    """4 GPUs on an Arm64 Grace host, 128 vCPUs, NVLink over a 72-GPU rack, InfiniBand, 4 NVMe disks (16 TiB)."""
+    return GpuSku(
+        family,
+        gpu_model,
+        4,
+        gpu_memory_gib,
+        True,
+        0,
+        128,
+        quota_family,
+        arch="arm64",
+        nvlink_domain_gpus=72,
+        nvme_disk_gib=16384,
+    )
+
+
 GPU_SKUS: dict[str, GpuSku] = {
     # NC T4 v3: inference and dev, one T4 per VM up to 16 cores.
     "Standard_NC4as_T4_v3": _t4(1, 4, 176),
@@ -202,32 +219,8 @@ GPU_SKUS: dict[str, GpuSku] = {
     # e2e Test_Ubuntu2404Arm64_GB200_IMEX / _GB300_IMEX). Quota families as the resource SKUs API spells them in
     # public quota tables (standardNDISRGB200V6NDRFamily, standardNDISRGB300V6Family); Microsoft's pages do not
     # list them: check `az vm list-usage` before relying on the name.
-    "Standard_ND128isr_NDR_GB200_v6": GpuSku(
-        family="NDisrGB200_v6",
-        gpu_model="GB200",
-        gpus_per_vm=4,
-        gpu_memory_gib=192,
-        infiniband=True,
-        temp_disk_gib=0,
-        vcpus=128,
-        quota_family="standardNDISRGB200V6NDRFamily",
-        arch="arm64",
-        nvlink_domain_gpus=72,
-        nvme_disk_gib=16384,
-    ),
-    "Standard_ND128isr_GB300_v6": GpuSku(
-        family="NDisrGB300_v6",
-        gpu_model="GB300",
-        gpus_per_vm=4,
-        gpu_memory_gib=288,
-        infiniband=True,
-        temp_disk_gib=0,
-        vcpus=128,
-        quota_family="standardNDISRGB300V6Family",
-        arch="arm64",
-        nvlink_domain_gpus=72,
-        nvme_disk_gib=16384,
-    ),
+    "Standard_ND128isr_NDR_GB200_v6": _grace_blackwell("NDisrGB200_v6", "GB200", 192, "standardNDISRGB200V6NDRFamily"),
+    "Standard_ND128isr_GB300_v6": _grace_blackwell("NDisrGB300_v6", "GB300", 288, "standardNDISRGB300V6Family"),
 }
 
 # The GPU Operator's MIG manager partitions GPUs on `driver: None` pools (AKS's own MIG setup needs
