@@ -34,6 +34,7 @@ from aks_gpu_platform.config.scheduling import (
 
 from .context import ClusterHandle
 from .dcgm_exporter import operator_exporter_config
+from .dra_driver import dra_driver_release
 
 NAMESPACE = "gpu-resources"
 # Pins: newest stable release of each chart as of 2026-12-02 (values keys and templates checked at
@@ -160,6 +161,8 @@ class GpuStack(pulumi.ComponentResource):
     """`single` when any pool uses MIG, else `none`."""
     rdma_resource: str | None
     """Extended resource InfiniBand pods request, or None when no pool uses InfiniBand."""
+    dra_release: k8s.helm.v3.Release | None
+    """NVIDIA's DRA driver (ComputeDomains) when a pool has multi-node NVLink: ComputeDomain objects wait for it."""
 
     def __init__(self, name: str, args: GpuStackArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("aks-gpu-platform:index:GpuStack", name, None, opts)
@@ -203,6 +206,16 @@ class GpuStack(pulumi.ComponentResource):
                 k8s_opts,
             )
         self.releases = [self.gpu_release] if self.gpu_release is not None else []
+        # Multi-node NVLink pools: ComputeDomains through NVIDIA's DRA driver (components/dra_driver.py), after the
+        # release whose driver root it reads.
+        self.dra_release = dra_driver_release(
+            f"{name}-dra-driver",
+            cfg.mode,
+            pools,
+            pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=list(self.releases))),
+        )
+        if self.dra_release is not None:
+            self.releases.append(self.dra_release)
 
         ib_pools = [p.name for p in pools if p.infiniband]
         self.rdma_resource = RDMA_RESOURCE if ib_pools else None

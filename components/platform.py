@@ -28,6 +28,7 @@ from .gpu_autoscaling import GpuAutoscaling, KedaWiringArgs
 from .gpu_health import GpuHealth, remediation_node_labels
 from .gpu_inference_sample import GpuInferenceSample
 from .gpu_monitoring import GpuMonitoring
+from .gpu_node_images import check_arm64_images
 from .gpu_node_pool import GpuNodePool
 from .gpu_smoke_test import GpuSmokeTest
 from .gpu_stack import GPU_OPERATOR_NAMESPACE, NETWORK_OPERATOR_NAMESPACE, GpuStack
@@ -124,6 +125,8 @@ class AksGpuPlatform(pulumi.ComponentResource):
             `aks-gpu-platform:*` keys) or `load_platform_config(dict)`.
         :param opts: Options of the component (e.g. `parent`, `providers`); its children inherit them.
         """
+        # Before anything is registered: an Arm64 pool must not get an x86-only platform image.
+        check_arm64_images(config)
         super().__init__("aks-gpu-platform:index:AksGpuPlatform", name, None, opts)
         cfg = config
 

@@ -33,6 +33,7 @@ from aks_gpu_platform.config.scheduling import (
 from aks_gpu_platform.config.training import TeamConfig, TrainingConfig
 
 from .context import ClusterHandle
+from .dra_driver import CHANNEL_DEVICE_CLASS
 from .workloads import training_namespace
 
 # oci://registry.k8s.io/kueue/charts/kueue: kubernetes-sigs/kueue tag v0.19.2 (2026-08-20), charts/kueue;
@@ -55,6 +56,8 @@ PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
 PROVISIONING_CHECK = "gpu-nodes-provisioned"
 # Workload kinds Kueue manages: plain Jobs and JobSets (the training example). Others stay unmanaged.
 FRAMEWORKS = ("batch/job", "jobset.x-k8s.io/jobset")
+# The logical resource a ComputeDomain channel claim counts as in Kueue (a name of ours; not a quota).
+COMPUTE_DOMAIN_CHANNEL_RESOURCE = "nvidia.com/compute-domain-channel"
 
 
 class LustreClaimArgs(TypedDict):
@@ -140,7 +143,7 @@ def cluster_queue_spec(team: TeamConfig, admission_checks: Sequence[str]) -> dic
     return spec
 
 
-def kueue_manager_config(settings: TrainingConfig) -> dict[str, Any]:
+def kueue_manager_config(settings: TrainingConfig, gpu_pools: Sequence[GpuPoolConfig] = ()) -> dict[str, Any]:
     """Kueue's Configuration (config.kueue.x-k8s.io/v1beta2), the chart's `controllerManagerConfigYaml`.
 
     The chart replaces its whole default with this, so the listener settings its probes and
@@ -169,8 +172,19 @@ def kueue_manager_config(settings: TrainingConfig) -> dict[str, Any]:
         "integrations": {"frameworks": list(FRAMEWORKS)},
         # Only what a ClusterQueue declares is metered: GPUs always, CPU/memory where a team sets them;
         # the RDMA device (RDMA_RESOURCE) of InfiniBand pools is not a quota. Beta, on by default in v0.19.
-        "resources": {"quotaCheckStrategy": "IgnoreUndeclared"},
+        "resources": {"quotaCheckStrategy": "IgnoreUndeclared", **_device_class_mappings(gpu_pools)},
     }
+
+
+def _device_class_mappings(gpu_pools: Sequence[GpuPoolConfig]) -> dict[str, Any]:
+    """Kueue v0.19.2 (KueueDRAIntegration, beta and on by default) refuses a job whose ResourceClaimTemplate names
+    a DeviceClass without a mapping ("DeviceClass ... is not mapped in DRA configuration", pkg/dra/claims.go): a
+    ComputeDomain's channel class gets one (apis/config/v1beta2 DeviceClassMapping). No ClusterQueue declares the
+    mapped resource, so IgnoreUndeclared admits on GPU quota alone: a channel is not a scarce device."""
+    if not any(p.sku.multi_node_nvlink for p in gpu_pools):
+        return {}
+    mapping = {"name": COMPUTE_DOMAIN_CHANNEL_RESOURCE, "deviceClassNames": [CHANNEL_DEVICE_CLASS]}
+    return {"deviceClassMappings": [mapping]}
 
 
 class TrainingQueues(pulumi.ComponentResource):
@@ -234,7 +248,9 @@ class TrainingQueues(pulumi.ComponentResource):
                     # A PDB with minAvailable equal to the replicas would block every node drain.
                     "podDisruptionBudget": {"enabled": replicas > 1, "minAvailable": 1},
                 },
-                "managerConfig": {"controllerManagerConfigYaml": yaml.safe_dump(kueue_manager_config(settings))},
+                "managerConfig": {
+                    "controllerManagerConfigYaml": yaml.safe_dump(kueue_manager_config(settings, args["gpu_pools"]))
+                },
             },
             opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=kueue_after)),
         )

@@ -108,6 +108,22 @@ class GpuPoolConfig(AutoscaledPoolConfig):
             raise field_error("taints", self.taints, "each taint may appear once")
         return self
 
+    @model_validator(mode="after")
+    def _check_multi_node_nvlink(self) -> GpuPoolConfig:
+        # kubernetes/autoscaler cluster-autoscaler-1.36.1, cloudprovider/azure: azure_instance_types.go has no
+        # Grace-Blackwell size (the SKU API is its only source for them) and ScaleSet.TemplateNodeInfo builds the
+        # template with no ResourceSlices, so a pod claiming a ComputeDomain channel never fits a pool at zero.
+        # With a node up, the autoscaler copies that node (its slices included) for the next one.
+        sku = gpu_sku(self.vm_size)
+        if sku is not None and sku.multi_node_nvlink and self.min_count < 1:
+            raise field_error(
+                "minCount",
+                self.min_count,
+                f"{self.vm_size} shares NVLink across VMs through ComputeDomains (DRA); the cluster autoscaler "
+                "cannot scale such a pool up from zero (no template node with DRA devices): minCount must be 1 or more",
+            )
+        return self
+
     @property
     def spot_settings(self) -> SpotConfig:
         return self.spot or SpotConfig()

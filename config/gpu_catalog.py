@@ -81,6 +81,12 @@ class GpuSku:
     """Regional vCPU quota family the size counts against (Regular priority)."""
     mig: tuple[MigSlice, ...] = ()
     """MIG instance profiles AKS can apply to the pool and what each makes of a GPU (empty: no MIG)."""
+    arch: str = "amd64"
+    """CPU architecture of the host, as the node's `kubernetes.io/arch` label spells it."""
+    nvlink_domain_gpus: int = 0
+    """GPUs one NVLink domain spans across VMs (a rack); 0: NVLink stays inside the VM."""
+    nvme_disk_gib: int = 0
+    """Local NVMe capacity of one VM (all its NVMe disks), for caches; 0: none."""
 
     @property
     def mig_profiles(self) -> tuple[MigProfile, ...]:
@@ -92,6 +98,11 @@ class GpuSku:
 
     def mig_slice(self, profile: MigProfile) -> MigSlice | None:
         return next((s for s in self.mig if s.profile == profile), None)
+
+    @property
+    def multi_node_nvlink(self) -> bool:
+        """GPUs of several VMs share one NVLink domain: jobs reach it through a ComputeDomain (NVIDIA's DRA driver)."""
+        return self.nvlink_domain_gpus > self.gpus_per_vm
 
 
 def _t4(gpus: int, vcpus: int, temp_disk_gib: int) -> GpuSku:
@@ -111,6 +122,23 @@ def _a100_pcie(gpus: int, vcpus: int, temp_disk_gib: int) -> GpuSku:
 def _h100_nvl(gpus: int, vcpus: int, temp_disk_gib: int) -> GpuSku:
     return GpuSku(
         "NCads_H100_v5", "H100-NVL", gpus, 94, False, temp_disk_gib, vcpus, "StandardNCadsH100v5Family", H100_NVL_MIG
+    )
+
+
+def _grace_blackwell(family: str, gpu_model: str, gpu_memory_gib: int, quota_family: str) -> GpuSku:
+    """4 GPUs on an Arm64 Grace host, 128 vCPUs, NVLink over a 72-GPU rack, InfiniBand, 4 NVMe disks (16 TiB)."""
+    return GpuSku(
+        family,
+        gpu_model,
+        4,
+        gpu_memory_gib,
+        True,
+        0,
+        128,
+        quota_family,
+        arch="arm64",
+        nvlink_domain_gpus=72,
+        nvme_disk_gib=16384,
     )
 
 
@@ -179,6 +207,20 @@ GPU_SKUS: dict[str, GpuSku] = {
         quota_family="standardNDISRH200V5Family",
         mig=H200_MIG,
     ),
+    # ND GB200 v6 / ND GB300 v6 (Grace-Blackwell): 4 GPUs per VM on an Arm64 Grace host, NVLink across the rack
+    # (a domain of up to 72 GPUs), InfiniBand between racks. Size pages nd-gb200-v6-series.md (Basics: 128 vCPUs,
+    # 900 GiB; Accelerators: 4 x 192 GB; Network: "up to 72 GPUs per domain through NVLINK", scale-out InfiniBand)
+    # and nd-gb300-v6-series.md (128 vCPUs, 864 GiB, 4 x 288 GB), MicrosoftDocs/azure-compute-docs
+    # articles/virtual-machines/sizes/gpu-accelerated (read 2026-12-02). Local storage is 4 NVMe disks, 16 TiB
+    # (includes/nd-gb*-v6-series-specs.md: "16 TiB (NVMe)"), no SCSI temp disk: the ephemeral OS disk limit is 0
+    # and the OS disk stays managed. No MIG: NVIDIA's MIG guide lists Blackwell profiles, but AKS partitions only
+    # A100, H100 and H200 (gpu-multi-instance page above). AKS runs these sizes on its Ubuntu 24.04 Arm64 image
+    # with the open R580 driver and the IMEX channel the ComputeDomain daemon uses (Azure/AgentBaker
+    # e2e Test_Ubuntu2404Arm64_GB200_IMEX / _GB300_IMEX). Quota families as the resource SKUs API spells them in
+    # public quota tables (standardNDISRGB200V6NDRFamily, standardNDISRGB300V6Family); Microsoft's pages do not
+    # list them: check `az vm list-usage` before relying on the name.
+    "Standard_ND128isr_NDR_GB200_v6": _grace_blackwell("NDisrGB200_v6", "GB200", 192, "standardNDISRGB200V6NDRFamily"),
+    "Standard_ND128isr_GB300_v6": _grace_blackwell("NDisrGB300_v6", "GB300", 288, "standardNDISRGB300V6Family"),
 }
 
 # The GPU Operator's MIG manager partitions GPUs on `driver: None` pools (AKS's own MIG setup needs

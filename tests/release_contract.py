@@ -270,6 +270,20 @@ def _nvsentinel(values: Mapping[str, Any]) -> ReleaseModel:
     return ReleaseModel(tuple(pods), tuple(stages))
 
 
+def _dra_driver(values: Mapping[str, Any]) -> ReleaseModel:
+    # NVIDIA/k8s-dra-driver-gpu v0.4.0 deployments/helm/dra-driver-nvidia-gpu: one image for controller and kubelet
+    # plugin (values.yaml image.repository, tag "v" + appVersion); no runtimeClassName in any template; no hooks.
+    # templates/kubeletplugin.yaml: the compute-domains container's startupProbe allows failureThreshold 600 x
+    # periodSeconds 1 before the DaemonSet pod is Ready; templates/controller.yaml has no readiness probe.
+    image = "registry.k8s.io/dra-driver-nvidia/dra-driver-nvidia-gpu:v0.4.0"
+    pods = (ChartPod("controller Deployment and kubelet plugin DaemonSet", (image,)),)
+    startup = 600 * 1
+    stage = Stage(
+        "resources", POD_START_SECONDS + startup, f"kubelet plugin: pod start + startupProbe up to {startup} s"
+    )
+    return ReleaseModel(pods, (stage,))
+
+
 RELEASE_READERS: dict[str, ReleaseReader] = {
     "nvidia-device-plugin": ReleaseReader(frozenset({"0.20.0"}), _device_plugin),
     "gpu-operator": ReleaseReader(frozenset({"v26.7.0"}), _gpu_operator),
@@ -282,6 +296,9 @@ RELEASE_READERS: dict[str, ReleaseReader] = {
     "oci://registry.k8s.io/jobset/charts/jobset": ReleaseReader(frozenset({"0.12.0"}), _jobset),
     "cert-manager": ReleaseReader(frozenset({"v1.21.1"}), _cert_manager),
     "oci://ghcr.io/nvidia/nvsentinel": ReleaseReader(frozenset({"v1.19.0"}), _nvsentinel),
+    "oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu": ReleaseReader(
+        frozenset({"0.4.0"}), _dra_driver
+    ),
 }
 
 

@@ -65,6 +65,11 @@ class NodeTemplate:
         return self.labels.get("kubernetes.azure.com/accelerator") == "nvidia"
 
     @property
+    def multi_node_nvlink(self) -> bool:
+        sku = gpu_sku(self.labels.get("node.kubernetes.io/instance-type", ""))
+        return sku is not None and sku.multi_node_nvlink
+
+    @property
     def spot(self) -> bool:
         return self.labels.get(AKS_SPOT_LABEL[0]) == AKS_SPOT_LABEL[1]
 
@@ -79,7 +84,8 @@ def node_template(pool: Mapping[str, Any]) -> NodeTemplate:
         "kubernetes.azure.com/mode": str(pool.get("mode", "User")).lower(),
         "kubernetes.azure.com/role": "agent",
         "kubernetes.io/os": str(pool.get("osType", "Linux")).lower(),
-        "kubernetes.io/arch": "amd64",
+        # Azure size pages: Grace-Blackwell hosts are Arm64 (the catalog's arch); every other size here is x86.
+        "kubernetes.io/arch": sku.arch if (sku := gpu_sku(vm_size)) else "amd64",
         "node.kubernetes.io/instance-type": vm_size,
     }
     if pool.get("osSku"):
@@ -123,7 +129,8 @@ class PodTemplate:
     source: str
     spec: Mapping[str, Any]
     runs_on: str | None = None
-    """"gpu": every GPU pool; "infiniband": the InfiniBand pools; "every": every user pool; "cpu": the CPU pools
+    """"gpu": every GPU pool; "infiniband": the InfiniBand pools; "nvlink": the multi-node NVLink pools;
+    "every": every user pool; "cpu": the CPU pools
     (non-GPU user pools); "pool:<name>": the GPU pool of that configured name; None: somewhere."""
     daemon: bool = False
     """A DaemonSet: one pod per selected node, so it must fit every node it selects."""
@@ -528,6 +535,45 @@ def _nvsentinel(release: str, values: Mapping[str, Any]) -> list[PodTemplate]:
     return pods
 
 
+def _dra_driver(release: str, values: Mapping[str, Any]) -> list[PodTemplate]:
+    # NVIDIA/k8s-dra-driver-gpu v0.4.0 deployments/helm/dra-driver-nvidia-gpu: values.yaml defaults below;
+    # templates/kubeletplugin.yaml (DaemonSet when computeDomains or gpus are enabled) and templates/controller.yaml
+    # (Deployment when computeDomains are enabled) read `<component>.{nodeSelector,affinity,tolerations}`. The IMEX
+    # daemon the controller creates per ComputeDomain tolerates every taint and selects a label the controller sets.
+    defaults = {
+        "resources": {"gpus": {"enabled": True}, "computeDomains": {"enabled": True}},
+        "controller": {
+            "nodeSelector": {},
+            "tolerations": [
+                _toleration("node-role.kubernetes.io/control-plane"),
+                _toleration("node-role.kubernetes.io/master"),
+                {"key": "CriticalAddonsOnly", "operator": "Exists"},
+            ],
+            "affinity": {},
+        },
+        "kubeletPlugin": {
+            "nodeSelector": {},
+            "tolerations": [_toleration("nvidia.com/gpu")],
+            "affinity": _required_terms(
+                [_in("feature.node.kubernetes.io/pci-10de.present", "true")],
+                [_in("feature.node.kubernetes.io/pci-0302_10de.present", "true")],
+                [_in("feature.node.kubernetes.io/pci-0300_10de.present", "true")],
+                [_in("feature.node.kubernetes.io/cpu-model.vendor_id", "NVIDIA")],
+                [_in("nvidia.com/gpu.present", "true")],
+            ),
+        },
+    }
+    merged = helm_merge(defaults, values)
+    resources = merged["resources"]
+    pods: list[PodTemplate] = []
+    if resources["computeDomains"]["enabled"]:
+        pods.append(PodTemplate(f"{release}: controller Deployment", _scheduling(merged["controller"]), "cpu"))
+    if resources["computeDomains"]["enabled"] or resources["gpus"]["enabled"]:
+        plugin = _scheduling(merged["kubeletPlugin"])
+        pods.append(PodTemplate(f"{release}: kubelet plugin DaemonSet", plugin, "nvlink", daemon=True))
+    return pods
+
+
 CHART_READERS: dict[str, ChartReader] = {
     "nvidia-device-plugin": ChartReader(
         frozenset(
@@ -598,6 +644,9 @@ CHART_READERS: dict[str, ChartReader] = {
     "oci://registry.k8s.io/jobset/charts/jobset": ChartReader(frozenset({"0.12.0"}), _jobset),
     "cert-manager": ChartReader(frozenset({"v1.21.1"}), _cert_manager),
     "oci://ghcr.io/nvidia/nvsentinel": ChartReader(frozenset({"v1.19.0"}), _nvsentinel),
+    "oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu": ChartReader(
+        frozenset({"0.4.0"}), _dra_driver
+    ),
 }
 
 
@@ -681,6 +730,8 @@ class SchedulingCheck:
             return [n for n in self.user_nodes if n.gpu]
         if pod.runs_on == "infiniband":
             return [n for n in self.user_nodes if n.labels.get("gpu-pool") in self.infiniband_pools]
+        if pod.runs_on == "nvlink":
+            return [n for n in self.user_nodes if n.multi_node_nvlink]
         if pod.runs_on == "every":
             return self.user_nodes
         if pod.runs_on == "cpu":

@@ -99,10 +99,30 @@ def _gpu_operator_mig(config: dict[str, Any]) -> None:
         team["quotas"] = [{**quota, "pool": "a100mig", "gpus": 4} for quota in team["quotas"]]
 
 
+def _grace_blackwell(config: dict[str, Any]) -> None:
+    """dev on one GB200 pool (Arm64 hosts, NVLink across the rack): the DRA driver for ComputeDomains, one node
+    kept (the autoscaler cannot scale it from zero), and only platform workloads with arm64 builds."""
+    config[PREFIX + "gpuPools"] = [
+        {
+            "name": "gb200",
+            "vmSize": "Standard_ND128isr_NDR_GB200_v6",
+            "zones": ["1"],
+            "minCount": 1,
+            "maxCount": 2,
+        }
+    ]
+    # The smoke test's docker.io CUDA image and the Triton sample have no verified arm64 build.
+    config[PREFIX + "gpuStack"]["smokeTest"] = False
+    config[PREFIX + "autoscaling"]["sampleInference"]["enabled"] = False
+    for team in config[PREFIX + "training"]["teams"]:
+        team["quotas"] = [{**quota, "pool": "gb200", "gpus": 8} for quota in team["quotas"]]
+
+
 VARIANTS: dict[str, Callable[[dict[str, Any]], None]] = {
     "spot-only": _spot_only,
     "infiniband": _infiniband,
     "gpu-operator-mig": _gpu_operator_mig,
+    "grace-blackwell": _grace_blackwell,
 }
 STACKS = ("dev", "prod", *VARIANTS)
 
@@ -145,6 +165,7 @@ EXPECTED_GPU_PODS: dict[str, set[str]] = {
         "nccl-h100ib",
     },
     "gpu-operator-mig": {"operand DaemonSets", "node-feature-discovery worker", "gpu-smoke-test-job"},
+    "grace-blackwell": {"device plugin DaemonSet", "exporter DaemonSet", "kubelet plugin DaemonSet"},
 }
 
 
@@ -267,6 +288,7 @@ EXPECTED_SCALE_UP_PODS: dict[str, set[str]] = {
     "spot-only": {"gpu-smoke-test-job", "flavor-gput4"},
     "infiniband": {"gpu-smoke-test-job", "dcgm-diag-h100ib", "nccl-h100ib", "flavor-h100ib"},
     "gpu-operator-mig": {"gpu-smoke-test-job", "flavor-a100mig"},
+    "grace-blackwell": {"flavor-gb200"},
 }
 
 

@@ -1,0 +1,103 @@
+"""The CPU platforms each pinned image the platform runs on GPU nodes is built for.
+
+An Arm64 GPU pool (Grace-Blackwell) can only run images with a `linux/arm64` variant; a pod whose image has
+none fails with `exec format error` on the node. Each row names the build file at the pinned tag that sets
+the image's platforms. An image without a row is treated as unverified and refused on Arm64 pools.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .errors import ConfigError
+
+ARM64 = "arm64"
+
+
+@dataclass(frozen=True)
+class ImagePlatforms:
+    platforms: frozenset[str]
+    """Architectures the image's manifest list holds (`kubernetes.io/arch` spelling)."""
+    source: str
+    """Build file at the pinned tag that sets them."""
+
+
+_BOTH = frozenset({"amd64", ARM64})
+
+# Keyed by repository (registry/path, no tag); `tags` lists the tags the source was read at.
+IMAGE_PLATFORMS: dict[str, tuple[frozenset[str], ImagePlatforms]] = {
+    "nvcr.io/nvidia/k8s-device-plugin": (
+        frozenset({"v0.20.0"}),
+        ImagePlatforms(
+            _BOTH,
+            "NVIDIA/k8s-device-plugin v0.20.0 .github/workflows/image.yaml: one build per matrix arch "
+            "(amd64, arm64), joined by `docker manifest create`",
+        ),
+    ),
+    "registry.k8s.io/dra-driver-nvidia/dra-driver-nvidia-gpu": (
+        frozenset({"v0.4.0"}),
+        ImagePlatforms(
+            _BOTH,
+            "NVIDIA/k8s-dra-driver-gpu v0.4.0 hack/build-and-publish-image.sh (BUILD_MULTI_ARCH_IMAGES=true) and "
+            "deployments/container/Makefile (--platform=linux/amd64,linux/arm64)",
+        ),
+    ),
+    "nvcr.io/nvidia/k8s/dcgm-exporter": (
+        frozenset({"4.5.3-4.8.2-distroless", "4.6.0-4.8.3-distroless"}),
+        ImagePlatforms(_BOTH, "NVIDIA/dcgm-exporter 4.5.3-4.8.2 Makefile: PLATFORMS := linux/amd64,linux/arm64"),
+    ),
+    "nvcr.io/nvidia/cloud-native/dcgm": (
+        frozenset({"4.5.2-1-ubuntu22.04"}),
+        ImagePlatforms(_BOTH, "NVIDIA/DCGM v4.5.2 docker/Makefile: PLATFORMS := linux/amd64,linux/arm64"),
+    ),
+    "ghcr.io/nvidia/nvsentinel": (
+        frozenset({"v1.19.0"}),
+        ImagePlatforms(
+            _BOTH,
+            "NVIDIA/NVSentinel (fork lalitadithya/NVSentinel@e002c5dc) .github/workflows/publish.yml: "
+            "PLATFORMS: linux/amd64,linux/arm64",
+        ),
+    ),
+    "mcr.microsoft.com/oss/v2/kubernetes-csi/azurelustre-csi": (
+        frozenset({"v0.6.0"}),
+        ImagePlatforms(
+            frozenset({"amd64"}),
+            "kubernetes-sigs/azurelustre-csi-driver 26f64420 Makefile: ALL_ARCH.linux = amd64 (arm64 commented out)",
+        ),
+    ),
+}
+
+
+def image_platforms(image: str) -> ImagePlatforms | None:
+    """The platforms of a pinned image reference (`repo:tag`), or None when no row covers that tag."""
+    repository, _, tag = image.rpartition(":") if "@" not in image else (image.split("@", 1)[0], "", "")
+    row = IMAGE_PLATFORMS.get(repository) or IMAGE_PLATFORMS.get(repository.rsplit("/", 1)[0])
+    if row is None or tag not in row[0]:
+        return None
+    return row[1]
+
+
+def runs_on_arm64(image: str) -> bool:
+    found = image_platforms(image)
+    return found is not None and ARM64 in found.platforms
+
+
+def require_arm64(pool_path: str, pool_name: str, images: Mapping[str, str]) -> None:
+    """Refuse an Arm64 pool on which some platform workload (role -> image) has no arm64 build."""
+    problems: list[str] = []
+    for role, image in sorted(images.items()):
+        if runs_on_arm64(image):
+            continue
+        found = image_platforms(image)
+        why = (
+            f"built only for {sorted(found.platforms)} ({found.source})"
+            if found
+            else "has no verified arm64 build (config/image_platforms.py lists what was read)"
+        )
+        problems.append(
+            f"{pool_path}: {pool_name!r} is an Arm64 pool, but {role} would run {image} there, which {why}; "
+            "turn that workload off or use an x86 size"
+        )
+    if problems:
+        raise ConfigError(problems)

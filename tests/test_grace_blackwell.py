@@ -1,0 +1,140 @@
+"""Grace-Blackwell pools: Arm64 hosts get only images built for arm64, ComputeDomains through NVIDIA's DRA driver,
+and the rules a pool the autoscaler cannot bring up from zero needs.
+
+The stack is the grace-blackwell variant of tests/test_scheduling.py (one GB200 pool); its scheduling, scale-from-zero,
+schema and policy checks run there. Here: what only an Arm64, multi-node NVLink pool needs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+
+from aks_gpu_platform.components.gpu_node_images import check_arm64_images
+from aks_gpu_platform.config import ConfigError, load_platform_config
+from aks_gpu_platform.config.image_platforms import runs_on_arm64
+from aks_gpu_platform.config.scheduling import pod_fits_node
+from tests.conftest import assert_rejected, settings_of
+from tests.release_contract import RELEASE_READERS, release_problems
+from tests.scheduling import RELEASE, chart_name, node_templates, object_pod_templates, release_pod_templates
+from tests.test_scheduling import variant_config
+from tools.offline import Recording, run_stack
+
+VARIANT = "grace-blackwell"
+DRA_CHART = "oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu"
+CACHE_RULE = "azure-native:containerregistry:CacheRule"
+REGISTRY = "azure-native:containerregistry:Registry"
+
+
+@pytest.fixture(scope="module")
+def recording() -> Recording:
+    return run_stack("dev", variant_config(VARIANT))
+
+
+def _settings() -> dict[str, Any]:
+    return settings_of(variant_config(VARIANT))
+
+
+def test_grace_blackwell_nodes_are_arm64(recording: Recording) -> None:
+    (node,) = [n for n in node_templates(recording) if n.gpu]
+    assert node.labels["kubernetes.io/arch"] == "arm64", (
+        "GB200 VMs run on Grace (Arm64) CPUs: a node template claiming amd64 would let x86-only pods through the check"
+    )
+
+
+def _upstream(image: str, recording: Recording) -> str:
+    """An image pulled through the platform's registry cache, as the upstream reference the cache rule pulls."""
+    for rule in recording.of_type(CACHE_RULE):
+        target = str(rule.inputs["targetRepository"])
+        repository, _, tag = image.rpartition(":")
+        if repository.endswith("/" + target):
+            return f"{rule.inputs['sourceRepository']}:{tag}"
+    return image
+
+
+def test_every_pod_that_can_land_on_the_arm64_pool_has_an_arm64_image(recording: Recording) -> None:
+    (node,) = [n for n in node_templates(recording) if n.gpu]
+    images: dict[str, str] = {}
+    for pod in object_pod_templates(recording):
+        if pod_fits_node(pod.spec, node.labels, node.taints):
+            for container in [*(pod.spec.get("containers") or []), *(pod.spec.get("initContainers") or [])]:
+                images[f"{pod.source} {container['name']}"] = _upstream(str(container["image"]), recording)
+    pods, unread = release_pod_templates(recording)
+    assert not unread, f"every release's pods must be read: {unread}"
+    on_node = {pod.source.split(":", 1)[0] for pod in pods if pod_fits_node(pod.spec, node.labels, node.taints)}
+    for release in recording.of_type(RELEASE):
+        if release.name in on_node:
+            model = RELEASE_READERS[chart_name(release)].read(release.inputs.get("values") or {})
+            for chart_pod in model.pods:
+                for image in chart_pod.images:
+                    images[f"{release.name}: {chart_pod.source}"] = _upstream(image, recording)
+    assert len(images) >= 3, f"device plugin, DCGM exporter and DRA driver must be among them, saw {images}"
+    x86_only = {where: image for where, image in images.items() if not runs_on_arm64(image)}
+    assert not x86_only, f"these pods crash with `exec format error` on the Grace (Arm64) node: {x86_only}"
+
+
+def test_an_x86_only_image_on_an_arm64_pool_is_refused_naming_pool_and_image() -> None:
+    settings = _settings()
+    settings["gpuStack"]["smokeTest"] = True  # docker.io nvidia/cuda: no verified arm64 build
+    with pytest.raises(ConfigError) as caught:
+        check_arm64_images(load_platform_config(settings))
+    message = str(caught.value)
+    assert "gpuPools[0]" in message and "'gb200'" in message, f"the message must name the pool: {message}"
+    assert "nvidia/cuda:12.4.1-base-ubuntu22.04" in message, f"the message must name the image: {message}"
+
+
+def test_lustre_on_an_arm64_pool_is_refused_because_its_csi_node_is_amd64_only() -> None:
+    settings = _settings()
+    settings["storage"]["lustre"]["enabled"] = True
+    with pytest.raises(ConfigError, match=r"azurelustre-csi.*amd64"):
+        check_arm64_images(load_platform_config(settings))
+
+
+def test_the_variant_passes_the_arm64_check() -> None:
+    check_arm64_images(load_platform_config(_settings()))
+
+
+def test_a_grace_blackwell_pool_at_zero_is_refused() -> None:
+    settings = _settings()
+    settings["gpuPools"][0]["minCount"] = 0
+    assert_rejected(
+        settings,
+        "the autoscaler has no template for GB sizes and none with DRA devices: a pool at zero never comes up",
+        "minCount",
+        "minCount must be 1 or more",
+    )
+
+
+def test_the_dra_driver_release_installs_with_values_its_chart_accepts(recording: Recording) -> None:
+    release = recording.one(RELEASE, "dra-driver")
+    assert chart_name(release) == DRA_CHART
+    values = release.inputs["values"]
+    # templates/validation.yaml at v0.4.0 fails the install when gpus are on without gpuResourcesEnabledOverride,
+    # and two GPU allocators on one node would hand out the same GPU twice.
+    assert values["resources"]["gpus"]["enabled"] is False, "GPUs stay with the device plugin"
+    assert values["resources"]["computeDomains"]["enabled"] is True, "ComputeDomains are what the driver is for"
+    assert values["resourceApiVersion"] == "resource.k8s.io/v1", "DRA is GA (v1) on the stacks' Kubernetes"
+    assert values["nvidiaDriverRoot"] == "/", "AKS installs the driver on the host in devicePlugin mode"
+
+
+def test_the_dra_driver_release_can_finish(recording: Recording) -> None:
+    problems = [p for p in release_problems(recording, "") if "dra-driver" in p]
+    assert not problems, "the DRA driver release must finish within its timeout:\n" + "\n".join(problems)
+
+
+def test_kueue_maps_the_compute_domain_channel_class(recording: Recording) -> None:
+    kueue = recording.one(RELEASE, "kueue")
+    config = yaml.safe_load(kueue.inputs["values"]["managerConfig"]["controllerManagerConfigYaml"])
+    mappings = config["resources"].get("deviceClassMappings") or []
+    classes = {name for m in mappings for name in m["deviceClassNames"]}
+    # kueue v0.19.2 pkg/dra/claims.go: an unmapped DeviceClass makes the workload inadmissible.
+    assert "compute-domain-default-channel.nvidia.com" in classes, (
+        "a JobSet whose pods claim a ComputeDomain channel is never admitted without this mapping"
+    )
+
+
+def test_stacks_without_grace_blackwell_install_no_dra_driver(dev_recording: Recording) -> None:
+    charts = {chart_name(r) for r in dev_recording.of_type(RELEASE)}
+    assert DRA_CHART not in charts, "the DRA driver only serves multi-node NVLink pools"
