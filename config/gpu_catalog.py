@@ -28,8 +28,10 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass
+from typing import Literal
 
 MigProfile = str
+GpuVendor = Literal["nvidia", "amd"]
 
 
 @dataclass(frozen=True)
@@ -67,7 +69,7 @@ class GpuSku:
     family: str
     """Azure series name, as the quota blade lists it."""
     gpu_model: str
-    """NVIDIA GPU model; also the `gpu-model` node label value."""
+    """GPU model; also the `gpu-model` node label value."""
     gpus_per_vm: int
     gpu_memory_gib: int
     """Memory of one GPU."""
@@ -81,6 +83,8 @@ class GpuSku:
     """Regional vCPU quota family the size counts against (Regular priority)."""
     mig: tuple[MigSlice, ...] = ()
     """MIG instance profiles AKS can apply to the pool and what each makes of a GPU (empty: no MIG)."""
+    vendor: GpuVendor = "nvidia"
+    """Who makes the GPUs: decides the driver, device plugin, extended resource and metrics exporter."""
 
     @property
     def mig_profiles(self) -> tuple[MigProfile, ...]:
@@ -178,6 +182,23 @@ GPU_SKUS: dict[str, GpuSku] = {
         vcpus=96,
         quota_family="standardNDISRH200V5Family",
         mig=H200_MIG,
+    ),
+    # ND MI300X v5: 8x AMD Instinct MI300X (192 GB HBM3) with NDR InfiniBand. AKS supports no other AMD size
+    # and installs no AMD driver (`gpuProfile.driver: None`; MicrosoftDocs/azure-aks-docs
+    # articles/aks/use-amd-gpus.md at 742aedaa). Size facts: articles/virtual-machines/sizes/gpu-accelerated/
+    # ndmi300xv5-series.md at 28da8f72 (8 GPUs with 1535 GB between them, 96 vCPUs, 1850 GB, 1000 GiB temp disk);
+    # RDMA-capable (`r`: AKS's page asks for its InfiniBand feature); quota family as kubernetes/autoscaler
+    # cluster-autoscaler-1.36.1 azure_instance_types.go lists it (SkuFamily standardNDISv5MI300XFamily).
+    "Standard_ND96isr_MI300X_v5": GpuSku(
+        family="NDisrMI300X_v5",
+        gpu_model="MI300X",
+        gpus_per_vm=8,
+        gpu_memory_gib=192,
+        infiniband=True,
+        temp_disk_gib=1000,
+        vcpus=96,
+        quota_family="standardNDISv5MI300XFamily",
+        vendor="amd",
     ),
 }
 

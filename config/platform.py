@@ -15,7 +15,7 @@ from .base import ConfigModel
 from .cluster import ClusterConfig
 from .errors import field_error
 from .fleet_rules import check_aks_managed, check_lustre_startup_taint, check_pool_validation
-from .gpu import GpuPoolConfig, GpuStackConfig
+from .gpu import GpuPoolConfig, GpuStackConfig, check_amd_pools
 from .gpu_health import GpuHealthConfig
 from .lustre_catalog import required_subnet_prefix
 from .monitoring import MonitoringConfig
@@ -172,6 +172,7 @@ class PlatformConfig(ConfigModel):
         check_aks_managed(self)
         check_pool_validation(self)
         check_lustre_startup_taint(self)
+        check_amd_pools(self)
         return self
 
     @model_validator(mode="after")
