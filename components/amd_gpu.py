@@ -5,8 +5,9 @@ articles/aks/use-amd-gpus.md at 742aedaa: pools with `gpuProfile.driver: None`, 
 The operator (ROCm/gpu-operator, chart `gpu-operator-charts` v1.5.1, helm-charts-k8s/) turns the chart's default
 DeviceConfig into the device plugin (`amd.com/gpu`) and the device-metrics-exporter DaemonSets on the nodes its
 selector names. At our values:
-- the DeviceConfig selects AMD pools by the platform's `gpu-vendor: amd` label (set through the pool, so nodes carry
-  it from boot); the chart's node-feature-discovery and its NFD rule are off (NVIDIA's operator may run its own NFD);
+- the DeviceConfig selects AMD pools by the platform's `gpu-vendor: amd` label and the chart's default
+  `feature.node.kubernetes.io/amd-gpu: "true"`, both set through the pool so nodes carry them from boot; the chart's
+  node-feature-discovery and its NFD rule are off (NVIDIA's operator may run its own NFD);
 - `driver.enable: false`: the operator uses the amdgpu driver the node image provides (docs/drivers/installation.md,
   "Inbox or Pre-Installed AMD GPU Drivers"). Building AMD's out-of-tree driver needs KMM, cert-manager and a
   registry the in-cluster build pushes to; not set up here;
@@ -80,6 +81,8 @@ def amd_gpu_operator_values(pools: Sequence[GpuPoolConfig]) -> dict[str, Any]:
         },
         "deviceConfig": {
             "spec": {
+                # Helm merges maps, so the chart's default NFD label stays in the selector next to ours: AMD
+                # pools carry both from boot (config/scheduling.py vendor_node_labels).
                 "selector": dict([AMD_VENDOR_LABEL]),
                 "driver": {"enable": False},
                 "commonConfig": {"initContainerImage": INIT_CONTAINER_IMAGE},

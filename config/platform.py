@@ -169,10 +169,10 @@ class PlatformConfig(ConfigModel):
     @model_validator(mode="after")
     def _check_fleet_operations(self) -> PlatformConfig:
         # aksManaged limits, where validation checks can run, the Lustre startup taint (config/fleet_rules.py).
+        check_amd_pools(self)  # first: on an AMD pool the NVIDIA-only feature is the error, not its details
         check_aks_managed(self)
         check_pool_validation(self)
         check_lustre_startup_taint(self)
-        check_amd_pools(self)
         return self
 
     @model_validator(mode="after")

@@ -30,8 +30,11 @@ AMD_GPU_RESOURCE = "amd.com/gpu"
 GPU_RESOURCES: dict[str, str] = {"nvidia": GPU_RESOURCE, "amd": AMD_GPU_RESOURCE}
 
 CPU_POOL_LABEL_VALUE = "cpu"
-# On AMD pools only (NVIDIA pools keep their labels unchanged): what AMD's GPU Operator selects its nodes by.
+# On AMD pools only (NVIDIA pools keep their labels unchanged): what AMD's GPU Operator selects its nodes by. The
+# second is the default selector of its chart (ROCm/gpu-operator v1.5.1 helm-charts-k8s/values.yaml), which a Helm
+# map merge keeps, normally written by the chart's NFD rule; set through the pool, it holds from boot without NFD.
 AMD_VENDOR_LABEL = ("gpu-vendor", "amd")
+AMD_NFD_LABEL = ("feature.node.kubernetes.io/amd-gpu", "true")
 
 # The RDMA shared device plugin's resource on InfiniBand nodes (NicClusterPolicy resourcePrefix/resourceName),
 # what the NCCL probe and training ranks request. The name part allows [a-zA-Z0-9_]
@@ -117,8 +120,9 @@ def gpu_pool_node_labels(pool_name: str, gpu_model: str | None = None) -> dict[s
 
 
 def vendor_node_labels(pool: GpuPoolConfig) -> dict[str, str]:
-    """`gpu-vendor: amd` on AMD pools, set through the pool so nodes carry it from boot; nothing on NVIDIA pools."""
-    return dict([AMD_VENDOR_LABEL]) if pool.sku.vendor == AMD_VENDOR_LABEL[1] else {}
+    """The AMD operator's node labels on AMD pools, set through the pool so nodes carry them from boot; nothing on
+    NVIDIA pools."""
+    return dict([AMD_VENDOR_LABEL, AMD_NFD_LABEL]) if pool.sku.vendor == AMD_VENDOR_LABEL[1] else {}
 
 
 def autoscaler_resource_tag(resource: str) -> str:
