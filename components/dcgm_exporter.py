@@ -9,7 +9,7 @@ import pulumi_kubernetes as k8s
 
 from aks_gpu_platform.config.gpu import GpuPoolConfig
 from aks_gpu_platform.config.monitoring import DcgmExporterConfig
-from aks_gpu_platform.config.scheduling import gpu_pod_scheduling
+from aks_gpu_platform.config.scheduling import vendor_pod_scheduling
 
 from . import metrics_labels as labels
 
@@ -102,8 +102,9 @@ def dcgm_exporter_release(
             "extraVolumeMounts": [
                 {"name": "platform-counters", "mountPath": COUNTERS_FILE, "subPath": "platform-counters.csv"}
             ],
-            # The chart's top-level nodeSelector/tolerations (templates/daemonset.yaml; default: none).
-            **gpu_pod_scheduling(gpu_pools),
+            # The chart's top-level nodeSelector/affinity/tolerations (templates/daemonset.yaml; default: none);
+            # DCGM needs NVIDIA's driver, so AMD pools are left out.
+            **vendor_pod_scheduling(gpu_pools, "nvidia"),
             "resources": {
                 "requests": {"cpu": r.cpu_request, "memory": r.memory_request},
                 "limits": {"cpu": r.cpu_limit, "memory": r.memory_limit},

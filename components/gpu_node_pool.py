@@ -18,7 +18,12 @@ import pulumi_azure_native.containerservice as containerservice
 
 from aks_gpu_platform.config.gpu import GpuPoolConfig, GpuStackMode
 from aks_gpu_platform.config.gpu_catalog import MIG_PARTED_CONFIGS
-from aks_gpu_platform.config.scheduling import gpu_pool_node_labels, gpu_pool_taints, scale_from_zero_tags
+from aks_gpu_platform.config.scheduling import (
+    gpu_pool_node_labels,
+    gpu_pool_taints,
+    scale_from_zero_tags,
+    vendor_node_labels,
+)
 from aks_gpu_platform.config.training import gpus_per_node
 
 from .agent_pools import (
@@ -54,9 +59,12 @@ def mig_config_labels(pool: GpuPoolConfig, mode: GpuStackMode) -> dict[str, str]
     return {MIG_CONFIG_LABEL_KEY: MIG_PARTED_CONFIGS[pool.sku.gpu_model][pool.mig_profile]}
 
 
-def gpu_driver(mode: GpuStackMode) -> containerservice.GPUDriver:
-    """AKS installs the NVIDIA driver unless the GPU Operator brings its own."""
-    return containerservice.GPUDriver.NONE if mode == "gpuOperator" else containerservice.GPUDriver.INSTALL
+def gpu_driver(mode: GpuStackMode, vendor: str = "nvidia") -> containerservice.GPUDriver:
+    """AKS installs the NVIDIA driver unless the GPU Operator brings its own; AMD pools must say None (AKS installs
+    no AMD driver and requires the field: azure-aks-docs articles/aks/use-amd-gpus.md)."""
+    if vendor == "amd" or mode == "gpuOperator":
+        return containerservice.GPUDriver.NONE
+    return containerservice.GPUDriver.INSTALL
 
 
 def node_taints(pool: GpuPoolConfig) -> list[str]:
@@ -68,7 +76,7 @@ def immutable_fields(pool: GpuPoolConfig, mode: GpuStackMode, encryption_at_host
     """The pool settings Azure cannot update in place, GPU driver, MIG, priority and taints included."""
     return {
         **immutable_pool_fields(pool, encryption_at_host),
-        "gpuDriver": gpu_driver(mode).value,
+        "gpuDriver": gpu_driver(mode, pool.vendor).value,
         "migProfile": pool.mig_profile,
         "priority": pool.priority,
         "evictionPolicy": pool.spot_settings.eviction_policy if pool.priority == "Spot" else None,
@@ -110,11 +118,12 @@ class GpuNodePool(pulumi.ComponentResource):
             node_labels={
                 **pool.labels,
                 **gpu_pool_node_labels(pool.name, pool.sku.gpu_model),
+                **vendor_node_labels(pool),
                 **mig_config_labels(pool, mode),
                 **args.get("extra_node_labels", {}),
             },
             node_taints=node_taints(pool),
-            gpu_profile={"driver": gpu_driver(mode)},
+            gpu_profile={"driver": gpu_driver(mode, pool.vendor)},
             gpu_instance_profile=pool.mig_profile,
             scale_set_priority=containerservice.ScaleSetPriority.SPOT if spot else None,
             scale_set_eviction_policy=pool.spot_settings.eviction_policy if spot else None,

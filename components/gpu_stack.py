@@ -30,6 +30,7 @@ from aks_gpu_platform.config.scheduling import (
     RDMA_RESOURCE_NAME,
     RDMA_RESOURCE_PREFIX,
     gpu_tolerations,
+    vendor_pool_names,
 )
 
 from .context import ClusterHandle
@@ -180,14 +181,18 @@ class GpuStack(pulumi.ComponentResource):
             opts=k8s_opts,
         )
         self.namespace = namespace.metadata.apply(lambda m: m.name or NAMESPACE)
-        if cfg.mode == "devicePlugin":
+        # The NVIDIA stack serves the NVIDIA pools only (AMD pools get AMD's operator, components/amd_gpu.py).
+        nvidia_pools = vendor_pool_names(pools, "nvidia")
+        if nvidia_pools == []:
+            self.gpu_release = None
+        elif cfg.mode == "devicePlugin":
             self.gpu_release = _release(
                 f"{name}-device-plugin",
                 DEVICE_PLUGIN_CHART,
                 NAMESPACE,
                 {
                     # Replaces the chart's default NFD-label affinity: our GPU nodes carry pool=gpu.
-                    "affinity": {"nodeAffinity": gpu_node_affinity()},
+                    "affinity": {"nodeAffinity": gpu_node_affinity(nvidia_pools)},
                     "tolerations": tolerations,
                     "priorityClassName": SYSTEM_NODE_CRITICAL,
                     "migStrategy": self.mig_strategy,

@@ -77,3 +77,43 @@ def gpu_series_labels(held_by_pod: bool, honor_labels: bool = HONOR_LABELS) -> f
 def target_series_labels() -> frozenset[str]:
     """Label names on the exporter target's own series (`up`): the target's labels and the cluster."""
     return TARGET_LABELS | {CLUSTER}
+
+
+# --- AMD: the device-metrics-exporter's series, stored under the DCGM names above --------------------------------
+# ROCm/device-metrics-exporter v1.5.1 (commit ad44c717), pkg/amdgpu/gpuagent/gpuagent_gpu_metrics.go: metric names
+# (`gpu_gfx_activity` "Graphics engine usage in Percentage (0-100)", `gpu_used_vram`/`gpu_free_vram` "in MB",
+# `gpu_junction_temperature` Celsius, `gpu_package_power` Watts) and labels, the lower-cased MetricLabel /
+# GPUMetricLabel names of pkg/exporter/proto/exporterconfig.proto (`hostname` = the node, DS_NODE_NAME;
+# `gpu_id`, `serial_number`, `card_model`, and `pod`, `namespace`, `container` of the pod holding the GPU).
+# The PodMonitor's metric relabelling renames both, so the alerts, KEDA and dashboards read AMD GPUs unchanged.
+
+AMD_SCRAPE_JOB: Final = "amd-device-metrics-exporter"
+"""The `job` of AMD exporter targets (`up` tells the two exporters apart; GPU series share the DCGM names)."""
+AMD_METRIC_NAMES: Final = {
+    "gpu_gfx_activity": "DCGM_FI_DEV_GPU_UTIL",
+    "gpu_used_vram": "DCGM_FI_DEV_FB_USED",
+    "gpu_free_vram": "DCGM_FI_DEV_FB_FREE",
+    "gpu_junction_temperature": "DCGM_FI_DEV_GPU_TEMP",
+    "gpu_package_power": "DCGM_FI_DEV_POWER_USAGE",
+}
+"""AMD series -> the DCGM series of the same meaning and unit (percent, MB of memory, Celsius, Watts)."""
+AMD_LABEL_NAMES: Final = {"hostname": NODE, "gpu_id": GPU, "serial_number": GPU_UUID, "card_model": GPU_MODEL}
+"""AMD's per-GPU labels -> the contract's names. Its pod labels follow the same `exported_` rule as DCGM's."""
+
+
+def amd_metric_relabelings() -> list[dict[str, object]]:
+    """PodMonitor metricRelabelings that store AMD series under the contract's metric and label names."""
+    relabelings: list[dict[str, object]] = [
+        {
+            "sourceLabels": ["__name__"],
+            "regex": amd,
+            "targetLabel": "__name__",
+            "replacement": dcgm,
+            "action": "replace",
+        }
+        for amd, dcgm in AMD_METRIC_NAMES.items()
+    ]
+    for amd, contract in AMD_LABEL_NAMES.items():
+        relabelings.append({"sourceLabels": [amd], "regex": "(.+)", "targetLabel": contract, "action": "replace"})
+    relabelings.append({"action": "labeldrop", "regex": "|".join(AMD_LABEL_NAMES)})
+    return relabelings

@@ -20,6 +20,7 @@ from aks_gpu_platform.config.scheduling import gpu_tolerations
 from .agent_pools import PoolPlacementArgs, pool_upgrade_settings
 from .aks_cluster import AksCluster
 from .aks_managed_gpu import ManagedGpuNodePool
+from .amd_gpu import AmdGpuStack
 from .blob_storage_classes import BlobStorageClasses
 from .context import ClusterHandle
 from .cpu_node_pool import CpuNodePool
@@ -301,6 +302,17 @@ class AksGpuPlatform(pulumi.ComponentResource):
             },
             child("monitoring"),
         )
+        if any(pool.vendor == "amd" for pool in cfg.gpu_pools):
+            AmdGpuStack(  # AMD pools: AMD's GPU Operator and its exporter's PodMonitor
+                role("amd-gpu"),
+                {
+                    "pools": cfg.gpu_pools,
+                    "cluster": handle,
+                    "scrape_dependencies": monitoring.scrape_dependencies,
+                    "scrape_interval_seconds": cfg.monitoring.dcgm_exporter.scrape_interval_seconds,
+                },
+                child("amd-gpu"),
+            )
         # GPU health alerts (node conditions, DCGM counters) and, when enabled, NVSentinel remediation.
         GpuHealth(
             role("gpu-health"),

@@ -28,6 +28,7 @@ from aks_gpu_platform.config.scheduling import (
     SPOT_TAINT,
     cpu_node_selector,
     gpu_pool_node_labels,
+    gpu_resource,
     parse_taint,
 )
 from aks_gpu_platform.config.training import TeamConfig, TrainingConfig
@@ -105,17 +106,32 @@ def flavor_spec(pool: GpuPoolConfig) -> dict[str, Any]:
     }
 
 
-def _quota_entries(team: TeamConfig) -> list[dict[str, Any]]:
+def _gpu_resources(team: TeamConfig, gpu_resources: Mapping[str, str]) -> list[str]:
+    """The GPU resources the team's pools advertise (`nvidia.com/gpu`, `amd.com/gpu`), in first-quota order."""
+    return list(dict.fromkeys(gpu_resources.get(q.pool, GPU_RESOURCE) for q in team.quotas))
+
+
+def _covered_resources(team: TeamConfig, gpu_resources: Mapping[str, str]) -> list[str]:
+    """The team's metered resources: one quota group, so every vendor's GPU resource is covered by every flavor."""
+    return [r for r in team.covered_resources if r != GPU_RESOURCE] + _gpu_resources(team, gpu_resources)
+
+
+def _quota_entries(team: TeamConfig, gpu_resources: Mapping[str, str]) -> list[dict[str, Any]]:
+    covered = _covered_resources(team, gpu_resources)
+    gpu_names = set(_gpu_resources(team, gpu_resources))
     flavors: list[dict[str, Any]] = []
     for quota in team.quotas:
         resources: list[dict[str, Any]] = []
-        for resource in team.covered_resources:
-            if resource == GPU_RESOURCE:
-                entry: dict[str, Any] = {"name": GPU_RESOURCE, "nominalQuota": quota.gpus}
+        for resource in covered:
+            if resource == gpu_resources.get(quota.pool, GPU_RESOURCE):
+                entry: dict[str, Any] = {"name": resource, "nominalQuota": quota.gpus}
                 if quota.borrowing_limit_gpus is not None:
                     entry["borrowingLimit"] = quota.borrowing_limit_gpus
                 if quota.lending_limit_gpus is not None:
                     entry["lendingLimit"] = quota.lending_limit_gpus
+            elif resource in gpu_names:
+                # The other vendor's GPUs: this pool has none (Kueue wants every covered resource per flavor).
+                entry = {"name": resource, "nominalQuota": 0}
             else:
                 entry = {"name": resource, "nominalQuota": quota.cpu if resource == "cpu" else quota.memory}
             resources.append(entry)
@@ -123,7 +139,9 @@ def _quota_entries(team: TeamConfig) -> list[dict[str, Any]]:
     return flavors
 
 
-def cluster_queue_spec(team: TeamConfig, admission_checks: Sequence[str]) -> dict[str, Any]:
+def cluster_queue_spec(
+    team: TeamConfig, admission_checks: Sequence[str], gpu_resources: Mapping[str, str] | None = None
+) -> dict[str, Any]:
     """The team's ClusterQueue: quotas per pool flavor, cohort, preemption, and only its own namespace."""
     spec: dict[str, Any] = {
         # Only LocalQueues in the team's namespace may point at its quota.
@@ -134,7 +152,12 @@ def cluster_queue_spec(team: TeamConfig, admission_checks: Sequence[str]) -> dic
             "reclaimWithinCohort": team.preemption.reclaim_within_cohort,
             "borrowWithinCohort": {"policy": team.preemption.borrow_within_cohort},
         },
-        "resourceGroups": [{"coveredResources": team.covered_resources, "flavors": _quota_entries(team)}],
+        "resourceGroups": [
+            {
+                "coveredResources": _covered_resources(team, gpu_resources or {}),
+                "flavors": _quota_entries(team, gpu_resources or {}),
+            }
+        ],
     }
     if team.cohort is not None:
         spec["cohortName"] = team.cohort
@@ -208,6 +231,8 @@ class TrainingQueues(pulumi.ComponentResource):
         super().__init__("aks-gpu-platform:index:TrainingQueues", name, None, opts)
         settings, handle = args["settings"], args["cluster"]
         pools = {pool.name: pool for pool in args["gpu_pools"]}
+        # What each pool's nodes advertise their GPUs as: a quota on an AMD pool meters `amd.com/gpu`.
+        self._gpu_resources = {name: gpu_resource(pool) for name, pool in pools.items()}
         missing = [
             f"training.teams[{i}].quotas[{j}].pool: got {q.pool!r}; must name a GPU pool: {sorted(pools)}"
             for i, team in enumerate(settings.teams)
@@ -274,7 +299,7 @@ class TrainingQueues(pulumi.ComponentResource):
                 {
                     "provisioningClassName": settings.admission.provisioning_class,
                     # Only pod sets that ask for GPUs wait for new nodes.
-                    "managedResources": [GPU_RESOURCE],
+                    "managedResources": sorted(set(self._gpu_resources.values()) | {GPU_RESOURCE}),
                     # One pod template per group of identical ranks keeps the request small.
                     "podSetMergePolicy": "IdenticalWorkloadSchedulingRequirements",
                 },
@@ -337,7 +362,10 @@ class TrainingQueues(pulumi.ComponentResource):
     ) -> pulumi.Output[dict[str, Any]]:
         prefix = f"{name}-team-{team.name}"
         self._kueue_object(
-            f"{prefix}-cluster-queue", "ClusterQueue", {"name": team.name}, cluster_queue_spec(team, checks)
+            f"{prefix}-cluster-queue",
+            "ClusterQueue",
+            {"name": team.name},
+            cluster_queue_spec(team, checks, self._gpu_resources),
         )
         local_queue = k8s.apiextensions.CustomResource(
             f"{prefix}-local-queue",

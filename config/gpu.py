@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, model_validator
 
@@ -13,6 +13,9 @@ from .gpu_catalog import GPU_SKUS, GpuSku, closest_gpu_sizes, gpu_sku
 from .gpu_validation import PoolValidationConfig
 from .node_pools import VM_SIZE_PATTERN, AutoscaledPoolConfig
 from .types import HashedPoolName
+
+if TYPE_CHECKING:
+    from .platform import PlatformConfig
 
 GpuStackMode = Literal["devicePlugin", "gpuOperator", "aksManaged"]
 # The AKS API's gpuInstanceProfile values (GPUInstanceProfile enum of the AgentPool API); which a
@@ -82,6 +85,8 @@ class GpuPoolConfig(AutoscaledPoolConfig):
                 self.vm_size,
                 f"not a GPU size of the catalog; {hint}The catalog (config/gpu_catalog.py) has: {sorted(GPU_SKUS)}",
             )
+        if sku.vendor == "amd":
+            self._check_amd(sku)
         if self.mig_profile is not None and sku.mig_slice(self.mig_profile) is None:
             allowed = [f"{s.profile} ({s.per_gpu} x {s.nvidia_profile} per GPU)" for s in sku.mig]
             raise field_error(
@@ -124,6 +129,32 @@ class GpuPoolConfig(AutoscaledPoolConfig):
             )
         return self
 
+    def _check_amd(self, sku: GpuSku) -> None:
+        """What an AMD pool cannot have: the features built on NVIDIA's driver, libraries and images."""
+        why = f"{self.vm_size} has AMD {sku.gpu_model} GPUs"
+        if self.mig_profile is not None:
+            raise field_error(
+                "migProfile",
+                self.mig_profile,
+                f"{why}: MIG is NVIDIA's partitioning (AMD partitions through its GPU Operator's compute and memory "
+                "partition profiles, not managed here); leave migProfile unset",
+            )
+        if self.validation.dcgm_diag:
+            raise field_error(
+                "validation.dcgmDiag", True, f"{why}: DCGM diagnostics need NVIDIA's driver and DCGM; set it false"
+            )
+        if self.validation.nccl_all_reduce:
+            raise field_error(
+                "validation.ncclAllReduce",
+                True,
+                f"{why}: the probe runs NVIDIA's nccl-tests image (AMD's RCCL tests are not wired); set it false",
+            )
+
+    @property
+    def vendor(self) -> str:
+        """`nvidia` or `amd`, from the catalog."""
+        return self.sku.vendor
+
     @property
     def spot_settings(self) -> SpotConfig:
         return self.spot or SpotConfig()
@@ -149,3 +180,40 @@ class GpuStackConfig(ConfigModel):
         if self.operator_dcgm and self.mode != "gpuOperator":
             raise field_error("operatorDcgm", self.operator_dcgm, "only with mode gpuOperator")
         return self
+
+
+def check_amd_pools(cfg: PlatformConfig) -> None:
+    """Cluster-wide features that only NVIDIA GPUs have, refused while any GPU pool is AMD, naming the setting."""
+    amd = [(i, p) for i, p in enumerate(cfg.gpu_pools) if p.vendor == "amd"]
+    if not amd:
+        return
+    i, pool = amd[0]
+    why = f"gpuPools[{i}] ({pool.name}) is an AMD {pool.sku.gpu_model} pool"
+    if cfg.gpu_stack.mode == "aksManaged":
+        raise field_error(
+            "gpuStack.mode",
+            "aksManaged",
+            f"{why}: AKS-managed GPU installs NVIDIA's driver, device plugin and DCGM exporter and AKS installs "
+            "nothing on AMD sizes (gpuProfile.driver None); use devicePlugin or gpuOperator (they serve the NVIDIA "
+            "pools; AMD's GPU Operator serves the AMD ones)",
+        )
+    if cfg.gpu_health.remediation.enabled:
+        raise field_error(
+            "gpuHealth.remediation.enabled",
+            True,
+            f"{why}: NVSentinel remediation reads NVIDIA's DCGM and XID events only; set it false",
+        )
+    if not any(p.vendor == "nvidia" for p in cfg.gpu_pools):
+        if cfg.gpu_stack.smoke_test:
+            raise field_error(
+                "gpuStack.smokeTest",
+                True,
+                f"{why} and no pool has NVIDIA GPUs: the smoke test runs nvidia-smi on one nvidia.com/gpu; set it "
+                "false",
+            )
+        if cfg.autoscaling.sample_inference.enabled:
+            raise field_error(
+                "autoscaling.sampleInference.enabled",
+                True,
+                f"{why} and no pool has NVIDIA GPUs: the sample serves Triton on nvidia.com/gpu; set it false",
+            )

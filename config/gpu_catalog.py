@@ -28,8 +28,10 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass
+from typing import Literal
 
 MigProfile = str
+GpuVendor = Literal["nvidia", "amd"]
 
 
 @dataclass(frozen=True)
@@ -67,7 +69,7 @@ class GpuSku:
     family: str
     """Azure series name, as the quota blade lists it."""
     gpu_model: str
-    """NVIDIA GPU model; also the `gpu-model` node label value."""
+    """GPU model; also the `gpu-model` node label value."""
     gpus_per_vm: int
     gpu_memory_gib: int
     """Memory of one GPU."""
@@ -87,6 +89,8 @@ class GpuSku:
     """GPUs one NVLink domain spans across VMs (a rack); 0: NVLink stays inside the VM."""
     nvme_disk_gib: int = 0
     """Local NVMe capacity of one VM (all its NVMe disks), for caches; 0: none."""
+    vendor: GpuVendor = "nvidia"
+    """Who makes the GPUs: decides the driver, device plugin, extended resource and metrics exporter."""
 
     @property
     def mig_profiles(self) -> tuple[MigProfile, ...]:
@@ -221,6 +225,23 @@ GPU_SKUS: dict[str, GpuSku] = {
     # list them: check `az vm list-usage` before relying on the name.
     "Standard_ND128isr_NDR_GB200_v6": _grace_blackwell("NDisrGB200_v6", "GB200", 192, "standardNDISRGB200V6NDRFamily"),
     "Standard_ND128isr_GB300_v6": _grace_blackwell("NDisrGB300_v6", "GB300", 288, "standardNDISRGB300V6Family"),
+    # ND MI300X v5: 8x AMD Instinct MI300X (192 GB HBM3) with NDR InfiniBand. AKS supports no other AMD size
+    # and installs no AMD driver (`gpuProfile.driver: None`; MicrosoftDocs/azure-aks-docs
+    # articles/aks/use-amd-gpus.md at 742aedaa). Size facts: articles/virtual-machines/sizes/gpu-accelerated/
+    # ndmi300xv5-series.md at 28da8f72 (8 GPUs with 1535 GB between them, 96 vCPUs, 1850 GB, 1000 GiB temp disk);
+    # RDMA-capable (`r`: AKS's page asks for its InfiniBand feature); quota family as kubernetes/autoscaler
+    # cluster-autoscaler-1.36.1 azure_instance_types.go lists it (SkuFamily standardNDISv5MI300XFamily).
+    "Standard_ND96isr_MI300X_v5": GpuSku(
+        family="NDisrMI300X_v5",
+        gpu_model="MI300X",
+        gpus_per_vm=8,
+        gpu_memory_gib=192,
+        infiniband=True,
+        temp_disk_gib=1000,
+        vcpus=96,
+        quota_family="standardNDISv5MI300XFamily",
+        vendor="amd",
+    ),
 }
 
 # The GPU Operator's MIG manager partitions GPUs on `driver: None` pools (AKS's own MIG setup needs

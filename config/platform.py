@@ -15,7 +15,7 @@ from .base import ConfigModel
 from .cluster import ClusterConfig
 from .errors import field_error
 from .fleet_rules import check_aks_managed, check_lustre_startup_taint, check_pool_validation
-from .gpu import GpuPoolConfig, GpuStackConfig
+from .gpu import GpuPoolConfig, GpuStackConfig, check_amd_pools
 from .gpu_health import GpuHealthConfig
 from .lustre_catalog import required_subnet_prefix
 from .monitoring import MonitoringConfig
@@ -169,6 +169,7 @@ class PlatformConfig(ConfigModel):
     @model_validator(mode="after")
     def _check_fleet_operations(self) -> PlatformConfig:
         # aksManaged limits, where validation checks can run, the Lustre startup taint (config/fleet_rules.py).
+        check_amd_pools(self)  # first: on an AMD pool the NVIDIA-only feature is the error, not its details
         check_aks_managed(self)
         check_pool_validation(self)
         check_lustre_startup_taint(self)

@@ -23,8 +23,18 @@ GPU_TAINT_VALUE = "gpu"
 GPU_TAINT_EFFECT = "NoSchedule"
 GPU_TAINT = f"{GPU_TAINT_KEY}={GPU_TAINT_VALUE}:{GPU_TAINT_EFFECT}"
 GPU_RESOURCE = "nvidia.com/gpu"
+AMD_GPU_RESOURCE = "amd.com/gpu"
+# The extended resource each vendor's device plugin advertises, one per whole GPU: NVIDIA/k8s-device-plugin and
+# ROCm/k8s-device-plugin v1.31.0.10 (internal/pkg/plugin/plugin.go GetResourceNamespace "amd.com" + resource "gpu",
+# cmd/k8s-device-plugin/main.go), the name AKS's use-amd-gpus.md shows under a node's capacity.
+GPU_RESOURCES: dict[str, str] = {"nvidia": GPU_RESOURCE, "amd": AMD_GPU_RESOURCE}
 
 CPU_POOL_LABEL_VALUE = "cpu"
+# On AMD pools only (NVIDIA pools keep their labels unchanged): what AMD's GPU Operator selects its nodes by. The
+# second is the default selector of its chart (ROCm/gpu-operator v1.5.1 helm-charts-k8s/values.yaml), which a Helm
+# map merge keeps, normally written by the chart's NFD rule; set through the pool, it holds from boot without NFD.
+AMD_VENDOR_LABEL = ("gpu-vendor", "amd")
+AMD_NFD_LABEL = ("feature.node.kubernetes.io/amd-gpu", "true")
 
 # The RDMA shared device plugin's resource on InfiniBand nodes (NicClusterPolicy resourcePrefix/resourceName),
 # what the NCCL probe and training ranks request. The name part allows [a-zA-Z0-9_]
@@ -80,12 +90,39 @@ def gpu_pod_scheduling(pools: Iterable[GpuPoolConfig] = ()) -> dict[str, Any]:
     return {"nodeSelector": gpu_node_selector(), "tolerations": gpu_tolerations(pools)}
 
 
+def vendor_pool_names(pools: Iterable[GpuPoolConfig], vendor: str) -> list[str] | None:
+    """Names of the pools with `vendor`'s GPUs, or None when every pool has them (no restriction needed)."""
+    pools = list(pools)
+    names = [p.name for p in pools if p.sku.vendor == vendor]
+    return None if len(names) == len(pools) else names
+
+
+def vendor_pod_scheduling(pools: Iterable[GpuPoolConfig], vendor: str) -> dict[str, Any]:
+    """`gpu_pod_scheduling` for a node agent that only works on `vendor`'s GPUs (a device plugin or metrics
+    exporter on another vendor's GPU crash-loops): where pools of other vendors exist, a required node affinity
+    to the `vendor` pools by name."""
+    pools = list(pools)
+    scheduling = gpu_pod_scheduling(pools)
+    names = vendor_pool_names(pools, vendor)
+    if names is not None:
+        term = {"matchExpressions": [{"key": GPU_POOL_NAME_LABEL_KEY, "operator": "In", "values": names}]}
+        required = {"nodeSelectorTerms": [term]}
+        scheduling["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}}
+    return scheduling
+
+
 def gpu_pool_node_labels(pool_name: str, gpu_model: str | None = None) -> dict[str, str]:
     """Labels set through the pool, so scale-from-zero templates carry them too."""
     labels = {GPU_POOL_LABEL_KEY: GPU_POOL_LABEL_VALUE, GPU_POOL_NAME_LABEL_KEY: pool_name}
     if gpu_model:
         labels[GPU_MODEL_LABEL_KEY] = gpu_model
     return labels
+
+
+def vendor_node_labels(pool: GpuPoolConfig) -> dict[str, str]:
+    """The AMD operator's node labels on AMD pools, set through the pool so nodes carry them from boot; nothing on
+    NVIDIA pools."""
+    return dict([AMD_VENDOR_LABEL, AMD_NFD_LABEL]) if pool.sku.vendor == AMD_VENDOR_LABEL[1] else {}
 
 
 def autoscaler_resource_tag(resource: str) -> str:
@@ -96,14 +133,24 @@ def autoscaler_resource_tag(resource: str) -> str:
     return AUTOSCALER_RESOURCE_TAG_PREFIX + resource.replace("/", "_")
 
 
+def gpu_resource(pool: GpuPoolConfig) -> str:
+    """The extended resource a node of `pool` advertises its GPUs as."""
+    return GPU_RESOURCES[pool.sku.vendor]
+
+
 def scale_from_zero_tags(pool: GpuPoolConfig, gpus_per_node: int) -> dict[str, str]:
     """AgentPool tags that tell the cluster autoscaler what a node of `pool` offers beyond its SKU: the RDMA
-    devices of InfiniBand pools, and on MIG pools the `nvidia.com/gpu` slices (the SKU counts whole GPUs)."""
+    devices of InfiniBand pools, on MIG pools the `nvidia.com/gpu` slices (the SKU counts whole GPUs), and on AMD
+    pools `amd.com/gpu`. The template names every size's GPUs `nvidia.com/gpu` (azure_template.go
+    buildNodeFromTemplate at cluster-autoscaler-1.36.1), so an AMD pool also sets that to 0: otherwise a pending
+    NVIDIA pod would scale up AMD nodes it can never use."""
     tags: dict[str, str] = {}
     if pool.infiniband:
         tags[autoscaler_resource_tag(RDMA_RESOURCE)] = str(RDMA_DEVICES_PER_NODE)
-    if pool.mig_profile:
-        tags[autoscaler_resource_tag(GPU_RESOURCE)] = str(gpus_per_node)
+    if pool.mig_profile or gpu_resource(pool) != GPU_RESOURCE:
+        tags[autoscaler_resource_tag(gpu_resource(pool))] = str(gpus_per_node)
+    if gpu_resource(pool) != GPU_RESOURCE:
+        tags[autoscaler_resource_tag(GPU_RESOURCE)] = "0"
     return tags
 
 

@@ -131,6 +131,17 @@ def advertised_rdma_resources(recording: Recording) -> set[str]:
     return found
 
 
+# What each vendor's device plugin registers with the kubelet: NVIDIA/k8s-device-plugin `nvidia.com/gpu`;
+# ROCm/k8s-device-plugin v1.31.0.10 internal/pkg/plugin/plugin.go GetResourceNamespace "amd.com" + "gpu".
+DEVICE_PLUGIN_RESOURCES = {"nvidia": "nvidia.com/gpu", "amd": "amd.com/gpu"}
+
+
+def vendor_of(pool: Mapping[str, Any]) -> str:
+    sku = gpu_sku(str(pool["vmSize"]))
+    assert sku is not None, f"{pool['vmSize']}: not a catalogued GPU size"
+    return sku.vendor
+
+
 def whole_node_gpus(pool: Mapping[str, Any]) -> int:
     """`nvidia.com/gpu` one node advertises: the SKU's GPUs, each split into its MIG slices (single strategy).
     GPU counts and slices per GPU from config/gpu_catalog.py (Azure size pages, NVIDIA's MIG user guide)."""
@@ -152,7 +163,7 @@ def flavor_rank_pods(recording: Recording, infiniband_pools: Iterable[str]) -> l
     for flavor in recording.of_type(RESOURCE_FLAVOR):
         spec = flavor.inputs.get("spec") or {}
         pool_name = str((spec.get("nodeLabels") or {}).get("gpu-pool"))
-        requests = {GPU_RESOURCE: str(whole_node_gpus(pools[pool_name]))}
+        requests = {DEVICE_PLUGIN_RESOURCES[vendor_of(pools[pool_name])]: str(whole_node_gpus(pools[pool_name]))}
         requests.update({resource: "1" for resource in (rdma if pool_name in ib else ())})
         pod = {
             "nodeSelector": dict(spec.get("nodeLabels") or {}),

@@ -124,6 +124,38 @@ def _gpu_operator(values: Mapping[str, Any]) -> ReleaseModel:
     return ReleaseModel(pods, (_pod_wait("operator, NFD", 5),), (merged["operator"]["runtimeClass"],))
 
 
+def _amd_gpu_operator(values: Mapping[str, Any]) -> ReleaseModel:
+    # ROCm/gpu-operator v1.5.1 helm-charts-k8s: templates/deployment.yaml (controller image controllerManager.manager
+    # .image, readiness initialDelaySeconds 5, periodSeconds 10); hooks are pre-upgrade/pre-rollback and
+    # pre-/post-delete only; node-feature-discovery subchart (registry.k8s.io/nfd) when enabled. The DeviceConfig's
+    # operands (device plugin, exporter, init container) are the operator's objects: Helm does not wait for them,
+    # but the nodes pull them. No runtimeClassName anywhere (AMD's container runtime needs none).
+    defaults = {
+        "node-feature-discovery": {"enabled": True},
+        "controllerManager": {"manager": {"image": {"repository": "docker.io/rocm/amd-gpu-operator", "tag": "v1.5.1"}}},
+        "deviceConfig": {
+            "spec": {
+                "commonConfig": {"initContainerImage": "busybox:1.36"},
+                "devicePlugin": {"devicePluginImage": "rocm/k8s-device-plugin:latest"},
+                "metricsExporter": {"enable": True, "image": "docker.io/rocm/device-metrics-exporter:latest"},
+            }
+        },
+    }
+    merged = helm_merge(defaults, values)
+    image = merged["controllerManager"]["manager"]["image"]
+    spec = merged["deviceConfig"]["spec"]
+    pods = [
+        ChartPod("controller-manager Deployment", (f"{image['repository']}:{image['tag']}",)),
+        ChartPod("device plugin DaemonSet", (spec["devicePlugin"]["devicePluginImage"],)),
+        ChartPod("init container", (spec["commonConfig"]["initContainerImage"],)),
+    ]
+    if spec["metricsExporter"]["enable"]:
+        pods.append(ChartPod("metrics exporter DaemonSet", (spec["metricsExporter"]["image"],)))
+    if merged["node-feature-discovery"]["enabled"]:
+        pods.append(ChartPod("node-feature-discovery", ("registry.k8s.io/nfd/node-feature-discovery",)))
+    return ReleaseModel(tuple(pods), (_pod_wait("controller-manager", 5),))
+
+
 def _network_operator(values: Mapping[str, Any]) -> ReleaseModel:
     # Mellanox/network-operator v26.4.1 deployment/network-operator: templates/upgrade-crd-hook.yaml is a
     # pre-install,pre-upgrade Job (kubectl apply of the CRDs); templates/operator.yaml readiness 5 s; images
@@ -288,6 +320,7 @@ RELEASE_READERS: dict[str, ReleaseReader] = {
     "nvidia-device-plugin": ReleaseReader(frozenset({"0.20.0"}), _device_plugin),
     "gpu-operator": ReleaseReader(frozenset({"v26.7.0"}), _gpu_operator),
     "network-operator": ReleaseReader(frozenset({"26.4.1"}), _network_operator),
+    "gpu-operator-charts": ReleaseReader(frozenset({"v1.5.1"}), _amd_gpu_operator),
     "dcgm-exporter": ReleaseReader(frozenset({"4.8.2"}), _dcgm_exporter),
     "oci://mcr.microsoft.com/microsoft.azuremanagedlustre/azurelustre-csi-driver": ReleaseReader(
         frozenset({"0.6.0"}), _lustre_csi

@@ -62,12 +62,17 @@ class NodeTemplate:
 
     @property
     def gpu(self) -> bool:
+        """An NVIDIA GPU node (what NVIDIA's agents must run on)."""
         return self.labels.get("kubernetes.azure.com/accelerator") == "nvidia"
 
     @property
     def multi_node_nvlink(self) -> bool:
         sku = gpu_sku(self.labels.get("node.kubernetes.io/instance-type", ""))
         return sku is not None and sku.multi_node_nvlink
+
+    @property
+    def amd_gpu(self) -> bool:
+        return self.labels.get("kubernetes.azure.com/accelerator") == "amd"
 
     @property
     def spot(self) -> bool:
@@ -90,8 +95,9 @@ def node_template(pool: Mapping[str, Any]) -> NodeTemplate:
     }
     if pool.get("osSku"):
         labels["kubernetes.azure.com/os-sku"] = str(pool["osSku"])
-    if gpu_sku(vm_size) is not None:  # N-series sizes: AKS marks the node's accelerator
-        labels["kubernetes.azure.com/accelerator"] = "nvidia"
+    if (sku := gpu_sku(vm_size)) is not None:  # N-series sizes: AKS marks the node's accelerator
+        # `amd` on AMD sizes: the node labels azure-aks-docs articles/aks/use-amd-gpus.md shows (at 742aedaa).
+        labels["kubernetes.azure.com/accelerator"] = sku.vendor
     taints = list(pool.get("nodeTaints") or [])
     if ((pool.get("gpuProfile") or {}).get("nvidia") or {}).get("managementMode") == "Managed":
         labels[AKS_MANAGED_EXPORTER_LABEL[0]] = AKS_MANAGED_EXPORTER_LABEL[1]
@@ -129,8 +135,8 @@ class PodTemplate:
     source: str
     spec: Mapping[str, Any]
     runs_on: str | None = None
-    """"gpu": every GPU pool; "infiniband": the InfiniBand pools; "nvlink": the multi-node NVLink pools;
-    "every": every user pool; "cpu": the CPU pools
+    """"gpu": every NVIDIA GPU pool; "amd": every AMD GPU pool; "infiniband": the InfiniBand pools; "nvlink": the
+    multi-node NVLink pools; "every": every user pool; "cpu": the CPU pools
     (non-GPU user pools); "pool:<name>": the GPU pool of that configured name; None: somewhere."""
     daemon: bool = False
     """A DaemonSet: one pod per selected node, so it must fit every node it selects."""
@@ -325,6 +331,43 @@ def _gpu_operator(release: str, values: Mapping[str, Any]) -> list[PodTemplate]:
     if merged["nfd"]["enabled"]:
         worker = merged["node-feature-discovery"]["worker"]
         pods.append(PodTemplate(f"{release}: node-feature-discovery worker", _scheduling(worker), "gpu", daemon=True))
+    return pods
+
+
+def _amd_gpu_operator(release: str, values: Mapping[str, Any]) -> list[PodTemplate]:
+    # ROCm/gpu-operator v1.5.1 helm-charts-k8s: values.yaml; templates/deployment.yaml (controllerManager.nodeSelector
+    # and .affinity; tolerations only when manager.tolerations is set); the node-feature-discovery subchart
+    # (node-feature-discovery.enabled) worker with worker.{nodeSelector,tolerations}; templates/
+    # default-deviceconfig.yaml passes deviceConfig.spec on to the operator, whose operand DaemonSets take
+    # spec.selector as nodeSelector and devicePlugin.devicePluginTolerations / metricsExporter.tolerations
+    # (internal/metricsexporter/metricsexporter.go, internal/kmmmodule at v1.5.1).
+    defaults: dict[str, Any] = {
+        "node-feature-discovery": {"enabled": True, "worker": {"nodeSelector": {}, "tolerations": []}},
+        "controllerManager": {
+            "nodeSelector": {},
+            "affinity": {},
+        },
+        "deviceConfig": {
+            "spec": {
+                "selector": {"feature.node.kubernetes.io/amd-gpu": "true"},
+                "devicePlugin": {"devicePluginTolerations": []},
+                "metricsExporter": {"enable": True, "tolerations": []},
+            }
+        },
+    }
+    merged = helm_merge(defaults, values)
+    controller = merged["controllerManager"]
+    pods = [PodTemplate(f"{release}: controller-manager Deployment", _scheduling(controller))]
+    if merged["node-feature-discovery"]["enabled"]:
+        worker = merged["node-feature-discovery"]["worker"]
+        pods.append(PodTemplate(f"{release}: node-feature-discovery worker", _scheduling(worker), "amd", daemon=True))
+    spec = merged["deviceConfig"]["spec"]
+    selector = dict(spec["selector"])
+    plugin = {"nodeSelector": selector, "tolerations": spec["devicePlugin"]["devicePluginTolerations"]}
+    pods.append(PodTemplate(f"{release}: AMD device plugin DaemonSet", plugin, "amd", daemon=True))
+    if spec["metricsExporter"]["enable"]:
+        exporter = {"nodeSelector": selector, "tolerations": spec["metricsExporter"]["tolerations"]}
+        pods.append(PodTemplate(f"{release}: AMD metrics exporter DaemonSet", exporter, "amd", daemon=True))
     return pods
 
 
@@ -614,6 +657,7 @@ CHART_READERS: dict[str, ChartReader] = {
         _gpu_operator,
     ),
     "network-operator": ChartReader(frozenset({"24.10.0", "24.10.1", "26.4.0", "26.4.1"}), _network_operator),
+    "gpu-operator-charts": ChartReader(frozenset({"v1.5.1"}), _amd_gpu_operator),
     "dcgm-exporter": ChartReader(
         frozenset(
             {
@@ -728,6 +772,8 @@ class SchedulingCheck:
     def must_run_on(self, pod: PodTemplate) -> list[NodeTemplate]:
         if pod.runs_on == "gpu":
             return [n for n in self.user_nodes if n.gpu]
+        if pod.runs_on == "amd":
+            return [n for n in self.user_nodes if n.amd_gpu]
         if pod.runs_on == "infiniband":
             return [n for n in self.user_nodes if n.labels.get("gpu-pool") in self.infiniband_pools]
         if pod.runs_on == "nvlink":
@@ -735,7 +781,7 @@ class SchedulingCheck:
         if pod.runs_on == "every":
             return self.user_nodes
         if pod.runs_on == "cpu":
-            return [n for n in self.user_nodes if not n.gpu]
+            return [n for n in self.user_nodes if not n.gpu and not n.amd_gpu]
         if pod.runs_on and pod.runs_on.startswith("pool:"):
             return [n for n in self.user_nodes if n.labels.get("gpu-pool") == pod.runs_on.removeprefix("pool:")]
         return []
@@ -748,6 +794,12 @@ class SchedulingCheck:
                 found.append(f"{pod.source}: fits no user pool, it never runs")
             missed = [n for n in self.must_run_on(pod) if n.pool not in fits]
             found += [f"{pod.source}: must run on pool {n.pool} but {_why_not(pod, n)}" for n in missed]
+            if pod.daemon and pod.runs_on in ("gpu", "amd"):
+                # A vendor's node agent on another vendor's GPUs finds no device and crash-loops.
+                wrong = [n.pool for n in self.user_nodes if (n.amd_gpu if pod.runs_on == "gpu" else n.gpu)]
+                found += [
+                    f"{pod.source}: selects pool {p}, whose GPUs are another vendor's" for p in wrong if p in fits
+                ]
             if pod.daemon or pod.runs_on == "gpu":
                 # A DaemonSet runs on every node it selects, a GPU workload may be placed on any GPU node it selects.
                 for node in self.user_nodes:

@@ -42,6 +42,7 @@ from aks_gpu_platform.config.prices import (
     region_note,
     regional_price,
 )
+from aks_gpu_platform.config.scheduling import GPU_RESOURCES
 from aks_gpu_platform.config.upgrade import surge_node_count
 from aks_gpu_platform.config.vm_catalog import vcpus_and_quota_family
 
@@ -63,7 +64,8 @@ CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
 DCGM_COUNTERS_KEY = "platform-counters.csv"
 SCALED_OBJECT = "kubernetes:keda.sh/v1alpha1:ScaledObject"
 WORKLOAD_TYPES = ("kubernetes:apps/v1:Deployment", "kubernetes:apps/v1:StatefulSet")
-GPU_RESOURCE = "nvidia.com/gpu"
+# Every vendor's whole-GPU resource (config/scheduling.py GPU_RESOURCES): an AMD pod's GPUs cost the same way.
+GPU_RESOURCE_NAMES = frozenset(GPU_RESOURCES.values())
 
 TOTAL_REGIONAL = "Total Regional vCPUs"
 LOW_PRIORITY = "Total Regional Low-priority vCPUs"
@@ -202,10 +204,9 @@ def _gpus_per_pod(spec: Mapping[str, Any]) -> int:
     total = 0
     for container in spec.get("containers") or []:
         resources = container.get("resources") or {}
-        wanted = (resources.get("limits") or {}).get(GPU_RESOURCE) or (resources.get("requests") or {}).get(
-            GPU_RESOURCE
-        )
-        total += int(wanted or 0)
+        for name in GPU_RESOURCE_NAMES:
+            wanted = (resources.get("limits") or {}).get(name) or (resources.get("requests") or {}).get(name)
+            total += int(wanted or 0)
     return total
 
 
@@ -595,7 +596,7 @@ def team_quota_ceilings(recording: Recording, pools: Sequence[PoolCapacity]) -> 
         total, gpus, estimate, unpriced = 0.0, 0, False, []
         for group in queue.inputs["spec"]["resourceGroups"]:
             for flavor in group["flavors"]:
-                quota = sum(int(r["nominalQuota"]) for r in flavor["resources"] if r["name"] == GPU_RESOURCE)
+                quota = sum(int(r["nominalQuota"]) for r in flavor["resources"] if r["name"] in GPU_RESOURCE_NAMES)
                 pool = by_label.get(flavor["name"])
                 price = gpu_hour_price(pool.vm_size, pool.gpus_per_vm) if pool else None
                 gpus += quota

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from aks_gpu_platform.components.amd_gpu import AMD_DOCKER_HUB_IMAGES, AMD_GPU_OPERATOR_CHART
 from aks_gpu_platform.components.gpu_autoscaling import KEDA_OPERATOR_SUBJECT
 from aks_gpu_platform.components.gpu_health import NVSENTINEL_CHART, NVSENTINEL_DOCKER_HUB_IMAGES
 from aks_gpu_platform.components.roles import ROLE_NAMES
@@ -255,7 +256,10 @@ def tree_lines(recording: Recording, marker: MockValueMarker, indent: str = "") 
 
 # Images each chart pulls anonymously from Docker Hub at our values (10 pulls per hour per egress IPv4 address for
 # unauthenticated users, docs.docker.com/docker-hub/usage/); AKS nodes share the cluster's egress IPs.
-DOCKER_HUB_PULLS = {NVSENTINEL_CHART: NVSENTINEL_DOCKER_HUB_IMAGES}
+DOCKER_HUB_PULLS = {
+    NVSENTINEL_CHART: NVSENTINEL_DOCKER_HUB_IMAGES,
+    AMD_GPU_OPERATOR_CHART[1]: AMD_DOCKER_HUB_IMAGES,
+}
 
 
 def docker_hub_warnings(recording: Recording) -> list[str]:
