@@ -18,7 +18,12 @@ import pulumi_azure_native.containerservice as containerservice
 
 from aks_gpu_platform.config.gpu import GpuPoolConfig, GpuStackMode
 from aks_gpu_platform.config.gpu_catalog import MIG_PARTED_CONFIGS
-from aks_gpu_platform.config.scheduling import gpu_pool_node_labels, gpu_pool_taints, scale_from_zero_tags
+from aks_gpu_platform.config.scheduling import (
+    gpu_pool_node_labels,
+    gpu_pool_taints,
+    scale_from_zero_tags,
+    sharing_node_labels,
+)
 from aks_gpu_platform.config.training import gpus_per_node
 
 from .agent_pools import (
@@ -111,6 +116,7 @@ class GpuNodePool(pulumi.ComponentResource):
                 **pool.labels,
                 **gpu_pool_node_labels(pool.name, pool.sku.gpu_model),
                 **mig_config_labels(pool, mode),
+                **sharing_node_labels(pool, mode),
                 **args.get("extra_node_labels", {}),
             },
             node_taints=node_taints(pool),

@@ -23,6 +23,8 @@ GPU_TAINT_VALUE = "gpu"
 GPU_TAINT_EFFECT = "NoSchedule"
 GPU_TAINT = f"{GPU_TAINT_KEY}={GPU_TAINT_VALUE}:{GPU_TAINT_EFFECT}"
 GPU_RESOURCE = "nvidia.com/gpu"
+DEVICE_PLUGIN_CONFIG_LABEL_KEY = "nvidia.com/device-plugin.config"
+MPS_CAPABLE_LABEL_KEY = "nvidia.com/mps.capable"
 
 CPU_POOL_LABEL_VALUE = "cpu"
 
@@ -98,13 +100,32 @@ def autoscaler_resource_tag(resource: str) -> str:
 
 def scale_from_zero_tags(pool: GpuPoolConfig, gpus_per_node: int) -> dict[str, str]:
     """AgentPool tags that tell the cluster autoscaler what a node of `pool` offers beyond its SKU: the RDMA
-    devices of InfiniBand pools, and on MIG pools the `nvidia.com/gpu` slices (the SKU counts whole GPUs)."""
+    devices of InfiniBand pools, and on MIG or shared pools the `nvidia.com/gpu` devices the plugin advertises
+    (the SKU counts whole GPUs, not MIG slices or time-sliced/MPS replicas)."""
     tags: dict[str, str] = {}
     if pool.infiniband:
         tags[autoscaler_resource_tag(RDMA_RESOURCE)] = str(RDMA_DEVICES_PER_NODE)
-    if pool.mig_profile:
+    if pool.mig_profile or pool.sharing:
         tags[autoscaler_resource_tag(GPU_RESOURCE)] = str(gpus_per_node)
     return tags
+
+
+def sharing_node_labels(pool: GpuPoolConfig, stack_mode: str) -> dict[str, str]:
+    """Labels a shared pool's nodes carry from boot, set through the pool so a node from zero has them too.
+
+    `nvidia.com/device-plugin.config` names the plugin configuration the node runs (the chart's and the
+    operator's config-manager read it: NVIDIA/k8s-device-plugin v0.20.0 templates/daemonset-device-plugin.yml
+    NODE_LABEL). Under the standalone chart, `nvidia.com/mps.capable=true` lets its MPS control daemon DaemonSet
+    (nodeSelector in templates/daemonset-mps-control-daemon.yml) run on MPS pools: the plugin waits for that
+    daemon, and only gpu-feature-discovery, which the platform does not run there, would write the label. Under
+    the GPU Operator its own gpu-feature-discovery writes it.
+    """
+    if pool.sharing is None:
+        return {}
+    labels = {DEVICE_PLUGIN_CONFIG_LABEL_KEY: pool.sharing.config_name}
+    if pool.sharing.mode == "mps" and stack_mode == "devicePlugin":
+        labels[MPS_CAPABLE_LABEL_KEY] = "true"
+    return labels
 
 
 def cpu_node_selector() -> dict[str, str]:
