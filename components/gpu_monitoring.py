@@ -18,7 +18,7 @@ import pulumi_kubernetes as k8s
 from aks_gpu_platform.config.gpu import GpuPoolConfig
 from aks_gpu_platform.config.monitoring import MonitoringConfig, derived_name
 from aks_gpu_platform.config.prices import gpu_hour_price
-from aks_gpu_platform.config.training import TeamConfig
+from aks_gpu_platform.config.training import TeamConfig, gpus_per_node
 
 from . import metrics_labels as labels
 from . import roles
@@ -219,10 +219,11 @@ class GpuMonitoring(pulumi.ComponentResource):
 
         teams = list(args.get("teams", []))
         if teams:
+            # Teams are charged per nvidia.com/gpu they request: a MIG slice or shared replica costs its share.
             prices = {
                 pool.name: (price.usd, price.estimate)
                 for pool in gpu_pools
-                if (price := gpu_hour_price(pool.vm_size, pool.sku.gpus_per_vm)) is not None
+                if (price := gpu_hour_price(pool.vm_size, gpus_per_node(pool))) is not None
             }
             alertsmanagement.PrometheusRuleGroup(
                 f"{name}-chargeback-recording-rules",

@@ -22,6 +22,7 @@ from aks_gpu_platform.config.scheduling import (
     gpu_pool_node_labels,
     gpu_pool_taints,
     scale_from_zero_tags,
+    sharing_node_labels,
     vendor_node_labels,
 )
 from aks_gpu_platform.config.training import gpus_per_node
@@ -120,6 +121,7 @@ class GpuNodePool(pulumi.ComponentResource):
                 **gpu_pool_node_labels(pool.name, pool.sku.gpu_model),
                 **vendor_node_labels(pool),
                 **mig_config_labels(pool, mode),
+                **sharing_node_labels(pool, mode),
                 **args.get("extra_node_labels", {}),
             },
             node_taints=node_taints(pool),

@@ -6,6 +6,9 @@
   container toolkit, device plugin and (with `operatorDcgm`) the DCGM exporter. Never both.
 - aksManaged: AKS installs driver, device plugin and DCGM exporter on the node itself
   (components/aks_managed_gpu.py); no release here advertises GPUs.
+- Sharing: pools with `sharing` get a named device plugin configuration (time-slicing or MPS replicas of
+  `nvidia.com/gpu`), which their nodes select through the `nvidia.com/device-plugin.config` label; every other
+  node falls back to `default`, which shares nothing.
 - InfiniBand: NVIDIA's Network Operator plus a NicClusterPolicy that runs the RDMA shared
   device plugin on the IB pools, so pods can request `RDMA_RESOURCE` (config/scheduling.py).
 
@@ -14,17 +17,19 @@ workers, RDMA plugin) tolerates every taint of every GPU pool: the GPU taint, Sp
 """
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
 import pulumi
 import pulumi_kubernetes as k8s
+import yaml
 
 from aks_gpu_platform.config.gpu import GpuPoolConfig, GpuStackConfig
 from aks_gpu_platform.config.scheduling import (
     GPU_POOL_LABEL_KEY,
     GPU_POOL_LABEL_VALUE,
     GPU_POOL_NAME_LABEL_KEY,
+    GPU_RESOURCE,
     RDMA_DEVICES_PER_NODE,
     RDMA_RESOURCE,
     RDMA_RESOURCE_NAME,
@@ -58,6 +63,45 @@ RDMA_SHARED_DEVICE_PLUGIN = {
 # Mellanox/NVIDIA networking PCI vendor ID (the ConnectX virtual functions of Azure's IB sizes).
 MELLANOX_VENDOR_ID = "15b3"
 SYSTEM_NODE_CRITICAL = "system-node-critical"
+# The device plugin configuration a node without the config label runs (chart `config.default`; the operator's
+# ClusterPolicy `devicePlugin.config.default`), and the ConfigMap the operator chart creates for them
+# (deployments/gpu-operator/templates/plugin_config.yaml at v26.7.0).
+DEFAULT_PLUGIN_CONFIG = "default"
+OPERATOR_PLUGIN_CONFIGMAP = "device-plugin-config"
+
+
+def device_plugin_configs(pools: Sequence[GpuPoolConfig]) -> dict[str, str]:
+    """Named device plugin config files (NVIDIA/k8s-device-plugin v0.20.0 api/config/v1): `default` shares
+    nothing, and each sharing setting of a pool gets one; empty when no pool shares its GPUs.
+
+    Flags stay in the chart's values (migStrategy), which override a config file's. Time-slicing sets
+    `failRequestsGreaterThanOne`, as NVIDIA recommends and as MPS does by default (config.go): a container asking
+    for two shared devices could otherwise get two turns of the same GPU and believe it has two.
+    """
+    shared = {p.sharing.config_name: p.sharing for p in pools if p.sharing is not None}
+    if not shared:
+        return {}
+    configs = {DEFAULT_PLUGIN_CONFIG: yaml.safe_dump({"version": "v1"})}
+    for name, sharing in sorted(shared.items()):
+        replicated: dict[str, Any] = {"resources": [{"name": GPU_RESOURCE, "replicas": sharing.replicas}]}
+        if sharing.mode == "timeSlicing":
+            replicated["failRequestsGreaterThanOne"] = True
+        configs[name] = yaml.safe_dump({"version": "v1", "sharing": {sharing.mode: replicated}}, sort_keys=False)
+    return configs
+
+
+def device_plugin_sharing_values(configs: Mapping[str, str]) -> dict[str, Any]:
+    """Device plugin chart values that install `configs` (templates/configmap.yml, config-manager in
+    daemonset-device-plugin.yml and daemonset-mps-control-daemon.yml at v0.20.0)."""
+    if not configs:
+        return {}
+    return {
+        "config": {"map": dict(configs), "default": DEFAULT_PLUGIN_CONFIG},
+        # With a ConfigMap and no deviceListStrategy, the chart cannot tell whether a config uses volume-mounts
+        # and grants the plugin CAP_SYS_ADMIN (_helpers.tpl deviceListStrategyIncludesVolumeMount); envvar is the
+        # plugin's default strategy, stated so the plugin keeps its dropped capabilities.
+        "deviceListStrategy": "envvar",
+    }
 
 
 class GpuStackArgs(TypedDict):
@@ -102,12 +146,27 @@ def _release(
     )
 
 
-def gpu_operator_values(mig_strategy: str, operator_dcgm: bool, tolerations: list[dict[str, str]]) -> dict[str, Any]:
+def gpu_operator_values(
+    mig_strategy: str,
+    operator_dcgm: bool,
+    tolerations: list[dict[str, str]],
+    plugin_configs: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
     """Values of the GPU Operator chart (keys as deployments/gpu-operator reads them at v26.7.0)."""
+    device_plugin: dict[str, Any] = {"enabled": True}
+    if plugin_configs:
+        # The chart creates the ConfigMap (templates/plugin_config.yaml) and names it in ClusterPolicy
+        # spec.devicePlugin.config, whose config-manager follows each node's nvidia.com/device-plugin.config.
+        device_plugin["config"] = {
+            "create": True,
+            "name": OPERATOR_PLUGIN_CONFIGMAP,
+            "default": DEFAULT_PLUGIN_CONFIG,
+            "data": dict(plugin_configs),
+        }
     values: dict[str, Any] = {
         "driver": {"enabled": True},
         "toolkit": {"enabled": True},
-        "devicePlugin": {"enabled": True},
+        "devicePlugin": device_plugin,
         # The chart's ServiceMonitor default turned on in 26.x; it is monitoring.coreos.com, which
         # managed Prometheus ignores (our PodMonitor scrapes the exporter).
         "dcgmExporter": {
@@ -196,6 +255,7 @@ class GpuStack(pulumi.ComponentResource):
                     "tolerations": tolerations,
                     "priorityClassName": SYSTEM_NODE_CRITICAL,
                     "migStrategy": self.mig_strategy,
+                    **device_plugin_sharing_values(device_plugin_configs(pools)),
                 },
                 pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[namespace])),
                 create_namespace=False,
@@ -207,7 +267,7 @@ class GpuStack(pulumi.ComponentResource):
                 f"{name}-gpu-operator",
                 GPU_OPERATOR_CHART,
                 GPU_OPERATOR_NAMESPACE,
-                gpu_operator_values(self.mig_strategy, cfg.operator_dcgm, tolerations),
+                gpu_operator_values(self.mig_strategy, cfg.operator_dcgm, tolerations, device_plugin_configs(pools)),
                 k8s_opts,
             )
         self.releases = [self.gpu_release] if self.gpu_release is not None else []

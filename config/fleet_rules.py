@@ -37,6 +37,15 @@ def check_aks_managed(cfg: PlatformConfig) -> None:
                 f"autoscaler): set minCount equal to maxCount (minCount is {pool.min_count}), or use mode "
                 "devicePlugin for an autoscaled pool",
             )
+        if pool.sharing is not None:
+            # The AgentPool API's gpuProfile.nvidia has managementMode and MIG settings only (2026-08-01 and
+            # 2026-08-02-preview NvidiaGPUProfile): AKS configures its managed device plugin itself.
+            raise field_error(
+                f"gpuPools[{i}].sharing",
+                pool.sharing.mode,
+                "gpuStack.mode aksManaged: AKS runs and configures the device plugin and offers no GPU sharing "
+                "setting; use mode devicePlugin or gpuOperator for time-slicing or MPS",
+            )
     no_pod_labels = (
         "gpuStack.mode aksManaged: AKS's DCGM exporter has no pod mapping, so no series names the pods KEDA would "
         "scale on; use mode devicePlugin or gpuOperator for GPU-utilisation autoscaling"

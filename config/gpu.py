@@ -22,6 +22,7 @@ GpuStackMode = Literal["devicePlugin", "gpuOperator", "aksManaged"]
 # size supports and what each makes of its GPUs is in the catalog.
 MigProfile = Literal["MIG1g", "MIG2g", "MIG3g", "MIG4g", "MIG7g"]
 SpotEvictionPolicy = Literal["Delete", "Deallocate"]
+SharingMode = Literal["timeSlicing", "mps"]
 
 TAINT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_./-]{0,252}=[A-Za-z0-9_.-]{0,63}:(NoSchedule|PreferNoSchedule|NoExecute)$")
 # Keys the platform sets itself: the GPU taint and the spot taint AKS adds to Spot pools.
@@ -45,6 +46,30 @@ class SpotConfig(ConfigModel):
         return self
 
 
+class GpuSharingConfig(ConfigModel):
+    """Several pods on one GPU through NVIDIA's device plugin: each GPU is advertised `replicas` times.
+
+    Follows NVIDIA/k8s-device-plugin v0.20.0 api/config/v1 (sharing.go, replicas.go): time-slicing and MPS are
+    mutually exclusive and apply to every GPU of a node; a resource needs at least 2 replicas.
+    """
+
+    mode: SharingMode = Field(
+        description="timeSlicing: CUDA time-slicing, no memory or fault isolation between pods; mps: CUDA MPS, "
+        "each pod limited to 1/replicas of the GPU's memory and compute (not on MIG pools)"
+    )
+    replicas: int = Field(
+        ge=2,
+        le=48,
+        description="nvidia.com/gpu advertised per physical GPU (or MIG slice); 2 to 48 (the plugin needs 2 or "
+        "more; 48 client contexts per GPU is MPS's limit on Volta and later)",
+    )
+
+    @property
+    def config_name(self) -> str:
+        """Name of the device plugin configuration (and value of the node label that selects it)."""
+        return f"{'time-slicing' if self.mode == 'timeSlicing' else 'mps'}-{self.replicas}"
+
+
 class GpuPoolConfig(AutoscaledPoolConfig):
     """One GPU node pool; minCount 0 lets the autoscaler scale it from zero."""
 
@@ -64,6 +89,11 @@ class GpuPoolConfig(AutoscaledPoolConfig):
     mig_profile: MigProfile | None = Field(default=None, description="MIG instance profile applied to every GPU")
     infiniband: bool = Field(default=False, description="Use the SKU's InfiniBand fabric (RDMA); single zone only")
     taints: list[str] = Field(default_factory=list, description="Extra taints, key=value:Effect")
+    sharing: GpuSharingConfig | None = Field(
+        default=None,
+        description="Share each GPU between pods (time-slicing or MPS); quotas, autoscaler templates and cost then "
+        "count the shared nvidia.com/gpu a node advertises. devicePlugin and gpuOperator modes only",
+    )
     validation: PoolValidationConfig = Field(
         default_factory=PoolValidationConfig, description="Post-provision checks `pulumi up` runs on this pool"
     )
@@ -111,6 +141,7 @@ class GpuPoolConfig(AutoscaledPoolConfig):
                 raise field_error(f"taints[{i}]", taint, f"keys {sorted(RESERVED_TAINT_KEYS)} are set by the platform")
         if len(set(self.taints)) != len(self.taints):
             raise field_error("taints", self.taints, "each taint may appear once")
+        self._check_sharing()
         return self
 
     @model_validator(mode="after")
@@ -149,11 +180,39 @@ class GpuPoolConfig(AutoscaledPoolConfig):
                 True,
                 f"{why}: the probe runs NVIDIA's nccl-tests image (AMD's RCCL tests are not wired); set it false",
             )
+        if self.sharing is not None:
+            raise field_error(
+                "sharing",
+                self.sharing.as_settings(),
+                f"{why}: time-slicing and MPS are NVIDIA device plugin features; leave sharing unset",
+            )
 
     @property
     def vendor(self) -> str:
         """`nvidia` or `amd`, from the catalog."""
         return self.sku.vendor
+
+    def _check_sharing(self) -> None:
+        if self.sharing is None:
+            return
+        if self.sharing.mode == "mps" and self.mig_profile is not None:
+            # NVIDIA/k8s-device-plugin v0.20.0 README, "With CUDA MPS": not supported on devices with MIG enabled.
+            raise field_error(
+                "sharing.mode",
+                "mps",
+                f"MPS cannot share MIG slices ({self.mig_profile}): use timeSlicing, or drop migProfile",
+            )
+        # Both checks hold every GPU of a node. A shared node advertises each GPU `replicas` times, and the plugin
+        # refuses more than one shared device per container (failRequestsGreaterThanOne, which MPS forces and the
+        # platform sets for time-slicing); MPS also limits each client to 1/replicas of the GPU.
+        for check, on in (("dcgmDiag", self.validation.dcgm_diag), ("ncclAllReduce", self.validation.nccl_all_reduce)):
+            if on:
+                raise field_error(
+                    f"validation.{check}",
+                    True,
+                    f"needs whole, unshared GPUs; this pool shares each GPU ({self.sharing.mode}): run it on an "
+                    "unshared pool of the same size",
+                )
 
     @property
     def spot_settings(self) -> SpotConfig:

@@ -28,6 +28,8 @@ AMD_GPU_RESOURCE = "amd.com/gpu"
 # ROCm/k8s-device-plugin v1.31.0.10 (internal/pkg/plugin/plugin.go GetResourceNamespace "amd.com" + resource "gpu",
 # cmd/k8s-device-plugin/main.go), the name AKS's use-amd-gpus.md shows under a node's capacity.
 GPU_RESOURCES: dict[str, str] = {"nvidia": GPU_RESOURCE, "amd": AMD_GPU_RESOURCE}
+DEVICE_PLUGIN_CONFIG_LABEL_KEY = "nvidia.com/device-plugin.config"
+MPS_CAPABLE_LABEL_KEY = "nvidia.com/mps.capable"
 
 CPU_POOL_LABEL_VALUE = "cpu"
 # On AMD pools only (NVIDIA pools keep their labels unchanged): what AMD's GPU Operator selects its nodes by. The
@@ -140,18 +142,36 @@ def gpu_resource(pool: GpuPoolConfig) -> str:
 
 def scale_from_zero_tags(pool: GpuPoolConfig, gpus_per_node: int) -> dict[str, str]:
     """AgentPool tags that tell the cluster autoscaler what a node of `pool` offers beyond its SKU: the RDMA
-    devices of InfiniBand pools, on MIG pools the `nvidia.com/gpu` slices (the SKU counts whole GPUs), and on AMD
-    pools `amd.com/gpu`. The template names every size's GPUs `nvidia.com/gpu` (azure_template.go
-    buildNodeFromTemplate at cluster-autoscaler-1.36.1), so an AMD pool also sets that to 0: otherwise a pending
-    NVIDIA pod would scale up AMD nodes it can never use."""
+    devices of InfiniBand pools, on MIG or shared pools the `nvidia.com/gpu` devices the plugin advertises (the SKU
+    counts whole GPUs, not MIG slices or time-sliced/MPS replicas), and on AMD pools `amd.com/gpu`. The template
+    names every size's GPUs `nvidia.com/gpu` (azure_template.go buildNodeFromTemplate at cluster-autoscaler-1.36.1),
+    so an AMD pool also sets that to 0: otherwise a pending NVIDIA pod would scale up AMD nodes it can never use."""
     tags: dict[str, str] = {}
     if pool.infiniband:
         tags[autoscaler_resource_tag(RDMA_RESOURCE)] = str(RDMA_DEVICES_PER_NODE)
-    if pool.mig_profile or gpu_resource(pool) != GPU_RESOURCE:
+    if pool.mig_profile or pool.sharing or gpu_resource(pool) != GPU_RESOURCE:
         tags[autoscaler_resource_tag(gpu_resource(pool))] = str(gpus_per_node)
     if gpu_resource(pool) != GPU_RESOURCE:
         tags[autoscaler_resource_tag(GPU_RESOURCE)] = "0"
     return tags
+
+
+def sharing_node_labels(pool: GpuPoolConfig, stack_mode: str) -> dict[str, str]:
+    """Labels a shared pool's nodes carry from boot, set through the pool so a node from zero has them too.
+
+    `nvidia.com/device-plugin.config` names the plugin configuration the node runs (the chart's and the
+    operator's config-manager read it: NVIDIA/k8s-device-plugin v0.20.0 templates/daemonset-device-plugin.yml
+    NODE_LABEL). Under the standalone chart, `nvidia.com/mps.capable=true` lets its MPS control daemon DaemonSet
+    (nodeSelector in templates/daemonset-mps-control-daemon.yml) run on MPS pools: the plugin waits for that
+    daemon, and only gpu-feature-discovery, which the platform does not run there, would write the label. Under
+    the GPU Operator its own gpu-feature-discovery writes it.
+    """
+    if pool.sharing is None:
+        return {}
+    labels = {DEVICE_PLUGIN_CONFIG_LABEL_KEY: pool.sharing.config_name}
+    if pool.sharing.mode == "mps" and stack_mode == "devicePlugin":
+        labels[MPS_CAPABLE_LABEL_KEY] = "true"
+    return labels
 
 
 def cpu_node_selector() -> dict[str, str]:

@@ -62,9 +62,12 @@ FLAVOR_MAX_TAINTS = 8
 
 def gpus_per_node(pool: GpuPoolConfig) -> int:
     """`nvidia.com/gpu` one node of the pool advertises: GPUs per VM, times the MIG instances each GPU is split
-    into (the device plugin's `single` strategy shows each instance as one device; counts from the GPU catalog)."""
+    into (the device plugin's `single` strategy shows each instance as one device; counts from the GPU catalog),
+    times the replicas of a shared pool (the plugin advertises each device `replicas` times: NVIDIA/k8s-device-plugin
+    v0.20.0 README, "Shared Access to GPUs", 8 GPUs x 10 replicas = 80)."""
     mig = pool.sku.mig_slice(pool.mig_profile) if pool.mig_profile else None
-    return pool.sku.gpus_per_vm * (mig.per_gpu if mig else 1)
+    replicas = pool.sharing.replicas if pool.sharing else 1
+    return pool.sku.gpus_per_vm * (mig.per_gpu if mig else 1) * replicas
 
 
 def gpu_capacity(pool: GpuPoolConfig) -> int:

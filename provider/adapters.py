@@ -127,6 +127,24 @@ class MigProfile(StrEnum):
     MIG7G = "MIG7g"
 
 
+class GpuSharingMode(StrEnum):
+    """How pods share a GPU through NVIDIA's device plugin."""
+
+    TIME_SLICING = "timeSlicing"
+    """CUDA time-slicing: no memory or fault isolation between pods."""
+    MPS = "mps"
+    """CUDA MPS: each pod limited to 1/replicas of the GPU's memory and compute (not on MIG pools)."""
+
+
+class GpuSharingSettings(TypedDict):
+    """`gpuPools[].sharing`: several pods per GPU (devicePlugin and gpuOperator modes)."""
+
+    mode: GpuSharingMode
+    """timeSlicing or mps."""
+    replicas: int
+    """nvidia.com/gpu advertised per physical GPU (or MIG slice); 2 to 48."""
+
+
 class SpotSettings(TypedDict):
     """Spot VM settings of a GPU pool (only with priority Spot)."""
 
@@ -185,6 +203,8 @@ class GpuPoolSettings(TypedDict):
     """Use the size's InfiniBand fabric (RDMA); single zone only."""
     taints: NotRequired[Sequence[str]]
     """Extra taints, key=value:Effect."""
+    sharing: NotRequired[GpuSharingSettings]
+    """Share each GPU between pods (time-slicing or MPS); quotas and autoscaler templates count the shares."""
 
 
 def yaml_shape(value: Any, annotation: Any) -> Any:

@@ -19,21 +19,29 @@ scheduling helpers:
   Labels predicted only for some SKUs (`kubernetes.azure.com/accelerator`: NvidiaEnabledSKUs, which lists no H100)
   are left out, so a pod that selects on them shows up as not fitting: the safe side.
 - Only VirtualMachineScaleSets pools read resource tags (buildNodeTemplateFromVMPool has none).
+
+What a real node then advertises, to compare with the template, follows NVIDIA/k8s-device-plugin v0.20.0: MIG
+slices under the single strategy, and the time-slicing or MPS replicas of the plugin configuration the node's
+`nvidia.com/device-plugin.config` label selects (api/config/v1 sharing.go and replicas.go).
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from aks_gpu_platform.config.gpu_catalog import gpu_sku
 from aks_gpu_platform.config.scheduling import pod_fits_node, selects_node
 from tests.scheduling import (
     AGENT_POOL,
+    RELEASE,
     RESOURCE_FLAVOR,
     PodTemplate,
     object_pod_templates,
@@ -142,14 +150,82 @@ def vendor_of(pool: Mapping[str, Any]) -> str:
     return sku.vendor
 
 
-def whole_node_gpus(pool: Mapping[str, Any]) -> int:
-    """`nvidia.com/gpu` one node advertises: the SKU's GPUs, each split into its MIG slices (single strategy).
-    GPU counts and slices per GPU from config/gpu_catalog.py (Azure size pages, NVIDIA's MIG user guide)."""
+# ---------------------------------------------------------------- the device plugin's sharing configuration
+
+# NVIDIA/k8s-device-plugin v0.20.0: the node label config-manager reads (templates/daemonset-device-plugin.yml
+# NODE_LABEL; the GPU Operator's config-manager reads the same), and the chart fallback "named" (a config called
+# `default`) when the node has no label.
+DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
+
+
+@dataclass(frozen=True)
+class PluginSharing:
+    """What one named plugin config makes of each GPU, read as api/config/v1 (sharing.go, replicas.go) reads it."""
+
+    replicas: int
+    """Devices advertised per physical device for `nvidia.com/gpu` (1: not shared)."""
+    one_device_per_container: bool
+    """failRequestsGreaterThanOne: a container asking for more than one shared device is refused by the kubelet."""
+
+
+def parse_plugin_config(text: str) -> PluginSharing:
+    """A config file as the plugin parses it at v0.20.0: MPS wins over time-slicing when both replicate
+    (Sharing.SharingStrategy), `resources` must be non-empty and `replicas` at least 2 (ReplicatedResource
+    UnmarshalJSON), renameByDefault moves the devices to `nvidia.com/gpu.shared`, and MPS defaults
+    failRequestsGreaterThanOne to true (config.go) while time-slicing defaults it to false."""
+    config = yaml.safe_load(text) or {}
+    assert config.get("version") == "v1", f"the plugin reads config version v1 only: {config}"
+    sharing = config.get("sharing") or {}
+    for strategy in ("mps", "timeSlicing"):
+        replicated = sharing.get(strategy)
+        if not replicated:
+            continue
+        resources = replicated.get("resources") or []
+        assert resources, f"sharing.{strategy}: the plugin refuses a config without resources"
+        assert all(int(r["replicas"]) >= 2 for r in resources), "the plugin refuses fewer than 2 replicas"
+        gpu = [int(r["replicas"]) for r in resources if r["name"] == GPU_RESOURCE]
+        if not gpu or replicated.get("renameByDefault"):
+            return PluginSharing(0, True)  # nvidia.com/gpu is no longer advertised under its own name
+        fail = replicated.get("failRequestsGreaterThanOne", strategy == "mps")
+        return PluginSharing(gpu[0], bool(fail))
+    return PluginSharing(1, False)
+
+
+def plugin_configs(recording: Recording) -> tuple[dict[str, str], str | None]:
+    """The named configs and default of the release that runs the device plugin (chart `config.map`/`default`,
+    or the GPU Operator chart's `devicePlugin.config.data`/`default`)."""
+    for release in recording.of_type(RELEASE):
+        values = release.inputs.get("values") or {}
+        if release.inputs["chart"] == "nvidia-device-plugin":
+            config = values.get("config") or {}
+            return dict(config.get("map") or {}), config.get("default")
+        if release.inputs["chart"] == "gpu-operator":
+            config = (values.get("devicePlugin") or {}).get("config") or {}
+            return dict(config.get("data") or {}), config.get("default")
+    return {}, None
+
+
+def pool_sharing(pool: Mapping[str, Any], recording: Recording) -> PluginSharing:
+    """The config a node of `pool` runs: the one its label names, else the default, else none."""
+    configs, default = plugin_configs(recording)
+    name = (pool.get("nodeLabels") or {}).get(DEVICE_PLUGIN_CONFIG_LABEL) or default
+    if name is None:
+        return PluginSharing(1, False)
+    assert name in configs, (
+        f"{pool['agentPoolName']}: its nodes select plugin config {name!r}, not in {sorted(configs)}"
+    )
+    return parse_plugin_config(configs[name])
+
+
+def whole_node_gpus(pool: Mapping[str, Any], recording: Recording) -> int:
+    """`nvidia.com/gpu` one node advertises: the SKU's GPUs, each split into its MIG slices (single strategy), each
+    device advertised `replicas` times when the plugin config shares it. GPU counts and slices per GPU from
+    config/gpu_catalog.py (Azure size pages, NVIDIA's MIG user guide)."""
     sku = gpu_sku(str(pool["vmSize"]))
     assert sku is not None, f"{pool['vmSize']}: not a catalogued GPU size"
     profile = pool.get("gpuInstanceProfile")
     mig = sku.mig_slice(str(profile)) if profile else None
-    return sku.gpus_per_vm * (mig.per_gpu if mig else 1)
+    return sku.gpus_per_vm * (mig.per_gpu if mig else 1) * pool_sharing(pool, recording).replicas
 
 
 def flavor_rank_pods(recording: Recording, infiniband_pools: Iterable[str]) -> list[PodTemplate]:
@@ -163,7 +239,11 @@ def flavor_rank_pods(recording: Recording, infiniband_pools: Iterable[str]) -> l
     for flavor in recording.of_type(RESOURCE_FLAVOR):
         spec = flavor.inputs.get("spec") or {}
         pool_name = str((spec.get("nodeLabels") or {}).get("gpu-pool"))
-        requests = {DEVICE_PLUGIN_RESOURCES[vendor_of(pools[pool_name])]: str(whole_node_gpus(pools[pool_name]))}
+        pool = pools[pool_name]
+        resource = DEVICE_PLUGIN_RESOURCES[vendor_of(pool)]
+        # On a shared pool a container may hold one shared device: the ranks are one-device pods.
+        one_device = pool_sharing(pool, recording).one_device_per_container
+        requests = {resource: "1" if one_device else str(whole_node_gpus(pool, recording))}
         requests.update({resource: "1" for resource in (rdma if pool_name in ib else ())})
         pod = {
             "nodeSelector": dict(spec.get("nodeLabels") or {}),
@@ -180,6 +260,27 @@ def pods_that_bring_up_nodes(recording: Recording, infiniband_pools: Iterable[st
     scale-up: they follow the nodes."""
     workloads = [p for p in object_pod_templates(recording) if p.runs_on and not p.daemon]
     return [*workloads, *flavor_rank_pods(recording, infiniband_pools)]
+
+
+def shared_pool_fill_problems(recording: Recording) -> list[str]:
+    """A job holding a whole shared pool, one shared device per pod (what a team's full quota runs), as a
+    best-effort-atomic ProvisioningRequest asks for it: the autoscaler packs the pods onto template nodes and
+    succeeds only if they fit in maxCount of them."""
+    problems: list[str] = []
+    for agent_pool in recording.of_type(AGENT_POOL):
+        pool = agent_pool.inputs
+        if not can_be_at_zero(pool) or pool_sharing(pool, recording).replicas <= 1:
+            continue
+        max_count = int(pool["maxCount"])
+        pods = max_count * whole_node_gpus(pool, recording)
+        per_node = int(template_node(pool).allocatable.get(GPU_RESOURCE, 0))
+        needed = math.ceil(pods / per_node) if per_node else math.inf
+        if needed > max_count:
+            problems.append(
+                f"pool {pool['agentPoolName']} at zero: {pods} one-device pods fill its {max_count} nodes, but the "
+                f"template offers {per_node} nvidia.com/gpu per node, so the autoscaler wants {needed} nodes"
+            )
+    return problems
 
 
 def scale_from_zero_problems(recording: Recording, infiniband_pools: Iterable[str]) -> list[str]:
@@ -200,4 +301,4 @@ def scale_from_zero_problems(recording: Recording, infiniband_pools: Iterable[st
         targets = {n.pool: why_not_template(pod.spec, n) for n in zero if selects_node(pod.spec, n.labels)}
         if targets and all(targets.values()):
             problems.append(f"{pod.source}: no pool at zero it selects scales up for it: {targets}")
-    return sorted(problems)
+    return sorted([*problems, *shared_pool_fill_problems(recording)])

@@ -157,6 +157,7 @@ def _settings() -> dict[str, Any]:
         ("gpuPools.1.migProfile", "MIG1g", "gpuPools[1].migProfile", "MIG is NVIDIA's"),
         ("gpuPools.1.validation.dcgmDiag", True, "gpuPools[1].validation.dcgmDiag", "DCGM"),
         ("gpuPools.1.validation.ncclAllReduce", True, "gpuPools[1].validation.ncclAllReduce", "nccl-tests"),
+        ("gpuPools.1.sharing", {"mode": "timeSlicing", "replicas": 2}, "gpuPools[1].sharing", "NVIDIA device plugin"),
         ("gpuStack.mode", "aksManaged", "gpuStack.mode", "AKS installs nothing on AMD sizes"),
         ("gpuHealth.remediation.enabled", True, "gpuHealth.remediation.enabled", "NVSentinel"),
     ],

@@ -118,11 +118,31 @@ def _grace_blackwell(config: dict[str, Any]) -> None:
         team["quotas"] = [{**quota, "pool": "gb200", "gpus": 8} for quota in team["quotas"]]
 
 
+def _shared_gpus(config: dict[str, Any]) -> None:
+    """dev's T4 pool time-sliced 4 ways plus an A100 pool shared through MPS, each held whole by the team's
+    quota in shared devices (2 nodes x 1 T4 x 4; 1 node x 1 A100 x 2)."""
+    pools = config[PREFIX + "gpuPools"]
+    pools[0]["sharing"] = {"mode": "timeSlicing", "replicas": 4}
+    pools.append(
+        {
+            "name": "a100mps",
+            "vmSize": "Standard_NC24ads_A100_v4",
+            "zones": ["1"],
+            "minCount": 0,
+            "maxCount": 1,
+            "sharing": {"mode": "mps", "replicas": 2},
+        }
+    )
+    for team in config[PREFIX + "training"]["teams"]:
+        team["quotas"] = [{"pool": "gput4", "gpus": 8}, {"pool": "a100mps", "gpus": 2}]
+
+
 VARIANTS: dict[str, Callable[[dict[str, Any]], None]] = {
     "spot-only": _spot_only,
     "infiniband": _infiniband,
     "gpu-operator-mig": _gpu_operator_mig,
     "grace-blackwell": _grace_blackwell,
+    "shared-gpus": _shared_gpus,
 }
 STACKS = ("dev", "prod", *VARIANTS)
 
@@ -166,6 +186,7 @@ EXPECTED_GPU_PODS: dict[str, set[str]] = {
     },
     "gpu-operator-mig": {"operand DaemonSets", "node-feature-discovery worker", "gpu-smoke-test-job"},
     "grace-blackwell": {"device plugin DaemonSet", "exporter DaemonSet", "kubelet plugin DaemonSet"},
+    "shared-gpus": {"device plugin DaemonSet", "exporter DaemonSet", "gpu-smoke-test-job"},
 }
 
 
@@ -289,6 +310,7 @@ EXPECTED_SCALE_UP_PODS: dict[str, set[str]] = {
     "infiniband": {"gpu-smoke-test-job", "dcgm-diag-h100ib", "nccl-h100ib", "flavor-h100ib"},
     "gpu-operator-mig": {"gpu-smoke-test-job", "flavor-a100mig"},
     "grace-blackwell": {"flavor-gb200"},
+    "shared-gpus": {"gpu-smoke-test-job", "flavor-gput4", "flavor-a100mps"},
 }
 
 

@@ -42,7 +42,7 @@ from aks_gpu_platform.config.prices import (
     region_note,
     regional_price,
 )
-from aks_gpu_platform.config.scheduling import GPU_RESOURCES
+from aks_gpu_platform.config.scheduling import GPU_RESOURCES, autoscaler_resource_tag
 from aks_gpu_platform.config.upgrade import surge_node_count
 from aks_gpu_platform.config.vm_catalog import vcpus_and_quota_family
 
@@ -66,6 +66,10 @@ SCALED_OBJECT = "kubernetes:keda.sh/v1alpha1:ScaledObject"
 WORKLOAD_TYPES = ("kubernetes:apps/v1:Deployment", "kubernetes:apps/v1:StatefulSet")
 # Every vendor's whole-GPU resource (config/scheduling.py GPU_RESOURCES): an AMD pod's GPUs cost the same way.
 GPU_RESOURCE_NAMES = frozenset(GPU_RESOURCES.values())
+# A MIG, shared or AMD pool tells the cluster autoscaler how many GPU devices a node advertises (MIG slices,
+# time-sliced or MPS replicas, amd.com/gpu) through these scale-set tags; without one a node advertises its SKU's
+# GPUs. An AMD pool also tags nvidia.com/gpu as 0, so the largest tag is the node's devices.
+GPU_DEVICES_TAGS = tuple(autoscaler_resource_tag(name) for name in GPU_RESOURCES.values())
 
 TOTAL_REGIONAL = "Total Regional vCPUs"
 LOW_PRIORITY = "Total Regional Low-priority vCPUs"
@@ -89,6 +93,8 @@ class PoolCapacity:
     labels: Mapping[str, str]
     managed_os_disk_gib: int | None
     """OS disk size when it is a managed disk (billed per node); None for an ephemeral one."""
+    advertised_gpus: int | None = None
+    """`nvidia.com/gpu` a node advertises when it is not the SKU's GPU count (MIG slices, shared replicas)."""
 
     @property
     def surge_nodes(self) -> int:
@@ -114,6 +120,11 @@ class PoolCapacity:
         sku = gpu_sku(self.vm_size)
         return sku.gpus_per_vm if sku else 0
 
+    @property
+    def gpu_devices_per_vm(self) -> int:
+        """What the scheduler and Kueue count on one node: MIG slices or shared replicas, else whole GPUs."""
+        return self.advertised_gpus if self.advertised_gpus is not None else self.gpus_per_vm
+
 
 def _surge(profile: Mapping[str, Any]) -> str:
     upgrade = profile.get("upgradeSettings") or {}
@@ -122,6 +133,9 @@ def _surge(profile: Mapping[str, Any]) -> str:
 
 def _capacity(profile: Mapping[str, Any], pool: str) -> PoolCapacity:
     disk = None if profile.get("osDiskType") == "Ephemeral" else int(profile.get("osDiskSizeGB") or 128)
+    tags = profile.get("tags") or {}
+    tagged = [int(tags[tag]) for tag in GPU_DEVICES_TAGS if tag in tags]
+    advertised = max(tagged) if tagged else None
     return PoolCapacity(
         pool=pool,
         vm_size=str(profile.get("vmSize")),
@@ -132,6 +146,7 @@ def _capacity(profile: Mapping[str, Any], pool: str) -> PoolCapacity:
         spot=profile.get("scaleSetPriority") == "Spot",
         labels=dict(profile.get("nodeLabels") or {}),
         managed_os_disk_gib=disk,
+        advertised_gpus=advertised,
     )
 
 
@@ -262,7 +277,7 @@ def held_gpu_nodes(recording: Recording, pools: Sequence[PoolCapacity]) -> list[
         if replicas == 0 or not candidates:
             continue
         cheapest = min(candidates, key=lambda p: (_hourly(p.vm_size), p.pool))
-        nodes = math.ceil(replicas * gpus / cheapest.gpus_per_vm)
+        nodes = math.ceil(replicas * gpus / cheapest.gpu_devices_per_vm)
         if cheapest.min_count >= nodes:
             continue  # the pool's own minimum already keeps these nodes up
         meta = workload.inputs.get("metadata") or {}
@@ -589,7 +604,8 @@ class TeamCeiling:
 
 
 def team_quota_ceilings(recording: Recording, pools: Sequence[PoolCapacity]) -> list[TeamCeiling]:
-    """Per recorded ClusterQueue: nominal `nvidia.com/gpu` per flavor (pool) x the pool's GPU-hour x 730 h."""
+    """Per recorded ClusterQueue: nominal `nvidia.com/gpu` per flavor (pool) x the price of one such device-hour
+    (the VM's hour shared by the devices a node advertises: whole GPUs, MIG slices or shared replicas) x 730 h."""
     by_label = {p.labels.get("gpu-pool"): p for p in pools if p.labels.get("gpu-pool")}
     ceilings: list[TeamCeiling] = []
     for queue in recording.of_type(CLUSTER_QUEUE):
@@ -598,7 +614,7 @@ def team_quota_ceilings(recording: Recording, pools: Sequence[PoolCapacity]) -> 
             for flavor in group["flavors"]:
                 quota = sum(int(r["nominalQuota"]) for r in flavor["resources"] if r["name"] in GPU_RESOURCE_NAMES)
                 pool = by_label.get(flavor["name"])
-                price = gpu_hour_price(pool.vm_size, pool.gpus_per_vm) if pool else None
+                price = gpu_hour_price(pool.vm_size, pool.gpu_devices_per_vm) if pool else None
                 gpus += quota
                 if price is None:
                     unpriced.append(flavor["name"])

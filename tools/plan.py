@@ -332,7 +332,8 @@ def _pool_rows(pools: Sequence[cost.PoolCapacity]) -> list[list[str]]:
             p.vm_size + (" (Spot)" if p.spot else ""),
             ",".join(p.zones) or "-",
             f"{p.min_count}-{p.max_count}",
-            str(p.gpus_per_vm or "-"),
+            str(p.gpus_per_vm or "-")
+            + (f" ({p.gpu_devices_per_vm} nvidia.com/gpu)" if p.gpu_devices_per_vm != p.gpus_per_vm else ""),
             str(p.vcpus or "?"),
             f"+{p.surge_nodes} ({p.max_surge})",
             (cost.LOW_PRIORITY if p.spot else p.quota_family) or "not in the catalogs",
