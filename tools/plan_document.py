@@ -59,9 +59,16 @@ def resource_entry(resource: RecordedResource, marker: MockValueMarker) -> dict[
     }
 
 
-def plan_document(recording: Recording, stack: str, marker: MockValueMarker | None = None) -> dict[str, Any]:
+def plan_document(
+    recording: Recording,
+    stack: str,
+    marker: MockValueMarker | None = None,
+    cold_start: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """The plan; `cold_start` is the per-GPU-pool cold-start budget (tools/cold_start.py), when computed."""
     marker = marker or MockValueMarker(recording.mock_values)
     return {
+        **({"coldStart": cold_start} if cold_start is not None else {}),
         "format": PLAN_FORMAT,
         "stack": stack,
         "resources": {r.urn: resource_entry(r, marker) for r in recording.in_urn_order()},
