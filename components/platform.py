@@ -31,6 +31,7 @@ from .gpu_node_pool import GpuNodePool
 from .gpu_smoke_test import GpuSmokeTest
 from .gpu_stack import GpuStack
 from .gpu_validation import GpuValidation
+from .image_prepull import ImagePrepull
 from .kueue_metrics import kueue_service_monitor
 from .log_workspace import LogWorkspace, container_insights_addon, managed_prometheus_profile
 from .lustre_storage import LustreStorage
@@ -251,6 +252,17 @@ class AksGpuPlatform(pulumi.ComponentResource):
                     "cluster": handle,
                 },
                 child("gpu-smoke-test"),
+            )
+        if any(pool.cold_start.pre_pull_images for pool in cfg.gpu_pools):
+            ImagePrepull(
+                role("image-prepull"),
+                {
+                    "namespace": gpu_stack.namespace,
+                    "gpu_pools": cfg.gpu_pools,
+                    "cluster": handle,
+                    "depends_on": gpu_stack.releases,
+                },
+                child("image-prepull"),
             )
         upgrades = UpgradePolicy(role("upgrade"), {"settings": cfg.upgrade, "cluster": handle}, child("upgrade"))
 

@@ -74,6 +74,7 @@ class ColdStartConfig(ConfigModel):
     )
     weights_gib: float | None = Field(
         default=None,
+        alias="weightsGiB",
         gt=0,
         description="Weights or data a job on this pool reads before it starts (GiB), for the plan's budget",
     )
