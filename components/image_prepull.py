@@ -32,6 +32,9 @@ NON_ROOT_UID = 10001  # above 10000, clear of host users
 CHECKOV_SKIPS = {
     "checkov.io/skip1": "CKV_K8S_43=teams name their images by tag or digest; streaming (coldStart) needs tags",
     "checkov.io/skip2": "CKV2_K8S_6=the pods only pull and pause; they open no port and call nothing",
+    "checkov.io/skip3": "CKV_K8S_8=a pause container has nothing to probe for liveness",
+    "checkov.io/skip4": "CKV_K8S_9=a pause container has nothing to probe for readiness; nothing waits on it",
+    "checkov.io/skip5": "CKV_K8S_15=IfNotPresent: the point is to pull once; Always ties every restart to the registry",
 }
 SMALL = {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"cpu": "100m", "memory": "64Mi"}}
 
