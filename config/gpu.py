@@ -53,7 +53,7 @@ class ColdStartConfig(ConfigModel):
     artifact_streaming: bool = Field(
         default=False,
         description="Budget this pool's ACR images as streamed (AKS Artifact Streaming, preview): the platform "
-        "registry is Premium; enable it per repository and on the pool with the commands the plan prints "
+        "registry is Premium; enable it per repository and on the pool with the commands in docs/gpu-pools.md "
         "(azure-native 3.29 has no AgentPool field for it)",
     )
     pre_pull_images: list[str] = Field(
