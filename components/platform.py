@@ -36,6 +36,7 @@ from .gpu_stack import GPU_OPERATOR_NAMESPACE, NETWORK_OPERATOR_NAMESPACE, GpuSt
 from .gpu_stack import NAMESPACE as DEVICE_PLUGIN_NAMESPACE
 from .gpu_validation import NAMESPACE as VALIDATION_NAMESPACE
 from .gpu_validation import GpuValidation
+from .image_prepull import ImagePrepull
 from .kueue_metrics import kueue_service_monitor
 from .log_workspace import LogWorkspace, container_insights_addon, managed_prometheus_profile
 from .lustre_storage import CSI_DRIVER_NAMESPACE, LustreStorage
@@ -270,6 +271,17 @@ class AksGpuPlatform(pulumi.ComponentResource):
                     "cluster": handle,
                 },
                 child("gpu-smoke-test"),
+            )
+        if any(pool.cold_start.pre_pull_images for pool in cfg.gpu_pools):
+            ImagePrepull(
+                role("image-prepull"),
+                {
+                    "namespace": gpu_stack.namespace,
+                    "gpu_pools": cfg.gpu_pools,
+                    "cluster": handle,
+                    "depends_on": gpu_stack.releases,
+                },
+                child("image-prepull"),
             )
         upgrades = UpgradePolicy(role("upgrade"), {"settings": cfg.upgrade, "cluster": handle}, child("upgrade"))
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field, model_validator
 
 from .base import ConfigModel
+from .cold_start_catalog import LOCAL_NVME, local_nvme
 from .errors import field_error
 from .gpu_catalog import GPU_SKUS, GpuSku, closest_gpu_sizes, gpu_sku
 from .gpu_validation import PoolValidationConfig
@@ -70,6 +71,56 @@ class GpuSharingConfig(ConfigModel):
         return f"{'time-slicing' if self.mode == 'timeSlicing' else 'mps'}-{self.replicas}"
 
 
+# A registry host, a repository and a tag or digest: a moving tag would re-pull nothing the workload later runs.
+PRE_PULL_IMAGE = re.compile(r"^[a-z0-9.-]+(:[0-9]+)?/[a-z0-9._/-]+(:[A-Za-z0-9_.-]{1,128}|@sha256:[0-9a-f]{64})$")
+
+
+class ColdStartConfig(ConfigModel):
+    """What shortens the time from scale-up to a useful GPU node; the plan prints the budget with each switch."""
+
+    artifact_streaming: bool = Field(
+        default=False,
+        description="Budget this pool's ACR images as streamed (AKS Artifact Streaming, preview): the platform "
+        "registry is Premium; enable it per repository and on the pool with the commands in docs/gpu-pools.md "
+        "(azure-native 3.29 has no AgentPool field for it)",
+    )
+    pre_pull_images: list[str] = Field(
+        default_factory=list,
+        description="Images a DaemonSet pulls onto every new node of the pool as soon as it joins (each needs "
+        "/bin/sh); it never holds back other pods",
+    )
+    nvme_cache: bool = Field(
+        default=False,
+        description="Budget weights read from a cache on the size's local NVMe disks after the first read "
+        "(sizes with NVMe in config/cold_start_catalog.py)",
+    )
+    warm_standby: int = Field(
+        default=0,
+        ge=0,
+        le=1000,
+        description="Nodes kept up to skip provisioning, an explicit costed choice; needs minCount >= warmStandby",
+    )
+    weights_gib: float | None = Field(
+        default=None,
+        alias="weightsGiB",
+        gt=0,
+        description="Weights or data a job on this pool reads before it starts (GiB), for the plan's budget",
+    )
+
+    @model_validator(mode="after")
+    def _check_images(self) -> ColdStartConfig:
+        for i, image in enumerate(self.pre_pull_images):
+            if not PRE_PULL_IMAGE.match(image):
+                raise field_error(
+                    f"prePullImages[{i}]",
+                    image,
+                    "a pinned image reference: registry/repository:tag or @sha256:<digest>",
+                )
+        if len(set(self.pre_pull_images)) != len(self.pre_pull_images):
+            raise field_error("prePullImages", self.pre_pull_images, "each image may appear once")
+        return self
+
+
 class GpuPoolConfig(AutoscaledPoolConfig):
     """One GPU node pool; minCount 0 lets the autoscaler scale it from zero."""
 
@@ -96,6 +147,11 @@ class GpuPoolConfig(AutoscaledPoolConfig):
     )
     validation: PoolValidationConfig = Field(
         default_factory=PoolValidationConfig, description="Post-provision checks `pulumi up` runs on this pool"
+    )
+    cold_start: ColdStartConfig = Field(
+        default_factory=ColdStartConfig,
+        description="Cold-start switches (artifact streaming, image pre-pull, NVMe cache, warm standby) and the "
+        "weights size the plan's budget reads",
     )
 
     @property
@@ -213,6 +269,25 @@ class GpuPoolConfig(AutoscaledPoolConfig):
                     f"needs whole, unshared GPUs; this pool shares each GPU ({self.sharing.mode}): run it on an "
                     "unshared pool of the same size",
                 )
+
+    @model_validator(mode="after")
+    def _check_cold_start(self) -> GpuPoolConfig:
+        cold = self.cold_start
+        if cold.nvme_cache and local_nvme(self.vm_size) is None:
+            raise field_error(
+                "coldStart.nvmeCache",
+                cold.nvme_cache,
+                f"{self.vm_size} has no local NVMe figure in config/cold_start_catalog.py; sizes with NVMe: "
+                f"{sorted(LOCAL_NVME)}",
+            )
+        if cold.warm_standby > self.min_count:
+            raise field_error(
+                "coldStart.warmStandby",
+                cold.warm_standby,
+                f"a warm standby node is one the autoscaler keeps up: raise minCount ({self.min_count}) to at least "
+                f"{cold.warm_standby}, or lower warmStandby",
+            )
+        return self
 
     @property
     def spot_settings(self) -> SpotConfig:

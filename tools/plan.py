@@ -39,7 +39,7 @@ from aks_gpu_platform.config.placeholders import find_placeholders
 from aks_gpu_platform.config.prices import HOURS_PER_MONTH
 from policy.rules import Policy, Resource, StackFacts, Violation, evaluate
 
-from . import cost
+from . import cold_start, cost
 from .mock_values import MockValueMarker
 from .offline import RecordedResource, Recording, run_stack
 from .plan_document import plan_document, write_plan
@@ -312,6 +312,7 @@ class Report:
     quota_rows: list[list[str]] = field(default_factory=list[list[str]])
     cost_rows: list[list[str]] = field(default_factory=list[list[str]])
     cost_lines: list[str] = field(default_factory=list[str])
+    cold_start: list[cold_start.PoolBudget] = field(default_factory=list[cold_start.PoolBudget])
     resource_counts: list[str] = field(default_factory=list[str])
     tree: list[str] = field(default_factory=list[str])
     objects: list[str] = field(default_factory=list[str])
@@ -466,6 +467,8 @@ def build_report(
             line += f"; no GPU-hour price for {', '.join(team.unpriced)} (not counted)"
         report.cost_lines.append(line + " held all month at list price")
 
+    report.cold_start = cold_start.budgets(cfg, pools)
+
     counts = Counter(r.type for r in custom)
     report.resource_counts = [f"{DETAIL_INDENT}{n:3d}  {t}" for t, n in sorted(counts.items())]
     report.tree = tree_lines(recording, marker, DETAIL_INDENT)
@@ -491,6 +494,39 @@ def build_report(
     return report
 
 
+COLD_START_HEADER = ["stage", "time", "see"]
+SWITCH_HEADER = ["switch", "now", "stage", "off", "on"]
+
+
+def _cold_start_rows(budget: cold_start.PoolBudget) -> list[list[str]]:
+    return [[s.name, cold_start.seconds(s.figure), f"[{i}]"] for i, s in enumerate(budget.stages, 1)] + [
+        ["total", cold_start.total(budget), ""]
+    ]
+
+
+def _cold_start_sources(budget: cold_start.PoolBudget) -> list[str]:
+    """Each stage's figure: what it is, where it was published and when."""
+    return (
+        [
+            f"[{i}] {s.figure.note}{'; ' if s.figure.note else ''}{s.figure.source} ({s.figure.published.isoformat()})"
+            for i, s in enumerate(budget.stages, 1)
+        ]
+        + [f"{e.switch} costs: {e.cost}" for e in budget.effects]
+        + budget.notes
+    )
+
+
+def _switch_rows(budget: cold_start.PoolBudget) -> list[list[str]]:
+    return [
+        [e.switch, "on" if e.on else "off", e.stage, cold_start.seconds(e.before), cold_start.seconds(e.after)]
+        for e in budget.effects
+    ]
+
+
+def _cold_start_title(budget: cold_start.PoolBudget) -> str:
+    return f"Cold start of pool {budget.pool} ({budget.vm_size}): pending GPU pod to a running job"
+
+
 def _table(header: list[str], rows: list[list[str]], indent: str = "  ") -> list[str]:
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
     return [
@@ -513,6 +549,11 @@ def render_text(report: Report) -> str:
     lines += ["  Monthly estimate:"]
     lines += _table(COST_HEADER, report.cost_rows, "    ")
     lines += [line for c in report.cost_lines for line in wrap(c, "    ")]
+    for budget in report.cold_start:
+        lines += [f"  {_cold_start_title(budget)}:"]
+        lines += _table(COLD_START_HEADER, _cold_start_rows(budget), "    ")
+        lines += _table(SWITCH_HEADER, _switch_rows(budget), "    ")
+        lines += [line for n in _cold_start_sources(budget) for line in wrap(n, "      ")]
     lines += ["", "Detail", "  Resources:", *report.tree]
     lines += ["  Resources by type:", *report.resource_counts, *report.objects]
     lines += ["  Policy verdicts (the rules `pulumi preview --policy-pack policy` runs):", *report.policies]
@@ -544,6 +585,10 @@ def render_markdown(report: Report) -> str:
     lines += ["#### vCPU quota at peak (maxCount plus upgrade surge)", "", *_md_table(QUOTA_HEADER, report.quota_rows)]
     lines += ["", "#### Monthly estimate", "", *_md_table(COST_HEADER, report.cost_rows), ""]
     lines += [f"- {c}" for c in report.cost_lines] + [""]
+    for budget in report.cold_start:
+        lines += [f"#### {_cold_start_title(budget)}", "", *_md_table(COLD_START_HEADER, _cold_start_rows(budget)), ""]
+        lines += [*_md_table(SWITCH_HEADER, _switch_rows(budget)), ""]
+        lines += [f"- {n}" for n in _cold_start_sources(budget)] + [""]
     lines += _details(f"Resources ({report.resource_total}) by component", report.tree)
     lines += _details("Resources by type", report.resource_counts)
     lines += _details("Kubernetes objects", report.objects)
@@ -594,7 +639,11 @@ def main(argv: list[str] | None = None) -> int:
 
     marker = MockValueMarker(recording.mock_values)
     verdicts = render_and_validate(recording, out_dir, cfg.cluster.schema_version, marker)
-    write_plan(plan_document(recording, options.stack, marker, plan_summary(recording)), out_dir)
+    budgets = cold_start.budgets(cfg, cost.pool_capacities(recording))
+    document = plan_document(
+        recording, options.stack, marker, plan_summary(recording), [cold_start.as_document(b) for b in budgets]
+    )
+    write_plan(document, out_dir)
     policies = policy_verdicts(recording, cfg.environment)
     secrets = secret_paths(stack_config)
     report = build_report(options.stack, cfg, recording, verdicts, policies, marker, out_dir, secrets)

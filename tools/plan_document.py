@@ -65,10 +65,13 @@ def plan_document(
     stack: str,
     marker: MockValueMarker | None = None,
     summary: dict[str, Any] | None = None,
+    cold_start: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """`summary`: the figures a reviewer compares (vCPU quota per family, monthly floor and ceiling)."""
+    """`summary`: the figures a reviewer compares (vCPU quota per family, monthly floor and ceiling); `cold_start`:
+    the per-GPU-pool cold-start budget (tools/cold_start.py), when computed."""
     marker = marker or MockValueMarker(recording.mock_values)
     return {
+        **({"coldStart": cold_start} if cold_start is not None else {}),
         "format": PLAN_FORMAT,
         "stack": stack,
         "summary": summary or {},

@@ -1,0 +1,165 @@
+"""The cold-start budget the plan prints per GPU pool, the coldStart switches, and the pre-pull DaemonSet."""
+
+import datetime
+from typing import Any
+
+import pytest
+
+from aks_gpu_platform.config import PlatformConfig, load_platform_config
+from aks_gpu_platform.config.cold_start_catalog import Figure
+from aks_gpu_platform.config.prices import HOURS_PER_MONTH, VM_HOURLY
+from aks_gpu_platform.config.scheduling import pod_fits_node
+from tests.conftest import STACKS, assert_rejected, set_path, settings_of
+from tests.scheduling import node_templates, object_pod_templates, scheduling_check
+from tools import cold_start, cost
+from tools.offline import Recording
+from tools.stack_files import load_stack_file
+
+
+def _config(stack: str, **paths: Any) -> PlatformConfig:
+    settings = settings_of(load_stack_file(stack))
+    for path, value in paths.items():
+        set_path(settings, path.replace("__", "."), value)
+    return load_platform_config(settings)
+
+
+def _budgets(stack: str, recording: Recording, **paths: Any) -> list[cold_start.PoolBudget]:
+    return cold_start.budgets(_config(stack, **paths), cost.pool_capacities(recording))
+
+
+def _figures(budget: cold_start.PoolBudget) -> list[tuple[str, Figure]]:
+    found = [(s.name, s.figure) for s in budget.stages]
+    for effect in budget.effects:
+        found += [(f"{effect.switch} off", effect.before), (f"{effect.switch} on", effect.after)]
+    return found
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_figure_of_the_budget_names_its_source_and_date(stack: str, recordings: dict[str, Recording]) -> None:
+    for budget in _budgets(stack, recordings[stack]):
+        for where, figure in _figures(budget):
+            assert figure.source.strip(), f"{stack} {budget.pool} {where}: a figure without a source cannot be checked"
+            assert datetime.date(2020, 1, 1) <= figure.published <= datetime.date(2026, 12, 31), (
+                f"{stack} {budget.pool} {where}: a figure needs the date it was published, got {figure.published}"
+            )
+            if figure.low_s is not None and figure.high_s is not None:
+                assert figure.low_s <= figure.high_s, f"{stack} {budget.pool} {where}: an inverted range"
+
+
+def _not_longer(after: Figure, before: Figure) -> bool:
+    """`after` ends no later than `before`, or says unknown where `before` had no bound either."""
+    if after.high_s is None:
+        return before.high_s is None
+    return before.high_s is None or after.high_s <= before.high_s
+
+
+@pytest.mark.parametrize("stack", STACKS)
+@pytest.mark.parametrize(
+    "switch", [{}, {"gpuPools__0__coldStart__artifactStreaming": True}, {"gpuPools__0__coldStart__weightsGiB": 140}]
+)
+def test_each_switch_shortens_the_stage_it_targets_or_shows_unknown(
+    stack: str, switch: dict[str, Any], recordings: dict[str, Recording]
+) -> None:
+    for budget in _budgets(stack, recordings[stack], **switch):
+        for effect in budget.effects:
+            assert _not_longer(effect.after, effect.before), (
+                f"{stack} {budget.pool}: {effect.switch} must not lengthen {effect.stage} "
+                f"({cold_start.seconds(effect.before)} -> {cold_start.seconds(effect.after)})"
+            )
+        targeted = {e.switch for e in budget.effects}
+        assert {"artifactStreaming", "prePullImages", "warmStandby"} <= targeted, (
+            f"{stack} {budget.pool}: the plan must show what every switch the pool can have does, got {targeted}"
+        )
+
+
+def test_artifact_streaming_takes_at_least_the_published_15_percent_off_the_image_stage(
+    dev_recording: Recording,
+) -> None:
+    off = _budgets("dev", dev_recording, gpuPools__0__coldStart__prePullImages=[])[0]
+    on = _budgets(
+        "dev",
+        dev_recording,
+        gpuPools__0__coldStart__prePullImages=[],
+        **{"gpuPools__0__coldStart__artifactStreaming": True},
+    )[0]
+    before, after = off.stage(cold_start.WORKLOAD_IMAGE).figure, on.stage(cold_start.WORKLOAD_IMAGE).figure
+    assert before.high_s is not None and after.high_s is not None
+    assert after.high_s <= before.high_s * 0.85 + 0.05, (
+        f"Microsoft's figure is 'over 15%' faster to pod readiness: {before.high_s} s -> {after.high_s} s"
+    )
+
+
+def test_warm_standby_skips_provisioning_and_shows_its_monthly_cost(prod_recording: Recording) -> None:
+    nodes = 2
+    budget = _budgets(
+        "prod",
+        prod_recording,
+        gpuPools__1__minCount=nodes,
+        gpuPools__1__coldStart__warmStandby=nodes,
+    )[1]
+    assert budget.vm_size == "Standard_ND96isr_H100_v5", budget.vm_size
+    expected = VM_HOURLY["Standard_ND96isr_H100_v5"].usd * HOURS_PER_MONTH * nodes  # ephemeral OS disk: no disk fee
+    assert budget.warm_standby_monthly == pytest.approx(expected), (
+        f"warm standby must cost price x {HOURS_PER_MONTH} h x {nodes} nodes = {expected:,.0f} USD a month, "
+        f"got {budget.warm_standby_monthly}"
+    )
+    assert budget.stage(cold_start.PROVISIONING).figure.high_s == 0, "a node already up skips VM and bootstrap"
+    cost_line = next(e.cost for e in budget.effects if e.switch == "warmStandby")
+    assert cost.monthly_usd(expected) in cost_line, f"the plan must print the standby's monthly cost: {cost_line}"
+
+
+def test_lustre_weights_read_at_the_tiers_published_throughput(prod_recording: Recording) -> None:
+    # prod: 64 TiB of AMLFS-Durable-Premium-250 = 16,000 MB/s aggregate.
+    budget = _budgets("prod", prod_recording, gpuPools__0__coldStart__weightsGiB=160)[0]
+    weights = budget.stage(cold_start.WEIGHTS).figure
+    assert weights.low_s == pytest.approx(160 * 1024**3 / 1e6 / 16_000, abs=0.1), weights
+    assert weights.high_s is None, "one node reads below the filesystem's aggregate: the upper bound is unknown"
+
+
+def test_plan_prints_the_budget_and_each_switch(dev_recording: Recording) -> None:
+    from tools.plan import _cold_start_sources, _switch_rows  # pyright: ignore[reportPrivateUsage]
+
+    budget = _budgets("dev", dev_recording)[0]
+    rows = _switch_rows(budget)
+    assert {r[0] for r in rows} >= {"artifactStreaming", "prePullImages", "warmStandby"}, rows
+    sources = "\n".join(_cold_start_sources(budget))
+    assert "https://github.com/Azure/AKS/issues/5573" in sources and "/month" in sources, sources
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "field", "hint"),
+    [
+        ("gpuPools.0.coldStart.nvmeCache", True, "coldStart.nvmeCache", "sizes with NVMe"),
+        ("gpuPools.0.coldStart.warmStandby", 1, "coldStart.warmStandby", "raise minCount (0) to at least 1"),
+        ("gpuPools.0.coldStart.prePullImages", ["tritonserver"], "prePullImages[0]", "registry/repository:tag"),
+    ],
+)
+def test_impossible_cold_start_settings_are_refused_by_name(path: str, value: Any, field: str, hint: str) -> None:
+    settings = settings_of(load_stack_file("dev"))
+    set_path(settings, path, value)
+    assert_rejected(settings, "a switch the pool cannot have must stop the deploy", field, hint)
+
+
+def test_nvme_cache_is_accepted_where_the_size_has_nvme() -> None:
+    cfg = _config("prod", gpuPools__1__coldStart__nvmeCache=True)
+    assert cfg.gpu_pools[1].cold_start.nvme_cache
+
+
+def test_prepull_daemonset_runs_on_every_node_of_its_pool_and_blocks_no_one(dev_recording: Recording) -> None:
+    pods = [p for p in object_pod_templates(dev_recording) if "image-prepull" in p.source]
+    assert pods, "dev names an image to pre-pull: the DaemonSet must be registered"
+    nodes = [n for n in node_templates(dev_recording) if n.labels.get("gpu-pool") == "gput4"]
+    assert nodes, "dev has the gput4 pool"
+    for pod in pods:
+        for node in nodes:
+            assert pod_fits_node(pod.spec, node.labels, node.taints), (
+                f"{pod.source} must land on every node of its pool to pull before the workload: {node.taints}"
+            )
+        images = [c["image"] for c in pod.spec["initContainers"]]
+        assert images == ["nvcr.io/nvidia/tritonserver:25.01-py3"], images
+    problems = [p for p in scheduling_check(dev_recording, []).problems() if "image-prepull" in p]
+    assert not problems, problems
+    daemon_sets = [r for r in dev_recording.kubernetes_objects() if "image-prepull" in r.name]
+    for ds in daemon_sets:
+        spec = ds.inputs["spec"]["template"]["spec"]
+        assert "readinessGates" not in spec, "the pre-pull must never gate anything"
