@@ -47,7 +47,6 @@ from aks_gpu_platform.config.scheduling import (
     gpu_tolerations,
 )
 
-from . import dcgm_exporter, gpu_stack, gpu_validation, lustre_storage, training_queues
 from . import metrics_labels as labels
 from .context import ClusterHandle
 from .gpu_alerts import AlertSpec, alert_rules
@@ -62,25 +61,8 @@ CERT_MANAGER_NAMESPACE = "cert-manager"
 # Set by the NVSentinel labeler's --assume-driver-installed on nodes labelled so (labeler/main.go at e002c5dc);
 # metadata-collector also selects it. AKS-installed drivers (devicePlugin, aksManaged) have no driver pod to find.
 GPU_PRESENT_LABEL = ("nvidia.com/gpu.present", "true")
-# Namespaces whose pods the drain leaves alone: node agents, platform controllers and GPU validation, named
-# where each is defined.
-SYSTEM_NAMESPACES = tuple(
-    dict.fromkeys(
-        (
-            NAMESPACE,
-            "kube-system",
-            CERT_MANAGER_NAMESPACE,
-            gpu_stack.NAMESPACE,
-            gpu_stack.GPU_OPERATOR_NAMESPACE,
-            gpu_stack.NETWORK_OPERATOR_NAMESPACE,
-            dcgm_exporter.EXPORTER_NAMESPACE,
-            gpu_validation.NAMESPACE,
-            training_queues.KUEUE_NAMESPACE,
-            training_queues.JOBSET_NAMESPACE,
-            lustre_storage.CSI_DRIVER_NAMESPACE,
-        )
-    )
-)
+# Namespaces whose pods the drain leaves alone besides the platform's own (GpuHealthArgs.platform_namespaces).
+OWN_SYSTEM_NAMESPACES = (NAMESPACE, "kube-system", CERT_MANAGER_NAMESPACE)
 # Helm's wait for the NVSentinel release: its MongoDB members start one by one (OrderedReady), each after a new
 # disk, image pulls and a 60 s readiness delay, behind the certificate waits of their init containers (about
 # 11 minutes at our values); upstream installs with `--timeout 15m` (README at e002c5dc).
@@ -217,9 +199,17 @@ def condition_policies(conditions: Sequence[str]) -> list[dict[str, Any]]:
 
 
 def nvsentinel_values(
-    settings: RemediationConfig, pools: Sequence[GpuPoolConfig], mode: GpuStackMode, operator_dcgm: bool
+    settings: RemediationConfig,
+    pools: Sequence[GpuPoolConfig],
+    mode: GpuStackMode,
+    operator_dcgm: bool,
+    platform_namespaces: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """Values of the NVSentinel chart (keys as the v1.19.0 templates read them; docs/charts.md lists where)."""
+    """Values of the NVSentinel chart (keys as the v1.19.0 templates read them; docs/charts.md lists where).
+
+    `platform_namespaces`: the platform's own namespaces (GPU stack, monitoring, validation, queues, CSI), whose
+    pods the drain leaves alone like NVSentinel's and kube-system's."""
+    system_namespaces = tuple(dict.fromkeys((*OWN_SYSTEM_NAMESPACES, *platform_namespaces)))
     cpu = cpu_node_selector()
     return {
         "global": {
@@ -258,7 +248,7 @@ def nvsentinel_values(
             "circuitBreaker": {"enabled": True, "percentage": settings.circuit_breaker_percent, "duration": "5m"},
         },
         "node-drainer": {
-            "systemNamespaces": f"^({'|'.join(SYSTEM_NAMESPACES)})$",
+            "systemNamespaces": f"^({'|'.join(system_namespaces)})$",
             "userNamespaces": [{"name": "*", "mode": settings.drain_mode}],
             "deleteAfterTimeoutMinutes": settings.drain_timeout_minutes,
         },
@@ -297,6 +287,8 @@ class GpuHealthArgs(TypedDict):
     """Name the rule group's name derives from (the cluster name)."""
     depends_on: NotRequired[Sequence[pulumi.Resource]]
     """What the node agents need first (the GPU stack's releases)."""
+    platform_namespaces: NotRequired[Sequence[str]]
+    """The platform's own namespaces: the drain leaves their pods alone (node agents, controllers, validation)."""
 
 
 class GpuHealth(pulumi.ComponentResource):
@@ -361,7 +353,11 @@ class GpuHealth(pulumi.ComponentResource):
             create_namespace=False,
             timeout=NVSENTINEL_TIMEOUT_SECONDS,
             values=nvsentinel_values(
-                args["settings"].remediation, args["gpu_pools"], args["stack_mode"], args["operator_dcgm"]
+                args["settings"].remediation,
+                args["gpu_pools"],
+                args["stack_mode"],
+                args["operator_dcgm"],
+                args.get("platform_namespaces", ()),
             ),
             # The chart's Certificates and Issuers need cert-manager's CRDs and webhook first.
             opts=pulumi.ResourceOptions.merge(

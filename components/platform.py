@@ -23,25 +23,40 @@ from .aks_managed_gpu import ManagedGpuNodePool
 from .blob_storage_classes import BlobStorageClasses
 from .context import ClusterHandle
 from .cpu_node_pool import CpuNodePool
+from .dcgm_exporter import EXPORTER_NAMESPACE
 from .gpu_autoscaling import GpuAutoscaling, KedaWiringArgs
 from .gpu_health import GpuHealth, remediation_node_labels
 from .gpu_inference_sample import GpuInferenceSample
 from .gpu_monitoring import GpuMonitoring
 from .gpu_node_pool import GpuNodePool
 from .gpu_smoke_test import GpuSmokeTest
-from .gpu_stack import GpuStack
+from .gpu_stack import GPU_OPERATOR_NAMESPACE, NETWORK_OPERATOR_NAMESPACE, GpuStack
+from .gpu_stack import NAMESPACE as DEVICE_PLUGIN_NAMESPACE
+from .gpu_validation import NAMESPACE as VALIDATION_NAMESPACE
 from .gpu_validation import GpuValidation
 from .kueue_metrics import kueue_service_monitor
 from .log_workspace import LogWorkspace, container_insights_addon, managed_prometheus_profile
-from .lustre_storage import LustreStorage
+from .lustre_storage import CSI_DRIVER_NAMESPACE, LustreStorage
 from .netapp_files import NetAppFiles, NetAppFilesArgs
 from .network import Network
 from .registry import Registry
 from .resource_group import platform_resource_group
 from .storage_classes import DiskStorageClasses
 from .team_tenancy import TeamTenancy
-from .training_queues import TrainingQueues, TrainingQueuesArgs
+from .training_queues import JOBSET_NAMESPACE, KUEUE_NAMESPACE, TrainingQueues, TrainingQueuesArgs
 from .upgrade_policy import UpgradePolicy
+
+# Namespaces the platform's own components run in: GPU remediation never drains their pods.
+PLATFORM_NAMESPACES = (
+    DEVICE_PLUGIN_NAMESPACE,
+    GPU_OPERATOR_NAMESPACE,
+    NETWORK_OPERATOR_NAMESPACE,
+    EXPORTER_NAMESPACE,
+    VALIDATION_NAMESPACE,
+    KUEUE_NAMESPACE,
+    JOBSET_NAMESPACE,
+    CSI_DRIVER_NAMESPACE,
+)
 
 
 class AksGpuPlatform(pulumi.ComponentResource):
@@ -298,6 +313,7 @@ class AksGpuPlatform(pulumi.ComponentResource):
                 "alerts_enabled": cfg.monitoring.alerts.enabled,
                 "base_name": base_name,
                 "depends_on": gpu_stack.releases,
+                "platform_namespaces": PLATFORM_NAMESPACES,
             },
             child("gpu-health"),
         )

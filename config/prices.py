@@ -1,16 +1,19 @@
-"""List prices for the plan's monthly estimate, kept as data: each with its region, source and date.
+"""List prices for the plan's monthly estimate, kept as data: each row with its region, source and date.
 
-What is here, honestly: Azure's retail prices could not be read for Korea Central while this table
+Rows are keyed by region (`region -> item -> Price`). A stack is priced from its own region's rows;
+where its region has none, a row of another region stands in and every cost line it feeds says so
+("eastus price, no koreacentral source"); where no region has one, the line is named as unpriced.
+
+What is here, honestly: no Korea Central (`koreacentral`) list price could be read while this table
 was written (no network; the Retail Prices API, https://prices.azure.com/api/retail/prices, was out of
-reach). The VM rows are East US (`eastus`) Linux pay-as-you-go list prices from published copies of
-that API's answers; Korea Central list prices differ (usually higher). Rows marked `estimate` come
-from a secondary source or a figure that could not be checked against a dated copy at all. Replace
-rows with Korea Central figures from the Retail Prices API (docs/plan.md shows the query) and update
-`region`/`read_on`; the plan prints whatever region and date the rows carry.
+reach, and the dated published copies found offline, SkyPilot's generated Azure catalog and a 2026-11-09
+capture of the API, cover US regions only). The VM rows are East US (`eastus`) Linux pay-as-you-go
+list prices; Korea Central list prices differ (usually higher). Rows whose source names no region are
+kept under `unstated`. Rows marked `estimate` come from a secondary source or a figure that could not be
+checked against a dated copy at all. docs/plan.md shows the API query that fills in Korea Central rows.
 
-Usage-priced services (log and metric ingestion, Grafana users, storage transactions, egress) and
-services without a price here (Azure Managed Lustre) are listed by the plan as not included, never
-counted as zero.
+Usage-priced services (log and metric ingestion, Grafana users, storage transactions, egress) are never
+counted in the floor or ceiling; the plan states their estimated volume where the stack fixes it.
 """
 
 from __future__ import annotations
@@ -111,57 +114,141 @@ def gpu_hour_price(vm_size: str, gpus_per_vm: int) -> Price | None:
     return Price(round(vm.usd / gpus_per_vm, 4), "hour", vm.region, vm.source, vm.read_on, vm.estimate)
 
 
+GLOBAL = "global"
+"""A row the source gives as the same price in every region."""
+UNSTATED = "unstated"
+"""A row whose source names no region."""
+EASTUS = "eastus"
+
+RegionalTable = dict[str, dict[str, Price]]
+"""region -> item -> price."""
+
+VM_HOURLY_BY_REGION: RegionalTable = {EASTUS: VM_HOURLY}
+
 # AKS cluster management fee per cluster-hour (https://azure.microsoft.com/pricing/details/kubernetes-service/).
 # Standard's 0.10 is quoted from that page by a secondary source (techmarmot.com, AKS pricing tiers, read
-# 2026-12-02); Premium's 0.60 (Standard plus Long Term Support) could not be read offline.
+# 2026-12-02) without a region; Premium's 0.60 (Standard plus Long Term Support) could not be read offline.
 _AKS_PAGE = "https://azure.microsoft.com/pricing/details/kubernetes-service/"
-AKS_TIER_HOURLY: dict[str, Price] = {
-    "Free": Price(
-        0.0, "hour", "global", "https://learn.microsoft.com/azure/aks/free-standard-pricing-tiers", _CATALOG_READ
-    ),
-    "Standard": Price(0.10, "hour", "global", _AKS_PAGE, _CATALOG_READ, estimate=True),
-    "Premium": Price(0.60, "hour", "global", _AKS_PAGE, _CATALOG_READ, estimate=True),
+AKS_TIER_HOURLY: RegionalTable = {
+    GLOBAL: {
+        "Free": Price(
+            0.0, "hour", GLOBAL, "https://learn.microsoft.com/azure/aks/free-standard-pricing-tiers", _CATALOG_READ
+        ),
+    },
+    UNSTATED: {
+        "Standard": Price(0.10, "hour", UNSTATED, _AKS_PAGE, _CATALOG_READ, estimate=True),
+        "Premium": Price(0.60, "hour", UNSTATED, _AKS_PAGE, _CATALOG_READ, estimate=True),
+    },
 }
 
 # Managed OS disks: AKS uses Premium SSD on sizes that support it (every size in the catalogs), billed per
 # disk size tier; P10 covers up to 128 GiB at 19.71 USD a month (mattrobinsonsre/terrapod issue #1007,
 # 2026-07-22, region not stated). Larger disks fall in dearer tiers that are not in this table.
-MANAGED_OS_DISK_MONTHLY: dict[int, Price] = {
-    128: Price(
-        19.71, "month", "unstated", "https://github.com/mattrobinsonsre/terrapod/issues/1007", _CATALOG_READ, True
-    ),
+MANAGED_OS_DISK_MONTHLY: RegionalTable = {
+    UNSTATED: {
+        "P10 (128 GiB)": Price(
+            19.71, "month", UNSTATED, "https://github.com/mattrobinsonsre/terrapod/issues/1007", _CATALOG_READ, True
+        ),
+    },
 }
+MANAGED_OS_DISK_TIERS: dict[int, str] = {128: "P10 (128 GiB)"}
+"""Largest disk size in GiB each priced tier covers."""
 
 # Container registry per day (https://azure.microsoft.com/pricing/details/container-registry/): the MS Learn
-# SKU page (container-registry-skus) gives Basic at 0.167 USD a day; Premium's 1.667 could not be checked
-# against a dated copy of the pricing page offline.
-REGISTRY_DAILY: dict[str, Price] = {
-    "Basic": Price(
-        0.167,
-        "day",
-        "global",
-        "https://learn.microsoft.com/azure/container-registry/container-registry-skus",
-        _CATALOG_READ,
-    ),
-    "Premium": Price(
-        1.667, "day", "global", "https://azure.microsoft.com/pricing/details/container-registry/", _CATALOG_READ, True
-    ),
+# SKU page (container-registry-skus) gives Basic at 0.167 USD a day without a region; Premium's 1.667 could
+# not be checked against a dated copy of the pricing page offline.
+REGISTRY_DAILY: RegionalTable = {
+    UNSTATED: {
+        "Basic": Price(
+            0.167,
+            "day",
+            UNSTATED,
+            "https://learn.microsoft.com/azure/container-registry/container-registry-skus",
+            _CATALOG_READ,
+        ),
+        "Premium": Price(
+            1.667,
+            "day",
+            UNSTATED,
+            "https://azure.microsoft.com/pricing/details/container-registry/",
+            _CATALOG_READ,
+            True,
+        ),
+    },
 }
 
 # Private endpoints bill per hour plus data processed (https://azure.microsoft.com/pricing/details/private-link/).
-PRIVATE_ENDPOINT_HOURLY = Price(
-    0.01, "hour", "global", "https://azure.microsoft.com/pricing/details/private-link/", _CATALOG_READ, estimate=True
-)
+PRIVATE_ENDPOINT_HOURLY: RegionalTable = {
+    UNSTATED: {
+        "endpoint": Price(
+            0.01, "hour", UNSTATED, "https://azure.microsoft.com/pricing/details/private-link/", _CATALOG_READ, True
+        ),
+    },
+}
+
+# Azure NetApp Files capacity pools bill the provisioned size per GiB-hour by service level
+# (https://azure.microsoft.com/pricing/details/netapp/). The one figure read offline is Microsoft's worked
+# example for Premium, "$0.000403 per GiB/hour (pricing depending on the region)" (learn.microsoft.com/azure/
+# azure-netapp-files/azure-netapp-files-cost-model, read 2026-12-02): an example, not a region's list price.
+# Standard, Ultra and Flexible (capacity plus throughput per MiB/s-hour) have no row.
+NETAPP_POOL_GIB_HOURLY: RegionalTable = {
+    UNSTATED: {
+        "Premium": Price(
+            0.000403,
+            "hour",
+            UNSTATED,
+            "https://learn.microsoft.com/azure/azure-netapp-files/azure-netapp-files-cost-model",
+            _CATALOG_READ,
+            estimate=True,
+        ),
+    },
+}
 
 # Azure Managed Lustre bills the provisioned capacity per GiB-hour by throughput tier
-# (https://azure.microsoft.com/pricing/details/managed-lustre/); no dated copy of those prices could be read
-# offline, so the table has no rows and the plan names Lustre among what the estimate leaves out.
-AMLFS_TIB_MONTHLY: dict[str, Price] = {}
+# (https://azure.microsoft.com/pricing/details/managed-lustre/); Managed Grafana Standard bills per instance-hour
+# (two Standard units for X1) plus zone redundancy and active users (https://azure.microsoft.com/pricing/details/
+# managed-grafana/); Defender for Containers bills per vCore-hour of the protected nodes
+# (https://azure.microsoft.com/pricing/details/defender-for-cloud/); a Standard load balancer and its outbound
+# public IP bill per hour and rule; a private DNS zone per zone-month. No dated copy of any of these prices, for
+# any region, could be read offline, so these tables have no rows yet: the plan names each as unpriced.
+AMLFS_TIB_MONTHLY: RegionalTable = {}
+GRAFANA_INSTANCE_HOURLY: RegionalTable = {}
+DEFENDER_CONTAINERS_VCORE_HOURLY: RegionalTable = {}
+OUTBOUND_LOAD_BALANCER_HOURLY: RegionalTable = {}
+PRIVATE_DNS_ZONE_MONTHLY: RegionalTable = {}
 
-# Billed by use, so never part of a floor or ceiling here; the plan lists the ones the stack creates.
-USAGE_PRICED: dict[str, str] = {
-    "azure-native:operationalinsights:Workspace": "Log Analytics: per GB ingested and retained",
-    "azure-native:monitor:AzureMonitorWorkspace": "Managed Prometheus: per sample ingested and query",
-    "azure-native:dashboard:Grafana": "Managed Grafana: per instance-hour and active user (no price in the table)",
-    "azure-native:storage:StorageAccount": "Blob storage: per GB stored and per transaction",
+PRICE_TABLES: dict[str, RegionalTable] = {
+    "VM": VM_HOURLY_BY_REGION,
+    "AKS tier": AKS_TIER_HOURLY,
+    "managed OS disk": MANAGED_OS_DISK_MONTHLY,
+    "container registry": REGISTRY_DAILY,
+    "private endpoint": PRIVATE_ENDPOINT_HOURLY,
+    "NetApp Files pool": NETAPP_POOL_GIB_HOURLY,
+    "Managed Lustre": AMLFS_TIB_MONTHLY,
+    "Managed Grafana": GRAFANA_INSTANCE_HOURLY,
+    "Defender for Containers": DEFENDER_CONTAINERS_VCORE_HOURLY,
+    "outbound load balancer": OUTBOUND_LOAD_BALANCER_HOURLY,
+    "private DNS zone": PRIVATE_DNS_ZONE_MONTHLY,
 }
+"""Every table, by what it prices (the tests hold each row to its region, source and date)."""
+
+_STAND_INS = (GLOBAL, EASTUS, UNSTATED)
+"""Where a row is looked for when the stack's region has none, in this order; each use but GLOBAL is marked."""
+
+
+def regional_price(table: RegionalTable, item: str, region: str) -> Price | None:
+    """The row for `item` in `region`, else a stand-in from another region (the caller marks it), else None."""
+    for where in (region, *_STAND_INS):
+        price = table.get(where, {}).get(item)
+        if price is not None:
+            return price
+    return None
+
+
+def region_note(price: Price, region: str) -> str:
+    """Empty when `price` is `region`'s own (or the same everywhere); otherwise what it stands in for."""
+    if price.region in (region, GLOBAL):
+        return ""
+    if price.region == UNSTATED:
+        return f"price without a stated region, no {region} source"
+    return f"{price.region} price, no {region} source"

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import datetime
+import math
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from aks_gpu_platform.config import load_platform_config
+from aks_gpu_platform.config.prices import PRICE_TABLES
 from aks_gpu_platform.config.upgrade import surge_node_count
 from tests.conftest import settings_of
 from tools import cost
@@ -82,7 +86,9 @@ def test_dev_floor_and_ceiling(dev_recording: Recording) -> None:
     assert estimate.floor == pytest.approx(d4 + d4 + t4 + aks_standard + ACR_PREMIUM)
     # Ceiling: 3 CPU, 2 T4, 2 system nodes (the held node is within the T4 pool's max).
     assert estimate.ceiling == pytest.approx(3 * d4 + 2 * t4 + 2 * d4 + aks_standard + ACR_PREMIUM)
-    assert estimate.unpriced == [], "every dev resource with a fixed price is in the table"
+    assert all("no price for koreacentral" in item for item in estimate.unpriced), (
+        "what bills from creation without a price is named per line with the region it lacks a price for"
+    )
 
 
 def test_prod_floor_and_ceiling(prod_recording: Recording) -> None:
@@ -94,8 +100,8 @@ def test_prod_floor_and_ceiling(prod_recording: Recording) -> None:
     fixed = 0.60 * MONTH + ACR_PREMIUM + 2 * 0.01 * MONTH  # AKS Premium, ACR Premium, two private endpoints
     assert estimate.floor == pytest.approx(3 * d16 + 3 * d8 + fixed), "GPU pools scale from zero in prod"
     assert estimate.ceiling == pytest.approx(20 * d16 + 12 * a100 + 3 * 4 * h100 + 6 * d8 + fixed)
-    assert any("Lustre 64 TiB AMLFS-Durable-Premium-250" in item for item in estimate.unpriced), (
-        "Lustre has no price in the table: it is named, not counted as zero"
+    assert any("Lustre 64 TiB AMLFS-Durable-Premium-250: no price for koreacentral" in i for i in estimate.unpriced), (
+        "Lustre bills its whole capacity by tier from creation: without a price it is named, not counted as zero"
     )
 
 
@@ -136,3 +142,135 @@ def test_a_size_without_a_price_is_named_and_left_out() -> None:
     assert any("Standard_ND96isr_H200_v5 has no price" in item for item in estimate.unpriced), estimate.unpriced
     assert not any("H200" in line.item for line in estimate.lines), "an unknown price is never counted as zero"
     assert _needs(recording)["standardNDISRH200V5Family"] == 2 * 96, "its quota is still counted"
+
+
+def _estimate(recording: Recording) -> cost.CostEstimate:
+    pools = cost.pool_capacities(recording)
+    return cost.estimate_cost(recording, pools, cost.held_gpu_nodes(recording, pools))
+
+
+@pytest.fixture(scope="module")
+def prod_with_netapp_and_defender_off() -> Recording:
+    """Prod with a 1 TiB Premium NetApp pool (the fixed price a NetApp pool bills) and Defender off."""
+
+    def change(config: dict[str, Any]) -> None:
+        config["aks-gpu-platform:storage"]["netappFiles"] = {"enabled": True, "serviceLevel": "Premium"}
+        config["aks-gpu-platform:network"]["subnets"]["netapp"] = "10.50.18.0/28"
+        config["aks-gpu-platform:security"]["defender"]["enabled"] = False
+
+    return _variant("prod", change)
+
+
+def _billed_at_creation_gaps(recording: Recording) -> list[str]:
+    estimate = _estimate(recording)
+    azure = sorted({r.type for r in recording.resources if r.custom and r.type.startswith("azure-native:")})
+    gaps = [f"{t}: billing not classified (creation, use or free)" for t in azure if cost.billing_class(t) is None]
+    gaps += [
+        f"{t}: bills from creation but gave no cost line"
+        for t in azure
+        if cost.billing_class(t) == "creation" and t not in estimate.costed_types
+    ]
+    return gaps
+
+
+def test_every_resource_billed_from_creation_has_a_cost_line(
+    recordings: dict[str, Recording], prod_with_netapp_and_defender_off: Recording
+) -> None:
+    for name, recording in {**recordings, "prod+netapp": prod_with_netapp_and_defender_off}.items():
+        assert _billed_at_creation_gaps(recording) == [], (
+            f"{name}: the floor must include everything that bills from creation, priced or named as unpriced"
+        )
+
+
+def test_a_resource_type_nobody_classified_fails_the_bill(dev_recording: Recording) -> None:
+    cluster = dev_recording.of_type(cost.MANAGED_CLUSTER)[0]
+    disk = replace(cluster, type="azure-native:compute:Disk", name="data-disk", urn=cluster.urn + "-disk")
+    recording = Recording(resources=[*dev_recording.resources, disk])
+    assert _billed_at_creation_gaps(recording) == [
+        "azure-native:compute:Disk: billing not classified (creation, use or free)"
+    ], "a new Azure resource type may bill from creation: it must be classified before the bill can be trusted"
+    assert _estimate(recording).unclassified == ["azure-native:compute:Disk"], "and the plan names it"
+
+
+def test_every_price_row_has_its_region_source_and_date() -> None:
+    for table_name, table in PRICE_TABLES.items():
+        for region, rows in table.items():
+            for item, price in rows.items():
+                where = f"{table_name} {region} {item}"
+                assert price.region == region, f"{where}: a row filed under a region must be that region's price"
+                assert price.source.startswith("https://"), f"{where}: every price names where it was read"
+                assert price.read_on <= datetime.date.today(), f"{where}: every price says when it was read"
+                assert price.usd >= 0 and math.isfinite(price.usd), f"{where}: a list price is a finite amount"
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_a_korea_central_stack_prices_in_korea_central_or_says_why_not_per_line(
+    recordings: dict[str, Recording], stack: str
+) -> None:
+    estimate = _estimate(recordings[stack])
+    assert estimate.region == "koreacentral", "the dev and prod stacks are created in Korea Central"
+    for line in estimate.lines:
+        for price in line.prices:
+            if price.region not in ("koreacentral", "global"):
+                assert f"{price.region} price, no koreacentral source" in line.note or (
+                    price.region == "unstated" and "no koreacentral source" in line.note
+                ), f"{line.item}: a price from another region must say so on its own line, got {line.note!r}"
+
+
+def test_an_east_us_stack_uses_the_east_us_rows_without_a_stand_in_note() -> None:
+    def east(config: dict[str, Any]) -> None:
+        config["aks-gpu-platform:location"] = "eastus"
+        config["azure-native:location"] = "eastus"
+
+    estimate = _estimate(_variant("dev", east))
+    vm_lines = [line for line in estimate.lines if line.item.startswith("pool ")]
+    assert vm_lines and all("eastus price" not in line.note for line in vm_lines), (
+        "a stack in the rows' own region is priced without a stand-in mark"
+    )
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_floor_and_ceiling_are_the_sums_of_their_lines(recordings: dict[str, Recording], stack: str) -> None:
+    estimate = _estimate(recordings[stack])
+    assert estimate.floor == pytest.approx(sum(line.floor for line in estimate.lines)), "the floor is its lines"
+    assert estimate.ceiling == pytest.approx(sum(line.ceiling for line in estimate.lines)), "the ceiling is its lines"
+    assert all(line.floor >= 0 and line.ceiling >= 0 for line in estimate.lines), "no line pays back"
+
+
+def test_a_netapp_pool_bills_its_whole_size_from_creation(prod_with_netapp_and_defender_off: Recording) -> None:
+    estimate = _estimate(prod_with_netapp_and_defender_off)
+    [line] = [line for line in estimate.lines if line.item.startswith("NetApp Files pool")]
+    pool_gib = 1024  # the smallest pool, 1 TiB, fits the default volume (tests/test_netapp.py)
+    assert line.item == "NetApp Files pool 1 TiB Premium", line.item
+    assert line.floor == pytest.approx(pool_gib * 0.000403 * MONTH), "a pool bills per provisioned GiB-hour"
+    assert line.floor == line.ceiling, "a pool's size does not follow load"
+    assert not any("Defender" in item for item in estimate.unpriced), "Defender off bills nothing"
+
+
+def test_defender_names_the_vcores_it_bills(prod_recording: Recording) -> None:
+    pools = cost.pool_capacities(prod_recording)
+    low = sum(p.min_count * (p.vcpus or 0) for p in pools)
+    high = sum(p.max_count * (p.vcpus or 0) for p in pools)
+    assert f"Defender for Containers: {low}-{high} node vCores: no price for koreacentral" in " ".join(
+        _estimate(prod_recording).unpriced
+    ), "Defender for Containers bills every node vCore-hour: its size is stated even without a price"
+
+
+def test_metrics_ingestion_is_a_stated_estimate(prod_recording: Recording) -> None:
+    [samples] = [v for v in _estimate(prod_recording).volumes if v.startswith("Managed Prometheus")]
+    gpus = 12 * 1 + 3 * 4 * 8  # A100 pool 12 x 1 GPU, three H100 pools 4 x 8 GPUs
+    assert f"x 0-{gpus} GPUs x 87,600 scrapes a month (30s)" in samples, (
+        "the sample volume follows the GPUs at floor and ceiling and prod's 30 s DCGM scrape"
+    )
+
+
+def test_the_plan_prints_each_lines_price_basis(recordings: dict[str, Recording], tmp_path: Path) -> None:
+    recording = recordings["dev"]
+    cfg = load_platform_config(settings_of(load_stack_file("dev")))
+    report = build_report("dev", cfg, recording, [], [], MockValueMarker(recording.mock_values), tmp_path)
+    for item, _, _, basis in report.cost_rows[:-1]:
+        regions = basis.split("+")
+        assert regions and all(r in ("koreacentral", "global") or r.endswith("*") for r in regions), (
+            f"{item}: every cost row says whose price it is and marks another region's, got {basis!r}"
+        )
+    assert any("no price for koreacentral" in line for line in report.cost_lines), "unpriced lines are printed"

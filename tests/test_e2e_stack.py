@@ -167,8 +167,8 @@ def test_the_workflow_always_destroys_the_stack_it_created() -> None:
     destroy_step = steps[destroy]
     assert destroy_step["if"].startswith("${{ always()"), "runs after failures and cancellations too"
     assert "pulumi destroy --yes" in destroy_step["run"] and "--remove" in destroy_step["run"]
-    fallback = steps[destroy + 1]
-    assert "steps.destroy.outcome == 'failure'" in fallback["if"] and "az group delete" in fallback["run"]
+    fallback = next(s for s in steps[destroy + 1 :] if "az group delete" in s.get("run", ""))
+    assert "steps.destroy.outcome != 'success'" in fallback["if"], "after a failed, timed-out or cancelled destroy"
     checks = next(s for s in steps if "tools.e2e_checks" in s.get("run", ""))
     assert "umask 077" in checks["run"] and "--show-secrets" in checks["run"], "the outputs file is private"
 

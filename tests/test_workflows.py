@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -19,7 +22,12 @@ from tools.stack_files import REPO_ROOT, load_stack_file
 
 WORKFLOWS = REPO_ROOT / ".github" / "workflows"
 PREVIEW_ID = "${{ vars.AZURE_PREVIEW_CLIENT_ID }}"
-DEPLOY_ID = "${{ vars.AZURE_CLIENT_ID }}"
+IDENTITY_VAR = re.compile(r"vars\.(AZURE_\w*CLIENT_ID)\b")
+SECRET = re.compile(r"secrets\.(\w+)")
+MAIN_ONLY = "github.ref == 'refs/heads/main'"
+SAME_REPO = "github.event.pull_request.head.repo.full_name == github.repository"
+# Resource hooks (the role-assignment waits) arrived in Pulumi CLI 3.182.
+HOOKS_CLI = (3, 182, 0)
 SHA_PIN = re.compile(r"^[\w.-]+/[\w.-]+@[0-9a-f]{40}$")
 # Commands that reach the cluster through the kubeconfig (it execs kubelogin).
 CLUSTER_COMMANDS = re.compile(r"\bpulumi (preview|up|destroy)\b|tools\.e2e_checks")
@@ -76,15 +84,67 @@ def test_preview_jobs_use_the_read_only_preview_identity_only() -> None:
         assert logins and all(login["client-id"] == PREVIEW_ID for login in logins), f"{file}:{name}"
         for key in ("ARM_CLIENT_ID", "AZURE_CLIENT_ID"):
             assert job["env"][key] == PREVIEW_ID, f"{file}:{name}: Pulumi ({key}) and kubelogin act as that identity"
-        assert DEPLOY_ID not in yaml.safe_dump(job), f"{file}:{name}: code under review never gets the deploy identity"
+        others = set(IDENTITY_VAR.findall(yaml.safe_dump(job))) - {"AZURE_PREVIEW_CLIENT_ID"}
+        assert not others, f"{file}:{name}: code under review never gets a deploy identity ({others})"
 
 
-def test_the_deploy_identity_appears_only_behind_deploy_environments() -> None:
-    holders = [(f, n, j) for f, n, j in _jobs() if DEPLOY_ID in yaml.safe_dump(j)]
-    assert holders, "the deploy and e2e jobs use the deploy identity"
-    for file, name, job in holders:
-        assert file in {"deploy.yml", "e2e.yml"}, f"{file}:{name}: pull requests run untrusted code"
-        assert job["environment"] in {"dev", "prod", "e2e"}, f"{file}:{name}: only a protected environment holds it"
+def _environment_credentials() -> dict[str, set[tuple[str, str]]]:
+    """Per environment, the (identity variable, Pulumi token secret) pairs its jobs use."""
+    found: dict[str, set[tuple[str, str]]] = {}
+    for file, name, job in _jobs():
+        text = yaml.safe_dump(job)
+        if "environment" not in job:
+            assert not IDENTITY_VAR.search(text) and not SECRET.search(text), f"{file}:{name}: credentials sit in one"
+            continue
+        ids, secrets = set(IDENTITY_VAR.findall(text)), set(SECRET.findall(text))
+        assert len(ids) == 1 and len(secrets) == 1, f"{file}:{name}: one identity and one Pulumi token, got {ids}"
+        used = {job["env"]["ARM_CLIENT_ID"], job["env"]["AZURE_CLIENT_ID"]}
+        used |= {s["with"]["client-id"] for s in job["steps"] if str(s.get("uses", "")).startswith("azure/login@")}
+        assert used == {f"${{{{ vars.{next(iter(ids))} }}}}"}, f"{file}:{name}: Pulumi, kubelogin, az act as one"
+        assert job["env"]["PULUMI_ACCESS_TOKEN"] == f"${{{{ secrets.{next(iter(secrets))} }}}}", f"{file}:{name}"
+        found.setdefault(job["environment"], set()).add((next(iter(ids)), next(iter(secrets))))
+    return found
+
+
+def test_each_environment_has_its_own_identity_and_pulumi_token() -> None:
+    found = _environment_credentials()
+    assert set(found) == {"dev", "prod", "preview", "e2e"}, found
+    for environment, pairs in found.items():
+        assert len(pairs) == 1, f"{environment}: its jobs use one identity and one token, got {pairs}"
+    names = [name for pairs in found.values() for pair in pairs for name in pair]
+    assert len(names) == len(set(names)), (
+        f"one environment's identity or token must not be another's ({names}): a dev job would hold prod's rights"
+    )
+
+
+def test_jobs_behind_a_deploy_environment_run_from_main_only() -> None:
+    for file, name, job in _jobs():
+        environment = job.get("environment")
+        if environment is None or environment == "preview":
+            continue
+        assert MAIN_ONLY in str(job.get("if", "")), (
+            f"{file}:{name}: the {environment} identity is for main; a dispatch from another branch must not reach it"
+        )
+    for name, job in _workflow("pull-request.yml")["jobs"].items():
+        assert job.get("environment") in {None, "preview"}, f"pull-request.yml:{name}: pull requests get preview only"
+
+
+def test_every_job_has_a_timeout_that_leaves_room_for_its_cleanup() -> None:
+    for file, name, job in _jobs():
+        limit = job.get("timeout-minutes")
+        assert isinstance(limit, int) and limit <= 300, f"{file}:{name}: a hung job must not run for GitHub's 6 hours"
+        steps = job["steps"]
+        for i, step in enumerate(steps):
+            if not re.search(r"\bpulumi (up|destroy)\b", str(step.get("run", ""))) or "always()" in str(
+                step.get("if", "")
+            ):
+                continue
+            cleanup = [s for s in steps[i + 1 :] if "always()" in str(s.get("if", ""))]
+            budget = step.get("timeout-minutes", limit) + sum(s.get("timeout-minutes", limit) for s in cleanup)
+            assert budget < limit, (
+                f"{file}:{name}: {step.get('name')} and its always-run cleanup must fit in the job's timeout, "
+                "or a hung update leaves the cleanup (the runner's address, the e2e stack) undone"
+            )
 
 
 def test_prod_waits_for_its_preview_which_writes_the_job_summary() -> None:
@@ -107,14 +167,90 @@ def test_deploys_admit_the_runner_for_the_run_and_always_remove_it() -> None:
         up = next(
             i
             for i, r in enumerate(runs)
-            if re.search(r"pulumi up --yes --skip-preview --stack \"\$STACK\" --policy", r)
+            if re.search(r"pulumi up --yes --skip-preview --stack \"\$STACK\" --policy-pack policy", r)
         )
-        removal = next(i for i, r in enumerate(runs) if "--target" in r)
+        removal = next(i for i, r in enumerate(runs) if "tools.runner_access revoke" in r)
         assert "tools.runner_access authorize" in runs[egress] and egress < up < removal, name
         assert steps[removal]["if"].startswith("${{ always()") and "outcome == 'added'" in steps[removal]["if"], (
             f"{name}: the runner's address leaves the ranges even when the deploy fails"
         )
-        assert 'git checkout -- "Pulumi.$STACK.yaml"' in runs[removal], f"{name}: restore the ranges before the cluster"
+        assert steps[removal]["env"]["ADDRESS"] == "${{ steps.egress.outputs.address }}", f"{name}: the address added"
+        assert re.search(r"--target\b", "\n".join(runs)) is None, (
+            f"{name}: the targeted update runs in tools.runner_access revoke, under the policy pack"
+        )
+
+
+def test_the_pulumi_cli_is_pinned_to_the_sdk_with_resource_hooks() -> None:
+    sdk = re.search(r"^pulumi==(\d+\.\d+\.\d+)$", (REPO_ROOT / "requirements.txt").read_text(), re.M)
+    assert sdk, "requirements.txt pins the Pulumi SDK"
+    installs = [
+        (f, n, s) for f, n, j in _jobs() for s in j["steps"] if str(s.get("uses", "")).startswith("pulumi/actions@")
+    ]
+    assert len(installs) == len(_cluster_jobs()), "every job that runs pulumi installs the CLI"
+    for file, name, step in installs:
+        # pulumi/actions v7.0.0 src/libs/pulumi-cli.ts keeps any installed CLI that satisfies the range;
+        # an empty `pulumi-version` satisfies every version.
+        version = str((step.get("with") or {}).get("pulumi-version", ""))
+        assert re.fullmatch(r"\d+\.\d+\.\d+", version), f"{file}:{name}: an exact CLI, not the runner's ({version!r})"
+        assert tuple(int(p) for p in version.split(".")) >= HOOKS_CLI, f"{file}:{name}: resource hooks need 3.182"
+        assert version == sdk.group(1), f"{file}:{name}: the CLI the program's SDK was released with"
+
+
+def test_pull_requests_from_forks_skip_the_comments_and_the_preview() -> None:
+    # A fork's pull request gets a read-only token, no OIDC token and no secrets: both would fail red.
+    for name, job in _workflow("pull-request.yml")["jobs"].items():
+        needs_trust = "id-token" in job.get("permissions", {}) or "environment" in job
+        if needs_trust:
+            assert SAME_REPO in str(job.get("if", "")), f"pull-request.yml:{name}: skipped for forks"
+            continue
+        for step in job["steps"]:
+            if "tools.pr_comment" in str(step.get("run", "")):
+                assert SAME_REPO in str(step.get("if", "")), (
+                    f"pull-request.yml:{name}: the comment is skipped for forks"
+                )
+
+
+def test_the_e2e_fallback_delete_follows_any_unfinished_destroy_with_a_fresh_login() -> None:
+    steps = _workflow("e2e.yml")["jobs"]["e2e"]["steps"]
+    delete = next(i for i, s in enumerate(steps) if "az group delete" in str(s.get("run", "")))
+    condition = str(steps[delete]["if"])
+    assert "always()" in condition and "steps.destroy.outcome != 'success'" in condition, (
+        "a destroy that failed, timed out or was cancelled leaves billed resources: delete the group after each"
+    )
+    login = steps[delete - 1]
+    assert str(login.get("uses", "")).startswith("azure/login@") and login.get("if") == condition, (
+        "the az session from before the destroy may have expired: log in right before the delete"
+    )
+
+
+def _step_by_name(job: dict[str, Any], words: str) -> dict[str, Any]:
+    return next(s for s in job["steps"] if words in str(s.get("name", "")))
+
+
+def test_prod_applies_the_previewed_commit_to_the_previewed_state(tmp_path: Path) -> None:
+    jobs = _workflow("deploy.yml")["jobs"]
+    for name in ("prod-preview", "prod"):
+        checkout = next(s for s in jobs[name]["steps"] if str(s.get("uses", "")).startswith("actions/checkout@"))
+        assert checkout["with"]["ref"] == "${{ github.sha }}", (
+            f"{name}: the approved preview and the apply share a commit"
+        )
+    recorded = jobs["prod-preview"]["outputs"]["state-version"]
+    assert recorded == "${{ steps.state.outputs.version }}", "prod-preview hands on the stack version it previewed"
+    check = _step_by_name(jobs["prod"], "previewed and approved")
+    assert check["env"]["PREVIEWED_VERSION"] == "${{ needs.prod-preview.outputs.state-version }}"
+    runs = _runs(jobs["prod"])
+    assert runs.index(check["run"]) < next(i for i, r in enumerate(runs) if "pulumi up" in r)
+    record = next(s for s in jobs["prod-preview"]["steps"] if s.get("id") == "state")
+    fake = _fake_pulumi(tmp_path, history=[{"version": 41, "kind": "update"}])
+    env = {**fake, "STACK": "prod", "GITHUB_SHA": "0" * 40}
+    env |= {"GITHUB_OUTPUT": str(tmp_path / "out"), "GITHUB_STEP_SUMMARY": str(tmp_path / "summary")}
+    assert subprocess.run(["bash", "-e", "-c", record["run"]], env=env, check=False).returncode == 0
+    assert (tmp_path / "out").read_text().strip() == "version=41"
+    for previewed, allowed in (("41", True), ("40", False)):
+        done = subprocess.run(
+            ["bash", "-e", "-c", check["run"]], env={**env, "PREVIEWED_VERSION": previewed}, check=False
+        )
+        assert (done.returncode == 0) == allowed, f"prod previewed at version {previewed}, now at 41"
 
 
 def test_the_pull_request_posts_the_markdown_plan_of_both_stacks() -> None:
@@ -124,6 +260,20 @@ def test_the_pull_request_posts_the_markdown_plan_of_both_stacks() -> None:
     assert "tools.pr_comment --pr" in runs and job["permissions"]["pull-requests"] == "write"
     preview = "\n".join(_runs(_workflow("pull-request.yml")["jobs"]["preview"]))
     assert "tools.pr_comment" in preview and "tools.preview_report" in preview
+
+
+def test_the_setup_docs_name_each_environments_identity_token_and_branch_rule() -> None:
+    delivery = (REPO_ROOT / "docs" / "delivery.md").read_text()
+    rows = [line for line in delivery.splitlines() if line.startswith("| `")]
+    for environment, pairs in _environment_credentials().items():
+        (identity, token), *_ = pairs
+        row = next((r for r in rows if r.startswith(f"| `{environment}` |")), "")
+        assert f"`{identity}`" in row and f"`{token}`" in row, f"docs/delivery.md: {environment}'s setup row"
+        if environment != "preview":
+            assert "`main` only" in row, f"docs/delivery.md: {environment} admits main only"
+    used = {m for path in WORKFLOWS.glob("*.yml") for m in re.findall(r"(?:vars|secrets)\.(\w+)", path.read_text())}
+    documented = delivery + (REPO_ROOT / "docs" / "e2e.md").read_text()
+    assert not {u for u in used if f"`{u}`" not in documented}, "every variable and secret a workflow reads"
 
 
 def test_every_action_is_pinned_by_sha() -> None:
@@ -208,7 +358,10 @@ class _FakeGitHub(BaseHTTPRequestHandler):
         self._reply(self.comments[(page - 1) * 100 : page * 100])
 
     def do_POST(self) -> None:
-        self.comments.append({"id": len(self.comments) + 1, "body": self._body()["body"]})
+        # Comments posted with a workflow's GITHUB_TOKEN show this author.
+        self.comments.append(
+            {"id": len(self.comments) + 1, "body": self._body()["body"], "user": {"login": pr_comment.ACTIONS_BOT}}
+        )
         self._reply(self.comments[-1], 201)
 
     def do_PATCH(self) -> None:
@@ -221,7 +374,7 @@ class _FakeGitHub(BaseHTTPRequestHandler):
 
 
 def test_a_second_run_edits_its_comment_past_the_first_page_instead_of_adding_one() -> None:
-    _FakeGitHub.comments = [{"id": i + 1, "body": f"review {i}"} for i in range(150)]
+    _FakeGitHub.comments = [{"id": i + 1, "body": f"review {i}", "user": {"login": "reviewer"}} for i in range(150)]
     server = ThreadingHTTPServer(("127.0.0.1", 0), _FakeGitHub)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     api = f"http://127.0.0.1:{server.server_port}"
@@ -236,3 +389,110 @@ def test_a_second_run_edits_its_comment_past_the_first_page_instead_of_adding_on
     assert results == ["created", "updated", "created"]
     ours = [c["body"] for c in _FakeGitHub.comments if c["body"].startswith("<!-- aks-gpu-platform:")]
     assert ours == [second, other], "one comment per report, holding the latest run's text"
+
+
+# --- removing the runner's address: a stand-in `pulumi` and `git` on PATH ---
+
+_FAKE_PULUMI = """
+import json, os, pathlib, sys
+root = pathlib.Path(os.environ["FAKE_PULUMI_DIR"])
+args = sys.argv[1:]
+with open(root / "calls.log", "a") as log:
+    log.write(json.dumps(args) + "\\n")
+ups = sum(1 for line in (root / "calls.log").read_text().splitlines() if json.loads(line)[:1] == ["up"])
+if args[:2] == ["stack", "export"]:
+    states = json.loads((root / "states.json").read_text())
+    if ups >= len(states) or states[ups] is None:
+        sys.exit("error: could not export the stack")
+    pathlib.Path(args[args.index("--file") + 1]).write_text(json.dumps(states[ups]))
+elif args[:2] == ["stack", "history"]:
+    print((root / "history.json").read_text())
+elif args[:1] == ["up"]:
+    sys.exit(int(os.environ.get("FAKE_PULUMI_UP_EXIT", "0")))
+"""
+
+
+def _fake_pulumi(
+    tmp_path: Path, states: list[dict[str, Any] | None] | None = None, history: list[Any] | None = None
+) -> dict[str, str]:
+    """Environment whose PATH runs a scripted `pulumi` (state per number of `up`s so far) and a no-op `git`."""
+    folder = tmp_path / "fake"
+    (folder / "bin").mkdir(parents=True)
+    (folder / "states.json").write_text(json.dumps(states or []))
+    (folder / "history.json").write_text(json.dumps(history or []))
+    (folder / "bin" / "pulumi").write_text(f"#!{sys.executable}\n{_FAKE_PULUMI}")
+    (folder / "bin" / "git").write_text("#!/bin/sh\nexit 0\n")
+    for tool in ("pulumi", "git"):
+        (folder / "bin" / tool).chmod(0o755)
+    return {"PATH": f"{folder / 'bin'}:{os.environ['PATH']}", "FAKE_PULUMI_DIR": str(folder)}
+
+
+def _cluster_state(*ranges: str, pending: bool = False) -> dict[str, Any]:
+    cluster = {
+        "urn": "urn:pulumi:prod::aks-gpu-platform::azure-native:containerservice:ManagedCluster::aks",
+        "type": "azure-native:containerservice:ManagedCluster",
+        "outputs": {"apiServerAccessProfile": {"authorizedIPRanges": list(ranges)}},
+    }
+    deployment: dict[str, Any] = {"resources": [cluster]}
+    if pending:
+        deployment["pending_operations"] = [{"resource": cluster, "type": "updating"}]
+    return {"version": 3, "deployment": deployment}
+
+
+OPEN = _cluster_state("198.51.100.0/26", "8.8.4.4/32")
+CLOSED = _cluster_state("198.51.100.0/26")
+
+
+@pytest.mark.parametrize(
+    ("case", "states", "up_exit", "removed"),
+    [
+        ("applied, then removed", [OPEN, CLOSED], "0", True),
+        ("never applied: nothing to update", [CLOSED, CLOSED], "0", True),
+        ("state unreadable", [None], "0", False),
+        ("cluster update interrupted", [_cluster_state("198.51.100.0/26", pending=True)], "0", False),
+        ("targeted update failed", [OPEN, OPEN], "1", False),
+        ("update passed but the address stayed", [OPEN, OPEN], "0", False),
+    ],
+)
+def test_revoke_removes_the_address_under_the_policy_pack_or_fails_loudly(
+    case: str,
+    states: list[dict[str, Any] | None],
+    up_exit: str,
+    removed: bool,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for key, value in _fake_pulumi(tmp_path, states=states).items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("FAKE_PULUMI_UP_EXIT", up_exit)
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    status = runner_access.main(["revoke", "--stack", "prod", "--address", "8.8.4.4"])
+    out = capsys.readouterr().out
+    calls = [json.loads(line) for line in (tmp_path / "fake" / "calls.log").read_text().splitlines()]
+    for up in (c for c in calls if c[:1] == ["up"]):
+        assert up[up.index("--policy-pack") + 1] == "policy", f"{case}: every update runs under the policy pack"
+        assert up[up.index("--target") + 1] == OPEN["deployment"]["resources"][0]["urn"], case
+    if removed:
+        assert status == 0 and "::error" not in out, case
+        assert len([c for c in calls if c[:1] == ["up"]]) == (1 if states[0] is OPEN else 0), case
+    else:
+        assert status == 1, f"{case}: an address possibly left open fails the step"
+        assert "::error title=Runner address left authorized::8.8.4.4" in out, f"{case}: annotated on the run"
+        assert "8.8.4.4" in summary.read_text(), f"{case}: and written where the run is read"
+
+
+def test_the_comment_updater_leaves_a_comment_someone_else_wrote_with_the_marker() -> None:
+    forged = pr_comment.compose("plan", "Offline plan", "looks fine to merge", "u")
+    _FakeGitHub.comments = [{"id": 1, "body": forged, "user": {"login": "someone"}}]
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _FakeGitHub)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        ours = pr_comment.compose("plan", "Offline plan", "the real plan", "u")
+        result = pr_comment.upsert(f"http://127.0.0.1:{server.server_port}", "o/r", 7, "t", "plan", ours)
+    finally:
+        server.shutdown()
+    assert result == "created" and _FakeGitHub.comments[0]["body"] == forged, (
+        "a comment anyone can write must not be taken over (and its author's text overwritten) by the workflow"
+    )

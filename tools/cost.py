@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,13 +25,22 @@ from aks_gpu_platform.config.gpu_catalog import gpu_sku
 from aks_gpu_platform.config.prices import (
     AKS_TIER_HOURLY,
     AMLFS_TIB_MONTHLY,
+    DEFENDER_CONTAINERS_VCORE_HOURLY,
+    GRAFANA_INSTANCE_HOURLY,
+    HOURS_PER_MONTH,
     MANAGED_OS_DISK_MONTHLY,
+    MANAGED_OS_DISK_TIERS,
+    NETAPP_POOL_GIB_HOURLY,
+    OUTBOUND_LOAD_BALANCER_HOURLY,
+    PRIVATE_DNS_ZONE_MONTHLY,
     PRIVATE_ENDPOINT_HOURLY,
     REGISTRY_DAILY,
-    USAGE_PRICED,
-    VM_HOURLY,
+    VM_HOURLY_BY_REGION,
     Price,
+    RegionalTable,
     gpu_hour_price,
+    region_note,
+    regional_price,
 )
 from aks_gpu_platform.config.upgrade import surge_node_count
 from aks_gpu_platform.config.vm_catalog import vcpus_and_quota_family
@@ -44,6 +53,14 @@ MANAGED_CLUSTER = "azure-native:containerservice:ManagedCluster"
 AML_FILESYSTEM = "azure-native:storagecache:AmlFilesystem"
 REGISTRY = "azure-native:containerregistry:Registry"
 PRIVATE_ENDPOINT = "azure-native:network:PrivateEndpoint"
+GRAFANA = "azure-native:dashboard:Grafana"
+NETAPP_POOL = "azure-native:netapp:CapacityPool"
+PRIVATE_DNS_ZONE = "azure-native:privatedns:PrivateZone"
+LOG_WORKSPACE = "azure-native:operationalinsights:Workspace"
+MONITOR_WORKSPACE = "azure-native:monitor:AzureMonitorWorkspace"
+POD_MONITOR = "kubernetes:azmonitoring.coreos.com/v1:PodMonitor"
+CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
+DCGM_COUNTERS_KEY = "platform-counters.csv"
 SCALED_OBJECT = "kubernetes:keda.sh/v1alpha1:ScaledObject"
 WORKLOAD_TYPES = ("kubernetes:apps/v1:Deployment", "kubernetes:apps/v1:StatefulSet")
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -255,8 +272,66 @@ def held_gpu_nodes(recording: Recording, pools: Sequence[PoolCapacity]) -> list[
 
 
 def _hourly(vm_size: str) -> float:
-    price = VM_HOURLY.get(vm_size)
+    price = regional_price(VM_HOURLY_BY_REGION, vm_size, "")
     return price.usd if price else math.inf
+
+
+BILLED_FROM_CREATION: dict[str, str] = {
+    AGENT_POOL: "its nodes (VM and managed OS disk) from minCount",
+    MANAGED_CLUSTER: "the AKS tier fee, the inline system pool, the outbound load balancer and Defender",
+    GENERIC_RESOURCE: "an aksManaged agent pool or a Flexible NetApp capacity pool, by resourceType",
+    REGISTRY: "the registry SKU's daily fee",
+    PRIVATE_ENDPOINT: "each endpoint per hour",
+    AML_FILESYSTEM: "the whole capacity by throughput tier",
+    NETAPP_POOL: "the whole pool size by service level",
+    GRAFANA: "the Standard instance per hour",
+    PRIVATE_DNS_ZONE: "each zone per month",
+}
+"""Resource types that bill from the moment they exist: each must give a cost line, priced or named unpriced."""
+
+BILLED_BY_USE: dict[str, str] = {
+    LOG_WORKSPACE: "Log Analytics: per GB ingested and retained beyond the free days",
+    MONITOR_WORKSPACE: "Managed Prometheus: per sample ingested and per sample queried",
+    "azure-native:storage:StorageAccount": "Blob storage: per GB stored and per transaction",
+    "azure-native:storagecache:AutoExportJob": "Lustre export: the blob account's transactions and capacity",
+    "azure-native:alertsmanagement:PrometheusRuleGroup": "rule evaluations: queries against the Prometheus workspace",
+    "azure-native:monitor:ActionGroup": "per notification sent (email, SMS, webhook)",
+}
+"""Resource types that cost nothing until used; never part of the floor or ceiling."""
+
+FREE: frozenset[str] = frozenset(
+    {
+        "azure-native:resources:ResourceGroup",
+        "azure-native:network:VirtualNetwork",
+        "azure-native:network:Subnet",
+        "azure-native:network:PrivateDnsZoneGroup",
+        "azure-native:privatedns:VirtualNetworkLink",  # included in the zone's price (non-auto-registration links)
+        "azure-native:authorization:RoleAssignment",
+        "azure-native:managedidentity:UserAssignedIdentity",
+        "azure-native:managedidentity:FederatedIdentityCredential",
+        "azure-native:containerservice:MaintenanceConfiguration",
+        "azure-native:containerregistry:CacheRule",  # pulls are billed as the registry's storage
+        "azure-native:monitor:DataCollectionEndpoint",
+        "azure-native:monitor:DataCollectionRule",  # the data it routes bills at the workspace
+        "azure-native:monitor:DataCollectionRuleAssociation",
+        "azure-native:storage:BlobContainer",
+        "azure-native:storage:BlobServiceProperties",
+        "azure-native:netapp:Account",
+        "azure-native:netapp:CapacityPoolVolume",  # volumes draw on the pool, which is what bills
+    }
+)
+"""Azure resource types with no charge of their own."""
+
+
+def billing_class(type_token: str) -> str | None:
+    """`creation`, `use` or `free` for an Azure resource type; None when it has not been classified."""
+    if type_token in BILLED_FROM_CREATION:
+        return "creation"
+    if type_token in BILLED_BY_USE:
+        return "use"
+    if type_token in FREE:
+        return "free"
+    return None
 
 
 @dataclass(frozen=True)
@@ -265,15 +340,24 @@ class CostLine:
     floor: float
     ceiling: float
     prices: tuple[Price, ...]
+    note: str = ""
+    """Why a price is not the stack region's own (empty when every price is)."""
 
 
 @dataclass
 class CostEstimate:
-    """Monthly USD: priced lines, and everything left out with why."""
+    """Monthly USD in one region: priced lines, and everything left out with why."""
 
+    region: str = ""
     lines: list[CostLine] = field(default_factory=list[CostLine])
     unpriced: list[str] = field(default_factory=list[str])
     usage_priced: list[str] = field(default_factory=list[str])
+    volumes: list[str] = field(default_factory=list[str])
+    """Stated estimates of what usage-priced services will ingest, with how each is estimated."""
+    costed_types: set[str] = field(default_factory=set[str])
+    """Creation-billed resource types that gave a line (priced or unpriced)."""
+    unclassified: list[str] = field(default_factory=list[str])
+    """Azure resource types whose billing is not classified: the bill may miss them."""
 
     @property
     def floor(self) -> float:
@@ -287,76 +371,199 @@ class CostEstimate:
     def prices(self) -> list[Price]:
         return [price for line in self.lines for price in line.prices]
 
+    def add(self, type_token: str, item: str, floor: float, ceiling: float, prices: tuple[Price, ...]) -> None:
+        notes = dict.fromkeys(n for p in prices if (n := region_note(p, self.region)))
+        self.lines.append(CostLine(item, floor, ceiling, prices, "; ".join(notes)))
+        self.costed_types.add(type_token)
 
-def _os_disk_price(gib: int) -> Price | None:
-    tiers = [limit for limit in sorted(MANAGED_OS_DISK_MONTHLY) if gib <= limit]
-    return MANAGED_OS_DISK_MONTHLY[tiers[0]] if tiers else None
+    def leave_out(self, type_token: str, item: str, why: str = "") -> None:
+        self.unpriced.append(f"{item}: no price for {self.region}{f' ({why})' if why else ''}")
+        self.costed_types.add(type_token)
+
+    def fixed(self, type_token: str, table: RegionalTable, key: str, item: str, units: float, why: str = "") -> None:
+        """A line billed whole from creation: `units` x the row's monthly price, in floor and ceiling alike."""
+        price = regional_price(table, key, self.region)
+        if price is None:
+            self.leave_out(type_token, item, why)
+        else:
+            self.add(type_token, item, units * price.monthly, units * price.monthly, (price,))
 
 
-def node_monthly(pool: PoolCapacity) -> tuple[float, tuple[Price, ...]] | str:
+def _os_disk_price(gib: int, region: str) -> Price | None:
+    tiers = [limit for limit in sorted(MANAGED_OS_DISK_TIERS) if gib <= limit]
+    return regional_price(MANAGED_OS_DISK_MONTHLY, MANAGED_OS_DISK_TIERS[tiers[0]], region) if tiers else None
+
+
+def node_monthly(pool: PoolCapacity, region: str = "") -> tuple[float, tuple[Price, ...]] | str:
     """USD a month for one node of the pool (VM and managed OS disk) and the prices used, or why unknown."""
-    price = VM_HOURLY.get(pool.vm_size)
+    price = regional_price(VM_HOURLY_BY_REGION, pool.vm_size, region)
     if price is None:
         return f"{pool.vm_size} has no price in config/prices.py"
     if pool.managed_os_disk_gib is None:
         return price.monthly, (price,)
-    disk = _os_disk_price(pool.managed_os_disk_gib)
+    disk = _os_disk_price(pool.managed_os_disk_gib, region)
     if disk is None:
         return f"{pool.managed_os_disk_gib} GiB managed OS disks have no price in config/prices.py"
     return price.monthly + disk.monthly, (price, disk)
 
 
-def estimate_cost(recording: Recording, pools: Sequence[PoolCapacity], held: Sequence[HeldGpuNodes]) -> CostEstimate:
-    estimate = CostEstimate()
+def stack_region(recording: Recording) -> str:
+    """The region the cluster is created in (the stack's `location`)."""
+    clusters = recording.of_type(MANAGED_CLUSTER)
+    return str(clusters[0].inputs.get("location") or "") if clusters else ""
+
+
+def _pool_type(pool: PoolCapacity, recording: Recording) -> str:
+    inline = {
+        str(p.get("name")) for c in recording.of_type(MANAGED_CLUSTER) for p in c.inputs.get("agentPoolProfiles") or []
+    }
+    return MANAGED_CLUSTER if pool.pool in inline else AGENT_POOL
+
+
+def _nodes(
+    estimate: CostEstimate, recording: Recording, pools: Sequence[PoolCapacity], held: Sequence[HeldGpuNodes]
+) -> None:
     for pool in pools:
-        per_node = node_monthly(pool)
+        per_node = node_monthly(pool, estimate.region)
+        type_token = _pool_type(pool, recording)
         if isinstance(per_node, str):
             estimate.unpriced.append(f"pool {pool.pool}: {per_node}")
+            estimate.costed_types.add(type_token)
             continue
         monthly, prices = per_node
         spot = " Spot (at most on-demand)" if pool.spot else ""
         item = f"pool {pool.pool}: {pool.min_count}-{pool.max_count} x {pool.vm_size}{spot}"
-        estimate.lines.append(CostLine(item, pool.min_count * monthly, pool.max_count * monthly, prices))
+        estimate.add(type_token, item, pool.min_count * monthly, pool.max_count * monthly, prices)
+    if any(r.inputs.get("resourceType") == "agentPools" for r in recording.of_type(GENERIC_RESOURCE)):
+        estimate.costed_types.add(GENERIC_RESOURCE)
     for hold in held:
-        per_node = node_monthly(hold.pool)
+        per_node = node_monthly(hold.pool, estimate.region)
         if not isinstance(per_node, str):
             item = f"pool {hold.pool.pool}: +{hold.nodes} node(s) kept up by {hold.workload}"
-            estimate.lines.append(CostLine(item, hold.nodes * per_node[0], 0.0, per_node[1]))
-    for cluster in recording.of_type(MANAGED_CLUSTER):
-        tier = str((cluster.inputs.get("sku") or {}).get("tier") or "Free")
-        fee = AKS_TIER_HOURLY.get(tier)
-        if fee is None:
-            estimate.unpriced.append(f"AKS {tier} tier fee")
+            estimate.add(_pool_type(hold.pool, recording), item, hold.nodes * per_node[0], 0.0, per_node[1])
+
+
+def _vcores(pools: Sequence[PoolCapacity], counts: Callable[[PoolCapacity], int]) -> int:
+    return sum(counts(p) * (p.vcpus or 0) for p in pools)
+
+
+def _cluster(estimate: CostEstimate, cluster: RecordedResource, pools: Sequence[PoolCapacity]) -> None:
+    tier = str((cluster.inputs.get("sku") or {}).get("tier") or "Free")
+    estimate.fixed(MANAGED_CLUSTER, AKS_TIER_HOURLY, tier, f"AKS {tier} tier (per cluster)", 1)
+    network = cluster.inputs.get("networkProfile") or {}
+    if network.get("outboundType", "loadBalancer") == "loadBalancer":
+        estimate.fixed(
+            MANAGED_CLUSTER,
+            OUTBOUND_LOAD_BALANCER_HOURLY,
+            "Standard",
+            "outbound Standard load balancer and its public IP (AKS-managed)",
+            1,
+            "per hour and rule, plus data processed",
+        )
+    if (cluster.inputs.get("securityProfile") or {}).get("defender"):
+        low, high = _vcores(pools, lambda p: p.min_count), _vcores(pools, lambda p: p.max_count)
+        price = regional_price(DEFENDER_CONTAINERS_VCORE_HOURLY, "vCore", estimate.region)
+        item = f"Defender for Containers: {low}-{high} node vCores"
+        if price is None:
+            estimate.leave_out(MANAGED_CLUSTER, item, "billed per vCore-hour of every node")
         else:
-            estimate.lines.append(CostLine(f"AKS {tier} tier (per cluster)", fee.monthly, fee.monthly, (fee,)))
+            estimate.add(MANAGED_CLUSTER, item, low * price.monthly, high * price.monthly, (price,))
+
+
+def _netapp_pools(estimate: CostEstimate, recording: Recording) -> None:
+    bodies = [(NETAPP_POOL, p.inputs) for p in recording.of_type(NETAPP_POOL)]
+    bodies += [
+        (GENERIC_RESOURCE, r.inputs.get("properties") or {})
+        for r in recording.of_type(GENERIC_RESOURCE)
+        if r.inputs.get("resourceType") == "capacityPools"
+    ]
+    for type_token, body in bodies:
+        level = str(body.get("serviceLevel"))
+        gib = float(body.get("size") or 0) / 2**30
+        item = f"NetApp Files pool {gib / 1024:g} TiB {level}"
+        if level == "Flexible":
+            item += f" + {body.get('customThroughputMibps')} MiB/s"
+        # The row is per GiB-hour: GiB x 730 h a month.
+        estimate.fixed(type_token, NETAPP_POOL_GIB_HOURLY, level, item, gib, "billed for the whole pool from creation")
+
+
+def _dcgm_samples(recording: Recording, pools: Sequence[PoolCapacity], held: Sequence[HeldGpuNodes]) -> str | None:
+    """Managed Prometheus samples a month from the DCGM exporter: counters x GPUs x scrapes a month."""
+    monitors = [
+        m for m in recording.of_type(POD_MONITOR) if (m.inputs.get("metadata") or {}).get("name") == "dcgm-exporter"
+    ]
+    counters = [
+        line
+        for c in recording.of_type(CONFIG_MAP)
+        for line in str((c.inputs.get("data") or {}).get(DCGM_COUNTERS_KEY, "")).splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
+    if not monitors or not counters:
+        return None
+    endpoints = (monitors[0].inputs.get("spec") or {}).get("podMetricsEndpoints") or [{}]
+    interval = int(str(endpoints[0].get("interval") or "60s").removesuffix("s"))
+    scrapes = HOURS_PER_MONTH * 3600 / interval
+    gpu_pools = [p for p in pools if p.gpus_per_vm]
+    low = sum(p.min_count * p.gpus_per_vm for p in gpu_pools) + sum(h.nodes * h.pool.gpus_per_vm for h in held)
+    high = sum(p.max_count * p.gpus_per_vm for p in gpu_pools)
+    return (
+        f"Managed Prometheus, DCGM exporter: {len(counters)} series per GPU x {low}-{high} GPUs x "
+        f"{scrapes:,.0f} scrapes a month ({interval}s) = {len(counters) * low * scrapes / 1e6:,.1f}-"
+        f"{len(counters) * high * scrapes / 1e6:,.1f} million samples a month (the add-on's own node and "
+        "kube-state targets come on top; no price for ingestion here)"
+    )
+
+
+def _container_logs(recording: Recording) -> list[str]:
+    rules = recording.of_type("azure-native:monitor:DataCollectionRule")
+    for rule in rules:
+        for extension in (rule.inputs.get("dataSources") or {}).get("extensions") or []:
+            if extension.get("extensionName") == "ContainerInsights":
+                settings = (extension.get("extensionSettings") or {}).get("dataCollectionSettings") or {}
+                interval = settings.get("interval", "1m")
+                filtering = settings.get("namespaceFilteringMode", "Off")
+                return [
+                    f"Log Analytics, Container Insights: every container's stdout/stderr and inventory every "
+                    f"{interval} (namespace filtering {filtering}); the volume follows what the workloads log, so "
+                    "it is not estimated here"
+                ]
+    return []
+
+
+def estimate_cost(recording: Recording, pools: Sequence[PoolCapacity], held: Sequence[HeldGpuNodes]) -> CostEstimate:
+    """What the recorded resources cost a month in the cluster's region, and what is left out and why."""
+    estimate = CostEstimate(region=stack_region(recording))
+    _nodes(estimate, recording, pools, held)
+    for cluster in recording.of_type(MANAGED_CLUSTER):
+        _cluster(estimate, cluster, pools)
     for registry in recording.of_type(REGISTRY):
         sku = str((registry.inputs.get("sku") or {}).get("name"))
-        price = REGISTRY_DAILY.get(sku)
-        if price is None:
-            estimate.unpriced.append(f"container registry {sku}")
-        else:
-            estimate.lines.append(CostLine(f"container registry {sku}", price.monthly, price.monthly, (price,)))
+        estimate.fixed(REGISTRY, REGISTRY_DAILY, sku, f"container registry {sku}", 1)
     endpoints = len(recording.of_type(PRIVATE_ENDPOINT))
     if endpoints:
-        monthly = endpoints * PRIVATE_ENDPOINT_HOURLY.monthly
-        line = CostLine(
-            f"{endpoints} private endpoint(s), before data processed", monthly, monthly, (PRIVATE_ENDPOINT_HOURLY,)
-        )
-        estimate.lines.append(line)
+        item = f"{endpoints} private endpoint(s), before data processed"
+        estimate.fixed(PRIVATE_ENDPOINT, PRIVATE_ENDPOINT_HOURLY, "endpoint", item, endpoints)
+    zones = len(recording.of_type(PRIVATE_DNS_ZONE))
+    if zones:
+        estimate.fixed(PRIVATE_DNS_ZONE, PRIVATE_DNS_ZONE_MONTHLY, "zone", f"{zones} private DNS zone(s)", zones)
     for lustre in recording.of_type(AML_FILESYSTEM):
         sku = str((lustre.inputs.get("sku") or {}).get("name"))
         tib = int(lustre.inputs.get("storageCapacityTiB") or 0)
-        price = AMLFS_TIB_MONTHLY.get(sku)
-        if price is None:
-            estimate.unpriced.append(
-                f"Lustre {tib} TiB {sku} (billed for all of it from creation; no price in the table)"
-            )
-        else:
-            estimate.lines.append(
-                CostLine(f"Lustre {tib} TiB {sku}", tib * price.monthly, tib * price.monthly, (price,))
-            )
-    present = {r.type for r in recording.resources}
-    estimate.usage_priced = [why for type_token, why in sorted(USAGE_PRICED.items()) if type_token in present]
+        why = "billed for all of it from creation"
+        estimate.fixed(AML_FILESYSTEM, AMLFS_TIB_MONTHLY, sku, f"Lustre {tib} TiB {sku}", tib, why)
+    _netapp_pools(estimate, recording)
+    for grafana in recording.of_type(GRAFANA):
+        sku = str((grafana.inputs.get("sku") or {}).get("name"))
+        zone_redundant = (grafana.inputs.get("properties") or {}).get("zoneRedundancy") == "Enabled"
+        item = f"Managed Grafana {sku} instance{' (zone redundant)' if zone_redundant else ''}"
+        estimate.fixed(GRAFANA, GRAFANA_INSTANCE_HOURLY, sku, item, 1, "per instance-hour; active users on top")
+    present = {r.type for r in recording.resources if r.custom and r.type.startswith("azure-native:")}
+    estimate.usage_priced = [why for type_token, why in sorted(BILLED_BY_USE.items()) if type_token in present]
+    estimate.unclassified = sorted(t for t in present if billing_class(t) is None)
+    if MONITOR_WORKSPACE in present and (samples := _dcgm_samples(recording, pools, held)):
+        estimate.volumes.append(samples)
+    if LOG_WORKSPACE in present:
+        estimate.volumes += _container_logs(recording)
     return estimate
 
 

@@ -318,7 +318,7 @@ class Report:
 
 POOL_HEADER = ["pool", "VM size", "zones", "nodes", "GPUs/node", "vCPUs/node", "surge at max", "quota family"]
 QUOTA_HEADER = ["vCPU quota", "needed at peak", "pools"]
-COST_HEADER = ["item", "floor/month", "ceiling/month"]
+COST_HEADER = ["item", "floor/month", "ceiling/month", "price"]
 
 
 def _pool_rows(pools: Sequence[cost.PoolCapacity]) -> list[list[str]]:
@@ -337,15 +337,22 @@ def _pool_rows(pools: Sequence[cost.PoolCapacity]) -> list[list[str]]:
     ]
 
 
+def _price_regions(line: cost.CostLine, region: str) -> str:
+    """Whose prices a row uses, short enough for the table: a `*` marks a stand-in for `region`'s own."""
+    regions = dict.fromkeys(p.region if p.region in (region, "global") else f"{p.region}*" for p in line.prices)
+    return "+".join(regions)
+
+
 def _price_basis(estimate: cost.CostEstimate) -> str:
     prices = estimate.prices
-    regions = sorted({p.region for p in prices})
     dates = sorted({p.read_on.isoformat() for p in prices})
     estimated = sum(p.estimate for p in prices)
+    own = sum(p.region == estimate.region for p in prices)
     return (
-        f"USD list prices, {HOURS_PER_MONTH} h a month, pay-as-you-go; regions {', '.join(regions)}; read "
-        f"{', '.join(dates)}; {estimated} of {len(prices)} figures are estimates (config/prices.py). "
-        "Not Korea Central prices: see docs/plan.md."
+        f"USD list prices for {estimate.region}, {HOURS_PER_MONTH} h a month, pay-as-you-go; {own} of {len(prices)} "
+        f"figures are {estimate.region}'s own; a region marked * stands in for a {estimate.region} price that could "
+        f"not be had (`unstated`: the source names no region); read {', '.join(dates)}; "
+        f"{estimated} of {len(prices)} figures are estimates (config/prices.py, docs/plan.md)."
     )
 
 
@@ -404,7 +411,7 @@ def build_report(
     held = cost.held_gpu_nodes(recording, pools)
 
     def monthly(pool: cost.PoolCapacity, nodes: int) -> str:
-        per_node = cost.node_monthly(pool)
+        per_node = cost.node_monthly(pool, cost.stack_region(recording))
         return "" if isinstance(per_node, str) else f" (~{cost.monthly_usd(nodes * per_node[0])}/month)"
 
     for pool in pools:
@@ -426,17 +433,25 @@ def build_report(
         report.warnings.append(f"pool {pool.pool}: {pool.vm_size} is not in the catalogs, its vCPUs are not counted")
     estimate = cost.estimate_cost(recording, pools, held)
     report.cost_rows = [
-        [line.item, cost.monthly_usd(line.floor), cost.monthly_usd(line.ceiling) if line.ceiling else "-"]
+        [
+            line.item,
+            cost.monthly_usd(line.floor),
+            cost.monthly_usd(line.ceiling) if line.ceiling else "-",
+            _price_regions(line, estimate.region),
+        ]
         for line in estimate.lines
     ]
-    report.cost_rows.append(["total", cost.monthly_usd(estimate.floor), cost.monthly_usd(estimate.ceiling)])
+    report.cost_rows.append(["total", cost.monthly_usd(estimate.floor), cost.monthly_usd(estimate.ceiling), ""])
     report.cost_lines = [
-        "Floor: minimum node counts, GPU nodes workloads keep up, always-on resources. Ceiling: maximum node counts.",
+        "Floor: what bills from creation (minimum node counts, GPU nodes workloads keep up, always-on resources). "
+        "Ceiling: maximum node counts.",
         _price_basis(estimate),
     ]
     report.cost_lines += [f"Not included (no price): {item}" for item in estimate.unpriced]
+    report.cost_lines += [f"Not classified (its bill is unknown): {t}" for t in estimate.unclassified]
     if estimate.usage_priced:
         report.cost_lines.append("Not included (billed by use): " + "; ".join(estimate.usage_priced))
+    report.cost_lines += [f"Usage estimate: {volume}" for volume in estimate.volumes]
     for team in cost.team_quota_ceilings(recording, pools):
         marker_text = " (estimate)" if team.estimate else ""
         line = (

@@ -3,8 +3,10 @@
     python -m tools.pr_comment --pr 42 --marker plan --title "Offline plan" --body-file plan.md
 
 The comment starts with a hidden marker (`<!-- aks-gpu-platform:<marker> -->`); a later run with
-the same marker edits that comment. GitHub refuses comment bodies over 65,536 characters, so a
-longer report is cut at a line boundary with a pointer to the run's job summary, which holds it whole.
+the same marker edits that comment, and only one the workflow's own token wrote (`--author`,
+default `github-actions[bot]`): anyone can paste the marker into a comment of their own. GitHub
+refuses comment bodies over 65,536 characters, so a longer report is cut at a line boundary with a
+pointer to the run's job summary, which holds it whole.
 Reads GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_API_URL (default https://api.github.com) and, for the
 pointer, GITHUB_SERVER_URL and GITHUB_RUN_ID, all set by GitHub Actions.
 """
@@ -21,6 +23,8 @@ from typing import Any
 
 # GitHub's limit on an issue comment body (characters); kept under with room for the notice.
 MAX_BODY_CHARS = 65_536
+# The login GitHub shows for comments written with a workflow's GITHUB_TOKEN.
+ACTIONS_BOT = "github-actions[bot]"
 
 
 def marker_line(marker: str) -> str:
@@ -52,14 +56,15 @@ def _request(method: str, url: str, token: str, payload: dict[str, Any] | None =
         return json.loads(response.read() or b"null")
 
 
-def upsert(api: str, repo: str, pr: int, token: str, marker: str, body: str) -> str:
-    """Edit the pull request's comment that carries `marker`, or create it; returns what was done."""
+def upsert(api: str, repo: str, pr: int, token: str, marker: str, body: str, author: str = ACTIONS_BOT) -> str:
+    """Edit the pull request's comment by `author` that carries `marker`, or create it; returns what was done."""
     first_line = marker_line(marker)
     page = 1
     while True:
         comments = _request("GET", f"{api}/repos/{repo}/issues/{pr}/comments?per_page=100&page={page}", token)
         for comment in comments:
-            if str(comment.get("body", "")).startswith(first_line):
+            written_by = str((comment.get("user") or {}).get("login", ""))
+            if written_by == author and str(comment.get("body", "")).startswith(first_line):
                 _request("PATCH", f"{api}/repos/{repo}/issues/comments/{comment['id']}", token, {"body": body})
                 return "updated"
         if len(comments) < 100:
@@ -75,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--marker", required=True, help="identifies the comment a later run updates")
     parser.add_argument("--title", required=True)
     parser.add_argument("--body-file", type=Path, required=True)
+    parser.add_argument("--author", default=ACTIONS_BOT, help="login of the token's comments (a GitHub App's bot)")
     options = parser.parse_args(argv)
     env = os.environ
     missing = [k for k in ("GITHUB_TOKEN", "GITHUB_REPOSITORY") if not env.get(k)]
@@ -85,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     run_url += env.get("GITHUB_RUN_ID", "")
     body = compose(options.marker, options.title, options.body_file.read_text(), run_url)
     api = env.get("GITHUB_API_URL", "https://api.github.com")
-    print(upsert(api, env["GITHUB_REPOSITORY"], options.pr, env["GITHUB_TOKEN"], options.marker, body))
+    print(upsert(api, env["GITHUB_REPOSITORY"], options.pr, env["GITHUB_TOKEN"], options.marker, body, options.author))
     return 0
 
 
