@@ -88,9 +88,10 @@ plan: $(STAMP)
 plan-diff: $(STAMP)
 	@$(BIN)/python -m tools.plan_diff --stack $(STACK) --base $(BASE) --format $(FORMAT)
 
-## docs: regenerate docs/config-reference.md, schemas/stack-config.schema.json and Pulumi.yaml's config: block
+## docs: regenerate docs/config-reference.md, schemas/stack-config.schema.json, Pulumi.yaml's config: block and provider/adapters.py
 docs: $(STAMP)
 	$(BIN)/python -m tools.config_reference
+	$(BIN)/python -m tools.adapters_gen
 
 ## bench: offline evaluation time and memory vs bare SDK registrations, and the deploy critical path
 bench: $(STAMP)

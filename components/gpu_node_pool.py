@@ -16,6 +16,7 @@ from typing import Any, NotRequired
 import pulumi
 import pulumi_azure_native.containerservice as containerservice
 
+from aks_gpu_platform.config.errors import ConfigError
 from aks_gpu_platform.config.gpu import GpuPoolConfig, GpuStackMode
 from aks_gpu_platform.config.gpu_catalog import MIG_PARTED_CONFIGS
 from aks_gpu_platform.config.scheduling import (
@@ -99,6 +100,15 @@ class GpuNodePool(pulumi.ComponentResource):
     """The AgentPool, for depends_on of workloads that need GPU nodes."""
 
     def __init__(self, name: str, args: GpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        if args["stack_mode"] == "aksManaged":
+            # AKS runs its device plugin only on ManagedGpuNodePool pools, and that mode installs no other one.
+            raise ConfigError(
+                [
+                    "stack_mode: got 'aksManaged'; AKS-managed GPU pools are ManagedGpuNodePool "
+                    "(docs/gpu-operations.md): use devicePlugin or gpuOperator here"
+                ],
+                source="GpuNodePool args",
+            )
         super().__init__("aks-gpu-platform:index:GpuNodePool", name, None, opts)
         pool = args["settings"]
         mode = args["stack_mode"]

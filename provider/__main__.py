@@ -65,6 +65,15 @@ EXCLUDED: dict[str, str] = {
         "`depends_on` is a list of arbitrary resources (bare pulumi.Resource has no type token to reference) and "
         "it checks the platform's own pools; it stays inside the platform stack."
     ),
+    "AmdGpuStack": (
+        "its required `scrape_dependencies` are arbitrary Pulumi resources (what installs the monitoring CRDs); "
+        "the analyzer references a resource only through a `pulumi_type`, which the base Resource class lacks. "
+        "AksGpuPlatform builds it whenever a pool has AMD GPUs."
+    ),
+    "ImagePrepull": (
+        "`depends_on` is a list of arbitrary resources (bare pulumi.Resource has no type token to reference); "
+        "AksGpuPlatform builds it for pools that name `coldStart.prePullImages`."
+    ),
     "GpuSmokeTest": (
         "`depends_on` is a list of arbitrary resources (bare pulumi.Resource has no type token to "
         "reference) and it checks the platform's own rollout; it stays inside the platform stack."
