@@ -66,9 +66,11 @@ class FleetMemberConfig(ConfigModel):
     def _check_shared_only(cls, platform: dict[str, Any]) -> dict[str, Any]:
         for key in SHARED_ONLY:
             if key in platform:
-                raise ValueError(
-                    f"{key} is shared by every member (MultiKueue mirrors the teams' queues on each); set it at the "
-                    "stack's top level, not per member"
+                raise field_error(
+                    key,
+                    platform[key],
+                    "shared by every member (MultiKueue mirrors the teams' queues on each); set it at the stack's "
+                    "top level, not per member",
                 )
         return platform
 
