@@ -1,16 +1,21 @@
-"""aks-gpu-platform: load and validate the stack's config, build the platform, export its outputs."""
+"""aks-gpu-platform: load and validate the stack's config, build the platform (or a fleet), export its outputs."""
 
 import pulumi
 
+from aks_gpu_platform.components.fleet import AksGpuFleet
 from aks_gpu_platform.components.platform import AksGpuPlatform
-from aks_gpu_platform.config import load_deployment_config
+from aks_gpu_platform.config import load_deployment_config, read_stack_settings
+from aks_gpu_platform.config.fleet import is_fleet_stack, load_fleet_deployment
 
 
 def main() -> None:
     # A bad value or a placeholder stops here with one ConfigError, before any resource exists.
-    config = load_deployment_config()
-    platform = AksGpuPlatform("platform", config)
-    for name, value in platform.stack_outputs().items():
+    settings = read_stack_settings()
+    if is_fleet_stack(settings):
+        outputs = AksGpuFleet("fleet", load_fleet_deployment(settings)).stack_outputs()
+    else:
+        outputs = AksGpuPlatform("platform", load_deployment_config()).stack_outputs()
+    for name, value in outputs.items():
         pulumi.export(name, value)
 
 

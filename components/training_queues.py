@@ -81,6 +81,10 @@ class TrainingQueuesArgs(TypedDict):
     """The cluster the releases and queues go to."""
     lustre: NotRequired[LustreClaimArgs]
     """When Lustre is on: a claim on it in every team namespace, for datasets and checkpoints."""
+    admission_checks: NotRequired[Sequence[str]]
+    """More AdmissionChecks every ClusterQueue waits for (a fleet manager's MultiKueue check)."""
+    kueue_configuration: NotRequired[Mapping[str, Any]]
+    """Top-level keys added to Kueue's Configuration (a fleet manager's `multiKueue` section)."""
 
 
 def flavor_name(pool: GpuPoolConfig) -> str:
@@ -274,7 +278,9 @@ class TrainingQueues(pulumi.ComponentResource):
                     "podDisruptionBudget": {"enabled": replicas > 1, "minAvailable": 1},
                 },
                 "managerConfig": {
-                    "controllerManagerConfigYaml": yaml.safe_dump(kueue_manager_config(settings, args["gpu_pools"]))
+                    "controllerManagerConfigYaml": yaml.safe_dump(
+                        {**kueue_manager_config(settings, args["gpu_pools"]), **args.get("kueue_configuration", {})}
+                    )
                 },
             },
             opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=kueue_after)),
@@ -324,7 +330,7 @@ class TrainingQueues(pulumi.ComponentResource):
 
         teams: dict[str, pulumi.Output[dict[str, Any]]] = {}
         self.namespaces = {}
-        checks = [self.admission_check] if self.admission_check else []
+        checks = [*([self.admission_check] if self.admission_check else []), *args.get("admission_checks", [])]
         for team in settings.teams:
             namespace = training_namespace(
                 f"{name}-team-{team.name}-namespace",

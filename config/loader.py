@@ -84,6 +84,9 @@ def load_platform_config(
     today when the Pulumi engine runs the program, else the version catalog's date.
     """
     values = dict(read_stack_settings() if settings is None else settings)
+    if not values.get("fleet"):
+        # Pulumi.yaml defaults `fleet` to {} (one platform), and the CLI hands that default to every stack.
+        values.pop("fleet", None)
     on = kubernetes_version_on or kubernetes_version_date(settings is None and running_under_engine())
     return validate_section(PlatformConfig, values, source="stack config", context={VERSION_DATE_CONTEXT: on})
 

@@ -74,6 +74,19 @@ EXCLUDED: dict[str, str] = {
         "`depends_on` is a list of arbitrary resources (bare pulumi.Resource has no type token to reference); "
         "AksGpuPlatform builds it for pools that name `coldStart.prePullImages`."
     ),
+    "AksGpuFleet": (
+        "it takes the whole validated fleet plan and, like AksGpuPlatform, exposes member platforms (our own "
+        "components) as outputs, which the analyzer can reference only through a `pulumi_type` and an installed "
+        "pulumi-plugin.json. A fleet is a Python stack (`aks-gpu-platform:fleet`)."
+    ),
+    "MemberAccess": (
+        "`depends_on` is a list of arbitrary resources (bare pulumi.Resource has no type token to reference); it "
+        "is one part of AksGpuFleet."
+    ),
+    "FleetDispatch": (
+        "`kueue_release` is an arbitrary resource (bare pulumi.Resource has no type token to reference); it is "
+        "one part of AksGpuFleet."
+    ),
     "GpuSmokeTest": (
         "`depends_on` is a list of arbitrary resources (bare pulumi.Resource has no type token to "
         "reference) and it checks the platform's own rollout; it stays inside the platform stack."

@@ -742,6 +742,10 @@ class TrainingQueuesInputs(TypedDict):
     """Refuse to delete or replace stateful resources (prod); false by default."""
     lustre: NotRequired[LustreClaimArgs]
     """When Lustre is on: a claim on it in every team namespace, for datasets and checkpoints."""
+    admission_checks: NotRequired[Sequence[str]]
+    """More AdmissionChecks every ClusterQueue waits for (a fleet manager's MultiKueue check)."""
+    kueue_configuration: NotRequired[Mapping[str, Any]]
+    """Top-level keys added to Kueue's Configuration (a fleet manager's `multiKueue` section)."""
 
 
 class TrainingQueues(training_queues.TrainingQueues):

@@ -219,7 +219,50 @@ PROVISIONING_REQUEST_CONFIG = _kind(
 # kueue.x-k8s.io_cohorts.yaml, v1beta2 spec: we set no field (an explicit, visible cohort).
 COHORT = _kind("Cohort", _object({}))
 
+# kueue.x-k8s.io_multikueueclusters.yaml, v1beta2 spec (clusterSource: exactly one of kubeConfig, clusterProfileRef).
+MULTIKUEUE_CLUSTER = _kind(
+    "MultiKueueCluster",
+    _object(
+        {
+            "clusterSource": _object(
+                {
+                    "kubeConfig": _object(
+                        {
+                            "location": {"type": "string", "minLength": 1, "maxLength": 256},
+                            "locationType": {"type": "string", "enum": ["Secret", "Path"]},
+                        },
+                        ["location"],
+                    ),
+                    "clusterProfileRef": _object(
+                        {"name": {"type": "string", "minLength": 1, "maxLength": 256}}, ["name"]
+                    ),
+                }
+            )
+        },
+        ["clusterSource"],
+    ),
+)
+
+# kueue.x-k8s.io_multikueueconfigs.yaml, v1beta2 spec.
+MULTIKUEUE_CONFIG = _kind(
+    "MultiKueueConfig",
+    _object(
+        {
+            "clusters": {
+                "type": "array",
+                "minItems": 1,
+                "maxItems": 20,
+                "items": {"type": "string", "maxLength": 256},
+            },
+            "quotaManagement": {"type": "string", "enum": ["Manual", "Automated"]},
+        },
+        ["clusters"],
+    ),
+)
+
 SCHEMAS: dict[str, dict[str, Any]] = {
+    "MultiKueueCluster": MULTIKUEUE_CLUSTER,
+    "MultiKueueConfig": MULTIKUEUE_CONFIG,
     "ResourceFlavor": RESOURCE_FLAVOR,
     "ClusterQueue": CLUSTER_QUEUE,
     "LocalQueue": LOCAL_QUEUE,
@@ -261,6 +304,16 @@ def cel_violations(manifest: dict[str, Any]) -> list[str]:
             (preemption.get("borrowWithinCohort") or {}).get("policy", "Never") != "Never"
         ):
             problems.append("preemption: borrowWithinCohort needs reclaimWithinCohort")
+    if manifest["kind"] == "MultiKueueCluster":
+        # spec.clusterSource: "exactly one of the fields in [kubeConfig clusterProfileRef]".
+        source = spec.get("clusterSource") or {}
+        if ("kubeConfig" in source) == ("clusterProfileRef" in source):
+            problems.append("clusterSource: exactly one of kubeConfig, clusterProfileRef")
+    if manifest["kind"] == "MultiKueueConfig":
+        # spec.clusters: "must be unique".
+        clusters = spec.get("clusters") or []
+        if len(set(clusters)) != len(clusters):
+            problems.append(f"clusters: {clusters} must be unique")
     if manifest["kind"] == "ResourceFlavor":
         for t, toleration in enumerate(spec.get("tolerations") or []):
             # tolerations: operator Exists when key is empty; no value with Exists; tolerationSeconds only NoExecute.

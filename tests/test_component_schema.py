@@ -163,6 +163,9 @@ ANALYZER_REJECTION: dict[str, tuple[str | None, str]] = {
         r"resource reference for type 'Resource' used in '\w+\.scrape_dependencies'",
     ),
     "ImagePrepull": ("depends_on", r"resource reference for type 'Resource' used in '\w+\.depends_on'"),
+    "AksGpuFleet": (None, r"resource reference for type '\w+' used in 'AksGpuFleet\.\w+'"),
+    "MemberAccess": ("depends_on", r"resource reference for type 'Resource' used in '\w+\.depends_on'"),
+    "FleetDispatch": ("kueue_release", r"resource reference for type 'Resource' used in '\w+\.kueue_release'"),
     "ManagedGpuNodePool": (None, r"resource reference for type 'CustomResource' used in '\w+\.agent_pool'"),
 }
 

@@ -166,8 +166,8 @@ def _cli_accepts(declared: dict[str, Any], value: Any) -> bool:
 
 
 def test_every_top_level_key_is_declared_and_described() -> None:
-    fields = {f"{PROJECT}:{info.alias or name}" for name, info in config_reference.PlatformConfig.model_fields.items()}
-    assert set(PROJECT_CONFIG) == fields, "Pulumi.yaml declares exactly the platform's top-level keys"
+    fields = {f"{PROJECT}:{info.alias or name}" for name, info in config_reference.StackConfig.model_fields.items()}
+    assert set(PROJECT_CONFIG) == fields, "Pulumi.yaml declares exactly the stack file's top-level keys"
     for key, declared in PROJECT_CONFIG.items():
         assert declared.get("description"), f"{key}: `pulumi config` shows this description"
 

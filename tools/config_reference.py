@@ -20,12 +20,13 @@ from types import UnionType
 from typing import Any, Literal, Union, get_args, get_origin
 
 import yaml
-from pydantic import BaseModel
+from pydantic import BaseModel, Field, create_model
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from aks_gpu_platform.config.field_paths import bounds_of, model_class, strip_annotated, union_members
 from aks_gpu_platform.config.loader import PROJECT
+from aks_gpu_platform.config.fleet import FleetConfig
 from aks_gpu_platform.config.platform import PlatformConfig
 
 from .stack_files import REPO_ROOT
@@ -67,7 +68,24 @@ def _container_suffix(annotation: Any) -> str:
     return ""
 
 
-def sections(model: type[BaseModel] = PlatformConfig, path: str = "") -> Iterator[Section]:
+# What a stack file holds: the platform's keys, and for a fleet stack the `fleet` section (the other keys are then
+# the platform every member starts from; config/fleet.py).
+StackConfig = create_model(
+    "StackConfig",
+    __base__=PlatformConfig,
+    __doc__=PlatformConfig.__doc__,
+    fleet=(
+        FleetConfig | None,
+        Field(
+            default=None,
+            description="A fleet of member platforms across regions, a MultiKueue manager and Fleet Manager "
+            "(docs/fleet.md); the other keys are then the platform each member starts from",
+        ),
+    ),
+)
+
+
+def sections(model: type[BaseModel] = StackConfig, path: str = "") -> Iterator[Section]:
     """Every model section, depth first, in field order."""
     yield Section(path, model)
     for name, info in model.model_fields.items():
@@ -259,8 +277,10 @@ def render_reference() -> str:
 # --- the JSON Schema of a stack file -----------------------------------------------------------------------------
 
 
-def _is_text(schema: dict[str, Any], defs: dict[str, Any]) -> bool:
+def _is_text(schema: dict[str, Any] | bool, defs: dict[str, Any]) -> bool:
     """A string value (or null): where secrets go. Numbers and switches stay plain, so editors keep exact messages."""
+    if isinstance(schema, bool):  # `additionalProperties: true` (free-form maps such as a member's overrides)
+        return False
     if "$ref" in schema:
         return _is_text(defs[schema["$ref"].rsplit("/", 1)[-1]], defs)
     if "anyOf" in schema:
@@ -289,7 +309,7 @@ def _allow_secrets(schema: dict[str, Any], defs: dict[str, Any]) -> None:
 
 
 def render_schema() -> dict[str, Any]:
-    platform = PlatformConfig.model_json_schema(by_alias=True)
+    platform = StackConfig.model_json_schema(by_alias=True)
     defs: dict[str, Any] = platform.pop("$defs")
     for model_schema in defs.values():
         _allow_secrets(model_schema, defs)
@@ -368,7 +388,7 @@ def _project_default(info: FieldInfo, declared: dict[str, Any]) -> Any:
 def project_config() -> dict[str, Any]:
     """Pulumi.yaml `config:` entries: one per top-level key, typed, described, defaulted when optional."""
     entries: dict[str, Any] = {}
-    for name, info in PlatformConfig.model_fields.items():
+    for name, info in StackConfig.model_fields.items():
         key = _key(name, info)
         declared = _project_type(info)
         nested = model_class(info.annotation) or _item_model(info.annotation)

@@ -623,3 +623,30 @@ def team_quota_ceilings(recording: Recording, pools: Sequence[PoolCapacity]) -> 
                 estimate = estimate or price.estimate
         ceilings.append(TeamCeiling(queue.inputs["metadata"]["name"], gpus, total, estimate, tuple(unpriced)))
     return sorted(ceilings, key=lambda c: c.team)
+
+
+def part_of(recording: Recording, prefix: str) -> Recording:
+    """The resources whose names start with `prefix`: one cluster of a fleet (children are `<fleet>-<owner>-...`)."""
+    return Recording(resources=[r for r in recording.resources if r.name.startswith(prefix)])
+
+
+@dataclass(frozen=True)
+class FleetPart:
+    """One cluster of a fleet: where it runs, the quota its pools need at peak, and what it costs."""
+
+    owner: str
+    region: str
+    quota: list[QuotaNeed]
+    estimate: CostEstimate
+
+
+def fleet_parts(recording: Recording, fleet: str, owners: Mapping[str, str]) -> list[FleetPart]:
+    """Per owner (member name or `manager` -> region): quota needs per family and the cost floor and ceiling."""
+    parts: list[FleetPart] = []
+    for owner, region in owners.items():
+        part = part_of(recording, f"{fleet}-{owner}-")
+        pools = pool_capacities(part)
+        parts.append(
+            FleetPart(owner, region, quota_needs(pools)[0], estimate_cost(part, pools, held_gpu_nodes(part, pools)))
+        )
+    return parts

@@ -33,6 +33,7 @@ from aks_gpu_platform.components.gpu_autoscaling import KEDA_OPERATOR_SUBJECT
 from aks_gpu_platform.components.gpu_health import NVSENTINEL_CHART, NVSENTINEL_DOCKER_HUB_IMAGES
 from aks_gpu_platform.components.roles import ROLE_NAMES
 from aks_gpu_platform.config import ConfigError, PlatformConfig, load_platform_config
+from aks_gpu_platform.config.fleet import FleetPlan, is_fleet_stack, load_fleet
 from aks_gpu_platform.config.loader import PROJECT, settings_from_runtime_config
 from aks_gpu_platform.config.lustre_catalog import AMLFS_SKUS
 from aks_gpu_platform.config.placeholders import find_placeholders
@@ -608,6 +609,57 @@ def plan_summary(recording: Recording) -> dict[str, Any]:
     }
 
 
+def fleet_lines(parts: Sequence[cost.FleetPart]) -> list[str]:
+    """Per region the vCPU quota each family needs at peak (every pool at maxCount plus surge), and the cost."""
+    lines = ["Fleet: vCPU quota at peak, per region and family (what to request before deploying)"]
+    regions: dict[str, dict[str, int]] = {}
+    for part in parts:
+        for need in part.quota:
+            family = regions.setdefault(part.region, {})
+            family[need.quota] = family.get(need.quota, 0) + need.vcpus
+    rows = [
+        [region, quota, str(vcpus)] for region, families in sorted(regions.items()) for quota, vcpus in families.items()
+    ]
+    lines += _table(["region", "quota", "vCPUs"], rows)
+    lines.append("Fleet: monthly cost (floor = every pool at minCount, ceiling = at maxCount)")
+    rows = [
+        [part.owner, part.region, cost.monthly_usd(part.estimate.floor), cost.monthly_usd(part.estimate.ceiling)]
+        for part in parts
+    ]
+    rows.append(
+        [
+            "fleet",
+            "",
+            cost.monthly_usd(sum(p.estimate.floor for p in parts)),
+            cost.monthly_usd(sum(p.estimate.ceiling for p in parts)),
+        ]
+    )
+    lines += _table(["cluster", "region", "floor", "ceiling"], rows)
+    unpriced = sorted({item for part in parts for item in part.estimate.unpriced})
+    lines += [f"  not priced: {item}" for item in unpriced]
+    return lines
+
+
+def fleet_main(stack: str, stack_config: dict[str, Any], plan: FleetPlan, out: Path | None) -> int:
+    """The offline plan of a fleet stack: every Kubernetes object validated, then quota and cost per region."""
+    started = time.perf_counter()
+    recording = run_stack(stack, stack_config)
+    print(
+        f"evaluated fleet stack '{stack}' under Pulumi mocks in {time.perf_counter() - started:.1f}s", file=sys.stderr
+    )
+    marker = MockValueMarker(recording.mock_values)
+    out_dir = out or REPO_ROOT / "out" / stack
+    verdicts = render_and_validate(recording, out_dir, plan.training.cluster.schema_version, marker)
+    write_plan(plan_document(recording, stack, marker), out_dir)
+    owners = {"manager": plan.fleet.manager.location, **{m: c.location for m, c in plan.members.items()}}
+    print("\n".join(fleet_lines(cost.fleet_parts(recording, "fleet", owners))))
+    invalid = [v for v in verdicts if v.status == "invalid"]
+    if invalid:
+        print(f"error: {len(invalid)} Kubernetes object(s) fail the schema", file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--stack", default="dev")
@@ -624,7 +676,10 @@ def main(argv: list[str] | None = None) -> int:
             load_stack_file(options.stack) if options.config_file is None else read_stack_yaml(options.config_file)
         )
         encoded, _ = to_runtime_config(stack_config, PROJECT)
-        cfg = load_platform_config(settings_from_runtime_config(encoded))
+        settings = settings_from_runtime_config(encoded)
+        if is_fleet_stack(settings):
+            return fleet_main(options.stack, stack_config, load_fleet(settings), options.out)
+        cfg = load_platform_config(settings)
         started = time.perf_counter()
         recording = run_stack(options.stack, stack_config)
         elapsed = time.perf_counter() - started
