@@ -25,8 +25,8 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from aks_gpu_platform.config.field_paths import bounds_of, model_class, strip_annotated, union_members
-from aks_gpu_platform.config.loader import PROJECT
 from aks_gpu_platform.config.fleet import FleetConfig
+from aks_gpu_platform.config.loader import PROJECT
 from aks_gpu_platform.config.platform import PlatformConfig
 
 from .stack_files import REPO_ROOT
