@@ -17,6 +17,7 @@ import inspect
 import json
 import re
 import textwrap
+import tomllib
 import typing
 from collections.abc import Callable, Mapping
 from functools import cache
@@ -201,7 +202,8 @@ def test_excluded_components_really_are_not_representable(name: str) -> None:
 def test_the_schema_names_the_package_version_and_dependencies() -> None:
     s = schema()
     assert s["name"] == "aks-gpu-platform", "the package name is the type tokens' prefix"
-    assert s["version"] == plugin().package_version() == "0.1.0", "plugin version follows pyproject.toml"
+    version = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert s["version"] == plugin().package_version() == version, "plugin version follows pyproject.toml"
     deps = {d["name"]: d["version"] for d in s["dependencies"]}
     assert deps == {"azure-native": "3.29.0", "kubernetes": "4.34.2"}, (
         "resource references (ManagedCluster, AgentPool, Provider, Release) point at the pinned SDK schemas"

@@ -17,6 +17,8 @@ from typing import Any
 from tests.fresh_install import PACKAGE, clean_environment, fresh_virtualenv, repository_copy
 from tools.stack_files import REPO_ROOT, load_stack_file
 
+VERSION = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["version"]
+
 # A consumer stack in miniature: its own `config` and `components` sit beside it and would shadow
 # generic top-level names; Azure's computed outputs the platform reads back are mocked.
 CONSUMER = r"""
@@ -199,19 +201,19 @@ def test_a_fresh_virtualenv_installs_one_package_that_another_project_builds(tmp
     show = [python, "-m", "pip", "show", "--files", "--disable-pip-version-check", "aks-gpu-platform"]
     shown = subprocess.run(show, check=True, capture_output=True, text=True, env=env).stdout
     files = [line.strip() for line in shown.split("Files:", 1)[1].splitlines() if line.strip()]
-    stray = [f for f in files if not f.startswith((f"{PACKAGE}/", f"{PACKAGE}-0.1.0.dist-info/"))]
+    stray = [f for f in files if not f.startswith((f"{PACKAGE}/", f"{PACKAGE}-{VERSION}.dist-info/"))]
     assert not stray, f"only {PACKAGE}/ is installed, no generic top-level package (config, components): {stray}"
     assert {f"{PACKAGE}/components/gpu_node_pool.py", f"{PACKAGE}/config/loader.py"} <= set(files), (
         "the linked components/ and config/ are installed as files of the package"
     )
     assert f"{PACKAGE}/py.typed" in files, "the wheel marks itself typed (PEP 561), so editors read our annotations"
-    top_level = (site / f"{PACKAGE}-0.1.0.dist-info" / "top_level.txt").read_text().split()
+    top_level = (site / f"{PACKAGE}-{VERSION}.dist-info" / "top_level.txt").read_text().split()
     assert top_level == [PACKAGE], "the distribution declares one top-level name"
     version = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["version"]
     assert results["platform"]["version"] == version, (
         "an installed copy reports pyproject.toml's version (from its metadata: no pyproject.toml beside it)"
     )
-    metadata = (site / f"{PACKAGE}-0.1.0.dist-info" / "METADATA").read_text()
+    metadata = (site / f"{PACKAGE}-{VERSION}.dist-info" / "METADATA").read_text()
     assert "License-Expression: Apache-2.0" in metadata, "the wheel declares its licence for audits"
     assert any(f.endswith("/LICENSE") for f in files), "the wheel carries the licence text (Apache-2.0 requires it)"
 
