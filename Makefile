@@ -98,7 +98,10 @@ bench: $(STAMP)
 	$(BIN)/python -m tools.bench
 
 ## test: lint, type check and every test
-test: lint typecheck workflows unit
+# The four checks are independent: `make test` runs them side by side (-j), and pytest spreads the test files over
+# every core (pytest-xdist; a file's tests stay on one worker, so its module fixtures are evaluated once).
+test:
+	@$(MAKE) --no-print-directory -j4 lint typecheck workflows unit
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -108,7 +111,7 @@ typecheck: $(STAMP)
 	$(BIN)/pyright
 
 unit: $(STAMP) $(POLICY_STAMP) $(CHECKOV_STAMP)
-	$(BIN)/pytest
+	$(BIN)/pytest -n auto --dist loadfile
 
 $(TOOLS_STAMP): requirements-tools.txt | $(UV_MARK)
 	$(call venv,$(TOOLS),-r requirements-tools.txt)
