@@ -89,6 +89,17 @@ JOBSET_SPEC_SCHEMA: dict[str, Any] = {
 }
 
 
+def environment_read(script: str) -> set[str]:
+    """The `os.environ[...]` keys a Python script reads (it must parse)."""
+    return {
+        str(node.slice.value)
+        for node in ast.walk(ast.parse(script))
+        if isinstance(node, ast.Subscript)
+        and isinstance(node.slice, ast.Constant)
+        and ast.unparse(node.value) == "os.environ"
+    }
+
+
 def run_example(outputs: dict[str, Any], **settings: Any) -> Recording:
     config = {"training-job:platformStack": PLATFORM, "training-job:team": TEAM, "training-job:nodes": "4"}
     config.update({f"training-job:{k}": str(v) for k, v in settings.items()})
@@ -278,14 +289,7 @@ def test_lustre_claim_mounted_and_checkpoints_on_it(example: Recording, prod_rec
 
 def test_the_script_reads_only_environment_the_pod_and_torchrun_provide(example: Recording) -> None:
     script = example.one("kubernetes:core/v1:ConfigMap").inputs["data"]["train.py"]
-    tree = ast.parse(script)  # the mounted script is valid Python
-    read = {
-        node.slice.value
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Subscript)
-        and isinstance(node.slice, ast.Constant)
-        and ast.unparse(node.value) == "os.environ"
-    }
+    read = environment_read(script)  # parses: the mounted script is valid Python
     assert read, "the script takes its settings from the environment"
     pod, _ = the_pod_set(example)
     given = {e["name"] for e in pod["spec"]["containers"][0]["env"]} | TORCHRUN_ENV

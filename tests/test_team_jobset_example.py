@@ -7,7 +7,6 @@ team's own Role lets a member create.
 
 from __future__ import annotations
 
-import ast
 import re
 from typing import Any
 
@@ -16,7 +15,14 @@ import yaml
 
 from aks_gpu_platform.config.scheduling import GPU_RESOURCE, pod_fits_node
 from tests.rbac_model import Request, kubernetes_allows
-from tests.test_example_training_job import JOBSET_SPEC_SCHEMA, admit, admitted_pod, gpu_nodes, quantity
+from tests.test_example_training_job import (
+    JOBSET_SPEC_SCHEMA,
+    admit,
+    admitted_pod,
+    environment_read,
+    gpu_nodes,
+    quantity,
+)
 from tools.offline import Recording
 from tools.render import kubernetes_object, validate_object
 from tools.stack_files import REPO_ROOT, load_stack_file
@@ -87,14 +93,7 @@ def test_checkpoints_land_on_the_mounted_claim_and_the_script_is_valid(dev_recor
         "metadata.annotations['jobset.sigs.k8s.io/coordinator']"
     )
     script = container["args"][0].split("<<'PY'\n", 1)[1].split("\nPY\n", 1)[0]
-    tree = ast.parse(script)
-    read = {
-        node.slice.value
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Subscript)
-        and isinstance(node.slice, ast.Constant)
-        and ast.unparse(node.value) == "os.environ"
-    }
+    read = environment_read(script)
     assert read <= set(env) | {"LOCAL_RANK"}, f"the script reads {read - set(env)}, which nobody sets"
     assert "SIGTERM" in script and "os.path.exists(path)" in script, "it checkpoints on SIGTERM and resumes"
 
