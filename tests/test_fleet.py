@@ -13,8 +13,10 @@ from aks_gpu_platform.components.fleet_multikueue import MULTIKUEUE_CHECK, MULTI
 from aks_gpu_platform.config import ConfigError
 from aks_gpu_platform.config.fleet import load_fleet
 from tests.arm_spec import load_specs, schema_problems
+from tests.autoscaler_template import pods_that_bring_up_nodes, scale_from_zero_problems
 from tests.conftest import settings_of
 from tests.kueue_schemas import cel_violations, schema_errors
+from tests.scheduling import scheduling_check
 from tools.offline import Recording, run_stack
 from tools.render import kubernetes_object
 from tools.stack_files import load_stack_file
@@ -261,3 +263,34 @@ def test_updates_run_the_canary_region_first_then_the_rest_after_a_wait(fleet_re
     windows = [r for r in fleet_recording.of_type("azure-native:containerservice:MaintenanceConfiguration")]
     for member in MEMBERS:
         assert any(w.name.startswith(f"fleet-{member}-") for w in windows), f"{member} keeps its maintenance windows"
+
+
+def member_recording(recording: Recording, member_urn: str) -> Recording:
+    """One member platform's part of the fleet: the resources under its AksGpuPlatform component."""
+    parents = {r.urn: r.parent for r in recording.resources}
+
+    def under(urn: str) -> bool:
+        while urn:
+            if urn == member_urn:
+                return True
+            urn = parents.get(urn, "")
+        return False
+
+    return Recording(resources=[r for r in recording.resources if under(r.urn)])
+
+
+def test_every_member_passes_the_scheduling_and_scale_from_zero_checks(fleet_recording: Recording) -> None:
+    # Each member is a whole platform in its own cluster: its pods must fit its own pools, from zero too.
+    plan = load_fleet(settings())
+    platforms = fleet_recording.of_type("aks-gpu-platform:index:AksGpuPlatform")
+    assert len(platforms) == len(plan.members), "one platform per member"
+    for platform in platforms:
+        member = next(m for m in plan.members if platform.name.endswith(f"-{m}"))
+        ib = {p.name for p in plan.members[member].gpu_pools if p.infiniband}
+        part = member_recording(fleet_recording, platform.urn)
+        check = scheduling_check(part, ib)
+        assert [n for n in check.user_nodes if n.gpu], f"{member}: the check sees the member's GPU pools"
+        assert not check.problems(), f"{member}: pods that never run:\n" + "\n".join(check.problems())
+        assert pods_that_bring_up_nodes(part, ib), f"{member}: the contract sees the pods that scale its pools up"
+        stuck = scale_from_zero_problems(part, ib)
+        assert not stuck, f"{member}: pods a pool at zero never scales up for:\n" + "\n".join(stuck)
