@@ -1,9 +1,13 @@
 """The cold-start budget the plan prints per GPU pool, the coldStart switches, and the pre-pull DaemonSet."""
 
 import datetime
+import io
+from contextlib import redirect_stdout
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from aks_gpu_platform.config import PlatformConfig, load_platform_config
 from aks_gpu_platform.config.cold_start_catalog import Figure
@@ -11,7 +15,7 @@ from aks_gpu_platform.config.prices import HOURS_PER_MONTH, VM_HOURLY
 from aks_gpu_platform.config.scheduling import pod_fits_node
 from tests.conftest import STACKS, assert_rejected, set_path, settings_of
 from tests.scheduling import node_templates, object_pod_templates, scheduling_check
-from tools import cold_start, cost
+from tools import cold_start, cost, plan
 from tools.offline import Recording
 from tools.stack_files import load_stack_file
 
@@ -163,3 +167,18 @@ def test_prepull_daemonset_runs_on_every_node_of_its_pool_and_blocks_no_one(dev_
     for ds in daemon_sets:
         spec = ds.inputs["spec"]["template"]["spec"]
         assert "readinessGates" not in spec, "the pre-pull must never gate anything"
+
+
+def test_a_pool_budgeted_with_artifact_streaming_gets_the_steps_that_enable_it(tmp_path: Path) -> None:
+    # The pinned SDK cannot set the pool's artifactStreamingProfile: the plan must say what to run, or the
+    # budget's shorter image stage would be a promise nothing keeps.
+    config = load_stack_file("dev")
+    config["aks-gpu-platform:gpuPools"][0]["coldStart"] = {"artifactStreaming": True}
+    stack_file = tmp_path / "Pulumi.dev.yaml"
+    stack_file.write_text(yaml.safe_dump({"config": config}))
+    out = io.StringIO()
+    with redirect_stdout(out):
+        status = plan.main(["--stack", "dev", "--config-file", str(stack_file), "--out", str(tmp_path / "out")])
+    assert status == 0, out.getvalue()[-2000:]
+    text = " ".join(out.getvalue().split())
+    assert "az acr artifact-streaming update" in text and "--enable-artifact-streaming" in text, text[-3000:]

@@ -469,6 +469,17 @@ def build_report(
         report.cost_lines.append(line + " held all month at list price")
 
     report.cold_start = cold_start.budgets(cfg, pools)
+    streamed = [pool for pool in cfg.gpu_pools if pool.cold_start.artifact_streaming]
+    if streamed:
+        # azure-native 3.29's AgentPool API (2025-09-01) has no artifactStreamingProfile: the switch is a step to take.
+        names = ", ".join(p.name for p in streamed)
+        report.notes.append(
+            f"Next step for pools budgeted with artifact streaming ({names}): `az acr artifact-streaming update "
+            f"--name {cfg.monitoring.registry.name or '<registry>'} --repository <repo> --enable-streaming true` for each GPU image "
+            "repository, and `az aks nodepool update --resource-group <rg> --cluster-name "
+            f"{cfg.cluster.name} --name <pool> --enable-artifact-streaming` for each pool (docs/gpu-pools.md); "
+            "the program cannot set it through the pinned SDK."
+        )
 
     counts = Counter(r.type for r in custom)
     report.resource_counts = [f"{DETAIL_INDENT}{n:3d}  {t}" for t, n in sorted(counts.items())]
