@@ -229,7 +229,8 @@ class TrainingQueues(pulumi.ComponentResource):
     """Team name -> its namespace's name, resolved once the namespace exists."""
     teams: pulumi.Output[dict[str, dict[str, Any]]]
     """Per team: namespace, localQueue, clusterQueue, gpuPools (the pools it has quota on, which are the
-    `gpu-pool` node label values) and, with Lustre, lustrePvcName."""
+    `gpu-pool` node label values), computeDomainPools (those of them with multi-node NVLink) and, with Lustre,
+    lustrePvcName."""
 
     def __init__(self, name: str, args: TrainingQueuesArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("aks-gpu-platform:index:TrainingQueues", name, None, opts)
@@ -237,6 +238,8 @@ class TrainingQueues(pulumi.ComponentResource):
         pools = {pool.name: pool for pool in args["gpu_pools"]}
         # What each pool's nodes advertise their GPUs as: a quota on an AMD pool meters `amd.com/gpu`.
         self._gpu_resources = {name: gpu_resource(pool) for name, pool in pools.items()}
+        # Pools whose NVLink spans VMs: a job there shares GPU memory across nodes only through a ComputeDomain.
+        self._compute_domain_pools = {name for name, pool in pools.items() if pool.sku.multi_node_nvlink}
         missing = [
             f"training.teams[{i}].quotas[{j}].pool: got {q.pool!r}; must name a GPU pool: {sorted(pools)}"
             for i, team in enumerate(settings.teams)
@@ -389,6 +392,7 @@ class TrainingQueues(pulumi.ComponentResource):
             "localQueue": local_queue.id.apply(lambda _: team.local_queue_name),
             "clusterQueue": team.name,
             "gpuPools": [q.pool for q in team.quotas],
+            "computeDomainPools": [q.pool for q in team.quotas if q.pool in self._compute_domain_pools],
         }
         if lustre is not None:
             claim = k8s.core.v1.PersistentVolumeClaim(

@@ -1,7 +1,8 @@
 """The example consumer stack: a training JobSet submitted through a team's Kueue LocalQueue.
 
 The platform outputs the example reads are the prod stack's own (`trainingTeams`), and admission is
-checked against the prod stack's recorded ClusterQueues, ResourceFlavors and GPU pools.
+checked against the prod stack's recorded ClusterQueues, ResourceFlavors and GPU pools; on a Grace-Blackwell
+pool, against the grace-blackwell variant of tests/test_scheduling.py.
 """
 
 from __future__ import annotations
@@ -13,11 +14,14 @@ from typing import Any
 
 import jsonschema
 import pytest
+import yaml
 
 from aks_gpu_platform.config import ConfigError
 from aks_gpu_platform.config.scheduling import GPU_RESOURCE, pod_fits_node
-from tests.scheduling import node_templates
-from tools.offline import Recording, run_under_mocks
+from tests.crd_schema import crd_problems
+from tests.scheduling import RELEASE, node_templates
+from tests.test_scheduling import variant_config
+from tools.offline import Recording, run_stack, run_under_mocks
 from tools.render import kubernetes_object, validate_object
 from tools.stack_files import REPO_ROOT
 
@@ -28,6 +32,11 @@ SCHEMA_VERSION = "1.33.0"
 JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
 KUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:"
 TEAM = "llm"
+COMPUTE_DOMAIN = "kubernetes:resource.nvidia.com/v1beta1:ComputeDomain"
+COMPUTE_DOMAIN_CRD = "computedomains-v0.4.0.json"
+GB_TEAM = "ml"
+# A ReadWriteMany claim the team brings: Lustre cannot serve Arm64 pools (its CSI node is amd64-only).
+GB_CLAIM = "ml-checkpoints"
 # Set by torchrun for every process it starts (torch.distributed.run).
 TORCHRUN_ENV = {"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"}
 
@@ -100,8 +109,8 @@ def environment_read(script: str) -> set[str]:
     }
 
 
-def run_example(outputs: dict[str, Any], **settings: Any) -> Recording:
-    config = {"training-job:platformStack": PLATFORM, "training-job:team": TEAM, "training-job:nodes": "4"}
+def run_example(outputs: dict[str, Any], team: str = TEAM, **settings: Any) -> Recording:
+    config = {"training-job:platformStack": PLATFORM, "training-job:team": team, "training-job:nodes": "4"}
     config.update({f"training-job:{k}": str(v) for k, v in settings.items()})
     return run_under_mocks(
         lambda: runpy.run_path(str(EXAMPLE / "__main__.py"), run_name="__main__"),
@@ -351,3 +360,119 @@ def test_unknown_team_or_team_without_lustre_is_a_clear_error(platform_outputs: 
 def test_job_name_must_leave_room_for_the_coordinator_label(platform_outputs: dict[str, Any]) -> None:
     with pytest.raises(ConfigError, match="jobName:"):
         run_example(platform_outputs, jobName="a" * 25)
+
+
+@pytest.fixture(scope="module")
+def gb_platform() -> Recording:
+    return run_stack("dev", variant_config("grace-blackwell"))
+
+
+@pytest.fixture(scope="module")
+def gb_outputs(gb_platform: Recording) -> dict[str, Any]:
+    return {"kubeconfig": KUBECONFIG, "trainingTeams": gb_platform.stack_outputs["trainingTeams"]}
+
+
+@pytest.fixture(scope="module")
+def gb_example(gb_outputs: dict[str, Any]) -> Recording:
+    return run_example(gb_outputs, team=GB_TEAM, nodes=2, gpusPerNode=4, computeDomain="true", checkpointClaim=GB_CLAIM)
+
+
+def test_on_a_multi_node_nvlink_pool_the_job_claims_a_channel_of_its_own_compute_domain(gb_example: Recording) -> None:
+    domain_resource = gb_example.one(COMPUTE_DOMAIN)
+    domain = kubernetes_object(domain_resource)
+    pod, count = the_pod_set(gb_example)
+    assert domain["metadata"]["namespace"] == jobset(gb_example)["metadata"]["namespace"], (
+        "the domain's controller creates the claim template in the domain's namespace; pods resolve it in theirs"
+    )
+    assert domain["spec"]["numNodes"] == count, "the domain reads Ready once every rank's node has joined"
+    (claim,) = pod["spec"]["resourceClaims"]
+    assert claim["resourceClaimTemplateName"] == domain["spec"]["channel"]["resourceClaimTemplate"]["name"], (
+        "each rank must claim the template its job's domain creates, or it joins no IMEX domain"
+    )
+    (container,) = pod["spec"]["containers"]
+    assert container["resources"]["claims"] == [{"name": claim["name"]}], (
+        "a container that does not name the pod's claim gets no IMEX channel device"
+    )
+    assert domain_resource.urn in gb_example.one(JOBSET).depends_on, (
+        "Kueue reads the claim template when admitting: the domain must exist before the JobSet"
+    )
+    assert "spec" in domain_resource.replace_on_changes and domain_resource.delete_before_replace, (
+        "the CRD makes spec immutable: a changed node count must replace the domain, not fail an update"
+    )
+
+
+def test_rendered_compute_domains_pass_the_pinned_driver_crd(gb_example: Recording, gb_platform: Recording) -> None:
+    domains = [
+        o
+        for o in [*gb_example.kubernetes_objects(), *gb_platform.kubernetes_objects()]
+        if o.type.startswith("kubernetes:resource.nvidia.com/")
+    ]
+    assert domains, "the example on a Grace-Blackwell pool renders a ComputeDomain"
+    for obj in domains:
+        problems = crd_problems(kubernetes_object(obj), COMPUTE_DOMAIN_CRD)
+        assert not problems, f"{obj.name}: the driver v0.4.0 API server would refuse or prune it: {problems}"
+    for replicated in jobset(gb_example)["spec"]["replicatedJobs"]:
+        job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "x"}, **replicated["template"]}
+        status, detail = validate_object(job, SCHEMA_VERSION)
+        assert status == "valid", f"the Job template with resource claims is not a valid Job: {detail}"
+
+
+def test_the_crd_check_refuses_what_the_api_server_would_prune_or_reject() -> None:
+    good = {
+        "apiVersion": "resource.nvidia.com/v1beta1",
+        "kind": "ComputeDomain",
+        "metadata": {"name": "d"},
+        "spec": {"numNodes": 2, "channel": {"resourceClaimTemplate": {"name": "d-channel"}}},
+    }
+    assert crd_problems(good, COMPUTE_DOMAIN_CRD) == []
+    misspelt = {**good, "spec": {"numNode": 2, "channel": {"resourceClaimTemplate": {"name": "d-channel"}}}}
+    assert any("numNode" in p for p in crd_problems(misspelt, COMPUTE_DOMAIN_CRD)), "an unknown field is pruned"
+    no_template = {**good, "spec": {"channel": {"allocationMode": "Many"}}}
+    assert len(crd_problems(no_template, COMPUTE_DOMAIN_CRD)) == 2, "a bad enum and a missing required field"
+
+
+def test_kueue_admits_the_compute_domain_job_on_gpu_quota_alone(gb_example: Recording, gb_platform: Recording) -> None:
+    meta = jobset(gb_example)["metadata"]
+    pod, count = the_pod_set(gb_example)
+    flavor = admit(gb_platform, meta["labels"]["kueue.x-k8s.io/queue-name"], meta["namespace"], pod, count)
+    assert flavor == "gb200", "2 ranks x 4 GPUs fit the team's 8 GB200 GPUs"
+    labels, taints, _ = gpu_nodes(gb_platform)[flavor]
+    assert pod_fits_node(admitted_pod(gb_platform, pod, flavor), labels, taints), "the ranks must fit a GB200 node"
+    # kueue v0.19.2: pkg/dra/claims.go counts each channel claim as the mapped resource; flavorassigner.go skips
+    # a resource the ClusterQueue does not declare when quotaCheckStrategy is IgnoreUndeclared.
+    kueue = yaml.safe_load(
+        gb_platform.one(RELEASE, "kueue").inputs["values"]["managerConfig"]["controllerManagerConfigYaml"]
+    )
+    (mapping,) = kueue["resources"]["deviceClassMappings"]
+    assert kueue["resources"]["quotaCheckStrategy"] == "IgnoreUndeclared"
+    declared = {
+        resource
+        for r in gb_platform.of_type(KUEUE + "ClusterQueue")
+        for group in kubernetes_object(r)["spec"]["resourceGroups"]
+        for resource in group["coveredResources"]
+    }
+    assert mapping["name"] not in declared, "a declared channel resource without quota would never admit the job"
+
+
+def test_compute_domain_only_where_the_job_lands_on_multi_node_nvlink(
+    gb_outputs: dict[str, Any], platform_outputs: dict[str, Any]
+) -> None:
+    with pytest.raises(Exception, match=r"computeDomain: .*'h100z2'.* no multi-node NVLink"):
+        run_example(platform_outputs, computeDomain="true", gpuPool="h100z2")
+    with pytest.raises(Exception, match=r"computeDomain: 2 ranks on multi-node NVLink pool\(s\) \['gb200'\]"):
+        run_example(gb_outputs, team=GB_TEAM, nodes=2, checkpointClaim=GB_CLAIM)
+    assert not run_example(platform_outputs).of_type(COMPUTE_DOMAIN), "x86 pools get no ComputeDomain"
+
+
+def test_without_lustre_the_checkpoints_go_to_the_named_claim(
+    gb_outputs: dict[str, Any], gb_example: Recording
+) -> None:
+    with pytest.raises(Exception, match=r"team: 'ml' has no Lustre claim.*checkpointClaim"):
+        run_example(gb_outputs, team=GB_TEAM, nodes=2, computeDomain="true")
+    pod, _ = the_pod_set(gb_example)
+    volumes = {v["name"]: v for v in pod["spec"]["volumes"]}
+    assert volumes["checkpoints"]["persistentVolumeClaim"]["claimName"] == GB_CLAIM
+    (container,) = pod["spec"]["containers"]
+    mount = next(m for m in container["volumeMounts"] if m["name"] == "checkpoints")["mountPath"]
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert env["CHECKPOINT_DIR"].startswith(mount + "/"), "checkpoints must land on the shared claim"

@@ -10,6 +10,9 @@ platform's libraries do, this example leaves to them:
   quota and every GPU node it needs are there, then injects the chosen pool's node labels and
   tolerations. The JobSet is created without `suspend`: Kueue's webhook sets it, and a program
   that re-sent `suspend: true` on a later update would stop a running job.
+- On a pool whose NVLink spans VMs (Grace-Blackwell), NVIDIA's DRA driver (installed by the platform)
+  gives the job's ranks IMEX channels through a ComputeDomain: the example creates one per job and
+  its pods claim the channel template the domain's controller creates.
 """
 
 from __future__ import annotations
@@ -29,11 +32,17 @@ PROJECT = "training-job"
 LUSTRE_MOUNT = "/mnt/lustre"
 MASTER_PORT = 29500
 REPLICATED_JOB = "node"
+CHECKPOINT_MOUNT = "/mnt/checkpoints"
 QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
 # JobSet puts rank 0's stable DNS name in this annotation on every pod (spec.coordinator).
 COORDINATOR_ANNOTATION = "jobset.sigs.k8s.io/coordinator"
 # The Job controller's annotation with the pod's index in an Indexed Job: the node rank.
 COMPLETION_INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
+# NVIDIA/k8s-dra-driver-gpu v0.4.0, api/nvidia.com/resource/v1beta1/computedomain.go and
+# demo/specs/imex/nvbandwidth-test-job-1.yaml: the domain names the ResourceClaimTemplate its controller
+# creates in the domain's namespace; each pod claims it and its containers name the claim.
+COMPUTE_DOMAIN_API_VERSION = "resource.nvidia.com/v1beta1"
+CHANNEL_CLAIM = "compute-domain-channel"
 
 
 class TrainingJobConfig(ConfigModel):
@@ -56,18 +65,47 @@ class TrainingJobConfig(ConfigModel):
     rdma: bool = Field(
         default=False, description="Request the InfiniBand RDMA device, so NCCL uses the fabric (InfiniBand pools only)"
     )
+    compute_domain: bool = Field(
+        default=False,
+        description="One ComputeDomain for the job, so its ranks share GPU memory over NVLink across VMs "
+        "(multi-node NVLink pools only)",
+    )
+    checkpoint_claim: str = Field(
+        default="",
+        pattern=r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$",
+        description="ReadWriteMany claim in the team namespace for checkpoints; empty: the team's Lustre claim",
+    )
     cpu: str = "8"
     memory: str = "48Gi"
 
 
-def select_team(teams: dict[str, Any], team: str) -> dict[str, Any]:
-    """The team's namespace, LocalQueue and Lustre claim, which must all exist on the platform."""
+def select_team(teams: dict[str, Any], team: str, checkpoint_claim: str) -> dict[str, Any]:
+    """The team's namespace, LocalQueue and checkpoint claim (its Lustre one unless another is named)."""
     if team not in teams:
         raise pulumi.RunError(f"team: {team!r} is not a team of the platform stack (has {sorted(teams)})")
     found = teams[team]
-    if not found.get("lustrePvcName"):
-        raise pulumi.RunError(f"team: {team!r} has no Lustre claim; enable storage.lustre on the platform stack")
+    if not checkpoint_claim and not found.get("lustrePvcName"):
+        raise pulumi.RunError(
+            f"team: {team!r} has no Lustre claim; enable storage.lustre on the platform stack "
+            "or name a ReadWriteMany claim of the team in checkpointClaim"
+        )
     return found
+
+
+def check_compute_domain(team: dict[str, Any], wanted_pool: str, compute_domain: bool, nodes: int) -> None:
+    """A ComputeDomain exactly where the job lands on multi-node NVLink: its channel exists only there."""
+    pools = [wanted_pool] if wanted_pool else list(team["gpuPools"])
+    nvlink = set(team.get("computeDomainPools") or [])
+    if compute_domain and not set(pools) <= nvlink:
+        raise pulumi.RunError(
+            f"computeDomain: the job can land on {sorted(set(pools) - nvlink)}, which have no multi-node NVLink: "
+            f"its pods would wait forever for an IMEX channel; pin gpuPool to one of {sorted(nvlink)}"
+        )
+    if not compute_domain and nodes > 1 and pools and set(pools) <= nvlink:
+        raise pulumi.RunError(
+            f"computeDomain: {nodes} ranks on multi-node NVLink pool(s) {sorted(pools)} need a ComputeDomain to "
+            "share GPU memory across VMs; set computeDomain: true"
+        )
 
 
 def node_selector(team_pools: list[str], wanted: str) -> dict[str, str]:
@@ -77,6 +115,33 @@ def node_selector(team_pools: list[str], wanted: str) -> dict[str, str]:
     return {GPU_POOL_NAME_LABEL_KEY: wanted}
 
 
+def channel_template(job_name: str) -> str:
+    return f"{job_name}-channel"
+
+
+def compute_domain(
+    job_name: str, metadata: dict[str, Any], nodes: int, opts: pulumi.ResourceOptions
+) -> k8s.apiextensions.CustomResource:
+    """The job's ComputeDomain: the IMEX domain its ranks join, with the channel template they claim."""
+    return k8s.apiextensions.CustomResource(
+        f"{job_name}-domain",
+        api_version=COMPUTE_DOMAIN_API_VERSION,
+        kind="ComputeDomain",
+        metadata=metadata,
+        spec={
+            # With the driver's default IMEXDaemonsWithDNSNames gate, numNodes only sets when the domain's
+            # status reads Ready (all ranks' IMEX daemons up); it does not hold pods back.
+            "numNodes": nodes,
+            "channel": {"resourceClaimTemplate": {"name": channel_template(job_name)}},
+        },
+        # The CRD declares spec immutable (x-kubernetes-validations `self == oldSelf`): a new node count
+        # replaces the domain instead of an update the API server refuses.
+        opts=pulumi.ResourceOptions.merge(
+            opts, pulumi.ResourceOptions(replace_on_changes=["spec"], delete_before_replace=True)
+        ),
+    )
+
+
 def annotation_env(name: str, annotation: str) -> dict[str, Any]:
     return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": f"metadata.annotations['{annotation}']"}}}
 
@@ -84,8 +149,13 @@ def annotation_env(name: str, annotation: str) -> dict[str, Any]:
 def main() -> None:
     cfg = validate_section(TrainingJobConfig, read_stack_settings(PROJECT), source="training-job config")
     platform = pulumi.StackReference(cfg.platform_stack)
-    team = platform.require_output("trainingTeams").apply(lambda teams: select_team(teams, cfg.team))
-    namespace = team.apply(lambda t: t["namespace"])
+    team = platform.require_output("trainingTeams").apply(
+        lambda teams: select_team(teams, cfg.team, cfg.checkpoint_claim)
+    )
+    # Checked where the namespace is read, so no object is created for a job that cannot run.
+    namespace = team.apply(
+        lambda t: (check_compute_domain(t, cfg.gpu_pool, cfg.compute_domain, cfg.nodes), t["namespace"])[1]
+    )
     provider = k8s.Provider("platform", kubeconfig=platform.require_output("kubeconfig"))
     opts = pulumi.ResourceOptions(provider=provider)
 
@@ -101,7 +171,12 @@ def main() -> None:
         data={"train.py": (Path(__file__).parent / "train.py").read_text()},
         opts=opts,
     )
-    checkpoint_dir = namespace.apply(lambda ns: f"{LUSTRE_MOUNT}/checkpoints/{ns}/{name}")
+    # The team's Lustre claim, or the claim named in checkpointClaim (Lustre's CSI node has no Arm64 build).
+    if cfg.checkpoint_claim:
+        volume, mount, claim = "checkpoints", CHECKPOINT_MOUNT, pulumi.Output.from_input(cfg.checkpoint_claim)
+    else:
+        volume, mount, claim = "lustre", LUSTRE_MOUNT, team.apply(lambda t: str(t["lustrePvcName"]))
+    checkpoint_dir = namespace.apply(lambda ns: f"{mount}/checkpoints/{ns}/{name}")
     gpus = str(cfg.gpus_per_node)
     devices = {GPU_RESOURCE: gpus, **({RDMA_RESOURCE: "1"} if cfg.rdma else {})}
     container: dict[str, Any] = {
@@ -134,7 +209,7 @@ def main() -> None:
             "capabilities": {"drop": ["ALL"]},
         },
         "volumeMounts": [
-            {"name": "lustre", "mountPath": LUSTRE_MOUNT},
+            {"name": volume, "mountPath": mount},
             {"name": "script", "mountPath": "/opt/train", "readOnly": True},
             {"name": "tmp", "mountPath": "/tmp"},
             {"name": "dshm", "mountPath": "/dev/shm"},
@@ -153,7 +228,7 @@ def main() -> None:
         },
         "containers": [container],
         "volumes": [
-            {"name": "lustre", "persistentVolumeClaim": {"claimName": team.apply(lambda t: t["lustrePvcName"])}},
+            {"name": volume, "persistentVolumeClaim": {"claimName": claim}},
             {"name": "script", "configMap": {"name": script.metadata["name"]}},
             {"name": "tmp", "emptyDir": {"sizeLimit": "1Gi"}},
             {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}},
@@ -163,6 +238,15 @@ def main() -> None:
         wanted = cfg.gpu_pool
         # Without a pin Kueue picks one of the team's pools and injects its labels and tolerations.
         pod_spec["nodeSelector"] = team.apply(lambda t: node_selector(t["gpuPools"], wanted))
+    jobset_after: list[pulumi.Resource] = []
+    if cfg.compute_domain:
+        domain = compute_domain(name, meta(f"{name}-domain"), cfg.nodes, opts)
+        # Every rank claims one IMEX channel of the job's domain, from the template its controller creates.
+        pod_spec["resourceClaims"] = [{"name": CHANNEL_CLAIM, "resourceClaimTemplateName": channel_template(name)}]
+        container["resources"]["claims"] = [{"name": CHANNEL_CLAIM}]
+        # Kueue reads the claim template when it admits (kueue v0.19.2 pkg/dra/claims.go getClaimSpec): the
+        # domain first, so its controller can create the template; a missing one is retried, not refused.
+        jobset_after.append(domain)
     jobset = k8s.apiextensions.CustomResource(
         name,
         api_version="jobset.x-k8s.io/v1alpha2",
@@ -194,7 +278,7 @@ def main() -> None:
                 }
             ],
         },
-        opts=opts,
+        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=jobset_after)),
     )
     # Blocks voluntary evictions (node drains, upgrades) of running ranks: losing one stalls them all.
     k8s.policy.v1.PodDisruptionBudget(
