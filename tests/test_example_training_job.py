@@ -20,7 +20,6 @@ from aks_gpu_platform.config import ConfigError
 from aks_gpu_platform.config.scheduling import GPU_RESOURCE, pod_fits_node
 from tests.crd_schema import crd_problems
 from tests.scheduling import RELEASE, node_templates
-from tests.test_scheduling import variant_config
 from tools.offline import Recording, run_stack, run_under_mocks
 from tools.render import kubernetes_object, validate_object
 from tools.stack_files import REPO_ROOT
@@ -364,6 +363,8 @@ def test_job_name_must_leave_room_for_the_coordinator_label(platform_outputs: di
 
 @pytest.fixture(scope="module")
 def gb_platform() -> Recording:
+    from tests.test_scheduling import variant_config  # tests.test_scheduling imports this module
+
     return run_stack("dev", variant_config("grace-blackwell"))
 
 
