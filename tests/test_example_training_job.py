@@ -16,10 +16,10 @@ import pytest
 
 from aks_gpu_platform.config import ConfigError
 from aks_gpu_platform.config.scheduling import GPU_RESOURCE, pod_fits_node
+from aks_gpu_platform.testing import Recording, evaluate, kubernetes_object
+from aks_gpu_platform.testing.checks import validate_object
 from tests.scheduling import node_templates
-from tools.offline import Recording, run_under_mocks
-from tools.render import kubernetes_object, validate_object
-from tools.stack_files import REPO_ROOT
+from tools import REPO_ROOT
 
 EXAMPLE = REPO_ROOT / "examples" / "training-job"
 PLATFORM = "organization/aks-gpu-platform/prod"
@@ -103,7 +103,7 @@ def environment_read(script: str) -> set[str]:
 def run_example(outputs: dict[str, Any], **settings: Any) -> Recording:
     config = {"training-job:platformStack": PLATFORM, "training-job:team": TEAM, "training-job:nodes": "4"}
     config.update({f"training-job:{k}": str(v) for k, v in settings.items()})
-    return run_under_mocks(
+    return evaluate(
         lambda: runpy.run_path(str(EXAMPLE / "__main__.py"), run_name="__main__"),
         config=config,
         project="training-job",
