@@ -1,1 +1,1 @@
-"""Guardrails: plain policy rules and the CrossGuard pack that wraps them."""
+"""Guardrails: the CrossGuard pack that wraps the policy rules of aks_gpu_platform/policy_rules.py."""

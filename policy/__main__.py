@@ -1,4 +1,4 @@
-"""CrossGuard entry point: the rules of policy/rules.py as mandatory Pulumi policies.
+"""CrossGuard entry point: the rules of aks_gpu_platform/policy_rules.py as mandatory Pulumi policies.
 
 Pulumi runs this file from policy/ with policy/venv (pulumi-policy pins its own protobuf, so
 it cannot share the project's virtualenv); the repository root goes on sys.path so the pack
@@ -23,7 +23,7 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from policy import rules
+from aks_gpu_platform import policy_rules as rules
 
 # Stacks tag every Azure resource with their environment; untagged resources are judged as prod.
 DEFAULT_ENVIRONMENT = "prod"

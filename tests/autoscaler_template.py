@@ -39,6 +39,7 @@ import yaml
 
 from aks_gpu_platform.config.gpu_catalog import gpu_sku
 from aks_gpu_platform.config.scheduling import pod_fits_node, selects_node
+from aks_gpu_platform.testing import Recording
 from tests.scheduling import (
     AGENT_POOL,
     RELEASE,
@@ -48,7 +49,6 @@ from tests.scheduling import (
     parse_quantity,
     unmet_requests,
 )
-from tools.offline import Recording
 
 INSTANCE_TYPES: dict[str, dict[str, int]] = json.loads(
     (Path(__file__).parent / "fixtures" / "autoscaler" / "azure_instance_types.json").read_text()

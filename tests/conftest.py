@@ -14,8 +14,10 @@ from hypothesis import settings as hypothesis_settings
 
 from aks_gpu_platform.components.context import ClusterHandle
 from aks_gpu_platform.config import ConfigError, load_platform_config
-from tools.offline import Recording, run_stack, run_under_mocks
-from tools.stack_files import load_stack_file
+from aks_gpu_platform.testing import Recording, evaluate
+from aks_gpu_platform.testing.stack_files import load_stack_file
+from tools import REPO_ROOT
+from tools.offline import run_stack
 
 STACKS = ("dev", "prod")
 
@@ -38,13 +40,13 @@ def recordings(dev_recording: Recording, prod_recording: Recording) -> dict[str,
 @pytest.fixture
 def stack_config() -> Callable[[str], dict[str, Any]]:
     """A deep copy of a stack's YAML config that a test may break."""
-    return lambda stack: copy.deepcopy(load_stack_file(stack))
+    return lambda stack: copy.deepcopy(load_stack_file(stack, REPO_ROOT))
 
 
 @pytest.fixture
 def build() -> Callable[[Callable[[], Any]], Recording]:
     """Run a snippet that creates components directly, on fresh recording mocks."""
-    return lambda program: run_under_mocks(program)
+    return lambda program: evaluate(program)
 
 
 def settings_of(config: dict[str, Any]) -> dict[str, Any]:

@@ -16,7 +16,7 @@ import venv
 from collections.abc import Iterable
 from pathlib import Path
 
-from tools.stack_files import REPO_ROOT
+from tools import REPO_ROOT
 
 PACKAGE = "aks_gpu_platform"
 
@@ -41,6 +41,8 @@ def repository_copy(target: Path, files: Iterable[str] = ()) -> Path:
             assert linked.parent == REPO_ROOT, f"{entry} must point at a top-level directory of the repository"
             (target / PACKAGE / entry.name).write_text(text)
             shutil.copytree(linked, target / linked.name, ignore=ignore)
+        elif entry.is_dir():  # a subpackage that lives in the package folder itself (testing/)
+            shutil.copytree(entry, target / PACKAGE / entry.name, ignore=ignore)
         elif entry.is_file():
             shutil.copy(entry, target / PACKAGE / entry.name)
     return target

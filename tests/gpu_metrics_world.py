@@ -32,6 +32,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from aks_gpu_platform.testing import Recording
 from tests.scheduling import generic_agent_pools
 from tests.scrape_model import (
     Container,
@@ -43,7 +44,6 @@ from tests.scrape_model import (
     scrape,
     targets,
 )
-from tools.offline import Recording
 
 POD_MONITOR = "kubernetes:azmonitoring.coreos.com/v1:PodMonitor"
 DAEMON_SET = "kubernetes:apps/v1:DaemonSet"

@@ -25,8 +25,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from aks_gpu_platform.testing import Recording
 from tests.scheduling import RELEASE, chart_name, helm_merge
-from tools.offline import Recording
 
 DEFAULT_TIMEOUT_SECONDS = 300
 RUNTIME_CLASS = "kubernetes:node.k8s.io/v1:RuntimeClass"

@@ -27,7 +27,7 @@ from typing import Any
 
 from aks_gpu_platform.config.gpu_catalog import gpu_sku
 from aks_gpu_platform.config.scheduling import pod_fits_node, selects_node
-from tools.offline import RecordedResource, Recording
+from aks_gpu_platform.testing import RecordedResource, Recording
 
 AGENT_POOL = "azure-native:containerservice:AgentPool"
 # aksManaged pools: the same AgentPool through the generic ARM resource (a newer API version).

@@ -15,8 +15,7 @@ from typing import Any, NotRequired, TypedDict
 import pulumi
 import pytest
 
-from tools import adapters_gen
-from tools.stack_files import REPO_ROOT
+from tools import REPO_ROOT, adapters_gen
 
 # What the generator and the plugin import: the package (its links), components, config, provider, tools.
 COPIED = ("aks_gpu_platform", "components", "config", "provider", "tools")

@@ -28,13 +28,15 @@ from aks_gpu_platform.components.aks_managed_gpu import managed_pool_name
 from aks_gpu_platform.components.gpu_node_pool import azure_pool_name
 from aks_gpu_platform.config import load_platform_config
 from aks_gpu_platform.config.scheduling import pod_fits_node
+from aks_gpu_platform.testing import Recording
+from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import assert_rejected, cluster_handle, settings_of
 from tests.gpu_metrics_world import GpuWorkload, MetricsWorld, build_world
 from tests.promql_model import Evaluator, matches, selectors
 from tests.scheduling import generic_agent_pools, node_templates, scheduling_check
-from tools.offline import Recording, run_stack
+from tools import REPO_ROOT
+from tools.offline import run_stack
 from tools.render import render_and_validate
-from tools.stack_files import load_stack_file
 
 PREFIX = "aks-gpu-platform:"
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -50,7 +52,7 @@ AKS_EXPORTER_PORT = 19400
 
 def managed_config() -> dict[str, Any]:
     """dev on AKS-managed GPU: the T4 pool fixed at one node, plus a fixed A100 pool cut into MIG3g slices."""
-    config = copy.deepcopy(load_stack_file("dev"))
+    config = copy.deepcopy(load_stack_file("dev", REPO_ROOT))
     config[PREFIX + "gpuStack"] = {"mode": "aksManaged", "smokeTest": True}
     config[PREFIX + "gpuPools"] = [
         {"name": "gput4", "vmSize": "Standard_NC4as_T4_v3", "zones": ["1"], "minCount": 1, "maxCount": 1},
@@ -293,7 +295,12 @@ def test_scale_up_admission_on_managed_gpu_is_rejected() -> None:
 
 
 def test_the_policy_pack_checks_managed_pools_like_agent_pools(managed: Recording) -> None:
-    from policy.rules import Resource, StackFacts, check_gpu_pool_taint_and_label, check_prod_encryption_at_host
+    from aks_gpu_platform.policy_rules import (
+        Resource,
+        StackFacts,
+        check_gpu_pool_taint_and_label,
+        check_prod_encryption_at_host,
+    )
 
     (pool,) = [r for r in _managed_pools(managed) if r.inputs["properties"]["nodeLabels"]["gpu-pool"] == "gput4"]
     resource = Resource(pool.type, pool.name, pool.inputs)

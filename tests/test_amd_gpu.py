@@ -9,15 +9,17 @@ import pytest
 
 from aks_gpu_platform.components import metrics_labels as labels
 from aks_gpu_platform.components.amd_gpu import EXPORTER_PORT, EXPORTER_PORT_NAME
+from aks_gpu_platform.testing import Recording
+from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.autoscaler_template import scale_from_zero_problems, zero_node_templates
 from tests.conftest import assert_rejected, set_path, settings_of
 from tests.promql_model import Evaluator
 from tests.release_contract import release_problems
 from tests.scheduling import AGENT_POOL, RELEASE, scheduling_check
 from tests.scrape_model import Container, Pod, Port, pod_monitor_scrape_configs, scrape, targets
-from tools.offline import Recording, run_stack
+from tools import REPO_ROOT
+from tools.offline import run_stack
 from tools.plan import docker_hub_warnings
-from tools.stack_files import load_stack_file
 
 MI300X = {"name": "mi300x", "vmSize": "Standard_ND96isr_MI300X_v5", "zones": ["1"], "infiniband": True}
 AMD_CHART = "gpu-operator-charts"
@@ -26,7 +28,7 @@ CLUSTER_QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"
 
 
 def amd_variant() -> dict[str, Any]:
-    config = load_stack_file("dev")
+    config = load_stack_file("dev", REPO_ROOT)
     pools = config["aks-gpu-platform:gpuPools"]
     config["aks-gpu-platform:gpuPools"] = [*pools, {**MI300X, "minCount": 0, "maxCount": 2}]
     training = config["aks-gpu-platform:training"]

@@ -16,10 +16,9 @@ from typing import Any
 import pytest
 
 from aks_gpu_platform.components.scan_exceptions import arm_scan_exception
+from aks_gpu_platform.testing import Recording
 from tests.conftest import STACKS
-from tools import arm
-from tools.offline import Recording
-from tools.stack_files import REPO_ROOT
+from tools import REPO_ROOT, arm
 
 CHECKOV = REPO_ROOT / ".venv-checkov" / "bin" / "checkov"
 CLUSTER = "Microsoft.ContainerService/managedClusters"

@@ -17,14 +17,16 @@ from aks_gpu_platform.config.autoscaling import AutoscalingConfig, SampleInferen
 from aks_gpu_platform.config.cluster import AutoscalerProfileConfig
 from aks_gpu_platform.config.loader import validate_section
 from aks_gpu_platform.config.scheduling import GPU_RESOURCE, pod_fits_node
+from aks_gpu_platform.testing import Recording, evaluate, kubernetes_object
+from aks_gpu_platform.testing.checks import validate_object
+from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import STACKS, cluster_handle, settings_of
 from tests.gpu_metrics_world import GpuWorkload, build_world
 from tests.promql_model import Evaluator
 from tests.scheduling import node_templates
-from tools.offline import Recording, run_stack, run_under_mocks
+from tools import REPO_ROOT
+from tools.offline import run_stack
 from tools.plan import SUMMARIES
-from tools.render import kubernetes_object, validate_object
-from tools.stack_files import load_stack_file
 
 CLUSTER = "azure-native:containerservice:ManagedCluster"
 IDENTITY = "azure-native:managedidentity:UserAssignedIdentity"
@@ -65,7 +67,7 @@ def two_targets() -> Recording:
         other = {**TARGET, "deployment": "embedder", "targetUtilizationPercent": 60}
         GpuAutoscaling("embedder", _args(handle, _target(other)))
 
-    return run_under_mocks(program)
+    return evaluate(program)
 
 
 def test_scaled_object_reads_dcgm_utilisation_from_the_workspace(two_targets: Recording) -> None:
@@ -173,7 +175,7 @@ def _sample(settings: dict[str, Any]) -> Callable[[], None]:
 
 @pytest.fixture(scope="module")
 def sample() -> Recording:
-    return run_under_mocks(_sample({"enabled": True, "gpusPerPod": 2, "scaling": {"minReplicas": 1, "maxReplicas": 3}}))
+    return evaluate(_sample({"enabled": True, "gpusPerPod": 2, "scaling": {"minReplicas": 1, "maxReplicas": 3}}))
 
 
 def test_sample_does_not_fight_keda_over_replicas(sample: Recording) -> None:
@@ -295,7 +297,7 @@ SCALER = "aks-gpu-platform:index:GpuAutoscaling"
 
 @pytest.fixture(scope="module")
 def dev_with_targets() -> Recording:
-    config = load_stack_file("dev")
+    config = load_stack_file("dev", REPO_ROOT)
     autoscaling = config["aks-gpu-platform:autoscaling"]
     config["aks-gpu-platform:autoscaling"] = {
         **autoscaling,

@@ -8,6 +8,8 @@ import pytest
 
 from aks_gpu_platform.config import load_platform_config
 from aks_gpu_platform.config.loader import settings_from_runtime_config
+from aks_gpu_platform.testing import Recording
+from aks_gpu_platform.testing.stack_files import to_runtime_config
 from tools.bench import (
     SCALED_TARGETS,
     bare_runner,
@@ -19,8 +21,6 @@ from tools.bench import (
     shaped_runner,
     super_linear,
 )
-from tools.offline import Recording
-from tools.stack_files import to_runtime_config
 
 
 def test_large_config_is_a_valid_sixteen_pool_stack_with_scaled_targets() -> None:

@@ -14,11 +14,11 @@ from aks_gpu_platform.components import recording_rules as rr
 from aks_gpu_platform.components.grafana_dashboards import DASHBOARDS_DIR
 from aks_gpu_platform.config.gpu_catalog import gpu_sku
 from aks_gpu_platform.config.prices import VM_HOURLY
+from aks_gpu_platform.testing import Recording
 from tests.conftest import STACKS
 from tests.gpu_metrics_world import GpuWorkload, build_world, kube_state_pod_series, kueue_series
 from tests.promql_model import Evaluator, matches, selectors
 from tests.scrape_model import Series
-from tools.offline import Recording
 
 RULE_GROUP = "azure-native:alertsmanagement:PrometheusRuleGroup"
 CLUSTER_QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"

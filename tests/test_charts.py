@@ -21,8 +21,8 @@ from aks_gpu_platform.config.gpu import GpuPoolConfig, GpuStackConfig
 from aks_gpu_platform.config.gpu_catalog import GPU_SKUS, MIG_PARTED_CONFIGS
 from aks_gpu_platform.config.loader import validate_section
 from aks_gpu_platform.config.scheduling import pod_fits_node
+from aks_gpu_platform.testing import Recording, evaluate
 from tests.conftest import assert_rejected, cluster_handle, settings_of
-from tools.offline import Recording, run_under_mocks
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 AGENT_POOL = "azure-native:containerservice:AgentPool"
@@ -94,7 +94,7 @@ MIG_POOL = {"name": "a100", "vmSize": "Standard_NC24ads_A100_v4", "maxCount": 2,
 
 @pytest.fixture(scope="module")
 def operator_recording() -> Recording:
-    return run_under_mocks(_operator_stack([IB_POOL, MIG_POOL]))
+    return evaluate(_operator_stack([IB_POOL, MIG_POOL]))
 
 
 # ---------------------------------------------------------------- Network Operator

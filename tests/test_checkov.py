@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
+from aks_gpu_platform.testing import Recording
 from tests.conftest import STACKS
-from tools.offline import Recording
+from tools import REPO_ROOT
 from tools.render import render_and_validate
-from tools.stack_files import REPO_ROOT
 
 CHECKOV = REPO_ROOT / ".venv-checkov" / "bin" / "checkov"
 

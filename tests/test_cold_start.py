@@ -13,15 +13,15 @@ from aks_gpu_platform.config import PlatformConfig, load_platform_config
 from aks_gpu_platform.config.cold_start_catalog import Figure
 from aks_gpu_platform.config.prices import HOURS_PER_MONTH, VM_HOURLY
 from aks_gpu_platform.config.scheduling import pod_fits_node
+from aks_gpu_platform.testing import Recording
+from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import STACKS, assert_rejected, set_path, settings_of
 from tests.scheduling import node_templates, object_pod_templates, scheduling_check
-from tools import cold_start, cost, plan
-from tools.offline import Recording
-from tools.stack_files import load_stack_file
+from tools import REPO_ROOT, cold_start, cost, plan
 
 
 def _config(stack: str, **paths: Any) -> PlatformConfig:
-    settings = settings_of(load_stack_file(stack))
+    settings = settings_of(load_stack_file(stack, REPO_ROOT))
     for path, value in paths.items():
         set_path(settings, path.replace("__", "."), value)
     return load_platform_config(settings)
@@ -139,7 +139,7 @@ def test_plan_prints_the_budget_and_each_switch(dev_recording: Recording) -> Non
     ],
 )
 def test_impossible_cold_start_settings_are_refused_by_name(path: str, value: Any, field: str, hint: str) -> None:
-    settings = settings_of(load_stack_file("dev"))
+    settings = settings_of(load_stack_file("dev", REPO_ROOT))
     set_path(settings, path, value)
     assert_rejected(settings, "a switch the pool cannot have must stop the deploy", field, hint)
 
@@ -172,7 +172,7 @@ def test_prepull_daemonset_runs_on_every_node_of_its_pool_and_blocks_no_one(dev_
 def test_a_pool_budgeted_with_artifact_streaming_gets_the_steps_that_enable_it(tmp_path: Path) -> None:
     # The pinned SDK cannot set the pool's artifactStreamingProfile: the plan must say what to run, or the
     # budget's shorter image stage would be a promise nothing keeps.
-    config = load_stack_file("dev")
+    config = load_stack_file("dev", REPO_ROOT)
     config["aks-gpu-platform:gpuPools"][0]["coldStart"] = {"artifactStreaming": True}
     stack_file = tmp_path / "Pulumi.dev.yaml"
     stack_file.write_text(yaml.safe_dump({"config": config}))

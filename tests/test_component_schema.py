@@ -37,10 +37,10 @@ from aks_gpu_platform.components.context import ClusterHandle
 from aks_gpu_platform.components.gpu_node_pool import GpuNodePool
 from aks_gpu_platform.config.gpu import GpuPoolConfig, GpuStackConfig
 from aks_gpu_platform.config.upgrade import GpuPoolUpgradeConfig
+from aks_gpu_platform.testing import Recording
+from aks_gpu_platform.testing.stack_files import load_stack_file
 from provider import adapters, adapting
-from tools import adapters_gen
-from tools.offline import Recording
-from tools.stack_files import REPO_ROOT, load_stack_file
+from tools import REPO_ROOT, adapters_gen
 
 AGENT_POOL = "azure-native:containerservice:AgentPool"
 # Keys of ClusterHandle that other languages pass flat (name, ID and OIDC issuer come from the cluster).
@@ -525,7 +525,7 @@ PROD_INPUTS: dict[str, Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]
 
 def prod_settings() -> dict[str, Any]:
     prefix = "aks-gpu-platform:"
-    return {k[len(prefix) :]: v for k, v in load_stack_file("prod").items() if k.startswith(prefix)}
+    return {k[len(prefix) :]: v for k, v in load_stack_file("prod", REPO_ROOT).items() if k.startswith(prefix)}
 
 
 @pytest.mark.parametrize("adapter", hosted(), ids=lambda c: c.__name__)

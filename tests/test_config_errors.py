@@ -16,17 +16,17 @@ from aks_gpu_platform.config.field_paths import model_class, strip_annotated, un
 from aks_gpu_platform.config.loader import PROJECT, settings_from_runtime_config
 from aks_gpu_platform.config.platform import PlatformConfig
 from aks_gpu_platform.config.vm_catalog import CPU_SIZES, closest_cpu_sizes, cpu_size, ephemeral_os_disk_limit_gib
-from tests.conftest import assert_rejected, set_path, settings_of
-from tools.stack_files import (
+from aks_gpu_platform.testing.stack_files import (
     OFFLINE_SECRET,
-    REPO_ROOT,
     load_stack_file,
     read_stack_yaml,
     secret_paths,
     to_runtime_config,
 )
+from tests.conftest import assert_rejected, set_path, settings_of
+from tools import REPO_ROOT
 
-DEV = settings_of(load_stack_file("dev"))
+DEV = settings_of(load_stack_file("dev", REPO_ROOT))
 
 
 def _dev(**changes: Any) -> dict[str, Any]:
@@ -245,7 +245,7 @@ def test_the_cpu_catalog_rows_follow_their_series_rules() -> None:
 
 
 def _with_nested_secret() -> dict[str, Any]:
-    config = load_stack_file("dev")
+    config = load_stack_file("dev", REPO_ROOT)
     # What `pulumi config set --secret --path 'monitoring.alerts.emailReceivers[0].email' ...` writes.
     config["aks-gpu-platform:monitoring"]["alerts"]["emailReceivers"][0]["email"] = {"secure": "v1:Zm9vYmFy"}
     config["aks-gpu-platform:tags"]["costCenter"] = {"secure": "v1:YmF6"}

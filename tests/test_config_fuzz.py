@@ -16,17 +16,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from aks_gpu_platform.config import ConfigError, load_platform_config
+from aks_gpu_platform.testing import Recording, runtime
+from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import STACKS, settings_of
-from tools import offline
-from tools.offline import Recording, run_stack
-from tools.stack_files import load_stack_file
+from tools import REPO_ROOT
+from tools.offline import run_stack
 
 PREFIX = "aks-gpu-platform:"
 # Every problem starts with the path of the field it is about: `cluster.apiServer.authorizedIpRanges[0]: ...`.
 PROBLEM = re.compile(r"^(\(root\)|[\w-]+(\.[\w-]+|\[\d+\])*): \S")
 keys = st.from_regex(r"[A-Za-z0-9_-]{1,10}", fullmatch=True)
 
-BASE = {stack: settings_of(load_stack_file(stack)) for stack in STACKS}
+BASE = {stack: settings_of(load_stack_file(stack, REPO_ROOT)) for stack in STACKS}
 
 scalars = st.one_of(
     st.none(),
@@ -126,7 +127,7 @@ BROKEN = {
 
 @pytest.mark.parametrize("case", sorted(BROKEN))
 def test_broken_config_registers_no_resource(monkeypatch: pytest.MonkeyPatch, case: str) -> None:
-    config = copy.deepcopy(load_stack_file("dev"))
+    config = copy.deepcopy(load_stack_file("dev", REPO_ROOT))
     key, value = BROKEN[case]
     if value is None:
         config[PREFIX + key]["publicNetworkAccess"] = True
@@ -138,7 +139,7 @@ def test_broken_config_registers_no_resource(monkeypatch: pytest.MonkeyPatch, ca
         created.append(Recording())
         return created[-1]
 
-    monkeypatch.setattr(offline, "Recording", recording)
+    monkeypatch.setattr(runtime, "Recording", recording)
     with pytest.raises(ConfigError) as raised:
         run_stack("dev", config)
     assert any(p.startswith(key) for p in raised.value.problems), raised.value.problems

@@ -20,11 +20,11 @@ import yaml
 
 from aks_gpu_platform.config import load_platform_config
 from aks_gpu_platform.config.loader import PROJECT, settings_from_runtime_config
+from aks_gpu_platform.testing.stack_files import known_stacks, load_stack_file, to_runtime_config
 from tests.conftest import settings_of
-from tools import config_reference
-from tools.stack_files import REPO_ROOT, known_stacks, load_stack_file, to_runtime_config
+from tools import REPO_ROOT, config_reference
 
-STACK_FILES = [s for s in known_stacks() if not s.startswith("e2e-")]
+STACK_FILES = [s for s in known_stacks(REPO_ROOT) if not s.startswith("e2e-")]
 SCHEMA = json.loads(config_reference.SCHEMA.read_text())
 VALIDATOR = jsonschema.Draft202012Validator(SCHEMA, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
 PROJECT_CONFIG: dict[str, dict[str, Any]] = yaml.safe_load(config_reference.PROJECT_FILE.read_text())["config"]
@@ -57,7 +57,7 @@ def test_each_stack_file_validates_against_the_schema(stack: str) -> None:
 
 
 def _schema_errors(change: dict[str, Any]) -> list[str]:
-    document = {"config": copy.deepcopy(load_stack_file("dev"))}
+    document = {"config": copy.deepcopy(load_stack_file("dev", REPO_ROOT))}
     for path, value in change.items():
         node: Any = document["config"]
         *parents, last = path.split("/")
@@ -131,7 +131,7 @@ def _key_paths(value: Any, sections: set[str], path: str = "") -> Iterator[tuple
 @pytest.mark.parametrize("stack", STACK_FILES)
 def test_every_key_a_stack_file_uses_is_in_the_reference(stack: str) -> None:
     rows = _reference_rows()
-    settings = settings_of(load_stack_file(stack))
+    settings = settings_of(load_stack_file(stack, REPO_ROOT))
     used = list(_key_paths(settings, set(rows)))
     assert len(used) > 50, "the walk must reach nested keys"
     missing = [f"{section}.{key}" for section, key in used if key not in rows.get(section, set())]
@@ -183,7 +183,7 @@ def test_project_config_passes_the_cli_s_own_project_validation() -> None:
 
 @pytest.mark.parametrize("stack", STACK_FILES)
 def test_the_cli_finds_every_required_key_and_accepts_each_value(stack: str) -> None:
-    config = load_stack_file(stack)
+    config = load_stack_file(stack, REPO_ROOT)
     missing = [k for k, declared in PROJECT_CONFIG.items() if k not in config and "default" not in declared]
     assert not missing, f"`pulumi preview` would stop: Stack '{stack}' is missing configuration values {missing}"
     wrong = [k for k, declared in PROJECT_CONFIG.items() if k in config and not _cli_accepts(declared, config[k])]
@@ -192,7 +192,7 @@ def test_the_cli_finds_every_required_key_and_accepts_each_value(stack: str) -> 
 
 @pytest.mark.parametrize("key", [k for k, d in PROJECT_CONFIG.items() if "default" in d])
 def test_a_project_default_means_the_same_as_leaving_the_key_out(key: str) -> None:
-    config = load_stack_file("dev")
+    config = load_stack_file("dev", REPO_ROOT)
     without = {k: v for k, v in config.items() if k != key}
     with_default = {**without, key: PROJECT_CONFIG[key]["default"]}
     loaded = [

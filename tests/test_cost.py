@@ -14,12 +14,13 @@ import pytest
 from aks_gpu_platform.config import load_platform_config
 from aks_gpu_platform.config.prices import PRICE_TABLES
 from aks_gpu_platform.config.upgrade import surge_node_count
+from aks_gpu_platform.testing import Recording
+from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import settings_of
-from tools import cost
+from tools import REPO_ROOT, cost
 from tools.mock_values import MockValueMarker
-from tools.offline import Recording, run_stack
+from tools.offline import run_stack
 from tools.plan import build_report
-from tools.stack_files import load_stack_file
 
 MONTH = 730  # hours, Azure's pricing calculator month
 P10_DISK = 19.71  # USD a month, managed OS disk up to 128 GiB
@@ -34,7 +35,7 @@ def _needs(recording: Recording) -> dict[str, int]:
 
 
 def _variant(stack: str, change: Callable[[dict[str, Any]], None]) -> Recording:
-    config = load_stack_file(stack)
+    config = load_stack_file(stack, REPO_ROOT)
     change(config)
     return run_stack(stack, config)
 
@@ -120,7 +121,7 @@ def test_a_gpu_workload_that_never_scales_to_zero_holds_a_node(dev_recording: Re
 
 
 def test_a_gpu_pool_with_a_minimum_is_warned_about(tmp_path: Path) -> None:
-    config = load_stack_file("dev")
+    config = load_stack_file("dev", REPO_ROOT)
     config["aks-gpu-platform:gpuPools"][0]["minCount"] = 1
     config["aks-gpu-platform:autoscaling"]["sampleInference"]["scaling"]["minReplicas"] = 0
     recording = run_stack("dev", config)
@@ -266,7 +267,7 @@ def test_metrics_ingestion_is_a_stated_estimate(prod_recording: Recording) -> No
 
 def test_the_plan_prints_each_lines_price_basis(recordings: dict[str, Recording], tmp_path: Path) -> None:
     recording = recordings["dev"]
-    cfg = load_platform_config(settings_of(load_stack_file("dev")))
+    cfg = load_platform_config(settings_of(load_stack_file("dev", REPO_ROOT)))
     report = build_report("dev", cfg, recording, [], [], MockValueMarker(recording.mock_values), tmp_path)
     for item, _, _, basis in report.cost_rows[:-1]:
         regions = basis.split("+")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.stack_files import REPO_ROOT
+from tools import REPO_ROOT
 
 README = REPO_ROOT / "README.md"
 DOCS = REPO_ROOT / "docs"

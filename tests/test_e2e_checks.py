@@ -13,9 +13,9 @@ import kubernetes_validate
 import pytest
 
 from aks_gpu_platform.config.scheduling import GPU_RESOURCE, cpu_node_selector
+from aks_gpu_platform.testing import Recording
 from tools import e2e_checks
 from tools.e2e_checks import Clock, CommandResult, HttpResponse
-from tools.offline import Recording
 
 TOKEN = "eyJ0eXAiOiJKV1QiLCJhbGciOiJSUzI1NiJ9.secret-prometheus-token-payload.signature"
 KUBE_SECRET = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUU2VENDQXRHZ0F3SUJBZ0lSQUtzZWNyZXQ="

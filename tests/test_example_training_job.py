@@ -18,11 +18,12 @@ import yaml
 
 from aks_gpu_platform.config import ConfigError
 from aks_gpu_platform.config.scheduling import GPU_RESOURCE, pod_fits_node
+from aks_gpu_platform.testing import Recording, evaluate, kubernetes_object
+from aks_gpu_platform.testing.checks import validate_object
 from tests.crd_schema import crd_problems
 from tests.scheduling import RELEASE, node_templates
-from tools.offline import Recording, run_stack, run_under_mocks
-from tools.render import kubernetes_object, validate_object
-from tools.stack_files import REPO_ROOT
+from tools import REPO_ROOT
+from tools.offline import run_stack
 
 EXAMPLE = REPO_ROOT / "examples" / "training-job"
 PLATFORM = "organization/aks-gpu-platform/prod"
@@ -111,7 +112,7 @@ def environment_read(script: str) -> set[str]:
 def run_example(outputs: dict[str, Any], team: str = TEAM, **settings: Any) -> Recording:
     config = {"training-job:platformStack": PLATFORM, "training-job:team": team, "training-job:nodes": "4"}
     config.update({f"training-job:{k}": str(v) for k, v in settings.items()})
-    return run_under_mocks(
+    return evaluate(
         lambda: runpy.run_path(str(EXAMPLE / "__main__.py"), run_name="__main__"),
         config=config,
         project="training-job",

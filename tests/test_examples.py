@@ -1,15 +1,15 @@
 """The scenario examples: real Pulumi projects that install as documented and build what they promise.
 
 Each example's program runs under Pulumi mocks with its own stack file, under its own project name
-(it reads the `aks-gpu-platform:*` keys whatever the project is called). One example is installed
-with the command its README documents into a fresh virtualenv, and its program runs from there.
+(it reads the `aks-gpu-platform:*` keys whatever the project is called), through
+`aks_gpu_platform.testing` as a consumer's own tests evaluate theirs. One example is installed with the
+command its README documents into a fresh virtualenv, and its program runs from there.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import runpy
 import shutil
 import subprocess
 import sys
@@ -25,12 +25,16 @@ import yaml
 from aks_gpu_platform.config import ConfigError, PlatformConfig, load_platform_config
 from aks_gpu_platform.config.placeholders import find_placeholders, refuse_placeholders
 from aks_gpu_platform.config.training import gpus_per_node
+from aks_gpu_platform.testing import (
+    RecordedResource,
+    Recording,
+    evaluate_stack_file,
+    kubernetes_object,
+    policy_verdicts,
+    read_stack_yaml,
+)
 from tests.fresh_install import PACKAGE, clean_environment, repository_copy, share_sdks
-from tools import config_reference
-from tools.offline import RecordedResource, Recording, run_under_mocks
-from tools.plan import policy_verdicts
-from tools.render import kubernetes_object
-from tools.stack_files import REPO_ROOT, read_stack_yaml, to_runtime_config
+from tools import REPO_ROOT, config_reference
 
 EXAMPLES = REPO_ROOT / "examples"
 PLATFORM_PREFIX = "aks-gpu-platform:"
@@ -60,10 +64,6 @@ def stack_file(example: Path) -> Path:
     return found
 
 
-def stack_name(example: Path) -> str:
-    return stack_file(example).name.removeprefix("Pulumi.").removesuffix(".yaml")
-
-
 def platform_settings(example: Path) -> dict[str, Any]:
     config = read_stack_yaml(stack_file(example))
     return {k.removeprefix(PLATFORM_PREFIX): v for k, v in config.items() if k.startswith(PLATFORM_PREFIX)}
@@ -73,32 +73,9 @@ def platform_config(name: str) -> PlatformConfig:
     return load_platform_config(platform_settings(EXAMPLES / name))
 
 
-def cli_config(example: Path) -> dict[str, Any]:
-    """The stack file's values plus the defaults `Pulumi.yaml` declares for keys the stack leaves out,
-    as the Pulumi CLI merges them (sdk/go/common/workspace/config.go, mergeConfig)."""
-    card = project(example)
-    merged = read_stack_yaml(stack_file(example))
-    for key, declared in (card.get("config") or {}).items():
-        full_key = key if ":" in key else f"{card['name']}:{key}"
-        value = declared.get("default", declared.get("value")) if isinstance(declared, dict) else declared
-        if full_key not in merged and value is not None:
-            merged[full_key] = value
-    return merged
-
-
 def run_example(example: Path, stack_references: dict[str, dict[str, Any]] | None = None) -> Recording:
     """The example's `__main__.py` with its own stack file, as `pulumi up` in its folder would run it."""
-    name = project(example)["name"]
-    config, secret_keys = to_runtime_config(cli_config(example), name)
-    entry = str(example / "__main__.py")
-    return run_under_mocks(
-        lambda: runpy.run_path(entry, run_name="__main__"),
-        config=config,
-        stack=stack_name(example),
-        project=name,
-        secret_keys=secret_keys,
-        stack_references=stack_references,
-    )
+    return evaluate_stack_file(stack_file(example), stack_references=stack_references)
 
 
 @cache
@@ -343,20 +320,15 @@ def test_platform_examples_pass_the_policy_pack(name: str) -> None:
     assert not failed, f"{name} breaks mandatory policies `pulumi preview --policy-pack policy` would enforce: {failed}"
 
 
-# Runs an example program under mocks in the fresh virtualenv: `tools` (the mocks) from a copy of its
-# own, the platform package from whatever the interpreter finds first, which must be the pip install.
+# Evaluates an example's program in the fresh virtualenv, with the evaluation API and the platform package both
+# from whatever the interpreter finds first, which must be the pip install.
 RUN_INSTALLED = r"""
-import json, runpy, sys
-sys.path.append(sys.argv[1])
-from tools import config_reference
-from tools.offline import run_under_mocks
-from tools.stack_files import read_stack_yaml, to_runtime_config
+import json, sys
+from aks_gpu_platform import testing
 import aks_gpu_platform.components.platform as platform_module
-config, secret_keys = to_runtime_config(read_stack_yaml(__import__("pathlib").Path(sys.argv[3])), sys.argv[4])
-rec = run_under_mocks(lambda: runpy.run_path(sys.argv[2], run_name="__main__"),
-                      config=config, secret_keys=secret_keys, project=sys.argv[4], stack=sys.argv[5])
-print(json.dumps({"platform_module": platform_module.__file__, "types": [r.type for r in rec.resources],
-                  "outputs": sorted(rec.stack_outputs)}))
+rec = testing.evaluate_stack_file(sys.argv[1])
+print(json.dumps({"platform_module": platform_module.__file__, "testing_module": testing.__file__,
+                  "types": [r.type for r in rec.resources], "outputs": sorted(rec.stack_outputs)}))
 """
 
 
@@ -379,19 +351,8 @@ def test_an_example_installs_with_its_documented_command_in_a_fresh_virtualenv(t
     installed = subprocess.run(install, shell=True, cwd=folder, env=env, capture_output=True, text=True, timeout=300)
     assert installed.returncode == 0, f"`{install}` installs the example in its folder:\n{installed.stderr}"
 
-    harness = tmp_path / "harness"
-    shutil.copytree(REPO_ROOT / "tools", harness / "tools", ignore=shutil.ignore_patterns("__pycache__"))
     run = subprocess.run(
-        [
-            folder / "venv" / "bin" / "python",
-            "-c",
-            RUN_INSTALLED,
-            harness,
-            folder / "__main__.py",
-            stack_file(folder),
-            project(folder)["name"],
-            stack_name(folder),
-        ],
+        [folder / "venv" / "bin" / "python", "-c", RUN_INSTALLED, stack_file(folder).name],
         cwd=folder,
         env=env,
         capture_output=True,
@@ -403,6 +364,21 @@ def test_an_example_installs_with_its_documented_command_in_a_fresh_virtualenv(t
     assert Path(result["platform_module"]).is_relative_to(site / PACKAGE), (
         "aks_gpu_platform comes from the pip install in the example's own virtualenv, not from the checkout"
     )
+    assert Path(result["testing_module"]).is_relative_to(site / PACKAGE), (
+        "the evaluation API ships in the package: an example's tests need nothing of the repository"
+    )
     assert result["types"].count("aks-gpu-platform:index:AksGpuPlatform") == 1, "the program builds the platform"
     assert result["types"].count(GPU_NODE_POOL) == 1, "with its one GPU pool"
     assert result["outputs"] == ["kubeconfig"], "and exports what the README says"
+
+
+def test_the_testing_page_example_passes_in_the_minimal_dev_folder(monkeypatch: pytest.MonkeyPatch) -> None:
+    page = (REPO_ROOT / "docs" / "testing.md").read_text()
+    (snippet,) = [block.split("```", 1)[0] for block in page.split("```python\n")[1:]]
+    monkeypatch.chdir(EXAMPLES / "minimal-dev")  # where the page says the test file sits
+    scope: dict[str, Any] = {}
+    exec(snippet, scope)
+    tests = [f for name, f in scope.items() if name.startswith("test_")]
+    assert tests, "the page shows a test a consumer can copy"
+    for test in tests:
+        test()  # its assertions are the page's promises about the example's stack

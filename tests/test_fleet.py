@@ -12,14 +12,15 @@ import yaml
 from aks_gpu_platform.components.fleet_multikueue import MULTIKUEUE_CHECK, MULTIKUEUE_CONTROLLER
 from aks_gpu_platform.config import ConfigError
 from aks_gpu_platform.config.fleet import load_fleet
+from aks_gpu_platform.testing import Recording, kubernetes_object
+from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.arm_spec import load_specs, schema_problems
 from tests.autoscaler_template import pods_that_bring_up_nodes, scale_from_zero_problems
 from tests.conftest import settings_of
 from tests.kueue_schemas import cel_violations, schema_errors
 from tests.scheduling import scheduling_check
-from tools.offline import Recording, run_stack
-from tools.render import kubernetes_object
-from tools.stack_files import load_stack_file
+from tools import REPO_ROOT
+from tools.offline import run_stack
 
 KUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:"
 FLEET_API = "2024-05-02-preview"
@@ -32,7 +33,7 @@ def fleet_recording() -> Recording:
 
 
 def settings() -> dict[str, Any]:
-    return copy.deepcopy(settings_of(load_stack_file("fleet")))
+    return copy.deepcopy(settings_of(load_stack_file("fleet", REPO_ROOT)))
 
 
 def cluster_objects(recording: Recording, owner: str, kind: str) -> list[dict[str, Any]]:

@@ -22,11 +22,13 @@ from aks_gpu_platform.config.loader import validate_section
 from aks_gpu_platform.config.scheduling import GPU_RESOURCE, GPU_TAINT, SPOT_TAINT, pod_fits_node
 from aks_gpu_platform.config.types import POOL_NAME_PATTERN
 from aks_gpu_platform.config.upgrade import GpuPoolUpgradeConfig
+from aks_gpu_platform.testing import Recording, kubernetes_object
+from aks_gpu_platform.testing.checks import validate_object
+from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import STACKS, assert_rejected, cluster_handle, settings_of
 from tests.scheduling import node_template, node_templates, release_pod_templates
-from tools.offline import Recording, run_stack
-from tools.render import kubernetes_object, validate_object
-from tools.stack_files import load_stack_file
+from tools import REPO_ROOT
+from tools.offline import run_stack
 
 AGENT_POOL = "azure-native:containerservice:AgentPool"
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -173,7 +175,7 @@ def test_mig_profiles_are_the_aks_api_values_and_fit_their_gpu() -> None:
 @pytest.mark.parametrize("stack", STACKS)
 def test_gpu_pools_are_tainted_labelled_autoscaled_user_pools(recordings: dict[str, Recording], stack: str) -> None:
     recording = recordings[stack]
-    cfg = load_platform_config(settings_of(load_stack_file(stack)))
+    cfg = load_platform_config(settings_of(load_stack_file(stack, REPO_ROOT)))
     pools = gpu_agent_pools(recording)
     assert len(pools) == len(cfg.gpu_pools), "one AgentPool per configured GPU pool"
     subnet = recording.one("azure-native:network:Subnet", "nodes").outputs["id"]
@@ -218,7 +220,7 @@ def test_design_notes_pod_is_schedulable_on_every_gpu_pool(recordings: dict[str,
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_gpu_pool_names_are_exported(recordings: dict[str, Recording], stack: str) -> None:
-    cfg = load_platform_config(settings_of(load_stack_file(stack)))
+    cfg = load_platform_config(settings_of(load_stack_file(stack, REPO_ROOT)))
     expected = [azure_pool_name(p, cfg.gpu_stack.mode, cfg.security.encryption_at_host) for p in cfg.gpu_pools]
     assert recordings[stack].stack_outputs["gpuPoolNames"] == expected, "gpuPoolNames lists the pools in config order"
     registered = {p.inputs["agentPoolName"] for p in gpu_agent_pools(recordings[stack])}
@@ -327,7 +329,7 @@ def test_prod_infiniband_pools_get_the_network_operator_and_rdma(prod_recording:
     policy = prod_recording.one("kubernetes:mellanox.com/v1alpha1:NicClusterPolicy")
     assert operator.urn in policy.depends_on, "the NicClusterPolicy CRD comes from the operator chart"
     spec = policy.inputs["spec"]
-    cfg = load_platform_config(settings_of(load_stack_file("prod")))
+    cfg = load_platform_config(settings_of(load_stack_file("prod", REPO_ROOT)))
     ib = [p.name for p in cfg.gpu_pools if p.infiniband]
     assert len(ib) == 3, "prod runs one InfiniBand pool per zone"
     expressions = spec["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]

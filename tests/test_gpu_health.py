@@ -27,13 +27,15 @@ import pytest
 
 from aks_gpu_platform.components import metrics_labels
 from aks_gpu_platform.config import load_platform_config
+from aks_gpu_platform.testing import Recording
+from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import assert_rejected, settings_of
 from tests.gpu_metrics_world import build_world, node_state_series
 from tests.promql_model import Evaluator, matches, selectors
 from tests.scheduling import node_templates, scheduling_check
 from tests.scrape_model import Series
-from tools.offline import Recording, run_stack
-from tools.stack_files import load_stack_file
+from tools import REPO_ROOT
+from tools.offline import run_stack
 
 PREFIX = "aks-gpu-platform:"
 RULE_GROUP = "azure-native:alertsmanagement:PrometheusRuleGroup"
@@ -188,7 +190,9 @@ def test_dry_run_switch_reaches_quarantine_and_drain(
 def test_each_configured_condition_becomes_a_fatal_event_that_cordons(prod_recording: Recording) -> None:
     values = _values(prod_recording)
     policies = values["kubernetes-object-monitor"]["policies"]
-    configured = set(load_platform_config(settings_of(load_stack_file("prod"))).gpu_health.remediation.conditions)
+    configured = set(
+        load_platform_config(settings_of(load_stack_file("prod", REPO_ROOT))).gpu_health.remediation.conditions
+    )
     assert configured >= NPD_FATAL, "by default every fatal NPD condition drains the node"
     seen: set[str] = set()
     for policy in policies:
@@ -243,7 +247,7 @@ def test_every_remediation_pod_fits_the_nodes_it_targets(prod_recording: Recordi
 
 
 def test_gpu_operator_mode_watches_its_dcgm_and_finds_drivers_itself(prod_recording: Recording) -> None:
-    config = copy.deepcopy(load_stack_file("prod"))
+    config = copy.deepcopy(load_stack_file("prod", REPO_ROOT))
     config[PREFIX + "gpuStack"] = {"mode": "gpuOperator", "operatorDcgm": True, "smokeTest": True}
     recording = run_stack("prod", config)
     values = _values(recording)
@@ -275,7 +279,7 @@ def test_the_alert_group_can_be_switched_off(stack_config: Callable[[str], dict[
     [("GPUClockThrottling", "alerts, never drains"), ("GpuMelted", "fatal NPD GPU conditions")],
 )
 def test_remediation_conditions_are_checked(condition: str, hint: str) -> None:
-    settings = settings_of(load_stack_file("prod"))
+    settings = settings_of(load_stack_file("prod", REPO_ROOT))
     settings["gpuHealth"]["remediation"]["conditions"] = [condition]
     assert_rejected(settings, "only fatal NPD conditions drain", "gpuHealth.remediation.conditions[0]", hint)
 
@@ -284,7 +288,7 @@ def test_the_drain_leaves_every_platform_namespace_alone_and_drains_team_work() 
     """A drain must not evict the platform's own controllers, agents and validation Jobs (they are what replaces and
     checks the node), yet must evict training work. Platform namespaces are read from the plan: every release's
     namespace and every Job the platform runs outside team namespaces."""
-    config = copy.deepcopy(load_stack_file("prod"))
+    config = copy.deepcopy(load_stack_file("prod", REPO_ROOT))
     config[PREFIX + "gpuPools"][0]["validation"] = {"dcgmDiag": True}
     recording = run_stack("prod", config)
     pattern = _values(recording)["node-drainer"]["systemNamespaces"]

@@ -18,12 +18,14 @@ from aks_gpu_platform.config import ConfigError, load_platform_config
 from aks_gpu_platform.config.loader import validate_section
 from aks_gpu_platform.config.monitoring import RegistryConfig
 from aks_gpu_platform.config.scheduling import pod_fits_node
+from aks_gpu_platform.testing import RecordedResource, Recording
 from tests.conftest import STACKS, assert_rejected, cluster_handle, set_path, settings_of
 from tests.gpu_metrics_world import GpuWorkload, MetricsWorld, build_world
 from tests.promql_model import Evaluator, matches, selectors
 from tests.scheduling import node_templates
 from tests.scrape_model import Series, node_exporter_target, scrape
-from tools.offline import RecordedResource, Recording, run_stack
+from tools import REPO_ROOT
+from tools.offline import run_stack
 
 REGISTRY = "azure-native:containerregistry:Registry"
 ROLE = "azure-native:authorization:RoleAssignment"
@@ -322,9 +324,9 @@ def test_pod_monitor_selects_the_exporter_pods_after_the_crd_exists(
 
 
 def _stack_file(stack: str) -> dict[str, Any]:
-    from tools.stack_files import load_stack_file
+    from aks_gpu_platform.testing.stack_files import load_stack_file
 
-    return load_stack_file(stack)
+    return load_stack_file(stack, REPO_ROOT)
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -724,8 +726,8 @@ def test_dashboards_are_created_in_grafana_with_the_deployers_entra_token(
 
 
 def _guid_of_deployer(recording: Recording) -> str:
-    """The objectId the mocked getClientConfig answers (tools/offline.py)."""
-    from tools.offline import _guid  # pyright: ignore[reportPrivateUsage]
+    """The objectId the mocked getClientConfig answers (aks_gpu_platform/testing/mocks.py)."""
+    from aks_gpu_platform.testing.mocks import _guid  # pyright: ignore[reportPrivateUsage]
 
     return _guid("deployer/object")
 

@@ -19,6 +19,8 @@ from aks_gpu_platform.components.recording_rules import GPU_PRICE
 from aks_gpu_platform.config import load_platform_config
 from aks_gpu_platform.config.prices import HOURS_PER_MONTH, VM_HOURLY
 from aks_gpu_platform.config.scheduling import pod_fits_node
+from aks_gpu_platform.testing import RecordedResource, Recording
+from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.autoscaler_template import (
     DEVICE_PLUGIN_CONFIG_LABEL,
     plugin_configs,
@@ -30,15 +32,14 @@ from tests.autoscaler_template import (
 from tests.conftest import assert_rejected, settings_of
 from tests.scheduling import AGENT_POOL, RELEASE, node_templates
 from tests.test_scheduling import variant_config
-from tools import cost
-from tools.offline import RecordedResource, Recording, run_stack
-from tools.stack_files import load_stack_file
+from tools import REPO_ROOT, cost
+from tools.offline import run_stack
 
 PREFIX = "aks-gpu-platform:"
 CLUSTER_QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"
 RULE_GROUP = "azure-native:alertsmanagement:PrometheusRuleGroup"
 GPU = "nvidia.com/gpu"
-DEV = settings_of(load_stack_file("dev"))
+DEV = settings_of(load_stack_file("dev", REPO_ROOT))
 
 
 def _dev_with(**pool_changes: Any) -> dict[str, Any]:
@@ -72,7 +73,7 @@ def shared() -> Recording:
 
 @pytest.fixture(scope="module")
 def operator_shared() -> Recording:
-    config = copy.deepcopy(load_stack_file("dev"))
+    config = copy.deepcopy(load_stack_file("dev", REPO_ROOT))
     _operator_time_sliced_mig(config)
     return run_stack("dev", config)
 

@@ -28,11 +28,14 @@ from aks_gpu_platform.components.nccl_probe import bus_bandwidth_gbps, verdict
 from aks_gpu_platform.config import load_platform_config
 from aks_gpu_platform.config.gpu_catalog import GPU_SKUS
 from aks_gpu_platform.config.scheduling import pod_fits_node
+from aks_gpu_platform.testing import Recording, kubernetes_object
+from aks_gpu_platform.testing.checks import validate_object
+from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import assert_rejected, cluster_handle, settings_of
 from tests.scheduling import node_templates, scheduling_check
-from tools.offline import Recording, run_stack
-from tools.render import kubernetes_object, render_and_validate, validate_object
-from tools.stack_files import REPO_ROOT, load_stack_file
+from tools import REPO_ROOT
+from tools.offline import run_stack
+from tools.render import render_and_validate
 
 PREFIX = "aks-gpu-platform:"
 JOB = "kubernetes:batch/v1:Job"
@@ -43,7 +46,7 @@ GIB = 1 << 30
 
 def validated_config() -> dict[str, Any]:
     """prod with DCGM diagnostics on the A100 pool and on one H100 InfiniBand pool, and NCCL on that pool."""
-    config = copy.deepcopy(load_stack_file("prod"))
+    config = copy.deepcopy(load_stack_file("prod", REPO_ROOT))
     pools = config[PREFIX + "gpuPools"]
     pools[0]["validation"] = {"dcgmDiag": True}
     pools[1]["validation"] = {"dcgmDiag": True, "ncclAllReduce": True}

@@ -23,10 +23,12 @@ import pytest
 from aks_gpu_platform.config import load_platform_config
 from aks_gpu_platform.config.lustre_catalog import AMLFS_SKUS, required_subnet_prefix
 from aks_gpu_platform.config.scheduling import pod_fits_node
+from aks_gpu_platform.testing import Recording
+from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import assert_rejected, settings_of
 from tests.scheduling import release_pod_templates
-from tools.offline import Recording, run_stack
-from tools.stack_files import load_stack_file
+from tools import REPO_ROOT
+from tools.offline import run_stack
 
 PREFIX = "aks-gpu-platform:"
 FILESYSTEM = "azure-native:storagecache:AmlFilesystem"
@@ -37,7 +39,7 @@ STARTUP_TAINT = "azurelustre.csi.azure.com/agent-not-ready=:NoSchedule"
 
 def _amlfs20(capacity: int, subnet: str = "10.40.8.0/24") -> dict[str, Any]:
     """dev with Lustre on, on the AMLFS-20 tier."""
-    config = copy.deepcopy(load_stack_file("dev"))
+    config = copy.deepcopy(load_stack_file("dev", REPO_ROOT))
     lustre = config[PREFIX + "storage"]["lustre"]
     lustre.update({"enabled": True, "sku": "AMLFS-Durable-Premium-20", "capacityTiB": capacity})
     config[PREFIX + "network"]["subnets"]["lustre"] = subnet
@@ -76,7 +78,7 @@ def test_large_amlfs20_filesystems_need_larger_subnets() -> None:
 
 
 def test_the_startup_taint_as_a_pool_taint_is_rejected() -> None:
-    settings = settings_of(load_stack_file("dev"))
+    settings = settings_of(load_stack_file("dev", REPO_ROOT))
     settings["gpuPools"][0]["taints"] = [STARTUP_TAINT]
     assert_rejected(
         settings,
@@ -107,7 +109,7 @@ def test_prod_auto_exports_checkpoints_without_an_import(prod_recording: Recordi
 
 
 def _with_import(stack: str, prefixes: list[str]) -> Recording:
-    config = copy.deepcopy(load_stack_file(stack))
+    config = copy.deepcopy(load_stack_file(stack, REPO_ROOT))
     lustre = config[PREFIX + "storage"]["lustre"]
     lustre["enabled"] = True
     lustre["blob"]["importJob"] = {"prefixes": prefixes}
@@ -137,7 +139,7 @@ def test_without_auto_export_the_import_runs_alone_and_a_new_import_is_a_new_job
 
 
 def test_import_prefixes_must_be_blob_paths() -> None:
-    config = copy.deepcopy(load_stack_file("dev"))
+    config = copy.deepcopy(load_stack_file("dev", REPO_ROOT))
     config[PREFIX + "storage"]["lustre"]["blob"]["importJob"] = {"prefixes": ["datasets"]}
     assert_rejected(settings_of(config), "paths start with /", "storage.lustre.blob.importJob.prefixes[0]", "'^/")
 

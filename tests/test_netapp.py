@@ -10,16 +10,18 @@ from typing import Any
 
 import pytest
 
+from aks_gpu_platform import policy_rules as rules
 from aks_gpu_platform.config.netapp import GIB, TIB, NetAppFilesConfig
 from aks_gpu_platform.config.network import NETAPP_DELEGATION
 from aks_gpu_platform.config.scheduling import pod_fits_node
-from policy import rules
-from policy.rules import Resource, StackFacts
+from aks_gpu_platform.policy_rules import Resource, StackFacts
+from aks_gpu_platform.testing import RecordedResource, Recording, kubernetes_object, policy_verdicts
+from aks_gpu_platform.testing.checks import validate_object
+from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import assert_rejected, cluster_handle, settings_of
-from tools.offline import RecordedResource, Recording, run_stack
-from tools.plan import policy_verdicts
-from tools.render import kubernetes_object, render_and_validate, validate_object
-from tools.stack_files import load_stack_file
+from tools import REPO_ROOT
+from tools.offline import run_stack
+from tools.render import render_and_validate
 
 ACCOUNT = "azure-native:netapp:Account"
 POOL = "azure-native:netapp:CapacityPool"
@@ -41,7 +43,7 @@ DEV = StackFacts(environment="dev")
 
 
 def _with_netapp(stack: str, netapp: dict[str, Any], subnet: str) -> dict[str, Any]:
-    config = load_stack_file(stack)
+    config = load_stack_file(stack, REPO_ROOT)
     config["aks-gpu-platform:storage"]["netappFiles"] = netapp
     config["aks-gpu-platform:network"]["subnets"]["netapp"] = subnet
     return config

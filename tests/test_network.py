@@ -11,7 +11,7 @@ from aks_gpu_platform.components.network import Network
 from aks_gpu_platform.config import ConfigError
 from aks_gpu_platform.config.loader import validate_section
 from aks_gpu_platform.config.network import NetworkConfig
-from tools.offline import Recording
+from aks_gpu_platform.testing import Recording
 
 BASE = "/subscriptions/00000000-0000-4000-8000-000000000001/resourceGroups/hub/providers/Microsoft.Network"
 EXISTING = {

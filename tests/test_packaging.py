@@ -14,8 +14,9 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.fresh_install import PACKAGE, clean_environment, fresh_virtualenv, repository_copy
-from tools.stack_files import REPO_ROOT, load_stack_file
+from tools import REPO_ROOT
 
 VERSION = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["version"]
 
@@ -123,7 +124,7 @@ print(json.dumps({
 
 def dev_settings() -> dict[str, Any]:
     prefix = "aks-gpu-platform:"
-    return {k[len(prefix) :]: v for k, v in load_stack_file("dev").items() if k.startswith(prefix)}
+    return {k[len(prefix) :]: v for k, v in load_stack_file("dev", REPO_ROOT).items() if k.startswith(prefix)}
 
 
 def consumer_project(path: Path) -> Path:
@@ -255,22 +256,91 @@ def test_help_on_the_platform_shows_its_own_arguments_and_outputs() -> None:
 
 
 def test_the_importing_page_snippets_run_on_a_new_vnet_stack() -> None:
-    from tools.offline import run_under_mocks
-    from tools.stack_files import to_runtime_config
+    from aks_gpu_platform.testing import evaluate
 
     page = (REPO_ROOT / "docs" / "importing.md").read_text()
     snippets = [block.split("\n", 1)[1] for block in page.split("```python")[1:]]
     snippets = [s.split("```", 1)[0] for s in snippets]
     assert len(snippets) == 2, "the page shows the platform import and a GpuNodePool beside it"
-    config = load_stack_file("dev")
+    config = load_stack_file("dev", REPO_ROOT)
     assert "existingSubnets" not in config["aks-gpu-platform:network"], "dev creates its VNet: the case to cover"
-    encoded, secret_keys = to_runtime_config(config, "aks-gpu-platform")
     scope: dict[str, Any] = {}
-    recording = run_under_mocks(
-        lambda: exec("\n".join(snippets), scope), config=encoded, stack="dev", secret_keys=secret_keys
-    )
+    recording = evaluate(lambda: exec("\n".join(snippets), scope), config, stack="dev")
     extra = [r for r in recording.of_type("azure-native:containerservice:AgentPool") if "extra-h100" in r.name]
     assert len(extra) == 1, "the page's GpuNodePool snippet builds its pool beside the platform"
     assert extra[0].inputs["vnetSubnetID"] == recording.one("azure-native:network:Subnet", "nodes").outputs["id"], (
         "the snippet's pool joins the platform's node subnet, read from the platform's network output"
+    )
+
+
+# A consumer's own Pulumi project and its pytest file, evaluated through the installed `aks_gpu_platform.testing`.
+CONSUMER_PROGRAM = """
+import pulumi
+import pulumi_azure_native.containerservice as containerservice
+import pulumi_kubernetes as k8s
+
+config = pulumi.Config()
+cluster = containerservice.ManagedCluster(
+    "aks", resource_group_name="rg-team", location=config.require("region"), oidc_issuer_profile={"enabled": True}
+)
+k8s.core.v1.Namespace("team", metadata={"name": config.require("team")})
+pulumi.export("issuer", cluster.oidc_issuer_profile.apply(lambda p: p.issuer_url if p else None))
+"""
+CONSUMER_TEST = """
+import json
+from aks_gpu_platform import testing
+
+
+def test_the_stack_builds_its_cluster_and_a_valid_namespace():
+    recording = testing.evaluate_stack_file("Pulumi.test.yaml")
+    cluster = recording.one("azure-native:containerservice:ManagedCluster")
+    assert cluster.inputs["location"] == "koreacentral"
+    assert recording.stack_outputs["issuer"].startswith("https://")
+    (namespace,) = testing.schema_verdicts(recording, "1.33")
+    assert (namespace.kind, namespace.name, namespace.status) == ("Namespace", "vision", "valid")
+    assert all(not found for policy, found in testing.policy_verdicts(recording, "dev") if policy.mandatory)
+    print("RESULT " + json.dumps({"testing": testing.__file__, "issuer": recording.stack_outputs["issuer"]}))
+"""
+
+
+def consumer_tests_project(path: Path) -> Path:
+    """A Pulumi project with a config default in Pulumi.yaml, a stack file, its program and a test of it."""
+    path.mkdir()
+    (path / "Pulumi.yaml").write_text(
+        "name: gpu-team\nruntime: python\nconfig:\n  gpu-team:team:\n    type: string\n    default: vision\n"
+    )
+    (path / "Pulumi.test.yaml").write_text("config:\n  gpu-team:region: koreacentral\n")
+    (path / "__main__.py").write_text(CONSUMER_PROGRAM)
+    (path / "test_stack.py").write_text(CONSUMER_TEST)
+    return path
+
+
+def test_a_consumer_tests_its_own_program_with_the_installed_evaluation_api(tmp_path: Path) -> None:
+    python, site = fresh_virtualenv(tmp_path / "venv")
+    env = clean_environment()
+    install = [
+        python,
+        "-m",
+        "pip",
+        "install",
+        "-q",
+        "--no-deps",
+        "--disable-pip-version-check",
+        repository_copy(tmp_path / "src"),
+    ]
+    installed = subprocess.run(install, capture_output=True, text=True, env=env, timeout=300)
+    assert installed.returncode == 0, f"pip must install the repository:\n{installed.stderr}"
+    metadata = (site / f"{PACKAGE}-{VERSION}.dist-info" / "METADATA").read_text()
+    assert (
+        "Provides-Extra: testing" in metadata and "kubernetes-validate" in metadata.split("Provides-Extra: testing")[1]
+    ), "`pip install 'aks-gpu-platform[testing]'` brings the Kubernetes schemas schema_verdicts needs"
+
+    project = consumer_tests_project(tmp_path / "consumer")
+    pytest = [python, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", "test_stack.py"]
+    run = subprocess.run(pytest, cwd=project, capture_output=True, text=True, env=env, timeout=300)
+    assert run.returncode == 0, f"the consumer's test of its own stack passes offline:\n{run.stdout}\n{run.stderr}"
+    (line,) = [line for line in run.stdout.splitlines() if "RESULT " in line]
+    result = json.loads(line.split("RESULT ", 1)[1])
+    assert Path(result["testing"]).is_relative_to(site / PACKAGE), (
+        "aks_gpu_platform.testing comes from the installed wheel: the evaluation API ships with the package"
     )

@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-import tools.offline
 from aks_gpu_platform.config import ConfigError, load_platform_config
 from aks_gpu_platform.config.loader import running_under_engine
 from aks_gpu_platform.config.placeholders import (
@@ -19,9 +18,12 @@ from aks_gpu_platform.config.placeholders import (
     find_placeholders,
     refuse_placeholders,
 )
+from aks_gpu_platform.testing import evaluate, runtime
+from aks_gpu_platform.testing.mocks import RecordingMocks, RecordingMonitor
+from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import STACKS, set_path, settings_of
-from tools.offline import RecordingMocks, RecordingMonitor, run_stack, run_under_mocks
-from tools.stack_files import load_stack_file
+from tools import REPO_ROOT
+from tools.offline import run_stack
 
 PROJECT = "aks-gpu-platform"
 STACK_TYPE = "pulumi:pulumi:Stack"
@@ -53,7 +55,7 @@ def engine(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[EngineMonitor]]:
         monitors.append(EngineMonitor(mocks))
         return monitors[-1]
 
-    monkeypatch.setattr(tools.offline, "RecordingMonitor", make)
+    monkeypatch.setattr(runtime, "RecordingMonitor", make)
     yield monitors
 
 
@@ -94,7 +96,7 @@ def test_a_real_deployment_of_a_stack_file_is_refused_naming_every_placeholder(
         assert 'az ad sp list --display-name "HPC Cache Resource Provider"' in message, "how to find the real ID"
     else:
         assert lustre not in message, "dev switches Lustre off: nothing of that section reaches Azure"
-    cfg = load_platform_config(settings_of(load_stack_file(stack)))
+    cfg = load_platform_config(settings_of(load_stack_file(stack, REPO_ROOT)))
     deployed = [p for p in find_placeholders(cfg) if p.deployed]
     assert len(caught.value.problems) == len(deployed) >= 3, "one error listing every placeholder, not the first"
 
@@ -112,9 +114,9 @@ def test_a_clean_config_deploys_for_real(
 
 def test_the_program_knows_mocks_from_the_engine(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[bool] = []
-    run_under_mocks(lambda: seen.append(running_under_engine()))
-    monkeypatch.setattr(tools.offline, "RecordingMonitor", EngineMonitor)
-    run_under_mocks(lambda: seen.append(running_under_engine()))
+    evaluate(lambda: seen.append(running_under_engine()))
+    monkeypatch.setattr(runtime, "RecordingMonitor", EngineMonitor)
+    evaluate(lambda: seen.append(running_under_engine()))
     assert seen == [False, True], "Pulumi's MockMonitor means offline; any other monitor is the engine, a real run"
 
 

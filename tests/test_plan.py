@@ -13,11 +13,11 @@ import pytest
 import yaml
 
 from aks_gpu_platform.components.roles import ROLE_NAMES
+from aks_gpu_platform.testing import Recording
 from tests.conftest import STACKS
+from tools import REPO_ROOT
 from tools.mock_values import distinctive
-from tools.offline import Recording
 from tools.plan_document import PLAN_FILE, read_plan
-from tools.stack_files import REPO_ROOT
 
 # A pull-request comment and a terminal both show lines as they are.
 MAX_LINE = 120

@@ -13,13 +13,14 @@ from typing import Any
 
 import pytest
 
+from aks_gpu_platform.testing import Recording
+from aks_gpu_platform.testing.arm_paths import AZURE_PATH_PARAMETERS
+from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import STACKS
-from tools import plan_diff
-from tools.arm_paths import AZURE_PATH_PARAMETERS
-from tools.offline import Recording, run_stack
+from tools import REPO_ROOT, plan_diff
+from tools.offline import run_stack
 from tools.plan import plan_summary
 from tools.plan_document import dumps, plan_document, read_plan
-from tools.stack_files import REPO_ROOT, load_stack_file
 
 AGENT_POOL = "azure-native:containerservice:AgentPool"
 GPU_POOLS = "aks-gpu-platform:gpuPools"
@@ -38,7 +39,7 @@ def _document(recording: Recording) -> dict[str, Any]:
 
 
 def _plan_with(change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
-    config = copy.deepcopy(load_stack_file("dev"))
+    config = copy.deepcopy(load_stack_file("dev", REPO_ROOT))
     change(config)
     return _document(run_stack("dev", config))
 
@@ -96,7 +97,7 @@ def test_the_pull_request_diff_leads_with_the_quota_and_cost_a_vm_size_change_br
     text = plan_diff.render(diff, "Plan diff for stack 'dev'", markdown=True)
     first = text.split("```", 1)[0]
     (quota,) = [q for q in diff.quota if q.name == "standardNCASv3_T4Family"]
-    pool = next(p for p in load_stack_file("dev")[GPU_POOLS] if p["vmSize"] == "Standard_NC4as_T4_v3")
+    pool = next(p for p in load_stack_file("dev", REPO_ROOT)[GPU_POOLS] if p["vmSize"] == "Standard_NC4as_T4_v3")
     assert quota.delta == 4 * pool["maxCount"], "4 more vCPUs per node at maxCount: the quota request grows by that"
     ceiling = next(c for c in diff.monthly if c.name == "ceiling")
     assert ceiling.delta > 0, "a bigger VM raises the monthly ceiling"
@@ -185,7 +186,7 @@ def test_every_azure_resource_the_stack_registers_has_its_arm_path(
     assert azure, "the stack registers Azure resources"
     for resource in azure:
         params = AZURE_PATH_PARAMETERS.get(resource.type)
-        assert params, f"{resource.type} is missing from tools/arm_paths.py"
+        assert params, f"{resource.type} is missing from aks_gpu_platform/testing/arm_paths.py"
         # Only a resource's own name may be left to Pulumi's auto-naming (role assignments get a GUID).
         missing = [p for p in params[:-1] if p not in resource.inputs]
         assert missing == [], f"{resource.type} {resource.name}: path parameters {missing} are not SDK input names"

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from policy import rules
-from tools.stack_files import REPO_ROOT
+from aks_gpu_platform import policy_rules as rules
+from tools import REPO_ROOT
 
 POLICY_PYTHON = REPO_ROOT / "policy" / "venv" / "bin" / "python"
 

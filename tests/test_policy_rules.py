@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
+from aks_gpu_platform import policy_rules as rules
 from aks_gpu_platform.config.scheduling import GPU_TAINT, gpu_pod_scheduling
-from policy import rules
-from policy.rules import Resource, StackFacts
-from tools.offline import Recording
-from tools.plan import policy_inputs, policy_verdicts
+from aks_gpu_platform.policy_rules import Resource, StackFacts
+from aks_gpu_platform.testing import Recording, policy_verdicts
+from aks_gpu_platform.testing.checks import policy_inputs
 
 PROD = StackFacts(environment="prod")
 DEV = StackFacts(environment="dev")

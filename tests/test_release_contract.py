@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from aks_gpu_platform.testing import Recording
 from tests.release_contract import (
     DEFAULT_TIMEOUT_SECONDS,
     RATE_LIMITED_REGISTRIES,
@@ -23,7 +24,7 @@ from tests.release_contract import (
 )
 from tests.scheduling import RELEASE
 from tests.test_scheduling import VARIANTS, variant_config
-from tools.offline import Recording, run_stack
+from tools.offline import run_stack
 from tools.plan import docker_hub_warnings
 
 PREFIX = "aks-gpu-platform:"

@@ -10,8 +10,7 @@ from typing import Any
 
 import pytest
 
-from tools import replacement_guard
-from tools.stack_files import REPO_ROOT
+from tools import REPO_ROOT, replacement_guard
 
 FIXTURES = Path(__file__).parent / "fixtures" / "preview"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import subprocess
 
-from tools.stack_files import REPO_ROOT
+from tools import REPO_ROOT
 
 PACKAGE_LINKS = {"aks_gpu_platform/components", "aks_gpu_platform/config"}
 

@@ -20,6 +20,8 @@ import yaml
 from aks_gpu_platform.config import load_platform_config
 from aks_gpu_platform.config.platform import PlatformConfig
 from aks_gpu_platform.config.scheduling import pod_fits_node
+from aks_gpu_platform.testing import RecordedResource, Recording, policy_verdicts
+from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests import test_example_training_job as example_job
 from tests.autoscaler_template import (
     NIC_CLUSTER_POLICY,
@@ -45,10 +47,8 @@ from tests.scheduling import (
     scheduling_check,
     unmet_requests,
 )
-from tools.offline import RecordedResource, Recording, run_stack
-from tools.plan import policy_verdicts
+from tools.offline import run_stack
 from tools.render import render_and_validate
-from tools.stack_files import load_stack_file
 
 PREFIX = "aks-gpu-platform:"
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -148,7 +148,7 @@ STACKS = ("dev", "prod", *VARIANTS)
 
 
 def variant_config(name: str) -> dict[str, Any]:
-    config = copy.deepcopy(load_stack_file("dev"))
+    config = copy.deepcopy(load_stack_file("dev", REPO_ROOT))
     VARIANTS[name](config)
     return config
 
@@ -164,7 +164,7 @@ def stacks(recordings: dict[str, Recording], variant_recordings: dict[str, Recor
 
 
 def platform_config(stack: str) -> PlatformConfig:
-    config = variant_config(stack) if stack in VARIANTS else load_stack_file(stack)
+    config = variant_config(stack) if stack in VARIANTS else load_stack_file(stack, REPO_ROOT)
     return load_platform_config(settings_of(config))
 
 

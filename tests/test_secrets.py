@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 import yaml
 
-from policy.rules import looks_like_credentials
+from aks_gpu_platform.policy_rules import looks_like_credentials
+from aks_gpu_platform.testing import Recording
 from tests.conftest import STACKS
-from tools.offline import Recording
 
 
 def _walk(value: Any, path: str) -> list[tuple[str, Any]]:

@@ -9,9 +9,10 @@ import pytest
 
 from aks_gpu_platform.config import ConfigError, load_platform_config
 from aks_gpu_platform.config.vm_catalog import ephemeral_os_disk_limit_gib
+from aks_gpu_platform.testing import Recording
+from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import settings_of
-from tools.offline import Recording
-from tools.stack_files import load_stack_file
+from tools import REPO_ROOT
 
 CLUSTER = "azure-native:containerservice:ManagedCluster"
 AGENT_POOL = "azure-native:containerservice:AgentPool"
@@ -31,7 +32,7 @@ def test_every_pool_follows_the_encryption_at_host_switch(
     recordings: dict[str, Recording], stack: str, encrypted: bool
 ) -> None:
     pools = _pools(recordings[stack])
-    cfg = load_platform_config(settings_of(load_stack_file(stack)))
+    cfg = load_platform_config(settings_of(load_stack_file(stack, REPO_ROOT)))
     assert len(pools) == 2 + len(cfg.gpu_pools), "system, CPU and every GPU pool"
     assert {name: p.get("enableEncryptionAtHost") for name, p in pools.items()} == dict.fromkeys(pools, encrypted), (
         "security.encryptionAtHost reaches every pool: temp disks and disk caches are encrypted on the host"

@@ -14,12 +14,14 @@ from aks_gpu_platform.config.loader import validate_section
 from aks_gpu_platform.config.lustre_catalog import AMLFS_SKUS, required_subnet_prefix
 from aks_gpu_platform.config.scheduling import pod_fits_node
 from aks_gpu_platform.config.storage import LustreConfig
+from aks_gpu_platform.testing import Recording, kubernetes_object
+from aks_gpu_platform.testing.checks import validate_object
 from tests.conftest import STACKS, assert_rejected, cluster_handle, settings_of
 from tests.scheduling import node_templates
+from tools import REPO_ROOT
 from tools.bench import critical_path, duration
-from tools.offline import Recording, run_stack
+from tools.offline import run_stack
 from tools.plan import describe
-from tools.render import kubernetes_object, validate_object
 
 FILESYSTEM = "azure-native:storagecache:AmlFilesystem"
 ACCOUNT = "azure-native:storage:StorageAccount"
@@ -42,9 +44,9 @@ def _lustre_settings(stack_config: Callable[[str], dict[str, Any]], stack: str) 
 
 @pytest.fixture(scope="module")
 def dev_with_lustre() -> Recording:
-    from tools.stack_files import load_stack_file
+    from aks_gpu_platform.testing.stack_files import load_stack_file
 
-    config = load_stack_file("dev")
+    config = load_stack_file("dev", REPO_ROOT)
     config["aks-gpu-platform:storage"]["lustre"]["enabled"] = True
     return run_stack("dev", config)
 

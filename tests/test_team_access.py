@@ -15,11 +15,13 @@ from typing import Any
 import pytest
 
 from aks_gpu_platform.config import load_platform_config
+from aks_gpu_platform.testing import Recording, kubernetes_object
+from aks_gpu_platform.testing.checks import validate_object
+from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import assert_rejected, settings_of
 from tests.rbac_model import Request, allowed, azure_allows
-from tools.offline import Recording, run_stack
-from tools.render import kubernetes_object, validate_object
-from tools.stack_files import load_stack_file
+from tools import REPO_ROOT
+from tools.offline import run_stack
 
 SCHEMA = "1.33.0"
 RBAC = "kubernetes:rbac.authorization.k8s.io/v1:"
@@ -31,7 +33,7 @@ SECOND_TEAM_GROUP = "00000000-0000-4000-8000-0000000000e2"
 
 def two_team_config() -> dict[str, Any]:
     """Dev with a second team sharing the T4 pool: one GPU each."""
-    config = copy.deepcopy(load_stack_file("dev"))
+    config = copy.deepcopy(load_stack_file("dev", REPO_ROOT))
     training = config["aks-gpu-platform:training"]
     training["teams"][0]["quotas"][0]["gpus"] = 1
     training["teams"].append(
@@ -81,7 +83,7 @@ def two_teams() -> World:
 def stack(request: pytest.FixtureRequest) -> World:
     if request.param == "two-teams":
         return request.getfixturevalue("two_teams")
-    return build_world(request.getfixturevalue(f"{request.param}_recording"), load_stack_file(request.param))
+    return build_world(request.getfixturevalue(f"{request.param}_recording"), load_stack_file(request.param, REPO_ROOT))
 
 
 def pairs(w: World) -> list[tuple[str, str | None]]:
@@ -299,7 +301,7 @@ def test_a_container_without_requests_or_limits_is_bounded(stack: World) -> None
 
 
 def test_the_storage_quota_leaves_room_for_the_teams_lustre_claim(prod_recording: Recording) -> None:
-    w = build_world(prod_recording, load_stack_file("prod"))
+    w = build_world(prod_recording, load_stack_file("prod", REPO_ROOT))
     for team, (namespace, _) in w.teams.items():
         (quota,) = namespaced(w, "ResourceQuota", namespace)
         claims = namespaced(w, "PersistentVolumeClaim", namespace)

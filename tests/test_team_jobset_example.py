@@ -14,6 +14,9 @@ import jsonschema
 import yaml
 
 from aks_gpu_platform.config.scheduling import GPU_RESOURCE, pod_fits_node
+from aks_gpu_platform.testing import Recording, kubernetes_object
+from aks_gpu_platform.testing.checks import validate_object
+from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.rbac_model import Request, kubernetes_allows
 from tests.test_example_training_job import (
     JOBSET_SPEC_SCHEMA,
@@ -23,9 +26,7 @@ from tests.test_example_training_job import (
     gpu_nodes,
     quantity,
 )
-from tools.offline import Recording
-from tools.render import kubernetes_object, validate_object
-from tools.stack_files import REPO_ROOT, load_stack_file
+from tools import REPO_ROOT
 
 EXAMPLE = REPO_ROOT / "examples" / "team-jobset" / "jobset.yaml"
 SCHEMA = "1.33.0"
@@ -100,7 +101,7 @@ def test_checkpoints_land_on_the_mounted_claim_and_the_script_is_valid(dev_recor
 
 def test_a_team_member_may_apply_every_object_in_the_file(dev_recording: Recording) -> None:
     rbac = [kubernetes_object(r) for r in dev_recording.resources if r.type.startswith("kubernetes:rbac")]
-    (team,) = load_stack_file("dev")["aks-gpu-platform:training"]["teams"]
+    (team,) = load_stack_file("dev", REPO_ROOT)["aks-gpu-platform:training"]["teams"]
     for document in documents():
         group, plural = PLURALS[document["kind"]]
         request = Request("create", group, plural, namespace=document["metadata"]["namespace"])

@@ -20,10 +20,12 @@ from aks_gpu_platform.config.gpu import GpuPoolConfig
 from aks_gpu_platform.config.gpu_catalog import GPU_SKUS
 from aks_gpu_platform.config.scheduling import GPU_RESOURCE, parse_taint, pod_fits_node
 from aks_gpu_platform.config.training import TrainingConfig, gpu_capacity, gpus_per_node
+from aks_gpu_platform.testing import Recording, kubernetes_object
+from aks_gpu_platform.testing.checks import validate_object
 from tests.conftest import assert_rejected, cluster_handle, set_path, settings_of
 from tests.kueue_schemas import cel_violations, schema_errors
-from tools.offline import Recording, run_stack
-from tools.render import kubernetes_object, validate_object
+from tools import REPO_ROOT
+from tools.offline import run_stack
 
 KUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:"
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -226,9 +228,9 @@ def test_dev_runs_one_controller_without_a_pdb_that_would_block_drains(dev_recor
 
 
 def _prod_config() -> dict[str, Any]:
-    from tools.stack_files import load_stack_file
+    from aks_gpu_platform.testing.stack_files import load_stack_file
 
-    return load_stack_file("prod")
+    return load_stack_file("prod", REPO_ROOT)
 
 
 POOLS = [

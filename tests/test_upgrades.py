@@ -14,10 +14,12 @@ from aks_gpu_platform.components.upgrade_policy import UpgradePolicy, UpgradePol
 from aks_gpu_platform.config import ConfigError, load_platform_config
 from aks_gpu_platform.config.loader import validate_section
 from aks_gpu_platform.config.upgrade import DisruptionBudgetConfig, UpgradeConfig
+from aks_gpu_platform.testing import Recording, kubernetes_object
+from aks_gpu_platform.testing.checks import validate_object
+from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import STACKS, assert_rejected, cluster_handle, set_path, settings_of
-from tools.offline import Recording, run_stack
-from tools.render import kubernetes_object, validate_object
-from tools.stack_files import load_stack_file
+from tools import REPO_ROOT
+from tools.offline import run_stack
 
 CLUSTER = "azure-native:containerservice:ManagedCluster"
 AGENT_POOL = "azure-native:containerservice:AgentPool"
@@ -188,7 +190,7 @@ APP_BUDGET = {
 def pinned_recording() -> Recording:
     """The dev stack with auto-upgrade off, node images unmanaged (the pinned version drives everything) and an
     application's disruption budget."""
-    config = load_stack_file("dev")
+    config = load_stack_file("dev", REPO_ROOT)
     config["aks-gpu-platform:upgrade"]["autoUpgradeChannel"] = "none"
     config["aks-gpu-platform:upgrade"]["nodeOsUpgradeChannel"] = "Unmanaged"
     config["aks-gpu-platform:upgrade"]["disruptionBudgets"] = [APP_BUDGET]
@@ -196,7 +198,7 @@ def pinned_recording() -> Recording:
 
 
 def _dev_minor() -> str:
-    return str(load_stack_file("dev")["aks-gpu-platform:cluster"]["kubernetesVersion"])
+    return str(load_stack_file("dev", REPO_ROOT)["aks-gpu-platform:cluster"]["kubernetesVersion"])
 
 
 def test_with_the_channel_off_the_pinned_version_drives_cluster_and_pools(pinned_recording: Recording) -> None:
@@ -226,7 +228,7 @@ def test_a_configured_budget_leaves_a_pod_evictable_and_passes_the_schema(pinned
     assert spec["selector"] == {"matchLabels": APP_BUDGET["selector"]}
     assert pdb.deleted_with == recording.one(CLUSTER).urn, "in-cluster objects go with the cluster"
     assert pdb.provider.startswith(recording.one("pulumi:providers:kubernetes").urn), "the PDB must target this cluster"
-    schema = load_platform_config(settings_of(load_stack_file("dev"))).cluster.schema_version
+    schema = load_platform_config(settings_of(load_stack_file("dev", REPO_ROOT))).cluster.schema_version
     verdict = validate_object(kubernetes_object(pdb), schema)
     assert verdict == ("valid", ""), f"{APP_BUDGET['name']}: {verdict}"
 
@@ -276,7 +278,8 @@ def test_the_helper_renders_a_valid_budget_for_a_users_workload(
     assert pdb.inputs["spec"] == {"minAvailable": 1, "selector": {"matchLabels": {"app": "api"}}}
     assert pdb.deleted_with and pdb.provider, "in-cluster objects use the cluster's provider and go with it"
     assert validate_object(
-        kubernetes_object(pdb), load_platform_config(settings_of(load_stack_file("dev"))).cluster.schema_version
+        kubernetes_object(pdb),
+        load_platform_config(settings_of(load_stack_file("dev", REPO_ROOT))).cluster.schema_version,
     ) == ("valid", "")
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.offline import RecordedResource, Recording
+from aks_gpu_platform.testing import RecordedResource, Recording
 from tools.urns import takeover
 
 FIXTURES = Path(__file__).parent / "fixtures" / "urns"

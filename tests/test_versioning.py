@@ -11,8 +11,8 @@ import yaml
 
 from aks_gpu_platform import config
 from aks_gpu_platform.config.version import CHECKOUT_PYPROJECT, package_version
+from tools import REPO_ROOT
 from tools.release_check import RELEASE_HEADING, disagreements
-from tools.stack_files import REPO_ROOT
 
 PYPROJECT = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
 

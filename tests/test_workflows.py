@@ -16,9 +16,9 @@ from typing import Any, ClassVar
 import pytest
 import yaml
 
-from tools import pr_comment, preview_report, runner_access
+from aks_gpu_platform.testing.stack_files import load_stack_file
+from tools import REPO_ROOT, pr_comment, preview_report, runner_access
 from tools.e2e_stack import validate
-from tools.stack_files import REPO_ROOT, load_stack_file
 
 WORKFLOWS = REPO_ROOT / ".github" / "workflows"
 PREVIEW_ID = "${{ vars.AZURE_PREVIEW_CLIENT_ID }}"
@@ -292,7 +292,7 @@ def test_every_action_is_pinned_by_sha() -> None:
 
 
 def test_authorize_adds_the_runner_as_a_slash_32_that_the_config_accepts() -> None:
-    config = load_stack_file("prod")
+    config = load_stack_file("prod", REPO_ROOT)
     outcome, widened = runner_access.authorize(config, "8.8.4.4")
     ranges = widened["aks-gpu-platform:cluster"]["apiServer"]["authorizedIpRanges"]
     assert outcome == "added" and ranges[-1] == "8.8.4.4/32"
@@ -301,7 +301,7 @@ def test_authorize_adds_the_runner_as_a_slash_32_that_the_config_accepts() -> No
 
 
 def test_a_runner_inside_the_ranges_needs_nothing_and_a_private_cluster_refuses() -> None:
-    config = load_stack_file("prod")
+    config = load_stack_file("prod", REPO_ROOT)
     inside = str(next(iter(config["aks-gpu-platform:cluster"]["apiServer"]["authorizedIpRanges"]))).split("/")[0]
     assert runner_access.authorize(config, inside) == ("covered", config), "a static-egress runner changes nothing"
     private = {

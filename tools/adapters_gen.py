@@ -47,7 +47,7 @@ from aks_gpu_platform.config.gpu import GpuPoolConfig
 from aks_gpu_platform.config.upgrade import GpuPoolUpgradeConfig
 from provider import adapting
 
-from .stack_files import REPO_ROOT
+from . import REPO_ROOT
 
 ADAPTERS_FILE = REPO_ROOT / "provider" / "adapters.py"
 PLUGIN = REPO_ROOT / "provider" / "__main__.py"

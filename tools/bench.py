@@ -44,9 +44,12 @@ from typing import Any
 import pulumi
 
 from aks_gpu_platform.components.roles import propagation_seconds
+from aks_gpu_platform.config.loader import PROJECT
+from aks_gpu_platform.testing import RecordedResource, Recording, evaluate
+from aks_gpu_platform.testing.stack_files import load_stack_file
 
-from .offline import PROJECT, RecordedResource, Recording, run_stack, run_under_mocks
-from .stack_files import REPO_ROOT, load_stack_file
+from . import REPO_ROOT
+from .offline import run_stack
 
 GPU_POOLS_KEY = f"{PROJECT}:gpuPools"
 AUTOSCALING_KEY = f"{PROJECT}:autoscaling"
@@ -96,7 +99,7 @@ SLOW_S = 120
 
 def large_config(pools: int = 16, targets: int = SCALED_TARGETS) -> dict[str, Any]:
     """The prod stack with `pools` GPU pools (copies of its first pool) and `targets` KEDA-scaled Deployments."""
-    config = copy.deepcopy(load_stack_file("prod"))
+    config = copy.deepcopy(load_stack_file("prod", REPO_ROOT))
     template = config[GPU_POOLS_KEY][0]
     config[GPU_POOLS_KEY] = [{**template, "name": f"gpu{i:02d}"} for i in range(1, pools + 1)]
     # Two teams sharing every pool (6 + 6 of a copied pool's 12 GPUs), so queues scale with the pools.
@@ -113,7 +116,7 @@ def large_config(pools: int = 16, targets: int = SCALED_TARGETS) -> dict[str, An
 
 def case_config(case: str) -> dict[str, Any]:
     if case in ("dev", "prod"):
-        return load_stack_file(case)
+        return load_stack_file(case, REPO_ROOT)
     if case.startswith("pools"):
         return large_config(int(case.removeprefix("pools")))
     raise ValueError(f"unknown case {case!r}")
@@ -158,7 +161,7 @@ def bare_runner(recording: Recording, stack: str) -> Callable[[], Recording]:
         for r in resources:
             _register(r, _options(r))
 
-    return lambda: run_under_mocks(program, stack=stack)
+    return lambda: evaluate(program, stack=stack)
 
 
 def shaped_runner(recording: Recording, stack: str) -> Callable[[], Recording]:
@@ -182,7 +185,7 @@ def shaped_runner(recording: Recording, stack: str) -> Callable[[], Recording]:
                 opts.deleted_with = built[r.deleted_with]
             built[r.urn] = _register(r, opts)
 
-    return lambda: run_under_mocks(program, stack=stack)
+    return lambda: evaluate(program, stack=stack)
 
 
 def peak_mib(run: Callable[[], Recording]) -> float:

@@ -29,7 +29,7 @@ from aks_gpu_platform.config.fleet import FleetConfig
 from aks_gpu_platform.config.loader import PROJECT
 from aks_gpu_platform.config.platform import PlatformConfig
 
-from .stack_files import REPO_ROOT
+from . import REPO_ROOT
 
 REFERENCE = REPO_ROOT / "docs" / "config-reference.md"
 SCHEMA = REPO_ROOT / "schemas" / "stack-config.schema.json"

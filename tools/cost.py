@@ -45,8 +45,7 @@ from aks_gpu_platform.config.prices import (
 from aks_gpu_platform.config.scheduling import GPU_RESOURCES, autoscaler_resource_tag
 from aks_gpu_platform.config.upgrade import surge_node_count
 from aks_gpu_platform.config.vm_catalog import vcpus_and_quota_family
-
-from .offline import RecordedResource, Recording
+from aks_gpu_platform.testing import RecordedResource, Recording
 
 AGENT_POOL = "azure-native:containerservice:AgentPool"
 GENERIC_RESOURCE = "azure-native:resources:Resource"

@@ -21,8 +21,9 @@ import yaml
 
 from aks_gpu_platform.config import ConfigError, load_platform_config
 from aks_gpu_platform.config.loader import PROJECT, settings_from_runtime_config
+from aks_gpu_platform.testing.stack_files import read_stack_yaml, to_runtime_config
 
-from .stack_files import REPO_ROOT, read_stack_yaml, to_runtime_config
+from . import REPO_ROOT
 
 TEMPLATE = REPO_ROOT / "Pulumi.e2e.yaml"
 STACK_PREFIX = "e2e-"

@@ -1,6 +1,6 @@
 """Mark the values that exist only under the offline mocks (IDs, GUIDs, addresses, endpoints).
 
-The plan runs the program against recording mocks (tools/offline.py), which invent what Azure
+The plan runs the program against recording mocks (aks_gpu_platform/testing/mocks.py), which invent what Azure
 would compute: resource IDs in a made-up subscription, principal IDs, the Lustre MGS address,
 the Prometheus query endpoint. Printed or written as they are, they look like real values, so
 everything the plan shows passes through `MockValueMarker`, which replaces each such value with

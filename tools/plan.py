@@ -38,14 +38,15 @@ from aks_gpu_platform.config.loader import PROJECT, settings_from_runtime_config
 from aks_gpu_platform.config.lustre_catalog import AMLFS_SKUS
 from aks_gpu_platform.config.placeholders import find_placeholders
 from aks_gpu_platform.config.prices import HOURS_PER_MONTH
-from policy.rules import Policy, Resource, StackFacts, Violation, evaluate
+from aks_gpu_platform.policy_rules import Policy, Violation
+from aks_gpu_platform.testing import RecordedResource, Recording, policy_verdicts
+from aks_gpu_platform.testing.stack_files import load_stack_file, read_stack_yaml, secret_paths, to_runtime_config
 
-from . import cold_start, cost
+from . import REPO_ROOT, cold_start, cost
 from .mock_values import MockValueMarker
-from .offline import RecordedResource, Recording, run_stack
+from .offline import run_stack
 from .plan_document import plan_document, write_plan
 from .render import ObjectVerdict, render_and_validate
-from .stack_files import REPO_ROOT, load_stack_file, read_stack_yaml, secret_paths, to_runtime_config
 
 WIDTH = 110
 """Longest line the text report prints (a PR comment and a terminal both show it unwrapped)."""
@@ -274,32 +275,6 @@ def docker_hub_warnings(recording: Recording) -> list[str]:
     ]
 
 
-def policy_inputs(recording: Recording, environment: str) -> tuple[list[Resource], StackFacts]:
-    """The recorded resources and outputs in the shape the policy rules (and CrossGuard) see."""
-    resources = [
-        Resource(
-            type=r.type,
-            name=r.name,
-            inputs=r.inputs,
-            protect=r.protect,
-            ignore_changes=tuple(r.ignore_changes),
-            urn=r.urn,
-        )
-        for r in recording.in_urn_order()
-        if r.custom
-    ]
-    facts = StackFacts(
-        environment=environment,
-        outputs=dict(recording.stack_outputs),
-        secret_outputs=frozenset(recording.secret_outputs),
-    )
-    return resources, facts
-
-
-def policy_verdicts(recording: Recording, environment: str) -> list[tuple[Policy, list[Violation]]]:
-    return evaluate(*policy_inputs(recording, environment))
-
-
 @dataclass
 class Report:
     """Everything the plan shows, gathered once and rendered as text or markdown."""
@@ -475,7 +450,8 @@ def build_report(
         names = ", ".join(p.name for p in streamed)
         report.notes.append(
             f"Next step for pools budgeted with artifact streaming ({names}): `az acr artifact-streaming update "
-            f"--name {cfg.monitoring.registry.name or '<registry>'} --repository <repo> --enable-streaming true` for each GPU image "
+            f"--name {cfg.monitoring.registry.name or '<registry>'} --repository <repo> --enable-streaming true` "
+            "for each GPU image "
             "repository, and `az aks nodepool update --resource-group <rg> --cluster-name "
             f"{cfg.cluster.name} --name <pool> --enable-artifact-streaming` for each pool (docs/gpu-pools.md); "
             "the program cannot set it through the pinned SDK."
@@ -684,7 +660,9 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         stack_config = (
-            load_stack_file(options.stack) if options.config_file is None else read_stack_yaml(options.config_file)
+            load_stack_file(options.stack, REPO_ROOT)
+            if options.config_file is None
+            else read_stack_yaml(options.config_file)
         )
         encoded, _ = to_runtime_config(stack_config, PROJECT)
         settings = settings_from_runtime_config(encoded)

@@ -40,9 +40,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from .arm_paths import AZURE_PATH_PARAMETERS
+from aks_gpu_platform.testing.arm_paths import AZURE_PATH_PARAMETERS
+
+from . import REPO_ROOT
 from .plan_document import PLAN_FILE, PlanFileError, read_plan
-from .stack_files import REPO_ROOT
 
 Op = Literal["create", "update", "replace", "delete"]
 Order = Literal["create-before-delete", "delete-before-replace"]

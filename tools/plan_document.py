@@ -14,8 +14,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from aks_gpu_platform.testing import RecordedResource, Recording
+
 from .mock_values import MockValueMarker
-from .offline import RecordedResource, Recording
 
 PLAN_FORMAT = "aks-gpu-platform/plan/v1"
 PLAN_FILE = "plan.json"

@@ -13,7 +13,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-from tools.stack_files import REPO_ROOT
+from tools import REPO_ROOT
 
 RELEASE_HEADING = re.compile(
     r"^## \[(?P<version>[0-9]+\.[0-9]+\.[0-9]+)\] - (?P<date>[0-9]{4}-[0-9]{2}-[0-9]{2})$", re.M

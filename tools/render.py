@@ -7,11 +7,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import kubernetes_validate
 import yaml
 
+from aks_gpu_platform.testing import Recording, kubernetes_object
+from aks_gpu_platform.testing.checks import validate_object
+
 from .mock_values import MockValueMarker
-from .offline import RecordedResource, Recording
 
 
 @dataclass
@@ -23,24 +24,8 @@ class ObjectVerdict:
     detail: str = ""
 
 
-def kubernetes_object(resource: RecordedResource) -> dict[str, Any]:
-    """The manifest the program asked for, without Pulumi's bookkeeping fields."""
-    return {k: v for k, v in resource.inputs.items() if not k.startswith("__")}
-
-
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-").lower()
-
-
-def validate_object(manifest: dict[str, Any], version: str) -> tuple[str, str]:
-    try:
-        kubernetes_validate.validate(manifest, version, strict=True)
-    except kubernetes_validate.SchemaNotFoundError:
-        return "custom-resource", "no upstream schema (custom resource; checked by the component tests)"
-    except kubernetes_validate.ValidationError as err:
-        where = "/".join(str(p) for p in err.path) or "(root)"
-        return "invalid", f"{where}: {err.message}"
-    return "valid", ""
 
 
 def _dump(document: Any) -> str:

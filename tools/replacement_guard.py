@@ -20,7 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from policy.rules import AGENT_POOL, AML_FILESYSTEM, MANAGED_CLUSTER, REGISTRY, STORAGE_ACCOUNT, is_gpu_pool
+from aks_gpu_platform.policy_rules import (
+    AGENT_POOL,
+    AML_FILESYSTEM,
+    MANAGED_CLUSTER,
+    REGISTRY,
+    STORAGE_ACCOUNT,
+    is_gpu_pool,
+)
 from tools.plan_diff import refused_update
 
 # Each loses data or running workloads when destroyed.

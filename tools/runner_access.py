@@ -36,8 +36,8 @@ import yaml
 
 from aks_gpu_platform.config import ConfigError
 
+from . import REPO_ROOT
 from .e2e_stack import validate
-from .stack_files import REPO_ROOT
 
 CLUSTER_KEY = "aks-gpu-platform:cluster"
 CLUSTER_TYPE = "azure-native:containerservice:ManagedCluster"

@@ -21,7 +21,10 @@ import argparse
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from .offline import PROJECT, RecordedResource, Recording, run_stack
+from aks_gpu_platform.config.loader import PROJECT
+from aks_gpu_platform.testing import RecordedResource, Recording
+
+from .offline import run_stack
 
 
 def engine_urns(recording: Recording, stack: str, project: str = PROJECT) -> dict[str, str]:

@@ -1,4 +1,4 @@
-"""Turn a `Pulumi.<stack>.yaml` file into the config map the Pulumi CLI hands the program."""
+"""Read a `Pulumi.<stack>.yaml` file and turn it into the config map the Pulumi CLI hands the program."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ from aks_gpu_platform.config.field_paths import field_at
 from aks_gpu_platform.config.loader import PROJECT
 from aks_gpu_platform.config.platform import PlatformConfig
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 OFFLINE_SECRET = "offline-placeholder-secret"
 # Stand-ins for a secret the offline plan cannot decrypt, tried in order until one fits the field's
 # type. Each is a placeholder config/placeholders.py recognises, so none can pass for a real value.
@@ -45,7 +44,8 @@ _YAML_HINTS: tuple[tuple[str, str], ...] = (
 )
 
 
-def load_stack_file(stack: str, root: Path = REPO_ROOT) -> dict[str, Any]:
+def load_stack_file(stack: str, root: Path) -> dict[str, Any]:
+    """The `config:` map of `Pulumi.<stack>.yaml` in the project folder `root`."""
     path = root / f"Pulumi.{stack}.yaml"
     if not path.is_file():
         raise FileNotFoundError(f"no stack file {path.name}; known stacks: {', '.join(known_stacks(root))}")
@@ -90,7 +90,8 @@ def read_stack_yaml(path: Path) -> dict[str, Any]:
     return dict(document.get("config") or {})
 
 
-def known_stacks(root: Path = REPO_ROOT) -> list[str]:
+def known_stacks(root: Path) -> list[str]:
+    """The stacks whose `Pulumi.<stack>.yaml` sits in the project folder `root`."""
     return sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in root.glob("Pulumi.*.yaml"))
 
 
@@ -158,7 +159,8 @@ def to_runtime_config(config: dict[str, Any], project: str) -> tuple[dict[str, s
     """
     encoded: dict[str, str] = {}
     secret_keys: list[str] = []
-    prefix = f"{project}:"
+    # The platform's keys are `aks-gpu-platform:*` in any project: their placeholders fit the platform's fields.
+    prefix = f"{PROJECT}:"
     for key, value in config.items():
         full_key = key if ":" in key else f"{project}:{key}"
         if any(True for _ in secure_values(value)):

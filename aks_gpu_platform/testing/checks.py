@@ -1,0 +1,105 @@
+"""Checks over a recording: rendered objects against the Kubernetes OpenAPI schema, and the platform's policies."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from aks_gpu_platform.policy_rules import Policy, Resource, StackFacts, Violation, evaluate
+
+from .recording import RecordedResource, Recording
+
+INSTALL_HINT = "pip install 'aks-gpu-platform[testing]'"
+
+
+@dataclass(frozen=True)
+class SchemaVerdict:
+    """One rendered Kubernetes object judged against the upstream schema of a Kubernetes version."""
+
+    urn: str
+    kind: str
+    namespace: str
+    name: str
+    status: str
+    """`valid`, `invalid`, or `custom-resource` (no upstream schema: a CRD's object)."""
+    detail: str = ""
+    """For `invalid`: where in the object and what is wrong."""
+
+
+def kubernetes_object(resource: RecordedResource) -> dict[str, Any]:
+    """The manifest the program asked for, without Pulumi's bookkeeping fields."""
+    return {k: v for k, v in resource.inputs.items() if not k.startswith("__")}
+
+
+def validate_object(manifest: dict[str, Any], version: str) -> tuple[str, str]:
+    """(status, detail) of one manifest against Kubernetes `version`'s OpenAPI schema (strict: no unknown fields)."""
+    try:
+        import kubernetes_validate
+    except ModuleNotFoundError as missing:
+        raise ModuleNotFoundError(
+            f"schema checks need kubernetes-validate, the upstream Kubernetes schemas: {INSTALL_HINT}"
+        ) from missing
+    try:
+        kubernetes_validate.validate(manifest, version, strict=True)
+    except kubernetes_validate.SchemaNotFoundError:
+        return "custom-resource", "no upstream schema (custom resource; checked by the component tests)"
+    except kubernetes_validate.ValidationError as err:
+        where = "/".join(str(p) for p in err.path) or "(root)"
+        return "invalid", f"{where}: {err.message}"
+    return "valid", ""
+
+
+def schema_verdicts(recording: Recording, kubernetes_version: str) -> list[SchemaVerdict]:
+    """Every plain Kubernetes object the program created, validated against the upstream OpenAPI schema.
+
+    `kubernetes_version` is the cluster's minor (`"1.33"`): kubernetes-validate carries the schemas
+    of each release. Objects come in URN order; Helm releases are not rendered here (their charts
+    render on the cluster).
+    """
+    verdicts: list[SchemaVerdict] = []
+    for resource in sorted(recording.kubernetes_objects(), key=lambda r: r.urn):
+        manifest = kubernetes_object(resource)
+        metadata = manifest.get("metadata") or {}
+        status, detail = validate_object(manifest, kubernetes_version)
+        verdicts.append(
+            SchemaVerdict(
+                urn=resource.urn,
+                kind=str(manifest.get("kind", resource.type.rsplit(":", 1)[-1])),
+                namespace=str(metadata.get("namespace", "")),
+                name=str(metadata.get("name", resource.name)),
+                status=status,
+                detail=detail,
+            )
+        )
+    return verdicts
+
+
+def policy_inputs(recording: Recording, environment: str) -> tuple[list[Resource], StackFacts]:
+    """The recorded resources and outputs in the shape the policy rules (and CrossGuard) see."""
+    resources = [
+        Resource(
+            type=r.type,
+            name=r.name,
+            inputs=r.inputs,
+            protect=r.protect,
+            ignore_changes=tuple(r.ignore_changes),
+            urn=r.urn,
+        )
+        for r in recording.in_urn_order()
+        if r.custom
+    ]
+    facts = StackFacts(
+        environment=environment,
+        outputs=dict(recording.stack_outputs),
+        secret_outputs=frozenset(recording.secret_outputs),
+    )
+    return resources, facts
+
+
+def policy_verdicts(recording: Recording, environment: str) -> list[tuple[Policy, list[Violation]]]:
+    """Each of the platform's policies with what it found, as `pulumi preview --policy-pack policy` judges.
+
+    `environment` is the stack's (`prod` protects stateful resources); a policy with `mandatory`
+    set blocks a deployment when its list is not empty.
+    """
+    return evaluate(*policy_inputs(recording, environment))
