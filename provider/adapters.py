@@ -763,7 +763,8 @@ class TrainingQueues(training_queues.TrainingQueues):
     """Team name -> its namespace's name, resolved once the namespace exists."""
     teams: pulumi.Output[dict[str, dict[str, Any]]]
     """Per team: namespace, localQueue, clusterQueue, gpuPools (the pools it has quota on, which are the
-    `gpu-pool` node label values) and, with Lustre, lustrePvcName."""
+    `gpu-pool` node label values), computeDomainPools (those of them with multi-node NVLink) and, with Lustre,
+    lustrePvcName."""
 
     def __init__(self, name: str, args: TrainingQueuesInputs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(name, component_args(TrainingQueues, args, name), opts)
