@@ -224,7 +224,8 @@ def test_dev_runs_one_controller_without_a_pdb_that_would_block_drains(dev_recor
         "localQueue": "ml",
         "clusterQueue": "ml",
         "gpuPools": ["gput4"],
-    }, "without Lustre (dev) there is no claim to export"
+        "computeDomainPools": [],
+    }, "without Lustre (dev) there is no claim to export; a T4 pool shares no NVLink across VMs"
 
 
 def _prod_config() -> dict[str, Any]:
