@@ -3,9 +3,13 @@ release and metrics models; and the NVIDIA-only features refused on AMD pools by
 
 from __future__ import annotations
 
+import io
+from contextlib import redirect_stdout
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from aks_gpu_platform.components import metrics_labels as labels
 from aks_gpu_platform.components.amd_gpu import EXPORTER_PORT, EXPORTER_PORT_NAME
@@ -17,7 +21,7 @@ from tests.promql_model import Evaluator
 from tests.release_contract import release_problems
 from tests.scheduling import AGENT_POOL, RELEASE, scheduling_check
 from tests.scrape_model import Container, Pod, Port, pod_monitor_scrape_configs, scrape, targets
-from tools import REPO_ROOT
+from tools import REPO_ROOT, plan
 from tools.offline import run_stack
 from tools.plan import docker_hub_warnings
 
@@ -175,3 +179,15 @@ def test_nvidia_smoke_test_is_refused_when_no_pool_has_nvidia_gpus() -> None:
     settings["gpuPools"] = [settings["gpuPools"][1]]
     settings["training"]["teams"][0]["quotas"] = [{"pool": "mi300x", "gpus": 8}]
     assert_rejected(settings, "nvidia-smi on nvidia.com/gpu never schedules", "gpuStack.smokeTest", "nvidia-smi")
+
+
+def test_the_plan_warns_that_no_amd_driver_is_installed(tmp_path: Path) -> None:
+    # AKS installs no AMD driver (use-amd-gpus.md) and the operator's driver build is off: the plan must not read
+    # as if an MI300X pool will advertise GPUs on its own.
+    stack_file = tmp_path / "Pulumi.dev.yaml"
+    stack_file.write_text(yaml.safe_dump({"config": amd_variant()}))
+    out = io.StringIO()
+    with redirect_stdout(out):
+        status = plan.main(["--stack", "dev", "--config-file", str(stack_file), "--out", str(tmp_path / "out")])
+    text = " ".join(out.getvalue().split())
+    assert status == 0 and "AKS installs no AMD driver" in text and "driver.enable false" in text, text[:3000]

@@ -444,6 +444,16 @@ def build_report(
         report.cost_lines.append(line + " held all month at list price")
 
     report.cold_start = cold_start.budgets(cfg, pools)
+    amd = [pool.name for pool in cfg.gpu_pools if pool.vendor == "amd"]
+    if amd:
+        # MicrosoftDocs/azure-aks-docs use-amd-gpus.md: AKS installs no AMD driver; the AMD GPU Operator's driver
+        # build (KMM, a registry for the built image) is not set up, so the operator relies on the node image's.
+        report.warnings.append(
+            f"AMD pools {', '.join(amd)}: AKS installs no AMD driver and the platform does not build one (the AMD "
+            "GPU Operator runs with driver.enable false); unless the node image loads amdgpu, the nodes advertise "
+            "no amd.com/gpu. Check `kubectl get nodes -o custom-columns=GPUs:.status.capacity.'amd\\.com/gpu'` on "
+            "a first node before relying on the pool (docs/gpu-pools.md)"
+        )
     streamed = [pool for pool in cfg.gpu_pools if pool.cold_start.artifact_streaming]
     if streamed:
         # azure-native 3.29's AgentPool API (2025-09-01) has no artifactStreamingProfile: the switch is a step to take.
