@@ -8,7 +8,9 @@
 - Fleet Manager (azure-native containerservice, REST API 2024-05-02-preview) joins every member, in its own
   update group; one update strategy runs the canary members first, waits, then the rest; two auto-upgrade
   profiles use it, one for Kubernetes versions and one for node images. Update runs start only inside each
-  member's own planned maintenance windows (components/upgrade_policy.py still creates them per member).
+  member's own planned maintenance windows (components/upgrade_policy.py still creates them per member): "All
+  update runs (manual or automated) honor member cluster maintenance windows" (Microsoft Learn,
+  kubernetes-fleet/concepts-update-orchestration, read 2026-12-03).
 """
 
 from typing import Any
