@@ -29,7 +29,8 @@ NVSENTINEL_AGENTS = ("platform-connectors", "syslog-health-monitor", "metadata-c
 
 
 def gpu_pool_images(cfg: PlatformConfig, pool: GpuPoolConfig) -> dict[str, str]:
-    """Role -> image of every pod the platform itself runs (or may place) on the nodes of `pool`."""
+    """Role -> image of every pod the platform itself runs (or may place) on the nodes of `pool`; a role that a
+    setting switches on names that setting, so a refusal says what to change."""
     images: dict[str, str] = {}
     stack = cfg.gpu_stack
     if stack.mode == "devicePlugin":
@@ -39,11 +40,11 @@ def gpu_pool_images(cfg: PlatformConfig, pool: GpuPoolConfig) -> dict[str, str]:
     if stack.mode != "aksManaged" and not stack.operator_dcgm:
         images["DCGM exporter"] = f"{DCGM_UPSTREAM}:{cfg.monitoring.dcgm_exporter.image_tag}"
     if stack.smoke_test:
-        images["GPU smoke test"] = CUDA_IMAGE
+        images["GPU smoke test (gpuStack.smokeTest)"] = CUDA_IMAGE
     if pool.validation.dcgm_diag:
-        images["DCGM diagnostics"] = DCGM_IMAGE
+        images["DCGM diagnostics (the pool's validation.dcgmDiag)"] = DCGM_IMAGE
     if pool.validation.nccl_all_reduce:
-        images["NCCL all-reduce check"] = PYTORCH_IMAGE
+        images["NCCL all-reduce check (the pool's validation.ncclAllReduce)"] = PYTORCH_IMAGE
     if pool.infiniband:
         plugin = RDMA_SHARED_DEVICE_PLUGIN
         images["RDMA shared device plugin"] = f"{plugin['repository']}/{plugin['image']}:{plugin['version']}"
@@ -51,13 +52,17 @@ def gpu_pool_images(cfg: PlatformConfig, pool: GpuPoolConfig) -> dict[str, str]:
         images["NVIDIA DRA driver"] = DRA_DRIVER_IMAGE
     if cfg.gpu_health.remediation.enabled:
         for agent in NVSENTINEL_AGENTS:
-            images[f"NVSentinel {agent}"] = f"ghcr.io/nvidia/nvsentinel/{agent}:{NVSENTINEL_VERSION}"
+            images[f"NVSentinel {agent} (gpuHealth.remediation.enabled)"] = (
+                f"ghcr.io/nvidia/nvsentinel/{agent}:{NVSENTINEL_VERSION}"
+            )
     lustre = cfg.storage.lustre
     if lustre is not None and lustre.enabled:
-        images["Lustre CSI node"] = f"mcr.microsoft.com/oss/v2/kubernetes-csi/azurelustre-csi:v{CSI_DRIVER_VERSION}"
+        images["Lustre CSI node (storage.lustre.enabled)"] = (
+            f"mcr.microsoft.com/oss/v2/kubernetes-csi/azurelustre-csi:v{CSI_DRIVER_VERSION}"
+        )
     sample = cfg.autoscaling.sample_inference
     if sample.enabled:
-        images["inference sample"] = sample.image
+        images["inference sample (autoscaling.sampleInference.image)"] = sample.image
     return images
 
 

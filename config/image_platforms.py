@@ -2,7 +2,8 @@
 
 An Arm64 GPU pool (Grace-Blackwell) can only run images with a `linux/arm64` variant; a pod whose image has
 none fails with `exec format error` on the node. Each row names the build file at the pinned tag that sets
-the image's platforms. An image without a row is treated as unverified and refused on Arm64 pools.
+the image's platforms (or, where the publisher has none, a multi-platform build from that tag). An image without a
+row is treated as unverified and refused on Arm64 pools.
 """
 
 from __future__ import annotations
@@ -59,6 +60,27 @@ IMAGE_PLATFORMS: dict[str, tuple[frozenset[str], ImagePlatforms]] = {
             "PLATFORMS: linux/amd64,linux/arm64",
         ),
     ),
+    # docker.io; NVIDIA's build repository is gitlab.com/nvidia/container-images/cuda, read through its GitHub mirror.
+    "nvidia/cuda": (
+        frozenset({"12.4.1-base-ubuntu22.04"}),
+        ImagePlatforms(
+            _BOTH,
+            "gitlab.com/nvidia/container-images/cuda a819e795 (2024-05-31, mirror pranavmishra90/"
+            "nvidia-container-images-cuda) dist/12.4.1/cuda-platforms.json: ubuntu22.04 = arm64, x86_64; "
+            "dist/12.4.1/ubuntu2204/base/Dockerfile has a base-arm64 stage (NVARCH sbsa)",
+        ),
+    ),
+    # NGC publishes no build file; Microsoft builds its AKS NCCL test image from this tag for both platforms
+    # and runs it on GB300 nodes (a buildx build for linux/arm64 fails on a base without an arm64 variant).
+    "nvcr.io/nvidia/pytorch": (
+        frozenset({"26.03-py3"}),
+        ImagePlatforms(
+            _BOTH,
+            "Azure/ai-infrastructure-on-azure 4be143da infrastructure_validations/aks/NCCL/docker/Dockerfile "
+            "(FROM nvcr.io/nvidia/pytorch:26.03-py3), .github/workflows/build_nccl_image.yaml "
+            "(platforms: linux/amd64,linux/arm64), helm/nccl-test/values-gb300.yaml (same image on GB300)",
+        ),
+    ),
     "mcr.microsoft.com/oss/v2/kubernetes-csi/azurelustre-csi": (
         frozenset({"v0.6.0"}),
         ImagePlatforms(
@@ -93,11 +115,11 @@ def require_arm64(pool_path: str, pool_name: str, images: Mapping[str, str]) -> 
         why = (
             f"built only for {sorted(found.platforms)} ({found.source})"
             if found
-            else "has no verified arm64 build (config/image_platforms.py lists what was read)"
+            else "has no verified arm64 build (config/image_platforms.py lists the tags read and their sources)"
         )
         problems.append(
             f"{pool_path}: {pool_name!r} is an Arm64 pool, but {role} would run {image} there, which {why}; "
-            "turn that workload off or use an x86 size"
+            "turn that setting off, use an image config/image_platforms.py lists with arm64, or use an x86 size"
         )
     if problems:
         raise ConfigError(problems)

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 import yaml
 
-from aks_gpu_platform.components.gpu_node_images import check_arm64_images
+from aks_gpu_platform.components.gpu_node_images import check_arm64_images, gpu_pool_images
 from aks_gpu_platform.config import ConfigError, load_platform_config
-from aks_gpu_platform.config.image_platforms import runs_on_arm64
+from aks_gpu_platform.config.image_platforms import require_arm64, runs_on_arm64
 from aks_gpu_platform.config.scheduling import pod_fits_node
 from aks_gpu_platform.testing import Recording
 from tests.conftest import assert_rejected, settings_of
@@ -76,14 +76,37 @@ def test_every_pod_that_can_land_on_the_arm64_pool_has_an_arm64_image(recording:
     assert not x86_only, f"these pods crash with `exec format error` on the Grace (Arm64) node: {x86_only}"
 
 
-def test_an_x86_only_image_on_an_arm64_pool_is_refused_naming_pool_and_image() -> None:
+def test_an_image_without_a_verified_arm64_build_is_refused_naming_pool_image_setting_and_fix() -> None:
     settings = _settings()
-    settings["gpuStack"]["smokeTest"] = True  # docker.io nvidia/cuda: no verified arm64 build
+    settings["autoscaling"]["sampleInference"]["enabled"] = True  # tritonserver:25.01-py3: no arm64 source
     with pytest.raises(ConfigError) as caught:
         check_arm64_images(load_platform_config(settings))
     message = str(caught.value)
     assert "gpuPools[0]" in message and "'gb200'" in message, f"the message must name the pool: {message}"
-    assert "nvidia/cuda:12.4.1-base-ubuntu22.04" in message, f"the message must name the image: {message}"
+    assert "nvcr.io/nvidia/tritonserver:25.01-py3" in message, f"the message must name the image: {message}"
+    assert "autoscaling.sampleInference" in message, f"the message must name the setting to change: {message}"
+    assert "turn that setting off" in message, f"the message must say how to fix it: {message}"
+
+
+def test_the_smoke_test_runs_nvidia_smi_on_the_grace_blackwell_pool(recording: Recording) -> None:
+    (node,) = [n for n in node_templates(recording) if n.gpu]
+    (job,) = [j for j in recording.of_type("kubernetes:batch/v1:Job") if "gpu-smoke-test" in j.name]
+    spec = job.inputs["spec"]["template"]["spec"]
+    assert pod_fits_node(spec, node.labels, node.taints), "the smoke test must be able to land on the GB200 node"
+    (container,) = spec["containers"]
+    assert runs_on_arm64(_upstream(str(container["image"]), recording)), (
+        f"{container['image']} must have a verified arm64 build, or nvidia-smi dies with `exec format error`"
+    )
+
+
+def test_the_nccl_checks_pytorch_image_is_not_what_an_arm64_pool_refuses() -> None:
+    settings = _settings()
+    settings["gpuPools"][0].update(infiniband=True, validation={"ncclAllReduce": True, "minBusBandwidthGBps": 400})
+    cfg = load_platform_config(settings)
+    nccl = {role: image for role, image in gpu_pool_images(cfg, cfg.gpu_pools[0]).items() if "ncclAllReduce" in role}
+    assert nccl, "the NCCL check must be among the pool's workloads"
+    # NGC PyTorch 26.03 has a sourced arm64 variant; the pool's other IB workloads are checked on their own.
+    require_arm64("gpuPools[0]", "gb200", nccl)
 
 
 def test_lustre_on_an_arm64_pool_is_refused_because_its_csi_node_is_amd64_only() -> None:

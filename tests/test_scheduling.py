@@ -111,8 +111,8 @@ def _grace_blackwell(config: dict[str, Any]) -> None:
             "maxCount": 2,
         }
     ]
-    # The smoke test's docker.io CUDA image and the Triton sample have no verified arm64 build.
-    config[PREFIX + "gpuStack"]["smokeTest"] = False
+    # The smoke test's CUDA base image is built for arm64; the Triton sample's tag has no verified arm64 build.
+    config[PREFIX + "gpuStack"]["smokeTest"] = True
     config[PREFIX + "autoscaling"]["sampleInference"]["enabled"] = False
     for team in config[PREFIX + "training"]["teams"]:
         team["quotas"] = [{**quota, "pool": "gb200", "gpus": 8} for quota in team["quotas"]]
