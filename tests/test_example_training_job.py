@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from aks_gpu_platform.config import ConfigError
+from aks_gpu_platform.config.image_platforms import runs_on_arm64
 from aks_gpu_platform.config.scheduling import GPU_RESOURCE, pod_fits_node
 from aks_gpu_platform.testing import Recording, evaluate, kubernetes_object
 from aks_gpu_platform.testing.checks import validate_object
@@ -400,6 +401,15 @@ def test_on_a_multi_node_nvlink_pool_the_job_claims_a_channel_of_its_own_compute
     )
     assert "spec" in domain_resource.replace_on_changes and domain_resource.delete_before_replace, (
         "the CRD makes spec immutable: a changed node count must replace the domain, not fail an update"
+    )
+
+
+def test_the_default_training_image_runs_on_the_arm64_grace_blackwell_nodes(gb_example: Recording) -> None:
+    pod, _ = the_pod_set(gb_example)
+    (trainer,) = pod["spec"]["containers"]
+    assert runs_on_arm64(trainer["image"]), (
+        f"{trainer['image']} has no verified arm64 build: every rank on the GB200 pool would die with "
+        "`exec format error`"
     )
 
 

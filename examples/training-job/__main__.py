@@ -56,7 +56,7 @@ class TrainingJobConfig(ConfigModel):
     nodes: int = Field(default=2, ge=1, le=64, description="Pods, one per node; all start together or none")
     gpus_per_node: int = Field(default=1, ge=1, le=8, description="GPUs per pod, one torchrun process each")
     gpu_pool: str = Field(default="", description="Pin the job to one GPU pool (its Kueue flavor); empty: any")
-    image: str = Field(default="nvcr.io/nvidia/pytorch:25.01-py3", pattern=r"^[^:@\s]+(:[\w.-]+|@sha256:[0-9a-f]{64})$")
+    image: str = Field(default="nvcr.io/nvidia/pytorch:26.03-py3", pattern=r"^[^:@\s]+(:[\w.-]+|@sha256:[0-9a-f]{64})$")
     steps: int = Field(default=1000, ge=1)
     checkpoint_every: int = Field(default=100, ge=1, description="Steps between checkpoints")
     max_restarts: int = Field(
