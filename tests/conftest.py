@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import os
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import pulumi_azure_native.containerservice as containerservice
@@ -18,8 +19,19 @@ from aks_gpu_platform.testing import Recording, evaluate
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tools import REPO_ROOT
 from tools.offline import run_stack
+from tools.recording_cache import RECORDING_CACHE, prune
 
 STACKS = ("dev", "prod")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Share stack evaluations between the workers, the subprocesses and the next run (tools/recording_cache.py).
+
+    An empty AKS_GPU_PLATFORM_RECORDING_CACHE turns the cache off; a folder given there is used instead.
+    """
+    folder = os.environ.setdefault(RECORDING_CACHE, str(REPO_ROOT / "out" / "recordings"))
+    if folder and not hasattr(config, "workerinput"):
+        prune(Path(folder))
 
 
 @pytest.fixture(scope="session")

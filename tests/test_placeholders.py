@@ -24,6 +24,7 @@ from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import STACKS, set_path, settings_of
 from tools import REPO_ROOT
 from tools.offline import run_stack
+from tools.recording_cache import RECORDING_CACHE
 
 PROJECT = "aks-gpu-platform"
 STACK_TYPE = "pulumi:pulumi:Stack"
@@ -50,6 +51,7 @@ class EngineMonitor:
 def engine(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[EngineMonitor]]:
     """Run the offline evaluations of this test as if the engine drove them; yields the monitors used."""
     monitors: list[EngineMonitor] = []
+    monkeypatch.setenv(RECORDING_CACHE, "")  # the evaluations must run against the stand-in, not be read back
 
     def make(mocks: RecordingMocks) -> EngineMonitor:
         monitors.append(EngineMonitor(mocks))

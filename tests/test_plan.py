@@ -18,14 +18,17 @@ from tests.conftest import STACKS
 from tools import REPO_ROOT
 from tools.mock_values import distinctive
 from tools.plan_document import PLAN_FILE, read_plan
+from tools.recording_cache import RECORDING_CACHE
 
 # A pull-request comment and a terminal both show lines as they are.
 MAX_LINE = 120
 
 
-def _plan(*args: str, hash_seed: str = "0") -> subprocess.CompletedProcess[str]:
+def _plan(*args: str, hash_seed: str = "0", evaluate: bool = False) -> subprocess.CompletedProcess[str]:
     # Different hash seeds shuffle set and dict iteration that depends on hashing between the two runs.
     env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+    if evaluate:
+        env[RECORDING_CACHE] = ""
     return subprocess.run(
         [sys.executable, "-m", "tools.plan", *args],
         cwd=REPO_ROOT,
@@ -51,13 +54,17 @@ class TwoRuns:
 
 @pytest.fixture(scope="module")
 def plan_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, TwoRuns]:
-    """Each stack planned twice into the same folder, in fresh processes with different hash seeds."""
+    """Each stack planned twice into the same folder, in fresh processes with different hash seeds.
+
+    The first run may read the session's recording (evaluated by another process); the second evaluates
+    the program itself, so the two outputs come from independent evaluations.
+    """
     runs: dict[str, TwoRuns] = {}
     for stack in STACKS:
         out = tmp_path_factory.mktemp(f"{stack}-plan")
         first = _plan("--stack", stack, "--out", str(out), hash_seed="1")
         first_files = _files(out)
-        second = _plan("--stack", stack, "--out", str(out), hash_seed="2")
+        second = _plan("--stack", stack, "--out", str(out), hash_seed="2", evaluate=True)
         runs[stack] = TwoRuns(first, second, first_files, _files(out), out)
     return runs
 
