@@ -14,6 +14,7 @@ import yaml
 from aks_gpu_platform.components import metrics_labels as labels
 from aks_gpu_platform.components.amd_gpu import EXPORTER_PORT, EXPORTER_PORT_NAME
 from aks_gpu_platform.components.roles import ACR_PULL
+from aks_gpu_platform.config import load_platform_config
 from aks_gpu_platform.testing import Recording
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.autoscaler_template import scale_from_zero_problems, zero_node_templates
@@ -23,7 +24,7 @@ from tests.promql_model import Evaluator
 from tests.release_contract import release_problems
 from tests.scheduling import AGENT_POOL, RELEASE, helm_merge, pod_fits_node, scheduling_check
 from tests.scrape_model import Container, Pod, Port, pod_monitor_scrape_configs, scrape, targets
-from tools import REPO_ROOT, plan
+from tools import REPO_ROOT, cold_start, plan
 from tools.offline import run_stack
 from tools.plan import docker_hub_warnings
 
@@ -298,6 +299,19 @@ def test_cert_manager_is_installed_before_the_operator_whose_kmm_webhook_needs_i
     assert cert_manager.urn in operator.depends_on, (
         "charts/kmm/templates/selfsigned-issuer.yaml and serving-cert.yaml fail to apply before cert-manager's CRDs"
     )
+
+
+def test_the_cold_start_budget_counts_the_amd_driver_as_unknown_not_as_part_of_the_aks_bootstrap() -> None:
+    cfg = load_platform_config(_settings())
+    (amd_pool,) = [p for p in cfg.gpu_pools if p.vendor == "amd"]
+    budget = {s.name: s for s in cold_start.stages(cfg, amd_pool, amd_pool.cold_start)}
+    driver = budget[cold_start.DRIVER].figure
+    assert not driver.known and "operator" in driver.source.lower() + driver.note, (
+        "AKS installs no AMD driver: the budget must not show it as 0 s inside provisioning, but as the operator's "
+        f"build or pull after the node is Ready, unknown until measured; got {driver}"
+    )
+    agents = budget[cold_start.PLATFORM_IMAGES].figure.note
+    assert "NVIDIA" not in agents and "AMD GPU Operator" in agents, agents
 
 
 # ---------------------------------------------------------------- NVIDIA-only features refused by name
