@@ -264,6 +264,22 @@ def cert_manager_values() -> dict[str, Any]:
     return {"crds": {"enabled": True}, "global": {"nodeSelector": cpu_node_selector()}}
 
 
+def cert_manager_release(resource_name: str, opts: pulumi.ResourceOptions) -> k8s.helm.v3.Release:
+    """The cluster's one cert-manager release (NVSentinel's MongoDB and AMD's KMM webhook issue through it)."""
+    repo, chart, version = CERT_MANAGER_CHART
+    return k8s.helm.v3.Release(
+        resource_name,
+        name="cert-manager",
+        chart=chart,
+        version=version,
+        repository_opts={"repo": repo},
+        namespace=CERT_MANAGER_NAMESPACE,
+        create_namespace=True,
+        values=cert_manager_values(),
+        opts=opts,
+    )
+
+
 class GpuHealthArgs(TypedDict):
     settings: GpuHealthConfig
     """The `gpuHealth` section."""
@@ -326,18 +342,7 @@ class GpuHealth(pulumi.ComponentResource):
     def _remediation(self, name: str, args: GpuHealthArgs) -> list[k8s.helm.v3.Release]:
         handle = args["cluster"]
         in_cluster = handle.k8s_options(self)
-        repo, chart, version = CERT_MANAGER_CHART
-        cert_manager = k8s.helm.v3.Release(
-            f"{name}-cert-manager",
-            name="cert-manager",
-            chart=chart,
-            version=version,
-            repository_opts={"repo": repo},
-            namespace=CERT_MANAGER_NAMESPACE,
-            create_namespace=True,
-            values=cert_manager_values(),
-            opts=in_cluster,
-        )
+        cert_manager = cert_manager_release(f"{name}-cert-manager", in_cluster)
         namespace = k8s.core.v1.Namespace(
             f"{name}-namespace",
             # Node agents read the host journal and run on the host network.

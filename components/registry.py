@@ -39,6 +39,11 @@ PRIVATE_DNS_ZONE = "privatelink.azurecr.io"
 DCGM_UPSTREAM = "nvcr.io/nvidia/k8s/dcgm-exporter"
 
 
+def registry_name_of(settings: RegistryConfig, base_name: str) -> str:
+    """The registry's Azure name: the configured one, else derived from the cluster name."""
+    return derived_name(settings.name, "acr", base_name, 50, alphanumeric=True)
+
+
 class RegistryArgs(TypedDict):
     cluster: ClusterHandle
     """The cluster whose nodes pull from the registry (resource group, region, tags, protection)."""
@@ -74,7 +79,7 @@ class Registry(pulumi.ComponentResource):
         rg = handle.resource_group_name
         child = pulumi.ResourceOptions(parent=self)
         public = cfg.public_network_access
-        registry_name = derived_name(cfg.name, "acr", args["base_name"], 50, alphanumeric=True)
+        registry_name = registry_name_of(cfg, args["base_name"])
 
         self.registry = containerregistry.Registry(
             f"{name}-registry",

@@ -125,6 +125,17 @@ GPU_OPERATOR_DRIVER = Figure(
     "NVIDIA maintainer: 'around 3-5 minutes for the GPU stack to be ready (driver installation, container-toolkit "
     "setup etc)'; precompiled driver containers shorten it, by an unpublished amount",
 )
+# AMD pools: AMD's GPU Operator loads amdgpu after the node is Ready. KMM builds the driver image when none exists for
+# the node's kernel (first node after a node-image change), else pulls it (ROCm/gpu-operator v1.5.1
+# docs/drivers/precompiled-driver.md, "How KMM Selects Driver Images"); AMD publishes no duration for either.
+AMD_OPERATOR_DRIVER = Figure(
+    None,
+    None,
+    "ROCm/gpu-operator v1.5.1 docs/drivers/precompiled-driver.md",
+    datetime.date(2026, 7, 21),
+    "after the node is Ready: an amdgpu-dkms build for a kernel not built before (minutes), else the built image's "
+    "pull and modprobe; no published duration",
+)
 
 # ---------------------------------------------------------------- images
 

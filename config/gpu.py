@@ -242,6 +242,15 @@ class GpuPoolConfig(AutoscaledPoolConfig):
                 self.sharing.as_settings(),
                 f"{why}: time-slicing and MPS are NVIDIA device plugin features; leave sharing unset",
             )
+        if self.os_sku == "AzureLinux":
+            # use-amd-gpus.md (azure-aks-docs 7cbe8aca): AzureLinux is not supported with AMD GPU; AMD's GPU Operator
+            # v1.5.1 builds its driver for Ubuntu 22.04 and 24.04 (internal/kmmmodule/kmmmodule.go driverLabels).
+            raise field_error(
+                "osSku",
+                self.os_sku,
+                f"{why}: AKS supports AMD GPUs on Ubuntu only and AMD's GPU Operator builds its driver for Ubuntu; "
+                "use Ubuntu or Ubuntu2204",
+            )
 
     @property
     def vendor(self) -> str:

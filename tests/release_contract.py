@@ -127,33 +127,80 @@ def _gpu_operator(values: Mapping[str, Any]) -> ReleaseModel:
 def _amd_gpu_operator(values: Mapping[str, Any]) -> ReleaseModel:
     # ROCm/gpu-operator v1.5.1 helm-charts-k8s: templates/deployment.yaml (controller image controllerManager.manager
     # .image, readiness initialDelaySeconds 5, periodSeconds 10); hooks are pre-upgrade/pre-rollback and
-    # pre-/post-delete only; node-feature-discovery subchart (registry.k8s.io/nfd) when enabled. The DeviceConfig's
-    # operands (device plugin, exporter, init container) are the operator's objects: Helm does not wait for them,
-    # but the nodes pull them. No runtimeClassName anywhere (AMD's container runtime needs none).
+    # pre-/post-delete only; node-feature-discovery subchart (registry.k8s.io/nfd) when enabled; kmm subchart
+    # (kmm.enabled) charts/kmm/templates/deployment.yaml: controller and webhook images from
+    # {controller.manager,webhookServer.webhookServer}.image (values.yaml tag latest), both readiness 5 s, period
+    # 10 s, the webhook mounting the certificate cert-manager issues (serving-cert.yaml); the controller's
+    # RELATED_IMAGE_{BUILD,WORKER} name the kaniko build and module-loader images. The DeviceConfig's operands
+    # (device plugin, node labeller, exporter, init container, driver build on the `<baseImageRegistry>/ubuntu:<node
+    # OS version>` base of internal/kmmmodule/dockerfiles/DockerfileTemplate.ubuntu, baseImageRegistry default
+    # docker.io) are the operator's objects: Helm does not wait for them, but the nodes pull them. No
+    # runtimeClassName anywhere (AMD's container runtime needs none).
     defaults = {
         "node-feature-discovery": {"enabled": True},
+        "kmm": {
+            "enabled": True,
+            "controller": {
+                "manager": {
+                    "image": {"repository": "docker.io/rocm/kernel-module-management-operator", "tag": "latest"},
+                    "env": {
+                        "relatedImageBuild": "gcr.io/kaniko-project/executor:v1.23.2",
+                        "relatedImageWorker": "docker.io/rocm/kernel-module-management-worker:latest",
+                    },
+                }
+            },
+            "webhookServer": {
+                "webhookServer": {
+                    "image": {"repository": "docker.io/rocm/kernel-module-management-webhook-server", "tag": "latest"}
+                }
+            },
+        },
         "controllerManager": {"manager": {"image": {"repository": "docker.io/rocm/amd-gpu-operator", "tag": "v1.5.1"}}},
         "deviceConfig": {
             "spec": {
+                "driver": {"enable": False, "imageBuild": {}},
                 "commonConfig": {"initContainerImage": "busybox:1.36"},
-                "devicePlugin": {"devicePluginImage": "rocm/k8s-device-plugin:latest"},
+                "devicePlugin": {
+                    "devicePluginImage": "rocm/k8s-device-plugin:latest",
+                    "enableNodeLabeller": True,
+                    "nodeLabellerImage": "rocm/k8s-device-plugin:labeller-latest",
+                },
                 "metricsExporter": {"enable": True, "image": "docker.io/rocm/device-metrics-exporter:latest"},
             }
         },
     }
     merged = helm_merge(defaults, values)
-    image = merged["controllerManager"]["manager"]["image"]
+
+    def image(of: Mapping[str, Any]) -> str:
+        return f"{of['image']['repository']}:{of['image']['tag']}"
+
     spec = merged["deviceConfig"]["spec"]
     pods = [
-        ChartPod("controller-manager Deployment", (f"{image['repository']}:{image['tag']}",)),
+        ChartPod("controller-manager Deployment", (image(merged["controllerManager"]["manager"]),)),
         ChartPod("device plugin DaemonSet", (spec["devicePlugin"]["devicePluginImage"],)),
         ChartPod("init container", (spec["commonConfig"]["initContainerImage"],)),
     ]
+    if spec["devicePlugin"]["enableNodeLabeller"]:
+        pods.append(ChartPod("node labeller DaemonSet", (spec["devicePlugin"]["nodeLabellerImage"],)))
     if spec["metricsExporter"]["enable"]:
         pods.append(ChartPod("metrics exporter DaemonSet", (spec["metricsExporter"]["image"],)))
     if merged["node-feature-discovery"]["enabled"]:
         pods.append(ChartPod("node-feature-discovery", ("registry.k8s.io/nfd/node-feature-discovery",)))
-    return ReleaseModel(tuple(pods), (_pod_wait("controller-manager", 5),))
+    stages = [_pod_wait("controller-manager", 5)]
+    kmm = merged["kmm"]
+    if kmm["enabled"]:
+        manager = kmm["controller"]["manager"]
+        pods.append(ChartPod("KMM controller Deployment", (image(manager),)))
+        pods.append(ChartPod("KMM webhook Deployment", (image(kmm["webhookServer"]["webhookServer"]),)))
+        webhook = POD_START_SECONDS + CERTIFICATE_SECONDS + ready_after(5)
+        stages.append(Stage("resources", webhook, "KMM webhook: pod start + certificate + readiness 5+10 s"))
+        if spec["driver"]["enable"]:
+            registry = spec["driver"]["imageBuild"].get("baseImageRegistry", "docker.io")
+            bases = tuple(f"{registry}/ubuntu:{version}" for version in ("22.04", "24.04"))
+            env = manager["env"]
+            pods.append(ChartPod("driver build pod", (env["relatedImageBuild"], *bases)))
+            pods.append(ChartPod("module loader pod", (env["relatedImageWorker"],)))
+    return ReleaseModel(tuple(pods), tuple(stages))
 
 
 def _network_operator(values: Mapping[str, Any]) -> ReleaseModel:

@@ -337,12 +337,25 @@ def _gpu_operator(release: str, values: Mapping[str, Any]) -> list[PodTemplate]:
 def _amd_gpu_operator(release: str, values: Mapping[str, Any]) -> list[PodTemplate]:
     # ROCm/gpu-operator v1.5.1 helm-charts-k8s: values.yaml; templates/deployment.yaml (controllerManager.nodeSelector
     # and .affinity; tolerations only when manager.tolerations is set); the node-feature-discovery subchart
-    # (node-feature-discovery.enabled) worker with worker.{nodeSelector,tolerations}; templates/
-    # default-deviceconfig.yaml passes deviceConfig.spec on to the operator, whose operand DaemonSets take
-    # spec.selector as nodeSelector and devicePlugin.devicePluginTolerations / metricsExporter.tolerations
-    # (internal/metricsexporter/metricsexporter.go, internal/kmmmodule at v1.5.1).
+    # (node-feature-discovery.enabled) worker with worker.{nodeSelector,tolerations}; the kmm subchart (kmm.enabled)
+    # charts/kmm/templates/deployment.yaml: controller and webhook Deployments with {controller,webhookServer}
+    # .{nodeSelector,affinity} and the manager's / webhookServer's tolerations. templates/default-deviceconfig.yaml
+    # passes deviceConfig.spec on to the operator, whose operand DaemonSets take spec.selector as nodeSelector and
+    # devicePlugin.devicePluginTolerations, devicePlugin.nodeLabellerTolerations (internal/nodelabeller, when
+    # enableNodeLabeller) and metricsExporter.tolerations (internal/metricsexporter); with driver.enable the KMM
+    # Module takes the same selector and driver.tolerations for its build and module-loader pods
+    # (internal/kmmmodule/kmmmodule.go setKMMModuleLoader).
     defaults: dict[str, Any] = {
         "node-feature-discovery": {"enabled": True, "worker": {"nodeSelector": {}, "tolerations": []}},
+        "kmm": {
+            "enabled": True,
+            "controller": {"nodeSelector": {}, "affinity": {}, "manager": {"tolerations": CONTROL_PLANE_TOLERATIONS}},
+            "webhookServer": {
+                "nodeSelector": {},
+                "affinity": {},
+                "webhookServer": {"tolerations": CONTROL_PLANE_TOLERATIONS},
+            },
+        },
         "controllerManager": {
             "nodeSelector": {},
             "affinity": {},
@@ -350,7 +363,12 @@ def _amd_gpu_operator(release: str, values: Mapping[str, Any]) -> list[PodTempla
         "deviceConfig": {
             "spec": {
                 "selector": {"feature.node.kubernetes.io/amd-gpu": "true"},
-                "devicePlugin": {"devicePluginTolerations": []},
+                "driver": {"enable": False, "tolerations": []},
+                "devicePlugin": {
+                    "devicePluginTolerations": [],
+                    "enableNodeLabeller": True,
+                    "nodeLabellerTolerations": [],
+                },
                 "metricsExporter": {"enable": True, "tolerations": []},
             }
         },
@@ -361,13 +379,27 @@ def _amd_gpu_operator(release: str, values: Mapping[str, Any]) -> list[PodTempla
     if merged["node-feature-discovery"]["enabled"]:
         worker = merged["node-feature-discovery"]["worker"]
         pods.append(PodTemplate(f"{release}: node-feature-discovery worker", _scheduling(worker), "amd", daemon=True))
+    kmm = merged["kmm"]
+    if kmm["enabled"]:
+        kmm_controller = {**kmm["controller"], "tolerations": kmm["controller"]["manager"]["tolerations"]}
+        webhook = {**kmm["webhookServer"], "tolerations": kmm["webhookServer"]["webhookServer"]["tolerations"]}
+        pods.append(PodTemplate(f"{release}: KMM controller Deployment", _scheduling(kmm_controller), "cpu"))
+        pods.append(PodTemplate(f"{release}: KMM webhook Deployment", _scheduling(webhook), "cpu"))
     spec = merged["deviceConfig"]["spec"]
     selector = dict(spec["selector"])
-    plugin = {"nodeSelector": selector, "tolerations": spec["devicePlugin"]["devicePluginTolerations"]}
-    pods.append(PodTemplate(f"{release}: AMD device plugin DaemonSet", plugin, "amd", daemon=True))
+
+    def on_amd_nodes(what: str, tolerations: list[Any], daemon: bool = True) -> PodTemplate:
+        return PodTemplate(f"{release}: {what}", {"nodeSelector": selector, "tolerations": tolerations}, "amd", daemon)
+
+    plugin = spec["devicePlugin"]
+    pods.append(on_amd_nodes("AMD device plugin DaemonSet", plugin["devicePluginTolerations"]))
+    if plugin["enableNodeLabeller"]:
+        pods.append(on_amd_nodes("AMD node labeller DaemonSet", plugin["nodeLabellerTolerations"]))
     if spec["metricsExporter"]["enable"]:
-        exporter = {"nodeSelector": selector, "tolerations": spec["metricsExporter"]["tolerations"]}
-        pods.append(PodTemplate(f"{release}: AMD metrics exporter DaemonSet", exporter, "amd", daemon=True))
+        pods.append(on_amd_nodes("AMD metrics exporter DaemonSet", spec["metricsExporter"]["tolerations"]))
+    if spec["driver"]["enable"]:
+        pods.append(on_amd_nodes("KMM driver build pod", spec["driver"]["tolerations"], daemon=False))
+        pods.append(on_amd_nodes("KMM module loader (per node)", spec["driver"]["tolerations"]))
     return pods
 
 

@@ -13,15 +13,18 @@ import yaml
 
 from aks_gpu_platform.components import metrics_labels as labels
 from aks_gpu_platform.components.amd_gpu import EXPORTER_PORT, EXPORTER_PORT_NAME
+from aks_gpu_platform.components.roles import ACR_PULL
+from aks_gpu_platform.config import load_platform_config
 from aks_gpu_platform.testing import Recording
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.autoscaler_template import scale_from_zero_problems, zero_node_templates
 from tests.conftest import assert_rejected, set_path, settings_of
+from tests.crd_schema import crd_problems
 from tests.promql_model import Evaluator
 from tests.release_contract import release_problems
-from tests.scheduling import AGENT_POOL, RELEASE, scheduling_check
+from tests.scheduling import AGENT_POOL, RELEASE, helm_merge, pod_fits_node, scheduling_check
 from tests.scrape_model import Container, Pod, Port, pod_monitor_scrape_configs, scrape, targets
-from tools import REPO_ROOT, plan
+from tools import REPO_ROOT, cold_start, plan
 from tools.offline import run_stack
 from tools.plan import docker_hub_warnings
 
@@ -29,6 +32,10 @@ MI300X = {"name": "mi300x", "vmSize": "Standard_ND96isr_MI300X_v5", "zones": ["1
 AMD_CHART = "gpu-operator-charts"
 POD_MONITOR = "kubernetes:azmonitoring.coreos.com/v1:PodMonitor"
 CLUSTER_QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"
+REGISTRY = "azure-native:containerregistry:Registry"
+SCOPE_MAP = "azure-native:containerregistry:ScopeMap"
+TOKEN = "azure-native:containerregistry:Token"
+ROLE = "azure-native:authorization:RoleAssignment"
 
 
 def amd_variant() -> dict[str, Any]:
@@ -150,6 +157,163 @@ def test_amd_utilisation_and_memory_reach_the_dashboard_queries(amd: Recording) 
     )
 
 
+# ---------------------------------------------------------------- the driver: built by the operator, pulled by nodes
+
+# ROCm/gpu-operator v1.5.1 helm-charts-k8s/templates/default-deviceconfig.yaml, for the spec sections our values set:
+# `hasKey` keys are copied whenever present, `with` keys only when non-empty, nested maps the same way.
+HAS, WITH = "hasKey", "with"
+DEVICE_CONFIG_TEMPLATE: dict[str, dict[str, Any]] = {
+    "driver": {
+        **dict.fromkeys(("enable", "blacklist", "useSourceImage"), HAS),
+        **dict.fromkeys(("driverType", "amdgpuInstallerRepoURL", "image", "imageRegistrySecret"), WITH),
+        **dict.fromkeys(("imageRegistryTLS", "version", "imageSign", "imageBuild", "tolerations"), WITH),
+        "upgradePolicy": WITH,
+        "vfioConfig": {"deviceIDs": WITH},
+        "kernelModuleConfig": dict.fromkeys(("loadArgs", "unloadArgs", "parameters"), WITH),
+    },
+    "commonConfig": {
+        "initContainerImage": WITH,
+        "imageRegistrySecrets": WITH,
+        "utilsContainer": dict.fromkeys(("image", "imagePullPolicy", "imageRegistrySecret"), WITH),
+    },
+    "devicePlugin": {
+        **dict.fromkeys(("enableDevicePlugin", "enableNodeLabeller", "hostNetwork"), HAS),
+        **dict.fromkeys(("devicePluginImage", "devicePluginImagePullPolicy", "devicePluginTolerations"), WITH),
+        **dict.fromkeys(("devicePluginArguments", "nodeLabellerImage", "nodeLabellerImagePullPolicy"), WITH),
+        **dict.fromkeys(("nodeLabellerTolerations", "nodeLabellerArguments", "imageRegistrySecret"), WITH),
+        **dict.fromkeys(("upgradePolicy", "kubeletSocketPath"), WITH),
+    },
+    "metricsExporter": {
+        **dict.fromkeys(("enable", "port", "nodePort", "hostNetwork"), HAS),
+        **dict.fromkeys(("serviceType", "image", "imagePullPolicy", "config", "tolerations"), WITH),
+        **dict.fromkeys(("imageRegistrySecret", "selector", "upgradePolicy", "podResourceAPISocketPath"), WITH),
+        **dict.fromkeys(("resource", "podAnnotations", "serviceAnnotations"), WITH),
+        "rbacConfig": {
+            **dict.fromkeys(("enable", "disableHttps"), HAS),
+            **dict.fromkeys(("image", "secret", "clientCAConfigMap", "staticAuthorization"), WITH),
+        },
+        "prometheus": {
+            "serviceMonitor": {
+                **dict.fromkeys(("enable", "interval", "honorLabels", "honorTimestamps"), HAS),
+                **dict.fromkeys(("attachMetadata", "labels", "relabelings", "metricRelabelings"), WITH),
+                **dict.fromkeys(("authorization", "bearerTokenFile", "tlsConfig"), WITH),
+            }
+        },
+    },
+}
+# The chart's values.yaml defaults under those sections at v1.5.1 that the template renders at our values.
+DEVICE_CONFIG_DEFAULTS: dict[str, Any] = {
+    "selector": {"feature.node.kubernetes.io/amd-gpu": "true"},
+    "driver": {
+        "enable": False,
+        "blacklist": False,
+        "image": "docker.io/myUserName/driverImage",
+        "imageRegistrySecret": {},
+        "imageRegistryTLS": {"insecure": False, "insecureSkipTLSVerify": False},
+        "version": "30.20.1",
+        "imageSign": {},
+        "imageBuild": {"packageRepoURL": "", "gpgKeyURL": ""},
+        "tolerations": [],
+    },
+    "devicePlugin": {"enableDevicePlugin": True, "enableNodeLabeller": True, "hostNetwork": False},
+    "metricsExporter": {"enable": True, "serviceType": "ClusterIP", "port": 5000, "nodePort": 32500},
+}
+
+
+def _render(template: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, how in template.items():
+        if key not in values:
+            continue
+        if isinstance(how, dict):
+            if values[key]:
+                out[key] = _render(how, values[key])
+        elif how == HAS or values[key]:
+            out[key] = values[key]
+    return out
+
+
+def default_device_config(recording: Recording) -> dict[str, Any]:
+    """The DeviceConfig `default` the chart creates from the release's values, in the sections the platform sets."""
+    release = next(r for r in recording.of_type(RELEASE) if r.inputs["chart"] == AMD_CHART)
+    spec = helm_merge(DEVICE_CONFIG_DEFAULTS, release.inputs["values"]["deviceConfig"]["spec"])
+    rendered = {"selector": spec["selector"], **_render(DEVICE_CONFIG_TEMPLATE, spec)}
+    return {"apiVersion": "amd.com/v1alpha1", "kind": "DeviceConfig", "metadata": {"name": "default"}, "spec": rendered}
+
+
+def test_the_default_device_config_passes_the_crd_schema(amd: Recording) -> None:
+    problems = crd_problems(default_device_config(amd), "deviceconfigs-v1.5.1.json")
+    assert not problems, "a field the CRD does not declare is pruned and the operator never sees it:\n" + "\n".join(
+        problems
+    )
+
+
+def test_mi300x_nodes_get_their_driver_from_the_operator(amd: Recording) -> None:
+    spec = default_device_config(amd)["spec"]
+    node = next(n for n in zero_node_templates(amd) if n.labels.get("gpu-pool") == "mi300x")
+    assert spec["selector"].items() <= node.labels.items(), "the DeviceConfig must select the MI300X nodes"
+    driver = spec["driver"]
+    assert driver.get("enable") is True, (
+        "AKS installs no AMD driver and its node image carries none (use-amd-gpus.md, AgentBaker): without the "
+        "operator's driver the nodes never advertise amd.com/gpu"
+    )
+    assert driver.get("blacklist") is True, "the kernel's own amdgpu must not shadow the operator's module"
+    driver_pod = {"nodeSelector": spec["selector"], "tolerations": driver.get("tolerations", [])}
+    assert pod_fits_node(driver_pod, node.labels, node.taints), (
+        "the driver build and module loader run on the MI300X nodes: they must tolerate every GPU pool taint"
+    )
+    assert spec["devicePlugin"].get("enableNodeLabeller") is True, "driver.blacklist works through the node labeller"
+    release = next(r for r in amd.of_type(RELEASE) if r.inputs["chart"] == AMD_CHART)
+    assert release.inputs["values"]["kmm"]["enabled"] is True, "the operator installs the driver through KMM"
+
+
+def test_the_driver_image_lives_in_the_platform_registry_the_nodes_can_pull_from(amd: Recording) -> None:
+    registry = amd.one(REGISTRY)
+    driver = default_device_config(amd)["spec"]["driver"]
+    host, repository = driver["image"].split("/", 1)
+    assert host == registry.outputs["loginServer"], (
+        "the build pushes to and the nodes pull from driver.image: it must be the platform's registry, not the "
+        "chart's placeholder docker.io/myUserName/driverImage"
+    )
+    assert ":" not in repository, "the operator appends the tag per OS, kernel and driver version"
+    (pull,) = [r for r in amd.of_type(ROLE) if r.inputs["roleDefinitionId"].endswith(ACR_PULL)]
+    assert pull.inputs["scope"] == registry.outputs["id"], "the kubelet pulls the module-loader image with AcrPull"
+    scope_map = amd.one(SCOPE_MAP)
+    token = amd.one(TOKEN)
+    assert token.inputs["scopeMapId"] == scope_map.outputs["id"] and token.inputs["status"] == "enabled"
+    assert token.inputs["registryName"] == scope_map.inputs["registryName"] == registry.outputs["name"]
+    actions = set(scope_map.inputs["actions"])
+    assert {f"repositories/{repository}/content/{verb}" for verb in ("read", "write")} <= actions, (
+        "the build pushes and the module loader pulls the driver repository with the token"
+    )
+    assert all(a.startswith(f"repositories/{repository}/") for a in actions), "the token reaches no other repository"
+    assert driver["imageRegistrySecret"] == {"name": "amdgpu-driver-registry"}, (
+        "the secret the plan tells the operator to create is the one KMM uses for push and pull"
+    )
+
+
+def test_cert_manager_is_installed_before_the_operator_whose_kmm_webhook_needs_it(amd: Recording) -> None:
+    cert_manager = next(r for r in amd.of_type(RELEASE) if r.inputs["chart"] == "cert-manager")
+    operator = next(r for r in amd.of_type(RELEASE) if r.inputs["chart"] == AMD_CHART)
+    assert cert_manager.inputs["values"]["crds"]["enabled"] is True, "the KMM Issuer and Certificate need its CRDs"
+    assert cert_manager.urn in operator.depends_on, (
+        "charts/kmm/templates/selfsigned-issuer.yaml and serving-cert.yaml fail to apply before cert-manager's CRDs"
+    )
+
+
+def test_the_cold_start_budget_counts_the_amd_driver_as_unknown_not_as_part_of_the_aks_bootstrap() -> None:
+    cfg = load_platform_config(_settings())
+    (amd_pool,) = [p for p in cfg.gpu_pools if p.vendor == "amd"]
+    budget = {s.name: s for s in cold_start.stages(cfg, amd_pool, amd_pool.cold_start)}
+    driver = budget[cold_start.DRIVER].figure
+    assert not driver.known and "operator" in driver.source.lower() + driver.note, (
+        "AKS installs no AMD driver: the budget must not show it as 0 s inside provisioning, but as the operator's "
+        f"build or pull after the node is Ready, unknown until measured; got {driver}"
+    )
+    agents = budget[cold_start.PLATFORM_IMAGES].figure.note
+    assert "NVIDIA" not in agents and "AMD GPU Operator" in agents, agents
+
+
 # ---------------------------------------------------------------- NVIDIA-only features refused by name
 
 
@@ -174,6 +338,12 @@ def test_nvidia_only_feature_on_an_amd_pool_is_refused_by_name(path: str, value:
     assert_rejected(settings, "an NVIDIA-only feature cannot work on AMD GPUs", field, hint)
 
 
+def test_azure_linux_amd_pool_is_refused_because_no_amd_driver_is_built_for_it() -> None:
+    settings = _settings()
+    set_path(settings, "gpuPools.1.osSku", "AzureLinux")
+    assert_rejected(settings, "the operator's driver build has no Azure Linux recipe", "gpuPools[1].osSku", "Ubuntu")
+
+
 def test_nvidia_smoke_test_is_refused_when_no_pool_has_nvidia_gpus() -> None:
     settings = _settings()
     settings["gpuPools"] = [settings["gpuPools"][1]]
@@ -181,13 +351,19 @@ def test_nvidia_smoke_test_is_refused_when_no_pool_has_nvidia_gpus() -> None:
     assert_rejected(settings, "nvidia-smi on nvidia.com/gpu never schedules", "gpuStack.smokeTest", "nvidia-smi")
 
 
-def test_the_plan_warns_that_no_amd_driver_is_installed(tmp_path: Path) -> None:
-    # AKS installs no AMD driver (use-amd-gpus.md) and the operator's driver build is off: the plan must not read
-    # as if an MI300X pool will advertise GPUs on its own.
+def test_the_plan_names_the_one_step_that_gives_the_driver_build_its_password(tmp_path: Path) -> None:
+    # AKS installs no AMD driver (use-amd-gpus.md); the operator builds it, but the pinned SDK cannot issue the
+    # registry token's password, so the plan must say exactly how to give it.
     stack_file = tmp_path / "Pulumi.dev.yaml"
     stack_file.write_text(yaml.safe_dump({"config": amd_variant()}))
     out = io.StringIO()
     with redirect_stdout(out):
         status = plan.main(["--stack", "dev", "--config-file", str(stack_file), "--out", str(tmp_path / "out")])
     text = " ".join(out.getvalue().split())
-    assert status == 0 and "AKS installs no AMD driver" in text and "driver.enable false" in text, text[:3000]
+    assert status == 0, text[:3000]
+    for command in (
+        "az acr token credential generate",
+        "--name amdgpu-driver-build",
+        "kubectl create secret docker-registry amdgpu-driver-registry --namespace kube-amd-gpu",
+    ):
+        assert command in text, f"the plan must print the step the driver build waits for: {command}\n{text[:3000]}"

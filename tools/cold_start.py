@@ -18,6 +18,7 @@ from typing import Any
 from aks_gpu_platform.config import PlatformConfig
 from aks_gpu_platform.config.cold_start_catalog import (
     AKS_DRIVER_IN_BOOTSTRAP,
+    AMD_OPERATOR_DRIVER,
     ARTIFACT_STREAMING_MIN_REDUCTION,
     ARTIFACT_STREAMING_READ,
     ARTIFACT_STREAMING_SOURCE,
@@ -106,7 +107,9 @@ def _platform_agents(cfg: PlatformConfig, pool: GpuPoolConfig) -> list[str]:
         "gpuOperator": ["GPU Operator operands (driver, toolkit, device plugin, validator)"],
         "aksManaged": ["AKS-managed device plugin and DCGM exporter"],
     }[mode]
-    if mode != "aksManaged" and not cfg.gpu_stack.operator_dcgm:
+    if pool.vendor == "amd":
+        agents = ["AMD GPU Operator operands (KMM module loader, device plugin, node labeller, metrics exporter)"]
+    elif mode != "aksManaged" and not cfg.gpu_stack.operator_dcgm:
         agents.append("DCGM exporter (from the platform registry's cache rule)")
     if pool.infiniband:
         agents.append("RDMA shared device plugin")
@@ -174,6 +177,8 @@ def stages(cfg: PlatformConfig, pool: GpuPoolConfig, cold: ColdStartConfig) -> l
     warm = cold.warm_standby > 0
     skipped = Figure(0, 0, "coldStart.warmStandby", TODAY, f"first {cold.warm_standby} node(s) already up")
     driver = GPU_OPERATOR_DRIVER if cfg.gpu_stack.mode == "gpuOperator" else AKS_DRIVER_IN_BOOTSTRAP
+    if pool.vendor == "amd":
+        driver = AMD_OPERATOR_DRIVER  # AKS installs no AMD driver; AMD's operator does (components/amd_gpu.py)
     agents = _platform_agents(cfg, pool)
     return [
         Stage(AUTOSCALER, skipped if warm else AUTOSCALER_GPU_DELAY),

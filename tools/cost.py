@@ -326,6 +326,8 @@ FREE: frozenset[str] = frozenset(
         "azure-native:managedidentity:FederatedIdentityCredential",
         "azure-native:containerservice:MaintenanceConfiguration",
         "azure-native:containerregistry:CacheRule",  # pulls are billed as the registry's storage
+        "azure-native:containerregistry:ScopeMap",  # tokens and scope maps are part of the registry's tier
+        "azure-native:containerregistry:Token",
         "azure-native:monitor:DataCollectionEndpoint",
         "azure-native:monitor:DataCollectionRule",  # the data it routes bills at the workspace
         "azure-native:monitor:DataCollectionRuleAssociation",
