@@ -17,6 +17,7 @@ from aks_gpu_platform.components.context import ClusterHandle
 from aks_gpu_platform.config import ConfigError, load_platform_config
 from aks_gpu_platform.testing import Recording, evaluate
 from aks_gpu_platform.testing.stack_files import load_stack_file
+from tests.checkov_scan import prune_reports
 from tools import REPO_ROOT
 from tools.offline import run_stack
 from tools.recording_cache import RECORDING_CACHE, prune
@@ -32,6 +33,7 @@ def pytest_configure(config: pytest.Config) -> None:
     folder = os.environ.setdefault(RECORDING_CACHE, str(REPO_ROOT / "out" / "recordings"))
     if folder and not hasattr(config, "workerinput"):
         prune(Path(folder))
+        prune_reports(Path(folder))
 
 
 @pytest.fixture(scope="session")

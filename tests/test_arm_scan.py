@@ -9,7 +9,6 @@ from __future__ import annotations
 import copy
 import json
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +16,10 @@ import pytest
 
 from aks_gpu_platform.components.scan_exceptions import arm_scan_exception
 from aks_gpu_platform.testing import Recording
+from tests.checkov_scan import checkov_report
 from tests.conftest import STACKS
-from tools import REPO_ROOT, arm
+from tools import arm
 
-CHECKOV = REPO_ROOT / ".venv-checkov" / "bin" / "checkov"
 CLUSTER = "Microsoft.ContainerService/managedClusters"
 
 
@@ -32,8 +31,6 @@ def templates(recordings: dict[str, Recording]) -> dict[str, dict[str, Any]]:
 @pytest.fixture(scope="module")
 def scan(templates: dict[str, dict[str, Any]], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """checkov's ARM report over dev, prod and `tampered` (prod with three insecure settings)."""
-    if not CHECKOV.exists():
-        pytest.fail(".venv-checkov is missing: run `make checkov-venv` (make test does)")
     folder = tmp_path_factory.mktemp("arm")
     for stack, template in templates.items():
         (folder / f"{stack}.json").write_text(json.dumps(template))
@@ -47,15 +44,7 @@ def scan(templates: dict[str, dict[str, Any]], tmp_path_factory: pytest.TempPath
         if resource["type"] == "Microsoft.Storage/storageAccounts":
             resource["properties"]["networkAcls"]["defaultAction"] = "Allow"
     (folder / "tampered.json").write_text(json.dumps(tampered))
-    result = subprocess.run(
-        [str(CHECKOV), "-d", str(folder), "--framework", "arm", "--skip-download", "-o", "json"],
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    assert result.returncode in (0, 1), result.stderr
-    report = json.loads(result.stdout)
-    return (report[0] if isinstance(report, list) else report)["results"]
+    return checkov_report(folder, "arm", quiet=False)["results"]
 
 
 def _of(checks: list[dict[str, Any]], file: str) -> list[dict[str, Any]]:

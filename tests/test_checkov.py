@@ -6,32 +6,19 @@ checkov pins packages apart from the project's, so it runs from .venv-checkov (`
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from aks_gpu_platform.testing import Recording
+from tests.checkov_scan import checkov_report
 from tests.conftest import STACKS
-from tools import REPO_ROOT
 from tools.render import render_and_validate
-
-CHECKOV = REPO_ROOT / ".venv-checkov" / "bin" / "checkov"
 
 
 def _scan(folder: Path) -> dict[str, Any]:
-    if not CHECKOV.exists():
-        pytest.fail(".venv-checkov is missing: run `make checkov-venv` (make test does)")
-    result = subprocess.run(
-        [str(CHECKOV), "-d", str(folder), "--framework", "kubernetes", "--skip-download", "--quiet", "-o", "json"],
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    assert result.returncode in (0, 1), result.stderr
-    report = json.loads(result.stdout)
-    return report[0] if isinstance(report, list) else report
+    return checkov_report(folder, "kubernetes")
 
 
 @pytest.mark.parametrize("stack", STACKS)

@@ -31,6 +31,7 @@ from aks_gpu_platform.config.scheduling import pod_fits_node
 from aks_gpu_platform.testing import Recording, kubernetes_object
 from aks_gpu_platform.testing.checks import validate_object
 from aks_gpu_platform.testing.stack_files import load_stack_file
+from tests.checkov_scan import checkov_report
 from tests.conftest import assert_rejected, cluster_handle, settings_of
 from tests.scheduling import node_templates, scheduling_check
 from tools import REPO_ROOT
@@ -159,21 +160,11 @@ def test_validation_jobs_pass_the_schema_checkov_and_the_scheduling_check(valida
     assert any("nccl" in p.source for p in check.pods)
     assert not check.problems(), "\n".join(check.problems())
     render_and_validate(validated, tmp_path, "1.33.0")
-    checkov = REPO_ROOT / ".venv-checkov" / "bin" / "checkov"
-    if not checkov.exists():
-        pytest.fail(".venv-checkov is missing: run `make checkov-venv`")
     folder = tmp_path / "validation"
     folder.mkdir()
     for path in (tmp_path / "k8s").glob("*gpu-validation*.yaml"):
         path.rename(folder / path.name)
-    result = subprocess.run(
-        [str(checkov), "-d", str(folder), "--framework", "kubernetes", "--skip-download", "--quiet", "-o", "json"],
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    report = json.loads(result.stdout)
-    report = report[0] if isinstance(report, list) else report
+    report = checkov_report(folder, "kubernetes")
     failed = [(c["check_id"], c["resource"]) for c in report["results"]["failed_checks"]]
     assert report["summary"]["passed"] > 0 and failed == [], f"fix or skip with a reason: {failed}"
 

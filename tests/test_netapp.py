@@ -195,18 +195,11 @@ def test_every_netapp_object_passes_the_strict_schema_and_dies_with_the_cluster(
 def test_checkov_passes_the_netapp_objects_with_reasoned_skips_only(
     prod_with_netapp: Recording, tmp_path: Path
 ) -> None:
-    import json
-    import subprocess
-
-    from tests.test_checkov import CHECKOV
+    from tests.checkov_scan import checkov_report
 
     render_and_validate(prod_with_netapp, tmp_path, SCHEMA)
-    # Not --quiet: the report must list passed and skipped checks too, to show the pod was scanned.
-    command = [str(CHECKOV), "-d", str(tmp_path / "k8s"), "--framework", "kubernetes", "--skip-download", "-o", "json"]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=240)
-    assert result.returncode in (0, 1), result.stderr
-    report = json.loads(result.stdout)
-    results = (report[0] if isinstance(report, list) else report)["results"]
+    # Not quiet: the report must list passed and skipped checks too, to show the pod was scanned.
+    results = checkov_report(tmp_path / "k8s", "kubernetes", quiet=False)["results"]
     failed = [(c["check_id"], c["resource"]) for c in results["failed_checks"]]
     assert failed == [], f"checkov failures must be fixed or skipped with a reason: {failed}"
     pod = "Pod.training.netapp-test"

@@ -176,7 +176,7 @@ def azure_resources(recording: Recording) -> list[RecordedResource]:
 def _declare_exceptions() -> None:
     # Exceptions are declared where each component module is imported; a template must see all of them.
     for module in pkgutil.iter_modules(components.__path__):
-        importlib.import_module(f"components.{module.name}")
+        importlib.import_module(f"{components.__name__}.{module.name}")
 
 
 def arm_template(recording: Recording) -> dict[str, Any]:
