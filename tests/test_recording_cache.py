@@ -75,7 +75,14 @@ def source_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pat
         shutil.copytree(REPO_ROOT / folder, root / folder, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(REPO_ROOT / "aks_gpu_platform", root / "aks_gpu_platform", symlinks=True)
     (root / "tools").mkdir()
-    for name in ("__main__.py", "Pulumi.yaml", "Pulumi.dev.yaml", "tools/__init__.py", "tools/offline.py"):
+    for name in (
+        "__main__.py",
+        "Pulumi.yaml",
+        "Pulumi.dev.yaml",
+        "pyproject.toml",
+        "tools/__init__.py",
+        "tools/offline.py",
+    ):
         shutil.copy(REPO_ROOT / name, root / name)
     monkeypatch.setattr(recording_cache, "REPO_ROOT", root)
     source_fingerprint.cache_clear()
@@ -85,7 +92,14 @@ def source_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pat
 
 @pytest.mark.parametrize(
     "edited",
-    ["components/gpu_stack.py", "config/gpu_catalog.py", "aks_gpu_platform/testing/mocks.py", "Pulumi.dev.yaml"],
+    [
+        "components/gpu_stack.py",
+        "components/dashboards/gpu-overview.json",
+        "config/gpu_catalog.py",
+        "aks_gpu_platform/testing/mocks.py",
+        "Pulumi.dev.yaml",
+        "pyproject.toml",
+    ],
 )
 def test_an_edit_the_evaluation_reads_makes_a_new_key(source_copy: Path, edited: str) -> None:
     before = source_fingerprint()

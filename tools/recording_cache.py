@@ -30,9 +30,10 @@ from . import REPO_ROOT
 RECORDING_CACHE = "AKS_GPU_PLATFORM_RECORDING_CACHE"
 """Environment variable: the cache's folder. Unset or empty, every evaluation runs."""
 
-# What an evaluation of __main__.py reads: the program, its package, the stack files and this module's caller.
+# What an evaluation of __main__.py reads: the program, its package, the stack files, the version in pyproject.toml
+# and the caller of this module.
 _SOURCE_FOLDERS = ("aks_gpu_platform", "components", "config")
-_SOURCE_FILES = ("__main__.py", "Pulumi.yaml", "tools/__init__.py", "tools/offline.py")
+_SOURCE_FILES = ("__main__.py", "Pulumi.yaml", "pyproject.toml", "tools/__init__.py", "tools/offline.py")
 
 
 def _source_files() -> Iterator[Path]:
