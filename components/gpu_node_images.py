@@ -12,7 +12,7 @@ from aks_gpu_platform.config.platform import PlatformConfig
 from .dra_driver import DRA_DRIVER_IMAGE
 from .gpu_health import NVSENTINEL_VERSION
 from .gpu_smoke_test import CUDA_IMAGE
-from .gpu_stack import DEVICE_PLUGIN_CHART, GPU_OPERATOR_CHART, RDMA_SHARED_DEVICE_PLUGIN
+from .gpu_stack import DEVICE_PLUGIN_CHART, GPU_OPERATOR_CHART, NETWORK_OPERATOR_NFD_IMAGE, RDMA_SHARED_DEVICE_PLUGIN
 from .gpu_validation import DCGM_IMAGE, PYTORCH_IMAGE
 from .lustre_storage import CSI_DRIVER_VERSION
 from .registry import DCGM_UPSTREAM
@@ -48,6 +48,10 @@ def gpu_pool_images(cfg: PlatformConfig, pool: GpuPoolConfig) -> dict[str, str]:
     if pool.infiniband:
         plugin = RDMA_SHARED_DEVICE_PLUGIN
         images["RDMA shared device plugin"] = f"{plugin['repository']}/{plugin['image']}:{plugin['version']}"
+        if stack.mode != "gpuOperator":
+            images["Network Operator node-feature-discovery worker (the pool's infiniband)"] = (
+                NETWORK_OPERATOR_NFD_IMAGE
+            )
     if pool.sku.multi_node_nvlink:
         images["NVIDIA DRA driver"] = DRA_DRIVER_IMAGE
     if cfg.gpu_health.remediation.enabled:

@@ -60,6 +60,11 @@ RDMA_SHARED_DEVICE_PLUGIN = {
     "repository": "nvcr.io/nvidia/mellanox",
     "version": "network-operator-v26.4.1",
 }
+# The chart's own node-feature-discovery worker (runs on the InfiniBand nodes unless the GPU Operator's NFD serves):
+# deployment/network-operator values.yaml tags it `network-operator-v<release>` (README table at 25.7.0).
+NETWORK_OPERATOR_NFD_IMAGE = (
+    f"nvcr.io/nvidia/mellanox/node-feature-discovery:network-operator-v{NETWORK_OPERATOR_CHART[2]}"
+)
 # Mellanox/NVIDIA networking PCI vendor ID (the ConnectX virtual functions of Azure's IB sizes).
 MELLANOX_VENDOR_ID = "15b3"
 SYSTEM_NODE_CRITICAL = "system-node-critical"

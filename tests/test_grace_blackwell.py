@@ -99,14 +99,24 @@ def test_the_smoke_test_runs_nvidia_smi_on_the_grace_blackwell_pool(recording: R
     )
 
 
-def test_the_nccl_checks_pytorch_image_is_not_what_an_arm64_pool_refuses() -> None:
+def test_an_infiniband_grace_blackwell_pool_is_refused_for_the_one_image_without_a_verified_arm64_build() -> None:
     settings = _settings()
     settings["gpuPools"][0].update(infiniband=True, validation={"ncclAllReduce": True, "minBusBandwidthGBps": 400})
     cfg = load_platform_config(settings)
-    nccl = {role: image for role, image in gpu_pool_images(cfg, cfg.gpu_pools[0]).items() if "ncclAllReduce" in role}
-    assert nccl, "the NCCL check must be among the pool's workloads"
-    # NGC PyTorch 26.03 has a sourced arm64 variant; the pool's other IB workloads are checked on their own.
-    require_arm64("gpuPools[0]", "gb200", nccl)
+    images = gpu_pool_images(cfg, cfg.gpu_pools[0])
+    assert any("ncclAllReduce" in role for role in images), "the NCCL check must be among the pool's workloads"
+    assert any("RDMA" in role for role in images), "an InfiniBand pool runs the RDMA shared device plugin"
+    assert any("node-feature-discovery" in role for role in images), (
+        "the Network Operator's NFD worker labels the NICs the RDMA plugin selects: it runs on the pool too"
+    )
+    with pytest.raises(ConfigError) as refused:
+        require_arm64("gpuPools[0]", "gb200", images)
+    message = str(refused.value)
+    assert "node-feature-discovery" in message and "infiniband" in message, (
+        f"the refusal names the image that blocks the pool and the setting that brings it: {message}"
+    )
+    for sourced in ("k8s-rdma-shared-dev-plugin", "pytorch"):
+        assert sourced not in message, f"{sourced} has a sourced arm64 build and must not be refused: {message}"
 
 
 def test_lustre_on_an_arm64_pool_is_refused_because_its_csi_node_is_amd64_only() -> None:
