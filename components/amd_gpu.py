@@ -12,9 +12,13 @@ pushes it to the platform's registry and loads the module and its firmware on ev
 all created here:
 - cert-manager, for the KMM webhook's self-signed certificate (charts/kmm/templates/serving-cert.yaml);
 - a repository in the platform's registry that the build pushes to and the nodes pull from, and a token scoped to
-  that repository for the build. Its password is the one step left to the operator of the platform (the plan prints
-  it): ACR issues token passwords only through the registry's `generateCredentials` action, which the pinned
-  azure-native SDK does not expose, and the registry's admin user stays off;
+  that repository for the build. ACR issues token passwords only through the registry's `generateCredentials`
+  action, which the pinned azure-native SDK does not expose (and the registry's admin user stays off), so a one-shot
+  Job in the operator's namespace issues `password1` and writes the docker-registry Secret the DeviceConfig names
+  (components/amd_registry_secret_job.py). It runs on the CPU pool under workload identity, with a custom role
+  that holds only that action at the registry, and a Role for that one Secret; the password stays out of Pulumi's
+  state and outputs. The operator release does not wait for it: until the Secret exists KMM's build cannot push
+  and retries, and the AMD nodes advertise no amd.com/gpu;
 - `driver.blacklist`, so a node that ever loads the kernel's own amdgpu keeps it out from the next boot on (the
   operator writes the modprobe entry through the node labeller, which is therefore on).
 Further, at our values:
@@ -29,19 +33,25 @@ names them for the plan's rate-limit warning.
 """
 
 from collections.abc import Sequence
-from typing import Any, TypedDict
+from pathlib import Path
+from typing import Any, TypedDict, cast
 
 import pulumi
+import pulumi_azure_native.authorization as authorization
 import pulumi_azure_native.containerregistry as containerregistry
+import pulumi_azure_native.managedidentity as managedidentity
 import pulumi_kubernetes as k8s
 
 from aks_gpu_platform.config.gpu import GpuPoolConfig
 from aks_gpu_platform.config.scheduling import (
     AMD_VENDOR_LABEL,
+    RESTRICTED_CONTAINER_SECURITY_CONTEXT,
     cpu_node_selector,
     gpu_tolerations,
+    restricted_pod_security_context,
 )
 
+from . import amd_registry_secret_job
 from . import metrics_labels as labels
 from .context import ClusterHandle
 from .dcgm_exporter import SCRAPE_LABEL_LIMITS
@@ -94,6 +104,31 @@ DRIVER_REPOSITORY_ACTIONS = [
     f"repositories/{DRIVER_REPOSITORY}/content/write",
     f"repositories/{DRIVER_REPOSITORY}/metadata/read",
 ]
+# The Job that issues the token's password and writes that Secret. Azure CLI image from MCR at a release tag with
+# its OS in the tag (MicrosoftDocs/azure-docs-cli docs-ref-conceptual/run-azure-cli-docker.md, 2025-06-20, names
+# `2.74.0-azurelinux3.0`); the Job uses only its python3 (Azure/azure-cli scripts/release/rpm/azure-cli.spec:
+# `Requires: python3`), no curl or kubectl.
+SECRET_WRITER = "amdgpu-driver-registry-writer"
+SECRET_WRITER_IMAGE = "mcr.microsoft.com/azure-cli:2.74.0-azurelinux3.0"
+SECRET_WRITER_UID = 10001
+# Registries_GenerateCredentials at a stable API version (azure-rest-api-specs specification/containerregistry/
+# resource-manager/Microsoft.ContainerRegistry/stable/2025-04-01/containerregistry.json): a long-running POST whose
+# 202 is polled at its Location, hence the async-status read next to the action (Azure resource provider operations,
+# Microsoft.ContainerRegistry). Built-in roles that hold generateCredentials also write tokens or the registry.
+GENERATE_CREDENTIALS_API_VERSION = "2025-04-01"
+PASSWORD_ISSUER_ACTIONS = [
+    "Microsoft.ContainerRegistry/registries/generateCredentials/action",
+    "Microsoft.ContainerRegistry/registries/operationStatuses/read",
+]
+SECRET_WRITER_PROGRAM = Path(amd_registry_secret_job.__file__).read_text()
+# checkov skips, each with its reason (tests/test_checkov.py reads them from the object).
+SECRET_WRITER_CHECKOV_SKIPS = {
+    "checkov.io/skip1": "CKV_K8S_43=MCR's Azure CLI image is pinned by release and OS tag; a digest pins one arch",
+    "checkov.io/skip2": "CKV2_K8S_6=the one-shot Job serves nothing; it calls only Entra ID, ARM, ACR and the API",
+    "checkov.io/skip3": "CKV_K8S_38=the Job needs its service account token for workload identity and the Secret",
+}
+# Pulumi waits for the Job; it retries until the grant works, which Azure documents as up to 10 minutes.
+SECRET_WRITER_DEADLINE_SECONDS = 1500
 # The chart's default DeviceConfig is named `default` (templates/default-deviceconfig.yaml); the operator labels the
 # exporter pods `daemonset-name: <DeviceConfig>` and `app.kubernetes.io/name: metrics-exporter`, container
 # `metrics-exporter-container`, port `exporter-port` = spec.metricsExporter.port (internal/metricsexporter/
@@ -111,23 +146,14 @@ class AmdGpuStackArgs(TypedDict):
     """The cluster the operator runs in."""
     registry_name: pulumi.Input[str]
     """The platform's container registry, which holds the built driver images."""
+    registry_id: pulumi.Input[str]
+    """Its resource ID: the scope of the password issuer's role."""
     registry_login_server: pulumi.Input[str]
     """Its login server (`<name>.azurecr.io`)."""
     scrape_dependencies: Sequence[pulumi.Resource]
     """What a PodMonitor waits for (the managed Prometheus add-on that brings its CRD)."""
     scrape_interval_seconds: int
     """How often managed Prometheus scrapes the exporter (the DCGM exporter's interval)."""
-
-
-def driver_secret_commands(registry_name: str) -> list[str]:
-    """The commands that give the driver build its registry password: the one step the program cannot take."""
-    return [
-        f"az acr token credential generate --registry {registry_name} --name {DRIVER_BUILD_TOKEN} --password1 "
-        "--query 'passwords[0].value' --output tsv",
-        f"kubectl create secret docker-registry {DRIVER_REGISTRY_SECRET} --namespace {AMD_GPU_OPERATOR_NAMESPACE} "
-        f"--docker-server {registry_name}.azurecr.io --docker-username {DRIVER_BUILD_TOKEN} "
-        "--docker-password <that password>",
-    ]
 
 
 def kmm_values() -> dict[str, Any]:
@@ -204,6 +230,35 @@ def amd_gpu_operator_values(pools: Sequence[GpuPoolConfig], registry_login_serve
     }
 
 
+def secret_writer_pod_spec(env: dict[str, pulumi.Input[str]]) -> dict[str, Any]:
+    """The Job's pod: on the CPU pool, restricted and non-root, running the program with `env`."""
+    return {
+        "serviceAccountName": SECRET_WRITER,
+        "restartPolicy": "Never",
+        "nodeSelector": cpu_node_selector(),
+        "securityContext": restricted_pod_security_context(SECRET_WRITER_UID),
+        "containers": [
+            {
+                "name": "issue-password",
+                "image": SECRET_WRITER_IMAGE,
+                "imagePullPolicy": "Always",
+                "command": ["python3", "-c", SECRET_WRITER_PROGRAM],
+                "env": [{"name": key, "value": value} for key, value in env.items()],
+                "resources": {
+                    "requests": {"cpu": "50m", "memory": "64Mi"},
+                    "limits": {"cpu": "200m", "memory": "128Mi"},
+                },
+                # The pod's non-root user and seccomp profile again on the container, where scanners look.
+                "securityContext": {
+                    **RESTRICTED_CONTAINER_SECURITY_CONTEXT,
+                    "runAsNonRoot": True,
+                    "seccompProfile": {"type": "RuntimeDefault"},
+                },
+            }
+        ],
+    }
+
+
 class AmdGpuStack(pulumi.ComponentResource):
     """AMD's GPU Operator (driver build, device plugin, exporter) for the AMD pools, and the exporter's PodMonitor."""
 
@@ -213,7 +268,7 @@ class AmdGpuStack(pulumi.ComponentResource):
     def __init__(self, name: str, args: AmdGpuStackArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("aks-gpu-platform:index:AmdGpuStack", name, None, opts)
         k8s_opts = args["cluster"].k8s_options(self)
-        self._driver_build_token(name, args)
+        token = self._driver_build_token(name, args)
         cert_manager = cert_manager_release(f"{name}-cert-manager", k8s_opts)
         repo, chart, version = AMD_GPU_OPERATOR_CHART
         self.release = k8s.helm.v3.Release(
@@ -254,9 +309,10 @@ class AmdGpuStack(pulumi.ComponentResource):
                 k8s_opts, pulumi.ResourceOptions(depends_on=[self.release, *args["scrape_dependencies"]])
             ),
         )
+        self._driver_secret_writer(name, args, token)
         self.register_outputs({})
 
-    def _driver_build_token(self, name: str, args: AmdGpuStackArgs) -> None:
+    def _driver_build_token(self, name: str, args: AmdGpuStackArgs) -> containerregistry.Token:
         """A registry token that can push and pull the driver repository and nothing else."""
         child = pulumi.ResourceOptions(parent=self)
         scope_map = containerregistry.ScopeMap(
@@ -268,7 +324,7 @@ class AmdGpuStack(pulumi.ComponentResource):
             actions=DRIVER_REPOSITORY_ACTIONS,
             opts=child,
         )
-        containerregistry.Token(
+        return containerregistry.Token(
             f"{name}-driver-token",
             resource_group_name=args["cluster"].resource_group_name,
             registry_name=args["registry_name"],
@@ -276,4 +332,115 @@ class AmdGpuStack(pulumi.ComponentResource):
             scope_map_id=scope_map.id,
             status=containerregistry.TokenStatus.ENABLED,
             opts=child,
+        )
+
+    def _driver_secret_writer(self, name: str, args: AmdGpuStackArgs, token: containerregistry.Token) -> None:
+        """The Job that issues the token's password once and writes it to the DeviceConfig's Secret."""
+        handle, child = args["cluster"], pulumi.ResourceOptions(parent=self)
+        identity = managedidentity.UserAssignedIdentity(
+            f"{name}-password-issuer",
+            resource_group_name=handle.resource_group_name,
+            location=handle.location,
+            tags=dict(handle.tags),
+            opts=child,
+        )
+        credential = managedidentity.FederatedIdentityCredential(
+            f"{name}-password-issuer",
+            resource_group_name=handle.resource_group_name,
+            resource_name_=identity.name,
+            federated_identity_credential_resource_name=SECRET_WRITER,
+            issuer=handle.oidc_issuer_url,
+            subject=f"system:serviceaccount:{AMD_GPU_OPERATOR_NAMESPACE}:{SECRET_WRITER}",
+            audiences=["api://AzureADTokenExchange"],
+            opts=child,
+        )
+        issuer_role = authorization.RoleDefinition(
+            f"{name}-password-issuer",
+            # Custom role names are unique per tenant: one per registry.
+            role_name=pulumi.Output.concat("AMD driver build password issuer (", args["registry_name"], ")"),
+            description="Issues passwords of the registry's repository-scoped tokens; nothing else",
+            scope=args["registry_id"],
+            assignable_scopes=[args["registry_id"]],
+            permissions=[{"actions": PASSWORD_ISSUER_ACTIONS}],
+            opts=child,
+        )
+        grant = authorization.RoleAssignment(
+            f"{name}-password-issuer",
+            principal_id=identity.principal_id,
+            principal_type=authorization.PrincipalType.SERVICE_PRINCIPAL,
+            role_definition_id=issuer_role.id,
+            scope=args["registry_id"],
+            opts=child,
+        )
+        # The namespace comes with the operator release.
+        k8s_opts = pulumi.ResourceOptions.merge(
+            handle.k8s_options(self), pulumi.ResourceOptions(depends_on=[self.release])
+        )
+        metadata: k8s.meta.v1.ObjectMetaArgsDict = {"name": SECRET_WRITER, "namespace": AMD_GPU_OPERATOR_NAMESPACE}
+        account = k8s.core.v1.ServiceAccount(
+            f"{name}-{SECRET_WRITER}",
+            metadata={**metadata, "annotations": {"azure.workload.identity/client-id": identity.client_id}},
+            opts=k8s_opts,
+        )
+        role = k8s.rbac.v1.Role(
+            f"{name}-{SECRET_WRITER}",
+            metadata=metadata,
+            rules=[
+                {
+                    "api_groups": [""],
+                    "resources": ["secrets"],
+                    "resource_names": [DRIVER_REGISTRY_SECRET],
+                    "verbs": ["get", "patch"],
+                },
+                # RBAC cannot limit create to a name (the name is not known when create is authorised).
+                {"api_groups": [""], "resources": ["secrets"], "verbs": ["create"]},
+            ],
+            opts=k8s_opts,
+        )
+        binding = k8s.rbac.v1.RoleBinding(
+            f"{name}-{SECRET_WRITER}",
+            metadata=metadata,
+            role_ref={"api_group": "rbac.authorization.k8s.io", "kind": "Role", "name": SECRET_WRITER},
+            subjects=[{"kind": "ServiceAccount", "name": SECRET_WRITER, "namespace": AMD_GPU_OPERATOR_NAMESPACE}],
+            opts=k8s_opts,
+        )
+        env: dict[str, pulumi.Input[str]] = {
+            "SECRET_NAMESPACE": AMD_GPU_OPERATOR_NAMESPACE,
+            "SECRET_NAME": DRIVER_REGISTRY_SECRET,
+            "LOGIN_SERVER": args["registry_login_server"],
+            "REPOSITORY": DRIVER_REPOSITORY,
+            "TOKEN_NAME": DRIVER_BUILD_TOKEN,
+            "TOKEN_ID": token.id,
+            "REGISTRY_ID": args["registry_id"],
+            "API_VERSION": GENERATE_CREDENTIALS_API_VERSION,
+        }
+        job_spec: k8s.batch.v1.JobSpecArgsDict = {
+            "backoff_limit": 2,
+            "active_deadline_seconds": SECRET_WRITER_DEADLINE_SECONDS,
+            "template": {
+                "metadata": {
+                    "labels": {"app": SECRET_WRITER, "azure.workload.identity/use": "true"},
+                    "annotations": SECRET_WRITER_CHECKOV_SKIPS,
+                },
+                "spec": cast(k8s.core.v1.PodSpecArgsDict, secret_writer_pod_spec(env)),
+            },
+        }
+        job_metadata: k8s.meta.v1.ObjectMetaArgsDict = {
+            **metadata,
+            "labels": {"app": SECRET_WRITER},
+            "annotations": SECRET_WRITER_CHECKOV_SKIPS,
+        }
+        k8s.batch.v1.Job(
+            f"{name}-{SECRET_WRITER}",
+            metadata=job_metadata,
+            spec=job_spec,
+            # The token exchange and generateCredentials need the federated credential and the grant; the Job
+            # waits out the grant's propagation itself, so `pulumi up` waits only as long as Azure takes.
+            opts=pulumi.ResourceOptions.merge(
+                k8s_opts,
+                pulumi.ResourceOptions(
+                    depends_on=[credential, grant, account, role, binding, token],
+                    custom_timeouts=pulumi.CustomTimeouts(create=f"{SECRET_WRITER_DEADLINE_SECONDS + 300}s"),
+                ),
+            ),
         )

@@ -321,6 +321,7 @@ class AksGpuPlatform(pulumi.ComponentResource):
                     "pools": cfg.gpu_pools,
                     "cluster": handle,
                     "registry_name": acr.registry.name,
+                    "registry_id": acr.registry_id,
                     "registry_login_server": acr.login_server,
                     "scrape_dependencies": monitoring.scrape_dependencies,
                     "scrape_interval_seconds": cfg.monitoring.dcgm_exporter.scrape_interval_seconds,

@@ -88,8 +88,16 @@ def rule_allows(rule: dict[str, Any], request: Request) -> bool:
     )
 
 
+def _subject(subject: dict[str, Any]) -> str:
+    """The identity a subject names: a group's name, or a service account's user `system:serviceaccount:<ns>:<name>`
+    (kubernetes pkg/apis/rbac/v1/evaluation_helpers.go appliesToUser)."""
+    if subject.get("kind") == "ServiceAccount":
+        return f"system:serviceaccount:{subject.get('namespace', '')}:{subject.get('name', '')}"
+    return subject.get("name", "") if subject.get("kind") == "Group" else ""
+
+
 def _bound(binding: dict[str, Any], groups: set[str]) -> bool:
-    return any(s.get("kind") == "Group" and s.get("name", "").lower() in groups for s in binding.get("subjects") or [])
+    return any(_subject(s).lower() in groups for s in binding.get("subjects") or [])
 
 
 def kubernetes_allows(objects: list[dict[str, Any]], groups: set[str], request: Request) -> bool:

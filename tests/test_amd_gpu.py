@@ -3,28 +3,30 @@ release and metrics models; and the NVIDIA-only features refused on AMD pools by
 
 from __future__ import annotations
 
-import io
-from contextlib import redirect_stdout
-from pathlib import Path
+import base64
+import fnmatch
+import json
 from typing import Any
 
 import pytest
-import yaml
 
+from aks_gpu_platform.components import amd_registry_secret_job as secret_job
 from aks_gpu_platform.components import metrics_labels as labels
 from aks_gpu_platform.components.amd_gpu import EXPORTER_PORT, EXPORTER_PORT_NAME
 from aks_gpu_platform.components.roles import ACR_PULL
 from aks_gpu_platform.config import load_platform_config
-from aks_gpu_platform.testing import Recording
+from aks_gpu_platform.testing import Recording, kubernetes_object
 from aks_gpu_platform.testing.stack_files import load_stack_file
+from tests.arm_spec import load_specs, schema_problems
 from tests.autoscaler_template import scale_from_zero_problems, zero_node_templates
 from tests.conftest import assert_rejected, set_path, settings_of
 from tests.crd_schema import crd_problems
 from tests.promql_model import Evaluator
+from tests.rbac_model import Request, kubernetes_allows
 from tests.release_contract import release_problems
 from tests.scheduling import AGENT_POOL, RELEASE, helm_merge, pod_fits_node, scheduling_check
 from tests.scrape_model import Container, Pod, Port, pod_monitor_scrape_configs, scrape, targets
-from tools import REPO_ROOT, cold_start, plan
+from tools import REPO_ROOT, cold_start
 from tools.offline import run_stack
 from tools.plan import docker_hub_warnings
 
@@ -36,6 +38,12 @@ REGISTRY = "azure-native:containerregistry:Registry"
 SCOPE_MAP = "azure-native:containerregistry:ScopeMap"
 TOKEN = "azure-native:containerregistry:Token"
 ROLE = "azure-native:authorization:RoleAssignment"
+ROLE_DEFINITION = "azure-native:authorization:RoleDefinition"
+IDENTITY = "azure-native:managedidentity:UserAssignedIdentity"
+CREDENTIAL = "azure-native:managedidentity:FederatedIdentityCredential"
+CLUSTER = "azure-native:containerservice:ManagedCluster"
+JOB = "kubernetes:batch/v1:Job"
+SERVICE_ACCOUNT = "kubernetes:core/v1:ServiceAccount"
 
 
 def amd_variant() -> dict[str, Any]:
@@ -351,19 +359,157 @@ def test_nvidia_smoke_test_is_refused_when_no_pool_has_nvidia_gpus() -> None:
     assert_rejected(settings, "nvidia-smi on nvidia.com/gpu never schedules", "gpuStack.smokeTest", "nvidia-smi")
 
 
-def test_the_plan_names_the_one_step_that_gives_the_driver_build_its_password(tmp_path: Path) -> None:
-    # AKS installs no AMD driver (use-amd-gpus.md); the operator builds it, but the pinned SDK cannot issue the
-    # registry token's password, so the plan must say exactly how to give it.
-    stack_file = tmp_path / "Pulumi.dev.yaml"
-    stack_file.write_text(yaml.safe_dump({"config": amd_variant()}))
-    out = io.StringIO()
-    with redirect_stdout(out):
-        status = plan.main(["--stack", "dev", "--config-file", str(stack_file), "--out", str(tmp_path / "out")])
-    text = " ".join(out.getvalue().split())
-    assert status == 0, text[:3000]
-    for command in (
-        "az acr token credential generate",
-        "--name amdgpu-driver-build",
-        "kubectl create secret docker-registry amdgpu-driver-registry --namespace kube-amd-gpu",
+# ---------------------------------------------------------------- the driver build's registry password, in-cluster
+
+
+def _secret_writer(recording: Recording) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The Job that writes the driver build's registry Secret: its pod spec and its one container's environment."""
+    (job,) = [j for j in recording.of_type(JOB) if j.inputs["metadata"]["namespace"] == "kube-amd-gpu"]
+    pod = job.inputs["spec"]["template"]
+    (container,) = pod["spec"]["containers"]
+    return pod, {e["name"]: e["value"] for e in container["env"]}
+
+
+def test_the_password_request_passes_the_rest_spec_and_names_the_driver_build_token(amd: Recording) -> None:
+    spec = load_specs()[("Microsoft.ContainerRegistry", "registries/generateCredentials", "2025-04-01")]
+    _, env = _secret_writer(amd)
+    assert env["API_VERSION"] == spec["apiVersion"], "the body is checked at the API version the Job sends"
+    body = secret_job.generate_credentials_body(env["TOKEN_ID"])
+    problems = schema_problems(body, spec["definitions"][spec["body"]], spec["definitions"], "body")
+    assert not problems, f"ARM refuses the generateCredentials body: {problems}"
+    token = amd.one(TOKEN)
+    assert body["tokenId"] == token.outputs["id"], "the password must be the driver build token's"
+    assert body["name"] == "password1", "one password: password2 stays free for a manual rotation"
+    assert env["REGISTRY_ID"] == amd.one(REGISTRY).outputs["id"], "the action is POSTed on the platform's registry"
+    result = spec["definitions"][spec["response"]]["properties"]["passwords"]["items"]["$ref"].rsplit("/", 1)[-1]
+    assert {"name", "value"} <= set(spec["definitions"][result]["properties"]), "the Job reads passwords[].name/value"
+
+
+def _allowed(actions: list[str], operation: str) -> bool:
+    return any(fnmatch.fnmatchcase(operation.lower(), a.lower()) for a in actions)
+
+
+def test_the_jobs_identity_can_issue_the_token_password_and_nothing_else_on_the_registry(amd: Recording) -> None:
+    pod, _ = _secret_writer(amd)
+    account_name = pod["spec"]["serviceAccountName"]
+    account = next(a for a in amd.of_type(SERVICE_ACCOUNT) if a.inputs["metadata"]["name"] == account_name)
+    client_id = account.inputs["metadata"]["annotations"]["azure.workload.identity/client-id"]
+    assert pod["metadata"]["labels"].get("azure.workload.identity/use") == "true", (
+        "without the label the webhook injects no federated token and the Job cannot reach Azure"
+    )
+    (identity,) = [i for i in amd.of_type(IDENTITY) if i.outputs["clientId"] == client_id]
+    (credential,) = [c for c in amd.of_type(CREDENTIAL) if c.inputs["resourceName"] == identity.outputs["name"]]
+    assert credential.inputs["subject"] == f"system:serviceaccount:kube-amd-gpu:{account_name}"
+    assert credential.inputs["issuer"] == amd.one(CLUSTER).outputs["oidcIssuerProfile"]["issuerURL"]
+    assert credential.inputs["audiences"] == ["api://AzureADTokenExchange"]
+
+    registry = amd.one(REGISTRY).outputs["id"]
+    definitions = {d.outputs["id"]: d.inputs for d in amd.of_type(ROLE_DEFINITION)}
+    grants = [g.inputs for g in amd.of_type(ROLE) if g.inputs["principalId"] == identity.outputs["principalId"]]
+    assert grants and all(g["scope"] == registry for g in grants), "the identity holds roles on the registry only"
+    actions = [a for g in grants for p in definitions[g["roleDefinitionId"]]["permissions"] for a in p["actions"]]
+    assert all(not p.get("dataActions") for g in grants for p in definitions[g["roleDefinitionId"]]["permissions"])
+    assert _allowed(actions, "Microsoft.ContainerRegistry/registries/generateCredentials/action")
+    for operation in (
+        "Microsoft.ContainerRegistry/registries/write",
+        "Microsoft.ContainerRegistry/registries/listCredentials/action",
+        "Microsoft.ContainerRegistry/registries/regenerateCredential/action",
+        "Microsoft.ContainerRegistry/registries/tokens/write",
+        "Microsoft.ContainerRegistry/registries/tokens/read",
+        "Microsoft.ContainerRegistry/registries/scopeMaps/write",
+        "Microsoft.ContainerRegistry/registries/pull/read",
+        "Microsoft.ContainerRegistry/registries/push/write",
+        "Microsoft.Authorization/roleAssignments/write",
     ):
-        assert command in text, f"the plan must print the step the driver build waits for: {command}\n{text[:3000]}"
+        assert not _allowed(actions, operation), f"the password issuer must not be able to {operation}"
+    # generateCredentials is a registry action: Azure RBAC cannot narrow it to one token, so the platform keeps one.
+    assert [t.inputs["tokenName"] for t in amd.of_type(TOKEN)] == ["amdgpu-driver-build"], (
+        "the registry's only token is the driver build's, the one password the identity can issue"
+    )
+
+
+def test_the_job_writes_the_secret_the_device_config_names_for_the_registry(amd: Recording) -> None:
+    _, env = _secret_writer(amd)
+    driver = default_device_config(amd)["spec"]["driver"]
+    release = next(r for r in amd.of_type(RELEASE) if r.inputs["chart"] == AMD_CHART)
+    assert env["SECRET_NAME"] == driver["imageRegistrySecret"]["name"], "KMM pushes and nodes pull with this Secret"
+    assert env["SECRET_NAMESPACE"] == release.inputs["namespace"], "KMM reads the Secret in its own namespace"
+    login_server = amd.one(REGISTRY).outputs["loginServer"]
+    assert env["LOGIN_SERVER"] == login_server == driver["image"].split("/", 1)[0]
+    assert env["TOKEN_NAME"] == amd.one(TOKEN).inputs["tokenName"], "ACR token logins use the token name as user"
+    config = secret_job.docker_config(env["LOGIN_SERVER"], env["TOKEN_NAME"], "p4ss")
+    manifest = secret_job.secret_manifest(env["SECRET_NAME"], env["SECRET_NAMESPACE"], config)
+    assert manifest["type"] == "kubernetes.io/dockerconfigjson", "KMM and the kubelet read docker-registry Secrets"
+    stored = json.loads(base64.b64decode(manifest["data"][".dockerconfigjson"]))
+    entry = stored["auths"][login_server]
+    assert base64.b64decode(entry["auth"]).decode() == f"{env['TOKEN_NAME']}:p4ss"
+
+    rbac = [kubernetes_object(r) for r in amd.resources if r.type.startswith("kubernetes:rbac")]
+    pod, _ = _secret_writer(amd)
+    user = {f"system:serviceaccount:kube-amd-gpu:{pod['spec']['serviceAccountName']}"}
+    secret = {"group": "", "resource": "secrets", "namespace": env["SECRET_NAMESPACE"]}
+    for verb in ("get", "patch"):
+        assert kubernetes_allows(rbac, user, Request(verb, **secret, name=env["SECRET_NAME"])), f"the Job must {verb}"
+    assert kubernetes_allows(rbac, user, Request("create", **secret)), "the Job creates the Secret on first run"
+    for verb, name in (("get", "default-token"), ("patch", "kmm-webhook-cert"), ("delete", env["SECRET_NAME"])):
+        assert not kubernetes_allows(rbac, user, Request(verb, **secret, name=name)), f"no {verb} of {name}"
+    assert not kubernetes_allows(rbac, user, Request("get", "", "secrets", "kube-system", name=env["SECRET_NAME"]))
+
+
+def _keys(value: Any) -> set[str]:
+    if isinstance(value, dict):
+        return set(value) | {k for v in value.values() for k in _keys(v)}
+    return {k for v in value for k in _keys(v)} if isinstance(value, list) else set()
+
+
+def test_the_password_is_in_no_pulumi_resource_or_output(amd: Recording) -> None:
+    secrets = [r for r in amd.of_type("kubernetes:core/v1:Secret") if "amdgpu" in json.dumps(r.inputs)]
+    assert not secrets, "a Secret managed by Pulumi would put the password in its state"
+    for resource in [*amd.resources, None]:
+        state = [resource.inputs, resource.outputs] if resource else amd.stack_outputs
+        carried = _keys(state) & {"passwords", "password", ".dockerconfigjson", "credentials"}
+        assert not carried, f"{resource.name if resource else 'stack outputs'} would keep {carried} in Pulumi's state"
+    _, env = _secret_writer(amd)
+    assert not {k for k in env if "PASSWORD" in k}, "the Job receives no password, it asks Azure for one"
+
+
+def test_the_job_runs_on_the_cpu_pool(amd: Recording) -> None:
+    pod, _ = _secret_writer(amd)
+    model = scheduling_check(amd, {"mi300x"})
+    fits = [n.pool for n in model.user_nodes if pod_fits_node(pod["spec"], n.labels, n.taints)]
+    cpu = [n.pool for n in model.user_nodes if not n.gpu and not n.amd_gpu]
+    assert fits and set(fits) <= set(cpu), f"the Job runs on the CPU pool and keeps no GPU node awake: {fits}"
+
+
+def test_a_working_secret_is_left_alone_and_a_missing_one_waits_for_the_grant(monkeypatch: pytest.MonkeyPatch) -> None:
+    env = {
+        "SECRET_NAMESPACE": "kube-amd-gpu",
+        "SECRET_NAME": "amdgpu-driver-registry",
+        "LOGIN_SERVER": "acr.azurecr.io",
+        "TOKEN_NAME": "amdgpu-driver-build",
+        "REPOSITORY": "amdgpu-driver",
+        "REGISTRY_ID": "/subscriptions/s/resourceGroups/g/providers/Microsoft.ContainerRegistry/registries/acr",
+        "TOKEN_ID": "/subscriptions/s/resourceGroups/g/providers/Microsoft.ContainerRegistry/registries/acr/tokens/t",
+        "API_VERSION": "2025-04-01",
+    }
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setattr(secret_job, "RETRY_SECONDS", 0)
+    calls: list[tuple[str, str]] = []
+    answers = iter([None, None, "fresh"])  # 403 twice while the grant propagates, then the password
+
+    def kubernetes(method: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, dict[str, Any]]:
+        calls.append((method, path))
+        return (404, {}) if method == "GET" else (201, body or {})
+
+    monkeypatch.setattr(secret_job, "_kubernetes", kubernetes)
+    monkeypatch.setattr(secret_job, "generate_password", lambda *_: next(answers))
+    assert secret_job.main() == 0
+    assert calls[-1] == ("POST", "/api/v1/namespaces/kube-amd-gpu/secrets"), "a missing Secret is created"
+
+    calls.clear()
+    monkeypatch.setattr(secret_job, "_kubernetes", lambda m, p, b=None: (calls.append((m, p)), (200, {}))[1])
+    monkeypatch.setattr(secret_job, "password_still_works", lambda *_: True)
+    monkeypatch.setattr(secret_job, "generate_password", lambda *_: pytest.fail("a rerun must not rotate"))
+    assert secret_job.main() == 0
+    assert calls == [("GET", "/api/v1/namespaces/kube-amd-gpu/secrets/amdgpu-driver-registry")]

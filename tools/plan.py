@@ -28,14 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aks_gpu_platform.components.amd_gpu import (
-    AMD_DOCKER_HUB_IMAGES,
-    AMD_GPU_OPERATOR_CHART,
-    driver_secret_commands,
-)
+from aks_gpu_platform.components.amd_gpu import AMD_DOCKER_HUB_IMAGES, AMD_GPU_OPERATOR_CHART
 from aks_gpu_platform.components.gpu_autoscaling import KEDA_OPERATOR_SUBJECT
 from aks_gpu_platform.components.gpu_health import NVSENTINEL_CHART, NVSENTINEL_DOCKER_HUB_IMAGES
-from aks_gpu_platform.components.registry import registry_name_of
 from aks_gpu_platform.components.roles import ROLE_NAMES
 from aks_gpu_platform.config import ConfigError, PlatformConfig, load_platform_config
 from aks_gpu_platform.config.fleet import FleetPlan, is_fleet_stack, load_fleet
@@ -449,17 +444,6 @@ def build_report(
         report.cost_lines.append(line + " held all month at list price")
 
     report.cold_start = cold_start.budgets(cfg, pools)
-    amd = [pool.name for pool in cfg.gpu_pools if pool.vendor == "amd"]
-    if amd:
-        # AKS installs no AMD driver (use-amd-gpus.md); the AMD GPU Operator builds it into the platform's registry
-        # with a repository-scoped token whose password the pinned SDK cannot issue (components/amd_gpu.py).
-        commands = "` then `".join(driver_secret_commands(registry_name_of(cfg.monitoring.registry, cfg.cluster.name)))
-        report.notes.append(
-            f"Next step for AMD pools {', '.join(amd)}: AKS installs no AMD driver, so AMD's GPU Operator builds "
-            "amdgpu for each node kernel and pushes it to the platform's registry; give the build its registry "
-            f"password once after the first `pulumi up`: `{commands}`. Until then the driver build waits and the "
-            "nodes advertise no amd.com/gpu (docs/gpu-pools.md)"
-        )
     streamed = [pool for pool in cfg.gpu_pools if pool.cold_start.artifact_streaming]
     if streamed:
         # azure-native 3.29's AgentPool API (2025-09-01) has no artifactStreamingProfile: the switch is a step to take.
