@@ -85,8 +85,8 @@ IMAGE_PLATFORMS: dict[str, tuple[frozenset[str], ImagePlatforms]] = {
         frozenset({"network-operator-v26.4.1"}),
         ImagePlatforms(
             _BOTH,
-            "Mellanox/k8s-rdma-shared-dev-plugin .github/workflows/netop-ci.yml (027685858c): `network-operator-*` tags "
-            "are built by Mellanox/cloud-orchestration-reusable-workflows .github/workflows/fork-ci-reusable.yml "
+            "Mellanox/k8s-rdma-shared-dev-plugin .github/workflows/netop-ci.yml (027685858c): `network-operator-*` "
+            "tags are built by Mellanox/cloud-orchestration-reusable-workflows .github/workflows/fork-ci-reusable.yml "
             "(0c2a162b, called at @main): BUILD_PLATFORMS linux/amd64,linux/arm64 for every non-STIG image",
         ),
     ),
