@@ -11,8 +11,11 @@ import json
 import subprocess
 import sys
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.fresh_install import PACKAGE, clean_environment, fresh_virtualenv, repository_copy
@@ -136,16 +139,33 @@ def consumer_project(path: Path) -> Path:
     return path
 
 
-def test_a_fresh_virtualenv_installs_one_package_that_another_project_builds(tmp_path: Path) -> None:
-    python, site = fresh_virtualenv(tmp_path / "venv")
+@dataclass(frozen=True)
+class Installed:
+    python: Path
+    site: Path
+    env: dict[str, str]
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
+    """A fresh virtualenv into which pip installed a copy of the repository, as a consumer's project gets it."""
+    root = tmp_path_factory.mktemp("installed")
+    python, site = fresh_virtualenv(root / "venv")
     env = clean_environment()
     # --no-deps: the runtime dependencies are already importable (see fresh_virtualenv). The build runs
     # isolated, as for any consumer, with the setuptools that pyproject.toml asks for.
-    source = repository_copy(tmp_path / "src")
+    source = repository_copy(root / "src")
     assert (source / PACKAGE / "components").is_file(), "the copy is a checkout whose links are plain files"
     install = [python, "-m", "pip", "install", "--quiet", "--no-deps", "--disable-pip-version-check", source]
-    installed = subprocess.run(install, capture_output=True, text=True, env=env, timeout=300)
-    assert installed.returncode == 0, f"pip must install the repository:\n{installed.stderr}"
+    result = subprocess.run(install, capture_output=True, text=True, env=env, timeout=300)
+    assert result.returncode == 0, f"pip must install the repository:\n{result.stderr}"
+    return Installed(python, site, env)
+
+
+def test_a_fresh_virtualenv_installs_one_package_that_another_project_builds(
+    installed: Installed, tmp_path: Path
+) -> None:
+    python, site, env = installed.python, installed.site, installed.env
 
     consumer = consumer_project(tmp_path / "consumer")
     settings = dev_settings()
@@ -315,21 +335,10 @@ def consumer_tests_project(path: Path) -> Path:
     return path
 
 
-def test_a_consumer_tests_its_own_program_with_the_installed_evaluation_api(tmp_path: Path) -> None:
-    python, site = fresh_virtualenv(tmp_path / "venv")
-    env = clean_environment()
-    install = [
-        python,
-        "-m",
-        "pip",
-        "install",
-        "-q",
-        "--no-deps",
-        "--disable-pip-version-check",
-        repository_copy(tmp_path / "src"),
-    ]
-    installed = subprocess.run(install, capture_output=True, text=True, env=env, timeout=300)
-    assert installed.returncode == 0, f"pip must install the repository:\n{installed.stderr}"
+def test_a_consumer_tests_its_own_program_with_the_installed_evaluation_api(
+    installed: Installed, tmp_path: Path
+) -> None:
+    python, site, env = installed.python, installed.site, installed.env
     metadata = (site / f"{PACKAGE}-{VERSION}.dist-info" / "METADATA").read_text()
     assert (
         "Provides-Extra: testing" in metadata and "kubernetes-validate" in metadata.split("Provides-Extra: testing")[1]
