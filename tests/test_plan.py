@@ -53,11 +53,11 @@ class TwoRuns:
 
 
 @pytest.fixture(scope="module")
-def plan_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, TwoRuns]:
+def plan_runs(tmp_path_factory: pytest.TempPathFactory, recordings: dict[str, Recording]) -> dict[str, TwoRuns]:
     """Each stack planned twice into the same folder, in fresh processes with different hash seeds.
 
-    The first run may read the session's recording (evaluated by another process); the second evaluates
-    the program itself, so the two outputs come from independent evaluations.
+    The first run reads the session's recording (`recordings` has stored it); the second evaluates the
+    program itself, so the two outputs come from independent evaluations.
     """
     runs: dict[str, TwoRuns] = {}
     for stack in STACKS:
