@@ -39,13 +39,12 @@ from typing import Any, TypedDict, cast
 import pulumi
 import pulumi_azure_native.authorization as authorization
 import pulumi_azure_native.containerregistry as containerregistry
-import pulumi_azure_native.managedidentity as managedidentity
 import pulumi_kubernetes as k8s
 
 from aks_gpu_platform.config.gpu import GpuPoolConfig
 from aks_gpu_platform.config.scheduling import (
     AMD_VENDOR_LABEL,
-    RESTRICTED_CONTAINER_SECURITY_CONTEXT,
+    SCANNED_CONTAINER_SECURITY_CONTEXT,
     cpu_node_selector,
     gpu_tolerations,
     restricted_pod_security_context,
@@ -56,6 +55,7 @@ from . import metrics_labels as labels
 from .context import ClusterHandle
 from .dcgm_exporter import SCRAPE_LABEL_LIMITS
 from .gpu_health import cert_manager_release
+from .workload_identity import federated_identity
 
 # github.com/ROCm/gpu-operator tag v1.5.1 (2026-07-21, commit 858cf255), newest release; helm-charts-k8s
 AMD_GPU_OPERATOR_CHART = ("https://rocm.github.io/gpu-operator", "gpu-operator-charts", "v1.5.1")
@@ -248,12 +248,7 @@ def secret_writer_pod_spec(env: dict[str, pulumi.Input[str]]) -> dict[str, Any]:
                     "requests": {"cpu": "50m", "memory": "64Mi"},
                     "limits": {"cpu": "200m", "memory": "128Mi"},
                 },
-                # The pod's non-root user and seccomp profile again on the container, where scanners look.
-                "securityContext": {
-                    **RESTRICTED_CONTAINER_SECURITY_CONTEXT,
-                    "runAsNonRoot": True,
-                    "seccompProfile": {"type": "RuntimeDefault"},
-                },
+                "securityContext": SCANNED_CONTAINER_SECURITY_CONTEXT,
             }
         ],
     }
@@ -337,21 +332,12 @@ class AmdGpuStack(pulumi.ComponentResource):
     def _driver_secret_writer(self, name: str, args: AmdGpuStackArgs, token: containerregistry.Token) -> None:
         """The Job that issues the token's password once and writes it to the DeviceConfig's Secret."""
         handle, child = args["cluster"], pulumi.ResourceOptions(parent=self)
-        identity = managedidentity.UserAssignedIdentity(
+        identity, credential = federated_identity(
             f"{name}-password-issuer",
-            resource_group_name=handle.resource_group_name,
-            location=handle.location,
-            tags=dict(handle.tags),
-            opts=child,
-        )
-        credential = managedidentity.FederatedIdentityCredential(
             f"{name}-password-issuer",
-            resource_group_name=handle.resource_group_name,
-            resource_name_=identity.name,
-            federated_identity_credential_resource_name=SECRET_WRITER,
-            issuer=handle.oidc_issuer_url,
-            subject=f"system:serviceaccount:{AMD_GPU_OPERATOR_NAMESPACE}:{SECRET_WRITER}",
-            audiences=["api://AzureADTokenExchange"],
+            handle=handle,
+            namespace=AMD_GPU_OPERATOR_NAMESPACE,
+            service_account=SECRET_WRITER,
             opts=child,
         )
         issuer_role = authorization.RoleDefinition(

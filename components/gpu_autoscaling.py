@@ -3,7 +3,6 @@
 from typing import NotRequired, TypedDict
 
 import pulumi
-import pulumi_azure_native.managedidentity as managedidentity
 import pulumi_kubernetes as k8s
 
 from aks_gpu_platform.config.autoscaling import ScalingTargetConfig
@@ -11,11 +10,12 @@ from aks_gpu_platform.config.autoscaling import ScalingTargetConfig
 from . import metrics_labels as labels
 from . import roles
 from .context import ClusterHandle
+from .workload_identity import federated_identity, service_account_subject
 
 KEDA_API_VERSION = "keda.sh/v1alpha1"
 # The AKS KEDA add-on runs its operator under this service account; tokens it presents carry this subject.
-KEDA_OPERATOR_SUBJECT = "system:serviceaccount:kube-system:keda-operator"
-AZURE_AD_TOKEN_AUDIENCE = "api://AzureADTokenExchange"
+KEDA_NAMESPACE, KEDA_SERVICE_ACCOUNT = "kube-system", "keda-operator"
+KEDA_OPERATOR_SUBJECT = service_account_subject(KEDA_NAMESPACE, KEDA_SERVICE_ACCOUNT)
 GPU_UTILIZATION_METRIC = "DCGM_FI_DEV_GPU_UTIL"
 
 
@@ -66,23 +66,14 @@ class GpuAutoscaling(pulumi.ComponentResource):
         target, handle = args["settings"], args["cluster"]
         child = pulumi.ResourceOptions(parent=self)
 
-        identity = managedidentity.UserAssignedIdentity(
+        identity, credential = federated_identity(
             f"{name}-identity",
-            resource_group_name=handle.resource_group_name,
-            location=handle.location,
-            resource_name_=args.get("identity_name", f"id-{name}-keda"),
-            tags=dict(handle.tags),
-            opts=child,
-        )
-        credential = managedidentity.FederatedIdentityCredential(
             f"{name}-keda-operator",
-            resource_group_name=handle.resource_group_name,
-            resource_name_=identity.name,
-            federated_identity_credential_resource_name="keda-operator",
-            issuer=handle.oidc_issuer_url,
-            subject=KEDA_OPERATOR_SUBJECT,
-            audiences=[AZURE_AD_TOKEN_AUDIENCE],
+            handle=handle,
+            namespace=KEDA_NAMESPACE,
+            service_account=KEDA_SERVICE_ACCOUNT,
             opts=child,
+            azure_name=args.get("identity_name", f"id-{name}-keda"),
         )
         reader = roles.assign_role(
             f"{name}-monitoring-data-reader",

@@ -18,7 +18,7 @@ import pulumi_kubernetes as k8s
 from aks_gpu_platform.config.gpu import GpuPoolConfig
 from aks_gpu_platform.config.scheduling import (
     GPU_RESOURCE,
-    RESTRICTED_CONTAINER_SECURITY_CONTEXT,
+    SCANNED_CONTAINER_SECURITY_CONTEXT,
     gpu_pod_scheduling,
     restricted_pod_security_context,
 )
@@ -71,12 +71,7 @@ def smoke_test_pod_spec(gpu_pools: Sequence[GpuPoolConfig]) -> dict[str, Any]:
                     "requests": {"cpu": "100m", "memory": "128Mi"},
                     "limits": {"cpu": "500m", "memory": "256Mi", GPU_RESOURCE: "1"},
                 },
-                # The pod's non-root user and seccomp profile again on the container, where scanners look.
-                "securityContext": {
-                    **RESTRICTED_CONTAINER_SECURITY_CONTEXT,
-                    "runAsNonRoot": True,
-                    "seccompProfile": {"type": "RuntimeDefault"},
-                },
+                "securityContext": SCANNED_CONTAINER_SECURITY_CONTEXT,
             }
         ],
     }

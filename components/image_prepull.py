@@ -18,7 +18,7 @@ import pulumi_kubernetes as k8s
 from aks_gpu_platform.config.gpu import GpuPoolConfig
 from aks_gpu_platform.config.scheduling import (
     GPU_POOL_NAME_LABEL_KEY,
-    RESTRICTED_CONTAINER_SECURITY_CONTEXT,
+    SCANNED_CONTAINER_SECURITY_CONTEXT,
     gpu_node_selector,
     gpu_tolerations,
     restricted_pod_security_context,
@@ -54,11 +54,6 @@ def prepull_name(pool: GpuPoolConfig) -> str:
     return f"image-prepull-{pool.name}"
 
 
-def _restricted() -> dict[str, object]:
-    # The pod's non-root user and seccomp profile again on each container, where scanners look.
-    return {**RESTRICTED_CONTAINER_SECURITY_CONTEXT, "runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
-
-
 def prepull_pod_spec(pool: GpuPoolConfig, gpu_pools: Sequence[GpuPoolConfig]) -> dict[str, object]:
     """Runs on every node of `pool` only; tolerates every GPU pool's taints (the scheduling contract's list)."""
     return {
@@ -73,7 +68,7 @@ def prepull_pod_spec(pool: GpuPoolConfig, gpu_pools: Sequence[GpuPoolConfig]) ->
                 "imagePullPolicy": "IfNotPresent",
                 "command": ["/bin/sh", "-c", "true"],
                 "resources": SMALL,
-                "securityContext": _restricted(),
+                "securityContext": dict(SCANNED_CONTAINER_SECURITY_CONTEXT),
             }
             for i, image in enumerate(pool.cold_start.pre_pull_images)
         ],
@@ -83,7 +78,7 @@ def prepull_pod_spec(pool: GpuPoolConfig, gpu_pools: Sequence[GpuPoolConfig]) ->
                 "image": PAUSE_IMAGE,
                 "imagePullPolicy": "IfNotPresent",
                 "resources": SMALL,
-                "securityContext": _restricted(),
+                "securityContext": dict(SCANNED_CONTAINER_SECURITY_CONTEXT),
             }
         ],
     }

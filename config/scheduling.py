@@ -274,6 +274,15 @@ RESTRICTED_CONTAINER_SECURITY_CONTEXT: dict[str, Any] = {
 }
 
 
+# The container half plus the pod's non-root user and seccomp profile repeated, where scanners look for them
+# (checkov reads each container's own securityContext).
+SCANNED_CONTAINER_SECURITY_CONTEXT: dict[str, Any] = {
+    **RESTRICTED_CONTAINER_SECURITY_CONTEXT,
+    "runAsNonRoot": True,
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+
+
 def restricted_pod_security_context(uid: int, fs_group: bool = False) -> dict[str, Any]:
     """Pod-level half of the restricted standard: a fixed non-root user and group, RuntimeDefault seccomp."""
     context: dict[str, Any] = {
