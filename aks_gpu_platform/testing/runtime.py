@@ -22,6 +22,7 @@ from aks_gpu_platform.config.loader import PROJECT
 from .mocks import RecordingMocks, RecordingMonitor
 from .recording import Recording
 from .stack_files import known_stacks, read_stack_yaml, to_runtime_config
+from .unknowns import acyclic_unknowns_check
 
 
 def _reset_runtime(
@@ -64,7 +65,7 @@ def evaluate(
     recording = Recording()
     _reset_runtime(recording, stack, preview, project, stack_references)
     set_all_config(encoded, secret_keys)
-    with _cyclic_gc_paused():
+    with _cyclic_gc_paused(), acyclic_unknowns_check():
         _sync_await(run_pulumi_func(program))
         root = pulumi_settings.get_root_resource()
         outputs = getattr(root, "outputs", {}) or {}
@@ -80,11 +81,10 @@ def evaluate(
 def _cyclic_gc_paused() -> Iterator[None]:
     """Run one evaluation without the cyclic garbage collector, then collect its garbage once.
 
-    The SDK leaves some 3x10^5 objects in reference cycles per evaluation (futures, tasks,
-    coroutines, Outputs); with the collector on they trigger full collections that walk every
-    imported SDK module each time (five of about 0.5 s on the large bench config, over half the
-    evaluation). Paused, one young-generation collection at the end frees the same cycles:
-    a few MiB more at peak, for evaluations about twice as fast.
+    An evaluation allocates enough to trip the collector's thresholds again and again, and each full
+    collection walks every imported SDK module (some 4x10^5 objects): paused, evaluations take half
+    the time. What is left in cycles at the end (a few hundred objects, once `acyclic_unknowns_check`
+    has removed the SDK's main source) is young and freed by one collection of the young generations.
     """
     enabled = gc.isenabled()
     gc.disable()
