@@ -210,13 +210,12 @@ def test_a_fresh_virtualenv_installs_one_package_that_another_project_builds(
     names = results["platform"]["pool_names"]
     assert [n[:-4] for n in names] == gpu_pools, "GPU pool names resolve: configured name + 4-char hash"
 
-    pool = [t for t, _ in results["pool"]["registered"]]
-    assert pool[:3] == [
-        "azure-native:containerservice:ManagedCluster",
-        "pulumi:providers:kubernetes",
-        "aks-gpu-platform:index:GpuNodePool",
-    ], "a GpuNodePool alone builds on the consumer's own cluster"
-    assert "azure-native:containerservice:AgentPool" in pool, "and creates its agent pool"
+    pool = results["pool"]["registered"]
+    # The consumer's cluster and provider register side by side: their order varies from run to run.
+    clusters = [name for t, name in pool if t == "azure-native:containerservice:ManagedCluster"]
+    assert clusters == ["aks"], "a GpuNodePool alone builds on the consumer's own cluster and creates none"
+    assert [t for t, _ in pool].count("aks-gpu-platform:index:GpuNodePool") == 1, "it registers as one component"
+    assert "azure-native:containerservice:AgentPool" in [t for t, _ in pool], "and creates its agent pool"
     assert results["pool"]["pool_names"][0].startswith("gpua100"), "its output resolves through the installed package"
 
     show = [python, "-m", "pip", "show", "--files", "--disable-pip-version-check", "aks-gpu-platform"]
