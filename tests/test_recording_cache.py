@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import shutil
+import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -45,6 +47,22 @@ def test_another_key_evaluates_again(cache_dir: Path) -> None:
     cached(evaluate, "dev", {"aks-gpu-platform:cluster": {"name": "b"}})
     cached(evaluate, "prod", {"aks-gpu-platform:cluster": {"name": "a"}})
     assert len(calls) == 3, "a different stack or config is a different evaluation"
+
+
+def test_two_callers_of_one_key_at_once_evaluate_it_once(cache_dir: Path) -> None:
+    # Threads stand in for the two pytest workers: each call opens the lock file itself, and flock locks
+    # of separate opens exclude each other within one process as between two.
+    def slow() -> Recording:
+        time.sleep(0.5)
+        return Recording()
+
+    evaluate, calls = _counting(slow)
+    callers = [threading.Thread(target=cached, args=(evaluate, "dev", "at-once")) for _ in range(2)]
+    for caller in callers:
+        caller.start()
+    for caller in callers:
+        caller.join()
+    assert calls == [1], "the second caller waits for the first one's recording instead of evaluating it again"
 
 
 def test_a_failed_evaluation_is_raised_every_time_and_not_stored(cache_dir: Path) -> None:

@@ -19,6 +19,7 @@ import sys
 import tempfile
 import zlib
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -71,17 +72,44 @@ def cached(evaluate: Callable[[], Recording], *key: Any) -> Recording:
         return evaluate()
     name = hashlib.sha256(json.dumps(key, sort_keys=True, default=repr).encode()).hexdigest()[:32]
     path = folder / f"{name}.pickle.z"
+    stored = _read(path)
+    if stored is not None:
+        return stored
+    folder.mkdir(parents=True, exist_ok=True)
+    with _held(folder / f"{name}.lock"):
+        stored = _read(path)  # stored by another process while this one waited
+        if stored is not None:
+            return stored
+        recording = evaluate()
+        # Written whole, then renamed: a reader in another process sees the old state or the complete file.
+        with tempfile.NamedTemporaryFile(dir=folder, delete=False) as partial:
+            partial.write(zlib.compress(pickle.dumps(recording, protocol=pickle.HIGHEST_PROTOCOL), 1))
+        os.replace(partial.name, path)
+    return recording
+
+
+def _read(path: Path) -> Recording | None:
     try:
         return pickle.loads(zlib.decompress(path.read_bytes()))
     except FileNotFoundError:
-        pass
-    recording = evaluate()
-    folder.mkdir(parents=True, exist_ok=True)
-    # Written whole, then renamed: a reader in another process sees the old state or the complete file.
-    with tempfile.NamedTemporaryFile(dir=folder, delete=False) as partial:
-        partial.write(zlib.compress(pickle.dumps(recording, protocol=pickle.HIGHEST_PROTOCOL), 1))
-    os.replace(partial.name, path)
-    return recording
+        return None
+
+
+@contextmanager
+def _held(lock_path: Path) -> Iterator[None]:
+    """An exclusive lock on `lock_path`: a second caller of the same key waits for the first one's recording.
+
+    Two pytest workers start with the same stacks; without it both would evaluate them at once. Where
+    `fcntl` is missing (Windows) both evaluate, and the last complete file wins.
+    """
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    with open(lock_path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file is closed
+        yield
 
 
 def prune(root: Path) -> None:
