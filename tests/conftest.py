@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import copy
+import io
 import os
 from collections.abc import Callable, Mapping
+from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +21,7 @@ from aks_gpu_platform.config import ConfigError, load_platform_config
 from aks_gpu_platform.testing import Recording, evaluate
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.checkov_scan import prune_reports
-from tools import REPO_ROOT
+from tools import REPO_ROOT, plan
 from tools.offline import run_stack
 from tools.recording_cache import RECORDING_CACHE, prune
 
@@ -95,6 +98,25 @@ def assert_rejected(settings: dict[str, Any], why: str, field: str, hint: str) -
     assert f"{field}:" in message, f"{why}: the message must name {field}, got:\n{message}"
     assert hint in message, f"{why}: the message must say what is allowed ({hint!r}), got:\n{message}"
     return caught.value
+
+
+@dataclass(frozen=True)
+class PlanRun:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def plan_in_process(*args: str) -> PlanRun:
+    """`python -m tools.plan ARGS` run in this process: its exit status and output, without a new interpreter.
+
+    The tests that check the plan's determinism run the real command in fresh processes; the others need
+    only what it prints and returns.
+    """
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = plan.main(list(args))
+    return PlanRun(code, out.getvalue(), err.getvalue())
 
 
 # Fuzzing stays fast on small CI runners: modest example counts, no per-example deadline.

@@ -12,7 +12,6 @@ import os
 import shutil
 import subprocess
 import sysconfig
-import venv
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -58,13 +57,6 @@ def share_sdks(python: Path) -> Path:
     ).stdout.strip()
     (Path(site) / "sdks.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     return Path(site)
-
-
-def fresh_virtualenv(path: Path) -> tuple[Path, Path]:
-    """A virtualenv (its python and site-packages) without pip of its own: pip comes with the SDKs."""
-    venv.EnvBuilder(with_pip=False).create(path)
-    python = path / "bin" / "python"
-    return python, share_sdks(python)
 
 
 def clean_environment() -> dict[str, str]:

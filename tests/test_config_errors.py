@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import copy
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +21,7 @@ from aks_gpu_platform.testing.stack_files import (
     secret_paths,
     to_runtime_config,
 )
-from tests.conftest import assert_rejected, set_path, settings_of
+from tests.conftest import assert_rejected, plan_in_process, set_path, settings_of
 from tools import REPO_ROOT
 
 DEV = settings_of(load_stack_file("dev", REPO_ROOT))
@@ -34,12 +32,6 @@ def _dev(**changes: Any) -> dict[str, Any]:
     for path, value in changes.items():
         set_path(settings, path.replace("__", "."), value)
     return settings
-
-
-def _plan(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tools.plan", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=300
-    )
 
 
 # --- YAML syntax errors: file, line, column, the fix, exit 2, no traceback ---------------------------------------
@@ -55,7 +47,7 @@ INDENTATION_SLIP = """config:
 def test_plan_reports_a_yaml_indentation_slip_with_file_line_and_column_and_exits_2(tmp_path: Path) -> None:
     broken = tmp_path / "Pulumi.slip.yaml"
     broken.write_text(INDENTATION_SLIP)
-    result = _plan("--stack", "dev", "--config-file", str(broken), "--out", str(tmp_path / "out"))
+    result = plan_in_process("--stack", "dev", "--config-file", str(broken), "--out", str(tmp_path / "out"))
     assert result.returncode == 2, "a syntax error is a config error (2), not a crash (1)"
     assert "Traceback" not in result.stderr + result.stdout, "a YAML slip must not print Python internals"
     assert f"{broken}:5:4:" in result.stderr, f"the message must name file:line:column:\n{result.stderr}"
@@ -267,7 +259,7 @@ def test_nested_secrets_become_placeholders_that_fit_their_field_and_mark_the_ke
 def test_plan_accepts_a_stack_file_with_a_nested_secret(tmp_path: Path) -> None:
     path = tmp_path / "Pulumi.dev.yaml"
     path.write_text(yaml.safe_dump({"config": _with_nested_secret()}))
-    result = _plan("--stack", "dev", "--config-file", str(path), "--out", str(tmp_path / "out"))
+    result = plan_in_process("--stack", "dev", "--config-file", str(path), "--out", str(tmp_path / "out"))
     assert result.returncode == 0, f"a nested secret must not stop the offline plan:\n{result.stderr}"
     assert "Secrets (2): encrypted (secure:)" in result.stdout, "the plan says which values it stood in for"
     assert "monitoring.alerts.emailReceivers[0].email" in result.stdout

@@ -2,17 +2,14 @@
 
 Each example's program runs under Pulumi mocks with its own stack file, under its own project name
 (it reads the `aks-gpu-platform:*` keys whatever the project is called), through
-`aks_gpu_platform.testing` as a consumer's own tests evaluate theirs. One example is installed with the
-command its README documents into a fresh virtualenv, and its program runs from there.
+`aks_gpu_platform.testing` as a consumer's own tests evaluate theirs. test_packaging.py installs one
+example with the command its README documents and runs its program from there.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import shutil
-import subprocess
-import sys
 import tomllib
 from functools import cache
 from pathlib import Path
@@ -33,7 +30,6 @@ from aks_gpu_platform.testing import (
     policy_verdicts,
     read_stack_yaml,
 )
-from tests.fresh_install import PACKAGE, clean_environment, repository_copy, share_sdks
 from tools import REPO_ROOT, config_reference
 
 EXAMPLES = REPO_ROOT / "examples"
@@ -318,58 +314,6 @@ def test_platform_examples_pass_the_policy_pack(name: str) -> None:
     assert verdicts, "the policy pack has rules"
     failed = {p.name: [v.message for v in found] for p, found in verdicts if p.mandatory and found}
     assert not failed, f"{name} breaks mandatory policies `pulumi preview --policy-pack policy` would enforce: {failed}"
-
-
-# Evaluates an example's program in the fresh virtualenv, with the evaluation API and the platform package both
-# from whatever the interpreter finds first, which must be the pip install.
-RUN_INSTALLED = r"""
-import json, sys
-from aks_gpu_platform import testing
-import aks_gpu_platform.components.platform as platform_module
-rec = testing.evaluate_stack_file(sys.argv[1])
-print(json.dumps({"platform_module": platform_module.__file__, "testing_module": testing.__file__,
-                  "types": [r.type for r in rec.resources], "outputs": sorted(rec.stack_outputs)}))
-"""
-
-
-def test_an_example_installs_with_its_documented_command_in_a_fresh_virtualenv(tmp_path: Path) -> None:
-    example = EXAMPLES / INSTALLED_EXAMPLE
-    create, install = (part.strip() for part in INSTALL.split("&&"))
-    assert INSTALL in documented_install(example), "the command run here is the one the README documents"
-    assert create.split()[-1] == project(example)["runtime"]["options"]["virtualenv"], (
-        "it creates the virtualenv Pulumi.yaml names"
-    )
-    checkout = repository_copy(tmp_path / "checkout", files=["requirements.txt"])
-    folder = checkout / "examples" / example.name
-    shutil.copytree(example, folder, ignore=shutil.ignore_patterns("venv", "__pycache__"))
-    env = clean_environment()
-    env["PATH"] = f"{Path(sys.executable).parent}:{env['PATH']}"  # `python`: this interpreter's Python
-
-    created = subprocess.run(create, shell=True, cwd=folder, env=env, capture_output=True, text=True, timeout=120)
-    assert created.returncode == 0, f"`{create}` creates the virtualenv:\n{created.stderr}"
-    site = share_sdks(folder / "venv" / "bin" / "python")  # the pinned SDKs, without downloading them again
-    installed = subprocess.run(install, shell=True, cwd=folder, env=env, capture_output=True, text=True, timeout=300)
-    assert installed.returncode == 0, f"`{install}` installs the example in its folder:\n{installed.stderr}"
-
-    run = subprocess.run(
-        [folder / "venv" / "bin" / "python", "-c", RUN_INSTALLED, stack_file(folder).name],
-        cwd=folder,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert run.returncode == 0, f"the installed example's program runs under mocks:\n{run.stderr}"
-    result = json.loads(run.stdout.strip().splitlines()[-1])
-    assert Path(result["platform_module"]).is_relative_to(site / PACKAGE), (
-        "aks_gpu_platform comes from the pip install in the example's own virtualenv, not from the checkout"
-    )
-    assert Path(result["testing_module"]).is_relative_to(site / PACKAGE), (
-        "the evaluation API ships in the package: an example's tests need nothing of the repository"
-    )
-    assert result["types"].count("aks-gpu-platform:index:AksGpuPlatform") == 1, "the program builds the platform"
-    assert result["types"].count(GPU_NODE_POOL) == 1, "with its one GPU pool"
-    assert result["outputs"] == ["kubeconfig"], "and exports what the README says"
 
 
 def test_the_testing_page_example_passes_in_the_minimal_dev_folder(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,13 +1,15 @@
 """pip installs the repository as one package, `aks_gpu_platform`, that another project builds from.
 
-A fresh virtualenv gets the package through `pip install` of a copy of the repository; a consumer
-project with its own `config.py` and `components/` then builds AksGpuPlatform, and separately a
-GpuNodePool, under mocks. Nothing of the repository is on that interpreter's path.
+A fresh virtualenv gets the package as an example's README says (`pip install -r requirements.txt`, which
+names a copy of the repository); the example's program runs from there, and a consumer project with its
+own `config.py` and `components/` builds AksGpuPlatform, and separately a GpuNodePool, under mocks.
+Nothing of the repository is on that interpreter's path.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -18,7 +20,16 @@ from typing import Any
 import pytest
 
 from aks_gpu_platform.testing.stack_files import load_stack_file
-from tests.fresh_install import PACKAGE, clean_environment, fresh_virtualenv, repository_copy
+from tests.fresh_install import PACKAGE, clean_environment, repository_copy, share_sdks
+from tests.test_examples import (
+    EXAMPLES,
+    GPU_NODE_POOL,
+    INSTALL,
+    INSTALLED_EXAMPLE,
+    documented_install,
+    project,
+    stack_file,
+)
 from tools import REPO_ROOT
 
 VERSION = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["version"]
@@ -144,22 +155,71 @@ class Installed:
     python: Path
     site: Path
     env: dict[str, str]
+    example: Path
 
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
-    """A fresh virtualenv into which pip installed a copy of the repository, as a consumer's project gets it."""
-    root = tmp_path_factory.mktemp("installed")
-    python, site = fresh_virtualenv(root / "venv")
+    """An example installed with the command its README documents, in a copy of the repository.
+
+    The copy is a checkout whose links are plain files, so the build proves the package needs none; the
+    virtualenv it makes is what a consumer's project gets from `pip install`. The pinned SDKs come in
+    through a .pth file (tests/fresh_install.py), so nothing is downloaded again.
+    """
+    example = EXAMPLES / INSTALLED_EXAMPLE
+    create, install = (part.strip() for part in INSTALL.split("&&"))
+    checkout = repository_copy(tmp_path_factory.mktemp("installed") / "checkout", files=["requirements.txt"])
+    assert (checkout / PACKAGE / "components").is_file(), "the copy is a checkout whose links are plain files"
+    folder = checkout / "examples" / example.name
+    shutil.copytree(example, folder, ignore=shutil.ignore_patterns("venv", "__pycache__"))
     env = clean_environment()
-    # --no-deps: the runtime dependencies are already importable (see fresh_virtualenv). The build runs
-    # isolated, as for any consumer, with the setuptools that pyproject.toml asks for.
-    source = repository_copy(root / "src")
-    assert (source / PACKAGE / "components").is_file(), "the copy is a checkout whose links are plain files"
-    install = [python, "-m", "pip", "install", "--quiet", "--no-deps", "--disable-pip-version-check", source]
-    result = subprocess.run(install, capture_output=True, text=True, env=env, timeout=300)
-    assert result.returncode == 0, f"pip must install the repository:\n{result.stderr}"
-    return Installed(python, site, env)
+    env["PATH"] = f"{Path(sys.executable).parent}:{env['PATH']}"  # `python`: this interpreter's Python
+
+    created = subprocess.run(create, shell=True, cwd=folder, env=env, capture_output=True, text=True, timeout=120)
+    assert created.returncode == 0, f"`{create}` creates the virtualenv:\n{created.stderr}"
+    site = share_sdks(folder / "venv" / "bin" / "python")
+    result = subprocess.run(install, shell=True, cwd=folder, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, f"`{install}` installs the example in its folder:\n{result.stderr}"
+    return Installed(folder / "venv" / "bin" / "python", site, env, folder)
+
+
+# Evaluates an example's program in the fresh virtualenv, with the evaluation API and the platform package both
+# from whatever the interpreter finds first, which must be the pip install.
+RUN_INSTALLED = r"""
+import json, sys
+from aks_gpu_platform import testing
+import aks_gpu_platform.components.platform as platform_module
+rec = testing.evaluate_stack_file(sys.argv[1])
+print(json.dumps({"platform_module": platform_module.__file__, "testing_module": testing.__file__,
+                  "types": [r.type for r in rec.resources], "outputs": sorted(rec.stack_outputs)}))
+"""
+
+
+def test_an_example_installs_with_its_documented_command_in_a_fresh_virtualenv(installed: Installed) -> None:
+    example = EXAMPLES / INSTALLED_EXAMPLE
+    assert INSTALL in documented_install(example), "the command the fixture ran is the one the README documents"
+    assert INSTALL.split("&&")[0].split()[-1] == project(example)["runtime"]["options"]["virtualenv"], (
+        "it creates the virtualenv Pulumi.yaml names"
+    )
+    run = subprocess.run(
+        [installed.python, "-c", RUN_INSTALLED, stack_file(installed.example).name],
+        cwd=installed.example,
+        env=installed.env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, f"the installed example's program runs under mocks:\n{run.stderr}"
+    result = json.loads(run.stdout.strip().splitlines()[-1])
+    assert Path(result["platform_module"]).is_relative_to(installed.site / PACKAGE), (
+        "aks_gpu_platform comes from the pip install in the example's own virtualenv, not from the checkout"
+    )
+    assert Path(result["testing_module"]).is_relative_to(installed.site / PACKAGE), (
+        "the evaluation API ships in the package: an example's tests need nothing of the repository"
+    )
+    assert result["types"].count("aks-gpu-platform:index:AksGpuPlatform") == 1, "the program builds the platform"
+    assert result["types"].count(GPU_NODE_POOL) == 1, "with its one GPU pool"
+    assert result["outputs"] == ["kubeconfig"], "and exports what the README says"
 
 
 def test_a_fresh_virtualenv_installs_one_package_that_another_project_builds(

@@ -14,7 +14,7 @@ import yaml
 
 from aks_gpu_platform.components.roles import ROLE_NAMES
 from aks_gpu_platform.testing import Recording
-from tests.conftest import STACKS
+from tests.conftest import STACKS, plan_in_process
 from tools import REPO_ROOT
 from tools.mock_values import distinctive
 from tools.plan_document import PLAN_FILE, read_plan
@@ -147,7 +147,7 @@ def test_plan_json_holds_every_resource_with_its_options(plan_runs: dict[str, Tw
 
 
 def test_markdown_format_renders_a_pull_request_comment(tmp_path: Path) -> None:
-    result = _plan("--stack", "dev", "--out", str(tmp_path), "--format", "markdown")
+    result = plan_in_process("--stack", "dev", "--out", str(tmp_path), "--format", "markdown")
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert out.startswith("### Plan for stack 'dev'"), out[:200]
@@ -166,7 +166,7 @@ def test_plan_rejects_a_broken_config_with_one_clear_message(tmp_path: Path) -> 
     document["config"]["aks-gpu-platform:network"]["subnets"]["nodes"] = "10.40.0.0/33"
     broken = tmp_path / "Pulumi.broken.yaml"
     broken.write_text(yaml.safe_dump(document))
-    result = _plan("--stack", "dev", "--config-file", str(broken), "--out", str(tmp_path / "out"))
+    result = plan_in_process("--stack", "dev", "--config-file", str(broken), "--out", str(tmp_path / "out"))
     assert result.returncode == 2, "a config error must fail the plan"
     assert "network.subnets.nodes" in result.stderr, result.stderr
     assert "Traceback" not in result.stderr, "users see the message, not Python internals"

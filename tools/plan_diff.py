@@ -45,6 +45,10 @@ from aks_gpu_platform.testing.arm_paths import AZURE_PATH_PARAMETERS
 from . import REPO_ROOT
 from .plan_document import PLAN_FILE, PlanFileError, read_plan
 
+# The module that writes plan.json: a base without it cannot be compared, and is refused before it is checked out.
+PLAN_WRITER = "tools/plan_document.py"
+PREDATES = "it predates machine-readable plans"
+
 Op = Literal["create", "update", "replace", "delete"]
 Order = Literal["create-before-delete", "delete-before-replace"]
 ABSENT = "<absent>"
@@ -462,7 +466,7 @@ def plan_at(root: Path, stack: str, out_dir: Path) -> Path:
     path = out_dir / PLAN_FILE
     if not path.is_file():
         raise PlanFileError(
-            f"the tree at {root} wrote no {PLAN_FILE}: it predates machine-readable plans (tools/plan_document.py); "
+            f"the tree at {root} wrote no {PLAN_FILE}: {PREDATES}; "
             f"choose a BASE that has them (exit status {result.returncode}{': ' if result.stderr else ''}"
             f"{result.stderr.strip()[-500:]})"
         )
@@ -472,6 +476,9 @@ def plan_at(root: Path, stack: str, out_dir: Path) -> Path:
 def base_plan(ref: str, stack: str, scratch: Path) -> tuple[Path, str]:
     """Check `ref` out into a temporary worktree, plan it there, remove the worktree; (plan.json, commit)."""
     commit = _git("rev-parse", "--verify", f"{ref}^{{commit}}")
+    has_writer = ["git", "-C", str(REPO_ROOT), "cat-file", "-e", f"{commit}:{PLAN_WRITER}"]
+    if subprocess.run(has_writer, capture_output=True, check=False).returncode != 0:
+        raise PlanFileError(f"{ref} ({commit[:12]}) has no {PLAN_WRITER}: {PREDATES}; choose a BASE that has them")
     tree = scratch / "base"
     _git("worktree", "add", "--detach", str(tree), commit)
     try:
