@@ -3,8 +3,8 @@
 pulumi 3.272.0 `sdk/python/lib/pulumi/runtime/rpc.py` `contains_unknowns` defines a recursive
 closure on every call: the function holds the cell that holds the function, a cycle only the
 cyclic collector frees. Output plumbing calls it for nearly every value (about 32,000 times in
-the prod stack), so it leaves some 190,000 objects, over nine in ten of an evaluation's cyclic
-garbage, and freeing them took about a third of each evaluation. An offline evaluation swaps in
+the prod stack), so it leaves some 190,000 objects, nearly all of an evaluation's cyclic garbage
+(about 200 others remain), and freeing them took about a third of each evaluation. An offline evaluation swaps in
 this loop, which answers the same question, for its own duration only: a real `pulumi up` runs
 the SDK untouched.
 """
