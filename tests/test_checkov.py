@@ -27,7 +27,6 @@ from tools.render import render_and_validate
 UNHARDENED = "unhardened"
 TAMPERED = "tampered"
 CLUSTER = "Microsoft.ContainerService/managedClusters"
-POD = "kubernetes:core/v1:Pod"
 # Variants of prod and what marks their own objects' file names: the shipped stacks render none of these objects.
 VARIANT_OBJECTS = {"netapp": "netapp-", "gpu-validation": "gpu-validation"}
 
