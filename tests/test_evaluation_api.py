@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import sys
+import threading
+import time
 from pathlib import Path
 
+import pulumi
 import pytest
 
 from aks_gpu_platform.config.loader import settings_from_runtime_config
-from aks_gpu_platform.testing import Recording, evaluate_stack_file, schema_verdicts
+from aks_gpu_platform.testing import Recording, evaluate, evaluate_stack_file, schema_verdicts
+from aks_gpu_platform.testing.mocks import RecordingMocks
 from aks_gpu_platform.testing.recording import RecordedResource
 from aks_gpu_platform.testing.stack_files import to_runtime_config
 
@@ -47,3 +53,56 @@ def test_an_unknown_stack_names_the_stacks_there_are(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError) as missing:
         evaluate_stack_file("prod", project_dir=tmp_path)
     assert "known stacks: dev" in str(missing.value), "a typo in the stack name is answered with the stacks there are"
+
+
+def test_a_failed_evaluation_returns_only_when_everything_it_started_has_finished(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The SDK stops waiting at the first failed registration; the rest run on in the loop's worker threads. Left
+    # running, they share the process with the next test (python/cpython#106905: `ast` in two threads at once
+    # fails with "AST constructor recursion depth mismatch") and fill the log with never-retrieved errors.
+    in_flight = 0
+    lock = threading.Lock()
+    original = RecordingMocks.new_resource
+
+    def slow(self: RecordingMocks, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict[str, object]]:
+        nonlocal in_flight
+        with lock:
+            in_flight += 1
+        try:
+            time.sleep(0.05)
+            return original(self, args)
+        finally:
+            with lock:
+                in_flight -= 1
+
+    monkeypatch.setattr(RecordingMocks, "new_resource", slow)
+
+    def program() -> None:
+        first = pulumi.CustomResource("test:index:Thing", "first", {"value": "a"})
+        for i in range(12):
+            pulumi.CustomResource("test:index:Thing", f"other-{i}", {"value": str(i)})
+        pulumi.CustomResource("test:index:Thing", "broken", {"value": first.urn.apply(_fail)})
+
+    reports: list[dict[str, object]] = []
+    loop = asyncio.get_event_loop()
+    with pytest.raises(pulumi.RunError, match="broken on purpose"):
+        evaluate(program)
+    assert in_flight == 0, f"{in_flight} registrations still running after the failed evaluation returned"
+    pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+    assert not pending, f"tasks of the failed evaluation would resume inside the next one: {pending[:3]}"
+    handler = loop.get_exception_handler()
+    monkeypatch.setattr(loop, "default_exception_handler", lambda context: reports.append(context))
+    gc.collect()
+    if handler is not None:
+        handler(loop, {"message": "Future exception was never retrieved", "exception": pulumi.RunError("other")})
+    assert [str(r.get("exception")) for r in reports] == ["other"], (
+        "copies of the error the caller already received are not printed again; any other error still is"
+    )
+    assert evaluate(lambda: pulumi.CustomResource("test:index:Thing", "next", {})).resources, (
+        "the next evaluation starts clean"
+    )
+
+
+def _fail(_: str) -> str:
+    raise pulumi.RunError("broken on purpose")

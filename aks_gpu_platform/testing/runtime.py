@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import os
 import runpy
+from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -66,7 +68,11 @@ def evaluate(
     _reset_runtime(recording, stack, preview, project, stack_references)
     set_all_config(encoded, secret_keys)
     with _cyclic_gc_paused(), acyclic_unknowns_check():
-        _sync_await(run_pulumi_func(program))
+        try:
+            _sync_await(run_pulumi_func(program))
+        except BaseException as failure:
+            _settle(failure)
+            raise
         root = pulumi_settings.get_root_resource()
         outputs = getattr(root, "outputs", {}) or {}
         for key, value in outputs.items():
@@ -75,6 +81,57 @@ def evaluate(
             if _sync_await(output.is_secret()):
                 recording.secret_outputs.add(key)
     return recording
+
+
+# A failed evaluation's outstanding registrations must finish before the next one: they run in the event
+# loop's worker threads, and the next evaluation (or test) would otherwise share the process with them.
+SETTLE_TIMEOUT_SECONDS = 60.0
+
+
+def _settle(failure: BaseException) -> None:
+    """After a failed program: finish every task it left on the loop, then drop the copies of its error.
+
+    The SDK's `wait_for_rpcs` stops at the first failed RPC; the others keep running in executor threads and
+    resume whenever the loop next runs, inside the next evaluation. Each failed Output also keeps a Future whose
+    error is the one the caller receives: asyncio would print it again at collection ("Future exception was
+    never retrieved") for every resource that depended on the failure.
+    """
+    loop = asyncio.get_event_loop()
+
+    async def drain() -> None:
+        me = asyncio.current_task()
+        deadline = loop.time() + SETTLE_TIMEOUT_SECONDS
+        while pending := [t for t in asyncio.all_tasks() if t is not me and not t.done()]:
+            left = deadline - loop.time()
+            if left <= 0:
+                for task in pending:
+                    task.cancel()
+                await asyncio.gather(*pending, return_exceptions=True)
+                return
+            await asyncio.wait(pending, timeout=left)
+
+    _sync_await(drain())
+    for task in asyncio.all_tasks(loop):
+        if task.done() and not task.cancelled():
+            task.exception()  # retrieved: asyncio no longer reports it at collection
+    pulumi_settings._get_rpc_manager().clear()
+    pulumi_settings.SETTINGS.outputs.clear()  # pyright: ignore[reportAttributeAccessIssue]
+    _RAISED.append((type(failure), str(failure)))
+    if loop.get_exception_handler() is not _quiet_copies:
+        loop.set_exception_handler(_quiet_copies)
+
+
+# The errors evaluations raised to their callers, most recent last.
+_RAISED: deque[tuple[type[BaseException], str]] = deque(maxlen=64)
+
+
+def _quiet_copies(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """Drop asyncio's report of a never-retrieved copy of an error an evaluation raised; report the rest."""
+    error = context.get("exception")
+    never_retrieved = "never retrieved" in str(context.get("message"))
+    if never_retrieved and isinstance(error, BaseException) and (type(error), str(error)) in _RAISED:
+        return
+    loop.default_exception_handler(context)
 
 
 @contextmanager
