@@ -119,7 +119,8 @@ def _gpu_operator(values: Mapping[str, Any]) -> ReleaseModel:
     merged = helm_merge({"operator": {"runtimeClass": "nvidia"}}, values)
     pods = (
         ChartPod("operator Deployment", ("nvcr.io/nvidia/gpu-operator:v26.7.0",)),
-        ChartPod("node-feature-discovery", ("registry.k8s.io/nfd/node-feature-discovery",)),
+        # The subchart's image tag defaults to its appVersion (charts/node-feature-discovery/Chart.yaml: v0.19.0).
+        ChartPod("node-feature-discovery", ("registry.k8s.io/nfd/node-feature-discovery:v0.19.0",)),
     )
     return ReleaseModel(pods, (_pod_wait("operator, NFD", 5),), (merged["operator"]["runtimeClass"],))
 
