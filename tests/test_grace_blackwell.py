@@ -88,6 +88,24 @@ def test_an_image_without_a_verified_arm64_build_is_refused_naming_pool_image_se
     assert "turn that setting off" in message, f"the message must say how to fix it: {message}"
 
 
+@pytest.mark.parametrize(
+    "image",
+    [
+        "nvcr.io/nvidia/pytorch:24.01-py3",  # the repository is listed at 26.03-py3 only
+        "nvcr.io/nvidia/driver/extra:595.91.07-ubuntu24.04",  # a repository under a listed one is another image
+    ],
+)
+def test_an_image_whose_tag_or_repository_was_not_read_is_refused_on_arm64(image: str) -> None:
+    settings = _settings()
+    settings["autoscaling"]["sampleInference"].update(enabled=True, image=image)
+    with pytest.raises(ConfigError) as caught:
+        check_arm64_images(load_platform_config(settings))
+    assert image in str(caught.value) and "no verified arm64 build" in str(caught.value), (
+        "a build source read at one tag says nothing of another: NVIDIA has published x86-only tags in multi-arch "
+        f"repositories, and such a pod dies with `exec format error` on the Grace node. Got: {caught.value}"
+    )
+
+
 def test_the_smoke_test_runs_nvidia_smi_on_the_grace_blackwell_pool(recording: Recording) -> None:
     (node,) = [n for n in node_templates(recording) if n.gpu]
     (job,) = [j for j in recording.of_type("kubernetes:batch/v1:Job") if "gpu-smoke-test" in j.name]
