@@ -17,7 +17,7 @@ from aks_gpu_platform.config import ConfigError, load_platform_config
 from aks_gpu_platform.config.image_platforms import require_arm64, runs_on_arm64
 from aks_gpu_platform.config.scheduling import pod_fits_node
 from aks_gpu_platform.testing import Recording
-from tests.conftest import assert_rejected, settings_of
+from tests.conftest import assert_rejected, set_path, settings_of
 from tests.release_contract import RELEASE_READERS, release_problems
 from tests.scheduling import RELEASE, chart_name, node_templates, object_pod_templates, release_pod_templates
 from tests.test_scheduling import variant_config
@@ -162,7 +162,7 @@ def test_the_dra_driver_release_installs_with_values_its_chart_accepts(recording
     assert values["resources"]["gpus"]["enabled"] is False, "GPUs stay with the device plugin"
     assert values["resources"]["computeDomains"]["enabled"] is True, "ComputeDomains are what the driver is for"
     assert values["resourceApiVersion"] == "resource.k8s.io/v1", "DRA is GA (v1) on the stacks' Kubernetes"
-    # v0.4.0 docs/install.md: `/run/nvidia/driver` where the GPU Operator's driver container runs, `/` for a host driver.
+    # v0.4.0 docs/install.md: `/run/nvidia/driver` under the GPU Operator's driver container, `/` for a host driver.
     assert values["nvidiaDriverRoot"] == "/run/nvidia/driver", (
         "AKS installs no driver on Arm64: the GPU Operator's driver container holds it, and a plugin looking at / "
         "finds no libnvidia-ml and never starts"
@@ -188,3 +188,46 @@ def test_kueue_maps_the_compute_domain_channel_class(recording: Recording) -> No
 def test_stacks_without_grace_blackwell_install_no_dra_driver(dev_recording: Recording) -> None:
     charts = {chart_name(r) for r in dev_recording.of_type(RELEASE)}
     assert DRA_CHART not in charts, "the DRA driver only serves multi-node NVLink pools"
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "field", "hint"),
+    [
+        # AKS installs no driver on Arm64 (AgentBaker ensureGPUDrivers) and the API refuses Install for GB300.
+        ("gpuStack", {"mode": "devicePlugin", "smokeTest": True}, "gpuStack.mode", "use gpuOperator"),
+        ("gpuStack", {"mode": "aksManaged", "smokeTest": True}, "gpuStack.mode", "use gpuOperator"),
+        # AgentBaker supports NVIDIA GB on arm64 Ubuntu 24.04 only.
+        ("gpuPools.0.osSku", "Ubuntu2204", "gpuPools[0].osSku", "use Ubuntu on Kubernetes 1.35 or later"),
+        ("gpuPools.0.osSku", "AzureLinux", "gpuPools[0].osSku", "use Ubuntu on Kubernetes 1.35 or later"),
+        # One NVLink domain is 18 VMs; the platform places nothing by clique.
+        ("gpuPools.0.maxCount", 19, "gpuPools[0].maxCount", "at most 18"),
+    ],
+)
+def test_a_grace_blackwell_pool_the_node_image_cannot_serve_is_refused_by_name(
+    path: str, value: Any, field: str, hint: str
+) -> None:
+    settings = _settings()
+    # Fixed-size and booking existing nodes, as aksManaged also asks, so only the node image can refuse.
+    settings["gpuPools"][0]["maxCount"] = 1
+    settings["training"]["admission"] = {"provisioningClass": "check-capacity.autoscaling.x-k8s.io"}
+    set_path(settings, path, value)
+    assert_rejected(settings, "a GB pool that boots without a driver or off its image fails on the node", field, hint)
+
+
+@pytest.mark.parametrize("minor", ["1.32", "1.33", "1.34"])
+def test_a_grace_blackwell_pool_on_an_lts_minor_before_1_35_is_refused(minor: str) -> None:
+    settings = _settings()
+    settings["cluster"]["kubernetesVersion"] = minor
+    settings["upgrade"].update(tier="Premium", supportPlan="AKSLongTermSupport", autoUpgradeChannel="patch")
+    assert_rejected(
+        settings,
+        "LTS still creates these minors, but they run Ubuntu 22.04 (no GB support) and predate the DRA driver's 1.34.2",
+        "cluster.kubernetesVersion",
+        "use 1.35 or later",
+    )
+
+
+def test_a_grace_blackwell_pool_of_one_full_rack_is_accepted() -> None:
+    settings = _settings()
+    settings["gpuPools"][0]["maxCount"] = 18
+    assert load_platform_config(settings).gpu_pools[0].max_count == 18

@@ -19,7 +19,7 @@ from aks_gpu_platform.config import ConfigError, load_platform_config
 from aks_gpu_platform.config.gpu_catalog import GPU_SKUS, gpu_sku
 from aks_gpu_platform.testing import RecordedResource, Recording
 from aks_gpu_platform.testing.stack_files import load_stack_file
-from tests.conftest import settings_of
+from tests.conftest import assert_rejected, settings_of
 from tests.node_image_model import (
     HOST_DRIVER_ROOT,
     OPERATOR_DRIVER_OS,
@@ -281,3 +281,26 @@ def test_the_config_refuses_exactly_the_pools_the_node_image_cannot_serve() -> N
         f"{len(disagreements)} pools where the config and the node image disagree (an accepted pool the image cannot "
         "serve fails on the node; a refused one it serves is a false refusal):\n" + "\n".join(disagreements[:40])
     )
+
+
+def test_an_azure_linux_pool_under_the_gpu_operator_is_refused_naming_its_os_sku() -> None:
+    settings = _one_pool_settings("Standard_NC4as_T4_v3", "AzureLinux", "gpuOperator", "1.36")
+    assert_rejected(settings, "NVIDIA builds no driver container for Azure Linux", "gpuPools[0].osSku", "use Ubuntu")
+
+
+def test_gpu_pools_of_two_ubuntu_releases_under_the_gpu_operator_are_refused() -> None:
+    settings = _one_pool_settings("Standard_NC4as_T4_v3", "Ubuntu", "gpuOperator", "1.36")
+    settings["gpuPools"].append({**settings["gpuPools"][0], "name": "a100", "osSku": "Ubuntu2204"})
+    settings["gpuPools"][1]["vmSize"] = "Standard_NC24ads_A100_v4"
+    assert_rejected(
+        settings,
+        "the operator picks one driver container for the cluster from the first GPU node's OS",
+        "gpuPools[1].osSku",
+        "give every NVIDIA GPU pool the same OS SKU",
+    )
+
+
+def test_an_ubuntu2204_pool_on_a_minor_aks_has_no_image_for_is_refused() -> None:
+    settings = _one_pool_settings("Standard_NC4as_T4_v3", "Ubuntu", "devicePlugin", "1.37")
+    settings["cpuPool"]["osSku"] = "Ubuntu2204"
+    assert_rejected(settings, "Ubuntu2204 exists on 1.25-1.36 only", "cpuPool.osSku", "Ubuntu2204 exists on 1.25-1.36")
