@@ -18,6 +18,7 @@ from aks_gpu_platform.config.image_platforms import require_arm64, runs_on_arm64
 from aks_gpu_platform.config.scheduling import pod_fits_node
 from aks_gpu_platform.testing import Recording
 from tests.conftest import assert_rejected, set_path, settings_of
+from tests.node_image_model import node_image
 from tests.release_contract import RELEASE_READERS, release_problems
 from tests.scheduling import RELEASE, chart_name, node_templates, object_pod_templates, release_pod_templates
 from tests.test_scheduling import variant_config
@@ -27,6 +28,7 @@ VARIANT = "grace-blackwell"
 DRA_CHART = "oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu"
 CACHE_RULE = "azure-native:containerregistry:CacheRule"
 REGISTRY = "azure-native:containerregistry:Registry"
+AGENT_POOL = "azure-native:containerservice:AgentPool"
 
 
 @pytest.fixture(scope="module")
@@ -74,6 +76,19 @@ def test_every_pod_that_can_land_on_the_arm64_pool_has_an_arm64_image(recording:
     assert len(images) >= 3, f"device plugin, DCGM exporter and DRA driver must be among them, saw {images}"
     x86_only = {where: image for where, image in images.items() if not runs_on_arm64(image)}
     assert not x86_only, f"these pods crash with `exec format error` on the Grace (Arm64) node: {x86_only}"
+
+
+def test_the_driver_container_the_operator_picks_for_the_grace_node_has_an_arm64_build(recording: Recording) -> None:
+    (pool,) = [p for p in recording.of_type(AGENT_POOL) if (p.inputs.get("gpuProfile") or {}).get("driver")]
+    assert pool.inputs["gpuProfile"]["driver"] == "None", "the operator installs the driver only where AKS did not"
+    node = node_image(pool.inputs["osSKU"], pool.inputs["orchestratorVersion"], "arm64", True, "None", False)
+    assert node is not None and not node.nvidia_driver, "AKS's Arm64 image brings no driver"
+    operator = recording.one(RELEASE, "gpu-operator")
+    assert operator.inputs["values"]["driver"]["enabled"] is True
+    # gpu-operator v26.7.0: driver.repository/image:version (values.yaml) + "-" + the node's OS tag.
+    version = operator.inputs["values"]["driver"].get("version", "595.91.07")
+    image = f"nvcr.io/nvidia/driver:{version}-{node.os}"
+    assert runs_on_arm64(image), f"{image} must have a verified arm64 build, or the Grace node never gets a driver"
 
 
 def test_an_image_without_a_verified_arm64_build_is_refused_naming_pool_image_setting_and_fix() -> None:
