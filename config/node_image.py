@@ -22,7 +22,7 @@ sources they were read in:
   containers for Ubuntu and RHEL families only (NVIDIA/gpu-driver-container d10b41a Makefile DISTRIBUTIONS), none
   for Azure Linux.
 - NVIDIA's DRA driver needs Kubernetes 1.34.2 or later (NVIDIA/k8s-dra-driver-gpu v0.4.0 docs/prerequisites.md;
-  `resource.k8s.io/v1`). AKS creates a cluster at the minor's newest patch, past 1.34.2 on every catalogued date.
+  `resource.k8s.io/v1`); the multi-node NVLink sizes run only where `Ubuntu` is 24.04, from 1.35, which is later.
 - One NVLink domain of these racks is 72 GPUs, 18 VMs (config/gpu_catalog.py). A ComputeDomain's IMEX channels
   join GPUs of one clique (GPU Feature Discovery's `nvidia.com/gpu.clique`, v0.4.0 docs/prerequisites.md); the
   platform places nothing by clique, so a pool is capped at one domain.
@@ -46,7 +46,6 @@ OsRelease = Literal["ubuntu22.04", "ubuntu24.04", "azurelinux3.0"]
 GRACE_BLACKWELL_OS: OsRelease = "ubuntu24.04"
 # The releases NVIDIA builds the GPU Operator's driver container for (NVIDIA/gpu-driver-container d10b41a).
 OPERATOR_DRIVER_RELEASES: tuple[OsRelease, ...] = ("ubuntu22.04", "ubuntu24.04")
-DRA_MINIMUM_MINOR = (1, 34)
 UPGRADE_OS_VERSION_SOURCE = "MicrosoftDocs/azure-aks-docs articles/aks/upgrade-os-version.md at fb060abe"
 
 
@@ -98,7 +97,7 @@ def check_node_images(cfg: PlatformConfig) -> None:
         if sku.arch == "arm64":
             _check_arm64_pool(cfg, path, pool.vm_size, pool.os_sku, release)
         if sku.multi_node_nvlink:
-            _check_nvlink_pool(cfg, path, pool.vm_size, pool.max_count, sku.nvlink_domain_gpus // sku.gpus_per_vm)
+            _check_nvlink_pool(path, pool.vm_size, pool.max_count, sku.nvlink_domain_gpus // sku.gpus_per_vm)
         if cfg.gpu_stack.mode == "gpuOperator":
             if release not in OPERATOR_DRIVER_RELEASES:
                 raise field_error(
@@ -138,7 +137,8 @@ def _check_arm64_pool(cfg: PlatformConfig, path: str, vm_size: str, os_sku: str,
             "cluster.kubernetesVersion",
             cfg.cluster.kubernetes_version,
             f"{path} ({vm_size}) runs only on Arm64 Ubuntu 24.04 (AgentBaker configureGraceBlackwell), and the Ubuntu "
-            f"OS SKU is 24.04 from Kubernetes 1.35 on ({UPGRADE_OS_VERSION_SOURCE}): use 1.35 or later",
+            f"OS SKU is 24.04 from Kubernetes 1.35 on ({UPGRADE_OS_VERSION_SOURCE}); its multi-node NVLink also needs "
+            "NVIDIA's DRA driver, on 1.34.2 or later (resource.k8s.io/v1): use 1.35 or later",
         )
     raise field_error(
         _os_path(path),
@@ -148,14 +148,7 @@ def _check_arm64_pool(cfg: PlatformConfig, path: str, vm_size: str, os_sku: str,
     )
 
 
-def _check_nvlink_pool(cfg: PlatformConfig, path: str, vm_size: str, max_count: int, domain_vms: int) -> None:
-    if _minor(cfg.cluster.kubernetes_version) < DRA_MINIMUM_MINOR:
-        raise field_error(
-            "cluster.kubernetesVersion",
-            cfg.cluster.kubernetes_version,
-            f"{path} ({vm_size}) reaches multi-node NVLink through NVIDIA's DRA driver, which needs Kubernetes "
-            "1.34.2 or later (resource.k8s.io/v1; NVIDIA/k8s-dra-driver-gpu v0.4.0 docs/prerequisites.md)",
-        )
+def _check_nvlink_pool(path: str, vm_size: str, max_count: int, domain_vms: int) -> None:
     if max_count > domain_vms:
         raise field_error(
             f"{path}.maxCount",

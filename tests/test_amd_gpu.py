@@ -676,3 +676,13 @@ def test_the_device_config_signs_with_the_key_the_job_makes(amd: Recording) -> N
     user = {f"system:serviceaccount:kube-amd-gpu:{pod['spec']['serviceAccountName']}"}
     for name in (env["SIGNING_KEY_SECRET"], env["SIGNING_CERT_SECRET"]):
         assert kubernetes_allows(rbac, user, Request("get", "", "secrets", "kube-amd-gpu", name=name)), name
+
+
+def test_half_a_signing_key_pair_is_not_completed_with_a_new_half(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    # A new key would sign modules that the remaining certificate (the one a person may have enrolled) cannot verify.
+    apis = FakeApis(refusals=0, secrets={"amdgpu-module-signing-cert": {"data": {"cert": "AAAA"}}})
+    assert _run_job(monkeypatch, apis, tmp_path) == 1, "the Job fails so the half pair is seen"
+    assert "amdgpu-module-signing-key" not in apis.secrets, "no key is made to go with someone else's certificate"
+    assert apis.secrets["amdgpu-module-signing-cert"] == {"data": {"cert": "AAAA"}}

@@ -246,3 +246,14 @@ def test_a_grace_blackwell_pool_of_one_full_rack_is_accepted() -> None:
     settings = _settings()
     settings["gpuPools"][0]["maxCount"] = 18
     assert load_platform_config(settings).gpu_pools[0].max_count == 18
+
+
+def test_the_plan_s_arm64_check_covers_every_image_the_gpu_operator_runs_on_the_pool(recording: Recording) -> None:
+    # The plan refuses before anything is deployed only for images gpu_pool_images names: each operand of the
+    # release model (tests/release_contract.py, read from the chart) must be among them.
+    (release,) = [r for r in recording.of_type(RELEASE) if chart_name(r) == "gpu-operator"]
+    model = RELEASE_READERS["gpu-operator"].read(release.inputs.get("values") or {})
+    on_nodes = {i for pod in model.pods if pod.source != "operator Deployment" for i in pod.images}
+    cfg = load_platform_config(_settings())
+    checked = set(gpu_pool_images(cfg, cfg.gpu_pools[0]).values())
+    assert on_nodes <= checked, f"images on the Grace nodes the plan never checks for arm64: {on_nodes - checked}"
