@@ -115,7 +115,7 @@ def test_artifact_streaming_is_credited_exactly_the_published_15_percent(pre_pul
     )
     (effect,) = [e for e in cold_start.budgets(cfg, [])[0].effects if e.switch == "artifactStreaming"]
     low, high = _range(effect.before)
-    assert high == COLD_START_S, effect.before
+    assert low is not None and high == COLD_START_S, effect.before
     streamed_low, streamed_high = _range(effect.after)
     assert streamed_high == pytest.approx(COLD_START_S * (1 - STREAMING_REDUCTION), abs=0.1), (
         f"Microsoft measured 'over 15%' faster to pod readiness: a budget that promises more ({streamed_high} s "

@@ -79,7 +79,9 @@ def gpu_pools(recording: Recording) -> list[GpuPool]:
     for resource in [*recording.of_type(AGENT_POOL), *recording.of_type(GENERIC)]:
         if resource.type == GENERIC and resource.inputs.get("resourceType") != "agentPools":
             continue
-        body = resource.inputs.get("properties") if resource.type == GENERIC else resource.inputs
+        body: dict[str, Any] = (
+            resource.inputs.get("properties") if resource.type == GENERIC else resource.inputs
+        ) or {}
         sku = gpu_sku(str(body["vmSize"]))
         if sku is None:
             continue
