@@ -13,12 +13,18 @@ all created here:
 - cert-manager, for the KMM webhook's self-signed certificate (charts/kmm/templates/serving-cert.yaml);
 - a repository in the platform's registry that the build pushes to and the nodes pull from, and a token scoped to
   that repository for the build. ACR issues token passwords only through the registry's `generateCredentials`
-  action, which the pinned azure-native SDK does not expose (and the registry's admin user stays off), so a one-shot
-  Job in the operator's namespace issues `password1` and writes the docker-registry Secret the DeviceConfig names
-  (components/amd_registry_secret_job.py). It runs on the CPU pool under workload identity, with a custom role
-  that holds only that action at the registry, and a Role for that one Secret; the password stays out of Pulumi's
-  state and outputs. The operator release does not wait for it: until the Secret exists KMM's build cannot push
-  and retries, and the AMD nodes advertise no amd.com/gpu;
+  action, which the pinned azure-native SDK does not expose (and the registry's admin user stays off), so a Job in
+  the operator's namespace issues a password that lapses after PASSWORD_DAYS and writes the docker-registry Secret
+  the DeviceConfig names, and a CronJob running the same program daily issues the other password slot before the
+  one in use lapses (components/amd_registry_secret_job.py). They run on the CPU pool under workload identity,
+  with a custom role that holds only that action at the registry (kept: each rotation needs it; the platform keeps
+  one token in the registry, so the action reaches no other credential), and a Role for the Secrets they write;
+  the password stays out of Pulumi's state and outputs. The operator release does not wait for the Job: until the
+  Secret exists KMM's build cannot push and retries, and the AMD nodes advertise no amd.com/gpu;
+- a signing key pair, made by the same program inside the cluster on its first run (never in Pulumi's state), with
+  which KMM signs the module it builds (`driver.imageSign`): `modinfo -F signer amdgpu` on a node then names the
+  platform's key. AKS nodes boot without Secure Boot unless Trusted Launch is on, and their key ring cannot be
+  enrolled with this key, so the kernel records the signature but does not enforce it;
 - `driver.blacklist`, so a node that ever loads the kernel's own amdgpu keeps it out from the next boot on (the
   operator writes the modprobe entry through the node labeller, which is therefore on).
 Further, at our values:
@@ -91,6 +97,15 @@ AMD_DOCKER_HUB_IMAGES = (
     KMM_WORKER_IMAGE,
     *DRIVER_BUILD_BASE_IMAGES,
 )
+# KMM signs the built module with this key pair (DeviceConfig driver.imageSign -> KMM Module `sign`, ROCm/gpu-operator
+# v1.5.1 internal/kmmmodule/kmmmodule.go): Secrets in the operator's namespace that the Job makes in-cluster.
+SIGNING_KEY_SECRET = "amdgpu-module-signing-key"
+SIGNING_CERT_SECRET = "amdgpu-module-signing-cert"
+# The registry password lapses after PASSWORD_DAYS; the CronJob issues the other slot once fewer than RENEW_DAYS are
+# left, running daily, so nine failed runs in a row still leave a working password.
+PASSWORD_DAYS = 30
+RENEW_DAYS = 10
+ROTATION_SCHEDULE = "17 3 * * *"
 # The amdgpu release the build installs: the chart's default deviceConfig.spec.driver.version at v1.5.1.
 AMDGPU_DRIVER_VERSION = "30.20.1"
 # The driver image lives in the platform's registry: the build pushes it as `<repository>:<os>-<kernel>-<version>`
@@ -124,7 +139,7 @@ SECRET_WRITER_PROGRAM = Path(amd_registry_secret_job.__file__).read_text()
 # checkov skips, each with its reason (tests/test_checkov.py reads them from the object).
 SECRET_WRITER_CHECKOV_SKIPS = {
     "checkov.io/skip1": "CKV_K8S_43=MCR's Azure CLI image is pinned by release and OS tag; a digest pins one arch",
-    "checkov.io/skip2": "CKV2_K8S_6=the one-shot Job serves nothing; it calls only Entra ID, ARM, ACR and the API",
+    "checkov.io/skip2": "CKV2_K8S_6=the Job serves nothing; it calls only Entra ID, ARM, ACR and the API",
     "checkov.io/skip3": "CKV_K8S_38=the Job needs its service account token for workload identity and the Secret",
 }
 # Pulumi waits for the Job; it retries until the grant works, which Azure documents as up to 10 minutes.
@@ -205,6 +220,10 @@ def amd_gpu_operator_values(pools: Sequence[GpuPoolConfig], registry_login_serve
                     # No tag: the operator appends one per OS, kernel and driver version.
                     "image": pulumi.Output.concat(registry_login_server, "/", DRIVER_REPOSITORY),
                     "imageRegistrySecret": {"name": DRIVER_REGISTRY_SECRET},
+                    "imageSign": {
+                        "keySecret": {"name": SIGNING_KEY_SECRET},
+                        "certSecret": {"name": SIGNING_CERT_SECRET},
+                    },
                     # KMM's build and module-loader pods run on the GPU nodes.
                     "tolerations": tolerations,
                 },
@@ -330,7 +349,8 @@ class AmdGpuStack(pulumi.ComponentResource):
         )
 
     def _driver_secret_writer(self, name: str, args: AmdGpuStackArgs, token: containerregistry.Token) -> None:
-        """The Job that issues the token's password once and writes it to the DeviceConfig's Secret."""
+        """The Job (first `pulumi up`) and daily CronJob that keep the DeviceConfig's registry Secret holding a password
+        that has not lapsed, and make the module signing key once."""
         handle, child = args["cluster"], pulumi.ResourceOptions(parent=self)
         identity, credential = federated_identity(
             f"{name}-password-issuer",
@@ -375,7 +395,7 @@ class AmdGpuStack(pulumi.ComponentResource):
                 {
                     "api_groups": [""],
                     "resources": ["secrets"],
-                    "resource_names": [DRIVER_REGISTRY_SECRET],
+                    "resource_names": [DRIVER_REGISTRY_SECRET, SIGNING_KEY_SECRET, SIGNING_CERT_SECRET],
                     "verbs": ["get", "patch"],
                 },
                 # RBAC cannot limit create to a name (the name is not known when create is authorised).
@@ -399,6 +419,10 @@ class AmdGpuStack(pulumi.ComponentResource):
             "TOKEN_ID": token.id,
             "REGISTRY_ID": args["registry_id"],
             "API_VERSION": GENERATE_CREDENTIALS_API_VERSION,
+            "LIFETIME_DAYS": str(PASSWORD_DAYS),
+            "RENEW_DAYS": str(RENEW_DAYS),
+            "SIGNING_KEY_SECRET": SIGNING_KEY_SECRET,
+            "SIGNING_CERT_SECRET": SIGNING_CERT_SECRET,
         }
         job_spec: k8s.batch.v1.JobSpecArgsDict = {
             "backoff_limit": 2,
@@ -416,6 +440,7 @@ class AmdGpuStack(pulumi.ComponentResource):
             "labels": {"app": SECRET_WRITER},
             "annotations": SECRET_WRITER_CHECKOV_SKIPS,
         }
+        needs = [credential, grant, account, role, binding, token]
         k8s.batch.v1.Job(
             f"{name}-{SECRET_WRITER}",
             metadata=job_metadata,
@@ -425,8 +450,21 @@ class AmdGpuStack(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions.merge(
                 k8s_opts,
                 pulumi.ResourceOptions(
-                    depends_on=[credential, grant, account, role, binding, token],
+                    depends_on=needs,
                     custom_timeouts=pulumi.CustomTimeouts(create=f"{SECRET_WRITER_DEADLINE_SECONDS + 300}s"),
                 ),
             ),
+        )
+        # The same program daily: re-issues the password before it lapses, without a person or a `pulumi up`.
+        k8s.batch.v1.CronJob(
+            f"{name}-{SECRET_WRITER}-rotation",
+            metadata={**job_metadata, "name": f"{SECRET_WRITER}-rotation"},
+            spec={
+                "schedule": ROTATION_SCHEDULE,
+                "concurrency_policy": "Forbid",
+                "successful_jobs_history_limit": 1,
+                "failed_jobs_history_limit": 3,
+                "job_template": {"metadata": {"labels": {"app": SECRET_WRITER}}, "spec": job_spec},
+            },
+            opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=needs)),
         )

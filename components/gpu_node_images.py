@@ -7,6 +7,7 @@ config/image_platforms.py.
 
 from aks_gpu_platform.config.gpu import GpuPoolConfig
 from aks_gpu_platform.config.image_platforms import ARM64, require_arm64
+from aks_gpu_platform.config.node_image import gpu_pool_os
 from aks_gpu_platform.config.platform import PlatformConfig
 
 from .dra_driver import DRA_DRIVER_IMAGE
@@ -17,12 +18,24 @@ from .gpu_validation import DCGM_IMAGE, PYTORCH_IMAGE
 from .lustre_storage import CSI_DRIVER_VERSION
 from .registry import DCGM_UPSTREAM
 
-# NVIDIA/gpu-operator v26.7.0 deployments/gpu-operator/values.yaml: the operands that run on every GPU node.
+# NVIDIA/gpu-operator v26.7.0 deployments/gpu-operator/values.yaml: the operands that run on every GPU node. The
+# driver's tag gets the node's OS appended (controllers/object_controls.go resolveDriverTag); the driver manager is
+# the driver pod's init container; GPU Feature Discovery runs the device plugin's image; the MIG manager lands on
+# MIG-capable GPUs (A100, H100, H200, Blackwell); the worker of the chart's node-feature-discovery subchart (0.19.0,
+# image tag its appVersion) on every node.
+GPU_OPERATOR_DRIVER = "nvcr.io/nvidia/driver:595.91.07"
 GPU_OPERATOR_OPERANDS = {
-    "GPU Operator driver": "nvcr.io/nvidia/driver:595.91.07",
+    "GPU Operator driver manager": "nvcr.io/nvidia/cloud-native/k8s-driver-manager:v0.12.0",
     "GPU Operator container toolkit": "nvcr.io/nvidia/k8s/container-toolkit:v1.20.0",
-    "GPU Operator device plugin": "nvcr.io/nvidia/k8s-device-plugin:v0.20.0",
+    "GPU Operator device plugin and GPU Feature Discovery": "nvcr.io/nvidia/k8s-device-plugin:v0.20.0",
     "GPU Operator validator": f"nvcr.io/nvidia/gpu-operator:{GPU_OPERATOR_CHART[2]}",
+    "GPU Operator MIG manager": "nvcr.io/nvidia/cloud-native/k8s-mig-manager:v0.15.0",
+    "GPU Operator node-feature-discovery worker": "registry.k8s.io/nfd/node-feature-discovery:v0.19.0",
+}
+# The same values.yaml: the DCGM host engine and exporter the operator runs with `operatorDcgm`.
+GPU_OPERATOR_DCGM = {
+    "GPU Operator DCGM (gpuStack.operatorDcgm)": "nvcr.io/nvidia/cloud-native/dcgm:4.6.0-1-ubuntu24.04",
+    "GPU Operator DCGM exporter (gpuStack.operatorDcgm)": "nvcr.io/nvidia/k8s/dcgm-exporter:4.6.0-4.8.3-distroless",
 }
 # distros/kubernetes/nvsentinel at v1.19.0: the agents that run on GPU nodes.
 NVSENTINEL_AGENTS = ("platform-connectors", "syslog-health-monitor", "metadata-collector", "gpu-health-monitor")
@@ -36,7 +49,10 @@ def gpu_pool_images(cfg: PlatformConfig, pool: GpuPoolConfig) -> dict[str, str]:
     if stack.mode == "devicePlugin":
         images["NVIDIA device plugin"] = f"nvcr.io/nvidia/k8s-device-plugin:v{DEVICE_PLUGIN_CHART[2]}"
     elif stack.mode == "gpuOperator":
+        images["GPU Operator driver"] = f"{GPU_OPERATOR_DRIVER}-{gpu_pool_os(cfg, pool)}"
         images.update(GPU_OPERATOR_OPERANDS)
+        if stack.operator_dcgm:
+            images.update(GPU_OPERATOR_DCGM)
     if stack.mode != "aksManaged" and not stack.operator_dcgm:
         images["DCGM exporter"] = f"{DCGM_UPSTREAM}:{cfg.monitoring.dcgm_exporter.image_tag}"
     if stack.smoke_test:

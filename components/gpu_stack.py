@@ -72,6 +72,8 @@ SYSTEM_NODE_CRITICAL = "system-node-critical"
 # ClusterPolicy `devicePlugin.config.default`), and the ConfigMap the operator chart creates for them
 # (deployments/gpu-operator/templates/plugin_config.yaml at v26.7.0).
 DEFAULT_PLUGIN_CONFIG = "default"
+# The container toolkit reads the node's containerd config file, not the running daemon's (gpu_operator_values).
+TOOLKIT_CONFIG_SOURCE = {"name": "RUNTIME_CONFIG_SOURCE", "value": "file"}
 OPERATOR_PLUGIN_CONFIGMAP = "device-plugin-config"
 
 
@@ -170,7 +172,13 @@ def gpu_operator_values(
         }
     values: dict[str, Any] = {
         "driver": {"enabled": True},
-        "toolkit": {"enabled": True},
+        # AKS writes a `version = 2` containerd root config on every node image (Azure/AgentBaker 06836ee2
+        # pkg/agent/baker.go), also where containerd 2 runs (Ubuntu 24.04, Azure Linux 3). The toolkit's default
+        # source, `containerd config dump` (NVIDIA/nvidia-container-toolkit v1.20.0 cmd/nvidia-ctk-installer/container/
+        # runtime/runtime.go), reports containerd 2's migrated version 3 or 4 and writes its drop-in at that
+        # version; containerd refuses a drop-in newer than its root config and stops, and the node goes NotReady.
+        # Reading the file keeps the drop-in at the root's version.
+        "toolkit": {"enabled": True, "env": [dict(TOOLKIT_CONFIG_SOURCE)]},
         "devicePlugin": device_plugin,
         # The chart's ServiceMonitor default turned on in 26.x; it is monitoring.coreos.com, which
         # managed Prometheus ignores (our PodMonitor scrapes the exporter).

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field, model_validator
 
 from .base import ConfigModel
-from .cold_start_catalog import LOCAL_NVME, local_nvme
+from .cold_start_catalog import ARTIFACT_STREAMING_SOURCE, LOCAL_NVME, local_nvme
 from .errors import field_error
 from .gpu_catalog import GPU_SKUS, GpuSku, closest_gpu_sizes, gpu_sku
 from .gpu_validation import PoolValidationConfig
@@ -80,9 +80,9 @@ class ColdStartConfig(ConfigModel):
 
     artifact_streaming: bool = Field(
         default=False,
-        description="Budget this pool's ACR images as streamed (AKS Artifact Streaming, preview): the platform "
-        "registry is Premium; enable it per repository and on the pool with the commands in docs/gpu-pools.md "
-        "(azure-native 3.29 has no AgentPool field for it)",
+        description="Budget this pool's ACR images as streamed (AKS Artifact Streaming; Linux amd64 images only, so "
+        "not on Arm64 sizes): the platform registry is Premium; enable it per repository and on the pool with the "
+        "commands in docs/gpu-pools.md (the AgentPool API azure-native 3.29 sends has no field for it)",
     )
     pre_pull_images: list[str] = Field(
         default_factory=list,
@@ -282,6 +282,14 @@ class GpuPoolConfig(AutoscaledPoolConfig):
     @model_validator(mode="after")
     def _check_cold_start(self) -> GpuPoolConfig:
         cold = self.cold_start
+        sku = gpu_sku(self.vm_size)
+        if cold.artifact_streaming and sku is not None and sku.arch != "amd64":
+            raise field_error(
+                "coldStart.artifactStreaming",
+                cold.artifact_streaming,
+                f"{self.vm_size} is an {sku.arch} size, and Artifact Streaming serves Linux AMD64 images only "
+                f'("ARM64 images aren\'t supported", {ARTIFACT_STREAMING_SOURCE}): leave it off on this pool',
+            )
         if cold.nvme_cache and local_nvme(self.vm_size) is None:
             raise field_error(
                 "coldStart.nvmeCache",

@@ -26,7 +26,8 @@ class ImagePlatforms:
 
 _BOTH = frozenset({"amd64", ARM64})
 
-# Keyed by repository (registry/path, no tag); `tags` lists the tags the source was read at.
+# Keyed by repository (registry/path, no tag), or by a prefix ending in `/` for every repository under it; the
+# frozenset lists the tags the source was read at.
 IMAGE_PLATFORMS: dict[str, tuple[frozenset[str], ImagePlatforms]] = {
     "nvcr.io/nvidia/k8s-device-plugin": (
         frozenset({"v0.20.0"}),
@@ -52,7 +53,8 @@ IMAGE_PLATFORMS: dict[str, tuple[frozenset[str], ImagePlatforms]] = {
         frozenset({"4.5.2-1-ubuntu22.04"}),
         ImagePlatforms(_BOTH, "NVIDIA/DCGM v4.5.2 docker/Makefile: PLATFORMS := linux/amd64,linux/arm64"),
     ),
-    "ghcr.io/nvidia/nvsentinel": (
+    # Every repository under this prefix (the agents and controllers): one workflow publishes them all.
+    "ghcr.io/nvidia/nvsentinel/": (
         frozenset({"v1.19.0"}),
         ImagePlatforms(
             _BOTH,
@@ -90,6 +92,56 @@ IMAGE_PLATFORMS: dict[str, tuple[frozenset[str], ImagePlatforms]] = {
             "(0c2a162b, called at @main): BUILD_PLATFORMS linux/amd64,linux/arm64 for every non-STIG image",
         ),
     ),
+    # The GPU Operator v26.7.0's operands (components/gpu_node_images.py): the driver container per node OS, and the
+    # images its ClusterPolicy and node-feature-discovery subchart run on every GPU node.
+    "nvcr.io/nvidia/driver": (
+        frozenset({"595.91.07-ubuntu22.04", "595.91.07-ubuntu24.04"}),
+        ImagePlatforms(
+            _BOTH,
+            "NVIDIA/gpu-driver-container d10b41a (2026-08-03, adds 595.91.07 to versions.mk): multi-arch.mk builds "
+            "--platform=linux/amd64,linux/arm64 for every distribution but signed_ubuntu22.04, signed_ubuntu26.04 "
+            "and azure-fde kernels; ubuntu24.04/Dockerfile installs per TARGETARCH",
+        ),
+    ),
+    "nvcr.io/nvidia/cloud-native/k8s-driver-manager": (
+        frozenset({"v0.12.0"}),
+        ImagePlatforms(
+            _BOTH,
+            "NVIDIA/k8s-driver-manager v0.12.0 deployments/container/multi-arch.mk (--platform=linux/amd64,linux/arm64)"
+            " and .github/workflows/image.yaml (arm64 in the build matrix)",
+        ),
+    ),
+    "nvcr.io/nvidia/k8s/container-toolkit": (
+        frozenset({"v1.20.0"}),
+        ImagePlatforms(
+            _BOTH,
+            "NVIDIA/nvidia-container-toolkit v1.20.0 deployments/container/multi-arch.mk "
+            "(--platform=linux/amd64,linux/arm64), .github/workflows/image.yaml (arm64 packages and images)",
+        ),
+    ),
+    "nvcr.io/nvidia/gpu-operator": (
+        frozenset({"v26.7.0"}),
+        ImagePlatforms(
+            _BOTH,
+            "NVIDIA/gpu-operator v26.7.0 .github/workflows/image-builds.yaml: build-gpu-operator-arm64 and -amd64, "
+            "joined by `docker manifest create` (the validator runs the same image)",
+        ),
+    ),
+    "nvcr.io/nvidia/cloud-native/k8s-mig-manager": (
+        frozenset({"v0.15.0"}),
+        ImagePlatforms(
+            _BOTH,
+            "NVIDIA/mig-parted v0.15.0 deployments/container/multi-arch.mk (--platform=linux/amd64,linux/arm64), "
+            ".github/workflows/image.yaml (arm64 in the build matrix)",
+        ),
+    ),
+    "registry.k8s.io/nfd/node-feature-discovery": (
+        frozenset({"v0.19.0"}),
+        ImagePlatforms(
+            _BOTH,
+            "kubernetes-sigs/node-feature-discovery v0.19.0 Makefile: IMAGE_ALL_PLATFORMS linux/amd64,linux/arm64,...",
+        ),
+    ),
     "mcr.microsoft.com/oss/v2/kubernetes-csi/azurelustre-csi": (
         frozenset({"v0.6.0"}),
         ImagePlatforms(
@@ -103,7 +155,8 @@ IMAGE_PLATFORMS: dict[str, tuple[frozenset[str], ImagePlatforms]] = {
 def image_platforms(image: str) -> ImagePlatforms | None:
     """The platforms of a pinned image reference (`repo:tag`), or None when no row covers that tag."""
     repository, _, tag = image.rpartition(":") if "@" not in image else (image.split("@", 1)[0], "", "")
-    row = IMAGE_PLATFORMS.get(repository) or IMAGE_PLATFORMS.get(repository.rsplit("/", 1)[0])
+    row = IMAGE_PLATFORMS.get(repository) or IMAGE_PLATFORMS.get(repository.rsplit("/", 1)[0] + "/")
+    # A tag the source was not read at may be built differently (NVIDIA dropped arm64 from some CUDA tags).
     if row is None or tag not in row[0]:
         return None
     return row[1]

@@ -20,6 +20,7 @@ from .gpu_health import GpuHealthConfig
 from .lustre_catalog import required_subnet_prefix
 from .monitoring import MonitoringConfig
 from .network import NETAPP_DELEGATION, NetworkConfig, usable_addresses
+from .node_image import check_node_images
 from .node_pools import AutoscaledPoolConfig, CpuPoolConfig, SystemPoolConfig
 from .regions import CATALOG_SOURCE, closest_regions, region
 from .security import SecurityConfig
@@ -185,6 +186,12 @@ class PlatformConfig(ConfigModel):
         problem = why_not_creatable(self.cluster.kubernetes_version, self.upgrade.support_plan, on)
         if problem is not None:
             raise field_error("cluster.kubernetesVersion", self.cluster.kubernetes_version, problem)
+        return self
+
+    @model_validator(mode="after")
+    def _check_node_images(self) -> PlatformConfig:
+        # After the minor is known to exist: which OS each pool runs follows from it (config/node_image.py).
+        check_node_images(self)
         return self
 
     @model_validator(mode="after")

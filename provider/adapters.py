@@ -138,9 +138,9 @@ class ColdStartSettings(TypedDict):
     """What shortens the time from scale-up to a useful GPU node; the plan prints the budget with each switch."""
 
     artifact_streaming: NotRequired[bool]
-    """Budget this pool's ACR images as streamed (AKS Artifact Streaming, preview): the platform registry is Premium;
-    enable it per repository and on the pool with the commands in docs/gpu-pools.md (azure-native 3.29 has no
-    AgentPool field for it). Default: false."""
+    """Budget this pool's ACR images as streamed (AKS Artifact Streaming; Linux amd64 images only, so not on Arm64
+    sizes): the platform registry is Premium; enable it per repository and on the pool with the commands in
+    docs/gpu-pools.md (the AgentPool API azure-native 3.29 sends has no field for it). Default: false."""
     pre_pull_images: NotRequired[Sequence[str]]
     """Images a DaemonSet pulls onto every new node of the pool as soon as it joins (each needs /bin/sh); it never
     holds back other pods."""

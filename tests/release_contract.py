@@ -116,10 +116,27 @@ def _gpu_operator(values: Mapping[str, Any]) -> ReleaseModel:
     # node-feature-discovery subchart (registry.k8s.io/nfd/node-feature-discovery, readiness 5 s); the only hooks
     # are pre-upgrade/pre-delete/post-delete. The operands (driver, toolkit, ...) are the operator's objects, not
     # the release's: Helm does not wait for them. The operator creates RuntimeClass `operator.runtimeClass`.
-    merged = helm_merge({"operator": {"runtimeClass": "nvidia"}}, values)
+    merged = helm_merge({"operator": {"runtimeClass": "nvidia"}, "dcgmExporter": {"enabled": True}}, values)
+    # The ClusterPolicy's operands at the chart's values.yaml defaults (repository/image:version of driver.manager,
+    # toolkit, devicePlugin and gfd, validator = the operator image, migManager; dcgm and dcgmExporter when on). The
+    # driver container's tag ends in the node's OS (resolveDriverTag): tests/test_grace_blackwell.py checks it.
+    operands = [
+        "nvcr.io/nvidia/cloud-native/k8s-driver-manager:v0.12.0",
+        "nvcr.io/nvidia/k8s/container-toolkit:v1.20.0",
+        "nvcr.io/nvidia/k8s-device-plugin:v0.20.0",
+        "nvcr.io/nvidia/gpu-operator:v26.7.0",
+        "nvcr.io/nvidia/cloud-native/k8s-mig-manager:v0.15.0",
+    ]
+    if merged["dcgmExporter"]["enabled"]:
+        operands += [
+            "nvcr.io/nvidia/cloud-native/dcgm:4.6.0-1-ubuntu24.04",
+            "nvcr.io/nvidia/k8s/dcgm-exporter:4.6.0-4.8.3-distroless",
+        ]
     pods = (
         ChartPod("operator Deployment", ("nvcr.io/nvidia/gpu-operator:v26.7.0",)),
-        ChartPod("node-feature-discovery", ("registry.k8s.io/nfd/node-feature-discovery",)),
+        # The subchart's image tag defaults to its appVersion (charts/node-feature-discovery/Chart.yaml: v0.19.0).
+        ChartPod("node-feature-discovery", ("registry.k8s.io/nfd/node-feature-discovery:v0.19.0",)),
+        ChartPod("operand DaemonSets", tuple(operands)),
     )
     return ReleaseModel(pods, (_pod_wait("operator, NFD", 5),), (merged["operator"]["runtimeClass"],))
 

@@ -4,6 +4,7 @@ release and metrics models; and the NVIDIA-only features refused on AMD pools by
 from __future__ import annotations
 
 import base64
+import datetime
 import fnmatch
 import json
 from typing import Any
@@ -12,7 +13,6 @@ import pytest
 
 from aks_gpu_platform.components import amd_registry_secret_job as secret_job
 from aks_gpu_platform.components import metrics_labels as labels
-from aks_gpu_platform.components.amd_gpu import EXPORTER_PORT, EXPORTER_PORT_NAME
 from aks_gpu_platform.components.roles import ACR_PULL
 from aks_gpu_platform.config import load_platform_config
 from aks_gpu_platform.testing import Recording, kubernetes_object
@@ -140,16 +140,12 @@ AMD_EXPOSITION = "\n".join(
 def test_amd_utilisation_and_memory_reach_the_dashboard_queries(amd: Recording) -> None:
     monitor = next(m for m in amd.of_type(POD_MONITOR) if m.inputs["metadata"]["name"] == "amd-device-metrics-exporter")
     (config,) = pod_monitor_scrape_configs(monitor.inputs)
-    # The operator's exporter pod (internal/metricsexporter/metricsexporter.go at v1.5.1).
-    pod = Pod(
-        namespace="kube-amd-gpu",
-        name="default-metrics-exporter-abcde",
-        labels={"daemonset-name": "default", "app.kubernetes.io/name": "metrics-exporter"},
-        node="aks-mi300x-0",
-        ip="10.0.0.9",
-        containers=(Container("metrics-exporter-container", (Port(EXPORTER_PORT_NAME, EXPORTER_PORT),)),),
+    pod = operator_exporter_pod(default_device_config(amd), namespace="kube-amd-gpu")
+    found = targets(config, [pod])
+    assert len(found) == 1, (
+        f"the PodMonitor must select the exporter pod the operator creates and name a port it has: {found}"
     )
-    (target,) = targets(config, [pod])
+    (target,) = found
     world = scrape(target, config, AMD_EXPOSITION, {"cluster": "aks"}).series
     evaluator = Evaluator(world)
     held = f'DCGM_FI_DEV_GPU_UTIL{{{labels.WORKLOAD_POD}!=""}}'
@@ -162,6 +158,34 @@ def test_amd_utilisation_and_memory_reach_the_dashboard_queries(amd: Recording) 
     gpus = evaluator.vector(f"count by ({labels.NODE}) (DCGM_FI_DEV_GPU_UTIL)")
     assert [(s.labels, s.value) for s in gpus] == [({labels.NODE: "aks-mi300x-0"}, 2.0)], (
         "GPU counts per node use the contract's node label, also for AMD GPUs"
+    )
+
+
+def operator_exporter_pod(device_config: dict[str, Any], namespace: str) -> Pod:
+    """The metrics exporter pod the operator makes of a DeviceConfig, as ROCm/gpu-operator v1.5.1 (858cf255)
+    internal/metricsexporter/metricsexporter.go SetMetricsExporterAsDesired writes it: labels `daemonset-name:
+    <DeviceConfig>` and `app.kubernetes.io/name: metrics-exporter`; without rbacConfig the exporter container
+    `metrics-exporter-container` declares TCP port `exporter-port` = spec.metricsExporter.port (default 5000); with
+    it, that port moves to the kube-rbac-proxy container and the exporter binds to localhost."""
+    exporter = device_config["spec"].get("metricsExporter") or {}
+    port = exporter.get("port") or 5000
+    rbac = (exporter.get("rbacConfig") or {}).get("enable", False)
+    containers = (
+        (
+            Container("metrics-exporter-container", ()),
+            Container("kube-rbac-proxy-container", (Port("exporter-port", port),)),
+        )
+        if rbac
+        else (Container("metrics-exporter-container", (Port("exporter-port", port),)),)
+    )
+    name = device_config["metadata"]["name"]
+    return Pod(
+        namespace=namespace,
+        name=f"{name}-metrics-exporter-abcde",
+        labels={"daemonset-name": name, "app.kubernetes.io/name": "metrics-exporter"},
+        node="aks-mi300x-0",
+        ip="10.0.0.9",
+        containers=containers,
     )
 
 
@@ -374,12 +398,15 @@ def test_the_password_request_passes_the_rest_spec_and_names_the_driver_build_to
     spec = load_specs()[("Microsoft.ContainerRegistry", "registries/generateCredentials", "2025-04-01")]
     _, env = _secret_writer(amd)
     assert env["API_VERSION"] == spec["apiVersion"], "the body is checked at the API version the Job sends"
-    body = secret_job.generate_credentials_body(env["TOKEN_ID"])
+    expiry = datetime.datetime(2027, 1, 1, tzinfo=datetime.UTC)
+    body = secret_job.generate_credentials_body(env["TOKEN_ID"], "password2", expiry)
     problems = schema_problems(body, spec["definitions"][spec["body"]], spec["definitions"], "body")
     assert not problems, f"ARM refuses the generateCredentials body: {problems}"
     token = amd.one(TOKEN)
     assert body["tokenId"] == token.outputs["id"], "the password must be the driver build token's"
-    assert body["name"] == "password1", "one password: password2 stays free for a manual rotation"
+    assert body["name"] == "password2" and body["expiry"] == "2027-01-01T00:00:00Z", (
+        "the slot and the expiry reach Azure: a password without one never lapses"
+    )
     assert env["REGISTRY_ID"] == amd.one(REGISTRY).outputs["id"], "the action is POSTed on the platform's registry"
     result = spec["definitions"][spec["response"]]["properties"]["passwords"]["items"]["$ref"].rsplit("/", 1)[-1]
     assert {"name", "value"} <= set(spec["definitions"][result]["properties"]), "the Job reads passwords[].name/value"
@@ -481,35 +508,181 @@ def test_the_job_runs_on_the_cpu_pool(amd: Recording) -> None:
     assert fits and set(fits) <= set(cpu), f"the Job runs on the CPU pool and keeps no GPU node awake: {fits}"
 
 
-def test_a_working_secret_is_left_alone_and_a_missing_one_waits_for_the_grant(monkeypatch: pytest.MonkeyPatch) -> None:
-    env = {
-        "SECRET_NAMESPACE": "kube-amd-gpu",
-        "SECRET_NAME": "amdgpu-driver-registry",
-        "LOGIN_SERVER": "acr.azurecr.io",
-        "TOKEN_NAME": "amdgpu-driver-build",
-        "REPOSITORY": "amdgpu-driver",
-        "REGISTRY_ID": "/subscriptions/s/resourceGroups/g/providers/Microsoft.ContainerRegistry/registries/acr",
-        "TOKEN_ID": "/subscriptions/s/resourceGroups/g/providers/Microsoft.ContainerRegistry/registries/acr/tokens/t",
-        "API_VERSION": "2025-04-01",
-    }
-    for key, value in env.items():
+JOB_ENV = {
+    "SECRET_NAMESPACE": "kube-amd-gpu",
+    "SECRET_NAME": "amdgpu-driver-registry",
+    "LOGIN_SERVER": "acr.azurecr.io",
+    "TOKEN_NAME": "amdgpu-driver-build",
+    "REPOSITORY": "amdgpu-driver",
+    "REGISTRY_ID": "/subscriptions/s/resourceGroups/g/providers/Microsoft.ContainerRegistry/registries/acr",
+    "TOKEN_ID": "/subscriptions/s/resourceGroups/g/providers/Microsoft.ContainerRegistry/registries/acr/tokens/t",
+    "API_VERSION": "2025-04-01",
+    "LIFETIME_DAYS": "30",
+    "RENEW_DAYS": "10",
+    "SIGNING_KEY_SECRET": "amdgpu-module-signing-key",
+    "SIGNING_CERT_SECRET": "amdgpu-module-signing-cert",
+    "AZURE_CLIENT_ID": "c",
+    "AZURE_TENANT_ID": "t",
+    "AZURE_AUTHORITY_HOST": "https://login.microsoftonline.com/",
+}
+
+
+class FakeApis:
+    """Entra ID, ARM, ACR and the Kubernetes API as the Job sees them over HTTP."""
+
+    def __init__(self, refusals: int, secrets: dict[str, dict[str, Any]] | None = None, logs_in: bool = True) -> None:
+        self.refusals = refusals
+        self.secrets = dict(secrets or {})
+        self.logs_in = logs_in
+        self.arm_bodies: list[dict[str, Any]] = []
+        self.writes: list[tuple[str, str]] = []
+
+    def request(
+        self, method: str, url: str, headers: dict[str, str], body: bytes | None = None, context: Any = None
+    ) -> tuple[int, dict[str, str], bytes]:
+        if url.endswith("/oauth2/v2.0/token"):
+            return 200, {}, json.dumps({"access_token": "arm"}).encode()
+        if "/generateCredentials?" in url:
+            self.arm_bodies.append(json.loads(body or b"{}"))
+            if self.refusals:
+                self.refusals -= 1
+                return 403, {}, b'{"error": {"code": "AuthorizationFailed"}}'
+            slot = self.arm_bodies[-1]["name"]
+            return 200, {}, json.dumps({"passwords": [{"name": slot, "value": f"new-{slot}"}]}).encode()
+        if "/oauth2/token?" in url:
+            return (200 if self.logs_in else 401), {}, b"{}"
+        raise AssertionError(f"unexpected call {method} {url}")
+
+    def kubernetes(self, method: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, dict[str, Any]]:
+        name = path.rsplit("/", 1)[-1]
+        if method == "GET":
+            return (200, self.secrets[name]) if name in self.secrets else (404, {})
+        self.writes.append((method, name if method == "PATCH" else body["metadata"]["name"]))  # type: ignore[index]
+        if method == "POST":
+            assert body is not None
+            self.secrets[body["metadata"]["name"]] = body
+            return 201, body
+        assert body is not None
+        merged = self.secrets[name]
+        merged["data"] = body["data"]
+        merged.setdefault("metadata", {}).setdefault("annotations", {}).update(body["metadata"]["annotations"])
+        return 200, merged
+
+
+def _run_job(monkeypatch: pytest.MonkeyPatch, apis: FakeApis, tmp_path: Any) -> int:
+    token_file = tmp_path / "token"
+    token_file.write_text("federated")
+    for key, value in {**JOB_ENV, "AZURE_FEDERATED_TOKEN_FILE": str(token_file)}.items():
         monkeypatch.setenv(key, value)
     monkeypatch.setattr(secret_job, "RETRY_SECONDS", 0)
-    calls: list[tuple[str, str]] = []
-    answers = iter([None, None, "fresh"])  # 403 twice while the grant propagates, then the password
+    monkeypatch.setattr(secret_job, "_request", apis.request)
+    monkeypatch.setattr(secret_job, "_kubernetes", apis.kubernetes)
+    return secret_job.main()
 
-    def kubernetes(method: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, dict[str, Any]]:
-        calls.append((method, path))
-        return (404, {}) if method == "GET" else (201, body or {})
 
-    monkeypatch.setattr(secret_job, "_kubernetes", kubernetes)
-    monkeypatch.setattr(secret_job, "generate_password", lambda *_: next(answers))
-    assert secret_job.main() == 0
-    assert calls[-1] == ("POST", "/api/v1/namespaces/kube-amd-gpu/secrets"), "a missing Secret is created"
+def _password(secret: dict[str, Any]) -> str:
+    config = json.loads(base64.b64decode(secret["data"][".dockerconfigjson"]))
+    return config["auths"]["acr.azurecr.io"]["password"]
 
-    calls.clear()
-    monkeypatch.setattr(secret_job, "_kubernetes", lambda m, p, b=None: (calls.append((m, p)), (200, {}))[1])
-    monkeypatch.setattr(secret_job, "password_still_works", lambda *_: True)
-    monkeypatch.setattr(secret_job, "generate_password", lambda *_: pytest.fail("a rerun must not rotate"))
-    assert secret_job.main() == 0
-    assert calls == [("GET", "/api/v1/namespaces/kube-amd-gpu/secrets/amdgpu-driver-registry")]
+
+def test_the_first_run_waits_out_the_403s_of_a_propagating_grant_and_writes_a_password_that_lapses(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    apis = FakeApis(refusals=3)
+    before = datetime.datetime.now(datetime.UTC)
+    assert _run_job(monkeypatch, apis, tmp_path) == 0, "a 403 while Azure propagates the new grant is not a failure"
+    assert len(apis.arm_bodies) == 4, "three refusals, then the password"
+    secret = apis.secrets["amdgpu-driver-registry"]
+    assert _password(secret) == "new-password1"
+    expiry = datetime.datetime.fromisoformat(apis.arm_bodies[-1]["expiry"].replace("Z", "+00:00"))
+    assert datetime.timedelta(days=29) < expiry - before <= datetime.timedelta(days=30, minutes=1), (
+        f"the password Azure issues must lapse ({expiry}); one without expiry is a push credential forever"
+    )
+    annotations = secret["metadata"]["annotations"]
+    assert annotations[secret_job.EXPIRY_ANNOTATION] == apis.arm_bodies[-1]["expiry"], "the rotation reads it back"
+
+
+def test_the_signing_key_is_made_in_the_cluster_once_and_its_certificate_matches(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+
+    apis = FakeApis(refusals=0)
+    assert _run_job(monkeypatch, apis, tmp_path) == 0
+    key_secret, cert_secret = apis.secrets["amdgpu-module-signing-key"], apis.secrets["amdgpu-module-signing-cert"]
+    # KMM's signer reads `key` (PEM private key) and `cert` (DER certificate): gpu-operator v1.5.1 secure-boot.md.
+    key = serialization.load_pem_private_key(base64.b64decode(key_secret["data"]["key"]), password=None)
+    cert = x509.load_der_x509_certificate(base64.b64decode(cert_secret["data"]["cert"]))
+    assert cert.public_key().public_numbers() == key.public_key().public_numbers(), "the pair must match"  # type: ignore[union-attr]
+    assert cert.not_valid_after_utc > datetime.datetime.now(datetime.UTC) + datetime.timedelta(days=365)
+    writes = list(apis.writes)
+    assert _run_job(monkeypatch, apis, tmp_path) == 0
+    assert [w for w in apis.writes[len(writes) :] if "signing" in w[1]] == [], "an existing pair is never replaced"
+
+
+def test_a_password_near_its_expiry_is_replaced_through_the_other_slot_and_a_fresh_one_is_left(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    now = datetime.datetime.now(datetime.UTC)
+    signing = {name: {"data": {}} for name in ("amdgpu-module-signing-key", "amdgpu-module-signing-cert")}
+
+    def stored(days_left: int) -> dict[str, Any]:
+        expires = (now + datetime.timedelta(days=days_left)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        config = secret_job.docker_config("acr.azurecr.io", "amdgpu-driver-build", "old-password1")
+        annotations = {secret_job.SLOT_ANNOTATION: "password1", secret_job.EXPIRY_ANNOTATION: expires}
+        return secret_job.secret_manifest("amdgpu-driver-registry", "kube-amd-gpu", config, annotations)
+
+    fresh = FakeApis(refusals=0, secrets={**signing, "amdgpu-driver-registry": stored(20)})
+    assert _run_job(monkeypatch, fresh, tmp_path) == 0
+    assert fresh.arm_bodies == [] and fresh.writes == [], "a password 20 days from expiry is kept: no new credential"
+
+    due = FakeApis(refusals=0, secrets={**signing, "amdgpu-driver-registry": stored(5)})
+    assert _run_job(monkeypatch, due, tmp_path) == 0
+    assert [b["name"] for b in due.arm_bodies] == ["password2"], (
+        "the other slot is issued, so nodes pulling with password1 keep working until it lapses"
+    )
+    assert _password(due.secrets["amdgpu-driver-registry"]) == "new-password2"
+    assert due.secrets["amdgpu-driver-registry"]["metadata"]["annotations"][secret_job.SLOT_ANNOTATION] == "password2"
+
+    revoked = FakeApis(refusals=0, secrets={**signing, "amdgpu-driver-registry": stored(20)}, logs_in=False)
+    assert _run_job(monkeypatch, revoked, tmp_path) == 0
+    assert len(revoked.arm_bodies) == 1, "a password that no longer logs in is replaced whatever its expiry"
+
+
+def test_a_cronjob_runs_the_same_program_daily_so_the_password_is_renewed_without_a_person(amd: Recording) -> None:
+    (job,) = [j for j in amd.of_type(JOB) if j.inputs["metadata"]["namespace"] == "kube-amd-gpu"]
+    (cron,) = amd.of_type("kubernetes:batch/v1:CronJob")
+    spec = cron.inputs["spec"]
+    fields = spec["schedule"].split()
+    assert len(fields) == 5 and fields[2:] == ["*", "*", "*"], f"a daily schedule: {spec['schedule']}"
+    renew = int(_secret_writer(amd)[1]["RENEW_DAYS"])
+    assert renew >= 2, "a daily run with at least two days' margin survives one failed run"
+    assert spec["concurrencyPolicy"] == "Forbid", "two runs at once would issue both slots"
+    assert spec["jobTemplate"]["spec"]["template"] == job.inputs["spec"]["template"], (
+        "the rotation runs the Job's program, identity and placement"
+    )
+
+
+def test_the_device_config_signs_with_the_key_the_job_makes(amd: Recording) -> None:
+    _, env = _secret_writer(amd)
+    sign = default_device_config(amd)["spec"]["driver"]["imageSign"]
+    assert sign == {
+        "keySecret": {"name": env["SIGNING_KEY_SECRET"]},
+        "certSecret": {"name": env["SIGNING_CERT_SECRET"]},
+    }
+    rbac = [kubernetes_object(r) for r in amd.resources if r.type.startswith("kubernetes:rbac")]
+    pod, _ = _secret_writer(amd)
+    user = {f"system:serviceaccount:kube-amd-gpu:{pod['spec']['serviceAccountName']}"}
+    for name in (env["SIGNING_KEY_SECRET"], env["SIGNING_CERT_SECRET"]):
+        assert kubernetes_allows(rbac, user, Request("get", "", "secrets", "kube-amd-gpu", name=name)), name
+
+
+def test_half_a_signing_key_pair_is_not_completed_with_a_new_half(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    # A new key would sign modules that the remaining certificate (the one a person may have enrolled) cannot verify.
+    apis = FakeApis(refusals=0, secrets={"amdgpu-module-signing-cert": {"data": {"cert": "AAAA"}}})
+    assert _run_job(monkeypatch, apis, tmp_path) == 1, "the Job fails so the half pair is seen"
+    assert "amdgpu-module-signing-key" not in apis.secrets, "no key is made to go with someone else's certificate"
+    assert apis.secrets["amdgpu-module-signing-cert"] == {"data": {"cert": "AAAA"}}

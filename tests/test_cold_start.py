@@ -1,11 +1,13 @@
 """The cold-start budget the plan prints per GPU pool, the coldStart switches, and the pre-pull DaemonSet."""
 
 import datetime
+import inspect
 import io
 from contextlib import redirect_stdout
 from pathlib import Path
 from typing import Any
 
+import pulumi_azure_native.containerservice as containerservice
 import pytest
 import yaml
 
@@ -17,7 +19,9 @@ from aks_gpu_platform.testing import Recording
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import STACKS, assert_rejected, set_path, settings_of
 from tests.scheduling import node_templates, object_pod_templates, scheduling_check
+from tests.test_scheduling import variant_config
 from tools import REPO_ROOT, cold_start, cost, plan
+from tools.offline import run_stack
 
 
 def _config(stack: str, **paths: Any) -> PlatformConfig:
@@ -76,21 +80,79 @@ def test_each_switch_shortens_the_stage_it_targets_or_shows_unknown(
         )
 
 
-def test_artifact_streaming_takes_at_least_the_published_15_percent_off_the_image_stage(
-    dev_recording: Recording,
-) -> None:
-    off = _budgets("dev", dev_recording, gpuPools__0__coldStart__prePullImages=[])[0]
-    on = _budgets(
-        "dev",
-        dev_recording,
-        gpuPools__0__coldStart__prePullImages=[],
-        **{"gpuPools__0__coldStart__artifactStreaming": True},
-    )[0]
-    before, after = off.stage(cold_start.WORKLOAD_IMAGE).figure, on.stage(cold_start.WORKLOAD_IMAGE).figure
-    assert before.high_s is not None and after.high_s is not None
-    assert after.high_s <= before.high_s * 0.85 + 0.05, (
-        f"Microsoft's figure is 'over 15%' faster to pod readiness: {before.high_s} s -> {after.high_s} s"
+# The published figures, typed from their sources (not from config/cold_start_catalog.py): AKS blog 2026-09-02 at
+# 14585d5a (T4 container start 97 s cold, 11 s present; p95 to model ready 510 s), azure-aks-docs artifact-streaming.md
+# at ccbb339ba ("by over 15%"), Azure/AKS issue 5573 (30 s), NVIDIA/gpu-operator issue 707 ("3-5 minutes").
+COLD_START_S, PRESENT_START_S, T4_P95_S, AUTOSCALER_S = 97, 11, 510, 30
+STREAMING_REDUCTION = 0.15
+OPERATOR_DRIVER_S = (180, 300)
+
+
+def _range(figure: Figure) -> tuple[float | None, float | None]:
+    return figure.low_s, figure.high_s
+
+
+def test_the_dev_budget_carries_each_published_figure_and_no_other() -> None:
+    budget = cold_start.budgets(_config("dev"), [])[0]
+    stages = {s.name: _range(s.figure) for s in budget.stages}
+    assert stages[cold_start.AUTOSCALER] == (AUTOSCALER_S, AUTOSCALER_S), stages
+    assert stages[cold_start.PROVISIONING] == (None, T4_P95_S - COLD_START_S), (
+        "the T4 bootstrap is bounded above by the blog's p95 minus its container start, and unbounded below"
     )
+    assert stages[cold_start.DRIVER] == (0, 0), "AKS's driver is part of the bootstrap in devicePlugin mode"
+    assert stages[cold_start.WORKLOAD_IMAGE] == (PRESENT_START_S, COLD_START_S), "dev pre-pulls its Triton image"
+    effects = {e.switch: (_range(e.before), _range(e.after)) for e in budget.effects}
+    assert effects["prePullImages"] == ((COLD_START_S, COLD_START_S), (PRESENT_START_S, COLD_START_S)), effects
+    assert effects["warmStandby"] == ((None, T4_P95_S - COLD_START_S), (0, 0)), effects
+
+
+@pytest.mark.parametrize("pre_pull", [[], ["nvcr.io/nvidia/tritonserver:25.01-py3"]])
+def test_artifact_streaming_is_credited_exactly_the_published_15_percent(pre_pull: list[str]) -> None:
+    cfg = _config(
+        "dev",
+        gpuPools__0__coldStart__prePullImages=pre_pull,
+        gpuPools__0__coldStart__artifactStreaming=True,
+    )
+    (effect,) = [e for e in cold_start.budgets(cfg, [])[0].effects if e.switch == "artifactStreaming"]
+    low, high = _range(effect.before)
+    assert low is not None and high == COLD_START_S, effect.before
+    streamed_low, streamed_high = _range(effect.after)
+    assert streamed_high == pytest.approx(COLD_START_S * (1 - STREAMING_REDUCTION), abs=0.1), (
+        f"Microsoft measured 'over 15%' faster to pod readiness: a budget that promises more ({streamed_high} s "
+        f"of {high} s) plans capacity on a speed-up nobody published, and one that promises less hides the switch"
+    )
+    assert streamed_low == pytest.approx(low * (1 - STREAMING_REDUCTION), abs=0.1), effect.after
+
+
+@pytest.mark.parametrize(("mode", "driver"), [("devicePlugin", (0, 0)), ("gpuOperator", OPERATOR_DRIVER_S)])
+def test_the_driver_stage_is_the_operator_s_minutes_only_where_the_operator_installs_it(
+    mode: str, driver: tuple[int, int]
+) -> None:
+    budget = cold_start.budgets(_config("dev", gpuStack__mode=mode), [])[0]
+    figure = budget.stage(cold_start.DRIVER).figure
+    assert _range(figure) == driver, (
+        f"{mode}: the GPU Operator's driver container compiles and loads after the node is Ready (3-5 minutes); AKS's "
+        f"driver is inside the bootstrap. Got {_range(figure)} from {figure.source}"
+    )
+
+
+def test_artifact_streaming_is_refused_on_an_arm64_pool_and_not_offered_in_its_budget() -> None:
+    settings = settings_of(variant_config("grace-blackwell"))
+    set_path(settings, "gpuPools.0.coldStart.artifactStreaming", True)
+    assert_rejected(settings, "streaming serves Linux AMD64 images only", "coldStart.artifactStreaming", "AMD64")
+    cfg = load_platform_config(settings_of(variant_config("grace-blackwell")))
+    budget = cold_start.budgets(cfg, [])[0]
+    assert "artifactStreaming" not in {e.switch for e in budget.effects}, "the plan must not offer what is refused"
+    assert any("artifactStreaming: not available" in n for n in budget.notes), budget.notes
+
+
+def test_the_pinned_agent_pool_api_still_has_no_artifact_streaming_field() -> None:
+    # When an SDK upgrade brings the field, the pool should set it instead of the plan printing az commands.
+    fields = inspect.signature(containerservice.AgentPool._internal_init).parameters  # pyright: ignore[reportPrivateUsage]
+    assert "artifact_streaming_profile" not in fields, (
+        "the pinned AgentPool now has artifactStreamingProfile: set it from coldStart.artifactStreaming"
+    )
+    assert "gpu_profile" in fields, "the check reads the real parameter list"
 
 
 def test_warm_standby_skips_provisioning_and_shows_its_monthly_cost(prod_recording: Recording) -> None:
@@ -147,6 +209,20 @@ def test_impossible_cold_start_settings_are_refused_by_name(path: str, value: An
 def test_nvme_cache_is_accepted_where_the_size_has_nvme() -> None:
     cfg = _config("prod", gpuPools__1__coldStart__nvmeCache=True)
     assert cfg.gpu_pools[1].cold_start.nvme_cache
+
+
+def test_a_pools_prepull_daemonset_stays_off_the_other_gpu_pools() -> None:
+    recording = run_stack("dev", variant_config("infiniband"))  # dev's T4 pool pre-pulls; the H100 pool does not
+    (pod,) = [p for p in object_pod_templates(recording) if "image-prepull" in p.source]
+    placed = {
+        n.labels.get("gpu-pool")
+        for n in node_templates(recording)
+        if n.gpu and pod_fits_node(pod.spec, n.labels, n.taints)
+    }
+    assert placed == {"gput4"}, (
+        f"a pre-pull of the T4 pool's images on {placed - {'gput4'}} spends an H100 node's disk and egress on images "
+        "its workloads never run"
+    )
 
 
 def test_prepull_daemonset_runs_on_every_node_of_its_pool_and_blocks_no_one(dev_recording: Recording) -> None:

@@ -17,7 +17,8 @@ from aks_gpu_platform.config import ConfigError, load_platform_config
 from aks_gpu_platform.config.image_platforms import require_arm64, runs_on_arm64
 from aks_gpu_platform.config.scheduling import pod_fits_node
 from aks_gpu_platform.testing import Recording
-from tests.conftest import assert_rejected, settings_of
+from tests.conftest import assert_rejected, set_path, settings_of
+from tests.node_image_model import node_image
 from tests.release_contract import RELEASE_READERS, release_problems
 from tests.scheduling import RELEASE, chart_name, node_templates, object_pod_templates, release_pod_templates
 from tests.test_scheduling import variant_config
@@ -27,6 +28,7 @@ VARIANT = "grace-blackwell"
 DRA_CHART = "oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu"
 CACHE_RULE = "azure-native:containerregistry:CacheRule"
 REGISTRY = "azure-native:containerregistry:Registry"
+AGENT_POOL = "azure-native:containerservice:AgentPool"
 
 
 @pytest.fixture(scope="module")
@@ -76,6 +78,19 @@ def test_every_pod_that_can_land_on_the_arm64_pool_has_an_arm64_image(recording:
     assert not x86_only, f"these pods crash with `exec format error` on the Grace (Arm64) node: {x86_only}"
 
 
+def test_the_driver_container_the_operator_picks_for_the_grace_node_has_an_arm64_build(recording: Recording) -> None:
+    (pool,) = [p for p in recording.of_type(AGENT_POOL) if (p.inputs.get("gpuProfile") or {}).get("driver")]
+    assert pool.inputs["gpuProfile"]["driver"] == "None", "the operator installs the driver only where AKS did not"
+    node = node_image(pool.inputs["osSKU"], pool.inputs["orchestratorVersion"], "arm64", True, "None", False)
+    assert node is not None and not node.nvidia_driver, "AKS's Arm64 image brings no driver"
+    operator = recording.one(RELEASE, "gpu-operator")
+    assert operator.inputs["values"]["driver"]["enabled"] is True
+    # gpu-operator v26.7.0: driver.repository/image:version (values.yaml) + "-" + the node's OS tag.
+    version = operator.inputs["values"]["driver"].get("version", "595.91.07")
+    image = f"nvcr.io/nvidia/driver:{version}-{node.os}"
+    assert runs_on_arm64(image), f"{image} must have a verified arm64 build, or the Grace node never gets a driver"
+
+
 def test_an_image_without_a_verified_arm64_build_is_refused_naming_pool_image_setting_and_fix() -> None:
     settings = _settings()
     settings["autoscaling"]["sampleInference"]["enabled"] = True  # tritonserver:25.01-py3: no arm64 source
@@ -86,6 +101,24 @@ def test_an_image_without_a_verified_arm64_build_is_refused_naming_pool_image_se
     assert "nvcr.io/nvidia/tritonserver:25.01-py3" in message, f"the message must name the image: {message}"
     assert "autoscaling.sampleInference" in message, f"the message must name the setting to change: {message}"
     assert "turn that setting off" in message, f"the message must say how to fix it: {message}"
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        "nvcr.io/nvidia/pytorch:24.01-py3",  # the repository is listed at 26.03-py3 only
+        "nvcr.io/nvidia/driver/extra:595.91.07-ubuntu24.04",  # a repository under a listed one is another image
+    ],
+)
+def test_an_image_whose_tag_or_repository_was_not_read_is_refused_on_arm64(image: str) -> None:
+    settings = _settings()
+    settings["autoscaling"]["sampleInference"].update(enabled=True, image=image)
+    with pytest.raises(ConfigError) as caught:
+        check_arm64_images(load_platform_config(settings))
+    assert image in str(caught.value) and "no verified arm64 build" in str(caught.value), (
+        "a build source read at one tag says nothing of another: NVIDIA has published x86-only tags in multi-arch "
+        f"repositories, and such a pod dies with `exec format error` on the Grace node. Got: {caught.value}"
+    )
 
 
 def test_the_smoke_test_runs_nvidia_smi_on_the_grace_blackwell_pool(recording: Recording) -> None:
@@ -99,24 +132,18 @@ def test_the_smoke_test_runs_nvidia_smi_on_the_grace_blackwell_pool(recording: R
     )
 
 
-def test_an_infiniband_grace_blackwell_pool_is_refused_for_the_one_image_without_a_verified_arm64_build() -> None:
+def test_an_infiniband_grace_blackwell_pool_gets_only_arm64_images_with_the_gpu_operator_s_nfd() -> None:
     settings = _settings()
     settings["gpuPools"][0].update(infiniband=True, validation={"ncclAllReduce": True, "minBusBandwidthGBps": 400})
     cfg = load_platform_config(settings)
     images = gpu_pool_images(cfg, cfg.gpu_pools[0])
     assert any("ncclAllReduce" in role for role in images), "the NCCL check must be among the pool's workloads"
     assert any("RDMA" in role for role in images), "an InfiniBand pool runs the RDMA shared device plugin"
-    assert any("node-feature-discovery" in role for role in images), (
-        "the Network Operator's NFD worker labels the NICs the RDMA plugin selects: it runs on the pool too"
-    )
-    with pytest.raises(ConfigError) as refused:
-        require_arm64("gpuPools[0]", "gb200", images)
-    message = str(refused.value)
-    assert "node-feature-discovery" in message and "infiniband" in message, (
-        f"the refusal names the image that blocks the pool and the setting that brings it: {message}"
-    )
-    for sourced in ("k8s-rdma-shared-dev-plugin", "pytorch"):
-        assert sourced not in message, f"{sourced} has a sourced arm64 build and must not be refused: {message}"
+    nfd = [image for role, image in images.items() if "node-feature-discovery" in role]
+    # The RDMA plugin selects nodes an NFD worker labelled; under the GPU Operator its NFD (arm64) serves, and the
+    # Network Operator's own worker, which has no verified arm64 build, is not installed.
+    assert nfd == ["registry.k8s.io/nfd/node-feature-discovery:v0.19.0"], nfd
+    require_arm64("gpuPools[0]", "gb200", images)
 
 
 def test_lustre_on_an_arm64_pool_is_refused_because_its_csi_node_is_amd64_only() -> None:
@@ -150,7 +177,11 @@ def test_the_dra_driver_release_installs_with_values_its_chart_accepts(recording
     assert values["resources"]["gpus"]["enabled"] is False, "GPUs stay with the device plugin"
     assert values["resources"]["computeDomains"]["enabled"] is True, "ComputeDomains are what the driver is for"
     assert values["resourceApiVersion"] == "resource.k8s.io/v1", "DRA is GA (v1) on the stacks' Kubernetes"
-    assert values["nvidiaDriverRoot"] == "/", "AKS installs the driver on the host in devicePlugin mode"
+    # v0.4.0 docs/install.md: `/run/nvidia/driver` under the GPU Operator's driver container, `/` for a host driver.
+    assert values["nvidiaDriverRoot"] == "/run/nvidia/driver", (
+        "AKS installs no driver on Arm64: the GPU Operator's driver container holds it, and a plugin looking at / "
+        "finds no libnvidia-ml and never starts"
+    )
 
 
 def test_the_dra_driver_release_can_finish(recording: Recording) -> None:
@@ -172,3 +203,57 @@ def test_kueue_maps_the_compute_domain_channel_class(recording: Recording) -> No
 def test_stacks_without_grace_blackwell_install_no_dra_driver(dev_recording: Recording) -> None:
     charts = {chart_name(r) for r in dev_recording.of_type(RELEASE)}
     assert DRA_CHART not in charts, "the DRA driver only serves multi-node NVLink pools"
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "field", "hint"),
+    [
+        # AKS installs no driver on Arm64 (AgentBaker ensureGPUDrivers) and the API refuses Install for GB300.
+        ("gpuStack", {"mode": "devicePlugin", "smokeTest": True}, "gpuStack.mode", "use gpuOperator"),
+        ("gpuStack", {"mode": "aksManaged", "smokeTest": True}, "gpuStack.mode", "use gpuOperator"),
+        # AgentBaker supports NVIDIA GB on arm64 Ubuntu 24.04 only.
+        ("gpuPools.0.osSku", "Ubuntu2204", "gpuPools[0].osSku", "use Ubuntu on Kubernetes 1.35 or later"),
+        ("gpuPools.0.osSku", "AzureLinux", "gpuPools[0].osSku", "use Ubuntu on Kubernetes 1.35 or later"),
+        # One NVLink domain is 18 VMs; the platform places nothing by clique.
+        ("gpuPools.0.maxCount", 19, "gpuPools[0].maxCount", "at most 18"),
+    ],
+)
+def test_a_grace_blackwell_pool_the_node_image_cannot_serve_is_refused_by_name(
+    path: str, value: Any, field: str, hint: str
+) -> None:
+    settings = _settings()
+    # Fixed-size and booking existing nodes, as aksManaged also asks, so only the node image can refuse.
+    settings["gpuPools"][0]["maxCount"] = 1
+    settings["training"]["admission"] = {"provisioningClass": "check-capacity.autoscaling.x-k8s.io"}
+    set_path(settings, path, value)
+    assert_rejected(settings, "a GB pool that boots without a driver or off its image fails on the node", field, hint)
+
+
+@pytest.mark.parametrize("minor", ["1.32", "1.33", "1.34"])
+def test_a_grace_blackwell_pool_on_an_lts_minor_before_1_35_is_refused(minor: str) -> None:
+    settings = _settings()
+    settings["cluster"]["kubernetesVersion"] = minor
+    settings["upgrade"].update(tier="Premium", supportPlan="AKSLongTermSupport", autoUpgradeChannel="patch")
+    assert_rejected(
+        settings,
+        "LTS still creates these minors, but they run Ubuntu 22.04 (no GB support) and predate the DRA driver's 1.34.2",
+        "cluster.kubernetesVersion",
+        "use 1.35 or later",
+    )
+
+
+def test_a_grace_blackwell_pool_of_one_full_rack_is_accepted() -> None:
+    settings = _settings()
+    settings["gpuPools"][0]["maxCount"] = 18
+    assert load_platform_config(settings).gpu_pools[0].max_count == 18
+
+
+def test_the_plan_s_arm64_check_covers_every_image_the_gpu_operator_runs_on_the_pool(recording: Recording) -> None:
+    # The plan refuses before anything is deployed only for images gpu_pool_images names: each operand of the
+    # release model (tests/release_contract.py, read from the chart) must be among them.
+    (release,) = [r for r in recording.of_type(RELEASE) if chart_name(r) == "gpu-operator"]
+    model = RELEASE_READERS["gpu-operator"].read(release.inputs.get("values") or {})
+    on_nodes = {i for pod in model.pods if pod.source != "operator Deployment" for i in pod.images}
+    cfg = load_platform_config(_settings())
+    checked = set(gpu_pool_images(cfg, cfg.gpu_pools[0]).values())
+    assert on_nodes <= checked, f"images on the Grace nodes the plan never checks for arm64: {on_nodes - checked}"

@@ -100,8 +100,9 @@ def _gpu_operator_mig(config: dict[str, Any]) -> None:
 
 
 def _grace_blackwell(config: dict[str, Any]) -> None:
-    """dev on one GB200 pool (Arm64 hosts, NVLink across the rack): the DRA driver for ComputeDomains, one node
-    kept (the autoscaler cannot scale it from zero), and only platform workloads with arm64 builds."""
+    """dev on one GB200 pool (Arm64 hosts, NVLink across the rack): the GPU Operator's driver (AKS installs none on
+    Arm64), the DRA driver for ComputeDomains, one node kept (the autoscaler cannot scale it from zero), and only
+    platform workloads with arm64 builds."""
     config[PREFIX + "gpuPools"] = [
         {
             "name": "gb200",
@@ -112,7 +113,7 @@ def _grace_blackwell(config: dict[str, Any]) -> None:
         }
     ]
     # The smoke test's CUDA base image is built for arm64; the Triton sample's tag has no verified arm64 build.
-    config[PREFIX + "gpuStack"]["smokeTest"] = True
+    config[PREFIX + "gpuStack"] = {"mode": "gpuOperator", "smokeTest": True}
     config[PREFIX + "autoscaling"]["sampleInference"]["enabled"] = False
     for team in config[PREFIX + "training"]["teams"]:
         team["quotas"] = [{**quota, "pool": "gb200", "gpus": 8} for quota in team["quotas"]]
@@ -185,7 +186,12 @@ EXPECTED_GPU_PODS: dict[str, set[str]] = {
         "nccl-h100ib",
     },
     "gpu-operator-mig": {"operand DaemonSets", "node-feature-discovery worker", "gpu-smoke-test-job"},
-    "grace-blackwell": {"device plugin DaemonSet", "exporter DaemonSet", "kubelet plugin DaemonSet"},
+    "grace-blackwell": {
+        "operand DaemonSets",
+        "node-feature-discovery worker",
+        "exporter DaemonSet",
+        "kubelet plugin DaemonSet",
+    },
     "shared-gpus": {"device plugin DaemonSet", "exporter DaemonSet", "gpu-smoke-test-job"},
 }
 

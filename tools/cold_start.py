@@ -19,9 +19,9 @@ from aks_gpu_platform.config import PlatformConfig
 from aks_gpu_platform.config.cold_start_catalog import (
     AKS_DRIVER_IN_BOOTSTRAP,
     AMD_OPERATOR_DRIVER,
+    ARTIFACT_STREAMING_FIGURES,
     ARTIFACT_STREAMING_MIN_REDUCTION,
     ARTIFACT_STREAMING_READ,
-    ARTIFACT_STREAMING_SOURCE,
     AUTOSCALER_GPU_DELAY,
     BLOB_ACCOUNT_EGRESS,
     GPU_OPERATOR_DRIVER,
@@ -130,7 +130,7 @@ def _workload_image(cold: ColdStartConfig) -> Figure:
         return _scaled(
             base,
             1 - ARTIFACT_STREAMING_MIN_REDUCTION,
-            ARTIFACT_STREAMING_SOURCE,
+            ARTIFACT_STREAMING_FIGURES,
             ARTIFACT_STREAMING_READ,
             "pre-pulled from node Ready and streamed: 'over 15%' faster to pod readiness",
         )
@@ -138,7 +138,7 @@ def _workload_image(cold: ColdStartConfig) -> Figure:
         return _scaled(
             IMAGE_START_COLD,
             1 - ARTIFACT_STREAMING_MIN_REDUCTION,
-            ARTIFACT_STREAMING_SOURCE,
+            ARTIFACT_STREAMING_FIGURES,
             ARTIFACT_STREAMING_READ,
             "streamed from ACR: 'over 15%' faster to pod readiness than the 97 s cold start (at most 85% of it)",
         )
@@ -212,7 +212,7 @@ SWITCH_STAGES = {
 def _switched_on(cold: ColdStartConfig, switch: str, pool: GpuPoolConfig) -> ColdStartConfig | None:
     """`cold` with `switch` turned on, or None where the pool cannot have it (refused by the config rules)."""
     if switch == "artifactStreaming":
-        return cold.model_copy(update={"artifact_streaming": True})
+        return cold.model_copy(update={"artifact_streaming": True}) if pool.sku.arch == "amd64" else None
     if switch == "prePullImages":
         return cold if cold.pre_pull_images else cold.model_copy(update={"pre_pull_images": ["<workload image>"]})
     if switch == "nvmeCache":
@@ -256,7 +256,8 @@ def pool_budget(cfg: PlatformConfig, pool: GpuPoolConfig, node: cost.PoolCapacit
         }[switch]
         other = _switched_off(cold, switch) if on else _switched_on(cold, switch, pool)
         if other is None:
-            budget.notes.append(f"{switch}: not available on {pool.vm_size} (no local NVMe figure)")
+            why = "no local NVMe figure" if switch == "nvmeCache" else "Arm64: AMD64 images only"
+            budget.notes.append(f"{switch}: not available on {pool.vm_size} ({why})")
             continue
         before = budget.stage(stage_name).figure
         after = next(s.figure for s in stages(cfg, pool, other) if s.name == stage_name)

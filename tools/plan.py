@@ -446,7 +446,8 @@ def build_report(
     report.cold_start = cold_start.budgets(cfg, pools)
     streamed = [pool for pool in cfg.gpu_pools if pool.cold_start.artifact_streaming]
     if streamed:
-        # azure-native 3.29's AgentPool API (2025-09-01) has no artifactStreamingProfile: the switch is a step to take.
+        # Artifact Streaming is GA, but the AgentPool API azure-native 3.29 sends (2025-09-01) has no
+        # artifactStreamingProfile (tests/test_cold_start.py watches the SDK): the switch is a step to take.
         names = ", ".join(p.name for p in streamed)
         report.notes.append(
             f"Next step for pools budgeted with artifact streaming ({names}): `az acr artifact-streaming update "
