@@ -503,3 +503,63 @@ def test_the_comment_updater_leaves_a_comment_someone_else_wrote_with_the_marker
     assert result == "created" and _FakeGitHub.comments[0]["body"] == forged, (
         "a comment anyone can write must not be taken over (and its author's text overwritten) by the workflow"
     )
+
+
+# --- the plan step's exit status: a failing plan-diff fails the pull request ---
+
+# GitHub runs a `run:` step without `shell:` as `bash -e {0}` on Linux, and `shell: bash` as
+# `bash --noprofile --norc -eo pipefail {0}` (docs.github.com, workflow syntax, jobs.<job_id>.steps[*].shell).
+STEP_SHELLS = {None: ["bash", "-e"], "bash": ["bash", "--noprofile", "--norc", "-eo", "pipefail"]}
+_FAKE_MAKE = """#!/bin/sh
+# A stand-in `make`: prints a report line and exits with FAKE_<TARGET>_EXIT (0 when unset).
+target=""
+for arg in "$@"; do case "$arg" in plan|plan-diff) target="$arg" ;; esac; done
+echo "report of $target"
+case "$target" in
+  plan-diff) exit "${FAKE_PLAN_DIFF_EXIT:-0}" ;;
+  plan) exit "${FAKE_PLAN_EXIT:-0}" ;;
+esac
+"""
+
+
+def _run_step(step: dict[str, Any], env: dict[str, str]) -> int:
+    """Run a workflow step's script as GitHub's runner would, with `env` on top of the runner's."""
+    shell = STEP_SHELLS[step.get("shell")]
+    return subprocess.run([*shell, "-c", str(step["run"])], env=env, check=False, capture_output=True).returncode
+
+
+@pytest.mark.parametrize(
+    ("diff_exit", "plan_exit", "passes"),
+    [("0", "0", True), ("1", "0", False), ("0", "1", False), ("2", "0", False)],
+)
+def test_the_plan_step_fails_when_plan_diff_or_plan_fails(
+    tmp_path: Path, diff_exit: str, plan_exit: str, passes: bool
+) -> None:
+    """plan-diff exits 1 on a change Azure would refuse: the step (and the pull request's check) must go red."""
+    job = _workflow("pull-request.yml")["jobs"]["plan"]
+    step = next(s for s in job["steps"] if s.get("id") == "plan")
+    assert "continue-on-error" not in step and "continue-on-error" not in job, (
+        "continue-on-error turns a refused change into a green check"
+    )
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "make").write_text(_FAKE_MAKE)
+    (tmp_path / "bin" / "make").chmod(0o755)
+    env = {
+        "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}",
+        "RUNNER_TEMP": str(tmp_path),
+        "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+        "BASE_REF": "main",
+        "FAKE_PLAN_DIFF_EXIT": diff_exit,
+        "FAKE_PLAN_EXIT": plan_exit,
+    }
+    returncode = _run_step(
+        step, {**env, **{k: str(v) for k, v in (step.get("env") or {}).items() if "${{" not in str(v)}}
+    )
+    assert (returncode == 0) == passes, (
+        f"plan-diff exit {diff_exit}, plan exit {plan_exit}: the step exited {returncode}; "
+        "a swallowed status lets a pull request Azure would refuse show green"
+    )
+    summary = (tmp_path / "summary.md").read_text()
+    assert summary.count("report of plan-diff") == 2 and summary.count("report of plan\n") == 2, (
+        "both stacks' reports reach the job summary even when one fails"
+    )
