@@ -62,6 +62,13 @@ def _preview_jobs() -> list[tuple[str, str, dict[str, Any]]]:
     return found
 
 
+def _stacks_and_environments(job: dict[str, Any]) -> list[tuple[str, str]]:
+    """(stack, GitHub environment) for each run of the job: a matrix over `stack` expands both."""
+    stacks = (job.get("strategy") or {}).get("matrix", {}).get("stack") or [job["env"]["STACK"]]
+    expand = lambda text, stack: str(text).replace("${{ matrix.stack }}", stack)  # noqa: E731
+    return [(expand(job["env"]["STACK"], stack), expand(job["environment"], stack)) for stack in stacks]
+
+
 def _workflow(name: str) -> dict[Any, Any]:
     return yaml.safe_load((WORKFLOWS / name).read_text())
 
@@ -79,7 +86,10 @@ def test_every_job_that_talks_to_the_cluster_installs_kubelogin_first() -> None:
 
 def test_preview_jobs_use_the_read_only_preview_identity_only() -> None:
     for file, name, job in _preview_jobs():
-        assert job["environment"] == "preview", f"{file}:{name}: the preview identity lives in the preview environment"
+        for stack, environment in _stacks_and_environments(job):
+            assert environment == f"preview-{stack}", (
+                f"{file}:{name}: the preview of {stack} runs in that stack's read-only environment, got {environment}"
+            )
         logins = [s["with"] for s in job["steps"] if str(s.get("uses", "")).startswith("azure/login@")]
         assert logins and all(login["client-id"] == PREVIEW_ID for login in logins), f"{file}:{name}"
         for key in ("ARM_CLIENT_ID", "AZURE_CLIENT_ID"):
@@ -88,8 +98,53 @@ def test_preview_jobs_use_the_read_only_preview_identity_only() -> None:
         assert not others, f"{file}:{name}: code under review never gets a deploy identity ({others})"
 
 
+def _pulumi_credential(job: dict[str, Any]) -> str:
+    """The job's Pulumi credential: the secret's name if stored, or `oidc <scope>` exchanged for the run."""
+    exchanges = [s for s in job["steps"] if str(s.get("uses", "")).startswith("pulumi/auth-actions@")]
+    if exchanges:
+        assert "PULUMI_ACCESS_TOKEN" not in job.get("env", {}), "an exchanged token replaces a stored one"
+        (exchange,) = exchanges
+        return f"oidc {exchange['with']['scope']}"
+    stored = SECRET.fullmatch(str(job["env"]["PULUMI_ACCESS_TOKEN"]).removeprefix("${{ ").removesuffix(" }}"))
+    assert stored, job["env"]["PULUMI_ACCESS_TOKEN"]
+    return stored.group(1)
+
+
+# pulumi/auth-actions at the pinned commit: its inputs (tests/fixtures/actions/, read from action.yml and src/main.ts).
+AUTH_ACTION = json.loads((REPO_ROOT / "tests" / "fixtures" / "actions" / "pulumi-auth-actions-v2.1.0.json").read_text())
+PULUMI_COMMAND = re.compile(r"\bpulumi (preview|up|destroy|stack)\b")
+
+
+def test_previews_get_a_short_lived_pulumi_token_that_reads_their_stack_only() -> None:
+    """Code under review runs in the preview: a stored token would read every stack it can (the fleet's included)."""
+    for file, name, job in _preview_jobs():
+        assert not SECRET.search(yaml.safe_dump(job)), f"{file}:{name}: no stored secret reaches code under review"
+        assert job["permissions"].get("id-token") == "write", f"{file}:{name}: the exchange needs the job's OIDC token"
+        steps = job["steps"]
+        (exchange,) = [i for i, s in enumerate(steps) if str(s.get("uses", "")).startswith("pulumi/auth-actions@")]
+        step = steps[exchange]
+        assert step["uses"].split("@")[1].split()[0] == AUTH_ACTION["source"]["commit"], (
+            f"{file}:{name}: the action at the commit whose inputs were read"
+        )
+        inputs = step["with"]
+        unknown = set(inputs) - set(AUTH_ACTION["inputs"])
+        missing = {k for k, v in AUTH_ACTION["inputs"].items() if v["required"] and k not in inputs}
+        assert not unknown and not missing, f"{file}:{name}: inputs v2.1.0 ignores {unknown}, or needs {missing}"
+        assert inputs["requested-token-type"] == "urn:pulumi:token-type:access_token:team", (
+            f"{file}:{name}: a team token, whose team holds Stack Read on one stack; an organization token is admin"
+        )
+        assert inputs["scope"] == "team:${{ vars.PULUMI_PREVIEW_TEAM }}", (
+            f"{file}:{name}: the team comes from the stack's preview environment, so dev's run cannot name prod's"
+        )
+        assert 0 < int(inputs["token-expiration"]) <= job["timeout-minutes"] * 60, (
+            f"{file}:{name}: the token must not outlive the job that asked for it"
+        )
+        first_pulumi = next(i for i, s in enumerate(steps) if PULUMI_COMMAND.search(str(s.get("run", ""))))
+        assert exchange < first_pulumi, f"{file}:{name}: the token exists before the first pulumi command"
+
+
 def _environment_credentials() -> dict[str, set[tuple[str, str]]]:
-    """Per environment, the (identity variable, Pulumi token secret) pairs its jobs use."""
+    """Per environment, the (identity variable, Pulumi credential) pairs its jobs use."""
     found: dict[str, set[tuple[str, str]]] = {}
     for file, name, job in _jobs():
         text = yaml.safe_dump(job)
@@ -97,36 +152,42 @@ def _environment_credentials() -> dict[str, set[tuple[str, str]]]:
             assert not IDENTITY_VAR.search(text) and not SECRET.search(text), f"{file}:{name}: credentials sit in one"
             continue
         ids, secrets = set(IDENTITY_VAR.findall(text)), set(SECRET.findall(text))
-        assert len(ids) == 1 and len(secrets) == 1, f"{file}:{name}: one identity and one Pulumi token, got {ids}"
+        assert len(ids) == 1 and len(secrets) <= 1, f"{file}:{name}: one identity and one Pulumi token, got {ids}"
         used = {job["env"]["ARM_CLIENT_ID"], job["env"]["AZURE_CLIENT_ID"]}
         used |= {s["with"]["client-id"] for s in job["steps"] if str(s.get("uses", "")).startswith("azure/login@")}
         assert used == {f"${{{{ vars.{next(iter(ids))} }}}}"}, f"{file}:{name}: Pulumi, kubelogin, az act as one"
-        assert job["env"]["PULUMI_ACCESS_TOKEN"] == f"${{{{ secrets.{next(iter(secrets))} }}}}", f"{file}:{name}"
-        found.setdefault(job["environment"], set()).add((next(iter(ids)), next(iter(secrets))))
+        credential = _pulumi_credential(job)
+        for _, environment in _stacks_and_environments(job):
+            found.setdefault(environment, set()).add((next(iter(ids)), credential))
     return found
 
 
 def test_each_environment_has_its_own_identity_and_pulumi_token() -> None:
     found = _environment_credentials()
-    assert set(found) == {"dev", "prod", "preview", "e2e"}, found
+    assert set(found) == {"dev", "prod", "preview-dev", "preview-prod", "e2e"}, found
     for environment, pairs in found.items():
         assert len(pairs) == 1, f"{environment}: its jobs use one identity and one token, got {pairs}"
-    names = [name for pairs in found.values() for pair in pairs for name in pair]
-    assert len(names) == len(set(names)), (
-        f"one environment's identity or token must not be another's ({names}): a dev job would hold prod's rights"
+    # The two preview environments name the same read-only variables, each set on its own environment; a deploy
+    # environment's identity or stored token is nobody else's.
+    deploy = [name for env, pairs in found.items() if not env.startswith("preview-") for pair in pairs for name in pair]
+    previews = {name for env, pairs in found.items() if env.startswith("preview-") for pair in pairs for name in pair}
+    assert len(deploy) == len(set(deploy)) and not set(deploy) & previews, (
+        f"one environment's identity or token must not be another's ({deploy}): a dev job would hold prod's rights"
     )
 
 
 def test_jobs_behind_a_deploy_environment_run_from_main_only() -> None:
     for file, name, job in _jobs():
         environment = job.get("environment")
-        if environment is None or environment == "preview":
+        if environment is None or str(environment).startswith("preview-"):
             continue
         assert MAIN_ONLY in str(job.get("if", "")), (
             f"{file}:{name}: the {environment} identity is for main; a dispatch from another branch must not reach it"
         )
     for name, job in _workflow("pull-request.yml")["jobs"].items():
-        assert job.get("environment") in {None, "preview"}, f"pull-request.yml:{name}: pull requests get preview only"
+        assert str(job.get("environment", "preview-")).startswith("preview-"), (
+            f"pull-request.yml:{name}: pull requests get the read-only preview environments only"
+        )
 
 
 def test_every_job_has_a_timeout_that_leaves_room_for_its_cleanup() -> None:
@@ -275,8 +336,9 @@ def test_the_setup_docs_name_each_environments_identity_token_and_branch_rule() 
     for environment, pairs in _environment_credentials().items():
         (identity, token), *_ = pairs
         row = next((r for r in rows if r.startswith(f"| `{environment}` |")), "")
-        assert f"`{identity}`" in row and f"`{token}`" in row, f"docs/delivery.md: {environment}'s setup row"
-        if environment != "preview":
+        shown = "`PULUMI_PREVIEW_TEAM`" if token.startswith("oidc ") else f"`{token}`"
+        assert f"`{identity}`" in row and shown in row, f"docs/delivery.md: {environment}'s setup row"
+        if not environment.startswith("preview-"):
             assert "`main` only" in row, f"docs/delivery.md: {environment} admits main only"
     used = {m for path in WORKFLOWS.glob("*.yml") for m in re.findall(r"(?:vars|secrets)\.(\w+)", path.read_text())}
     documented = delivery + (REPO_ROOT / "docs" / "e2e.md").read_text()
