@@ -23,9 +23,16 @@ from tests.abac_model import (
     role_assignment_delete,
     role_assignment_write,
 )
+from tests.arm_spec import load_specs, schema_problems
 from tests.conftest import settings_of
+from tests.pod_security_policy_model import INITIATIVE, POLICY_ASSIGNMENT, Verdict, admission
+from tests.pod_security_policy_model import assignments as pod_security_assignments
+from tests.scheduling import POD_SPEC_PATHS, RELEASE
+from tests.scheduling import _at as pod_spec_at
 from tests.test_amd_gpu import amd_variant
+from tests.test_scheduling import VARIANTS, variant_config
 from tools import REPO_ROOT, deploy_identity
+from tools.arm import arm_resource
 from tools.offline import run_stack
 
 CLUSTER = "azure-native:containerservice:ManagedCluster"
@@ -139,6 +146,10 @@ def test_disabled_secrets_store_sends_no_config(stack_config: Callable[[str], di
         ({"secretsStore": {"rotationPollInterval": "2 minutes"}}, "security.secretsStore.rotationPollInterval:"),
         ({"azurePolicy": "sometimes"}, "security.azurePolicy:"),
         ({"encryptionAtHost": "sometimes"}, "security.encryptionAtHost:"),
+        ({"podSecurity": {"effect": "Block"}}, "security.podSecurity.effect:"),
+        ({"azurePolicy": False}, "security.podSecurity.enabled:"),
+        ({"podSecurity": {"excludedNamespaces": ["team-ml"]}}, "security.podSecurity.excludedNamespaces[0]:"),
+        ({"podSecurity": {"excludedNamespaces": ["Team_ML"]}}, "security.podSecurity.excludedNamespaces[0]: got"),
     ],
 )
 def test_invalid_security_setting_names_its_field(
@@ -200,6 +211,7 @@ def test_invalid_storage_network_switch_names_its_field(stack_config: Callable[[
 # --- the CI deploy identity may assign only the roles the platform assigns ------------------------------------------
 
 ROLE_ASSIGNMENT = "azure-native:authorization:RoleAssignment"
+ARM_SPECS = load_specs()
 OWNER = "8e3af657-a8ff-443c-a75c-2fe8c4bcb635"
 USER_ACCESS_ADMINISTRATOR = "18d7d88d-d35e-4fb5-a5c3-7773c20a72d9"
 ROLE_DEFINITIONS = "/subscriptions/s/providers/Microsoft.Authorization/roleDefinitions/"
@@ -388,3 +400,126 @@ def test_the_check_names_an_assignment_to_a_role_the_program_defines_itself() ->
     """AMD pools define their own role (the driver registry's password issuer): no constrained identity creates it."""
     found = deploy_identity.refused(run_stack("dev", amd_variant()))
     assert any("password-issuer" in line and "defines itself" in line for line in found), found
+
+
+# --- the Azure Policy add-on enforces the pod security baseline, and never on the platform's own agents ------------
+
+POD_SECURITY_STACKS = ("dev", "prod", "fleet", *VARIANTS, "amd")
+PRIVILEGED = {"containers": [{"name": "c", "image": "i", "securityContext": {"privileged": True}}]}
+
+
+def _with_capability(*capabilities: str) -> dict[str, Any]:
+    return {"containers": [{"name": "nccl", "image": "i", "securityContext": {"capabilities": {"add": capabilities}}}]}
+
+
+@pytest.fixture(scope="module")
+def policy_stacks(ci_stacks: dict[str, Recording]) -> dict[str, Recording]:
+    variants = {name: run_stack("dev", variant_config(name)) for name in VARIANTS}
+    return {**ci_stacks, **variants, "amd": run_stack("dev", amd_variant())}
+
+
+def _clusters(recording: Recording) -> dict[str, Any]:
+    return {c.outputs["id"]: c for c in recording.of_type(CLUSTER)}
+
+
+@pytest.mark.parametrize(("stack", "effect"), [("dev", "Audit"), ("prod", "Deny"), ("fleet", "Audit")])
+def test_the_pod_security_initiative_is_assigned_to_each_platform_cluster(
+    policy_stacks: dict[str, Recording], stack: str, effect: str
+) -> None:
+    recording = policy_stacks[stack]
+    initiative = [a for a in recording.of_type(POLICY_ASSIGNMENT) if a.inputs["policyDefinitionId"] == INITIATIVE["id"]]
+    members = [c for c in _clusters(recording).values() if "manager" not in c.name]
+    assert sorted(a.inputs["scope"] for a in initiative) == sorted(c.outputs["id"] for c in members), (
+        "the add-on enforces nothing until a policy is assigned to its cluster"
+    )
+    for assignment in initiative:
+        assert assignment.inputs["parameters"]["effect"] == {"value": effect}, "audit in dev, deny in prod"
+        assert assignment.inputs["definitionVersion"].split(".")[0] == INITIATIVE["version"].split(".")[0], (
+            "the initiative's major version whose policies and parameters the model follows"
+        )
+
+
+@pytest.mark.parametrize("stack", POD_SECURITY_STACKS)
+def test_every_pod_the_platform_renders_is_admitted_by_the_pod_security_policy(
+    policy_stacks: dict[str, Recording], stack: str
+) -> None:
+    recording = policy_stacks[stack]
+    found = pod_security_assignments(recording)
+    assert found, "a policy is assigned"
+    refused = []
+    for resource in recording.kubernetes_objects():
+        kind = resource.type.rsplit(":", 1)[-1]
+        if kind in POD_SPEC_PATHS:
+            namespace = str(resource.inputs["metadata"].get("namespace", "default"))
+            verdict = admission(found, namespace, pod_spec_at(resource.inputs, POD_SPEC_PATHS[kind]))
+            refused += [f"{kind} {resource.name} in {namespace}: {v}" for v in verdict.denied + verdict.audited]
+    assert not refused, (
+        "the platform's own pods would be refused (Deny: their DaemonSet or Job never gets a pod) or reported "
+        f"non-compliant: exclude the namespace of the component that needs host access\n{refused}"
+    )
+    for release in recording.of_type(RELEASE):
+        namespace = str(release.inputs["namespace"])
+        covering = [a.name for a in found if a.covers(namespace)]
+        assert not covering, (
+            f"{release.name} ({release.inputs['chart']}) installs node agents in {namespace}, which {covering} cover: "
+            "their privileged and hostPath pods would be refused"
+        )
+
+
+@pytest.mark.parametrize("stack", POD_SECURITY_STACKS)
+def test_no_team_namespace_escapes_the_pod_security_policy(policy_stacks: dict[str, Recording], stack: str) -> None:
+    recording = policy_stacks[stack]
+    found = pod_security_assignments(recording)
+    teams = {
+        str(r.inputs["metadata"]["name"])
+        for r in recording.kubernetes_objects()
+        if r.type == "kubernetes:core/v1:Namespace" and str(r.inputs["metadata"]["name"]).startswith("team-")
+    }
+    assert teams
+    for namespace in teams:
+        verdict = admission(found, namespace, PRIVILEGED)
+        assert verdict.denied or verdict.audited, f"{namespace}: a privileged pod there is neither refused nor seen"
+        if stack == "prod":
+            assert verdict.denied, f"{namespace}: prod refuses a privileged team pod"
+
+
+def test_rdma_teams_may_lock_memory_and_nothing_more(policy_stacks: dict[str, Recording]) -> None:
+    """NCCL over InfiniBand needs IPC_LOCK, which the initiative's fixed capability list refuses."""
+    found = pod_security_assignments(policy_stacks["prod"])
+    for namespace in ("team-llm", "team-vision"):  # both hold quota on prod's InfiniBand pools
+        assert admission(found, namespace, _with_capability("IPC_LOCK")) == Verdict([], []), (
+            f"{namespace}: the team's NCCL job over RDMA is admitted"
+        )
+        for why, spec in (
+            ("privileged", PRIVILEGED),
+            ("SYS_ADMIN", _with_capability("IPC_LOCK", "SYS_ADMIN")),
+            (
+                "hostPath",
+                {"containers": [{"name": "c", "image": "i"}], "volumes": [{"name": "v", "hostPath": {"path": "/"}}]},
+            ),
+            ("hostNetwork", {"containers": [{"name": "c", "image": "i"}], "hostNetwork": True}),
+        ):
+            assert admission(found, namespace, spec).denied, f"{namespace}: IPC_LOCK is the only exception ({why})"
+
+
+def test_a_team_without_infiniband_quota_cannot_lock_memory(stack_config: Callable[[str], dict[str, Any]]) -> None:
+    config = stack_config("prod")
+    teams = config["aks-gpu-platform:training"]["teams"]
+    teams.append({"name": "team-cv", "cohort": "gpu-teams", "quotas": [{"pool": "gpua100", "gpus": 0}]})
+    found = pod_security_assignments(run_stack("prod", config))
+    assert admission(found, "team-cv", _with_capability("IPC_LOCK")).denied, (
+        "only teams with InfiniBand quota get IPC_LOCK"
+    )
+    assert not admission(found, "team-llm", _with_capability("IPC_LOCK")).denied
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod", "amd"])
+def test_every_policy_assignment_body_matches_its_rest_spec(policy_stacks: dict[str, Recording], stack: str) -> None:
+    for assignment in policy_stacks[stack].of_type(POLICY_ASSIGNMENT):
+        arm = arm_resource(assignment)
+        key = ("Microsoft.Authorization", "policyAssignments", arm["apiVersion"])
+        assert key in ARM_SPECS, f"{key}: no spec excerpt at the API version the SDK sends"
+        spec = ARM_SPECS[key]
+        body = {k: v for k, v in arm["properties"].items() if k != "scope"}  # the path's {scope}
+        problems = schema_problems(body, spec["definitions"][spec["body"]], spec["definitions"], "properties")
+        assert not problems, f"{assignment.name}: ARM would refuse or drop {problems}"
