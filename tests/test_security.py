@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from collections.abc import Callable
 from typing import Any
@@ -11,7 +12,11 @@ from typing import Any
 import pytest
 
 from aks_gpu_platform.components import roles
+from aks_gpu_platform.components.gpu_node_images import GPU_OPERATOR_OPERANDS as GPU_OPERATOR_CHART_OPERANDS
+from aks_gpu_platform.components.gpu_stack import DEVICE_PLUGIN_IMAGE
+from aks_gpu_platform.components.registry import DCGM_UPSTREAM
 from aks_gpu_platform.config import ConfigError, load_platform_config
+from aks_gpu_platform.config.images import GPU_OPERATOR_OPERANDS, PINNED, UNPINNED, unpinned_reason
 from aks_gpu_platform.config.vm_catalog import ephemeral_os_disk_limit_gib
 from aks_gpu_platform.testing import Recording
 from aks_gpu_platform.testing.stack_files import load_stack_file
@@ -29,6 +34,7 @@ from tests.pod_security_policy_model import INITIATIVE, POLICY_ASSIGNMENT, Verdi
 from tests.pod_security_policy_model import assignments as pod_security_assignments
 from tests.scheduling import POD_SPEC_PATHS, RELEASE
 from tests.scheduling import _at as pod_spec_at
+from tests.test_aks_managed import managed_config
 from tests.test_amd_gpu import amd_variant
 from tests.test_scheduling import VARIANTS, variant_config
 from tools import REPO_ROOT, deploy_identity
@@ -523,3 +529,116 @@ def test_every_policy_assignment_body_matches_its_rest_spec(policy_stacks: dict[
         body = {k: v for k, v in arm["properties"].items() if k != "scope"}  # the path's {scope}
         problems = schema_problems(body, spec["definitions"][spec["body"]], spec["definitions"], "properties")
         assert not problems, f"{assignment.name}: ARM would refuse or drop {problems}"
+
+
+# --- images: pulled by a digest an upstream source records, or listed with why not -------------------------------
+
+IMAGE_STACKS = ("dev", "prod", "fleet", "gpu-operator-mig", "infiniband", "grace-blackwell", "amd", "aks-managed")
+
+
+@pytest.fixture(scope="module")
+def image_stacks(policy_stacks: dict[str, Recording]) -> dict[str, tuple[Recording, str]]:
+    """Each stack's recording and its config as text (an image named there is the user's to pin)."""
+    configs: dict[str, dict[str, Any]] = {
+        "dev": load_stack_file("dev", REPO_ROOT),
+        "prod": load_stack_file("prod", REPO_ROOT),
+        "fleet": load_stack_file("fleet", REPO_ROOT),
+        "amd": amd_variant(),
+        "aks-managed": managed_config(),
+        **{name: variant_config(name) for name in VARIANTS},
+    }
+    recordings = {**policy_stacks, "aks-managed": run_stack("dev", managed_config())}
+    return {name: (recordings[name], json.dumps(configs[name])) for name in IMAGE_STACKS}
+
+
+def _sourced(reference: str) -> str | None:
+    """What is wrong with a `repo:tag@sha256:...` reference, or None when its digest is the recorded one."""
+    tagged, _, digest = reference.partition("@")
+    recorded = PINNED.get(tagged)
+    if recorded is None:
+        return f"{reference}: a digest no upstream source in config/images.py records"
+    return None if recorded.digest == digest else f"{reference}: not the digest {recorded.source} records"
+
+
+@pytest.mark.parametrize("stack", IMAGE_STACKS)
+def test_every_image_the_platform_runs_is_pinned_by_a_sourced_digest_or_says_why_not(
+    image_stacks: dict[str, tuple[Recording, str]], stack: str
+) -> None:
+    recording, config_text = image_stacks[stack]
+    problems: list[str] = []
+    pinned_count = 0
+    for resource in recording.kubernetes_objects():
+        kind = resource.type.rsplit(":", 1)[-1]
+        if kind not in POD_SPEC_PATHS:
+            continue
+        spec = pod_spec_at(resource.inputs, POD_SPEC_PATHS[kind])
+        for container in [*(spec.get("initContainers") or []), *spec["containers"]]:
+            image = str(container["image"])
+            if "@sha256:" in image:
+                pinned_count += 1
+                problems += [f"{resource.name}: {p}" for p in [_sourced(image)] if p]
+            elif f'"{image}"' not in config_text and unpinned_reason(image) is None:
+                problems.append(f"{resource.name}: {image} runs by tag with no reason in config/images.py UNPINNED")
+    for release in recording.of_type(RELEASE):
+        chart, values = str(release.inputs["chart"]), release.inputs.get("values") or {}
+        if chart == "nvidia-device-plugin":
+            references = [f"{DEVICE_PLUGIN_IMAGE}:{values['image']['tag']}"]
+        elif chart == "gpu-operator":
+            # The operator joins each operand's repository/image (the chart's defaults) and version.
+            versions = {key: values[key]["version"] for key in ("toolkit", "devicePlugin", "gfd", "migManager")}
+            versions["driver.manager"] = values["driver"]["manager"]["version"]
+            if values["dcgmExporter"]["enabled"]:
+                versions["dcgmExporter"] = values["dcgmExporter"]["version"]
+            references = [f"{GPU_OPERATOR_OPERANDS[key].repository}:{v}" for key, v in versions.items()]
+        elif chart == "dcgm-exporter":
+            references = [f"{DCGM_UPSTREAM}:{values['image']['tag']}"]
+        else:
+            continue
+        for reference in references:
+            pinned_count += 1
+            problems += [f"{release.name}: {p}" for p in [_sourced(reference) if "@" in reference else reference] if p]
+    assert pinned_count, "some image this stack runs is pinned"
+    assert not problems, (
+        "a tag can be pushed again: pull what runs on the nodes by a digest an upstream file records, or list it "
+        "in UNPINNED with why:\n" + "\n".join(problems)
+    )
+
+
+IMAGE_SOURCES = REPO_ROOT / "tests" / "fixtures" / "images"
+
+
+def _upstream_digests() -> dict[str, set[str]]:
+    """reference -> digests the kept upstream excerpts record (tests/fixtures/images, each naming its file)."""
+    found: dict[str, set[str]] = {}
+    for path in sorted(IMAGE_SOURCES.glob("gpu-operator-*-relatedImages.json")):
+        for entry in json.loads(path.read_text())["relatedImages"]:
+            tagged, _, digest = str(entry["image"]).partition("@")
+            if ":" in tagged.rsplit("/", 1)[-1]:
+                found.setdefault(tagged, set()).add(digest)
+    bom = json.loads((IMAGE_SOURCES / "agentbaker-202608.20.0-pause.json").read_text())
+    per_file = [{t: set(e["repoDigests"]) for e in entries for t in e["repoTags"]} for entries in bom["files"].values()]
+    for tag in set.intersection(*(set(f) for f in per_file)):
+        common = set.intersection(*(f[tag] for f in per_file))  # the same on amd64 and arm64: the index
+        found.setdefault(tag, set()).update(common)
+    return found
+
+
+def test_each_digest_is_the_one_its_upstream_source_records() -> None:
+    upstream = _upstream_digests()
+    for reference, image in PINNED.items():
+        assert re.fullmatch(r"sha256:[0-9a-f]{64}", image.digest), reference
+        assert image.digest in upstream.get(reference, set()), (
+            f"{reference}: {image.digest} is not what the kept excerpt of {image.source} records "
+            f"({sorted(upstream.get(reference, []))}); a digest must be read, never typed"
+        )
+    operands = {image.tag for image in GPU_OPERATOR_OPERANDS.values()}
+    assert {ref.rsplit(":", 1)[1] for ref in GPU_OPERATOR_CHART_OPERANDS.values()} - {"595.91.07", "v26.7.0"} <= (
+        operands
+    ), "the digests belong to the operand versions the pinned GPU Operator chart runs"
+
+
+def test_the_security_page_lists_every_digest_and_every_image_left_on_its_tag() -> None:
+    page = (REPO_ROOT / "docs" / "security.md").read_text()
+    missing = [f"`{image.pinned}`" for image in PINNED.values() if f"`{image.pinned}`" not in page]
+    missing += [f"`{pattern}`" for pattern in UNPINNED if f"`{pattern}`" not in page]
+    assert not missing, f"docs/security.md (Image digests) must list: {missing}"
