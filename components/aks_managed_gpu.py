@@ -41,6 +41,7 @@ import pulumi_azure_native.resources as resources
 import pulumi_kubernetes as k8s
 
 from aks_gpu_platform.config.gpu import GpuPoolConfig
+from aks_gpu_platform.config.images import pinned
 from aks_gpu_platform.config.scheduling import gpu_pool_node_labels, gpu_tolerations
 
 from .agent_pools import VERSION_TRACKED_FIELDS, hashed_pool_name
@@ -239,7 +240,7 @@ def managed_exporter_anchor(
         "containers": [
             {
                 "name": "anchor",
-                "image": PAUSE_IMAGE,
+                "image": pinned(PAUSE_IMAGE),
                 # Declared, never bound: the exporter service on the node owns the port.
                 "ports": [{"name": port_name, "container_port": MANAGED_EXPORTER_PORT, "protocol": "TCP"}],
                 "resources": {"requests": {"cpu": "1m", "memory": "4Mi"}, "limits": {"cpu": "10m", "memory": "16Mi"}},

@@ -8,10 +8,12 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from aks_gpu_platform.config.gpu import GpuPoolConfig
+from aks_gpu_platform.config.images import pinned_tag
 from aks_gpu_platform.config.monitoring import DcgmExporterConfig
 from aks_gpu_platform.config.scheduling import vendor_pod_scheduling
 
 from . import metrics_labels as labels
+from .registry import DCGM_UPSTREAM
 
 EXPORTER_NAMESPACE = "gpu-monitoring"
 EXPORTER_RELEASE = "dcgm-exporter"
@@ -96,7 +98,8 @@ def dcgm_exporter_release(
         namespace=EXPORTER_NAMESPACE,
         values={
             "nameOverride": EXPORTER_RELEASE,
-            "image": {"repository": repository, "tag": exporter.image_tag},
+            # The registry caches nvcr.io's repository: the upstream digest pulls through it.
+            "image": {"repository": repository, "tag": pinned_tag(DCGM_UPSTREAM, exporter.image_tag)},
             "arguments": ["-f", COUNTERS_FILE],
             "extraConfigMapVolumes": [{"name": "platform-counters", "configMap": {"name": "dcgm-exporter-counters"}}],
             "extraVolumeMounts": [

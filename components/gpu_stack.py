@@ -25,6 +25,7 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from aks_gpu_platform.config.gpu import GpuPoolConfig, GpuStackConfig
+from aks_gpu_platform.config.images import gpu_operator_image_values, pinned_tag
 from aks_gpu_platform.config.scheduling import (
     GPU_POOL_LABEL_KEY,
     GPU_POOL_LABEL_VALUE,
@@ -47,6 +48,8 @@ NAMESPACE = "gpu-resources"
 # these tags; docs/charts.md lists what was verified where).
 # github.com/NVIDIA/k8s-device-plugin tag v0.20.0 (2026-08-19), deployments/helm/nvidia-device-plugin
 DEVICE_PLUGIN_CHART = ("https://nvidia.github.io/k8s-device-plugin", "nvidia-device-plugin", "0.20.0")
+# The chart's image.repository default; its tag defaults to v<appVersion>.
+DEVICE_PLUGIN_IMAGE = "nvcr.io/nvidia/k8s-device-plugin"
 # github.com/NVIDIA/gpu-operator tag v26.7.0 (2026-08-20), deployments/gpu-operator
 GPU_OPERATOR_CHART = ("https://helm.ngc.nvidia.com/nvidia", "gpu-operator", "v26.7.0")
 # github.com/Mellanox/network-operator tag v26.4.1 (2026-07-24; 26.7.0 is still a release candidate),
@@ -170,20 +173,24 @@ def gpu_operator_values(
             "default": DEFAULT_PLUGIN_CONFIG,
             "data": dict(plugin_configs),
         }
+    # Operand images by digest where NVIDIA's bundle records one (config/images.py).
+    images = gpu_operator_image_values()
     values: dict[str, Any] = {
-        "driver": {"enabled": True},
+        "driver": {"enabled": True, **images["driver"]},
         # AKS writes a `version = 2` containerd root config on every node image (Azure/AgentBaker 06836ee2
         # pkg/agent/baker.go), also where containerd 2 runs (Ubuntu 24.04, Azure Linux 3). The toolkit's default
         # source, `containerd config dump` (NVIDIA/nvidia-container-toolkit v1.20.0 cmd/nvidia-ctk-installer/container/
         # runtime/runtime.go), reports containerd 2's migrated version 3 or 4 and writes its drop-in at that
         # version; containerd refuses a drop-in newer than its root config and stops, and the node goes NotReady.
         # Reading the file keeps the drop-in at the root's version.
-        "toolkit": {"enabled": True, "env": [dict(TOOLKIT_CONFIG_SOURCE)]},
-        "devicePlugin": device_plugin,
+        "toolkit": {"enabled": True, "env": [dict(TOOLKIT_CONFIG_SOURCE)], **images["toolkit"]},
+        "devicePlugin": {**device_plugin, **images["devicePlugin"]},
+        "gfd": images["gfd"],
         # The chart's ServiceMonitor default turned on in 26.x; it is monitoring.coreos.com, which
         # managed Prometheus ignores (our PodMonitor scrapes the exporter).
         "dcgmExporter": {
             "enabled": operator_dcgm,
+            **images["dcgmExporter"],
             "serviceMonitor": {"enabled": False},
             # The image's default counters leave the ECC, NVLink and throttling alerts blind.
             **({"config": operator_exporter_config()} if operator_dcgm else {}),
@@ -195,9 +202,10 @@ def gpu_operator_values(
         # The subchart is not aliased: its values live under its own name.
         "node-feature-discovery": {"worker": {"tolerations": tolerations}},
     }
+    values["migManager"] = images["migManager"]
     if mig_strategy != "none":
         # Switching MIG mode on an A100 needs a VM reboot on Azure; the MIG manager may then reboot.
-        values["migManager"] = {"env": [{"name": "WITH_REBOOT", "value": "true"}]}
+        values["migManager"] = {**images["migManager"], "env": [{"name": "WITH_REBOOT", "value": "true"}]}
     return values
 
 
@@ -268,6 +276,8 @@ class GpuStack(pulumi.ComponentResource):
                     "tolerations": tolerations,
                     "priorityClassName": SYSTEM_NODE_CRITICAL,
                     "migStrategy": self.mig_strategy,
+                    # The chart joins image.repository and image.tag: `tag@digest` pulls the digest.
+                    "image": {"tag": pinned_tag(DEVICE_PLUGIN_IMAGE, f"v{DEVICE_PLUGIN_CHART[2]}")},
                     **device_plugin_sharing_values(device_plugin_configs(pools)),
                 },
                 pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[namespace])),

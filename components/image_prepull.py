@@ -16,6 +16,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from aks_gpu_platform.config.gpu import GpuPoolConfig
+from aks_gpu_platform.config.images import pinned
 from aks_gpu_platform.config.scheduling import (
     GPU_POOL_NAME_LABEL_KEY,
     SCANNED_CONTAINER_SECURITY_CONTEXT,
@@ -75,7 +76,7 @@ def prepull_pod_spec(pool: GpuPoolConfig, gpu_pools: Sequence[GpuPoolConfig]) ->
         "containers": [
             {
                 "name": "pause",
-                "image": PAUSE_IMAGE,
+                "image": pinned(PAUSE_IMAGE),
                 "imagePullPolicy": "IfNotPresent",
                 "resources": SMALL,
                 "securityContext": dict(SCANNED_CONTAINER_SECURITY_CONTEXT),

@@ -20,13 +20,16 @@ from aks_gpu_platform.config.scheduling import gpu_tolerations
 from .agent_pools import PoolPlacementArgs, pool_upgrade_settings
 from .aks_cluster import AksCluster
 from .aks_managed_gpu import ManagedGpuNodePool
-from .amd_gpu import AmdGpuStack
+from .amd_gpu import AMD_GPU_OPERATOR_NAMESPACE, AmdGpuStack
+from .azure_policy import PodSecurityPolicy, rdma_team_namespaces
 from .blob_storage_classes import BlobStorageClasses
 from .context import ClusterHandle
 from .cpu_node_pool import CpuNodePool
 from .dcgm_exporter import EXPORTER_NAMESPACE
+from .dra_driver import DRA_DRIVER_NAMESPACE
 from .gpu_autoscaling import GpuAutoscaling, KedaWiringArgs
-from .gpu_health import GpuHealth, remediation_node_labels
+from .gpu_health import CERT_MANAGER_NAMESPACE, GpuHealth, remediation_node_labels
+from .gpu_health import NAMESPACE as HEALTH_NAMESPACE
 from .gpu_inference_sample import GpuInferenceSample
 from .gpu_monitoring import GpuMonitoring
 from .gpu_node_images import check_arm64_images
@@ -59,6 +62,14 @@ PLATFORM_NAMESPACES = (
     KUEUE_NAMESPACE,
     JOBSET_NAMESPACE,
     CSI_DRIVER_NAMESPACE,
+)
+# Every namespace the platform installs its own pods in: the pod security policy leaves them out.
+OWN_NAMESPACES = (
+    *PLATFORM_NAMESPACES,
+    HEALTH_NAMESPACE,
+    CERT_MANAGER_NAMESPACE,
+    AMD_GPU_OPERATOR_NAMESPACE,
+    DRA_DRIVER_NAMESPACE,
 )
 
 
@@ -209,6 +220,19 @@ class AksGpuPlatform(pulumi.ComponentResource):
             protect=protect,
         )
         self.handle = handle
+        pod_security = cfg.security.pod_security
+        if pod_security.enabled:
+            PodSecurityPolicy(
+                role("pod-security"),
+                {
+                    "cluster": handle,
+                    "effect": pod_security.effect_for(cfg.environment),
+                    "platform_namespaces": OWN_NAMESPACES,
+                    "rdma_namespaces": rdma_team_namespaces(cfg.training, cfg.gpu_pools),
+                    "extra_excluded_namespaces": pod_security.excluded_namespaces,
+                },
+                child("pod-security"),
+            )
 
         joins: PoolPlacementArgs = {
             "cluster": handle,

@@ -154,7 +154,9 @@ IMAGE_PLATFORMS: dict[str, tuple[frozenset[str], ImagePlatforms]] = {
 
 def image_platforms(image: str) -> ImagePlatforms | None:
     """The platforms of a pinned image reference (`repo:tag`), or None when no row covers that tag."""
-    repository, _, tag = image.rpartition(":") if "@" not in image else (image.split("@", 1)[0], "", "")
+    # `repo:tag@sha256:...` (config/images.py pins multi-architecture index digests): the tag's platforms.
+    tagged = image.split("@", 1)[0]
+    repository, _, tag = tagged.rpartition(":") if ":" in tagged.rsplit("/", 1)[-1] else (tagged, "", "")
     row = IMAGE_PLATFORMS.get(repository) or IMAGE_PLATFORMS.get(repository.rsplit("/", 1)[0] + "/")
     # A tag the source was not read at may be built differently (NVIDIA dropped arm64 from some CUDA tags).
     if row is None or tag not in row[0]:

@@ -23,7 +23,7 @@ from .network import NETAPP_DELEGATION, NetworkConfig, usable_addresses
 from .node_image import check_node_images
 from .node_pools import AutoscaledPoolConfig, CpuPoolConfig, SystemPoolConfig
 from .regions import CATALOG_SOURCE, closest_regions, region
-from .security import SecurityConfig
+from .security import SecurityConfig, check_pod_security_exclusions
 from .storage import LUSTRE_CLIENT_OS_SKUS, StorageConfig
 from .training import FLAVOR_MAX_TAINTS, TrainingConfig, gpu_capacity, gpus_per_node
 from .types import AzureName
@@ -174,6 +174,11 @@ class PlatformConfig(ConfigModel):
         check_aks_managed(self)
         check_pool_validation(self)
         check_lustre_startup_taint(self)
+        return self
+
+    @model_validator(mode="after")
+    def _check_pod_security(self) -> PlatformConfig:
+        check_pod_security_exclusions(self.security, self.training)
         return self
 
     @model_validator(mode="after")

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from .base import ConfigModel
+from .errors import field_error
+from .training import DnsLabel, TrainingConfig
 from .types import ResourceId
 
 T = TypeVar("T")
@@ -31,6 +33,33 @@ class DefenderConfig(ConfigModel):
     )
 
 
+PolicyEffect = Literal["Audit", "Deny"]
+
+
+class PodSecurityConfig(ConfigModel):
+    """The pod security baseline initiative of the Azure Policy add-on, assigned to the cluster."""
+
+    enabled: bool = Field(
+        default=True,
+        description="Assign 'Kubernetes cluster pod security baseline standards for Linux-based workloads' "
+        "(privileged containers, host network, ports, PID/IPC, capabilities beyond the baseline, hostPath) to the "
+        "cluster; needs azurePolicy",
+    )
+    effect: PolicyEffect | None = Field(
+        default=None,
+        description="Deny refuses a non-compliant pod, Audit only reports it; default Deny in prod, Audit elsewhere",
+    )
+    excluded_namespaces: list[DnsLabel] = Field(
+        default_factory=list,
+        description="Namespaces of your own node agents to leave out, beside Azure's and the platform's; "
+        "never a team's",
+    )
+
+    def effect_for(self, environment: str) -> PolicyEffect:
+        """The effect this stack assigns: the one set, else Deny in prod and Audit elsewhere."""
+        return self.effect or ("Deny" if environment == "prod" else "Audit")
+
+
 class SecurityConfig(ConfigModel):
     """Security baseline switches beyond the cluster's access settings."""
 
@@ -40,10 +69,25 @@ class SecurityConfig(ConfigModel):
         "needs the subscription feature Microsoft.Compute/EncryptionAtHost; fixed at pool creation",
     )
     azure_policy: bool = Field(default=True, description="Azure Policy add-on (Gatekeeper) audits and denies objects")
+    pod_security: PodSecurityConfig = Field(
+        default_factory=PodSecurityConfig,
+        description="The Azure Policy pod security baseline initiative on the cluster: audit in dev, deny in prod",
+    )
     secrets_store: SecretsStoreConfig = Field(
         default_factory=SecretsStoreConfig, description="Key Vault secrets mounted into pods, with rotation"
     )
     defender: DefenderConfig = Field(default_factory=DefenderConfig, description="Defender for Containers")
+
+    @model_validator(mode="after")
+    def _check_pod_security_needs_the_addon(self) -> SecurityConfig:
+        if self.pod_security.enabled and not self.azure_policy:
+            raise field_error(
+                "podSecurity.enabled",
+                True,
+                "the initiative is enforced by the Azure Policy add-on: set azurePolicy true, or podSecurity.enabled "
+                "false (then nothing refuses privileged pods at admission)",
+            )
+        return self
 
     def defender_workspace_id(self, platform_workspace_id: T) -> str | T | None:
         """The workspace to enable Defender with (the platform's unless set), or None when Defender is off."""
@@ -66,3 +110,18 @@ class SecurityConfig(ConfigModel):
             else None,
         }
         return profiles
+
+
+def check_pod_security_exclusions(security: SecurityConfig, training: TrainingConfig) -> None:
+    """A team namespace left out of the pod security policy would admit privileged pods next to other teams."""
+    if not security.pod_security.enabled or not training.enabled:
+        return
+    teams = {team.namespace_name for team in training.teams}
+    for i, namespace in enumerate(security.pod_security.excluded_namespaces):
+        if namespace in teams:
+            raise field_error(
+                f"security.podSecurity.excludedNamespaces[{i}]",
+                namespace,
+                "a team namespace stays under the pod security policy (teams needing IPC_LOCK for RDMA get it "
+                "from their InfiniBand quota); exclude only namespaces of your own node agents",
+            )

@@ -18,6 +18,7 @@ import pulumi_azure_native.containerservice as containerservice
 import pulumi_kubernetes as k8s
 
 from aks_gpu_platform.components import (
+    azure_policy,
     blob_storage_classes,
     cpu_node_pool,
     gpu_autoscaling,
@@ -38,6 +39,13 @@ from aks_gpu_platform.components import (
 from aks_gpu_platform.components.training_queues import LustreClaimArgs
 from aks_gpu_platform.config.upgrade import GpuPoolUpgradeConfig
 from provider.adapting import component_args
+
+
+class PolicyEffect(StrEnum):
+    """Deny refuses a non-compliant pod at admission; Audit reports it in Azure Policy compliance."""
+
+    AUDIT = "Audit"
+    DENY = "Deny"
 
 
 class OsSku(StrEnum):
@@ -197,6 +205,39 @@ class GpuPoolSettings(TypedDict):
     cold_start: NotRequired[ColdStartSettings]
     """Cold-start switches (artifact streaming, image pre-pull, NVMe cache, warm standby) and the weights size the
     plan's budget reads."""
+
+
+class PodSecurityPolicyInputs(TypedDict):
+    resource_group_name: pulumi.Input[str]
+    """Resource group of the cluster."""
+    location: str
+    """Azure region of the cluster."""
+    cluster: containerservice.ManagedCluster
+    """The cluster the policies are assigned to (its Azure Policy add-on enforces them)."""
+    provider: k8s.Provider
+    """Kubernetes provider of the cluster."""
+    tags: NotRequired[Mapping[str, str]]
+    """Azure tags (none by default)."""
+    protect: NotRequired[bool]
+    """Refuse to delete or replace stateful resources (prod); false by default."""
+    effect: PolicyEffect
+    """Deny refuses a non-compliant pod at admission; Audit reports it in Azure Policy compliance."""
+    platform_namespaces: Sequence[str]
+    """Namespaces of the platform's own components, whose node agents need host access: left out."""
+    rdma_namespaces: NotRequired[Sequence[str]]
+    """Team namespaces whose jobs need IPC_LOCK: the same policies, with IPC_LOCK allowed."""
+    extra_excluded_namespaces: NotRequired[Sequence[str]]
+    """Namespaces of the user's own node agents (security.podSecurity.excludedNamespaces)."""
+
+
+class PodSecurityPolicy(azure_policy.PodSecurityPolicy):
+    __doc__ = azure_policy.PodSecurityPolicy.__doc__
+
+    excluded_namespaces: list[str]
+    """Namespaces the initiative leaves out: Azure's, the platform's, the RDMA teams' (covered one by one)."""
+
+    def __init__(self, name: str, args: PodSecurityPolicyInputs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(name, component_args(PodSecurityPolicy, args, name), opts)
 
 
 class BlobStorageClassesInputs(TypedDict):
@@ -804,6 +845,7 @@ class UpgradePolicy(upgrade_policy.UpgradePolicy):
 
 
 ADAPTERS: list[type[pulumi.ComponentResource]] = [
+    PodSecurityPolicy,
     BlobStorageClasses,
     CpuNodePool,
     GpuAutoscaling,

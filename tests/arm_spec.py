@@ -58,6 +58,8 @@ def _type_ok(kind: str, value: Any) -> bool:
 def schema_problems(value: Any, schema: Mapping[str, Any], definitions: Mapping[str, Any], path: str) -> list[str]:
     """What the spec refuses in `value` at `path`."""
     schema = _resolve(schema, definitions)
+    if not schema.keys() - {"description"}:
+        return []  # a schema that constrains nothing (e.g. ParameterValuesValue.value) takes any JSON value
     problems: list[str] = []
     kind = schema.get("type")
     if kind is not None and not _type_ok(kind, value):

@@ -502,6 +502,7 @@ PROD_INPUTS: dict[str, Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]
         "vnetId": "vnet",
     },
     "UpgradePolicy": lambda s, w: {**w, "settings": s["upgrade"]},
+    "PodSecurityPolicy": lambda s, w: {**w, "effect": "Deny", "platformNamespaces": ["gpu-resources"]},
     "NetAppFiles": lambda s, w: {
         **w,
         "settings": {"enabled": True},

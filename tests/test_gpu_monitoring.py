@@ -277,7 +277,7 @@ def test_dcgm_exporter_runs_on_gpu_nodes_with_the_registry_image(recordings: dic
     login_server = recording.one(REGISTRY).outputs["loginServer"]
     assert login_server.endswith(".azurecr.io")
     assert values["image"]["repository"].split("/")[0] == login_server, "the image must come from our registry"
-    tag = re.fullmatch(r"\d+\.\d+\.\d+-(\d+\.\d+\.\d+)-[a-z0-9.]+", values["image"]["tag"])
+    tag = re.fullmatch(r"\d+\.\d+\.\d+-(\d+\.\d+\.\d+)-[a-z0-9.]+(@sha256:[0-9a-f]{64})?", values["image"]["tag"])
     assert tag and tag[1] == release.inputs["version"], "pin the tag of the pinned chart's exporter release"
     assert release.inputs["repositoryOpts"]["repo"] == "https://nvidia.github.io/dcgm-exporter/helm-charts"
     assert re.fullmatch(r"\d+\.\d+\.\d+", release.inputs["version"]), "pin the chart"

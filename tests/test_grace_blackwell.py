@@ -51,9 +51,10 @@ def _upstream(image: str, recording: Recording) -> str:
     """An image pulled through the platform's registry cache, as the upstream reference the cache rule pulls."""
     for rule in recording.of_type(CACHE_RULE):
         target = str(rule.inputs["targetRepository"])
-        repository, _, tag = image.rpartition(":")
+        reference, at, digest = image.partition("@")  # a digest pulls through the cache as it is
+        repository, _, tag = reference.rpartition(":")
         if repository.endswith("/" + target):
-            return f"{rule.inputs['sourceRepository']}:{tag}"
+            return f"{rule.inputs['sourceRepository']}:{tag}{at}{digest}"
     return image
 
 

@@ -62,6 +62,13 @@ def _preview_jobs() -> list[tuple[str, str, dict[str, Any]]]:
     return found
 
 
+def _stacks_and_environments(job: dict[str, Any]) -> list[tuple[str, str]]:
+    """(stack, GitHub environment) for each run of the job: a matrix over `stack` expands both."""
+    stacks = (job.get("strategy") or {}).get("matrix", {}).get("stack") or [job.get("env", {}).get("STACK", "")]
+    expand = lambda text, stack: str(text).replace("${{ matrix.stack }}", stack)  # noqa: E731
+    return [(expand(job.get("env", {}).get("STACK", ""), stack), expand(job["environment"], stack)) for stack in stacks]
+
+
 def _workflow(name: str) -> dict[Any, Any]:
     return yaml.safe_load((WORKFLOWS / name).read_text())
 
@@ -79,7 +86,10 @@ def test_every_job_that_talks_to_the_cluster_installs_kubelogin_first() -> None:
 
 def test_preview_jobs_use_the_read_only_preview_identity_only() -> None:
     for file, name, job in _preview_jobs():
-        assert job["environment"] == "preview", f"{file}:{name}: the preview identity lives in the preview environment"
+        for stack, environment in _stacks_and_environments(job):
+            assert environment == f"preview-{stack}", (
+                f"{file}:{name}: the preview of {stack} runs in that stack's read-only environment, got {environment}"
+            )
         logins = [s["with"] for s in job["steps"] if str(s.get("uses", "")).startswith("azure/login@")]
         assert logins and all(login["client-id"] == PREVIEW_ID for login in logins), f"{file}:{name}"
         for key in ("ARM_CLIENT_ID", "AZURE_CLIENT_ID"):
@@ -88,45 +98,102 @@ def test_preview_jobs_use_the_read_only_preview_identity_only() -> None:
         assert not others, f"{file}:{name}: code under review never gets a deploy identity ({others})"
 
 
+def _pulumi_credential(job: dict[str, Any]) -> str | None:
+    """The Pulumi credential: the secret name if stored, `oidc <scope>` if exchanged, None if the job runs no pulumi."""
+    exchanges = [s for s in job["steps"] if str(s.get("uses", "")).startswith("pulumi/auth-actions@")]
+    if exchanges:
+        assert "PULUMI_ACCESS_TOKEN" not in job.get("env", {}), "an exchanged token replaces a stored one"
+        (exchange,) = exchanges
+        return f"oidc {exchange['with']['scope']}"
+    if "PULUMI_ACCESS_TOKEN" not in job.get("env", {}):
+        assert not any(PULUMI_COMMAND.search(r) for r in _runs(job)), "a job that runs pulumi needs a Pulumi token"
+        return None
+    stored = SECRET.fullmatch(str(job["env"]["PULUMI_ACCESS_TOKEN"]).removeprefix("${{ ").removesuffix(" }}"))
+    assert stored, job["env"]["PULUMI_ACCESS_TOKEN"]
+    return stored.group(1)
+
+
+# pulumi/auth-actions at the pinned commit: its inputs (tests/fixtures/actions/, read from action.yml and src/main.ts).
+AUTH_ACTION = json.loads((REPO_ROOT / "tests" / "fixtures" / "actions" / "pulumi-auth-actions-v2.1.0.json").read_text())
+PULUMI_COMMAND = re.compile(r"\bpulumi (preview|up|destroy|stack)\b")
+
+
+def test_previews_get_a_short_lived_pulumi_token_that_reads_their_stack_only() -> None:
+    """Code under review runs in the preview: a stored token would read every stack it can (the fleet's included)."""
+    for file, name, job in _preview_jobs():
+        assert not SECRET.search(yaml.safe_dump(job)), f"{file}:{name}: no stored secret reaches code under review"
+        assert job["permissions"].get("id-token") == "write", f"{file}:{name}: the exchange needs the job's OIDC token"
+        steps = job["steps"]
+        (exchange,) = [i for i, s in enumerate(steps) if str(s.get("uses", "")).startswith("pulumi/auth-actions@")]
+        step = steps[exchange]
+        assert step["uses"].split("@")[1].split()[0] == AUTH_ACTION["source"]["commit"], (
+            f"{file}:{name}: the action at the commit whose inputs were read"
+        )
+        inputs = step["with"]
+        unknown = set(inputs) - set(AUTH_ACTION["inputs"])
+        missing = {k for k, v in AUTH_ACTION["inputs"].items() if v["required"] and k not in inputs}
+        assert not unknown and not missing, f"{file}:{name}: inputs v2.1.0 ignores {unknown}, or needs {missing}"
+        assert inputs["requested-token-type"] == "urn:pulumi:token-type:access_token:team", (
+            f"{file}:{name}: a team token, whose team holds Stack Read on one stack; an organization token is admin"
+        )
+        assert inputs["scope"] == "team:${{ vars.PULUMI_PREVIEW_TEAM }}", (
+            f"{file}:{name}: the team comes from the stack's preview environment, so dev's run cannot name prod's"
+        )
+        assert 0 < int(inputs["token-expiration"]) <= job["timeout-minutes"] * 60, (
+            f"{file}:{name}: the token must not outlive the job that asked for it"
+        )
+        first_pulumi = next(i for i, s in enumerate(steps) if PULUMI_COMMAND.search(str(s.get("run", ""))))
+        assert exchange < first_pulumi, f"{file}:{name}: the token exists before the first pulumi command"
+
+
 def _environment_credentials() -> dict[str, set[tuple[str, str]]]:
-    """Per environment, the (identity variable, Pulumi token secret) pairs its jobs use."""
-    found: dict[str, set[tuple[str, str]]] = {}
+    """Per environment, the (identity variable, Pulumi credential) pairs its jobs use."""
+    identities: dict[str, set[str]] = {}
+    tokens: dict[str, set[str]] = {}
     for file, name, job in _jobs():
         text = yaml.safe_dump(job)
         if "environment" not in job:
             assert not IDENTITY_VAR.search(text) and not SECRET.search(text), f"{file}:{name}: credentials sit in one"
             continue
         ids, secrets = set(IDENTITY_VAR.findall(text)), set(SECRET.findall(text))
-        assert len(ids) == 1 and len(secrets) == 1, f"{file}:{name}: one identity and one Pulumi token, got {ids}"
-        used = {job["env"]["ARM_CLIENT_ID"], job["env"]["AZURE_CLIENT_ID"]}
+        assert len(ids) == 1 and len(secrets) <= 1, f"{file}:{name}: one identity and one Pulumi token, got {ids}"
+        env = job.get("env", {})
+        used = {env[k] for k in ("ARM_CLIENT_ID", "AZURE_CLIENT_ID") if k in env}
         used |= {s["with"]["client-id"] for s in job["steps"] if str(s.get("uses", "")).startswith("azure/login@")}
         assert used == {f"${{{{ vars.{next(iter(ids))} }}}}"}, f"{file}:{name}: Pulumi, kubelogin, az act as one"
-        assert job["env"]["PULUMI_ACCESS_TOKEN"] == f"${{{{ secrets.{next(iter(secrets))} }}}}", f"{file}:{name}"
-        found.setdefault(job["environment"], set()).add((next(iter(ids)), next(iter(secrets))))
-    return found
+        credential = _pulumi_credential(job)
+        for _, environment in _stacks_and_environments(job):
+            identities.setdefault(environment, set()).update(ids)
+            tokens.setdefault(environment, set()).update([credential] if credential else [])
+    return {env: {(i, t) for i in identities[env] for t in tokens[env]} for env in identities}
 
 
 def test_each_environment_has_its_own_identity_and_pulumi_token() -> None:
     found = _environment_credentials()
-    assert set(found) == {"dev", "prod", "preview", "e2e"}, found
+    assert set(found) == {"dev", "prod", "preview-dev", "preview-prod", "e2e"}, found
     for environment, pairs in found.items():
         assert len(pairs) == 1, f"{environment}: its jobs use one identity and one token, got {pairs}"
-    names = [name for pairs in found.values() for pair in pairs for name in pair]
-    assert len(names) == len(set(names)), (
-        f"one environment's identity or token must not be another's ({names}): a dev job would hold prod's rights"
+    # The two preview environments name the same read-only variables, each set on its own environment; a deploy
+    # environment's identity or stored token is nobody else's.
+    deploy = [name for env, pairs in found.items() if not env.startswith("preview-") for pair in pairs for name in pair]
+    previews = {name for env, pairs in found.items() if env.startswith("preview-") for pair in pairs for name in pair}
+    assert len(deploy) == len(set(deploy)) and not set(deploy) & previews, (
+        f"one environment's identity or token must not be another's ({deploy}): a dev job would hold prod's rights"
     )
 
 
 def test_jobs_behind_a_deploy_environment_run_from_main_only() -> None:
     for file, name, job in _jobs():
         environment = job.get("environment")
-        if environment is None or environment == "preview":
+        if environment is None or str(environment).startswith("preview-"):
             continue
         assert MAIN_ONLY in str(job.get("if", "")), (
             f"{file}:{name}: the {environment} identity is for main; a dispatch from another branch must not reach it"
         )
     for name, job in _workflow("pull-request.yml")["jobs"].items():
-        assert job.get("environment") in {None, "preview"}, f"pull-request.yml:{name}: pull requests get preview only"
+        assert str(job.get("environment", "preview-")).startswith("preview-"), (
+            f"pull-request.yml:{name}: pull requests get the read-only preview environments only"
+        )
 
 
 def test_every_job_has_a_timeout_that_leaves_room_for_its_cleanup() -> None:
@@ -275,8 +342,9 @@ def test_the_setup_docs_name_each_environments_identity_token_and_branch_rule() 
     for environment, pairs in _environment_credentials().items():
         (identity, token), *_ = pairs
         row = next((r for r in rows if r.startswith(f"| `{environment}` |")), "")
-        assert f"`{identity}`" in row and f"`{token}`" in row, f"docs/delivery.md: {environment}'s setup row"
-        if environment != "preview":
+        shown = "`PULUMI_PREVIEW_TEAM`" if token.startswith("oidc ") else f"`{token}`"
+        assert f"`{identity}`" in row and shown in row, f"docs/delivery.md: {environment}'s setup row"
+        if not environment.startswith("preview-"):
             assert "`main` only" in row, f"docs/delivery.md: {environment} admits main only"
     used = {m for path in WORKFLOWS.glob("*.yml") for m in re.findall(r"(?:vars|secrets)\.(\w+)", path.read_text())}
     documented = delivery + (REPO_ROOT / "docs" / "e2e.md").read_text()
@@ -347,8 +415,8 @@ def test_a_long_report_is_cut_to_githubs_comment_limit_with_its_fence_closed() -
     assert body.count("```") % 2 == 0 and body.rstrip().endswith("runs/1)._"), "the pointer to the full summary shows"
 
 
-class _FakeGitHub(BaseHTTPRequestHandler):
-    comments: ClassVar[list[dict[str, Any]]] = []
+class _JsonApi(BaseHTTPRequestHandler):
+    """A stand-in REST API on localhost: JSON answers, no request log."""
 
     def _reply(self, payload: Any, status: int = 200) -> None:
         data = json.dumps(payload).encode()
@@ -356,6 +424,13 @@ class _FakeGitHub(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+class _FakeGitHub(_JsonApi):
+    comments: ClassVar[list[dict[str, Any]]] = []
 
     def _body(self) -> dict[str, Any]:
         return json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -375,9 +450,6 @@ class _FakeGitHub(BaseHTTPRequestHandler):
         comment_id = int(self.path.rsplit("/", 1)[1])
         next(c for c in self.comments if c["id"] == comment_id)["body"] = self._body()["body"]
         self._reply({})
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
 
 
 def test_a_second_run_edits_its_comment_past_the_first_page_instead_of_adding_one() -> None:
@@ -503,3 +575,261 @@ def test_the_comment_updater_leaves_a_comment_someone_else_wrote_with_the_marker
     assert result == "created" and _FakeGitHub.comments[0]["body"] == forged, (
         "a comment anyone can write must not be taken over (and its author's text overwritten) by the workflow"
     )
+
+
+# --- the plan step's exit status: a failing plan-diff fails the pull request ---
+
+# GitHub runs a `run:` step without `shell:` as `bash -e {0}` on Linux, and `shell: bash` as
+# `bash --noprofile --norc -eo pipefail {0}` (docs.github.com, workflow syntax, jobs.<job_id>.steps[*].shell).
+STEP_SHELLS = {None: ["bash", "-e"], "bash": ["bash", "--noprofile", "--norc", "-eo", "pipefail"]}
+_FAKE_MAKE = """#!/bin/sh
+# A stand-in `make`: prints a report line and exits with FAKE_<TARGET>_EXIT (0 when unset).
+target=""
+for arg in "$@"; do case "$arg" in plan|plan-diff) target="$arg" ;; esac; done
+echo "report of $target"
+case "$target" in
+  plan-diff) exit "${FAKE_PLAN_DIFF_EXIT:-0}" ;;
+  plan) exit "${FAKE_PLAN_EXIT:-0}" ;;
+esac
+"""
+
+
+def _run_step(step: dict[str, Any], env: dict[str, str]) -> int:
+    """Run a workflow step's script as GitHub's runner would, with `env` on top of the runner's."""
+    shell = STEP_SHELLS[step.get("shell")]
+    return subprocess.run([*shell, "-c", str(step["run"])], env=env, check=False, capture_output=True).returncode
+
+
+@pytest.mark.parametrize(
+    ("diff_exit", "plan_exit", "passes"),
+    [("0", "0", True), ("1", "0", False), ("0", "1", False), ("2", "0", False)],
+)
+def test_the_plan_step_fails_when_plan_diff_or_plan_fails(
+    tmp_path: Path, diff_exit: str, plan_exit: str, passes: bool
+) -> None:
+    """plan-diff exits 1 on a change Azure would refuse: the step (and the pull request's check) must go red."""
+    job = _workflow("pull-request.yml")["jobs"]["plan"]
+    step = next(s for s in job["steps"] if s.get("id") == "plan")
+    assert "continue-on-error" not in step and "continue-on-error" not in job, (
+        "continue-on-error turns a refused change into a green check"
+    )
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "make").write_text(_FAKE_MAKE)
+    (tmp_path / "bin" / "make").chmod(0o755)
+    env = {
+        "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}",
+        "RUNNER_TEMP": str(tmp_path),
+        "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+        "BASE_REF": "main",
+        "FAKE_PLAN_DIFF_EXIT": diff_exit,
+        "FAKE_PLAN_EXIT": plan_exit,
+    }
+    returncode = _run_step(
+        step, {**env, **{k: str(v) for k, v in (step.get("env") or {}).items() if "${{" not in str(v)}}
+    )
+    assert (returncode == 0) == passes, (
+        f"plan-diff exit {diff_exit}, plan exit {plan_exit}: the step exited {returncode}; "
+        "a swallowed status lets a pull request Azure would refuse show green"
+    )
+    summary = (tmp_path / "summary.md").read_text()
+    assert summary.count("report of plan-diff") == 2 and summary.count("report of plan\n") == 2, (
+        "both stacks' reports reach the job summary even when one fails"
+    )
+
+
+# --- the scheduled check: a lost run's /32 is found, alerted and removed ---------------------------------------
+
+PROD_RANGES = ["198.51.100.0/26", "203.0.113.32/28"]  # Pulumi.prod.yaml's cluster.apiServer.authorizedIpRanges
+
+_FAKE_AZ = """
+import json, os, pathlib, sys
+root = pathlib.Path(os.environ["FAKE_AZ_DIR"])
+args = sys.argv[1:]
+with open(root / "calls.log", "a") as log:
+    log.write(json.dumps(args) + "\\n")
+if os.environ.get("FAKE_AZ_FAIL"):
+    sys.exit("ERROR: (AuthorizationFailed) the client does not have authorization")
+ranges = root / "ranges.json"
+if args[:2] == ["aks", "show"]:
+    print(json.dumps({"authorizedIpRanges": json.loads(ranges.read_text()), "enablePrivateCluster": False}))
+elif args[:2] == ["aks", "update"] and not os.environ.get("FAKE_AZ_UPDATE_IGNORED"):
+    given = args[args.index("--api-server-authorized-ip-ranges") + 1]
+    ranges.write_text(json.dumps(given.split(",")))
+"""
+
+
+class _FakeRepoApi(_JsonApi):
+    """The parts of GitHub's REST API the check reads and writes: deploy runs and their jobs, issues."""
+
+    running_jobs: ClassVar[list[dict[str, Any]]] = []
+    issues: ClassVar[list[dict[str, Any]]] = []
+    comments: ClassVar[list[tuple[int, str]]] = []
+
+    def do_GET(self) -> None:
+        if "/actions/workflows/deploy.yml/runs?status=in_progress" in self.path:
+            self._reply({"workflow_runs": [{"id": 7}] if self.running_jobs else []})
+        elif "/actions/runs/7/jobs" in self.path:
+            self._reply({"jobs": self.running_jobs})
+        elif "/issues?state=open" in self.path:
+            self._reply(self.issues)
+        else:
+            self._reply({"message": "Not Found"}, 404)
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if self.path.endswith("/issues"):
+            number = len(self.issues) + 1
+            self.issues.append({"number": number, "user": {"login": pr_comment.ACTIONS_BOT}, **body})
+            self._reply(self.issues[-1], 201)
+        else:
+            self.comments.append((int(self.path.split("/")[-2]), body["body"]))
+            self._reply({}, 201)
+
+
+@pytest.fixture
+def repo_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[type[_FakeRepoApi]]:
+    _FakeRepoApi.running_jobs, _FakeRepoApi.issues, _FakeRepoApi.comments = [], [], []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _FakeRepoApi)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv("GITHUB_API_URL", f"http://127.0.0.1:{server.server_port}")
+    monkeypatch.setenv("GITHUB_REPOSITORY", "o/r")
+    monkeypatch.setenv("GITHUB_TOKEN", "t")
+    try:
+        yield _FakeRepoApi
+    finally:
+        server.shutdown()
+
+
+def _fake_az(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, admitted: list[str]) -> Path:
+    """A scripted `az` on PATH whose cluster admits `admitted`; returns its folder (calls.log, ranges.json)."""
+    folder = tmp_path / "az"
+    (folder / "bin").mkdir(parents=True)
+    (folder / "ranges.json").write_text(json.dumps(admitted))
+    (folder / "bin" / "az").write_text(f"#!{sys.executable}\n{_FAKE_AZ}")
+    (folder / "bin" / "az").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder / 'bin'}:{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_AZ_DIR", str(folder))
+    for key in ("GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY"):
+        monkeypatch.setenv(key, str(tmp_path / key.lower()))
+    return folder
+
+
+def _az_calls(folder: Path) -> list[list[str]]:
+    log = folder / "calls.log"
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.is_file() else []
+
+
+def test_the_check_finds_a_left_address_alerts_once_and_comments_after(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    repo_api: type[_FakeRepoApi],
+) -> None:
+    # Azure writes a single address without its length too: the same network as the stack file's.
+    _fake_az(tmp_path, monkeypatch, ["198.51.100.0/26", "203.0.113.32/28", "8.8.4.4"])
+    assert runner_access.main(["check", "--stack", "prod"]) == 0, "the check itself worked"
+    out = capsys.readouterr().out
+    assert "::error title=Runner address left authorized::" in out and "8.8.4.4/32" in out, out
+    assert (tmp_path / "github_output").read_text() == "drift=true\n", "the reconcile job reads this output"
+    assert "8.8.4.4/32" in (tmp_path / "github_step_summary").read_text()
+    (issue,) = repo_api.issues
+    assert "8.8.4.4/32" in issue["body"] and "prod" in issue["title"], "one issue says which address and stack"
+    assert runner_access.main(["check", "--stack", "prod"]) == 0
+    assert len(repo_api.issues) == 1 and [n for n, _ in repo_api.comments] == [1], (
+        "a finding that persists comments on the open issue instead of opening one per hour"
+    )
+
+
+def test_the_check_passes_when_the_cluster_admits_the_stack_files_ranges(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, repo_api: type[_FakeRepoApi]
+) -> None:
+    _fake_az(tmp_path, monkeypatch, ["203.0.113.32/28", "198.51.100.0/26"])
+    assert runner_access.main(["check", "--stack", "prod"]) == 0
+    assert (tmp_path / "github_output").read_text() == "drift=false\n" and not repo_api.issues
+
+
+def test_the_check_leaves_a_running_deploys_own_address_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, repo_api: type[_FakeRepoApi]
+) -> None:
+    folder = _fake_az(tmp_path, monkeypatch, [*PROD_RANGES, "8.8.4.4/32"])
+    repo_api.running_jobs = [{"name": "up dev", "status": "completed"}, {"name": "up prod", "status": "in_progress"}]
+    assert runner_access.main(["check", "--stack", "prod"]) == 0, "prod's deploy holds its runner's /32 for now"
+    assert not repo_api.issues and not _az_calls(folder)
+    assert (tmp_path / "github_output").read_text() == "drift=false\n"
+    repo_api.running_jobs = [{"name": "up dev", "status": "in_progress"}, {"name": "up prod", "status": "queued"}]
+    assert runner_access.main(["check", "--stack", "prod"]) == 0
+    assert len(repo_api.issues) == 1, "another stack's deploy, or prod's still queued, excuses nothing on prod"
+
+
+def test_a_check_that_cannot_read_the_cluster_fails_loudly(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    repo_api: type[_FakeRepoApi],
+) -> None:
+    _fake_az(tmp_path, monkeypatch, PROD_RANGES)
+    monkeypatch.setenv("FAKE_AZ_FAIL", "1")
+    assert runner_access.main(["check", "--stack", "prod"]) == 1, "an unchecked cluster must not look clean"
+    assert "::error title=Runner ranges not checked::" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("case", "running", "ignored", "status", "updated"),
+    [
+        ("left address removed", False, False, 0, True),
+        ("a deploy started since the check", True, False, 0, False),
+        ("the update did not take", False, True, 1, True),
+    ],
+)
+def test_reconcile_sets_the_ranges_back_to_the_stack_file(
+    case: str,
+    running: bool,
+    ignored: bool,
+    status: int,
+    updated: bool,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    repo_api: type[_FakeRepoApi],
+) -> None:
+    folder = _fake_az(tmp_path, monkeypatch, [*PROD_RANGES, "8.8.4.4/32"])
+    repo_api.running_jobs = [{"name": "up prod", "status": "in_progress"}] if running else []
+    if ignored:
+        monkeypatch.setenv("FAKE_AZ_UPDATE_IGNORED", "1")
+    assert runner_access.main(["reconcile", "--stack", "prod"]) == status, case
+    updates = [c for c in _az_calls(folder) if c[:2] == ["aks", "update"]]
+    assert bool(updates) == updated, case
+    for update in updates:
+        given = update[update.index("--api-server-authorized-ip-ranges") + 1]
+        assert given.split(",") == PROD_RANGES, f"{case}: exactly the stack file's ranges, nothing kept from before"
+        assert update[update.index("--name") + 1] == "aks-gpu-prod-krc", case
+    if status == 0 and updated:
+        assert json.loads((folder / "ranges.json").read_text()) == PROD_RANGES, case
+
+
+def test_the_schedule_checks_every_stack_a_deploy_admits_a_runner_to() -> None:
+    """Each stack whose deploy job authorizes its runner gets an hourly check and a reconcile after a drift."""
+    workflow = _workflow("runner-ranges.yml")
+    assert workflow[True]["schedule"], "on a schedule: a lost run leaves nobody to notice"
+    deploys = _workflow("deploy.yml")["jobs"]
+    admitting = {job["env"]["STACK"]: job for job in deploys.values() if "runner_access authorize" in str(job["steps"])}
+    assert set(admitting) == {"dev", "prod"}
+    for stack, deploy in admitting.items():
+        assert deploy["name"] == runner_access.deploy_job_name(stack), (
+            f"the check recognises {stack}'s deploy by its job name; a renamed job makes its /32 look left behind"
+        )
+        check, reconcile = workflow["jobs"][f"check-{stack}"], workflow["jobs"][f"reconcile-{stack}"]
+        assert check["environment"] == f"preview-{stack}" and check["env"]["STACK"] == stack
+        assert 'tools.runner_access check --stack "$STACK"' in "\n".join(_runs(check))
+        assert check["outputs"]["drift"] == "${{ steps.compare.outputs.drift }}"
+        compare = next(i for i, step in enumerate(check["steps"]) if step.get("id") == "compare")
+        (red,) = [step for step in check["steps"][compare + 1 :] if "drift == 'true'" in str(step.get("if"))]
+        assert _run_step(red, {**os.environ, "STACK": stack}) != 0, "a drift shows the scheduled run red"
+        assert {"actions": "read", "issues": "write"}.items() <= check["permissions"].items()
+        assert reconcile["needs"] == f"check-{stack}" and reconcile["environment"] == stack, (
+            f"{stack}: the ranges are written by the stack's own deploy identity, behind its environment's rules"
+        )
+        condition = reconcile["if"]
+        assert "always()" in condition and f"needs.check-{stack}.outputs.drift == 'true'" in condition, (
+            "the check fails on a drift; the reconcile must still run after it, and only then"
+        )
+        assert 'tools.runner_access reconcile --stack "$STACK"' in "\n".join(_runs(reconcile))

@@ -40,6 +40,10 @@ ARM_TYPES: dict[str, tuple[str, tuple[str, ...]]] = {
         "Microsoft.AlertsManagement/prometheusRuleGroups",
         ("ruleGroupName",),
     ),
+    "azure-native:authorization:PolicyAssignment": (
+        "Microsoft.Authorization/policyAssignments",
+        ("policyAssignmentName",),
+    ),
     "azure-native:authorization:RoleAssignment": ("Microsoft.Authorization/roleAssignments", ("roleAssignmentName",)),
     "azure-native:containerregistry:CacheRule": (
         "Microsoft.ContainerRegistry/registries/cacheRules",

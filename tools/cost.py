@@ -322,6 +322,7 @@ FREE: frozenset[str] = frozenset(
         "azure-native:network:PrivateDnsZoneGroup",
         "azure-native:privatedns:VirtualNetworkLink",  # included in the zone's price (non-auto-registration links)
         "azure-native:authorization:RoleAssignment",
+        "azure-native:authorization:PolicyAssignment",  # Azure Policy is free on AKS (Arc-enabled clusters bill)
         "azure-native:managedidentity:UserAssignedIdentity",
         "azure-native:managedidentity:FederatedIdentityCredential",
         "azure-native:containerservice:MaintenanceConfiguration",

@@ -21,6 +21,7 @@ import yaml
 
 from aks_gpu_platform.config import ConfigError, load_platform_config
 from aks_gpu_platform.config.loader import PROJECT, settings_from_runtime_config
+from aks_gpu_platform.config.platform import PlatformConfig
 from aks_gpu_platform.testing.stack_files import read_stack_yaml, to_runtime_config
 
 from . import REPO_ROOT
@@ -67,10 +68,10 @@ def render(
     return config
 
 
-def validate(config: dict[str, Any]) -> None:
-    """Raise ConfigError exactly as `pulumi up` would, before any resource exists."""
+def validate(config: dict[str, Any]) -> PlatformConfig:
+    """The validated platform settings, or the ConfigError `pulumi up` would raise before any resource exists."""
     encoded, _ = to_runtime_config(config, PROJECT)
-    load_platform_config(settings_from_runtime_config(encoded))
+    return load_platform_config(settings_from_runtime_config(encoded))
 
 
 def write_stack_file(path: Path, config: dict[str, Any]) -> None:

@@ -44,7 +44,15 @@ def compose(marker: str, title: str, report: str, run_url: str, limit: int = MAX
     return head + cut + closing + notice
 
 
-def _request(method: str, url: str, token: str, payload: dict[str, Any] | None = None) -> Any:
+def run_url() -> str:
+    """This workflow run's page (GITHUB_SERVER_URL, GITHUB_REPOSITORY and GITHUB_RUN_ID, set by GitHub Actions)."""
+    env = os.environ
+    server = env.get("GITHUB_SERVER_URL", "https://github.com")
+    return f"{server}/{env.get('GITHUB_REPOSITORY', '')}/actions/runs/{env.get('GITHUB_RUN_ID', '')}"
+
+
+def github_request(method: str, url: str, token: str, payload: dict[str, Any] | None = None) -> Any:
+    """One GitHub REST call with the workflow token; the decoded JSON answer."""
     data = json.dumps(payload).encode() if payload is not None else None
     request = urllib.request.Request(url, data=data, method=method)
     request.add_header("Accept", "application/vnd.github+json")
@@ -61,16 +69,16 @@ def upsert(api: str, repo: str, pr: int, token: str, marker: str, body: str, aut
     first_line = marker_line(marker)
     page = 1
     while True:
-        comments = _request("GET", f"{api}/repos/{repo}/issues/{pr}/comments?per_page=100&page={page}", token)
+        comments = github_request("GET", f"{api}/repos/{repo}/issues/{pr}/comments?per_page=100&page={page}", token)
         for comment in comments:
             written_by = str((comment.get("user") or {}).get("login", ""))
             if written_by == author and str(comment.get("body", "")).startswith(first_line):
-                _request("PATCH", f"{api}/repos/{repo}/issues/comments/{comment['id']}", token, {"body": body})
+                github_request("PATCH", f"{api}/repos/{repo}/issues/comments/{comment['id']}", token, {"body": body})
                 return "updated"
         if len(comments) < 100:
             break
         page += 1
-    _request("POST", f"{api}/repos/{repo}/issues/{pr}/comments", token, {"body": body})
+    github_request("POST", f"{api}/repos/{repo}/issues/{pr}/comments", token, {"body": body})
     return "created"
 
 
@@ -87,9 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         print(f"error: {', '.join(missing)} not set", file=sys.stderr)
         return 2
-    run_url = f"{env.get('GITHUB_SERVER_URL', 'https://github.com')}/{env['GITHUB_REPOSITORY']}/actions/runs/"
-    run_url += env.get("GITHUB_RUN_ID", "")
-    body = compose(options.marker, options.title, options.body_file.read_text(), run_url)
+    body = compose(options.marker, options.title, options.body_file.read_text(), run_url())
     api = env.get("GITHUB_API_URL", "https://api.github.com")
     print(upsert(api, env["GITHUB_REPOSITORY"], options.pr, env["GITHUB_TOKEN"], options.marker, body, options.author))
     return 0

@@ -18,6 +18,21 @@ policy pack like every update), and reads the state again. Anything short of "th
 (state unreadable, an interrupted cluster update, a failed update, the address still recorded) is
 an error annotation on the run and in its job summary, and exit 1: an open /32 must never pass
 silently. docs/delivery.md describes both steps.
+
+A run that is lost (runner gone, job cancelled during the removal, a removal that failed) can still
+leave its /32 on the API server. On a schedule (`.github/workflows/runner-ranges.yml`):
+
+    python -m tools.runner_access check --stack prod       # read-only identity
+    python -m tools.runner_access reconcile --stack prod   # the stack's deploy identity
+
+`check` compares the ranges the cluster admits (`az aks show`) with the stack file's; any
+difference is an error annotation, a line in the job summary and an open issue (one per stack,
+commented on at each later finding), and sets the step output `drift=true` (the workflow's next
+step fails the run on it; an exit status other than 0 means the check itself failed). While the
+stack's deploy job is running its own address is expected, so nothing is judged then (GitHub's
+API says which jobs run; needs GITHUB_TOKEN with `actions: read`). `reconcile` looks again and
+sets the cluster's ranges to exactly the stack file's (`az aks update
+--api-server-authorized-ip-ranges`), then reads them back: a difference left is exit 1.
 """
 
 from __future__ import annotations
@@ -29,6 +44,8 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,10 +55,18 @@ from aks_gpu_platform.config import ConfigError
 
 from . import REPO_ROOT
 from .e2e_stack import validate
+from .pr_comment import ACTIONS_BOT, github_request, marker_line, run_url
 
 CLUSTER_KEY = "aks-gpu-platform:cluster"
 CLUSTER_TYPE = "azure-native:containerservice:ManagedCluster"
 POLICY_PACK = "policy"
+# The workflow and job (`name:`) that admit a runner for their run: while one runs, its address is expected.
+DEPLOY_WORKFLOW = "deploy.yml"
+
+
+def deploy_job_name(stack: str) -> str:
+    """The `name:` of the deploy.yml job that runs `pulumi up` on `stack` (a test holds deploy.yml to it)."""
+    return f"up {stack}"
 
 
 class PrivateClusterError(ValueError):
@@ -138,6 +163,199 @@ def _report_open(stack: str, address: str, reason: str) -> None:
             handle.write(f"**Runner address left authorized.** {message}\n")
 
 
+# --- the scheduled check: the ranges the cluster admits against the stack file -------------------------------------
+
+
+@dataclass(frozen=True)
+class ClusterAccess:
+    """Where a stack's cluster is and which ranges its stack file admits."""
+
+    resource_group: str
+    cluster_name: str
+    ranges: tuple[str, ...]
+    private: bool
+
+
+@dataclass(frozen=True)
+class Drift:
+    """Ranges the cluster admits that the stack file does not (`extra`), and the reverse (`missing`)."""
+
+    extra: tuple[str, ...]
+    missing: tuple[str, ...]
+
+    def __bool__(self) -> bool:
+        return bool(self.extra or self.missing)
+
+    def describe(self) -> str:
+        parts = [f"admits {', '.join(self.extra)}, which the stack file does not list"] if self.extra else []
+        parts += [f"does not admit {', '.join(self.missing)}, which the stack file lists"] if self.missing else []
+        return "; ".join(parts)
+
+
+def configured_access(config: dict[str, Any]) -> ClusterAccess:
+    """The cluster's address and authorized ranges as the validated stack config has them."""
+    platform = validate(config)
+    api_server = platform.cluster.api_server
+    return ClusterAccess(
+        resource_group=platform.resource_group.name,
+        cluster_name=platform.cluster.name,
+        ranges=tuple(str(r) for r in api_server.authorized_ip_ranges),
+        private=api_server.private_cluster,
+    )
+
+
+def compare(configured: Sequence[str], admitted: Sequence[str]) -> Drift:
+    """Compared as networks: Azure writes a single address as `a.b.c.d/32` or without a length."""
+    want = {ipaddress.ip_network(r, strict=False) for r in configured}
+    have = {ipaddress.ip_network(r, strict=False) for r in admitted}
+    return Drift(extra=tuple(sorted(map(str, have - want))), missing=tuple(sorted(map(str, want - have))))
+
+
+def _az(*args: str) -> str:
+    return subprocess.run(["az", *args], check=True, capture_output=True, text=True).stdout
+
+
+def admitted_ranges(access: ClusterAccess) -> list[str]:
+    """The ranges the live cluster admits (`az aks show`; the CLI spells the key authorizedIpRanges)."""
+    shown = _az(
+        "aks", "show", "--resource-group", access.resource_group, "--name", access.cluster_name,
+        "--query", "apiServerAccessProfile", "--output", "json",
+    )  # fmt: skip
+    profile = json.loads(shown or "null") or {}
+    return [str(r) for r in profile.get("authorizedIpRanges") or profile.get("authorizedIPRanges") or []]
+
+
+@dataclass(frozen=True)
+class GitHub:
+    """The repository's REST API as a workflow reaches it (GITHUB_API_URL, GITHUB_REPOSITORY, GITHUB_TOKEN)."""
+
+    api: str
+    repo: str
+    token: str
+
+    @classmethod
+    def from_environment(cls) -> GitHub:
+        env = os.environ
+        missing = [k for k in ("GITHUB_TOKEN", "GITHUB_REPOSITORY") if not env.get(k)]
+        if missing:
+            raise RevokeError(f"{', '.join(missing)} not set: cannot tell whether a deploy is running")
+        return cls(env.get("GITHUB_API_URL", "https://api.github.com"), env["GITHUB_REPOSITORY"], env["GITHUB_TOKEN"])
+
+    def get(self, path: str) -> Any:
+        return github_request("GET", f"{self.api}/repos/{self.repo}/{path}", self.token)
+
+    def post(self, path: str, payload: dict[str, Any]) -> Any:
+        return github_request("POST", f"{self.api}/repos/{self.repo}/{path}", self.token, payload)
+
+
+def deploy_running(github: GitHub, stack: str) -> bool:
+    """Whether the deploy job of `stack` is running now, in any run of deploy.yml (it holds its own address)."""
+    runs = github.get(f"actions/workflows/{DEPLOY_WORKFLOW}/runs?status=in_progress&per_page=100")
+    for run in runs.get("workflow_runs") or []:
+        jobs = github.get(f"actions/runs/{run['id']}/jobs?per_page=100")
+        if any(j.get("name") == deploy_job_name(stack) and j.get("status") == "in_progress" for j in jobs["jobs"]):
+            return True
+    return False
+
+
+def raise_alert(github: GitHub, stack: str, message: str) -> str:
+    """Open the stack's alert issue, or comment on the one still open; returns what was done."""
+    marker = marker_line(f"runner-ranges-{stack}")
+    page = 1
+    while True:
+        issues = github.get(f"issues?state=open&per_page=100&page={page}")
+        for issue in issues:
+            ours = str((issue.get("user") or {}).get("login", "")) == ACTIONS_BOT
+            if ours and "pull_request" not in issue and str(issue.get("body") or "").startswith(marker):
+                github.post(f"issues/{issue['number']}/comments", {"body": message})
+                return "commented"
+        if len(issues) < 100:
+            break
+        page += 1
+    title = f"The API server of {stack} admits ranges its stack file does not"
+    github.post("issues", {"title": title, "body": f"{marker}\n{message}"})
+    return "opened"
+
+
+def _summary(line: str) -> None:
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        with open(summary, "a") as handle:
+            handle.write(line + "\n")
+
+
+def _step_output(name: str, value: str) -> None:
+    output = os.environ.get("GITHUB_OUTPUT")
+    if output:
+        with open(output, "a") as handle:
+            handle.write(f"{name}={value}\n")
+
+
+def check(stack: str, root: Path, github: GitHub) -> Drift:
+    """The stack's drift (empty while its deploy runs or for a private cluster); a drift is alerted."""
+    access = configured_access(_stack_config(root, stack))
+    if access.private or deploy_running(github, stack):
+        reason = "private cluster" if access.private else f"`{deploy_job_name(stack)}` is running with its own address"
+        _summary(f"{stack}: not compared ({reason}).")
+        return Drift((), ())
+    drift = compare(access.ranges, admitted_ranges(access))
+    if drift:
+        message = (
+            f"The API server of `{access.cluster_name}` (stack {stack}) {drift.describe()}. A lost deploy run can "
+            f"leave its runner's /32 behind; the reconcile job of this run sets the ranges back to Pulumi.{stack}.yaml "
+            f"(for prod once a reviewer approves it). Run: {run_url()}"
+        )
+        print(f"::error title=Runner address left authorized::{message}")
+        _summary(f"**Authorized ranges drifted.** {message}")
+        print(f"alert issue {raise_alert(github, stack, message)}")
+    else:
+        _summary(f"{stack}: the API server admits exactly the ranges of Pulumi.{stack}.yaml.")
+    return drift
+
+
+def reconcile(stack: str, root: Path, github: GitHub) -> str:
+    """Set the cluster's ranges to the stack file's if they still differ; returns what was done."""
+    access = configured_access(_stack_config(root, stack))
+    if access.private:
+        return "private cluster: nothing to reconcile"
+    if deploy_running(github, stack):
+        return f"{deploy_job_name(stack)} is running: it removes its own address; the next check looks again"
+    drift = compare(access.ranges, admitted_ranges(access))
+    if not drift:
+        return "already in step with the stack file"
+    _az(
+        "aks", "update", "--resource-group", access.resource_group, "--name", access.cluster_name,
+        "--api-server-authorized-ip-ranges", ",".join(access.ranges), "--output", "none",
+    )  # fmt: skip
+    left = compare(access.ranges, admitted_ranges(access))
+    if left:
+        raise RevokeError(f"after the update the API server still {left.describe()}")
+    return f"reconciled: the API server {drift.describe()}; now it admits the stack file's ranges only"
+
+
+def _stack_config(root: Path, stack: str) -> dict[str, Any]:
+    document: dict[str, Any] = yaml.safe_load((root / f"Pulumi.{stack}.yaml").read_text()) or {}
+    return dict(document.get("config") or {})
+
+
+def _scheduled(command: str, stack: str, root: Path) -> int:
+    try:
+        github = GitHub.from_environment()
+        if command == "check":
+            drift = check(stack, root, github)
+            _step_output("drift", str(bool(drift)).lower())
+            print(f"drift: {drift.describe()}" if drift else "in step")
+            return 0
+        print(reconcile(stack, root, github))
+        return 0
+    except (RevokeError, ValueError, ConfigError, OSError, subprocess.CalledProcessError) as err:
+        detail = getattr(err, "stderr", "") or ""
+        message = f"stack {stack}: {command} could not finish: {err} {detail}".strip()
+        print(f"::error title=Runner ranges not checked::{message}")
+        _summary(f"**Runner ranges not checked.** {message}")
+        return 1
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -148,7 +366,17 @@ def main(argv: list[str] | None = None) -> int:
     remove = commands.add_parser("revoke", help="apply the restored ranges to every cluster still admitting it")
     remove.add_argument("--stack", required=True)
     remove.add_argument("--address", required=True, help="the address `authorize` added")
+    for command, text in (
+        ("check", "compare the ranges the cluster admits with the stack file's; alert on a difference"),
+        ("reconcile", "set the cluster's ranges to the stack file's when they still differ"),
+    ):
+        scheduled = commands.add_parser(command, help=text)
+        scheduled.add_argument("--stack", required=True)
+        scheduled.add_argument("--root", type=Path, default=REPO_ROOT, help=argparse.SUPPRESS)
     options = parser.parse_args(argv)
+
+    if options.command in ("check", "reconcile"):
+        return _scheduled(options.command, options.stack, options.root)
 
     if options.command == "revoke":
         try:

@@ -14,6 +14,7 @@ from __future__ import annotations
 # one is the resource's own name. A change to any of them is a different Azure resource.
 AZURE_PATH_PARAMETERS: dict[str, tuple[str, ...]] = {
     "azure-native:alertsmanagement:PrometheusRuleGroup": ("resourceGroupName", "ruleGroupName"),
+    "azure-native:authorization:PolicyAssignment": ("scope", "policyAssignmentName"),
     "azure-native:authorization:RoleAssignment": ("scope", "roleAssignmentName"),
     "azure-native:containerregistry:CacheRule": ("resourceGroupName", "registryName", "cacheRuleName"),
     "azure-native:containerregistry:Registry": ("resourceGroupName", "registryName"),
