@@ -108,6 +108,8 @@ UNPINNED: dict[str, str] = {
     "nvcr.io/nvidia/pytorch:26.03-py3": f"GPU validation's NCCL check: {_NO_RECORD}",
     "nvcr.io/nvidia/mellanox/*": f"the Network Operator, its RDMA plugin and NFD worker: {_NO_RECORD}",
     "registry.k8s.io/dra-driver-nvidia/dra-driver-nvidia-gpu:v0.4.0": f"the DRA driver: {_NO_RECORD}",
+    "registry.k8s.io/nfd/node-feature-discovery:v0.19.0": "the GPU Operator's node-feature-discovery subchart "
+    f"(chart default): {_NO_RECORD}",
     "registry.k8s.io/kueue/*": f"Kueue (chart defaults): {_NO_RECORD}",
     "registry.k8s.io/jobset/*": f"JobSet (chart defaults): {_NO_RECORD}",
     "quay.io/jetstack/cert-manager-*": f"cert-manager (chart defaults): {_NO_RECORD}",
