@@ -613,3 +613,43 @@ def test_every_member_passes_the_scheduling_and_scale_from_zero_checks(fleet_rec
         assert pods_that_bring_up_nodes(part, ib), f"{member}: the contract sees the pods that scale its pools up"
         stuck = scale_from_zero_problems(part, ib)
         assert not stuck, f"{member}: pods a pool at zero never scales up for:\n" + "\n".join(stuck)
+
+
+# --- the rotation program -----------------------------------------------------------------------------------------
+
+
+def test_a_member_that_fails_does_not_stop_the_others_and_the_run_reports_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    written: dict[str, str] = {}
+    program = multikueue_token_rotator
+    monkeypatch.setenv("MULTIKUEUE_ACCOUNT", MULTIKUEUE_ACCOUNT)
+    monkeypatch.setenv("SECRET_NAMESPACE", "kueue-system")
+    monkeypatch.setenv("TOKEN_SECONDS", "3600")
+    members = [
+        {"name": m, "server": f"https://{m}:443", "ca": "Q0E=", "secret": f"multikueue-{m}"} for m in ("krc", "jpe")
+    ]
+    monkeypatch.setenv("MEMBERS", json.dumps(members))
+    monkeypatch.setattr(program, "entra_token", lambda scope: f"entra-for-{scope}")
+
+    def issue(member: dict[str, str], entra: str, account: str, namespace: str, seconds: int) -> str:
+        assert entra == f"entra-for-{program.AKS_SERVER_APPLICATION}/.default", "the AKS server application's token"
+        if member["name"] == "krc":
+            raise PermissionError("the member answered 403 to the TokenRequest")
+        return "short-lived"
+
+    monkeypatch.setattr(program, "issue_token", issue)
+    monkeypatch.setattr(program, "write_secret", lambda ns, name, kubeconfig: written.update({name: kubeconfig}))
+    assert program.main() == 1, "a member left with an old token must show as a failed Job"
+    assert set(written) == {"multikueue-jpe"}, "jpe still gets its token"
+    assert yaml.safe_load(written["multikueue-jpe"])["users"][0]["user"] == {"token": "short-lived"}
+    patch = program.kubeconfig_patch(written["multikueue-jpe"])
+    assert set(patch) == {"data"}, "a merge patch of the content only: the Secret's type cannot change"
+
+
+def test_the_incremental_dispatcher_offers_a_job_to_one_member_per_round() -> None:
+    from aks_gpu_platform.components.fleet_multikueue import DISPATCHERS, multikueue_configuration
+
+    section = multikueue_configuration("Incremental")["multiKueue"]
+    assert section["dispatcherName"] == DISPATCHERS["Incremental"]
+    assert section["incrementalDispatcherConfig"] == {"stepSize": 1}, (
+        "the default step of 3 offers the job to every member of a fleet of three or fewer at once"
+    )
