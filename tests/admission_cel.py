@@ -13,6 +13,7 @@ from typing import Any
 
 import celpy
 from celpy import celtypes
+from celpy.adapter import json_to_cel
 
 
 def _sum(values: celtypes.ListType) -> celtypes.Value:
@@ -29,7 +30,7 @@ def _evaluate(expression: str, activation: dict[str, Any]) -> Any:
 
 
 def variables(policy: dict[str, Any], obj: dict[str, Any]) -> dict[str, Any]:
-    activation: dict[str, Any] = {"object": celpy.json_to_cel(obj)}
+    activation: dict[str, Any] = {"object": json_to_cel(obj)}
     values: dict[str, Any] = {}
     for variable in policy["spec"].get("variables", []):
         activation["variables"] = celtypes.MapType({celtypes.StringType(k): v for k, v in values.items()})

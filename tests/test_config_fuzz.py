@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 import re
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -75,6 +75,7 @@ def mutated(draw: st.DrawFn, stack: str) -> dict[str, Any]:
             continue  # an earlier mutation removed or reshaped this branch
         if not isinstance(parent, dict | list):
             continue  # an earlier mutation turned an ancestor into a string: indexing it reads a character
+        parent = cast(Any, parent)  # a dict or a list, indexed by the path's own keys
         kind = draw(st.sampled_from(["replace", "delete", "extra", "wrap", "stringify", "empty"]))
         if kind == "replace":
             parent[path[-1]] = draw(values)
