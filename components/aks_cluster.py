@@ -1,6 +1,6 @@
 """AKS control plane with the tainted system pool inline, identities and a non-interactive kubeconfig."""
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, NotRequired, TypedDict
 
 import pulumi
@@ -90,6 +90,12 @@ class AksClusterArgs(TypedDict):
     """KEDA add-on switch."""
     defender_log_analytics_workspace_id: NotRequired[pulumi.Input[str]]
     """Enables Microsoft Defender for Containers, reporting to this workspace."""
+    outbound_ip_id: NotRequired[pulumi.Input[str]]
+    """A Standard public IP the cluster's load balancer sends all egress from (a static address other API servers
+    can admit); the control plane identity gets Network Contributor on it before the cluster is created."""
+    extra_authorized_ranges: NotRequired[Sequence[pulumi.Input[str]]]
+    """Ranges admitted to the API server besides `cluster.apiServer.authorizedIpRanges`, known only at deploy time
+    (e.g. a fleet manager's egress /32)."""
 
 
 def autoscaler_profile(cfg: ClusterConfig) -> containerservice.ManagedClusterPropertiesAutoScalerProfileArgsDict:
@@ -157,26 +163,48 @@ class AksCluster(pulumi.ComponentResource):
             tags=tags,
             opts=child,
         )
-        # AKS needs these two grants before it can create nodes with a bring-your-own kubelet identity and subnet,
-        # and rejects the cluster (CustomKubeletIdentityMissingPermissionError) while a new grant has not taken
-        # effect yet: the cluster waits for both grants, which hold it after their creation (first deploy only).
+        # AKS needs these grants before it can create nodes with a bring-your-own kubelet identity and subnet (and
+        # egress through a brought outbound IP, "Provide your own outbound public IPs", articles/aks/
+        # configure-load-balancer-standard.md, azure-aks-docs fb060abe6), and rejects the cluster
+        # (CustomKubeletIdentityMissingPermissionError) while a new grant has not taken effect yet: the cluster waits
+        # for the grants, which hold it after their creation (first deploy only).
         propagation = roles.propagation_wait(f"{name}-control-plane", cfg.role_assignment_propagation_seconds)
-        kubelet_operator = roles.assign_role(
-            f"{name}-control-plane-kubelet-operator",
-            role_guid=roles.MANAGED_IDENTITY_OPERATOR,
-            principal_id=control_plane.principal_id,
-            scope=kubelet.id,
-            wait=propagation,
-            opts=child,
-        )
-        subnet_joiner = roles.assign_role(
-            f"{name}-control-plane-subnet",
-            role_guid=roles.NETWORK_CONTRIBUTOR,
-            principal_id=control_plane.principal_id,
-            scope=args["nodes_subnet_id"],
-            wait=propagation,
-            opts=child,
-        )
+        needed: dict[str, tuple[str, pulumi.Input[str]]] = {
+            "kubelet-operator": (roles.MANAGED_IDENTITY_OPERATOR, kubelet.id),
+            "subnet": (roles.NETWORK_CONTRIBUTOR, args["nodes_subnet_id"]),
+        }
+        if "outbound_ip_id" in args:
+            needed["outbound-ip"] = (roles.NETWORK_CONTRIBUTOR, args["outbound_ip_id"])
+        grants = [
+            roles.assign_role(
+                f"{name}-control-plane-{role}",
+                role_guid=guid,
+                principal_id=control_plane.principal_id,
+                scope=scope,
+                wait=propagation,
+                opts=child,
+            )
+            for role, (guid, scope) in needed.items()
+        ]
+        network_profile: containerservice.ContainerServiceNetworkProfileArgsDict = {
+            "network_plugin": containerservice.NetworkPlugin.AZURE,
+            "network_plugin_mode": containerservice.NetworkPluginMode.OVERLAY,
+            "network_dataplane": containerservice.NetworkDataplane.CILIUM,
+            "network_policy": containerservice.NetworkPolicy.CILIUM,
+            "pod_cidr": cfg.pod_cidr,
+            "service_cidr": cfg.service_cidr,
+            "dns_service_ip": cfg.dns_service_ip,
+            "load_balancer_sku": containerservice.LoadBalancerSku.STANDARD,
+            "outbound_type": containerservice.OutboundType.LOAD_BALANCER,
+        }
+        if "outbound_ip_id" in args:
+            network_profile["load_balancer_profile"] = {
+                "outbound_ips": {"public_ips": [{"id": args["outbound_ip_id"]}]}
+            }
+        authorized_ranges: list[pulumi.Input[str]] = [
+            *cfg.api_server.authorized_ip_ranges,
+            *args.get("extra_authorized_ranges", []),
+        ]
 
         system_pool: containerservice.ManagedClusterAgentPoolProfileArgsDict = {
             **autoscaled_pool_args(system, args.get("encryption_at_host", False)),  # type: ignore[typeddict-item]
@@ -202,7 +230,7 @@ class AksCluster(pulumi.ComponentResource):
         # Only the system pool lives inline; other pools are AgentPool resources that this list would fight.
         ignored = ["agentPoolProfiles"]
         if upgrade.tracks_versions:
-            # The auto-upgrade channel moves the version; re-sending the pinned one would be a downgrade.
+            # An AKS channel or Fleet moves the version; re-sending the pinned one would be a downgrade.
             ignored += ["kubernetesVersion"]
 
         self.cluster = containerservice.ManagedCluster(
@@ -240,19 +268,9 @@ class AksCluster(pulumi.ComponentResource):
             disable_local_accounts=cfg.local_accounts_disabled,
             api_server_access_profile={
                 "enable_private_cluster": cfg.api_server.private_cluster,
-                "authorized_ip_ranges": list(cfg.api_server.authorized_ip_ranges),
+                "authorized_ip_ranges": authorized_ranges,
             },
-            network_profile={
-                "network_plugin": containerservice.NetworkPlugin.AZURE,
-                "network_plugin_mode": containerservice.NetworkPluginMode.OVERLAY,
-                "network_dataplane": containerservice.NetworkDataplane.CILIUM,
-                "network_policy": containerservice.NetworkPolicy.CILIUM,
-                "pod_cidr": cfg.pod_cidr,
-                "service_cidr": cfg.service_cidr,
-                "dns_service_ip": cfg.dns_service_ip,
-                "load_balancer_sku": containerservice.LoadBalancerSku.STANDARD,
-                "outbound_type": containerservice.OutboundType.LOAD_BALANCER,
-            },
+            network_profile=network_profile,
             oidc_issuer_profile={"enabled": True},
             security_profile=security_profile,
             storage_profile={
@@ -268,7 +286,7 @@ class AksCluster(pulumi.ComponentResource):
             tags=tags,
             opts=pulumi.ResourceOptions(
                 parent=self,
-                depends_on=[kubelet_operator, subnet_joiner],
+                depends_on=grants,
                 ignore_changes=ignored,
                 # Replacing or deleting the cluster drops every workload on it; prod refuses both.
                 protect=args.get("protect", False),

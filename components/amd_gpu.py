@@ -50,10 +50,8 @@ import pulumi_kubernetes as k8s
 from aks_gpu_platform.config.gpu import GpuPoolConfig
 from aks_gpu_platform.config.scheduling import (
     AMD_VENDOR_LABEL,
-    SCANNED_CONTAINER_SECURITY_CONTEXT,
     cpu_node_selector,
     gpu_tolerations,
-    restricted_pod_security_context,
 )
 
 from . import amd_registry_secret_job
@@ -61,7 +59,7 @@ from . import metrics_labels as labels
 from .context import ClusterHandle
 from .dcgm_exporter import SCRAPE_LABEL_LIMITS
 from .gpu_health import cert_manager_release
-from .workload_identity import federated_identity
+from .workload_identity import AZURE_CLI_IMAGE, federated_identity, identity_service_account, python_program_pod
 
 # github.com/ROCm/gpu-operator tag v1.5.1 (2026-07-21, commit 858cf255), newest release; helm-charts-k8s
 AMD_GPU_OPERATOR_CHART = ("https://rocm.github.io/gpu-operator", "gpu-operator-charts", "v1.5.1")
@@ -119,12 +117,9 @@ DRIVER_REPOSITORY_ACTIONS = [
     f"repositories/{DRIVER_REPOSITORY}/content/write",
     f"repositories/{DRIVER_REPOSITORY}/metadata/read",
 ]
-# The Job that issues the token's password and writes that Secret. Azure CLI image from MCR at a release tag with
-# its OS in the tag (MicrosoftDocs/azure-docs-cli docs-ref-conceptual/run-azure-cli-docker.md, 2025-06-20, names
-# `2.74.0-azurelinux3.0`); the Job uses only its python3 (Azure/azure-cli scripts/release/rpm/azure-cli.spec:
-# `Requires: python3`), no curl or kubectl.
+# The Job that issues the token's password and writes that Secret (its image: workload_identity.AZURE_CLI_IMAGE).
 SECRET_WRITER = "amdgpu-driver-registry-writer"
-SECRET_WRITER_IMAGE = "mcr.microsoft.com/azure-cli:2.74.0-azurelinux3.0"
+SECRET_WRITER_IMAGE = AZURE_CLI_IMAGE
 SECRET_WRITER_UID = 10001
 # Registries_GenerateCredentials at a stable API version (azure-rest-api-specs specification/containerregistry/
 # resource-manager/Microsoft.ContainerRegistry/stable/2025-04-01/containerregistry.json): a long-running POST whose
@@ -251,26 +246,7 @@ def amd_gpu_operator_values(pools: Sequence[GpuPoolConfig], registry_login_serve
 
 def secret_writer_pod_spec(env: dict[str, pulumi.Input[str]]) -> dict[str, Any]:
     """The Job's pod: on the CPU pool, restricted and non-root, running the program with `env`."""
-    return {
-        "serviceAccountName": SECRET_WRITER,
-        "restartPolicy": "Never",
-        "nodeSelector": cpu_node_selector(),
-        "securityContext": restricted_pod_security_context(SECRET_WRITER_UID),
-        "containers": [
-            {
-                "name": "issue-password",
-                "image": SECRET_WRITER_IMAGE,
-                "imagePullPolicy": "Always",
-                "command": ["python3", "-c", SECRET_WRITER_PROGRAM],
-                "env": [{"name": key, "value": value} for key, value in env.items()],
-                "resources": {
-                    "requests": {"cpu": "50m", "memory": "64Mi"},
-                    "limits": {"cpu": "200m", "memory": "128Mi"},
-                },
-                "securityContext": SCANNED_CONTAINER_SECURITY_CONTEXT,
-            }
-        ],
-    }
+    return python_program_pod(SECRET_WRITER, SECRET_WRITER_UID, "issue-password", SECRET_WRITER_PROGRAM, env)
 
 
 class AmdGpuStack(pulumi.ComponentResource):
@@ -383,15 +359,12 @@ class AmdGpuStack(pulumi.ComponentResource):
             handle.k8s_options(self), pulumi.ResourceOptions(depends_on=[self.release])
         )
         metadata: k8s.meta.v1.ObjectMetaArgsDict = {"name": SECRET_WRITER, "namespace": AMD_GPU_OPERATOR_NAMESPACE}
-        account = k8s.core.v1.ServiceAccount(
+        account_objects = identity_service_account(
             f"{name}-{SECRET_WRITER}",
-            metadata={**metadata, "annotations": {"azure.workload.identity/client-id": identity.client_id}},
-            opts=k8s_opts,
-        )
-        role = k8s.rbac.v1.Role(
-            f"{name}-{SECRET_WRITER}",
-            metadata=metadata,
-            rules=[
+            AMD_GPU_OPERATOR_NAMESPACE,
+            SECRET_WRITER,
+            identity.client_id,
+            [
                 {
                     "api_groups": [""],
                     "resources": ["secrets"],
@@ -401,14 +374,7 @@ class AmdGpuStack(pulumi.ComponentResource):
                 # RBAC cannot limit create to a name (the name is not known when create is authorised).
                 {"api_groups": [""], "resources": ["secrets"], "verbs": ["create"]},
             ],
-            opts=k8s_opts,
-        )
-        binding = k8s.rbac.v1.RoleBinding(
-            f"{name}-{SECRET_WRITER}",
-            metadata=metadata,
-            role_ref={"api_group": "rbac.authorization.k8s.io", "kind": "Role", "name": SECRET_WRITER},
-            subjects=[{"kind": "ServiceAccount", "name": SECRET_WRITER, "namespace": AMD_GPU_OPERATOR_NAMESPACE}],
-            opts=k8s_opts,
+            k8s_opts,
         )
         env: dict[str, pulumi.Input[str]] = {
             "SECRET_NAMESPACE": AMD_GPU_OPERATOR_NAMESPACE,
@@ -440,7 +406,7 @@ class AmdGpuStack(pulumi.ComponentResource):
             "labels": {"app": SECRET_WRITER},
             "annotations": SECRET_WRITER_CHECKOV_SKIPS,
         }
-        needs = [credential, grant, account, role, binding, token]
+        needs = [credential, grant, *account_objects, token]
         k8s.batch.v1.Job(
             f"{name}-{SECRET_WRITER}",
             metadata=job_metadata,

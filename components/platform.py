@@ -10,6 +10,7 @@ each child carries an alias to that URN (its own children inherit it), so such a
 place instead of replacing its cluster.
 """
 
+from collections.abc import Sequence
 from typing import Any
 
 import pulumi
@@ -130,13 +131,24 @@ class AksGpuPlatform(pulumi.ComponentResource):
     validation: GpuValidation | None
     """Post-provision GPU checks, when a pool opts in (`gpuPools[].validation`)."""
 
-    def __init__(self, name: str, config: PlatformConfig, opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        config: PlatformConfig,
+        opts: pulumi.ResourceOptions | None = None,
+        *,
+        api_server_sources: Sequence[pulumi.Input[str]] = (),
+        teams_submit_here: bool = True,
+    ) -> None:
         """Build the whole platform.
 
         :param name: Prefix of every child's name (`<name>-<role>`): two platforms in one stack never collide.
         :param config: The validated settings, from `load_deployment_config()` (the stack's
             `aks-gpu-platform:*` keys) or `load_platform_config(dict)`.
         :param opts: Options of the component (e.g. `parent`, `providers`); its children inherit them.
+        :param api_server_sources: Ranges admitted to the API server besides the configured ones, known only at
+            deploy time (a fleet manager's egress /32).
+        :param teams_submit_here: False on a fleet member: teams submit on the MultiKueue manager and only read here.
         """
         # Before anything is registered: an Arm64 pool must not get an x86-only platform image.
         check_arm64_images(config)
@@ -204,6 +216,7 @@ class AksGpuPlatform(pulumi.ComponentResource):
                 "addon_profiles": {**container_insights_addon(logs.workspace_id), **cfg.security.addon_profiles()},  # type: ignore[dict-item]
                 "azure_monitor_profile": managed_prometheus_profile(),
                 **({"defender_log_analytics_workspace_id": defender_workspace} if defender_workspace else {}),
+                **({"extra_authorized_ranges": api_server_sources} if api_server_sources else {}),
             },
             child("aks"),
         )
@@ -463,6 +476,7 @@ class AksGpuPlatform(pulumi.ComponentResource):
                     "namespaces": self.training.namespaces,
                     "cluster": handle,
                     "grafana_id": monitoring.grafana_id,
+                    "submits": teams_submit_here,
                 },
                 child("teams"),
             )

@@ -23,7 +23,7 @@ Kubernetes NetworkPolicy (the cluster's network policy engine, components/aks_cl
 """
 
 from collections.abc import Mapping
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 import pulumi
 import pulumi_azure_native.authorization as authorization
@@ -78,6 +78,16 @@ def team_member_rules() -> list[k8s.rbac.v1.PolicyRuleArgsDict]:
     ]
 
 
+def team_reader_rules() -> list[k8s.rbac.v1.PolicyRuleArgsDict]:
+    """What a team keeps on a fleet member, where it submits nothing (jobs reach members only through the manager's
+    MultiKueue): the read verbs of `team_member_rules`, so logs, pods, events and the mirrored jobs stay visible."""
+    readers: list[k8s.rbac.v1.PolicyRuleArgsDict] = []
+    for rule in team_member_rules():
+        verbs = [v for v in rule["verbs"] if v in READ]  # type: ignore[union-attr]
+        readers.append({**rule, "verbs": verbs})
+    return readers
+
+
 def isolation_ingress() -> list[k8s.networking.v1.NetworkPolicyIngressRuleArgsDict]:
     """Ingress a team's pods accept: their own namespace, and the monitoring namespace."""
     return [
@@ -93,8 +103,10 @@ class TeamTenancyArgs(TypedDict):
     """Team name -> namespace name (an output of the namespace, so objects wait for it)."""
     cluster: ClusterHandle
     """The cluster: credentials are granted on it, in-cluster objects go to it."""
-    grafana_id: pulumi.Input[str]
-    """Managed Grafana's resource ID: team groups get Grafana Viewer there."""
+    grafana_id: NotRequired[pulumi.Input[str]]
+    """Managed Grafana's resource ID: team groups get Grafana Viewer there (none on a cluster without Grafana)."""
+    submits: NotRequired[bool]
+    """Default True. False on a fleet member: teams submit on the MultiKueue manager, here `team_reader_rules`."""
 
 
 class TeamTenancy(pulumi.ComponentResource):
@@ -113,7 +125,7 @@ class TeamTenancy(pulumi.ComponentResource):
             role = k8s.rbac.v1.Role(
                 f"{prefix}-member-role",
                 metadata={"name": TEAM_MEMBER_ROLE, "namespace": namespace},
-                rules=team_member_rules(),
+                rules=team_member_rules() if args.get("submits", True) else team_reader_rules(),
                 opts=in_cluster,
             )
             if team.members:
@@ -156,12 +168,13 @@ class TeamTenancy(pulumi.ComponentResource):
                 scope=handle.cluster_id,
                 opts=azure,
             )
-            roles.assign_role(
-                f"{name}-grafana-viewer-{group}",
-                role_guid=roles.GRAFANA_VIEWER,
-                principal_id=group,
-                principal_type=authorization.PrincipalType.GROUP,
-                scope=args["grafana_id"],
-                opts=azure,
-            )
+            if "grafana_id" in args:
+                roles.assign_role(
+                    f"{name}-grafana-viewer-{group}",
+                    role_guid=roles.GRAFANA_VIEWER,
+                    principal_id=group,
+                    principal_type=authorization.PrincipalType.GROUP,
+                    scope=args["grafana_id"],
+                    opts=azure,
+                )
         self.register_outputs({"member_groups": self.member_groups})

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+import re
 from collections.abc import Mapping
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Any, Literal, cast
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
@@ -26,9 +28,9 @@ from .node_pools import CpuPoolConfig, SystemPoolConfig
 from .placeholders import refuse_placeholders
 from .platform import VERSION_DATE_CONTEXT, PlatformConfig, ResourceGroupConfig
 from .regions import region
-from .training import TrainingConfig
+from .training import TeamConfig, TeamQuotaConfig, TrainingConfig
 from .types import Cidr
-from .upgrade import UpgradeConfig
+from .upgrade import FLEET_MEMBER_CHANNELS, UpgradeConfig
 
 # Fleet member, update group and stage names: the Fleet REST spec's pattern (fleets.json, 2024-05-02-preview).
 FLEET_CHILD_NAME = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
@@ -91,6 +93,11 @@ class FleetManagerConfig(ConfigModel):
         default_factory=dict[str, Any], description="System pool settings over the shared `systemPool`"
     )
     cpu_pool: dict[str, Any] = Field(default_factory=dict[str, Any], description="CPU pool over the shared `cpuPool`")
+    upgrade: dict[str, Any] = Field(
+        default_factory=dict[str, Any],
+        description="Upgrade settings over the shared `upgrade` (the manager is no Fleet member: its AKS channels "
+        "drive it, default patch and NodeImage, inside the shared windows)",
+    )
 
     @model_validator(mode="after")
     def _check_subnet(self) -> FleetManagerConfig:
@@ -124,8 +131,9 @@ class MultiKueueConfig(ConfigModel):
 
     dispatcher: Literal["AllAtOnce", "Incremental"] = Field(
         default="AllAtOnce",
-        description="AllAtOnce copies a workload to every member at once (first to admit wins); Incremental "
-        "nominates members in list order, more every 5 minutes",
+        description="AllAtOnce offers a workload to every member at once and the first to admit it wins (a race); "
+        "Incremental offers it to one member at a time in list order, the next after 5 minutes without admission. "
+        "Either way only the winner gets the job and scales up GPU nodes",
     )
     credential_generation: int = Field(
         default=1,
@@ -176,16 +184,24 @@ class ManagerPlatform(ConfigModel):
 
 
 class FleetPlan:
-    """The validated fleet: its own section, the manager's merged settings and each member's whole platform."""
+    """The validated fleet: its own section, the manager's merged settings, each member's whole platform, and the
+    shared `training` section as written (members keep the quotas on their own pools)."""
 
-    def __init__(self, fleet: FleetConfig, manager: ManagerPlatform, members: dict[str, PlatformConfig]) -> None:
+    def __init__(
+        self,
+        fleet: FleetConfig,
+        manager: ManagerPlatform,
+        members: dict[str, PlatformConfig],
+        shared_training: TrainingConfig,
+    ) -> None:
         self.fleet = fleet
         self.manager = manager
         self.members = members
+        self.shared_training = shared_training
 
     @property
     def training(self) -> PlatformConfig:
-        """Any member: they share `training` (SHARED_ONLY)."""
+        """Any member: they share `environment`, tags and the teams (SHARED_ONLY)."""
         return next(iter(self.members.values()))
 
 
@@ -202,31 +218,148 @@ def _networks(cfg: PlatformConfig) -> list[ipaddress.IPv4Network]:
     return [cfg.network.nodes_cidr, cfg.network.lustre_cidr]
 
 
+QUOTA_PATH = re.compile(r"training\.teams\[(?P<team>[0-9]+)\]\.quotas\[(?P<quota>[0-9]+)\]")
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    """A YAML mapping as a dict ({} for anything else: the models report what is wrong with it)."""
+    return dict(cast(Mapping[str, Any], value)) if isinstance(value, Mapping) else {}
+
+
+def _mappings(value: Any) -> list[dict[str, Any]]:
+    return [_mapping(item) for item in cast(list[Any], value)] if isinstance(value, list) else []
+
+
+def _own_quotas(values: dict[str, Any], path: str) -> tuple[dict[str, Any], dict[int, list[int]], list[str]]:
+    """The member's settings with each team's quotas on the pools this member has (a pool only one member has is
+    that member's, the region-pinning pool); the original index of each kept quota; teams left with none."""
+    training = _mapping(values.get("training"))
+    teams = _mappings(training.get("teams"))
+    pools = {str(p.get("name")) for p in _mappings(values.get("gpuPools"))}
+    kept: dict[int, list[int]] = {}
+    problems: list[str] = []
+    for i, team in enumerate(teams):
+        quotas = _mappings(team.get("quotas"))
+        kept[i] = [j for j, q in enumerate(quotas) if q.get("pool") in pools]
+        if quotas and not kept[i]:
+            problems.append(
+                f"training.teams[{i}].quotas: got pools {[q.get('pool') for q in quotas]}; {path} has none of them "
+                f"({sorted(pools)}): MultiKueue mirrors every team's queue on every member, so give the team a quota "
+                "on one of this member's pools (gpus: 0 is allowed)"
+            )
+            continue
+        teams[i] = {**team, "quotas": [quotas[j] for j in kept[i]]}
+    if "teams" in training:
+        training["teams"] = teams
+    return {**values, "training": training}, kept, problems
+
+
+def _original_quota_paths(problems: list[str], kept: dict[int, list[int]]) -> list[str]:
+    """Problems of a member's filtered quotas, with each quota's index as the stack file writes it."""
+
+    def original(match: re.Match[str]) -> str:
+        team, quota = int(match["team"]), int(match["quota"])
+        indexes = kept.get(team, [])
+        return f"training.teams[{team}].quotas[{indexes[quota] if quota < len(indexes) else quota}]"
+
+    return [QUOTA_PATH.sub(original, p) for p in problems]
+
+
+def _fleet_owned(
+    values: dict[str, Any], path: str, shared_upgrade: Mapping[str, Any]
+) -> tuple[dict[str, Any], list[str]]:
+    """A member's settings with Fleet as the owner of its upgrades (FLEET_MEMBER_CHANNELS), and what contradicts it."""
+    upgrade = _mapping(values.get("upgrade"))
+    problems: list[str] = []
+    if upgrade.get("owner", "fleet") != "fleet":
+        problems.append(
+            f"{path}.upgrade.owner: got {upgrade['owner']!r}; a Fleet member's upgrades are the Fleet's (fleet.updates)"
+        )
+    for key, off in FLEET_MEMBER_CHANNELS.items():
+        if key in upgrade and upgrade[key] != off:
+            where = f"upgrade.{key}" if key in shared_upgrade else f"{path}.upgrade.{key}"
+            problems.append(
+                f"{where}: got {upgrade[key]!r}; members of a fleet keep it {off!r} (Fleet's auto-upgrade profiles "
+                "drive them in stages; an AKS channel left on upgrades a member outside them, whichever runs first); "
+                "set the manager's channels under fleet.manager.upgrade"
+            )
+    upgrade = {k: v for k, v in upgrade.items() if k not in FLEET_MEMBER_CHANNELS} | {"owner": "fleet"}
+    return {**values, "upgrade": upgrade}, problems
+
+
+def _dispatch_without_provisioning(values: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """Members admit on quota alone. A ProvisioningRequest check on a member scales GPU nodes up for every copy
+    MultiKueue offers it, before any member admits: with copies on every member, one job would cost every region."""
+    training = _mapping(values.get("training"))
+    admission = _mapping(training.get("admission"))
+    problems: list[str] = []
+    if admission.get("provisioningRequest") is True:
+        problems.append(
+            "training.admission.provisioningRequest: got True; in a fleet members admit on quota alone and only the "
+            "member that wins the job scales up (a ProvisioningRequest would bring GPU nodes up in every region a "
+            "copy reaches); leave it unset"
+        )
+    admission["provisioningRequest"] = False
+    return {**values, "training": {**training, "admission": admission}}, problems
+
+
+def _member(
+    shared: Mapping[str, Any], member: FleetMemberConfig, i: int, on: datetime.date
+) -> tuple[PlatformConfig | None, list[str]]:
+    path = f"fleet.members[{i}].platform"
+    values = _merge(shared, member.platform)
+    values, owner_problems = _fleet_owned(values, path, _mapping(shared.get("upgrade")))
+    values, kept, quota_problems = _own_quotas(values, path)
+    values, dispatch_problems = _dispatch_without_provisioning(values)
+    problems = owner_problems + quota_problems + dispatch_problems
+    if problems:
+        return None, problems
+    try:
+        return _validate(PlatformConfig, values, path, on), []
+    except ConfigError as err:
+        return None, _original_quota_paths(err.problems, kept)
+
+
 def load_fleet(settings: Mapping[str, Any], on: datetime.date = CATALOG_CHECKED_ON) -> FleetPlan:
     """Validate the fleet stack: every member as a platform, then the rules across members."""
     shared = {k: v for k, v in settings.items() if k != "fleet"}
     fleet: FleetConfig = _validate(FleetConfig, settings.get("fleet") or {}, "fleet", on)
+    shared_training: TrainingConfig = _validate(TrainingConfig, shared.get("training") or {}, "training", on)
     members: dict[str, PlatformConfig] = {}
+    problems: list[str] = []
     for i, member in enumerate(fleet.members):
-        members[member.name] = _validate(
-            PlatformConfig, _merge(shared, member.platform), f"fleet.members[{i}].platform", on
-        )
+        cfg, found = _member(shared, member, i, on)
+        problems += found
+        if cfg is not None:
+            members[member.name] = cfg
     m = fleet.manager
+    manager_upgrade = _merge({k: v for k, v in _mapping(shared.get("upgrade")).items() if k != "owner"}, m.upgrade)
+    if manager_upgrade.get("owner", "aks") != "aks":
+        problems.append(
+            f"fleet.manager.upgrade.owner: got {manager_upgrade['owner']!r}; the manager is no Fleet member: its own "
+            "AKS channels upgrade it"
+        )
     manager_values = {
         "cluster": _merge(shared.get("cluster") or {}, m.cluster),
         "systemPool": _merge(shared.get("systemPool") or {}, m.system_pool),
         "cpuPool": _merge(shared.get("cpuPool") or {}, m.cpu_pool),
-        "upgrade": shared.get("upgrade") or {},
+        "upgrade": manager_upgrade | {"owner": "aks"},
     }
-    manager: ManagerPlatform = _validate(ManagerPlatform, manager_values, "fleet.manager", on)
-    problems = _fleet_problems(fleet, manager, members, on)
     if problems:
         raise ConfigError(problems, source="fleet stack config")
-    return FleetPlan(fleet, manager, members)
+    manager: ManagerPlatform = _validate(ManagerPlatform, manager_values, "fleet.manager", on)
+    problems = _fleet_problems(fleet, manager, members, shared_training, on)
+    if problems:
+        raise ConfigError(problems, source="fleet stack config")
+    return FleetPlan(fleet, manager, members, shared_training)
 
 
 def _fleet_problems(
-    fleet: FleetConfig, manager: ManagerPlatform, members: dict[str, PlatformConfig], on: datetime.date
+    fleet: FleetConfig,
+    manager: ManagerPlatform,
+    members: dict[str, PlatformConfig],
+    shared_training: TrainingConfig,
+    on: datetime.date,
 ) -> list[str]:
     problems: list[str] = []
     version = why_not_creatable(manager.cluster.kubernetes_version, manager.upgrade.support_plan, on)
@@ -250,6 +383,13 @@ def _fleet_problems(
         clusters.setdefault(cfg.cluster.name, f"{path}.cluster.name")
         if not cfg.training.enabled or not cfg.training.teams:
             problems.append(f"training.enabled: got {cfg.training.enabled}; a fleet dispatches team jobs: enable it")
+        if cfg.cluster.api_server.private_cluster:
+            problems.append(
+                f"{path}.cluster.apiServer.privateCluster: got True; the manager reaches a member's API server from "
+                "its static egress address through the member's authorized ranges; a private member would need VNet "
+                "peering and its private DNS zone linked to the manager, which this fleet does not build: keep members "
+                "public with authorizedIpRanges"
+            )
     for a in range(len(ranges)):
         for b in range(a + 1, len(ranges)):
             (where_a, net_a), (where_b, net_b) = ranges[a], ranges[b]
@@ -258,6 +398,14 @@ def _fleet_problems(
                     f"{where_b}: got {net_b}; overlaps {where_a} ({net_a}): fleet networks must not overlap"
                 )
     problems += _flavor_problems(fleet, members)
+    pools = {p.name for cfg in members.values() for p in cfg.gpu_pools}
+    for i, team in enumerate(shared_training.teams):
+        for j, quota in enumerate(team.quotas):
+            if quota.pool not in pools:
+                problems.append(
+                    f"training.teams[{i}].quotas[{j}].pool: got {quota.pool!r}; must name a GPU pool of at least one "
+                    f"member: {sorted(pools)}"
+                )
     return problems
 
 
@@ -276,36 +424,69 @@ def _flavor_problems(fleet: FleetConfig, members: dict[str, PlatformConfig]) -> 
     return problems
 
 
-def manager_training(plan: FleetPlan) -> TrainingConfig:
-    """The teams as the manager meters them: each GPU quota summed over the members (Kueue's advice: the
-    manager's quota equals the workers' total), GPUs only, and no ProvisioningRequest check (members run it)."""
-    shared = plan.training.training
-    scale = len(plan.members)
+def members_with_pool(plan: FleetPlan, pool: str) -> list[str]:
+    """Members that have a GPU pool of this name (its quota on the manager is theirs together)."""
+    return [m for m, cfg in plan.members.items() if any(p.name == pool for p in cfg.gpu_pools)]
 
-    def times(value: int | None) -> int | None:
+
+def manager_training(plan: FleetPlan) -> TrainingConfig:
+    """The teams as the manager meters them: each GPU quota summed over the members that have the pool (Kueue's
+    advice: the manager's quota equals the workers' total), GPUs only, and no ProvisioningRequest check (members
+    scale up, once they have won the job)."""
+    shared = plan.shared_training
+
+    def times(value: int | None, scale: int) -> int | None:
         return None if value is None else value * scale
 
-    teams = [
-        team.model_copy(
-            update={
-                "quotas": [
-                    q.model_copy(
-                        update={
-                            "gpus": q.gpus * scale,
-                            "cpu": None,
-                            "memory": None,
-                            "borrowing_limit_gpus": times(q.borrowing_limit_gpus),
-                            "lending_limit_gpus": times(q.lending_limit_gpus),
-                        }
-                    )
-                    for q in team.quotas
-                ]
+    teams: list[TeamConfig] = []
+    for team in shared.teams:
+        quotas: list[TeamQuotaConfig] = []
+        for q in team.quotas:
+            scale = len(members_with_pool(plan, q.pool))
+            update = {
+                "gpus": q.gpus * scale,
+                "cpu": None,
+                "memory": None,
+                "borrowing_limit_gpus": times(q.borrowing_limit_gpus, scale),
+                "lending_limit_gpus": times(q.lending_limit_gpus, scale),
             }
-        )
-        for team in shared.teams
-    ]
+            quotas.append(q.model_copy(update=update))
+        teams.append(team.model_copy(update={"quotas": quotas}))
     admission = shared.admission.model_copy(update={"provisioning_request": False})
     return shared.model_copy(update={"teams": teams, "admission": admission})
+
+
+@dataclass(frozen=True)
+class LargestJob:
+    """The most GPUs one job of a team can get: one member's share of one pool, borrowing included."""
+
+    gpus: int
+    member: str
+    pool: str
+
+
+def largest_job(plan: FleetPlan, team_name: str) -> LargestJob:
+    """What one member can admit for the team at most: per pool, its nominal quota plus what the cohort lends it
+    (other teams' lendable quota on the pool, within the team's borrowing limit). A job larger than this fits the
+    manager's summed quota but no member, and would hold that quota forever (no dispatch timeout at Kueue v0.19.2)."""
+    best = LargestJob(0, "", "")
+    for member, cfg in plan.members.items():
+        teams = {t.name: t for t in cfg.training.teams}
+        team = teams[team_name]
+        for quota in team.quotas:
+            lendable = 0
+            if team.cohort is not None:
+                for other in cfg.training.teams:
+                    if other.name == team_name or other.cohort != team.cohort:
+                        continue
+                    for q in other.quotas:
+                        if q.pool == quota.pool:
+                            lendable += q.gpus if q.lending_limit_gpus is None else q.lending_limit_gpus
+            if quota.borrowing_limit_gpus is not None:
+                lendable = min(lendable, quota.borrowing_limit_gpus)
+            if quota.gpus + lendable > best.gpus:
+                best = LargestJob(quota.gpus + lendable, member, quota.pool)
+    return best
 
 
 def fleet_gpu_pools(plan: FleetPlan) -> list[GpuPoolConfig]:

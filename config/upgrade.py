@@ -5,9 +5,11 @@ from __future__ import annotations
 import datetime
 import math
 import re
-from typing import Annotated, ClassVar, Literal
+from collections.abc import Mapping
+from typing import Annotated, Any, ClassVar, Literal, cast
 
 from pydantic import Field, StringConstraints, model_validator
+from pydantic.alias_generators import to_snake
 
 from .aks_versions import SupportPlan
 from .base import ConfigModel
@@ -19,11 +21,20 @@ NodeOsChannel = Literal["None", "Unmanaged", "NodeImage", "SecurityPatch"]
 Schedule = Literal["weekly", "daily"]
 WeekDay = Literal["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
 UndrainableNodeBehavior = Literal["Cordon", "Schedule"]
+# Who moves the cluster's Kubernetes version and node images: AKS's own channels, or an Azure Kubernetes Fleet
+# Manager auto-upgrade profile (the cluster is a Fleet member). One owner per upgrade: with both, "either Fleet
+# Manager or AKS cluster auto-upgrade performs the update, depending on which one runs first" (Fleet FAQ, "What
+# happens if I leave AKS cluster auto-upgrades enabled?", MicrosoftDocs/azure-aks-docs fb060abe6).
+UpgradeOwner = Literal["aks", "fleet"]
 
 # Channels that keep the cluster on its LTS minor version (stable and rapid move the minor).
 LTS_CHANNELS: frozenset[str] = frozenset({"patch", "none"})
 # Node-OS channels for which AKS itself rolls node images and honours aksManagedNodeOSUpgradeSchedule.
 MANAGED_NODE_OS_CHANNELS: frozenset[str] = frozenset({"NodeImage", "SecurityPatch"})
+# A Fleet member's channels: both off. NodeImage or SecurityPatch would have AKS roll node images beside Fleet's
+# NodeImage profile; Unmanaged patches through the OS, which Fleet does not support ("There are currently no plans
+# for Fleet Manager to support this option", Fleet FAQ, "What AKS update channels does Fleet Manager support?").
+FLEET_MEMBER_CHANNELS: dict[str, str] = {"autoUpgradeChannel": "none", "nodeOsUpgradeChannel": "None"}
 
 Clock = Annotated[str, StringConstraints(pattern=r"^([01][0-9]|2[0-3]):[0-5][0-9]$")]
 UtcOffset = Annotated[str, StringConstraints(pattern=r"^[+-](0[0-9]|1[0-3]):(00|30|45)$|^[+-]14:00$")]
@@ -212,6 +223,12 @@ class DisruptionBudgetConfig(ConfigModel):
 class UpgradeConfig(ConfigModel):
     """How the cluster and its nodes stay current without breaking running GPU work."""
 
+    owner: UpgradeOwner = Field(
+        default="aks",
+        description="Who moves the Kubernetes version and node images: aks (the two channels below) or fleet (an "
+        "Azure Kubernetes Fleet Manager auto-upgrade profile; both AKS channels off, the windows kept, versions never "
+        "re-sent); a fleet stack sets fleet on its members",
+    )
     tier: Tier = Field(
         default="Standard", description="AKS pricing tier: Free (no SLA), Standard (SLA), Premium (SLA + LTS)"
     )
@@ -244,6 +261,33 @@ class UpgradeConfig(ConfigModel):
         default_factory=list[DisruptionBudgetConfig], description="PodDisruptionBudgets for users' workloads"
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _fleet_turns_channels_off(cls, data: Any) -> Any:
+        # With owner fleet the channels default to off; a channel written on is refused below, not overridden.
+        values = dict(cast(Mapping[str, Any], data)) if isinstance(data, Mapping) else {}
+        if values.get("owner") != "fleet":
+            return cast(Any, data)
+        for key, off in FLEET_MEMBER_CHANNELS.items():
+            if key not in values and to_snake(key) not in values:
+                values[key] = off
+        return values
+
+    @model_validator(mode="after")
+    def _check_fleet_owner(self) -> UpgradeConfig:
+        if self.owner != "fleet":
+            return self
+        given = {"autoUpgradeChannel": self.auto_upgrade_channel, "nodeOsUpgradeChannel": self.node_os_upgrade_channel}
+        for key, off in FLEET_MEMBER_CHANNELS.items():
+            if given[key] != off:
+                raise field_error(
+                    key,
+                    given[key],
+                    f"must be {off} when owner is fleet: Fleet's auto-upgrade profiles drive this cluster, and an AKS "
+                    "channel left on upgrades it outside the Fleet's stages, whichever runs first",
+                )
+        return self
+
     @model_validator(mode="after")
     def _check_lts(self) -> UpgradeConfig:
         if self.support_plan == "AKSLongTermSupport" and self.tier != "Premium":
@@ -267,11 +311,26 @@ class UpgradeConfig(ConfigModel):
         return self
 
     @property
+    def kubernetes_upgraded_by(self) -> UpgradeOwner | None:
+        """Who moves the Kubernetes version: an AKS channel, Fleet, or nobody (upgrades by hand)."""
+        if self.owner == "fleet":
+            return "fleet"
+        return "aks" if self.auto_upgrade_channel != "none" else None
+
+    @property
+    def node_image_upgraded_by(self) -> UpgradeOwner | None:
+        """Who rolls node images: AKS's node-OS channel, Fleet's NodeImage profile, or nobody."""
+        if self.owner == "fleet":
+            return "fleet"
+        return "aks" if self.node_os_upgrade_channel in MANAGED_NODE_OS_CHANNELS else None
+
+    @property
     def tracks_versions(self) -> bool:
-        """True when Azure moves the Kubernetes version, so the program must not re-send it."""
-        return self.auto_upgrade_channel != "none"
+        """True when something other than this program moves the Kubernetes version (an AKS channel or Fleet), so the
+        program must not re-send its pinned minor: that would be a downgrade."""
+        return self.kubernetes_upgraded_by is not None
 
     @property
     def manages_node_os(self) -> bool:
-        """True when AKS rolls node images itself (and honours the node-OS window)."""
-        return self.node_os_upgrade_channel in MANAGED_NODE_OS_CHANNELS
+        """True when node images are rolled for this cluster (by AKS or Fleet), inside the node-OS window."""
+        return self.node_image_upgraded_by is not None

@@ -87,6 +87,14 @@ EXCLUDED: dict[str, str] = {
         "`kueue_release` is an arbitrary resource (bare pulumi.Resource has no type token to reference); it is "
         "one part of AksGpuFleet."
     ),
+    "TokenRotation": (
+        "`kueue_release` is an arbitrary resource (bare pulumi.Resource has no type token to reference); it is "
+        "one part of AksGpuFleet."
+    ),
+    "LargestJobPolicy": (
+        "`limits` pairs each team's namespace with a LargestJob (a tuple of a dataclass, which the analyzer cannot "
+        "type); the limits come from the validated fleet plan (config/fleet.py largest_job): one part of AksGpuFleet."
+    ),
     "GpuSmokeTest": (
         "`depends_on` is a list of arbitrary resources (bare pulumi.Resource has no type token to "
         "reference) and it checks the platform's own rollout; it stays inside the platform stack."

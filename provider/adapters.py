@@ -749,8 +749,10 @@ class TeamTenancyInputs(TypedDict):
     """Azure tags (none by default)."""
     protect: NotRequired[bool]
     """Refuse to delete or replace stateful resources (prod); false by default."""
-    grafana_id: pulumi.Input[str]
-    """Managed Grafana's resource ID: team groups get Grafana Viewer there."""
+    grafana_id: NotRequired[pulumi.Input[str]]
+    """Managed Grafana's resource ID: team groups get Grafana Viewer there (none on a cluster without Grafana)."""
+    submits: NotRequired[bool]
+    """Default True. False on a fleet member: teams submit on the MultiKueue manager, here `team_reader_rules`."""
 
 
 class TeamTenancy(team_tenancy.TeamTenancy):

@@ -135,7 +135,21 @@ def single_mig_strategy_takes_one_profile(body: Mapping[str, Any]) -> list[str]:
     return []
 
 
+def target_version_only_with_its_channel(body: Mapping[str, Any]) -> list[str]:
+    """AutoUpgradeProfileProperties.targetKubernetesVersion: "If upgrade channel is set to TargetKubernetesVersion,
+    this field must not be empty. If upgrade channel is not TargetKubernetesVersion, this field must be empty";
+    longTermSupport: "If upgrade channel is not TargetKubernetesVersion, this field must be False"."""
+    targeted = body.get("channel") == "TargetKubernetesVersion"
+    problems: list[str] = []
+    if targeted != bool(body.get("targetKubernetesVersion")):
+        problems.append("properties.targetKubernetesVersion: set exactly when channel is TargetKubernetesVersion")
+    if body.get("longTermSupport") and not targeted:
+        problems.append("properties.longTermSupport: only with channel TargetKubernetesVersion")
+    return problems
+
+
 RULES: dict[str, Callable[[Mapping[str, Any]], list[str]]] = {
+    "targetVersionOnlyWithItsChannel": target_version_only_with_its_channel,
     "poolSizeInWholeTiB": pool_size_in_whole_tib,
     "customThroughputOnlyManualFlexible": custom_throughput_only_manual_flexible,
     "migProfilesExcludeGpuInstanceProfile": mig_profiles_exclude_gpu_instance_profile,

@@ -89,11 +89,11 @@ def rule_allows(rule: dict[str, Any], request: Request) -> bool:
 
 
 def _subject(subject: dict[str, Any]) -> str:
-    """The identity a subject names: a group's name, or a service account's user `system:serviceaccount:<ns>:<name>`
-    (kubernetes pkg/apis/rbac/v1/evaluation_helpers.go appliesToUser)."""
+    """The identity a subject names: a group's or user's name, or a service account's user
+    `system:serviceaccount:<ns>:<name>` (kubernetes pkg/apis/rbac/v1/evaluation_helpers.go appliesToUser)."""
     if subject.get("kind") == "ServiceAccount":
         return f"system:serviceaccount:{subject.get('namespace', '')}:{subject.get('name', '')}"
-    return subject.get("name", "") if subject.get("kind") == "Group" else ""
+    return subject.get("name", "") if subject.get("kind") in ("Group", "User") else ""
 
 
 def _bound(binding: dict[str, Any], groups: set[str]) -> bool:

@@ -167,6 +167,8 @@ ANALYZER_REJECTION: dict[str, tuple[str | None, str]] = {
     "AksGpuFleet": (None, r"resource reference for type '\w+' used in 'AksGpuFleet\.\w+'"),
     "MemberAccess": ("depends_on", r"resource reference for type 'Resource' used in '\w+\.depends_on'"),
     "FleetDispatch": ("kueue_release", r"resource reference for type 'Resource' used in '\w+\.kueue_release'"),
+    "TokenRotation": ("kueue_release", r"resource reference for type 'Resource' used in '\w+\.kueue_release'"),
+    "LargestJobPolicy": ("limits", r"Unsupported type 'tuple\[str, [\w.]+LargestJob\]' for '\w+\.limits'"),
     "ManagedGpuNodePool": (None, r"resource reference for type 'CustomResource' used in '\w+\.agent_pool'"),
 }
 

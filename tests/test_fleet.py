@@ -3,18 +3,27 @@
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 import yaml
 
-from aks_gpu_platform.components.fleet_multikueue import MULTIKUEUE_CHECK, MULTIKUEUE_CONTROLLER
+from aks_gpu_platform.components import multikueue_token_rotator
+from aks_gpu_platform.components.fleet_multikueue import (
+    MULTIKUEUE_ACCOUNT,
+    MULTIKUEUE_CHECK,
+    MULTIKUEUE_CONTROLLER,
+    ROTATOR,
+)
 from aks_gpu_platform.config import ConfigError
 from aks_gpu_platform.config.fleet import load_fleet
-from aks_gpu_platform.testing import Recording, kubernetes_object
+from aks_gpu_platform.testing import RecordedResource, Recording, kubernetes_object
 from aks_gpu_platform.testing.stack_files import load_stack_file
-from tests.arm_spec import load_specs, schema_problems
+from tests import admission_cel as admission
+from tests import rbac_model
+from tests.arm_spec import load_specs, request_problems
 from tests.autoscaler_template import pods_that_bring_up_nodes, scale_from_zero_problems
 from tests.conftest import settings_of
 from tests.kueue_schemas import cel_violations, schema_errors
@@ -23,8 +32,10 @@ from tools import REPO_ROOT
 from tools.offline import run_stack
 
 KUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:"
-FLEET_API = "2024-05-02-preview"
+FLEET_API = "2026-06-01"
 MEMBERS = ("krc", "jpe")
+GENERIC = "azure-native:resources:Resource"
+CLUSTER = "azure-native:containerservice:ManagedCluster"
 
 
 @pytest.fixture(scope="module")
@@ -118,29 +129,32 @@ def test_the_manager_s_queues_wait_for_the_multikueue_check_over_every_member(fl
         assert waits == [MULTIKUEUE_CHECK], f"{queue['metadata']['name']}: without the check jobs run on the manager"
 
 
-def test_the_manager_reaches_members_through_a_kubeconfig_kueue_accepts(fleet_recording: Recording) -> None:
+def test_the_rotated_kubeconfig_is_one_kueue_accepts() -> None:
     # pkg/controller/admissionchecks/multikueue/multikueuecluster.go validateKubeconfig (v0.19.2): no exec plugins,
     # no token files, no auth providers, embedded CA only.
-    for secret in fleet_recording.of_type("kubernetes:core/v1:Secret"):
-        if not secret.name.endswith("-kubeconfig") or "dispatch" not in secret.name:
-            continue
-        kubeconfig = yaml.safe_load(secret.inputs["stringData"]["kubeconfig"])
-        for user in kubeconfig["users"]:
-            assert set(user["user"]) == {"token"}, "exec, tokenFile and auth providers are refused by Kueue"
-        for cluster in kubeconfig["clusters"]:
-            assert "certificate-authority" not in cluster["cluster"], "CA file paths are refused"
-            assert not cluster["cluster"].get("insecure-skip-tls-verify"), "TLS must be verified"
-    roles = [
-        r
-        for r in fleet_recording.of_type("kubernetes:rbac.authorization.k8s.io/v1:ClusterRole")
-        if "multikueue" in r.name
+    text = multikueue_token_rotator.member_kubeconfig("krc", "https://krc.example:443", "Q0E=", MULTIKUEUE_ACCOUNT, "t")
+    kubeconfig = yaml.safe_load(text)
+    for user in kubeconfig["users"]:
+        assert set(user["user"]) == {"token"}, "exec, tokenFile and auth providers are refused by Kueue"
+    for cluster in kubeconfig["clusters"]:
+        assert set(cluster["cluster"]) == {"server", "certificate-authority-data"}, "CA file paths are refused"
+    assert kubeconfig["contexts"][0]["context"]["cluster"] == kubeconfig["current-context"] == "krc"
+
+
+def test_no_member_token_is_kept_in_pulumi_state(fleet_recording: Recording) -> None:
+    legacy = [
+        r.name
+        for r in fleet_recording.of_type("kubernetes:core/v1:Secret")
+        if r.inputs.get("type") == "kubernetes.io/service-account-token"
     ]
-    assert len(roles) == len(MEMBERS)
-    for role in roles:
-        verbs = {v for rule in role.inputs["rules"] for v in rule["verbs"]}
-        groups = {g for rule in role.inputs["rules"] for g in rule["apiGroups"]}
-        assert "*" not in verbs and "*" not in groups, "the manager's identity on a member is not an admin"
-        assert "" not in groups, "no core objects (secrets, pods) on members"
+    assert not legacy, f"legacy service-account tokens never expire and land in the stack's state: {legacy}"
+    for secret in fleet_recording.of_type("kubernetes:core/v1:Secret"):
+        if secret.name.endswith("-kubeconfig"):
+            kubeconfig = yaml.safe_load(secret.inputs["stringData"]["kubeconfig"])
+            assert not kubeconfig["users"], f"{secret.name}: Pulumi creates it empty; only the CronJob writes tokens"
+            assert {"data", "stringData"} <= set(secret.ignore_changes), (
+                f"{secret.name}: a later `pulumi up` must not reset the token the CronJob wrote"
+            )
 
 
 # --- the mirror ---------------------------------------------------------------------------------------------------
@@ -179,11 +193,15 @@ def test_a_member_without_its_mirrored_local_queue_is_caught(fleet_recording: Re
 
 
 # --- dispatch model -----------------------------------------------------------------------------------------------
-# MultiKueue at kubernetes-sigs/kueue v0.19.2 (site/content/en/docs/concepts/multikueue.md "Job Flow";
-# pkg/controller/admissionchecks/multikueue/workload.go): the manager reserves quota in its own ClusterQueue,
-# copies the workload to the nominated members (AllAtOnce: all of them), and the first member whose Kueue
-# admits it wins; the copies elsewhere are deleted. A member's Kueue admits a workload when its namespace has a
-# LocalQueue of that name and the ClusterQueue behind it has unused nominal quota of a flavor the pods fit.
+# MultiKueue at kubernetes-sigs/kueue v0.19.2, pkg/controller/admissionchecks/multikueue/workload.go: once the
+# manager reserves quota, nominateAndSynchronizeWorkers copies the Workload (not the job) to the nominated members
+# (AllAtOnce: all; the Incremental dispatcher, pkg/controller/workloaddispatcher/incrementaldispatcher.go: stepSize
+# members per 5-minute round). reconcileGroup step 6 picks the member whose copy shows Admitted first
+# (bestMatchByCondition: the earliest transition, a race between independent clusters), removes every other copy
+# (RemoveRemoteObjects: update to drop the finalizer, then delete) and creates the job only there (SyncJob). A
+# member's Kueue admits a copy when its namespace has the LocalQueue and the ClusterQueue behind it has unused
+# nominal quota of a flavor; with a ProvisioningRequest check, Admitted waits for the nodes, which the autoscaler
+# starts bringing up as soon as the copy's quota is reserved.
 
 
 @dataclass(frozen=True)
@@ -198,72 +216,372 @@ def gpu_quota(cluster_queue: dict[str, Any], flavor: str) -> int:
     for group in cluster_queue["spec"]["resourceGroups"]:
         for entry in group["flavors"]:
             if entry["name"] == flavor:
-                return sum(int(r["nominalQuota"]) for r in entry["resources"] if r["name"] == "nvidia.com/gpu")
+                return sum(int(r["nominalQuota"]) for r in entry["resources"] if r["name"].endswith("/gpu"))
     return 0
 
 
-def admits(recording: Recording, owner: str, workload: Workload, used: int) -> bool:
+def cluster_queue_for(recording: Recording, owner: str, workload: Workload) -> dict[str, Any] | None:
     local = {(ns, lq): cq for ns, lq, cq in queue_mirror(recording, owner)}
-    cluster_queue = local.get((workload.namespace, workload.queue))
-    if cluster_queue is None:
-        return False
+    name = local.get((workload.namespace, workload.queue))
     queues = {q["metadata"]["name"]: q for q in cluster_objects(recording, owner, "ClusterQueue")}
-    return used + workload.gpus <= gpu_quota(queues[cluster_queue], workload.flavor)
+    return queues.get(name) if name else None
 
 
-def dispatch(recording: Recording, workload: Workload, used: dict[str, int]) -> str | None:
+def admits(recording: Recording, owner: str, workload: Workload, used: int) -> bool:
+    queue = cluster_queue_for(recording, owner, workload)
+    return queue is not None and used + workload.gpus <= gpu_quota(queue, workload.flavor)
+
+
+def provisions_before_admission(recording: Recording, owner: str, workload: Workload) -> bool:
+    queue = cluster_queue_for(recording, owner, workload) or {}
+    checks = queue.get("spec", {}).get("admissionChecksStrategy", {}).get("admissionChecks", [])
+    return any(c["name"] != MULTIKUEUE_CHECK for c in checks)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    winner: str | None
+    provisioned: frozenset[str]
+    """Members whose autoscaler brings GPU nodes up for this one job."""
+    left_running: frozenset[str]
+    """Losing members whose copy the manager could not remove."""
+
+
+def manager_can(recording: Recording, member: str, verb: str, resource: tuple[str, str], namespace: str) -> bool:
+    return rbac_model.kubernetes_allows(
+        rbac_objects_on(recording, member),
+        {f"system:serviceaccount:kueue-system:{MULTIKUEUE_ACCOUNT}"},
+        rbac_model.Request(verb, resource[0], resource[1], namespace=namespace),
+    )
+
+
+def dispatch(recording: Recording, workload: Workload, used: dict[str, int]) -> list[Outcome]:
+    """Every way the race can end: any member that can admit the copy may be first."""
     if not admits(recording, "manager", workload, sum(used.values())):
-        return None  # the manager holds it: no quota reserved, nothing dispatched
+        return [Outcome(None, frozenset(), frozenset())]  # the manager holds it: no quota reserved, nothing copied
     config = cluster_objects(recording, "dispatch", "MultiKueueConfig")[0]
-    return next((m for m in config["spec"]["clusters"] if admits(recording, m, workload, used.get(m, 0))), None)
+    nominated = list(config["spec"]["clusters"])
+    can_admit = [m for m in nominated if admits(recording, m, workload, used.get(m, 0))]
+    if not can_admit:
+        return [Outcome(None, frozenset(), frozenset())]
+    early = frozenset(m for m in can_admit if provisions_before_admission(recording, m, workload))
+    outcomes = []
+    for winner in can_admit:
+        losers = [m for m in nominated if m != winner]
+        removable = {
+            m
+            for m in losers
+            if manager_can(recording, m, "update", ("kueue.x-k8s.io", "workloads"), workload.namespace)
+            and manager_can(recording, m, "delete", ("kueue.x-k8s.io", "workloads"), workload.namespace)
+        }
+        outcomes.append(Outcome(winner, early | {winner}, frozenset(set(losers) - removable)))
+    return outcomes
+
+
+def a_team_job(recording: Recording, gpus: int) -> Workload:
+    namespace, queue, _ = sorted(queue_mirror(recording, "manager"))[0]
+    return Workload(namespace, queue, "gput4", gpus)
+
+
+def test_a_job_costs_one_region_whichever_member_wins(fleet_recording: Recording) -> None:
+    outcomes = dispatch(fleet_recording, a_team_job(fleet_recording, 2), {})
+    assert {o.winner for o in outcomes} == set(MEMBERS), "with both members idle either may admit first: a race"
+    for outcome in outcomes:
+        assert outcome.provisioned == {outcome.winner}, (
+            f"won by {outcome.winner}: GPU nodes come up in {sorted(outcome.provisioned)}; one job must cost one region"
+        )
+        assert not outcome.left_running, (
+            f"won by {outcome.winner}: the copies on {sorted(outcome.left_running)} cannot be removed and keep their "
+            "quota (and would run the job a second time)"
+        )
+
+
+def test_the_race_model_catches_provisioning_on_every_member(fleet_recording: Recording) -> None:
+    """The defect before the fix: each member's ClusterQueue waited for a ProvisioningRequest check."""
+    broken = copy.deepcopy(fleet_recording)
+    for r in broken.resources:
+        if r.type == KUEUE + "ClusterQueue" and not r.name.startswith("fleet-manager-"):
+            r.inputs["spec"]["admissionChecksStrategy"] = {"admissionChecks": [{"name": "provisioning"}]}
+    outcome = dispatch(broken, a_team_job(broken, 2), {})[0]
+    assert outcome.provisioned == set(MEMBERS), "a ProvisioningRequest on every member scales every region up"
+
+
+def test_a_member_role_without_delete_leaves_the_losing_copy_behind(fleet_recording: Recording) -> None:
+    broken = copy.deepcopy(fleet_recording)
+    for r in broken.resources:
+        if r.type.endswith(":ClusterRole") and r.name.endswith("-multikueue-writer"):
+            for rule in r.inputs["rules"]:
+                rule["verbs"] = [v for v in rule["verbs"] if v != "delete"]
+    outcome = dispatch(broken, a_team_job(broken, 2), {})[0]
+    assert outcome.left_running, "without delete the manager cannot remove the copy on the member that lost"
 
 
 def test_a_job_that_does_not_fit_one_member_s_quota_runs_on_another(fleet_recording: Recording) -> None:
-    queues = queue_mirror(fleet_recording, "manager")
-    job = Workload(*next((ns, lq) for ns, lq, _ in queues), "gput4", 2)
-    assert dispatch(fleet_recording, job, {}) == "krc", "with both members idle the first to admit wins"
-    assert dispatch(fleet_recording, job, {"krc": 2}) == "jpe", "krc's quota is used up: jpe admits the job"
-    assert dispatch(fleet_recording, job, {"krc": 2, "jpe": 2}) is None, "the fleet is full: the job waits"
+    job = a_team_job(fleet_recording, 2)
+    assert {o.winner for o in dispatch(fleet_recording, job, {"krc": 2})} == {"jpe"}, "krc is full: only jpe admits"
+    assert dispatch(fleet_recording, job, {"krc": 2, "jpe": 2})[0].winner is None, "the fleet is full: the job waits"
 
 
-# --- Fleet Manager ------------------------------------------------------------------------------------------------
-
-BODIES_MEMBER = "azure-native:containerservice:FleetMember"
-BODIES = {
-    "azure-native:containerservice:Fleet": "fleets",
-    "azure-native:containerservice:FleetMember": "fleets/members",
-    "azure-native:containerservice:FleetUpdateStrategy": "fleets/updateStrategies",
-    "azure-native:containerservice:AutoUpgradeProfile": "fleets/autoUpgradeProfiles",
-}
+def test_members_admit_on_quota_alone_and_an_explicit_provisioning_request_is_refused() -> None:
+    plan = load_fleet(settings())
+    assert not any(cfg.training.admission.provisioning_request for cfg in plan.members.values())
+    values = settings()
+    values["training"]["admission"] = {"provisioningRequest": True}
+    rejected(values, "training.admission.provisioningRequest", "only the member that wins the job scales up")
 
 
-def test_every_fleet_manager_body_passes_the_rest_spec_at_its_api_version(fleet_recording: Recording) -> None:
+# --- who may do what, where --------------------------------------------------------------------------------------
+
+
+def cluster_name_of(recording: Recording, resource: RecordedResource) -> str:
+    """The cluster an in-cluster object goes to: the one whose FQDN its provider's kubeconfig names."""
+    providers = {p.urn: p for p in recording.resources if p.type == "pulumi:providers:kubernetes"}
+    kubeconfig = str(providers[resource.provider.rsplit("::", 1)[0]].inputs.get("kubeconfig", ""))
+    return next(
+        c.inputs["resourceName"] for c in recording.of_type(CLUSTER) if str(c.outputs.get("fqdn")) in kubeconfig
+    )
+
+
+def cluster_names(recording: Recording) -> dict[str, str]:
+    """`manager` and each member name -> its Azure cluster name."""
+    plan = load_fleet(settings())
+    return {"manager": plan.manager.cluster.name, **{m: c.cluster.name for m, c in plan.members.items()}}
+
+
+def rbac_objects_on(recording: Recording, owner: str) -> list[dict[str, Any]]:
+    name = cluster_names(recording)[owner]
+    return [
+        kubernetes_object(r)
+        for r in recording.resources
+        if r.type.startswith("kubernetes:rbac.authorization.k8s.io/v1:") and cluster_name_of(recording, r) == name
+    ]
+
+
+def test_multikueue_writes_only_in_team_namespaces_and_reads_what_it_watches(fleet_recording: Recording) -> None:
+    plan = load_fleet(settings())
+    team_namespace = plan.shared_training.teams[0].namespace_name
+    for member in MEMBERS:
+        for verb, resource in [("create", ("batch", "jobs")), ("create", ("jobset.x-k8s.io", "jobsets"))]:
+            assert manager_can(fleet_recording, member, verb, resource, team_namespace), (
+                f"{member}: MultiKueue creates the job's copy in {team_namespace}"
+            )
+            for namespace in ("kube-system", "kueue-system", "default"):
+                assert not manager_can(fleet_recording, member, verb, resource, namespace), (
+                    f"{member}: a {resource[1]} in {namespace} could run privileged or as any service account: "
+                    "the manager's token must not create one there"
+                )
+        for resource in [("kueue.x-k8s.io", "workloads"), ("batch", "jobs"), ("jobset.x-k8s.io", "jobsets")]:
+            for verb in ("list", "watch"):
+                assert manager_can(fleet_recording, member, verb, resource, ""), (
+                    f"{member}: MultiKueue's remote watch and garbage collector {verb} {resource[1]} in every namespace"
+                )
+        for verb, resource in [("get", ("", "secrets")), ("create", ("", "pods"))]:
+            assert not manager_can(fleet_recording, member, verb, resource, team_namespace), (
+                f"{member}: no {resource[1]}"
+            )
+
+
+def test_only_the_rotation_identity_issues_the_multikueue_token(fleet_recording: Recording) -> None:
+    identity = next(
+        r
+        for r in fleet_recording.of_type("azure-native:managedidentity:UserAssignedIdentity")
+        if "multikueue" in r.name
+    )
+    principal = identity.outputs["principalId"]
+    for member in MEMBERS:
+        objects = rbac_objects_on(fleet_recording, member)
+
+        def may(
+            verb: str, resource: str, sub: str, name: str, namespace: str = "kueue-system", on: Any = objects
+        ) -> bool:
+            request = rbac_model.Request(verb, "", resource, namespace=namespace, subresource=sub, name=name)
+            return rbac_model.kubernetes_allows(on, {principal}, request)
+
+        assert may("create", "serviceaccounts", "token", MULTIKUEUE_ACCOUNT), f"{member}: the CronJob's TokenRequest"
+        assert not may("create", "serviceaccounts", "token", "kueue-controller-manager"), f"{member}: no other account"
+        assert not may("create", "serviceaccounts", "token", MULTIKUEUE_ACCOUNT, "kube-system"), f"{member}: elsewhere"
+        assert not may("get", "secrets", "", ""), f"{member}: the identity reads nothing"
+    manager = rbac_objects_on(fleet_recording, "manager")
+    account = {f"system:serviceaccount:kueue-system:{ROTATOR}"}
+    for member in MEMBERS:
+        request = rbac_model.Request("patch", "", "secrets", namespace="kueue-system", name=f"multikueue-{member}")
+        assert rbac_model.kubernetes_allows(manager, account, request), f"the CronJob writes {member}'s kubeconfig"
+    other = rbac_model.Request("get", "", "secrets", namespace="kueue-system", name="kueue-webhook-server-cert")
+    assert not rbac_model.kubernetes_allows(manager, account, other), "the CronJob reads no other Secret"
+
+
+def test_the_rotation_program_asks_a_short_token_and_writes_the_secret_kueue_reads(fleet_recording: Recording) -> None:
+    job = kubernetes_object(fleet_recording.one("kubernetes:batch/v1:CronJob", "multikueue-tokens"))
+    pod = job["spec"]["jobTemplate"]["spec"]["template"]
+    env = {e["name"]: e["value"] for e in pod["spec"]["containers"][0]["env"]}
+    assert pod["metadata"]["labels"]["azure.workload.identity/use"] == "true", "the program signs in as its identity"
+    seconds = int(env["TOKEN_SECONDS"])
+    assert 600 <= seconds <= 3600, "TokenRequest takes at least 600 s; a token must not outlive an hour"
+    minutes = int(job["spec"]["schedule"].split()[0].removeprefix("*/"))
+    assert minutes * 60 * 3 <= seconds, "a token must survive a few missed runs before Kueue loses the member"
+    request = multikueue_token_rotator.token_request(seconds)
+    assert request["spec"] == {"expirationSeconds": seconds}, "a TokenRequest bound to nothing but time"
+    secrets = {
+        c["spec"]["clusterSource"]["kubeConfig"]["location"]
+        for c in cluster_objects(fleet_recording, "dispatch", "MultiKueueCluster")
+    }
+    assert {m["secret"] for m in json.loads(env["MEMBERS"])} == secrets, "the program writes what Kueue reads"
+
+
+# --- teams --------------------------------------------------------------------------------------------------------
+
+
+def team_groups() -> tuple[str, set[str]]:
+    team = load_fleet(settings()).shared_training.teams[0]
+    return team.namespace_name, set(team.members)
+
+
+def test_teams_submit_on_the_manager_and_only_read_on_members(fleet_recording: Recording) -> None:
+    namespace, groups = team_groups()
+    submit = rbac_model.Request("create", "jobset.x-k8s.io", "jobsets", namespace=namespace)
+    logs = rbac_model.Request("get", "", "pods", namespace=namespace, subresource="log", name="train-0")
+    assert rbac_model.kubernetes_allows(rbac_objects_on(fleet_recording, "manager"), groups, submit), (
+        "teams are told to submit on the manager: without this Role they cannot"
+    )
+    for member in MEMBERS:
+        objects = rbac_objects_on(fleet_recording, member)
+        assert not rbac_model.kubernetes_allows(objects, groups, submit), (
+            f"{member}: a job submitted here bypasses MultiKueue and the fleet's quota"
+        )
+        assert rbac_model.kubernetes_allows(objects, groups, logs), f"{member}: teams read their ranks' logs here"
+    manager_id = fleet_recording.one(CLUSTER, "manager").outputs["id"]
+    credentials = "Microsoft.ContainerService/managedClusters/listClusterUserCredential/action"
+    assignments = [r.inputs for r in fleet_recording.of_type("azure-native:authorization:RoleAssignment")]
+    assert rbac_model.azure_allows(assignments, groups, manager_id, credentials), "teams fetch the manager's kubeconfig"
+
+
+def test_the_largest_job_policy_refuses_what_no_member_can_admit(fleet_recording: Recording) -> None:
+    plan = load_fleet(settings())
+    namespace, _ = team_groups()
+    policy = kubernetes_object(
+        fleet_recording.one("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy")
+    )
+    largest = 2  # one member's gput4 quota for the team (the manager's is 4: both members)
+    assert admission.job_gpus(policy, admission.jobset(replicas=1, parallelism=2, gpus_per_pod=1)) == 2
+    assert admission.verdict(policy, admission.jobset(replicas=1, parallelism=largest, gpus_per_pod=1)) is None
+    refusal = admission.verdict(policy, admission.jobset(replicas=3, parallelism=1, gpus_per_pod=1))
+    assert refusal is not None and "largest job team ml can run is 2 GPUs" in refusal, (
+        f"3 GPUs fit the manager's 4 but neither member's 2: the job would hold the quota forever ({refusal})"
+    )
+    assert admission.verdict(policy, admission.job(parallelism=1, gpus_per_pod=3)) is not None, "a Job too"
+    binding = kubernetes_object(
+        fleet_recording.one("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding")
+    )
+    assert binding["spec"]["matchResources"]["namespaceSelector"]["matchLabels"] == {
+        "kubernetes.io/metadata.name": namespace
+    }, "the limit is the team's: it applies in its namespace"
+    assert binding["spec"]["validationActions"] == ["Deny"], "a warning would let the job in"
+    assert plan.members["krc"].training.teams[0].quotas[0].gpus == largest
+
+
+# --- upgrades -----------------------------------------------------------------------------------------------------
+
+BODY_TYPES = ("fleets", "members", "updateStrategies", "autoUpgradeProfiles")
+
+
+def fleet_bodies(recording: Recording) -> list[RecordedResource]:
+    return [r for r in recording.of_type(GENERIC) if r.inputs.get("resourceType") in BODY_TYPES]
+
+
+def test_every_fleet_manager_body_passes_the_ga_rest_spec(fleet_recording: Recording) -> None:
     specs = load_specs()
-    for type_token, resource_type in BODIES.items():
-        spec = specs[("Microsoft.ContainerService", resource_type, FLEET_API)]
-        body = spec["definitions"][spec["body"]]
-        for resource in fleet_recording.of_type(type_token):
-            # The SDK flattens `properties` (x-ms-client-flatten): its keys are the resource's own inputs.
-            properties = {k: v for k, v in resource.inputs.items() if k in body["properties"]}
-            problems = schema_problems(properties, body, spec["definitions"], "properties")
-            assert not problems, f"{resource.name}: Azure refuses {problems}"
-        assert fleet_recording.of_type(type_token), f"the fleet has a {type_token}"
+    bodies = fleet_bodies(fleet_recording)
+    assert {b.inputs["resourceType"] for b in bodies} == set(BODY_TYPES), "the whole Fleet is sent"
+    for body in bodies:
+        assert body.inputs["apiVersion"] == FLEET_API, f"{body.name}: the GA API, not the retiring preview"
+        problems = request_problems(body.inputs, specs)
+        assert not problems, f"{body.name}: Azure refuses {problems}"
+    typed = [r.type for r in fleet_recording.resources if r.type.startswith("azure-native:containerservice:Fleet")]
+    assert not typed, f"azure-native 3.29's typed Fleet resources send 2024-05-02-preview: {typed}"
+
+
+def test_the_fleet_takes_over_the_typed_resources_deleting_first(fleet_recording: Recording) -> None:
+    for body in fleet_bodies(fleet_recording):
+        assert body.aliases, f"{body.name}: without an alias a stack deployed before would create and delete it"
+        assert body.delete_before_replace, f"{body.name}: the same Azure ID cannot be created beside itself"
 
 
 def test_updates_run_the_canary_region_first_then_the_rest_after_a_wait(fleet_recording: Recording) -> None:
-    members = {r.inputs["fleetMemberName"]: r.inputs["group"] for r in fleet_recording.of_type(BODIES_MEMBER)}
+    bodies = fleet_bodies(fleet_recording)
+    members = {
+        r.inputs["resourceName"]: r.inputs["properties"]["group"]
+        for r in bodies
+        if r.inputs["resourceType"] == "members"
+    }
     assert set(members) == set(MEMBERS), "every member platform joins the fleet"
-    stages = fleet_recording.one("azure-native:containerservice:FleetUpdateStrategy").inputs["strategy"]["stages"]
+    strategy = next(r for r in bodies if r.inputs["resourceType"] == "updateStrategies")
+    stages = strategy.inputs["properties"]["strategy"]["stages"]
     assert [g["name"] for g in stages[0]["groups"]] == [members["krc"]], "the canary stage holds only the canary"
     assert stages[0]["afterStageWaitInSeconds"] >= 3600, "a wait lets the canary show problems before the rest"
     assert {g["name"] for g in stages[1]["groups"]} == {members["jpe"]}, "every other member follows"
-    profiles = {
-        r.inputs["channel"] for r in fleet_recording.of_type("azure-native:containerservice:AutoUpgradeProfile")
+    member_urns = {r.urn for r in bodies if r.inputs["resourceType"] == "members"}
+    assert member_urns <= set(strategy.depends_on), (
+        "a group must match an existing member's group: the strategy waits for the members it names"
+    )
+
+
+def test_members_leave_upgrades_to_the_fleet_and_a_channel_left_on_is_refused() -> None:
+    plan = load_fleet(settings())
+    for member, cfg in plan.members.items():
+        assert cfg.upgrade.owner == "fleet", member
+        assert (cfg.upgrade.auto_upgrade_channel, cfg.upgrade.node_os_upgrade_channel) == ("none", "None"), member
+    assert plan.manager.upgrade.owner == "aks" and plan.manager.upgrade.auto_upgrade_channel == "patch"
+    values = settings()
+    values["upgrade"]["autoUpgradeChannel"] = "patch"
+    rejected(values, "upgrade.autoUpgradeChannel", "whichever runs first")
+
+
+# --- member-only pools ---------------------------------------------------------------------------------------------
+
+
+def region_pinned() -> dict[str, Any]:
+    """krc alone has a second pool; the team has quota on it (the documented region-pinning recipe)."""
+    values = settings()
+    pool = {**values["gpuPools"][0], "name": "gput4krc", "maxCount": 1}
+    values["gpuPools"] = [values["gpuPools"][0], pool]
+    values["training"]["teams"][0]["quotas"].append({"pool": "gput4krc", "gpus": 1})
+    return values
+
+
+def test_a_pool_only_one_member_has_is_that_member_s_and_the_manager_counts_it_once() -> None:
+    plan = load_fleet(region_pinned())
+    assert [q.pool for q in plan.members["krc"].training.teams[0].quotas] == ["gput4", "gput4krc"]
+    assert [q.pool for q in plan.members["jpe"].training.teams[0].quotas] == ["gput4"], "jpe has no such pool"
+    from aks_gpu_platform.config.fleet import manager_training
+
+    quotas = {q.pool: q.gpus for q in manager_training(plan).teams[0].quotas}
+    assert quotas == {"gput4": 4, "gput4krc": 1}, "the manager's quota is the sum over the members with the pool"
+
+
+def test_a_quota_on_a_pool_no_member_has_is_refused() -> None:
+    values = settings()
+    values["training"]["teams"][0]["quotas"].append({"pool": "nowhere", "gpus": 1})
+    rejected(values, "training.teams[0].quotas[1].pool", "must name a GPU pool of at least one member")
+
+
+def test_a_member_only_quota_error_names_the_quota_as_written() -> None:
+    values = region_pinned()
+    quotas = values["training"]["teams"][0]["quotas"]
+    quotas.reverse()  # the krc-only pool first: jpe validates [gput4] alone, its quotas[0] is the file's quotas[1]
+    quotas[1]["gpus"] = 5
+    rejected(values, "fleet.members[1].platform.training.teams[0].quotas[1].gpus", "holds at most 4 GPUs")
+
+
+def test_a_private_member_is_refused() -> None:
+    values = settings()
+    values["fleet"]["members"][1]["platform"]["cluster"]["apiServer"] = {
+        "privateCluster": True,
+        "authorizedIpRanges": [],
     }
-    assert profiles == {"Stable", "NodeImage"}, "Kubernetes and node images are both upgraded through the stages"
-    windows = [r for r in fleet_recording.of_type("azure-native:containerservice:MaintenanceConfiguration")]
-    for member in MEMBERS:
-        assert any(w.name.startswith(f"fleet-{member}-") for w in windows), f"{member} keeps its maintenance windows"
+    rejected(values, "fleet.members[1].platform.cluster.apiServer.privateCluster", "peering")
+
+
+# --- each member a platform ---------------------------------------------------------------------------------------
 
 
 def member_recording(recording: Recording, member_urn: str) -> Recording:
@@ -295,3 +613,43 @@ def test_every_member_passes_the_scheduling_and_scale_from_zero_checks(fleet_rec
         assert pods_that_bring_up_nodes(part, ib), f"{member}: the contract sees the pods that scale its pools up"
         stuck = scale_from_zero_problems(part, ib)
         assert not stuck, f"{member}: pods a pool at zero never scales up for:\n" + "\n".join(stuck)
+
+
+# --- the rotation program -----------------------------------------------------------------------------------------
+
+
+def test_a_member_that_fails_does_not_stop_the_others_and_the_run_reports_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    written: dict[str, str] = {}
+    program = multikueue_token_rotator
+    monkeypatch.setenv("MULTIKUEUE_ACCOUNT", MULTIKUEUE_ACCOUNT)
+    monkeypatch.setenv("SECRET_NAMESPACE", "kueue-system")
+    monkeypatch.setenv("TOKEN_SECONDS", "3600")
+    members = [
+        {"name": m, "server": f"https://{m}:443", "ca": "Q0E=", "secret": f"multikueue-{m}"} for m in ("krc", "jpe")
+    ]
+    monkeypatch.setenv("MEMBERS", json.dumps(members))
+    monkeypatch.setattr(program, "entra_token", lambda scope: f"entra-for-{scope}")
+
+    def issue(member: dict[str, str], entra: str, account: str, namespace: str, seconds: int) -> str:
+        assert entra == f"entra-for-{program.AKS_SERVER_APPLICATION}/.default", "the AKS server application's token"
+        if member["name"] == "krc":
+            raise PermissionError("the member answered 403 to the TokenRequest")
+        return "short-lived"
+
+    monkeypatch.setattr(program, "issue_token", issue)
+    monkeypatch.setattr(program, "write_secret", lambda ns, name, kubeconfig: written.update({name: kubeconfig}))
+    assert program.main() == 1, "a member left with an old token must show as a failed Job"
+    assert set(written) == {"multikueue-jpe"}, "jpe still gets its token"
+    assert yaml.safe_load(written["multikueue-jpe"])["users"][0]["user"] == {"token": "short-lived"}
+    patch = program.kubeconfig_patch(written["multikueue-jpe"])
+    assert set(patch) == {"data"}, "a merge patch of the content only: the Secret's type cannot change"
+
+
+def test_the_incremental_dispatcher_offers_a_job_to_one_member_per_round() -> None:
+    from aks_gpu_platform.components.fleet_multikueue import DISPATCHERS, multikueue_configuration
+
+    section = multikueue_configuration("Incremental")["multiKueue"]
+    assert section["dispatcherName"] == DISPATCHERS["Incremental"]
+    assert section["incrementalDispatcherConfig"] == {"stepSize": 1}, (
+        "the default step of 3 offers the job to every member of a fleet of three or fewer at once"
+    )

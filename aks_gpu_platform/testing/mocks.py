@@ -134,6 +134,12 @@ def _agent_pool_outputs(args: pulumi_mocks.MockResourceArgs) -> dict[str, Any]:
     return {"name": args.inputs.get("agentPoolName", args.name)}
 
 
+def _public_ip_outputs(args: pulumi_mocks.MockResourceArgs) -> dict[str, Any]:
+    # Azure allocates a static address from its own public ranges when the IP is created.
+    digest = hashlib.sha256(_azure_name(args).encode()).digest()
+    return {"ipAddress": f"20.{digest[0]}.{digest[1]}.{1 + digest[2] % 250}"}
+
+
 def _registry_outputs(args: pulumi_mocks.MockResourceArgs) -> dict[str, Any]:
     return {"loginServer": f"{str(args.inputs.get('registryName', args.name)).lower()}.azurecr.io"}
 
@@ -162,6 +168,7 @@ COMPUTED_OUTPUTS: dict[str, Callable[[pulumi_mocks.MockResourceArgs], dict[str, 
     "azure-native:managedidentity:UserAssignedIdentity": lambda a: _identity_outputs(_azure_name(a)),
     "azure-native:containerservice:AgentPool": _agent_pool_outputs,
     "azure-native:containerregistry:Registry": _registry_outputs,
+    "azure-native:network:PublicIPAddress": _public_ip_outputs,
     "azure-native:monitor:AzureMonitorWorkspace": _monitor_workspace_outputs,
     "azure-native:dashboard:Grafana": _grafana_outputs,
     "azure-native:storagecache:AmlFilesystem": _aml_filesystem_outputs,
