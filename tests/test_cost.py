@@ -14,13 +14,14 @@ import pytest
 from aks_gpu_platform.config import load_platform_config
 from aks_gpu_platform.config.prices import PRICE_TABLES
 from aks_gpu_platform.config.upgrade import surge_node_count
+from aks_gpu_platform.plan import cost
+from aks_gpu_platform.plan.mock_values import MockValueMarker
+from aks_gpu_platform.plan.offline import run_stack
+from aks_gpu_platform.plan.report import build_report
 from aks_gpu_platform.testing import Recording
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import settings_of
-from tools import REPO_ROOT, cost
-from tools.mock_values import MockValueMarker
-from tools.offline import run_stack
-from tools.plan import build_report
+from tools import REPO_ROOT
 
 MONTH = 730  # hours, Azure's pricing calculator month
 P10_DISK = 19.71  # USD a month, managed OS disk up to 128 GiB

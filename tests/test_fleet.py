@@ -12,6 +12,7 @@ import yaml
 from aks_gpu_platform.components.fleet_multikueue import MULTIKUEUE_CHECK, MULTIKUEUE_CONTROLLER
 from aks_gpu_platform.config import ConfigError
 from aks_gpu_platform.config.fleet import load_fleet
+from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording, kubernetes_object
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.arm_spec import load_specs, schema_problems
@@ -20,7 +21,6 @@ from tests.conftest import settings_of
 from tests.kueue_schemas import cel_violations, schema_errors
 from tests.scheduling import scheduling_check
 from tools import REPO_ROOT
-from tools.offline import run_stack
 
 KUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:"
 FLEET_API = "2024-05-02-preview"

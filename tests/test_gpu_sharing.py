@@ -19,6 +19,8 @@ from aks_gpu_platform.components.recording_rules import GPU_PRICE
 from aks_gpu_platform.config import load_platform_config
 from aks_gpu_platform.config.prices import HOURS_PER_MONTH, VM_HOURLY
 from aks_gpu_platform.config.scheduling import pod_fits_node
+from aks_gpu_platform.plan import cost
+from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import RecordedResource, Recording
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.autoscaler_template import (
@@ -32,8 +34,7 @@ from tests.autoscaler_template import (
 from tests.conftest import assert_rejected, settings_of
 from tests.scheduling import AGENT_POOL, RELEASE, node_templates
 from tests.test_scheduling import variant_config
-from tools import REPO_ROOT, cost
-from tools.offline import run_stack
+from tools import REPO_ROOT
 
 PREFIX = "aks-gpu-platform:"
 CLUSTER_QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"

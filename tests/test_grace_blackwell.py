@@ -16,12 +16,12 @@ from aks_gpu_platform.components.gpu_node_images import check_arm64_images, gpu_
 from aks_gpu_platform.config import ConfigError, load_platform_config
 from aks_gpu_platform.config.image_platforms import require_arm64, runs_on_arm64
 from aks_gpu_platform.config.scheduling import pod_fits_node
+from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording
 from tests.conftest import assert_rejected, settings_of
 from tests.release_contract import RELEASE_READERS, release_problems
 from tests.scheduling import RELEASE, chart_name, node_templates, object_pod_templates, release_pod_templates
 from tests.test_scheduling import variant_config
-from tools.offline import run_stack
 
 VARIANT = "grace-blackwell"
 DRA_CHART = "oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu"

@@ -13,14 +13,15 @@ from typing import Any
 
 import pytest
 
+from aks_gpu_platform.plan import diff as plan_diff
+from aks_gpu_platform.plan.document import dumps, plan_document, read_plan
+from aks_gpu_platform.plan.offline import run_stack
+from aks_gpu_platform.plan.report import plan_summary
 from aks_gpu_platform.testing import Recording
 from aks_gpu_platform.testing.arm_paths import AZURE_PATH_PARAMETERS
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import STACKS
-from tools import REPO_ROOT, plan_diff
-from tools.offline import run_stack
-from tools.plan import plan_summary
-from tools.plan_document import dumps, plan_document, read_plan
+from tools import REPO_ROOT
 
 AGENT_POOL = "azure-native:containerservice:AgentPool"
 GPU_POOLS = "aks-gpu-platform:gpuPools"
@@ -223,7 +224,7 @@ def test_a_base_that_predates_plan_json_fails_with_a_clear_message() -> None:
         pytest.skip(f"this clone lacks {BEFORE_PLAN_JSON}")
     before = _worktrees()
     result = subprocess.run(
-        [sys.executable, "-m", "tools.plan_diff", "--stack", "dev", "--base", BEFORE_PLAN_JSON],
+        [sys.executable, "-m", "aks_gpu_platform.plan.diff", "--stack", "dev", "--base", BEFORE_PLAN_JSON],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,
@@ -238,7 +239,18 @@ def test_a_base_that_predates_plan_json_fails_with_a_clear_message() -> None:
 def test_plan_diff_plans_a_git_ref_in_a_temporary_worktree() -> None:
     before = _worktrees()
     result = subprocess.run(
-        [sys.executable, "-m", "tools.plan_diff", "--stack", "dev", "--base", "HEAD", "--format", "markdown"],
+        [
+            sys.executable,
+            "-m",
+            "aks_gpu_platform.plan",
+            "plan-diff",
+            "--stack",
+            "dev",
+            "--base",
+            "HEAD",
+            "--format",
+            "markdown",
+        ],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,

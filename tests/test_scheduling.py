@@ -20,6 +20,8 @@ import yaml
 from aks_gpu_platform.config import load_platform_config
 from aks_gpu_platform.config.platform import PlatformConfig
 from aks_gpu_platform.config.scheduling import pod_fits_node
+from aks_gpu_platform.plan.offline import run_stack
+from aks_gpu_platform.plan.render import render_and_validate
 from aks_gpu_platform.testing import RecordedResource, Recording, policy_verdicts
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests import test_example_training_job as example_job
@@ -47,8 +49,6 @@ from tests.scheduling import (
     scheduling_check,
     unmet_requests,
 )
-from tools.offline import run_stack
-from tools.render import render_and_validate
 
 PREFIX = "aks-gpu-platform:"
 RELEASE = "kubernetes:helm.sh/v3:Release"

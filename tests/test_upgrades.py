@@ -14,12 +14,12 @@ from aks_gpu_platform.components.upgrade_policy import UpgradePolicy, UpgradePol
 from aks_gpu_platform.config import ConfigError, load_platform_config
 from aks_gpu_platform.config.loader import validate_section
 from aks_gpu_platform.config.upgrade import DisruptionBudgetConfig, UpgradeConfig
+from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording, kubernetes_object
 from aks_gpu_platform.testing.checks import validate_object
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import STACKS, assert_rejected, cluster_handle, set_path, settings_of
 from tools import REPO_ROOT
-from tools.offline import run_stack
 
 CLUSTER = "azure-native:containerservice:ManagedCluster"
 AGENT_POOL = "azure-native:containerservice:AgentPool"

@@ -1,7 +1,7 @@
 """`make plan-diff BASE=<ref>`: what a change does to a stack, before any cloud call.
 
-    python -m tools.plan_diff --stack dev --base main          # the working tree against main
-    python -m tools.plan_diff --base-plan a.json --head-plan b.json
+    aks-gpu-platform plan-diff --stack dev --base main          # the working tree against main
+    aks-gpu-platform plan-diff --base-plan a.json --head-plan b.json
 
 The offline counterpart of `pulumi preview` on a pull request. It plans the working tree and the
 BASE ref (checked out with `git worktree add` into a temporary folder and planned there with this
@@ -42,11 +42,12 @@ from typing import Any, Literal
 
 from aks_gpu_platform.testing.arm_paths import AZURE_PATH_PARAMETERS
 
-from . import REPO_ROOT
-from .plan_document import PLAN_FILE, PlanFileError, read_plan
+from .document import PLAN_FILE, PlanFileError, read_plan
+from .offline import find_project
 
-# The module that writes plan.json: a base without it cannot be compared, and is refused before it is checked out.
-PLAN_WRITER = "tools/plan_document.py"
+# The module that writes plan.json, where the platform's own repository keeps it (before and after it moved into
+# the package): a base of that repository without it cannot be compared, and is refused before it is checked out.
+PLAN_WRITERS = {"aks_gpu_platform/plan/__main__.py": "aks_gpu_platform.plan", "tools/plan_document.py": "tools.plan"}
 PREDATES = "it predates machine-readable plans"
 
 Op = Literal["create", "update", "replace", "delete"]
@@ -444,47 +445,70 @@ def render(diff: PlanDiff, title: str, markdown: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _git(*args: str) -> str:
-    result = subprocess.run(["git", "-C", str(REPO_ROOT), *args], capture_output=True, text=True, check=False)
+def _git(repository: Path, *args: str) -> str:
+    result = subprocess.run(["git", "-C", str(repository), *args], capture_output=True, text=True, check=False)
     if result.returncode != 0:
         raise RuntimeError(f"git {' '.join(args)}: {result.stderr.strip()}")
     return result.stdout.strip()
 
 
-def plan_at(root: Path, stack: str, out_dir: Path) -> Path:
-    """Run `tools.plan` of the tree at `root` with this interpreter; the path of the plan.json it writes."""
+def plan_command(project: Path, stack: str, out_dir: Path) -> list[str]:
+    """The command that plans `project` with this interpreter.
+
+    A consumer's project is planned by the installed package; a tree of the platform's own repository by its own
+    plan module, wherever that tree keeps it.
+    """
+    module = "aks_gpu_platform.plan"
+    for writer, writer_module in PLAN_WRITERS.items():
+        if (project / writer).is_file():
+            module = writer_module
+            break
+    plan = [] if module == "tools.plan" else ["plan"]
+    return [sys.executable, "-m", module, *plan, "--stack", stack, "--out", str(out_dir)]
+
+
+def plan_at(project: Path, stack: str, out_dir: Path) -> Path:
+    """Plan the project at `project` with this interpreter; the path of the plan.json it writes."""
     result = subprocess.run(
-        [sys.executable, "-m", "tools.plan", "--stack", stack, "--out", str(out_dir)],
-        cwd=root,
+        plan_command(project, stack, out_dir),
+        cwd=project,
         capture_output=True,
         text=True,
         check=False,
         timeout=600,
     )
     if result.returncode == 2:
-        raise RuntimeError(f"the plan of {root} stopped on a config error:\n{result.stderr.strip()}")
+        raise RuntimeError(f"the plan of {project} stopped on a config error:\n{result.stderr.strip()}")
     path = out_dir / PLAN_FILE
     if not path.is_file():
         raise PlanFileError(
-            f"the tree at {root} wrote no {PLAN_FILE}: {PREDATES}; "
+            f"the tree at {project} wrote no {PLAN_FILE}: {PREDATES}; "
             f"choose a BASE that has them (exit status {result.returncode}{': ' if result.stderr else ''}"
             f"{result.stderr.strip()[-500:]})"
         )
     return path
 
 
-def base_plan(ref: str, stack: str, scratch: Path) -> tuple[Path, str]:
-    """Check `ref` out into a temporary worktree, plan it there, remove the worktree; (plan.json, commit)."""
-    commit = _git("rev-parse", "--verify", f"{ref}^{{commit}}")
-    has_writer = ["git", "-C", str(REPO_ROOT), "cat-file", "-e", f"{commit}:{PLAN_WRITER}"]
-    if subprocess.run(has_writer, capture_output=True, check=False).returncode != 0:
-        raise PlanFileError(f"{ref} ({commit[:12]}) has no {PLAN_WRITER}: {PREDATES}; choose a BASE that has them")
+def base_plan(ref: str, stack: str, scratch: Path, project: Path) -> tuple[Path, str]:
+    """Check `ref` of the repository holding `project` out into a temporary worktree, plan the project there,
+    remove the worktree; (plan.json, commit)."""
+    top = Path(_git(project, "rev-parse", "--show-toplevel"))
+    inside = project.resolve().relative_to(top.resolve())
+    commit = _git(top, "rev-parse", "--verify", f"{ref}^{{commit}}")
+    if inside == Path(".") and (top / "aks_gpu_platform" / "__init__.py").is_file():
+        has_writer = [
+            subprocess.run(["git", "-C", str(top), "cat-file", "-e", f"{commit}:{w}"], capture_output=True).returncode
+            == 0
+            for w in PLAN_WRITERS
+        ]
+        if not any(has_writer):
+            raise PlanFileError(f"{ref} ({commit[:12]}) has no plan writer: {PREDATES}; choose a BASE that has them")
     tree = scratch / "base"
-    _git("worktree", "add", "--detach", str(tree), commit)
+    _git(top, "worktree", "add", "--detach", str(tree), commit)
     try:
-        return plan_at(tree, stack, scratch / "base-out"), commit
+        return plan_at(tree / inside, stack, scratch / "base-out"), commit
     finally:
-        _git("worktree", "remove", "--force", str(tree))
+        _git(top, "worktree", "remove", "--force", str(tree))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -494,21 +518,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--base-plan", type=Path, help="compare this plan.json instead of planning --base")
     parser.add_argument("--head-plan", type=Path, help="compare this plan.json instead of planning the working tree")
     parser.add_argument("--format", choices=("text", "markdown"), default="text")
+    parser.add_argument(
+        "--project-dir",
+        type=Path,
+        default=None,
+        help="the Pulumi project to compare (default: the folder of the nearest Pulumi.yaml at or above this one)",
+    )
     options = parser.parse_args(argv)
     try:
+        project = options.project_dir or (None if options.base_plan and options.head_plan else find_project())
         with tempfile.TemporaryDirectory(prefix="plan-diff-") as scratch_dir:
             scratch = Path(scratch_dir)
             if options.base_plan:
                 base_path, base_name = options.base_plan, str(options.base_plan)
             else:
-                base_path, commit = base_plan(options.base, options.stack, scratch)
+                base_path, commit = base_plan(options.base, options.stack, scratch, project or find_project())
                 base_name = f"{options.base} ({commit[:12]})"
             if options.head_plan:
                 head_path, head_name = options.head_plan, str(options.head_plan)
             else:
-                head_path, head_name = plan_at(REPO_ROOT, options.stack, scratch / "head-out"), "the working tree"
+                head_path, head_name = (
+                    plan_at(project or find_project(), options.stack, scratch / "head-out"),
+                    "the working tree",
+                )
             diff = diff_plans(read_plan(base_path), read_plan(head_path))
-    except (PlanFileError, RuntimeError, subprocess.TimeoutExpired) as err:
+    except (PlanFileError, RuntimeError, FileNotFoundError, subprocess.TimeoutExpired) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     title = f"Plan diff for stack '{options.stack}': {base_name} -> {head_name}"
