@@ -42,7 +42,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 # The files whose tests run real commands in fresh processes, 10-20 s each. pytest-xdist hands files to its
 # workers in collection order: these go first, so the end of the run is made of short files on both workers.
-RUN_FIRST = ("test_packaging.py", "test_examples.py", "test_plan.py", "test_plan_diff.py")
+RUN_FIRST = ("test_wheel.py", "test_packaging.py", "test_examples.py", "test_plan.py", "test_plan_diff.py")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
