@@ -36,10 +36,12 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from aks_gpu_platform.config.gpu_catalog import gpu_sku
+from aks_gpu_platform.config.vm_catalog import vcpus_and_quota_family
 from aks_gpu_platform.testing.arm_paths import AZURE_PATH_PARAMETERS
 
 from .document import PLAN_FILE, PlanFileError, read_plan
@@ -193,6 +195,8 @@ class PlanDiff:
     monthly: list[FigureChange] = field(default_factory=lambda: list[FigureChange]())
     summary_missing: bool = False
     """The base plan predates summaries: quota and cost deltas cannot be shown."""
+    unpriced_added: list[str] = field(default_factory=lambda: list[str]())
+    """Items the head plan bills but cannot price that the base did not have: not in the cost figures."""
 
     def of(self, op: Op) -> list[ResourceChange]:
         return [c for c in self.changes if c.op == op]
@@ -322,6 +326,72 @@ def _protected_note(entry: Mapping[str, Any]) -> tuple[str, ...]:
     return ()
 
 
+AGENT_POOL = "azure-native:containerservice:AgentPool"
+CAPACITY_PATHS = ("maxCount", "vmSize")
+
+
+def _pool_vcpus(inputs: Mapping[str, Any]) -> tuple[int, str] | None:
+    """(vCPUs at maxCount, quota family) of an AgentPool's inputs; None for a size the catalog lacks."""
+    found = vcpus_and_quota_family(str(inputs.get("vmSize", "")))
+    if found is None:
+        return None
+    per_node, family = found
+    return per_node * int(inputs.get("maxCount") or inputs.get("count") or 0), family
+
+
+def _pool_gpus(inputs: Mapping[str, Any]) -> int:
+    """Physical GPUs of an AgentPool at maxCount (0 for a CPU pool)."""
+    sku = gpu_sku(str(inputs.get("vmSize", "")))
+    return sku.gpus_per_vm * int(inputs.get("maxCount") or 0) if sku else 0
+
+
+def _team_quotas(resources: Mapping[str, Any], flavor: str) -> list[str]:
+    """`team N GPUs` for each ClusterQueue with nominal GPU quota on the Kueue flavor `flavor`."""
+    found: list[str] = []
+    for entry in resources.values():
+        if not entry["type"].endswith(":ClusterQueue"):
+            continue
+        spec = entry["inputs"].get("spec") or {}
+        for group in spec.get("resourceGroups") or []:
+            for each in group.get("flavors") or []:
+                if each.get("name") != flavor:
+                    continue
+                gpus = [r["nominalQuota"] for r in each.get("resources") or [] if r["name"].endswith("/gpu")]
+                if gpus:
+                    found.append(f"{entry['inputs']['metadata']['name']} {gpus[0]}")
+    return found
+
+
+def _pool_notes(
+    before: Mapping[str, Any], after: Mapping[str, Any], change: ResourceChange, head: Mapping[str, Any]
+) -> tuple[str, ...]:
+    """What a reviewer of an AgentPool change must weigh: the quota held during a replacement, the jobs a GPU
+    pool's replacement drains, and the team quotas a change of capacity is measured against."""
+    notes: list[str] = []
+    old_in, new_in = before["inputs"], after["inputs"]
+    old_vcpus, new_vcpus = _pool_vcpus(old_in), _pool_vcpus(new_in)
+    if change.op == "replace" and change.order == "create-before-delete" and old_vcpus and new_vcpus:
+        families = {old_vcpus[1], new_vcpus[1]}
+        notes.append(
+            f"quota peak during the replacement: old {old_vcpus[0]} + new {new_vcpus[0]} = "
+            f"{old_vcpus[0] + new_vcpus[0]} vCPUs at maxCount ({' and '.join(sorted(families))}) while both pools "
+            "exist; the quota summary above counts only the new pool"
+        )
+    if change.op == "replace" and _pool_gpus(old_in):
+        drain = (old_in.get("upgradeSettings") or {}).get("drainTimeoutInMinutes", 30)
+        notes.append(
+            f"GPU pool replaced: running jobs on {old_in.get('agentPoolName')} are evicted when the old pool is "
+            f"deleted; each pod gets its termination grace period to checkpoint, a node's drain waits up to "
+            f"{drain} min (upgradeSettings.drainTimeoutInMinutes), and Kueue requeues the jobs for the new pool"
+        )
+    if any(p.path in CAPACITY_PATHS for p in change.changes) and (_pool_gpus(old_in) or _pool_gpus(new_in)):
+        flavor = (new_in.get("nodeLabels") or {}).get("gpu-pool")
+        quotas = _team_quotas(head["resources"], flavor) if flavor else []
+        held = f"team quotas on it: {', '.join(quotas)}" if quotas else "no team quota on it"
+        notes.append(f"GPU capacity {_pool_gpus(old_in)} -> {_pool_gpus(new_in)} (maxCount x GPUs per VM); {held}")
+    return tuple(notes)
+
+
 def diff_plans(base: Mapping[str, Any], head: Mapping[str, Any]) -> PlanDiff:
     old, new = base["resources"], head["resources"]
     changes: list[ResourceChange] = []
@@ -338,12 +408,14 @@ def diff_plans(base: Mapping[str, Any], head: Mapping[str, Any]) -> PlanDiff:
             continue
         if any(c.replaces for c in found):
             order, why = replacement_order(before, after)
-            notes = _protected_note(before)
-            changes.append(
-                ResourceChange(urn, after["type"], after["name"], "replace", tuple(found), order, why, notes)
+            change = ResourceChange(
+                urn, after["type"], after["name"], "replace", tuple(found), order, why, _protected_note(before)
             )
         else:
-            changes.append(ResourceChange(urn, after["type"], after["name"], "update", tuple(found)))
+            change = ResourceChange(urn, after["type"], after["name"], "update", tuple(found))
+        if after["type"] == AGENT_POOL:
+            change = replace(change, notes=change.notes + _pool_notes(before, after, change, head))
+        changes.append(change)
     for urn in created:
         twin = next((d for d in deleted if _same_target(old[d], new[urn])), None)
         notes = (
@@ -371,6 +443,7 @@ def diff_plans(base: Mapping[str, Any], head: Mapping[str, Any]) -> PlanDiff:
         quota=_figures(old_summary.get("quota") or {}, new_summary.get("quota") or {}),
         monthly=_figures(old_summary.get("monthly") or {}, new_summary.get("monthly") or {}, keep_equal=True),
         summary_missing=not old_summary or not new_summary,
+        unpriced_added=sorted(set(new_summary.get("unpriced") or []) - set(old_summary.get("unpriced") or [])),
     )
 
 
@@ -385,6 +458,13 @@ def _signed(amount: float, unit: str = "") -> str:
     return f"{sign}${abs(amount):,.0f}{unit}" if unit else f"{sign}{abs(amount):,.0f}"
 
 
+def _money_delta(figure: FigureChange, diff: PlanDiff) -> str:
+    """The change of a monthly figure; where the change adds something unpriced, a known $0 would be false."""
+    if not diff.unpriced_added:
+        return _signed(figure.delta, "/month")
+    return "unpriced" if figure.delta == 0 else f"{_signed(figure.delta, '/month')} + unpriced"
+
+
 def summary_lines(diff: PlanDiff) -> list[str]:
     """The quota and cost deltas a reviewer reads first."""
     if diff.summary_missing:
@@ -392,9 +472,11 @@ def summary_lines(diff: PlanDiff) -> list[str]:
     lines: list[str] = []
     money = {c.name: c for c in diff.monthly}
     if money:
-        parts = [f"{name} {_signed(money[name].delta, '/month')}" for name in ("floor", "ceiling") if name in money]
+        parts = [f"{name} {_money_delta(money[name], diff)}" for name in ("floor", "ceiling") if name in money]
         totals = ", ".join(f"{name} ${money[name].after or 0:,.0f}" for name in ("floor", "ceiling") if name in money)
         lines.append(f"Monthly cost: {', '.join(parts)} (now {totals})")
+    if diff.unpriced_added:
+        lines.append("Unpriced (no price known, not in the figures): " + "; ".join(diff.unpriced_added))
     if diff.quota:
         lines.append(
             "vCPU quota at peak: "

@@ -586,13 +586,15 @@ def render_markdown(report: Report) -> str:
 
 
 def plan_summary(recording: Recording) -> dict[str, Any]:
-    """What a reviewer compares between two plans: vCPU quota per family at peak, monthly floor and ceiling."""
+    """What a reviewer compares between two plans: vCPU quota per family at peak, monthly floor and ceiling, and
+    what is billed but has no price."""
     pools = cost.pool_capacities(recording)
     needs, _ = cost.quota_needs(pools)
     estimate = cost.estimate_cost(recording, pools, cost.held_gpu_nodes(recording, pools))
     return {
         "quota": {n.quota: n.vcpus for n in needs},
         "monthly": {"floor": round(estimate.floor, 2), "ceiling": round(estimate.ceiling, 2)},
+        "unpriced": sorted(set(estimate.unpriced)),
     }
 
 
