@@ -63,6 +63,7 @@ def _operator_time_sliced_mig(config: dict[str, Any]) -> None:
         }
     ]
     config[PREFIX + "gpuStack"] = {"mode": "gpuOperator", "operatorDcgm": True, "smokeTest": True}
+    config[PREFIX + "autoscaling"]["sampleInference"]["scaling"]["minReplicas"] = 0  # the team holds the pool
     for team in config[PREFIX + "training"]["teams"]:
         team["quotas"] = [{"pool": "a100ts", "gpus": 8}]
 
@@ -120,7 +121,8 @@ def test_aks_managed_pools_cannot_share() -> None:
 
 def test_team_quotas_count_shared_devices() -> None:
     """2 T4 nodes time-sliced 4 ways advertise 8 nvidia.com/gpu: a team may hold all 8, not 9."""
-    settings = _dev_with(sharing={"mode": "timeSlicing", "replicas": 4})
+    settings = _dev_with(maxCount=2, sharing={"mode": "timeSlicing", "replicas": 4})
+    settings["autoscaling"]["sampleInference"]["scaling"]["minReplicas"] = 0  # nothing else kept on the pool
     settings["training"]["teams"][0]["quotas"][0]["gpus"] = 8
     load_platform_config(settings)
     settings["training"]["teams"][0]["quotas"][0]["gpus"] = 9

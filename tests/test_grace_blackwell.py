@@ -79,6 +79,7 @@ def test_every_pod_that_can_land_on_the_arm64_pool_has_an_arm64_image(recording:
 def test_an_image_without_a_verified_arm64_build_is_refused_naming_pool_image_setting_and_fix() -> None:
     settings = _settings()
     settings["autoscaling"]["sampleInference"]["enabled"] = True  # tritonserver:25.01-py3: no arm64 source
+    settings["autoscaling"]["sampleInference"]["scaling"]["minReplicas"] = 0  # the team's quota holds the whole pool
     with pytest.raises(ConfigError) as caught:
         check_arm64_images(load_platform_config(settings))
     message = str(caught.value)
