@@ -15,11 +15,14 @@ import pytest
 import yaml
 
 from aks_gpu_platform.config import ConfigError, load_platform_config
-from aks_gpu_platform.testing import Recording
+from aks_gpu_platform.testing import Recording, kubernetes_object
+from aks_gpu_platform.testing.runtime import project_config
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.capacity import pinned_gpu_workloads, placement_problems
 from tests.conftest import settings_of
-from tests.test_example_training_job import admit, admitted_pod
+from tests.test_example_training_job import JOBSET, KUBECONFIG, admit, admitted_pod
+from tests.test_examples import EXAMPLES, run_example
+from tests.test_examples import recording as example_recording
 from tools import REPO_ROOT
 
 TEAM_PAGES = ("docs/for-ml-teams.md", "docs/training.md", "examples/README.md")
@@ -40,10 +43,10 @@ def test_every_job_a_team_page_runs_is_under_the_contract() -> None:
     )
 
 
-def pod_sets(path: str) -> list[tuple[str, str, dict[str, Any], int]]:
-    """(namespace, queue, pod template, pod count) of each JobSet in the file (one pod set per replicated job)."""
+def pod_sets(documents: list[dict[str, Any]]) -> list[tuple[str, str, dict[str, Any], int]]:
+    """(namespace, queue, pod template, pod count) of each JobSet (one pod set per replicated job)."""
     found = []
-    for document in yaml.safe_load_all((REPO_ROOT / path).read_text()):
+    for document in documents:
         if document and document["kind"] == "JobSet":
             meta = document["metadata"]
             for replicated in document["spec"]["replicatedJobs"]:
@@ -53,9 +56,12 @@ def pod_sets(path: str) -> list[tuple[str, str, dict[str, Any], int]]:
     return found
 
 
-def check_job(recording: Recording, path: str) -> list[str]:
+def check_job(recording: Recording, path: str, documents: list[dict[str, Any]] | None = None) -> list[str]:
+    """Why the JobSets of `path` (or `documents`, what it renders) cannot run on `recording`'s stack."""
+    if documents is None:
+        documents = list(yaml.safe_load_all((REPO_ROOT / path).read_text()))
     problems: list[str] = []
-    for namespace, queue, pod, count in pod_sets(path):
+    for namespace, queue, pod, count in pod_sets(documents):
         flavor = admit(recording, queue, namespace, pod, count)
         if flavor is None:
             problems.append(f"{path}: Kueue admits none of its {count} pods on queue {namespace}/{queue}")
@@ -72,6 +78,22 @@ def test_a_documented_job_is_admitted_and_placed_beside_what_the_stack_keeps_up(
 ) -> None:
     recording = {"dev": dev_recording, "prod": prod_recording}[DOCUMENTED_JOBS[path]]
     assert not check_job(recording, path), "the page's job must run on the stack the page names"
+
+
+def test_the_training_job_example_runs_on_the_platform_stack_its_stack_file_names() -> None:
+    platform = example_recording("infiniband-training")
+    (reference,) = [
+        v
+        for k, v in project_config(EXAMPLES / "training-job" / "Pulumi.dev.yaml")[1].items()
+        if k.endswith(":platformStack")
+    ]
+    outputs = {"kubeconfig": KUBECONFIG, "trainingTeams": platform.stack_outputs["trainingTeams"]}
+    job = run_example(EXAMPLES / "training-job", stack_references={reference: outputs})
+    documents = [kubernetes_object(r) for r in job.of_type(JOBSET)]
+    assert documents, "the example renders its JobSet"
+    assert not check_job(platform, "examples/training-job", documents), (
+        "the README's `pulumi up` must give a job that runs on the infiniband-training platform it names"
+    )
 
 
 def test_the_contract_sees_the_inference_sample_take_a_gpu_the_job_needed(dev_recording: Recording) -> None:

@@ -73,7 +73,7 @@ def mutated(draw: st.DrawFn, stack: str) -> dict[str, Any]:
             current = parent[path[-1]]
         except (KeyError, IndexError, TypeError):
             continue  # an earlier mutation removed or reshaped this branch
-        if not isinstance(parent, dict | list):
+        if isinstance(parent, str):
             continue  # an earlier mutation turned an ancestor into a string: indexing it reads a character
         kind = draw(st.sampled_from(["replace", "delete", "extra", "wrap", "stringify", "empty"]))
         if kind == "replace":
