@@ -9,9 +9,10 @@ The requests follow what each command sends: `get`/`describe` read the named obj
 describe also lists the namespace's events (pkg/describe); `logs` reads the pod and its `log` subresource, and
 lists pods for a selector; `delete` deletes, then waits on the object (--wait, default true); `apply` reads each
 object and creates it when absent, patching an existing one only when the file changed it (pkg/cmd/apply
-patcher.go: an empty patch is not sent), so applying the same file again sends reads only; `get --raw PATH` is one GET of that path; kueuectl `list workload` lists
-workloads, reads their LocalQueues and, for pending ones, the cluster-scoped ClusterQueue pending-workloads
-summary of the visibility API (list_workload.go pendingWorkloads); `auth can-i` is a self access review any
+patcher.go: an empty patch is not sent), so applying the same file again sends reads only; `get --raw PATH` is
+one GET of that path; kueuectl `list workload` lists workloads, reads their LocalQueues and, for pending ones,
+the cluster-scoped ClusterQueue pending-workloads summary of the visibility API (list_workload.go
+pendingWorkloads); `auth can-i` is a self access review any
 authenticated user may create (the `system:basic-user` ClusterRole).
 """
 
