@@ -160,6 +160,11 @@ def test_an_unpriced_addition_reads_unpriced_never_plus_zero(dev_plan: dict[str,
     assert any(line.startswith("Unpriced") and "Lustre" in line for line in lines), lines
     no_change = plan_diff.summary_lines(replace(diff, unpriced_added=[]))
     assert "unpriced" not in " ".join(no_change), "nothing new unpriced, nothing said"
+    older = copy.deepcopy(dev_plan)
+    del older["summary"]["unpriced"]  # a base planned before the list existed
+    assert plan_diff.diff_plans(older, _plan_with(lustre)).unpriced_added == [], (
+        "against a plan without the list, nothing can be called new: the diff must not blame the change for it"
+    )
 
 
 def test_moving_a_pool_to_another_subnet_is_refused_not_sent(dev_plan: dict[str, Any]) -> None:

@@ -443,8 +443,16 @@ def diff_plans(base: Mapping[str, Any], head: Mapping[str, Any]) -> PlanDiff:
         quota=_figures(old_summary.get("quota") or {}, new_summary.get("quota") or {}),
         monthly=_figures(old_summary.get("monthly") or {}, new_summary.get("monthly") or {}, keep_equal=True),
         summary_missing=not old_summary or not new_summary,
-        unpriced_added=sorted(set(new_summary.get("unpriced") or []) - set(old_summary.get("unpriced") or [])),
+        unpriced_added=_unpriced_added(old_summary, new_summary),
     )
+
+
+def _unpriced_added(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
+    """What the head bills without a price that the base did not; nothing when the base's plan predates the list
+    (its items cannot be told from new ones)."""
+    if "unpriced" not in before:
+        return []
+    return sorted(set(after.get("unpriced") or []) - set(before["unpriced"]))
 
 
 def _figures(before: Mapping[str, float], after: Mapping[str, float], keep_equal: bool = False) -> list[FigureChange]:
