@@ -120,8 +120,8 @@ def test_the_pod_passes_the_restricted_pod_security_standard() -> None:
     )
 
 
-# JobSet v0.12.0 labels every pod with its JobSet's name (pkg/constants JobSetNameKey, set on the pod template by
-# jobset_controller.go labelAndAnnotateObject).
+# JobSet v0.12.0 (commit b16bcb1b) labels every pod with its JobSet's name: api/jobset/v1alpha2/jobset_types.go
+# JobSetNameKey, set on each Job's pod template by pkg/controllers/jobset_controller.go labelAndAnnotateObject.
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 
 
