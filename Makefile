@@ -82,16 +82,17 @@ policy-venv: $(POLICY_STAMP)
 
 ## plan: evaluate the stack offline and print verdicts, quota, cost and what would be created (STACK=dev|prod FORMAT=text|markdown)
 plan: $(STAMP)
-	@$(BIN)/python -m tools.plan --stack $(STACK) --format $(FORMAT)
+	@$(BIN)/python -m aks_gpu_platform.plan plan --stack $(STACK) --format $(FORMAT)
 
 ## plan-diff: what the working tree changes against git ref BASE (default main): creates, updates, replaces, deletes
 plan-diff: $(STAMP)
-	@$(BIN)/python -m tools.plan_diff --stack $(STACK) --base $(BASE) --format $(FORMAT)
+	@$(BIN)/python -m aks_gpu_platform.plan plan-diff --stack $(STACK) --base $(BASE) --format $(FORMAT)
 
-## docs: regenerate docs/config-reference.md, schemas/stack-config.schema.json, Pulumi.yaml's config: block and provider/adapters.py
+## docs: regenerate docs/config-reference.md, the stack-file schema, Pulumi.yaml's config: block, provider/adapters.py and the tested pins (constraints.txt)
 docs: $(STAMP)
 	$(BIN)/python -m tools.config_reference
 	$(BIN)/python -m tools.adapters_gen
+	$(BIN)/python -m tools.constraints
 
 ## bench: offline evaluation time and memory vs bare SDK registrations, and the deploy critical path
 bench: $(STAMP)

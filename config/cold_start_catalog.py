@@ -1,7 +1,7 @@
 """Published figures for how long a new GPU node takes to become useful, each with its source and date.
 
 A figure is a range of seconds (low..high); either end may be unknown (None) when nothing published
-bounds it. The plan's cold-start budget (tools/cold_start.py) adds these up per GPU pool and never
+bounds it. The plan's cold-start budget (aks_gpu_platform/plan/cold_start.py) adds these up per GPU pool and never
 fills an unknown with a guess.
 
 What was found, honestly: Azure publishes no service-level figure for GPU node provisioning. The

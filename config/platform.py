@@ -251,6 +251,36 @@ class PlatformConfig(ConfigModel):
             f"storage.netappFiles.enabled needs a subnet delegated to {NETAPP_DELEGATION}: {hint}",
         )
 
+    def _check_quotas_beside_pinned_gpus(self, nominal: Mapping[str, int], holders: Mapping[str, list[str]]) -> None:
+        """Nominal quota is a guarantee: a job using all of it must find the GPUs free beside what the stack keeps
+        up around the clock. The sample inference server keeps minReplicas pods of gpusPerPod on any NVIDIA pool
+        whose nodes hold that many; where every such pool is filled by team quotas, a job asking for its team's
+        whole quota is admitted by Kueue and never placed (the atomic scale-up cannot add a node past maxCount)."""
+        sample = self.autoscaling.sample_inference
+        if not sample.enabled or sample.scaling.min_replicas == 0:
+            return
+        reachable = [p for p in self.gpu_pools if p.sku.vendor == "nvidia" and gpus_per_node(p) >= sample.gpus_per_pod]
+        room = sum((gpu_capacity(p) - nominal.get(p.name, 0)) // sample.gpus_per_pod for p in reachable)
+        if room >= sample.scaling.min_replicas or not any(nominal.get(p.name) for p in reachable):
+            return
+        pool = next(p for p in reachable if nominal.get(p.name))
+        i, j = next(
+            (i, j)
+            for i, team in enumerate(self.training.teams)
+            for j, quota in enumerate(team.quotas)
+            if quota.pool == pool.name
+        )
+        pinned = sample.scaling.min_replicas * sample.gpus_per_pod
+        raise field_error(
+            f"training.teams[{i}].quotas[{j}].gpus",
+            self.training.teams[i].quotas[j].gpus,
+            f"pool {pool.name} holds {gpu_capacity(pool)} GPUs (maxCount {pool.max_count} x {gpus_per_node(pool)}); "
+            f"teams {holders[pool.name]} ask {nominal[pool.name]} in nominal quota while "
+            f"autoscaling.sampleInference keeps {pinned} GPU(s) up (minReplicas {sample.scaling.min_replicas} x "
+            f"gpusPerPod {sample.gpus_per_pod}): a job using the whole quota would be admitted and never placed. "
+            "Lower the quota, raise the pool's maxCount, or set the sample's minReplicas to 0",
+        )
+
     @model_validator(mode="after")
     def _check_training_quotas(self) -> PlatformConfig:
         pools = {p.name: p for p in self.gpu_pools}
@@ -273,6 +303,7 @@ class PlatformConfig(ConfigModel):
                         f"{gpus_per_node(pool)} per node); teams {holders[pool.name]} ask {nominal[pool.name]} "
                         "in nominal quota (guaranteed shares must fit; idle ones are lent through the cohort)",
                     )
+        self._check_quotas_beside_pinned_gpus(nominal, holders)
         if self.training.enabled:
             for i, pool in enumerate(self.gpu_pools):
                 taints = 1 + len(pool.taints) + (1 if pool.priority == "Spot" else 0)

@@ -2,7 +2,8 @@
 
 A report is a function of checkov's installed packages, the arguments and the files scanned (paths and bytes):
 the same scan in a later session, or in another test, reads the stored report instead of starting checkov
-(3-4 s each). The folder is the test session's cache (tools/recording_cache.py); with it off every scan runs.
+(3-4 s each). The folder is the test session's cache (aks_gpu_platform/plan/recording_cache.py); with it off
+every scan runs.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ from typing import Any
 
 import pytest
 
+from aks_gpu_platform.plan.recording_cache import RECORDING_CACHE
 from tools import REPO_ROOT
-from tools.recording_cache import RECORDING_CACHE
 
 CHECKOV_VENV = REPO_ROOT / ".venv-checkov"
 CHECKOV = CHECKOV_VENV / "bin" / "checkov"

@@ -18,30 +18,31 @@ from hypothesis import settings as hypothesis_settings
 
 from aks_gpu_platform.components.context import ClusterHandle
 from aks_gpu_platform.config import ConfigError, load_platform_config
+from aks_gpu_platform.plan import report as plan
+from aks_gpu_platform.plan.offline import run_stack
+from aks_gpu_platform.plan.recording_cache import RECORDING_CACHE, prune
 from aks_gpu_platform.testing import Recording, evaluate
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.checkov_scan import prune_reports
-from tools import REPO_ROOT, plan
-from tools.offline import run_stack
-from tools.recording_cache import RECORDING_CACHE, prune
+from tools import REPO_ROOT
 
 STACKS = ("dev", "prod")
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Share stack evaluations between the workers, the subprocesses and the next run (tools/recording_cache.py).
+    """Share stack evaluations between the workers, the subprocesses and the next run (plan/recording_cache.py).
 
     An empty AKS_GPU_PLATFORM_RECORDING_CACHE turns the cache off; a folder given there is used instead.
     """
     folder = os.environ.setdefault(RECORDING_CACHE, str(REPO_ROOT / "out" / "recordings"))
     if folder and not hasattr(config, "workerinput"):
-        prune(Path(folder))
+        prune(Path(folder), [REPO_ROOT])
         prune_reports(Path(folder))
 
 
 # The files whose tests run real commands in fresh processes, 10-20 s each. pytest-xdist hands files to its
 # workers in collection order: these go first, so the end of the run is made of short files on both workers.
-RUN_FIRST = ("test_packaging.py", "test_examples.py", "test_plan.py", "test_plan_diff.py")
+RUN_FIRST = ("test_wheel.py", "test_packaging.py", "test_examples.py", "test_plan.py", "test_plan_diff.py")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -108,7 +109,7 @@ class PlanRun:
 
 
 def plan_in_process(*args: str) -> PlanRun:
-    """`python -m tools.plan ARGS` run in this process: its exit status and output, without a new interpreter.
+    """`aks-gpu-platform plan ARGS` run in this process: its exit status and output, without a new interpreter.
 
     The tests that check the plan's determinism run the real command in fresh processes; the others need
     only what it prints and returns.

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import sysconfig
 from collections.abc import Iterable
 from pathlib import Path
@@ -62,3 +63,40 @@ def share_sdks(python: Path) -> Path:
 def clean_environment() -> dict[str, str]:
     """This process's environment without PYTHONPATH, so nothing of the repository leaks in."""
     return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+
+def _uv() -> str | None:
+    """uv from PATH, else the private copy `make` installs (.venv-uv)."""
+    private = REPO_ROOT / ".venv-uv" / "bin" / "uv"
+    return shutil.which("uv") or (str(private) if private.is_file() else None)
+
+
+def build_wheel(checkout: Path, out: Path) -> Path:
+    """The wheel `pip install <checkout>` builds, built with this interpreter's setuptools (no download)."""
+    build = [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "-w", str(out)]
+    subprocess.run([*build, str(checkout)], check=True, capture_output=True, text=True, timeout=300)
+    (wheel,) = out.glob(f"{PACKAGE}-*.whl")
+    return wheel
+
+
+def install_alone(requirement: str, folder: Path) -> Path:
+    """A new virtualenv at `folder` holding `requirement` and what its metadata pulls in, nothing else.
+
+    No requirements file and no .pth: a dependency the wheel forgets to declare is missing here, as on a
+    consumer's machine. uv installs from its cache (filled by `make venvs`) by hard links in well under a
+    second; without uv, or with a cold cache, the packages come from the index. Returns the Python.
+    """
+    env = clean_environment()
+    uv = _uv()
+    if uv is not None:
+        subprocess.run([uv, "venv", "--quiet", "--python", sys.executable, str(folder)], check=True, env=env)
+        python = folder / "bin" / "python"
+        install = [uv, "pip", "install", "--quiet", "--python", str(python), requirement]
+        if subprocess.run([*install, "--offline"], capture_output=True, env=env).returncode != 0:
+            subprocess.run(install, check=True, capture_output=True, env=env, timeout=900)
+        return python
+    subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True, env=env)
+    python = folder / "bin" / "python"
+    pip = [str(python), "-m", "pip", "install", "--quiet", requirement]
+    subprocess.run(pip, check=True, capture_output=True, env=env, timeout=900)
+    return python

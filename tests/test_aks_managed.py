@@ -28,6 +28,8 @@ from aks_gpu_platform.components.aks_managed_gpu import managed_pool_name
 from aks_gpu_platform.components.gpu_node_pool import azure_pool_name
 from aks_gpu_platform.config import load_platform_config
 from aks_gpu_platform.config.scheduling import pod_fits_node
+from aks_gpu_platform.plan.offline import run_stack
+from aks_gpu_platform.plan.render import render_and_validate
 from aks_gpu_platform.testing import Recording
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import assert_rejected, cluster_handle, settings_of
@@ -35,8 +37,6 @@ from tests.gpu_metrics_world import GpuWorkload, MetricsWorld, build_world
 from tests.promql_model import Evaluator, matches, selectors
 from tests.scheduling import generic_agent_pools, node_templates, scheduling_check
 from tools import REPO_ROOT
-from tools.offline import run_stack
-from tools.render import render_and_validate
 
 PREFIX = "aks-gpu-platform:"
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -351,7 +351,7 @@ def test_the_pool_built_directly_keeps_spot_and_leaves_the_version_to_auto_upgra
 
 
 def test_the_plans_quota_counts_the_managed_pools(managed: Recording) -> None:
-    from tools.cost import pool_capacities, quota_needs
+    from aks_gpu_platform.plan.cost import pool_capacities, quota_needs
 
     pools = {p.labels.get("gpu-pool"): p for p in pool_capacities(managed) if p.labels.get("pool") == "gpu"}
     assert set(pools) == {"gput4", "a100mig"}, "GPU quota is asked for every GPU pool, managed ones included"

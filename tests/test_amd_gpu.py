@@ -15,6 +15,9 @@ from aks_gpu_platform.components import amd_registry_secret_job as secret_job
 from aks_gpu_platform.components import metrics_labels as labels
 from aks_gpu_platform.components.roles import ACR_PULL
 from aks_gpu_platform.config import load_platform_config
+from aks_gpu_platform.plan import cold_start
+from aks_gpu_platform.plan.offline import run_stack
+from aks_gpu_platform.plan.report import docker_hub_warnings
 from aks_gpu_platform.testing import Recording, kubernetes_object
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.arm_spec import load_specs, schema_problems
@@ -26,9 +29,7 @@ from tests.rbac_model import Request, kubernetes_allows
 from tests.release_contract import release_problems
 from tests.scheduling import AGENT_POOL, RELEASE, helm_merge, pod_fits_node, scheduling_check
 from tests.scrape_model import Container, Pod, Port, pod_monitor_scrape_configs, scrape, targets
-from tools import REPO_ROOT, cold_start
-from tools.offline import run_stack
-from tools.plan import docker_hub_warnings
+from tools import REPO_ROOT
 
 MI300X = {"name": "mi300x", "vmSize": "Standard_ND96isr_MI300X_v5", "zones": ["1"], "infiniband": True}
 AMD_CHART = "gpu-operator-charts"

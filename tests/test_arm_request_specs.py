@@ -17,12 +17,12 @@ import pytest
 from aks_gpu_platform.components.aks_managed_gpu import managed_pool_name
 from aks_gpu_platform.components.gpu_node_pool import azure_pool_name
 from aks_gpu_platform.config.gpu import GpuPoolConfig
+from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import RecordedResource, Recording
 from tests.arm_spec import load_specs, request_problems
 from tests.test_aks_managed import managed_config
 from tests.test_netapp import PROD_NETAPP_SUBNET, with_netapp
 from tests.test_scheduling import VARIANTS, variant_config
-from tools.offline import run_stack
 
 GENERIC = "azure-native:resources:Resource"
 SPECS = load_specs()

@@ -17,6 +17,8 @@ from aks_gpu_platform.config.autoscaling import AutoscalingConfig, SampleInferen
 from aks_gpu_platform.config.cluster import AutoscalerProfileConfig
 from aks_gpu_platform.config.loader import validate_section
 from aks_gpu_platform.config.scheduling import GPU_RESOURCE, pod_fits_node
+from aks_gpu_platform.plan.offline import run_stack
+from aks_gpu_platform.plan.report import SUMMARIES
 from aks_gpu_platform.testing import Recording, evaluate, kubernetes_object
 from aks_gpu_platform.testing.checks import validate_object
 from aks_gpu_platform.testing.stack_files import load_stack_file
@@ -25,8 +27,6 @@ from tests.gpu_metrics_world import GpuWorkload, build_world
 from tests.promql_model import Evaluator
 from tests.scheduling import node_templates
 from tools import REPO_ROOT
-from tools.offline import run_stack
-from tools.plan import SUMMARIES
 
 CLUSTER = "azure-native:containerservice:ManagedCluster"
 IDENTITY = "azure-native:managedidentity:UserAssignedIdentity"

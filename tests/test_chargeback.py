@@ -184,7 +184,7 @@ def test_kueue_panels_count_the_leader_only(team_worlds: dict[str, Any]) -> None
 
 
 def test_plan_shows_each_teams_monthly_quota_ceiling(recordings: dict[str, Recording]) -> None:
-    from tools.cost import pool_capacities, team_quota_ceilings
+    from aks_gpu_platform.plan.cost import pool_capacities, team_quota_ceilings
 
     recording = recordings["prod"]
     ceilings = {c.team: c for c in team_quota_ceilings(recording, pool_capacities(recording))}

@@ -15,14 +15,14 @@ from typing import Any
 
 import pytest
 
+from aks_gpu_platform.plan.offline import run_stack
+from aks_gpu_platform.plan.render import render_and_validate
 from aks_gpu_platform.testing import Recording
 from tests.checkov_scan import checkov_reports
 from tests.conftest import STACKS
 from tests.test_gpu_validation import validated_config
 from tests.test_netapp import PROD_NETAPP_SUBNET, with_netapp
 from tools import arm
-from tools.offline import run_stack
-from tools.render import render_and_validate
 
 UNHARDENED = "unhardened"
 TAMPERED = "tampered"

@@ -15,13 +15,15 @@ from aks_gpu_platform.config import PlatformConfig, load_platform_config
 from aks_gpu_platform.config.cold_start_catalog import Figure
 from aks_gpu_platform.config.prices import HOURS_PER_MONTH, VM_HOURLY
 from aks_gpu_platform.config.scheduling import pod_fits_node
+from aks_gpu_platform.plan import cold_start, cost
+from aks_gpu_platform.plan import report as plan
+from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import STACKS, assert_rejected, set_path, settings_of
 from tests.scheduling import node_templates, object_pod_templates, scheduling_check
 from tests.test_scheduling import variant_config
-from tools import REPO_ROOT, cold_start, cost, plan
-from tools.offline import run_stack
+from tools import REPO_ROOT
 
 
 def _config(stack: str, **paths: Any) -> PlatformConfig:
@@ -183,7 +185,7 @@ def test_lustre_weights_read_at_the_tiers_published_throughput(prod_recording: R
 
 
 def test_plan_prints_the_budget_and_each_switch(dev_recording: Recording) -> None:
-    from tools.plan import _cold_start_sources, _switch_rows  # pyright: ignore[reportPrivateUsage]
+    from aks_gpu_platform.plan.report import _cold_start_sources, _switch_rows  # pyright: ignore[reportPrivateUsage]
 
     budget = _budgets("dev", dev_recording)[0]
     rows = _switch_rows(budget)

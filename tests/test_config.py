@@ -337,7 +337,7 @@ def test_every_creatable_minor_has_an_upstream_schema_to_validate_against() -> N
     minors |= set(creatable_minors("AKSLongTermSupport", CATALOG_CHECKED_ON))
     assert minors, "some minor must be creatable"
     for minor in sorted(minors):
-        # ClusterConfig.schema_version is what tools/plan.py validates rendered objects against.
+        # ClusterConfig.schema_version is what aks_gpu_platform/plan/report.py validates rendered objects against.
         version = ClusterConfig.model_construct(kubernetes_version=minor).schema_version
         try:
             kubernetes_validate.validate(config_map, version, strict=True)

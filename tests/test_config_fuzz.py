@@ -16,11 +16,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from aks_gpu_platform.config import ConfigError, load_platform_config
+from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording, runtime
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import STACKS, settings_of
 from tools import REPO_ROOT
-from tools.offline import run_stack
 
 PREFIX = "aks-gpu-platform:"
 # Every problem starts with the path of the field it is about: `cluster.apiServer.authorizedIpRanges[0]: ...`.

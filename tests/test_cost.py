@@ -14,13 +14,14 @@ import pytest
 from aks_gpu_platform.config import load_platform_config
 from aks_gpu_platform.config.prices import PRICE_TABLES
 from aks_gpu_platform.config.upgrade import surge_node_count
+from aks_gpu_platform.plan import cost
+from aks_gpu_platform.plan.mock_values import MockValueMarker
+from aks_gpu_platform.plan.offline import run_stack
+from aks_gpu_platform.plan.report import build_report
 from aks_gpu_platform.testing import Recording
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import settings_of
-from tools import REPO_ROOT, cost
-from tools.mock_values import MockValueMarker
-from tools.offline import run_stack
-from tools.plan import build_report
+from tools import REPO_ROOT
 
 MONTH = 730  # hours, Azure's pricing calculator month
 P10_DISK = 19.71  # USD a month, managed OS disk up to 128 GiB
@@ -65,7 +66,7 @@ def test_a_spot_gpu_pool_counts_against_the_low_priority_quota() -> None:
     recording = _variant("dev", lambda config: config["aks-gpu-platform:gpuPools"][0].update(priority="Spot"))
     needs = _needs(recording)
     assert "standardNCASv3_T4Family" not in needs, "Spot VMs do not use the family's Regular quota"
-    assert needs[cost.LOW_PRIORITY] == 2 * 4, "2 NC4as T4 v3 x 4 vCPUs, surge 0"
+    assert needs[cost.LOW_PRIORITY] == 3 * 4, "3 NC4as T4 v3 x 4 vCPUs, surge 0"
     assert needs[cost.TOTAL_REGIONAL] == (3 + 1) * 4 + (2 + 1) * 4, "only the CPU and system pools stay Regular"
 
 
@@ -85,8 +86,8 @@ def test_dev_floor_and_ceiling(dev_recording: Recording) -> None:
     aks_standard = 0.10 * MONTH
     # Floor: 1 CPU node, 1 system node, the T4 node the Triton sample keeps up, AKS Standard, ACR Premium.
     assert estimate.floor == pytest.approx(d4 + d4 + t4 + aks_standard + ACR_PREMIUM)
-    # Ceiling: 3 CPU, 2 T4, 2 system nodes (the held node is within the T4 pool's max).
-    assert estimate.ceiling == pytest.approx(3 * d4 + 2 * t4 + 2 * d4 + aks_standard + ACR_PREMIUM)
+    # Ceiling: 3 CPU, 3 T4, 2 system nodes (the held node is within the T4 pool's max).
+    assert estimate.ceiling == pytest.approx(3 * d4 + 3 * t4 + 2 * d4 + aks_standard + ACR_PREMIUM)
     assert all("no price for koreacentral" in item for item in estimate.unpriced), (
         "what bills from creation without a price is named per line with the region it lacks a price for"
     )
@@ -142,7 +143,7 @@ def test_a_size_without_a_price_is_named_and_left_out() -> None:
     estimate = cost.estimate_cost(recording, pools, cost.held_gpu_nodes(recording, pools))
     assert any("Standard_ND96isr_H200_v5 has no price" in item for item in estimate.unpriced), estimate.unpriced
     assert not any("H200" in line.item for line in estimate.lines), "an unknown price is never counted as zero"
-    assert _needs(recording)["standardNDISRH200V5Family"] == 2 * 96, "its quota is still counted"
+    assert _needs(recording)["standardNDISRH200V5Family"] == 3 * 96, "its quota is still counted"
 
 
 def _estimate(recording: Recording) -> cost.CostEstimate:

@@ -10,12 +10,12 @@ import pytest
 import yaml
 
 from aks_gpu_platform.config import ConfigError
+from aks_gpu_platform.plan.offline import run_stack
+from aks_gpu_platform.plan.render import render_and_validate
 from aks_gpu_platform.testing import Recording, policy_verdicts
 from aks_gpu_platform.testing.stack_files import read_stack_yaml
 from tests.conftest import settings_of
 from tools import REPO_ROOT, e2e_stack
-from tools.offline import run_stack
-from tools.render import render_and_validate
 
 RUN_ID = "1234567890123"  # GitHub run ids are 11 digits today; the names leave room for 13
 ADMIN_GROUP = "00000000-0000-4000-8000-0000000000e7"

@@ -19,12 +19,12 @@ import yaml
 from aks_gpu_platform.config import ConfigError
 from aks_gpu_platform.config.image_platforms import runs_on_arm64
 from aks_gpu_platform.config.scheduling import GPU_RESOURCE, pod_fits_node
+from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording, evaluate, kubernetes_object
 from aks_gpu_platform.testing.checks import validate_object
 from tests.crd_schema import crd_problems
 from tests.scheduling import RELEASE, node_templates
 from tools import REPO_ROOT
-from tools.offline import run_stack
 
 EXAMPLE = REPO_ROOT / "examples" / "training-job"
 PLATFORM = "organization/aks-gpu-platform/prod"

@@ -19,6 +19,7 @@ from aks_gpu_platform.components.fleet_multikueue import (
 )
 from aks_gpu_platform.config import ConfigError
 from aks_gpu_platform.config.fleet import load_fleet
+from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import RecordedResource, Recording, kubernetes_object
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests import admission_cel as admission
@@ -29,7 +30,6 @@ from tests.conftest import settings_of
 from tests.kueue_schemas import cel_violations, schema_errors
 from tests.scheduling import scheduling_check
 from tools import REPO_ROOT
-from tools.offline import run_stack
 
 KUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:"
 FLEET_API = "2026-06-01"

@@ -22,13 +22,13 @@ from aks_gpu_platform.config.loader import validate_section
 from aks_gpu_platform.config.scheduling import GPU_RESOURCE, GPU_TAINT, SPOT_TAINT, pod_fits_node
 from aks_gpu_platform.config.types import POOL_NAME_PATTERN
 from aks_gpu_platform.config.upgrade import GpuPoolUpgradeConfig
+from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording, kubernetes_object
 from aks_gpu_platform.testing.checks import validate_object
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import STACKS, assert_rejected, cluster_handle, settings_of
 from tests.scheduling import node_template, node_templates, release_pod_templates
 from tools import REPO_ROOT
-from tools.offline import run_stack
 
 AGENT_POOL = "azure-native:containerservice:AgentPool"
 RELEASE = "kubernetes:helm.sh/v3:Release"

@@ -27,6 +27,7 @@ import pytest
 
 from aks_gpu_platform.components import metrics_labels
 from aks_gpu_platform.config import load_platform_config
+from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import assert_rejected, settings_of
@@ -35,7 +36,6 @@ from tests.promql_model import Evaluator, matches, selectors
 from tests.scheduling import node_templates, scheduling_check
 from tests.scrape_model import Series
 from tools import REPO_ROOT
-from tools.offline import run_stack
 
 PREFIX = "aks-gpu-platform:"
 RULE_GROUP = "azure-native:alertsmanagement:PrometheusRuleGroup"

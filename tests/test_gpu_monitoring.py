@@ -18,6 +18,7 @@ from aks_gpu_platform.config import ConfigError, load_platform_config
 from aks_gpu_platform.config.loader import validate_section
 from aks_gpu_platform.config.monitoring import RegistryConfig
 from aks_gpu_platform.config.scheduling import pod_fits_node
+from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import RecordedResource, Recording
 from tests.conftest import STACKS, assert_rejected, cluster_handle, set_path, settings_of
 from tests.gpu_metrics_world import GpuWorkload, MetricsWorld, build_world
@@ -25,7 +26,6 @@ from tests.promql_model import Evaluator, matches, selectors
 from tests.scheduling import node_templates
 from tests.scrape_model import Series, node_exporter_target, scrape
 from tools import REPO_ROOT
-from tools.offline import run_stack
 
 REGISTRY = "azure-native:containerregistry:Registry"
 ROLE = "azure-native:authorization:RoleAssignment"

@@ -19,6 +19,8 @@ from aks_gpu_platform.components.recording_rules import GPU_PRICE
 from aks_gpu_platform.config import load_platform_config
 from aks_gpu_platform.config.prices import HOURS_PER_MONTH, VM_HOURLY
 from aks_gpu_platform.config.scheduling import pod_fits_node
+from aks_gpu_platform.plan import cost
+from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import RecordedResource, Recording
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.autoscaler_template import (
@@ -32,8 +34,7 @@ from tests.autoscaler_template import (
 from tests.conftest import assert_rejected, settings_of
 from tests.scheduling import AGENT_POOL, RELEASE, node_templates
 from tests.test_scheduling import variant_config
-from tools import REPO_ROOT, cost
-from tools.offline import run_stack
+from tools import REPO_ROOT
 
 PREFIX = "aks-gpu-platform:"
 CLUSTER_QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"
@@ -62,6 +63,7 @@ def _operator_time_sliced_mig(config: dict[str, Any]) -> None:
         }
     ]
     config[PREFIX + "gpuStack"] = {"mode": "gpuOperator", "operatorDcgm": True, "smokeTest": True}
+    config[PREFIX + "autoscaling"]["sampleInference"]["scaling"]["minReplicas"] = 0  # the team holds the pool
     for team in config[PREFIX + "training"]["teams"]:
         team["quotas"] = [{"pool": "a100ts", "gpus": 8}]
 
@@ -119,7 +121,8 @@ def test_aks_managed_pools_cannot_share() -> None:
 
 def test_team_quotas_count_shared_devices() -> None:
     """2 T4 nodes time-sliced 4 ways advertise 8 nvidia.com/gpu: a team may hold all 8, not 9."""
-    settings = _dev_with(sharing={"mode": "timeSlicing", "replicas": 4})
+    settings = _dev_with(maxCount=2, sharing={"mode": "timeSlicing", "replicas": 4})
+    settings["autoscaling"]["sampleInference"]["scaling"]["minReplicas"] = 0  # nothing else kept on the pool
     settings["training"]["teams"][0]["quotas"][0]["gpus"] = 8
     load_platform_config(settings)
     settings["training"]["teams"][0]["quotas"][0]["gpus"] = 9

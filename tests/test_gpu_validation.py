@@ -28,13 +28,13 @@ from aks_gpu_platform.components.nccl_probe import bus_bandwidth_gbps, verdict
 from aks_gpu_platform.config import load_platform_config
 from aks_gpu_platform.config.gpu_catalog import GPU_SKUS
 from aks_gpu_platform.config.scheduling import pod_fits_node
+from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording, kubernetes_object
 from aks_gpu_platform.testing.checks import validate_object
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import assert_rejected, cluster_handle, settings_of
 from tests.scheduling import node_templates, scheduling_check
 from tools import REPO_ROOT
-from tools.offline import run_stack
 
 PREFIX = "aks-gpu-platform:"
 JOB = "kubernetes:batch/v1:Job"

@@ -16,13 +16,13 @@ from aks_gpu_platform.components.gpu_node_images import check_arm64_images, gpu_
 from aks_gpu_platform.config import ConfigError, load_platform_config
 from aks_gpu_platform.config.image_platforms import require_arm64, runs_on_arm64
 from aks_gpu_platform.config.scheduling import pod_fits_node
+from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording
 from tests.conftest import assert_rejected, set_path, settings_of
 from tests.node_image_model import node_image
 from tests.release_contract import RELEASE_READERS, release_problems
 from tests.scheduling import RELEASE, chart_name, node_templates, object_pod_templates, release_pod_templates
 from tests.test_scheduling import variant_config
-from tools.offline import run_stack
 
 VARIANT = "grace-blackwell"
 DRA_CHART = "oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu"
@@ -95,6 +95,7 @@ def test_the_driver_container_the_operator_picks_for_the_grace_node_has_an_arm64
 def test_an_image_without_a_verified_arm64_build_is_refused_naming_pool_image_setting_and_fix() -> None:
     settings = _settings()
     settings["autoscaling"]["sampleInference"]["enabled"] = True  # tritonserver:25.01-py3: no arm64 source
+    settings["autoscaling"]["sampleInference"]["scaling"]["minReplicas"] = 0  # the team's quota holds the whole pool
     with pytest.raises(ConfigError) as caught:
         check_arm64_images(load_platform_config(settings))
     message = str(caught.value)

@@ -23,12 +23,12 @@ import pytest
 from aks_gpu_platform.config import load_platform_config
 from aks_gpu_platform.config.lustre_catalog import AMLFS_SKUS, required_subnet_prefix
 from aks_gpu_platform.config.scheduling import pod_fits_node
+from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import assert_rejected, settings_of
 from tests.scheduling import release_pod_templates
 from tools import REPO_ROOT
-from tools.offline import run_stack
 
 PREFIX = "aks-gpu-platform:"
 FILESYSTEM = "azure-native:storagecache:AmlFilesystem"

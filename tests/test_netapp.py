@@ -13,13 +13,13 @@ from aks_gpu_platform import policy_rules as rules
 from aks_gpu_platform.config.netapp import GIB, TIB, NetAppFilesConfig
 from aks_gpu_platform.config.network import NETAPP_DELEGATION
 from aks_gpu_platform.config.scheduling import pod_fits_node
+from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.policy_rules import Resource, StackFacts
 from aks_gpu_platform.testing import RecordedResource, Recording, kubernetes_object, policy_verdicts
 from aks_gpu_platform.testing.checks import validate_object
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import assert_rejected, cluster_handle, settings_of
 from tools import REPO_ROOT
-from tools.offline import run_stack
 
 ACCOUNT = "azure-native:netapp:Account"
 POOL = "azure-native:netapp:CapacityPool"

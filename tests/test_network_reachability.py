@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.reachability import (
@@ -23,7 +24,6 @@ from tests.reachability import (
 )
 from tests.test_scheduling import VARIANTS, variant_config
 from tools import REPO_ROOT
-from tools.offline import run_stack
 from tools.runner_access import authorize
 
 # A GitHub-hosted runner's address for one run: in none of the stacks' configured ranges.

@@ -17,6 +17,7 @@ import pytest
 
 from aks_gpu_platform.config import ConfigError, load_platform_config
 from aks_gpu_platform.config.gpu_catalog import GPU_SKUS, gpu_sku
+from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import RecordedResource, Recording
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import assert_rejected, settings_of
@@ -33,7 +34,6 @@ from tests.test_aks_managed import managed_config
 from tests.test_amd_gpu import amd_variant
 from tests.test_scheduling import VARIANTS, variant_config
 from tools import REPO_ROOT
-from tools.offline import run_stack
 
 AGENT_POOL = "azure-native:containerservice:AgentPool"
 GENERIC = "azure-native:resources:Resource"

@@ -18,13 +18,13 @@ from aks_gpu_platform.config.placeholders import (
     find_placeholders,
     refuse_placeholders,
 )
+from aks_gpu_platform.plan.offline import run_stack
+from aks_gpu_platform.plan.recording_cache import RECORDING_CACHE
 from aks_gpu_platform.testing import evaluate, runtime
 from aks_gpu_platform.testing.mocks import RecordingMocks, RecordingMonitor
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import STACKS, set_path, settings_of
 from tools import REPO_ROOT
-from tools.offline import run_stack
-from tools.recording_cache import RECORDING_CACHE
 
 PROJECT = "aks-gpu-platform"
 STACK_TYPE = "pulumi:pulumi:Stack"

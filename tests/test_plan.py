@@ -13,12 +13,12 @@ import pytest
 import yaml
 
 from aks_gpu_platform.components.roles import ROLE_NAMES
+from aks_gpu_platform.plan.document import PLAN_FILE, read_plan
+from aks_gpu_platform.plan.mock_values import distinctive
+from aks_gpu_platform.plan.recording_cache import RECORDING_CACHE
 from aks_gpu_platform.testing import Recording
 from tests.conftest import STACKS, plan_in_process
 from tools import REPO_ROOT
-from tools.mock_values import distinctive
-from tools.plan_document import PLAN_FILE, read_plan
-from tools.recording_cache import RECORDING_CACHE
 
 # A pull-request comment and a terminal both show lines as they are.
 MAX_LINE = 120
@@ -30,7 +30,7 @@ def _plan(*args: str, hash_seed: str = "0", evaluate: bool = False) -> subproces
     if evaluate:
         env[RECORDING_CACHE] = ""
     return subprocess.run(
-        [sys.executable, "-m", "tools.plan", *args],
+        [sys.executable, "-m", "aks_gpu_platform.plan.report", *args],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,

@@ -8,19 +8,21 @@ import subprocess
 import sys
 from collections.abc import Callable
 from contextlib import redirect_stdout
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from aks_gpu_platform.plan import diff as plan_diff
+from aks_gpu_platform.plan.document import dumps, plan_document, read_plan
+from aks_gpu_platform.plan.offline import run_stack
+from aks_gpu_platform.plan.report import plan_summary
 from aks_gpu_platform.testing import Recording
 from aks_gpu_platform.testing.arm_paths import AZURE_PATH_PARAMETERS
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import STACKS
-from tools import REPO_ROOT, plan_diff
-from tools.offline import run_stack
-from tools.plan import plan_summary
-from tools.plan_document import dumps, plan_document, read_plan
+from tools import REPO_ROOT
 
 AGENT_POOL = "azure-native:containerservice:AgentPool"
 GPU_POOLS = "aks-gpu-platform:gpuPools"
@@ -59,7 +61,7 @@ def test_resizing_a_gpu_pool_updates_it_in_place(dev_plan: dict[str, Any]) -> No
     change = _pool_change(diff)
     assert change.op == "update", "autoscale bounds change in place: no new pool, no drained nodes"
     by_path = {c.path: (c.before, c.after) for c in change.changes}
-    assert by_path == {"maxCount": (2, 4), "minCount": (0, 1)}, (
+    assert by_path == {"maxCount": (3, 4), "minCount": (0, 1)}, (
         f"exactly the bounds change; count is ignored (the autoscaler owns it): {by_path}"
     )
     replaced = [(c.type, c.name) for c in diff.of("replace")]
@@ -104,6 +106,65 @@ def test_the_pull_request_diff_leads_with_the_quota_and_cost_a_vm_size_change_br
     assert f"ceiling +${ceiling.delta:,.0f}/month" in first, f"the reviewer reads the cost change first:\n{first}"
     assert "standardNCASv3_T4Family" in first and "(+" in first, "and the quota change, before the resource list"
     assert "replace (create-before-delete)" in text, "then what is replaced, in which order"
+
+
+def _resize_vm(config: dict[str, Any]) -> None:
+    config[GPU_POOLS][0]["vmSize"] = "Standard_NC8as_T4_v3"
+
+
+def test_a_create_before_delete_pool_replacement_shows_the_quota_both_pools_hold(dev_plan: dict[str, Any]) -> None:
+    change = _pool_change(plan_diff.diff_plans(dev_plan, _plan_with(_resize_vm)))
+    (peak,) = [n for n in change.notes if n.startswith("quota peak")]
+    max_count = load_stack_file("dev", REPO_ROOT)[GPU_POOLS][0]["maxCount"]
+    old, new = 4 * max_count, 8 * max_count  # NC4as_T4_v3 and NC8as_T4_v3 vCPUs at maxCount
+    assert f"old {old} + new {new} = {old + new} vCPUs" in peak and "standardNCASv3_T4Family" in peak, (
+        "while the new pool comes up beside the old one both count against the family quota: the request must "
+        f"cover the sum, not the new pool alone: {peak}"
+    )
+
+
+def test_replacing_a_gpu_pool_warns_that_its_jobs_are_drained_and_for_how_long(dev_plan: dict[str, Any]) -> None:
+    change = _pool_change(plan_diff.diff_plans(dev_plan, _plan_with(_resize_vm)))
+    (drained,) = [n for n in change.notes if n.startswith("GPU pool replaced")]
+    drain = load_stack_file("dev", REPO_ROOT)["aks-gpu-platform:upgrade"]["gpuPools"]["drainTimeoutInMinutes"]
+    assert "running jobs" in drained and f"up to {drain} min" in drained, (
+        f"a reviewer must see that approving this stops the team's running jobs, and for how long: {drained}"
+    )
+    text = plan_diff.render(plan_diff.diff_plans(dev_plan, _plan_with(_resize_vm)), "t")
+    assert f"note: {drained}" in text, "the warning is printed under the pool"
+
+
+def test_a_change_of_pool_capacity_shows_the_team_quotas_against_it(dev_plan: dict[str, Any]) -> None:
+    def shrink(config: dict[str, Any]) -> None:
+        config[GPU_POOLS][0]["maxCount"] = 2
+        config["aks-gpu-platform:training"]["teams"][0]["quotas"][0]["gpus"] = 1
+
+    change = _pool_change(plan_diff.diff_plans(dev_plan, _plan_with(shrink)))
+    (capacity,) = [n for n in change.notes if n.startswith("GPU capacity")]
+    assert "3 -> 2" in capacity and "ml 1" in capacity, (
+        f"the reviewer compares the new capacity with what the teams are guaranteed on it: {capacity}"
+    )
+
+
+def test_an_unpriced_addition_reads_unpriced_never_plus_zero(dev_plan: dict[str, Any]) -> None:
+    def lustre(config: dict[str, Any]) -> None:
+        config["aks-gpu-platform:storage"]["lustre"]["enabled"] = True
+
+    diff = plan_diff.diff_plans(dev_plan, _plan_with(lustre))
+    assert any("Lustre" in item for item in diff.unpriced_added), diff.unpriced_added
+    lines = plan_diff.summary_lines(diff)
+    money = next(line for line in lines if line.startswith("Monthly cost"))
+    assert "+$0/" not in money and "unpriced" in money, (
+        f"a filesystem billed from creation without a known price must not read as free: {money}"
+    )
+    assert any(line.startswith("Unpriced") and "Lustre" in line for line in lines), lines
+    no_change = plan_diff.summary_lines(replace(diff, unpriced_added=[]))
+    assert "unpriced" not in " ".join(no_change), "nothing new unpriced, nothing said"
+    older = copy.deepcopy(dev_plan)
+    del older["summary"]["unpriced"]  # a base planned before the list existed
+    assert plan_diff.diff_plans(older, _plan_with(lustre)).unpriced_added == [], (
+        "against a plan without the list, nothing can be called new: the diff must not blame the change for it"
+    )
 
 
 def test_moving_a_pool_to_another_subnet_is_refused_not_sent(dev_plan: dict[str, Any]) -> None:
@@ -223,7 +284,7 @@ def test_a_base_that_predates_plan_json_fails_with_a_clear_message() -> None:
         pytest.skip(f"this clone lacks {BEFORE_PLAN_JSON}")
     before = _worktrees()
     result = subprocess.run(
-        [sys.executable, "-m", "tools.plan_diff", "--stack", "dev", "--base", BEFORE_PLAN_JSON],
+        [sys.executable, "-m", "aks_gpu_platform.plan.diff", "--stack", "dev", "--base", BEFORE_PLAN_JSON],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,
@@ -238,7 +299,18 @@ def test_a_base_that_predates_plan_json_fails_with_a_clear_message() -> None:
 def test_plan_diff_plans_a_git_ref_in_a_temporary_worktree() -> None:
     before = _worktrees()
     result = subprocess.run(
-        [sys.executable, "-m", "tools.plan_diff", "--stack", "dev", "--base", "HEAD", "--format", "markdown"],
+        [
+            sys.executable,
+            "-m",
+            "aks_gpu_platform.plan",
+            "plan-diff",
+            "--stack",
+            "dev",
+            "--base",
+            "HEAD",
+            "--format",
+            "markdown",
+        ],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,

@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from aks_gpu_platform.plan.offline import run_stack
+from aks_gpu_platform.plan.report import docker_hub_warnings
 from aks_gpu_platform.testing import Recording
 from tests.release_contract import (
     DEFAULT_TIMEOUT_SECONDS,
@@ -24,8 +26,6 @@ from tests.release_contract import (
 )
 from tests.scheduling import RELEASE
 from tests.test_scheduling import VARIANTS, variant_config
-from tools.offline import run_stack
-from tools.plan import docker_hub_warnings
 
 PREFIX = "aks-gpu-platform:"
 NVSENTINEL = "oci://ghcr.io/nvidia/nvsentinel"

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from tools import REPO_ROOT, replacement_guard
+from aks_gpu_platform.plan import replacement_guard
+from tools import REPO_ROOT
 
 FIXTURES = Path(__file__).parent / "fixtures" / "preview"
 
@@ -21,7 +22,7 @@ def _load(name: str) -> dict[str, Any]:
 
 def _guard(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "tools.replacement_guard", *args],
+        [sys.executable, "-m", "aks_gpu_platform.plan.replacement_guard", *args],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,

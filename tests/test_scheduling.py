@@ -20,6 +20,8 @@ import yaml
 from aks_gpu_platform.config import load_platform_config
 from aks_gpu_platform.config.platform import PlatformConfig
 from aks_gpu_platform.config.scheduling import pod_fits_node
+from aks_gpu_platform.plan.offline import run_stack
+from aks_gpu_platform.plan.render import render_and_validate
 from aks_gpu_platform.testing import RecordedResource, Recording, policy_verdicts
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests import test_example_training_job as example_job
@@ -47,8 +49,6 @@ from tests.scheduling import (
     scheduling_check,
     unmet_requests,
 )
-from tools.offline import run_stack
-from tools.render import render_and_validate
 
 PREFIX = "aks-gpu-platform:"
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -94,7 +94,8 @@ def _gpu_operator_mig(config: dict[str, Any]) -> None:
         }
     ]
     config[PREFIX + "gpuStack"] = {"mode": "gpuOperator", "operatorDcgm": True, "smokeTest": True}
-    # Team quotas follow the pool (2 nodes x 2 MIG3g slices of one A100 80GB).
+    # Team quotas follow the pool (2 nodes x 2 MIG3g slices of one A100 80GB); the sample scales from zero beside it.
+    config[PREFIX + "autoscaling"]["sampleInference"]["scaling"]["minReplicas"] = 0
     for team in config[PREFIX + "training"]["teams"]:
         team["quotas"] = [{**quota, "pool": "a100mig", "gpus": 4} for quota in team["quotas"]]
 
@@ -123,7 +124,8 @@ def _shared_gpus(config: dict[str, Any]) -> None:
     """dev's T4 pool time-sliced 4 ways plus an A100 pool shared through MPS, each held whole by the team's
     quota in shared devices (2 nodes x 1 T4 x 4; 1 node x 1 A100 x 2)."""
     pools = config[PREFIX + "gpuPools"]
-    pools[0]["sharing"] = {"mode": "timeSlicing", "replicas": 4}
+    pools[0].update(maxCount=2, sharing={"mode": "timeSlicing", "replicas": 4})
+    config[PREFIX + "autoscaling"]["sampleInference"]["scaling"]["minReplicas"] = 0  # the team holds both pools
     pools.append(
         {
             "name": "a100mps",

@@ -18,6 +18,7 @@ from aks_gpu_platform.components.registry import DCGM_UPSTREAM
 from aks_gpu_platform.config import ConfigError, load_platform_config
 from aks_gpu_platform.config.images import GPU_OPERATOR_OPERANDS, PINNED, UNPINNED, unpinned_reason
 from aks_gpu_platform.config.vm_catalog import ephemeral_os_disk_limit_gib
+from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.abac_model import (
@@ -39,7 +40,6 @@ from tests.test_amd_gpu import amd_variant
 from tests.test_scheduling import VARIANTS, variant_config
 from tools import REPO_ROOT, deploy_identity
 from tools.arm import arm_resource
-from tools.offline import run_stack
 
 CLUSTER = "azure-native:containerservice:ManagedCluster"
 AGENT_POOL = "azure-native:containerservice:AgentPool"

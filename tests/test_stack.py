@@ -13,10 +13,10 @@ from aks_gpu_platform.components.aks_cluster import SYSTEM_POOL_TAINT
 from aks_gpu_platform.components.kubeconfig import AKS_SERVER_APP_ID
 from aks_gpu_platform.config import ConfigError, load_platform_config
 from aks_gpu_platform.config.node_pools import CpuPoolConfig
+from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording
 from tests.conftest import STACKS, assert_rejected, settings_of
 from tools.bench import critical_path
-from tools.offline import run_stack
 
 CLUSTER = "azure-native:containerservice:ManagedCluster"
 AGENT_POOL = "azure-native:containerservice:AgentPool"

@@ -14,14 +14,14 @@ from aks_gpu_platform.config.loader import validate_section
 from aks_gpu_platform.config.lustre_catalog import AMLFS_SKUS, required_subnet_prefix
 from aks_gpu_platform.config.scheduling import pod_fits_node
 from aks_gpu_platform.config.storage import LustreConfig
+from aks_gpu_platform.plan.offline import run_stack
+from aks_gpu_platform.plan.report import describe
 from aks_gpu_platform.testing import Recording, kubernetes_object
 from aks_gpu_platform.testing.checks import validate_object
 from tests.conftest import STACKS, assert_rejected, cluster_handle, settings_of
 from tests.scheduling import node_templates
 from tools import REPO_ROOT
 from tools.bench import critical_path, duration
-from tools.offline import run_stack
-from tools.plan import describe
 
 FILESYSTEM = "azure-native:storagecache:AmlFilesystem"
 ACCOUNT = "azure-native:storage:StorageAccount"

@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 
 from aks_gpu_platform.config import load_platform_config
+from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording, kubernetes_object
 from aks_gpu_platform.testing.checks import validate_object
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import assert_rejected, settings_of
 from tests.rbac_model import Request, allowed, azure_allows
 from tools import REPO_ROOT
-from tools.offline import run_stack
 
 SCHEMA = "1.33.0"
 RBAC = "kubernetes:rbac.authorization.k8s.io/v1:"

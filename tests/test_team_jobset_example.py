@@ -118,3 +118,44 @@ def test_the_pod_passes_the_restricted_pod_security_standard() -> None:
     assert ctx["allowPrivilegeEscalation"] is False and ctx["capabilities"]["drop"] == ["ALL"], (
         "team namespaces warn on anything short of restricted"
     )
+
+
+# JobSet v0.12.0 (commit b16bcb1b) labels every pod with its JobSet's name: api/jobset/v1alpha2/jobset_types.go
+# JobSetNameKey, set on each Job's pod template by pkg/controllers/jobset_controller.go labelAndAnnotateObject.
+JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
+
+
+def expand(value: str, defined: dict[str, str]) -> str:
+    """Kubernetes' expansion of `$(VAR)` in an env value from the variables defined before it; `$$` escapes and
+    an undefined reference stays as written (kubernetes third_party/forked/golang/expansion/expand.go)."""
+    return re.sub(
+        r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)",
+        lambda m: "$" if m.group(0) == "$$" else defined.get(m.group(1), m.group(0)),
+        value,
+    )
+
+
+def container_env(jobset: dict[str, Any]) -> dict[str, str]:
+    """The container's environment as the kubelet builds it for a pod of this JobSet."""
+    pod = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
+    labels = {**pod["metadata"].get("labels", {}), JOBSET_NAME_LABEL: jobset["metadata"]["name"]}
+    defined: dict[str, str] = {}
+    for entry in pod["spec"]["containers"][0]["env"]:
+        if "value" in entry:
+            defined[entry["name"]] = expand(entry["value"], defined)
+            continue
+        path = entry["valueFrom"]["fieldRef"]["fieldPath"]
+        label = re.fullmatch(r"metadata\.labels\['(.+)'\]", path)
+        defined[entry["name"]] = labels[label.group(1)] if label else f"<{path}>"
+    return defined
+
+
+def test_the_checkpoint_directory_follows_the_jobs_name() -> None:
+    jobset = the_jobset()
+    renamed = {**jobset, "metadata": {**jobset["metadata"], "name": "train-from-scratch"}}
+    first, again, fresh = (container_env(j)["CHECKPOINT_DIR"] for j in (jobset, the_jobset(), renamed))
+    assert "$(" not in first, f"every reference in CHECKPOINT_DIR resolves in the pod: {first}"
+    assert first == again, "resubmitting under the same name finds the same checkpoints and resumes"
+    assert fresh != first and fresh.endswith("/train-from-scratch"), (
+        "the page says a new name starts from scratch: a new name must give a new checkpoint directory"
+    )

@@ -20,12 +20,12 @@ from aks_gpu_platform.config.gpu import GpuPoolConfig
 from aks_gpu_platform.config.gpu_catalog import GPU_SKUS
 from aks_gpu_platform.config.scheduling import GPU_RESOURCE, parse_taint, pod_fits_node
 from aks_gpu_platform.config.training import TrainingConfig, gpu_capacity, gpus_per_node
+from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording, kubernetes_object
 from aks_gpu_platform.testing.checks import validate_object
 from tests.conftest import assert_rejected, cluster_handle, set_path, settings_of
 from tests.kueue_schemas import cel_violations, schema_errors
 from tools import REPO_ROOT
-from tools.offline import run_stack
 
 KUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:"
 RELEASE = "kubernetes:helm.sh/v3:Release"

@@ -7,10 +7,10 @@ import copy
 
 import pytest
 
+from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording
 from tests.test_scheduling import VARIANTS, variant_config
 from tests.upgrade_owner import KUBERNETES, NODE_IMAGE, owner_problems, ownerships
-from tools.offline import run_stack
 
 
 @pytest.fixture(scope="module")

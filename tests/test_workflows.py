@@ -16,8 +16,9 @@ from typing import Any, ClassVar
 import pytest
 import yaml
 
+from aks_gpu_platform.plan import pr_comment, preview_report
 from aks_gpu_platform.testing.stack_files import load_stack_file
-from tools import REPO_ROOT, pr_comment, preview_report, runner_access
+from tools import REPO_ROOT, runner_access
 from tools.e2e_stack import validate
 
 WORKFLOWS = REPO_ROOT / ".github" / "workflows"
@@ -219,7 +220,7 @@ def test_prod_waits_for_its_preview_which_writes_the_job_summary() -> None:
     assert jobs["prod"]["needs"] == "prod-preview" and jobs["prod"]["environment"] == "prod"
     preview = "\n".join(_runs(jobs["prod-preview"]))
     assert 'pulumi preview --stack "$STACK"' in preview and jobs["prod-preview"]["env"]["STACK"] == "prod"
-    assert "tools.preview_report" in preview and '>> "$GITHUB_STEP_SUMMARY"' in preview, (
+    assert "aks_gpu_platform.plan.preview_report" in preview and '>> "$GITHUB_STEP_SUMMARY"' in preview, (
         "the approver reads prod's preview in the run before approving the prod environment"
     )
 
@@ -271,7 +272,7 @@ def test_pull_requests_from_forks_skip_the_comments_and_the_preview() -> None:
             assert SAME_REPO in str(job.get("if", "")), f"pull-request.yml:{name}: skipped for forks"
             continue
         for step in job["steps"]:
-            if "tools.pr_comment" in str(step.get("run", "")):
+            if "aks_gpu_platform.plan.pr_comment" in str(step.get("run", "")):
                 assert SAME_REPO in str(step.get("if", "")), (
                     f"pull-request.yml:{name}: the comment is skipped for forks"
                 )
@@ -331,9 +332,9 @@ def test_the_pull_request_posts_the_diff_against_its_base_then_the_whole_plan_of
     (checkout,) = [s for s in job["steps"] if str(s.get("uses", "")).startswith("actions/checkout@")]
     assert checkout["with"]["fetch-depth"] == 0, "plan-diff plans the base branch, which a shallow clone lacks"
     assert job["steps"][-1]["if"], "the comment step keeps its fork guard"
-    assert "tools.pr_comment --pr" in runs and job["permissions"]["pull-requests"] == "write"
+    assert "aks_gpu_platform.plan.pr_comment --pr" in runs and job["permissions"]["pull-requests"] == "write"
     preview = "\n".join(_runs(_workflow("pull-request.yml")["jobs"]["preview"]))
-    assert "tools.pr_comment" in preview and "tools.preview_report" in preview
+    assert "aks_gpu_platform.plan.pr_comment" in preview and "aks_gpu_platform.plan.preview_report" in preview
 
 
 def test_the_setup_docs_name_each_environments_identity_token_and_branch_rule() -> None:

@@ -29,9 +29,8 @@ from typing import Any
 
 from aks_gpu_platform import components
 from aks_gpu_platform.components.scan_exceptions import arm_scan_exceptions
+from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import RecordedResource, Recording
-
-from .offline import run_stack
 
 # azure-native type token -> (ARM resource type, the path parameters naming it, parent first).
 # Types and names from the Azure REST API specifications (azure-rest-api-specs, specification/*/resource-manager).

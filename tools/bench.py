@@ -45,11 +45,11 @@ import pulumi
 
 from aks_gpu_platform.components.roles import propagation_seconds
 from aks_gpu_platform.config.loader import PROJECT
+from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import RecordedResource, Recording, evaluate
 from aks_gpu_platform.testing.stack_files import load_stack_file
 
 from . import REPO_ROOT
-from .offline import run_stack
 
 GPU_POOLS_KEY = f"{PROJECT}:gpuPools"
 AUTOSCALING_KEY = f"{PROJECT}:autoscaling"

@@ -32,7 +32,7 @@ from aks_gpu_platform.config.platform import PlatformConfig
 from . import REPO_ROOT
 
 REFERENCE = REPO_ROOT / "docs" / "config-reference.md"
-SCHEMA = REPO_ROOT / "schemas" / "stack-config.schema.json"
+SCHEMA = REPO_ROOT / "aks_gpu_platform" / "stack-config.schema.json"
 PROJECT_FILE = REPO_ROOT / "Pulumi.yaml"
 REGENERATE = "python -m tools.config_reference"
 SCHEMA_ID = "https://aks-gpu-platform.invalid/schemas/stack-config.schema.json"
@@ -232,8 +232,8 @@ def render_reference() -> str:
         "creates) run before any resource is registered and name the field they reject.",
         "",
         "Editors that use the YAML language server validate stack files as you type against",
-        "[`schemas/stack-config.schema.json`](../schemas/stack-config.schema.json), generated from the same",
-        "models. Values may be `secure:` secrets (`pulumi config set --secret [--path]`).",
+        "[`aks_gpu_platform/stack-config.schema.json`](../aks_gpu_platform/stack-config.schema.json), generated from",
+        "the same models. Values may be `secure:` secrets (`pulumi config set --secret [--path]`).",
         "",
         "Columns: **type** (YAML), **default** (or **required**), **allowed** (bounds, lengths, patterns;",
         "enumerations are in the type), and what the key does (bounds say why they exist).",

@@ -22,9 +22,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from aks_gpu_platform.config.loader import PROJECT
+from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import RecordedResource, Recording
-
-from .offline import run_stack
 
 
 def engine_urns(recording: Recording, stack: str, project: str = PROJECT) -> dict[str, str]:

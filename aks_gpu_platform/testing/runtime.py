@@ -179,10 +179,9 @@ def project_config(stack_file: Path) -> tuple[str, dict[str, Any], Path]:
     (pulumi/pulumi sdk/go/common/workspace/config.go, mergeConfig). The entry is `Pulumi.yaml`'s
     `main` (a file, or a folder holding `__main__.py`), else `__main__.py` beside it.
     """
-    card_path = stack_file.parent / "Pulumi.yaml"
-    if not card_path.is_file():
+    if not (stack_file.parent / "Pulumi.yaml").is_file():
         raise FileNotFoundError(f"no Pulumi.yaml beside {stack_file}: a stack file belongs to a Pulumi project")
-    card = yaml.safe_load(card_path.read_text()) or {}
+    card = _project_card(stack_file.parent)
     name = str(card["name"])
     merged = read_stack_yaml(stack_file)
     for key, declared in (card.get("config") or {}).items():
@@ -190,8 +189,19 @@ def project_config(stack_file: Path) -> tuple[str, dict[str, Any], Path]:
         value = declared.get("default", declared.get("value")) if isinstance(declared, dict) else declared
         if full_key not in merged and value is not None:
             merged[full_key] = value
-    entry = stack_file.parent / str(card.get("main") or "__main__.py")
-    return name, merged, entry / "__main__.py" if entry.is_dir() else entry
+    return name, merged, project_entry(stack_file.parent)[1]
+
+
+def _project_card(project_dir: Path) -> dict[str, Any]:
+    return yaml.safe_load((project_dir / "Pulumi.yaml").read_text()) or {}
+
+
+def project_entry(project_dir: Path) -> tuple[str, Path]:
+    """The project's name and its program's entry file: `Pulumi.yaml`'s `main` (a file, or a folder holding
+    `__main__.py`), else `__main__.py` beside it."""
+    card = _project_card(project_dir)
+    entry = project_dir / str(card.get("main") or "__main__.py")
+    return str(card["name"]), entry / "__main__.py" if entry.is_dir() else entry
 
 
 def evaluate_stack_file(

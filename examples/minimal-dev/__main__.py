@@ -2,8 +2,7 @@
 
 import pulumi
 
-from aks_gpu_platform.components.platform import AksGpuPlatform
-from aks_gpu_platform.config import load_deployment_config
+from aks_gpu_platform import AksGpuPlatform, load_deployment_config
 
 platform = AksGpuPlatform("gpu", load_deployment_config())
 pulumi.export("kubeconfig", platform.kubeconfig)

@@ -42,10 +42,10 @@ from aks_gpu_platform.policy_rules import Policy, Violation
 from aks_gpu_platform.testing import RecordedResource, Recording, policy_verdicts
 from aks_gpu_platform.testing.stack_files import load_stack_file, read_stack_yaml, secret_paths, to_runtime_config
 
-from . import REPO_ROOT, cold_start, cost
+from . import cold_start, cost
+from .document import plan_document, write_plan
 from .mock_values import MockValueMarker
-from .offline import run_stack
-from .plan_document import plan_document, write_plan
+from .offline import find_project, run_stack
 from .render import ObjectVerdict, render_and_validate
 
 WIDTH = 110
@@ -478,8 +478,8 @@ def build_report(
     report.outputs = "Stack outputs: " + ", ".join(
         f"{k}{' (secret)' if k in recording.secret_outputs else ''}" for k in sorted(recording.stack_outputs)
     )
-    shown = out_dir.resolve()
-    report.written_to = str(shown.relative_to(REPO_ROOT) if shown.is_relative_to(REPO_ROOT) else shown)
+    shown, here = out_dir.resolve(), Path.cwd()
+    report.written_to = str(shown.relative_to(here) if shown.is_relative_to(here) else shown)
     return report
 
 
@@ -587,13 +587,15 @@ def render_markdown(report: Report) -> str:
 
 
 def plan_summary(recording: Recording) -> dict[str, Any]:
-    """What a reviewer compares between two plans: vCPU quota per family at peak, monthly floor and ceiling."""
+    """What a reviewer compares between two plans: vCPU quota per family at peak, monthly floor and ceiling, and
+    what is billed but has no price."""
     pools = cost.pool_capacities(recording)
     needs, _ = cost.quota_needs(pools)
     estimate = cost.estimate_cost(recording, pools, cost.held_gpu_nodes(recording, pools))
     return {
         "quota": {n.quota: n.vcpus for n in needs},
         "monthly": {"floor": round(estimate.floor, 2), "ceiling": round(estimate.ceiling, 2)},
+        "unpriced": sorted(set(estimate.unpriced)),
     }
 
 
@@ -628,15 +630,15 @@ def fleet_lines(parts: Sequence[cost.FleetPart]) -> list[str]:
     return lines
 
 
-def fleet_main(stack: str, stack_config: dict[str, Any], plan: FleetPlan, out: Path | None) -> int:
+def fleet_main(stack: str, stack_config: dict[str, Any], plan: FleetPlan, out: Path | None, project: Path) -> int:
     """The offline plan of a fleet stack: every Kubernetes object validated, then quota and cost per region."""
     started = time.perf_counter()
-    recording = run_stack(stack, stack_config)
+    recording = run_stack(stack, stack_config, project_dir=project)
     print(
         f"evaluated fleet stack '{stack}' under Pulumi mocks in {time.perf_counter() - started:.1f}s", file=sys.stderr
     )
     marker = MockValueMarker(recording.mock_values)
-    out_dir = out or REPO_ROOT / "out" / stack
+    out_dir = out or project / "out" / stack
     verdicts = render_and_validate(recording, out_dir, plan.training.cluster.schema_version, marker)
     write_plan(plan_document(recording, stack, marker), out_dir)
     owners = {"manager": plan.fleet.manager.location, **{m: c.location for m, c in plan.members.items()}}
@@ -656,22 +658,29 @@ def main(argv: list[str] | None = None) -> int:
         "--config-file", type=Path, default=None, help="stack YAML to use instead of Pulumi.<stack>.yaml"
     )
     parser.add_argument("--format", choices=("text", "markdown"), default="text", help="report format")
+    parser.add_argument(
+        "--project-dir",
+        type=Path,
+        default=None,
+        help="the Pulumi project to plan (default: the folder of the nearest Pulumi.yaml at or above this one)",
+    )
     options = parser.parse_args(argv)
-    out_dir = options.out or REPO_ROOT / "out" / options.stack
 
     try:
+        project = options.project_dir or find_project()
+        out_dir = options.out or project / "out" / options.stack
         stack_config = (
-            load_stack_file(options.stack, REPO_ROOT)
+            load_stack_file(options.stack, project)
             if options.config_file is None
             else read_stack_yaml(options.config_file)
         )
         encoded, _ = to_runtime_config(stack_config, PROJECT)
         settings = settings_from_runtime_config(encoded)
         if is_fleet_stack(settings):
-            return fleet_main(options.stack, stack_config, load_fleet(settings), options.out)
+            return fleet_main(options.stack, stack_config, load_fleet(settings), options.out, project)
         cfg = load_platform_config(settings)
         started = time.perf_counter()
-        recording = run_stack(options.stack, stack_config)
+        recording = run_stack(options.stack, stack_config, project_dir=project)
         elapsed = time.perf_counter() - started
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)

@@ -1,7 +1,7 @@
 """`make plan-diff BASE=<ref>`: what a change does to a stack, before any cloud call.
 
-    python -m tools.plan_diff --stack dev --base main          # the working tree against main
-    python -m tools.plan_diff --base-plan a.json --head-plan b.json
+    aks-gpu-platform plan-diff --stack dev --base main          # the working tree against main
+    aks-gpu-platform plan-diff --base-plan a.json --head-plan b.json
 
 The offline counterpart of `pulumi preview` on a pull request. It plans the working tree and the
 BASE ref (checked out with `git worktree add` into a temporary folder and planned there with this
@@ -36,17 +36,20 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from aks_gpu_platform.config.gpu_catalog import gpu_sku
+from aks_gpu_platform.config.vm_catalog import vcpus_and_quota_family
 from aks_gpu_platform.testing.arm_paths import AZURE_PATH_PARAMETERS
 
-from . import REPO_ROOT
-from .plan_document import PLAN_FILE, PlanFileError, read_plan
+from .document import PLAN_FILE, PlanFileError, read_plan
+from .offline import find_project
 
-# The module that writes plan.json: a base without it cannot be compared, and is refused before it is checked out.
-PLAN_WRITER = "tools/plan_document.py"
+# The module that writes plan.json, where the platform's own repository keeps it (before and after it moved into
+# the package): a base of that repository without it cannot be compared, and is refused before it is checked out.
+PLAN_WRITERS = {"aks_gpu_platform/plan/__main__.py": "aks_gpu_platform.plan", "tools/plan_document.py": "tools.plan"}
 PREDATES = "it predates machine-readable plans"
 
 Op = Literal["create", "update", "replace", "delete"]
@@ -192,6 +195,8 @@ class PlanDiff:
     monthly: list[FigureChange] = field(default_factory=lambda: list[FigureChange]())
     summary_missing: bool = False
     """The base plan predates summaries: quota and cost deltas cannot be shown."""
+    unpriced_added: list[str] = field(default_factory=lambda: list[str]())
+    """Items the head plan bills but cannot price that the base did not have: not in the cost figures."""
 
     def of(self, op: Op) -> list[ResourceChange]:
         return [c for c in self.changes if c.op == op]
@@ -321,6 +326,72 @@ def _protected_note(entry: Mapping[str, Any]) -> tuple[str, ...]:
     return ()
 
 
+AGENT_POOL = "azure-native:containerservice:AgentPool"
+CAPACITY_PATHS = ("maxCount", "vmSize")
+
+
+def _pool_vcpus(inputs: Mapping[str, Any]) -> tuple[int, str] | None:
+    """(vCPUs at maxCount, quota family) of an AgentPool's inputs; None for a size the catalog lacks."""
+    found = vcpus_and_quota_family(str(inputs.get("vmSize", "")))
+    if found is None:
+        return None
+    per_node, family = found
+    return per_node * int(inputs.get("maxCount") or inputs.get("count") or 0), family
+
+
+def _pool_gpus(inputs: Mapping[str, Any]) -> int:
+    """Physical GPUs of an AgentPool at maxCount (0 for a CPU pool)."""
+    sku = gpu_sku(str(inputs.get("vmSize", "")))
+    return sku.gpus_per_vm * int(inputs.get("maxCount") or 0) if sku else 0
+
+
+def _team_quotas(resources: Mapping[str, Any], flavor: str) -> list[str]:
+    """`team N GPUs` for each ClusterQueue with nominal GPU quota on the Kueue flavor `flavor`."""
+    found: list[str] = []
+    for entry in resources.values():
+        if not entry["type"].endswith(":ClusterQueue"):
+            continue
+        spec = entry["inputs"].get("spec") or {}
+        for group in spec.get("resourceGroups") or []:
+            for each in group.get("flavors") or []:
+                if each.get("name") != flavor:
+                    continue
+                gpus = [r["nominalQuota"] for r in each.get("resources") or [] if r["name"].endswith("/gpu")]
+                if gpus:
+                    found.append(f"{entry['inputs']['metadata']['name']} {gpus[0]}")
+    return found
+
+
+def _pool_notes(
+    before: Mapping[str, Any], after: Mapping[str, Any], change: ResourceChange, head: Mapping[str, Any]
+) -> tuple[str, ...]:
+    """What a reviewer of an AgentPool change must weigh: the quota held during a replacement, the jobs a GPU
+    pool's replacement drains, and the team quotas a change of capacity is measured against."""
+    notes: list[str] = []
+    old_in, new_in = before["inputs"], after["inputs"]
+    old_vcpus, new_vcpus = _pool_vcpus(old_in), _pool_vcpus(new_in)
+    if change.op == "replace" and change.order == "create-before-delete" and old_vcpus and new_vcpus:
+        families = {old_vcpus[1], new_vcpus[1]}
+        notes.append(
+            f"quota peak during the replacement: old {old_vcpus[0]} + new {new_vcpus[0]} = "
+            f"{old_vcpus[0] + new_vcpus[0]} vCPUs at maxCount ({' and '.join(sorted(families))}) while both pools "
+            "exist; the quota summary above counts only the new pool"
+        )
+    if change.op == "replace" and _pool_gpus(old_in):
+        drain = (old_in.get("upgradeSettings") or {}).get("drainTimeoutInMinutes", 30)
+        notes.append(
+            f"GPU pool replaced: running jobs on {old_in.get('agentPoolName')} are evicted when the old pool is "
+            f"deleted; each pod gets its termination grace period to checkpoint, a node's drain waits up to "
+            f"{drain} min (upgradeSettings.drainTimeoutInMinutes), and Kueue requeues the jobs for the new pool"
+        )
+    if any(p.path in CAPACITY_PATHS for p in change.changes) and (_pool_gpus(old_in) or _pool_gpus(new_in)):
+        flavor = (new_in.get("nodeLabels") or {}).get("gpu-pool")
+        quotas = _team_quotas(head["resources"], flavor) if flavor else []
+        held = f"team quotas on it: {', '.join(quotas)}" if quotas else "no team quota on it"
+        notes.append(f"GPU capacity {_pool_gpus(old_in)} -> {_pool_gpus(new_in)} (maxCount x GPUs per VM); {held}")
+    return tuple(notes)
+
+
 def diff_plans(base: Mapping[str, Any], head: Mapping[str, Any]) -> PlanDiff:
     old, new = base["resources"], head["resources"]
     changes: list[ResourceChange] = []
@@ -337,12 +408,14 @@ def diff_plans(base: Mapping[str, Any], head: Mapping[str, Any]) -> PlanDiff:
             continue
         if any(c.replaces for c in found):
             order, why = replacement_order(before, after)
-            notes = _protected_note(before)
-            changes.append(
-                ResourceChange(urn, after["type"], after["name"], "replace", tuple(found), order, why, notes)
+            change = ResourceChange(
+                urn, after["type"], after["name"], "replace", tuple(found), order, why, _protected_note(before)
             )
         else:
-            changes.append(ResourceChange(urn, after["type"], after["name"], "update", tuple(found)))
+            change = ResourceChange(urn, after["type"], after["name"], "update", tuple(found))
+        if after["type"] == AGENT_POOL:
+            change = replace(change, notes=change.notes + _pool_notes(before, after, change, head))
+        changes.append(change)
     for urn in created:
         twin = next((d for d in deleted if _same_target(old[d], new[urn])), None)
         notes = (
@@ -370,7 +443,16 @@ def diff_plans(base: Mapping[str, Any], head: Mapping[str, Any]) -> PlanDiff:
         quota=_figures(old_summary.get("quota") or {}, new_summary.get("quota") or {}),
         monthly=_figures(old_summary.get("monthly") or {}, new_summary.get("monthly") or {}, keep_equal=True),
         summary_missing=not old_summary or not new_summary,
+        unpriced_added=_unpriced_added(old_summary, new_summary),
     )
+
+
+def _unpriced_added(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
+    """What the head bills without a price that the base did not; nothing when the base's plan predates the list
+    (its items cannot be told from new ones)."""
+    if "unpriced" not in before:
+        return []
+    return sorted(set(after.get("unpriced") or []) - set(before["unpriced"]))
 
 
 def _figures(before: Mapping[str, float], after: Mapping[str, float], keep_equal: bool = False) -> list[FigureChange]:
@@ -384,6 +466,13 @@ def _signed(amount: float, unit: str = "") -> str:
     return f"{sign}${abs(amount):,.0f}{unit}" if unit else f"{sign}{abs(amount):,.0f}"
 
 
+def _money_delta(figure: FigureChange, diff: PlanDiff) -> str:
+    """The change of a monthly figure; where the change adds something unpriced, a known $0 would be false."""
+    if not diff.unpriced_added:
+        return _signed(figure.delta, "/month")
+    return "unpriced" if figure.delta == 0 else f"{_signed(figure.delta, '/month')} + unpriced"
+
+
 def summary_lines(diff: PlanDiff) -> list[str]:
     """The quota and cost deltas a reviewer reads first."""
     if diff.summary_missing:
@@ -391,9 +480,11 @@ def summary_lines(diff: PlanDiff) -> list[str]:
     lines: list[str] = []
     money = {c.name: c for c in diff.monthly}
     if money:
-        parts = [f"{name} {_signed(money[name].delta, '/month')}" for name in ("floor", "ceiling") if name in money]
+        parts = [f"{name} {_money_delta(money[name], diff)}" for name in ("floor", "ceiling") if name in money]
         totals = ", ".join(f"{name} ${money[name].after or 0:,.0f}" for name in ("floor", "ceiling") if name in money)
         lines.append(f"Monthly cost: {', '.join(parts)} (now {totals})")
+    if diff.unpriced_added:
+        lines.append("Unpriced (no price known, not in the figures): " + "; ".join(diff.unpriced_added))
     if diff.quota:
         lines.append(
             "vCPU quota at peak: "
@@ -444,47 +535,70 @@ def render(diff: PlanDiff, title: str, markdown: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _git(*args: str) -> str:
-    result = subprocess.run(["git", "-C", str(REPO_ROOT), *args], capture_output=True, text=True, check=False)
+def _git(repository: Path, *args: str) -> str:
+    result = subprocess.run(["git", "-C", str(repository), *args], capture_output=True, text=True, check=False)
     if result.returncode != 0:
         raise RuntimeError(f"git {' '.join(args)}: {result.stderr.strip()}")
     return result.stdout.strip()
 
 
-def plan_at(root: Path, stack: str, out_dir: Path) -> Path:
-    """Run `tools.plan` of the tree at `root` with this interpreter; the path of the plan.json it writes."""
+def plan_command(project: Path, stack: str, out_dir: Path) -> list[str]:
+    """The command that plans `project` with this interpreter.
+
+    A consumer's project is planned by the installed package; a tree of the platform's own repository by its own
+    plan module, wherever that tree keeps it.
+    """
+    module = "aks_gpu_platform.plan"
+    for writer, writer_module in PLAN_WRITERS.items():
+        if (project / writer).is_file():
+            module = writer_module
+            break
+    plan = [] if module == "tools.plan" else ["plan"]
+    return [sys.executable, "-m", module, *plan, "--stack", stack, "--out", str(out_dir)]
+
+
+def plan_at(project: Path, stack: str, out_dir: Path) -> Path:
+    """Plan the project at `project` with this interpreter; the path of the plan.json it writes."""
     result = subprocess.run(
-        [sys.executable, "-m", "tools.plan", "--stack", stack, "--out", str(out_dir)],
-        cwd=root,
+        plan_command(project, stack, out_dir),
+        cwd=project,
         capture_output=True,
         text=True,
         check=False,
         timeout=600,
     )
     if result.returncode == 2:
-        raise RuntimeError(f"the plan of {root} stopped on a config error:\n{result.stderr.strip()}")
+        raise RuntimeError(f"the plan of {project} stopped on a config error:\n{result.stderr.strip()}")
     path = out_dir / PLAN_FILE
     if not path.is_file():
         raise PlanFileError(
-            f"the tree at {root} wrote no {PLAN_FILE}: {PREDATES}; "
+            f"the tree at {project} wrote no {PLAN_FILE}: {PREDATES}; "
             f"choose a BASE that has them (exit status {result.returncode}{': ' if result.stderr else ''}"
             f"{result.stderr.strip()[-500:]})"
         )
     return path
 
 
-def base_plan(ref: str, stack: str, scratch: Path) -> tuple[Path, str]:
-    """Check `ref` out into a temporary worktree, plan it there, remove the worktree; (plan.json, commit)."""
-    commit = _git("rev-parse", "--verify", f"{ref}^{{commit}}")
-    has_writer = ["git", "-C", str(REPO_ROOT), "cat-file", "-e", f"{commit}:{PLAN_WRITER}"]
-    if subprocess.run(has_writer, capture_output=True, check=False).returncode != 0:
-        raise PlanFileError(f"{ref} ({commit[:12]}) has no {PLAN_WRITER}: {PREDATES}; choose a BASE that has them")
+def base_plan(ref: str, stack: str, scratch: Path, project: Path) -> tuple[Path, str]:
+    """Check `ref` of the repository holding `project` out into a temporary worktree, plan the project there,
+    remove the worktree; (plan.json, commit)."""
+    top = Path(_git(project, "rev-parse", "--show-toplevel"))
+    inside = project.resolve().relative_to(top.resolve())
+    commit = _git(top, "rev-parse", "--verify", f"{ref}^{{commit}}")
+    if inside == Path(".") and (top / "aks_gpu_platform" / "__init__.py").is_file():
+        has_writer = [
+            subprocess.run(["git", "-C", str(top), "cat-file", "-e", f"{commit}:{w}"], capture_output=True).returncode
+            == 0
+            for w in PLAN_WRITERS
+        ]
+        if not any(has_writer):
+            raise PlanFileError(f"{ref} ({commit[:12]}) has no plan writer: {PREDATES}; choose a BASE that has them")
     tree = scratch / "base"
-    _git("worktree", "add", "--detach", str(tree), commit)
+    _git(top, "worktree", "add", "--detach", str(tree), commit)
     try:
-        return plan_at(tree, stack, scratch / "base-out"), commit
+        return plan_at(tree / inside, stack, scratch / "base-out"), commit
     finally:
-        _git("worktree", "remove", "--force", str(tree))
+        _git(top, "worktree", "remove", "--force", str(tree))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -494,21 +608,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--base-plan", type=Path, help="compare this plan.json instead of planning --base")
     parser.add_argument("--head-plan", type=Path, help="compare this plan.json instead of planning the working tree")
     parser.add_argument("--format", choices=("text", "markdown"), default="text")
+    parser.add_argument(
+        "--project-dir",
+        type=Path,
+        default=None,
+        help="the Pulumi project to compare (default: the folder of the nearest Pulumi.yaml at or above this one)",
+    )
     options = parser.parse_args(argv)
     try:
+        project = options.project_dir or (None if options.base_plan and options.head_plan else find_project())
         with tempfile.TemporaryDirectory(prefix="plan-diff-") as scratch_dir:
             scratch = Path(scratch_dir)
             if options.base_plan:
                 base_path, base_name = options.base_plan, str(options.base_plan)
             else:
-                base_path, commit = base_plan(options.base, options.stack, scratch)
+                base_path, commit = base_plan(options.base, options.stack, scratch, project or find_project())
                 base_name = f"{options.base} ({commit[:12]})"
             if options.head_plan:
                 head_path, head_name = options.head_plan, str(options.head_plan)
             else:
-                head_path, head_name = plan_at(REPO_ROOT, options.stack, scratch / "head-out"), "the working tree"
+                head_path, head_name = (
+                    plan_at(project or find_project(), options.stack, scratch / "head-out"),
+                    "the working tree",
+                )
             diff = diff_plans(read_plan(base_path), read_plan(head_path))
-    except (PlanFileError, RuntimeError, subprocess.TimeoutExpired) as err:
+    except (PlanFileError, RuntimeError, FileNotFoundError, subprocess.TimeoutExpired) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     title = f"Plan diff for stack '{options.stack}': {base_name} -> {head_name}"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import importlib.util
 import json
 import os
 import pickle
@@ -18,7 +19,7 @@ import shutil
 import sys
 import tempfile
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
@@ -26,51 +27,58 @@ from typing import Any
 
 from aks_gpu_platform.testing import Recording
 
-from . import REPO_ROOT
-
 RECORDING_CACHE = "AKS_GPU_PLATFORM_RECORDING_CACHE"
 """Environment variable: the cache's folder. Unset or empty, every evaluation runs."""
 
-# What an evaluation of __main__.py reads: the program, its package, the stack files, the version in pyproject.toml
-# and the caller of this module.
-_SOURCE_FOLDERS = ("aks_gpu_platform", "components", "config")
-_SOURCE_FILES = ("__main__.py", "Pulumi.yaml", "pyproject.toml", "tools/__init__.py", "tools/offline.py")
+# What an evaluation reads besides its arguments: the platform package (with the components and config it maps in,
+# wherever they live), and the evaluated project's program, Pulumi.yaml, stack files and pyproject.toml.
+_PACKAGES = ("aks_gpu_platform", "aks_gpu_platform.components", "aks_gpu_platform.config")
+_PROJECT_FILES = ("__main__.py", "Pulumi.yaml", "pyproject.toml")
 
 
-def _source_files() -> Iterator[Path]:
-    for folder in _SOURCE_FOLDERS:
-        for path in sorted((REPO_ROOT / folder).rglob("*")):
+def _package_folders() -> list[Path]:
+    folders: dict[Path, None] = {}
+    for name in _PACKAGES:
+        spec = importlib.util.find_spec(name)
+        for location in (spec.submodule_search_locations or []) if spec else []:
+            folders[Path(location).resolve()] = None
+    return list(folders)
+
+
+def _source_files(project: Path) -> Iterator[Path]:
+    for folder in _package_folders():
+        for path in sorted(folder.rglob("*")):
             if path.is_file() and not path.is_symlink() and "__pycache__" not in path.parts:
                 yield path
-    yield from (REPO_ROOT / name for name in _SOURCE_FILES)
-    yield from sorted(REPO_ROOT.glob("Pulumi.*.yaml"))
+    yield from (project / name for name in _PROJECT_FILES if (project / name).is_file())
+    yield from sorted(project.glob("Pulumi.*.yaml"))
 
 
 @cache
-def source_fingerprint() -> str:
-    """A digest of everything an evaluation depends on besides its arguments."""
+def source_fingerprint(project: Path) -> str:
+    """A digest of everything an evaluation of `project` depends on besides its arguments."""
     digest = hashlib.sha256(sys.version.encode())
     for dist in sorted(f"{d.metadata['Name']}=={d.version}" for d in importlib.metadata.distributions()):
         digest.update(dist.encode())
-    for path in _source_files():
-        digest.update(str(path.relative_to(REPO_ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
+    for path in _source_files(project):
+        digest.update(str(path).encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:24]
 
 
-def cache_folder() -> Path | None:
+def cache_folder(project: Path) -> Path | None:
     root = os.environ.get(RECORDING_CACHE)
-    return Path(root) / source_fingerprint() if root else None
+    return Path(root) / source_fingerprint(project) if root else None
 
 
-def cached(evaluate: Callable[[], Recording], *key: Any) -> Recording:
-    """`evaluate()`, or the recording an earlier call with the same key and sources stored.
+def cached(evaluate: Callable[[], Recording], project: Path, *key: Any) -> Recording:
+    """`evaluate()` of `project`, or the recording an earlier call with the same key and sources stored.
 
     Failed evaluations are not stored: a config error is raised again on every call.
     """
-    folder = cache_folder()
+    folder = cache_folder(project)
     if folder is None:
         return evaluate()
-    name = hashlib.sha256(json.dumps(key, sort_keys=True, default=repr).encode()).hexdigest()[:32]
+    name = hashlib.sha256(json.dumps([str(project), *key], sort_keys=True, default=repr).encode()).hexdigest()[:32]
     path = folder / f"{name}.pickle.z"
     stored = _read(path)
     if stored is not None:
@@ -112,11 +120,11 @@ def _held(lock_path: Path) -> Iterator[None]:
         yield
 
 
-def prune(root: Path) -> None:
-    """Drop what earlier sources stored; only the current sources' recordings can be read again."""
+def prune(root: Path, projects: Iterable[Path]) -> None:
+    """Drop what earlier sources stored; only the current sources' recordings of `projects` can be read again."""
     if not root.is_dir():
         return
-    keep = source_fingerprint()
+    keep = {source_fingerprint(project.resolve()) for project in projects}
     for entry in root.iterdir():
-        if entry.name != keep:
+        if entry.name not in keep:
             shutil.rmtree(entry, ignore_errors=True)

@@ -1,6 +1,6 @@
 """Post a report on a pull request as one comment that later runs update instead of repeating.
 
-    python -m tools.pr_comment --pr 42 --marker plan --title "Offline plan" --body-file plan.md
+    python -m aks_gpu_platform.plan.pr_comment --pr 42 --marker plan --title "Offline plan" --body-file plan.md
 
 The comment starts with a hidden marker (`<!-- aks-gpu-platform:<marker> -->`); a later run with
 the same marker edits that comment, and only one the workflow's own token wrote (`--author`,

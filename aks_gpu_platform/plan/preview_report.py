@@ -1,7 +1,7 @@
 """Markdown report of a `pulumi preview --json`: what would change, and the replacement guard's verdict.
 
     pulumi preview --stack prod --json > preview.json
-    python -m tools.preview_report preview.json --stack prod >> "$GITHUB_STEP_SUMMARY"
+    python -m aks_gpu_platform.plan.preview_report preview.json --stack prod >> "$GITHUB_STEP_SUMMARY"
 
 One preview feeds both the report an approver reads (the job summary before the prod approval gate,
 the pull request) and the guard; the exit code is the guard's (1 when a stateful or protected resource

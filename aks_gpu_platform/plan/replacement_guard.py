@@ -1,7 +1,7 @@
 """Fail a pull request whose `pulumi preview --json` would replace or delete a stateful resource.
 
     pulumi preview --stack prod --json > preview.json
-    python -m tools.replacement_guard preview.json [--allow URN ...]
+    python -m aks_gpu_platform.plan.replacement_guard preview.json [--allow URN ...]
 
 Reads the JSON digest the CLI prints (`steps[]` with `op`, `urn`, `oldState`/`newState`,
 `replaceReasons`, `detailedDiff`; `changeSummary`) and exits 1 when the cluster, Lustre, a
@@ -28,7 +28,8 @@ from aks_gpu_platform.policy_rules import (
     STORAGE_ACCOUNT,
     is_gpu_pool,
 )
-from tools.plan_diff import refused_update
+
+from .diff import refused_update
 
 # Each loses data or running workloads when destroyed.
 STATEFUL_TYPES: dict[str, str] = {

@@ -69,7 +69,7 @@ def plan_document(
     cold_start: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """`summary`: the figures a reviewer compares (vCPU quota per family, monthly floor and ceiling); `cold_start`:
-    the per-GPU-pool cold-start budget (tools/cold_start.py), when computed."""
+    the per-GPU-pool cold-start budget (aks_gpu_platform/plan/cold_start.py), when computed."""
     marker = marker or MockValueMarker(recording.mock_values)
     return {
         **({"coldStart": cold_start} if cold_start is not None else {}),

@@ -1,0 +1,51 @@
+"""`aks-gpu-platform`: the package's console command.
+
+    aks-gpu-platform plan [--stack dev] [--format markdown] [--project-dir DIR]
+    aks-gpu-platform plan-diff [--stack dev] [--base main] [--project-dir DIR]
+    aks-gpu-platform schema [--write stack-config.schema.json]
+    aks-gpu-platform constraints [--write constraints.txt]
+
+Each subcommand takes the options of the function that runs it (`--help` lists them). The project is
+the folder of the nearest `Pulumi.yaml` at or above the working directory, as for the Pulumi CLI.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from importlib import import_module
+
+# subcommand: (module of this package, its function that takes the remaining arguments, what it does).
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "plan": ("report", "main", "evaluate a stack offline: verdicts, quota, cost, cold start, what would be created"),
+    "plan-diff": (
+        "diff",
+        "main",
+        "what the working tree changes against a git ref: creates, updates, replaces, deletes",
+    ),
+    "schema": ("shipped", "schema_main", "the stack file's JSON Schema, for your editor's $schema reference"),
+    "constraints": ("shipped", "constraints_main", "the exact versions this release was tested with (pip -c)"),
+}
+
+
+def usage() -> str:
+    lines = ["usage: aks-gpu-platform COMMAND [options]", "", "commands:"]
+    lines += [f"  {name:12s} {what}" for name, (_, _, what) in COMMANDS.items()]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if not args or args[0] in ("-h", "--help"):
+        sys.stdout.write(usage())
+        return 0 if args else 2
+    if args[0] not in COMMANDS:
+        sys.stderr.write(f"aks-gpu-platform: unknown command {args[0]!r}\n\n{usage()}")
+        return 2
+    module, function, _ = COMMANDS[args[0]]
+    run: Callable[[list[str]], int] = getattr(import_module(f"aks_gpu_platform.plan.{module}"), function)
+    return run(args[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
