@@ -115,6 +115,7 @@ def test_an_image_without_a_verified_arm64_build_is_refused_naming_pool_image_se
 def test_an_image_whose_tag_or_repository_was_not_read_is_refused_on_arm64(image: str) -> None:
     settings = _settings()
     settings["autoscaling"]["sampleInference"].update(enabled=True, image=image)
+    settings["autoscaling"]["sampleInference"]["scaling"]["minReplicas"] = 0  # the team's quota holds the whole pool
     with pytest.raises(ConfigError) as caught:
         check_arm64_images(load_platform_config(settings))
     assert image in str(caught.value) and "no verified arm64 build" in str(caught.value), (

@@ -28,10 +28,10 @@ import sys
 from collections.abc import Mapping, Sequence
 
 from aks_gpu_platform.components import roles
+from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording
 
 from . import REPO_ROOT
-from .offline import run_stack
 
 # Built-in role definition IDs of the deploy identity's own roles (azure-docs built-in-roles/privileged.md).
 CONTRIBUTOR = "b24988ac-6180-42a0-ab88-20f7382dd24c"

@@ -52,10 +52,10 @@ from typing import Any
 import yaml
 
 from aks_gpu_platform.config import ConfigError
+from aks_gpu_platform.plan.pr_comment import ACTIONS_BOT, github_request, marker_line, run_url
 
 from . import REPO_ROOT
 from .e2e_stack import validate
-from .pr_comment import ACTIONS_BOT, github_request, marker_line, run_url
 
 CLUSTER_KEY = "aks-gpu-platform:cluster"
 CLUSTER_TYPE = "azure-native:containerservice:ManagedCluster"
