@@ -16,7 +16,14 @@ from aks_gpu_platform.config.gpu_catalog import gpu_sku
 from aks_gpu_platform.config.prices import VM_HOURLY
 from aks_gpu_platform.testing import Recording
 from tests.conftest import STACKS
-from tests.gpu_metrics_world import GpuWorkload, build_world, kube_state_pod_series, kueue_series
+from tests.gpu_metrics_world import (
+    SERVICE_MONITOR,
+    GpuWorkload,
+    build_world,
+    kube_state_pod_series,
+    kueue_scrape_problems,
+    kueue_series,
+)
 from tests.promql_model import Evaluator, matches, selectors
 from tests.scrape_model import Series
 
@@ -199,3 +206,11 @@ def test_plan_shows_each_teams_monthly_quota_ceiling(recordings: dict[str, Recor
             expected += gpus * VM_HOURLY[sizes[flavor["name"]]].usd / sku.gpus_per_vm * 730
         ceiling = ceilings[queue.inputs["metadata"]["name"]]
         assert ceiling.monthly == pytest.approx(expected, rel=1e-3), "quota GPUs x GPU-hour list price x 730 h"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_managed_prometheus_can_scrape_every_kueue_controller(recordings: dict[str, Recording], stack: str) -> None:
+    (monitor,) = recordings[stack].of_type(SERVICE_MONITOR)
+    (endpoint,) = monitor.inputs["spec"]["endpoints"]
+    problems = kueue_scrape_problems(endpoint)
+    assert not problems, f"every Kueue target would be down and every Kueue panel empty: {problems}"
