@@ -345,6 +345,7 @@ class GpuMonitoring(pulumi.ComponentResource):
                 "grafana_id": grafana.id,
                 "grafana_endpoint": self.grafana_endpoint,
                 "dashboards": ["gpu-overview", *(["gpu-teams"] if teams else [])],
+                "teams": [{"name": t.name, "member_groups": t.members} for t in teams],
             },
             child,
         )
@@ -356,13 +357,15 @@ class GpuMonitoring(pulumi.ComponentResource):
             scope=workspace.id,
             opts=child,
         )
-        roles.assign_role(
-            f"{name}-grafana-logs-reader",
-            role_guid=roles.MONITORING_READER,
-            principal_id=grafana_principal,
-            scope=args["log_analytics_workspace_id"],
-            opts=child,
-        )
+        if cfg.grafana.container_logs:
+            # Grafana queries logs as itself: every Grafana user, team members included, then reads every namespace.
+            roles.assign_role(
+                f"{name}-grafana-logs-reader",
+                role_guid=roles.MONITORING_READER,
+                principal_id=grafana_principal,
+                scope=args["log_analytics_workspace_id"],
+                opts=child,
+            )
         admins = list(cfg.grafana.admin_group_object_ids) or list(args.get("grafana_admin_group_object_ids", []))
         for i, group in enumerate(admins):
             roles.assign_role(

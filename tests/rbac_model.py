@@ -54,6 +54,21 @@ AZURE_BUILT_IN_ROLES: dict[str, tuple[str, list[str], list[str]]] = {
         [],
         ["Microsoft.Dashboard/grafana/ActAsGrafanaAdmin/action"],
     ),
+    "a79a5197-3a5c-4973-a920-486035ffd60f": (
+        "Grafana Editor",
+        [],
+        ["Microsoft.Dashboard/grafana/ActAsGrafanaEditor/action"],
+    ),
+    "43d0d8ad-25c7-4714-9337-8ba259a9fe05": (
+        "Monitoring Reader",
+        ["*/read", "Microsoft.OperationalInsights/workspaces/search/action", "Microsoft.Support/*"],
+        [],
+    ),
+    "b0d8363b-8ddd-447d-831f-62ca05bff136": (
+        "Monitoring Data Reader",
+        ["Microsoft.Monitor/accounts/read"],
+        ["Microsoft.Monitor/accounts/data/metrics/read"],
+    ),
 }
 
 # Kubernetes verbs -> the Azure data action suffix AKS checks for them (manage-azure-rbac.md custom roles).

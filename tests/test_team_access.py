@@ -479,3 +479,16 @@ def test_a_team_namespace_in_a_system_namespace_is_rejected(
     entry.update(team)
     field = "namespace" if "namespace" in team else "name"
     assert_rejected(settings, why, f"training.teams[0].{field}", "must not be kube-*")
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod", "fleet"])
+def test_the_member_guide_says_how_to_reach_an_api_server_behind_authorized_ranges(stack: str) -> None:
+    """Credentials are not enough: from an address outside the ranges kubectl times out with no hint why."""
+    config = load_stack_file(stack, REPO_ROOT)
+    ranges = config["aks-gpu-platform:cluster"].get("apiServer", {}).get("authorizedIpRanges")
+    assert ranges, f"{stack} admits only authorized ranges"
+    guide = (REPO_ROOT / "docs" / "for-ml-teams.md").read_text()
+    credentials = guide.split("## 1. Get credentials", 1)[1].split("\n## ", 1)[0]
+    assert "authorizedIpRanges" in credentials and "private cluster" in credentials, (
+        "the first step a member takes must say which addresses the API server answers and what to do otherwise"
+    )
