@@ -219,7 +219,7 @@ class GpuMonitoring(pulumi.ComponentResource):
 
         teams = list(args.get("teams", []))
         if teams:
-            # Teams are charged per nvidia.com/gpu they request: a MIG slice or shared replica costs its share.
+            # Teams are charged per GPU device they request: a MIG slice or shared replica costs its share.
             prices = {
                 pool.name: (price.usd, price.estimate)
                 for pool in gpu_pools
@@ -236,7 +236,10 @@ class GpuMonitoring(pulumi.ComponentResource):
                 enabled=True,
                 description="GPU-hours allocated and idle per team and GPU pool, priced per GPU-hour",
                 rules=chargeback_rules(
-                    {t.name: t.namespace_name for t in teams}, prices, cfg.alerts.thresholds.idle_utilization_percent
+                    {t.name: t.namespace_name for t in teams},
+                    prices,
+                    cfg.alerts.thresholds.idle_utilization_percent,
+                    [pool.name for pool in gpu_pools if pool.sharing is not None],
                 ),
                 tags=tags,
                 opts=child,

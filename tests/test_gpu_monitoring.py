@@ -232,7 +232,8 @@ def test_node_recording_rules_read_what_managed_prometheus_stores_from_the_node_
         )
         if rule["record"].startswith("instance"):
             assert {s.labels["instance"] for s in recorded} == set(nodes), f"{rule['record']}: one per node"
-        evaluator.world += [Series({**s.labels, "__name__": rule["record"]}, s.value) for s in recorded]
+        for s in recorded:
+            evaluator.add(Series({**s.labels, "__name__": rule["record"]}, s.value))
         known.add(rule["record"])
     assert evaluator.problems == [], evaluator.problems
 
