@@ -33,7 +33,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from aks_gpu_platform.config.gpu_catalog import gpu_sku
@@ -100,6 +100,11 @@ class PodDay:
     running: int | None = None
     finished: int | None = None
     deleted: int | None = None
+    stalled_slots: tuple[int, ...] = ()
+    """GPUs of the pod that stay idle while it runs (a rank that waits on the others)."""
+
+    def slot_utilization(self, gpu: int) -> float:
+        return 0.0 if gpu in self.stalled_slots else self.utilization
 
     @property
     def devices(self) -> int:
@@ -173,7 +178,8 @@ def team_quotas(recording: Recording) -> dict[str, tuple[str, list[str]]]:
 
 def team_day(recording: Recording) -> list[PodDay]:
     """Per team and GPU pool it has quota on, on nodes of its own within the pool's maxCount:
-    - unshared pool: `train` (two devices where a node has two GPUs) created at 00:00, scheduled at 01:00, pulling
+    - unshared pool: on nodes of four GPUs or more, `stalled` (two devices, one of them idle) from 06:00 to 18:00;
+      `train` (two devices where a node has two GPUs) created at 00:00, scheduled at 01:00, pulling
       images until 03:00, busy until 15:00, then Succeeded, deleted at 20:00; `eval` (one device) idle from 05:10 to
       the end of the day (from 15:10 when the team has one single-GPU node); `queued` (one device) Pending without a
       node all day;
@@ -217,8 +223,16 @@ def team_day(recording: Recording) -> list[PodDay]:
                 ]
                 continue
             two = tuple(range(min(2, mine[0].gpus)))
+            if mine[0].gpus >= 4:
+                # A two-rank job with one rank stalled: one of its two devices idles.
+                pods.append(
+                    replace(
+                        pod("stalled-0-r5s6t", mine[0], (2, 3), BUSY, (at(6), at(6), at(6), at(18))),
+                        stalled_slots=(3,),
+                    )
+                )
             if mine[0].gpus >= 3:
-                eval_node, eval_slot, eval_start = mine[0], len(two), at(5 + 1 / 6)
+                eval_node, eval_slot, eval_start = mine[0], mine[0].gpus - 1, at(5 + 1 / 6)
             elif len(mine) == 2:
                 eval_node, eval_slot, eval_start = mine[1], 0, at(5 + 1 / 6)
             else:
@@ -236,7 +250,8 @@ def team_day(recording: Recording) -> list[PodDay]:
 
 def _gpu_utilization(pods: Sequence[PodDay], node: DayNode, gpu: int, t: float) -> float:
     return min(
-        100.0, sum(p.utilization for p in pods if p.node == node and gpu in p.gpu_slots and p.phase(t) == "Running")
+        100.0,
+        sum(p.slot_utilization(gpu) for p in pods if p.node == node and gpu in p.gpu_slots and p.phase(t) == "Running"),
     )
 
 

@@ -19,7 +19,7 @@ from aks_gpu_platform.components import recording_rules as rr
 from aks_gpu_platform.components.grafana_dashboards import DASHBOARDS_DIR
 from aks_gpu_platform.config.prices import VM_HOURLY
 from aks_gpu_platform.testing import Recording
-from tests.autoscaler_template import whole_node_gpus
+from tests.autoscaler_template import DEVICE_PLUGIN_RESOURCES, whole_node_gpus
 from tests.contract_stacks import (
     DAY_STACKS,
     chargeback_group,
@@ -262,7 +262,9 @@ def test_plan_shows_each_teams_monthly_quota_ceiling() -> None:
     for queue in queues:
         expected = 0.0
         for flavor in queue.inputs["spec"]["resourceGroups"][0]["flavors"]:
-            devices = next(r["nominalQuota"] for r in flavor["resources"] if r["name"] == "nvidia.com/gpu")
+            devices = sum(
+                r["nominalQuota"] for r in flavor["resources"] if r["name"] in DEVICE_PLUGIN_RESOURCES.values()
+            )
             pool = pools[flavor["name"]]
             expected += devices * VM_HOURLY[pool["vmSize"]].usd / whole_node_gpus(pool, recording) * 730
         ceiling = ceilings[queue.inputs["metadata"]["name"]]

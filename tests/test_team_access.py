@@ -489,6 +489,6 @@ def test_the_member_guide_says_how_to_reach_an_api_server_behind_authorized_rang
     assert ranges, f"{stack} admits only authorized ranges"
     guide = (REPO_ROOT / "docs" / "for-ml-teams.md").read_text()
     credentials = guide.split("## 1. Get credentials", 1)[1].split("\n## ", 1)[0]
-    assert "authorizedIpRanges" in credentials and "private cluster" in credentials, (
+    assert "cluster.apiServer.authorizedIpRanges" in credentials and "private cluster" in credentials, (
         "the first step a member takes must say which addresses the API server answers and what to do otherwise"
     )
