@@ -4,6 +4,7 @@ of stored series with its chargeback rules evaluated (tests/metrics_day.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any
 
@@ -48,7 +49,7 @@ def chargeback_group(recording: Recording) -> tuple[list[dict[str, Any]], int]:
     return group.inputs["rules"], group_interval(group.inputs["interval"])
 
 
-def day_with(recording: Recording, rules: list[dict[str, Any]], interval: int) -> Day:
+def day_with(recording: Recording, rules: Sequence[Mapping[str, Any]], interval: int) -> Day:
     """The modelled day with `rules` evaluated, and Kueue's series (as scraped) beside it."""
     day = build_day(recording, rules, interval)
     assert day.evaluator is not None
