@@ -219,7 +219,7 @@ class GpuMonitoring(pulumi.ComponentResource):
 
         teams = list(args.get("teams", []))
         if teams:
-            # Teams are charged per nvidia.com/gpu they request: a MIG slice or shared replica costs its share.
+            # Teams are charged per GPU device they request: a MIG slice or shared replica costs its share.
             prices = {
                 pool.name: (price.usd, price.estimate)
                 for pool in gpu_pools
@@ -236,7 +236,10 @@ class GpuMonitoring(pulumi.ComponentResource):
                 enabled=True,
                 description="GPU-hours allocated and idle per team and GPU pool, priced per GPU-hour",
                 rules=chargeback_rules(
-                    {t.name: t.namespace_name for t in teams}, prices, cfg.alerts.thresholds.idle_utilization_percent
+                    {t.name: t.namespace_name for t in teams},
+                    prices,
+                    cfg.alerts.thresholds.idle_utilization_percent,
+                    [pool.name for pool in gpu_pools if pool.sharing is not None],
                 ),
                 tags=tags,
                 opts=child,
@@ -345,6 +348,7 @@ class GpuMonitoring(pulumi.ComponentResource):
                 "grafana_id": grafana.id,
                 "grafana_endpoint": self.grafana_endpoint,
                 "dashboards": ["gpu-overview", *(["gpu-teams"] if teams else [])],
+                "teams": [{"name": t.name, "member_groups": t.members} for t in teams],
             },
             child,
         )
@@ -356,13 +360,15 @@ class GpuMonitoring(pulumi.ComponentResource):
             scope=workspace.id,
             opts=child,
         )
-        roles.assign_role(
-            f"{name}-grafana-logs-reader",
-            role_guid=roles.MONITORING_READER,
-            principal_id=grafana_principal,
-            scope=args["log_analytics_workspace_id"],
-            opts=child,
-        )
+        if cfg.grafana.container_logs:
+            # Grafana queries logs as itself: every Grafana user, team members included, then reads every namespace.
+            roles.assign_role(
+                f"{name}-grafana-logs-reader",
+                role_guid=roles.MONITORING_READER,
+                principal_id=grafana_principal,
+                scope=args["log_analytics_workspace_id"],
+                opts=child,
+            )
         admins = list(cfg.grafana.admin_group_object_ids) or list(args.get("grafana_admin_group_object_ids", []))
         for i, group in enumerate(admins):
             roles.assign_role(

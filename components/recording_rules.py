@@ -1,7 +1,12 @@
 """Microsoft's recommended recording rules for managed Prometheus, as data (the names the Azure Monitor
 and Grafana Kubernetes dashboards query)."""
 
+import re
+from collections.abc import Sequence
+
 import pulumi_azure_native.alertsmanagement as alertsmanagement
+
+from aks_gpu_platform.config.scheduling import AMD_GPU_RESOURCE, GPU_RESOURCE
 
 from .metrics_labels import NODE, WORKLOAD_NAMESPACE, WORKLOAD_POD
 
@@ -119,18 +124,30 @@ KUBERNETES_RECORDING_RULES: list[alertsmanagement.PrometheusRuleArgsDict] = [
 ]
 
 
-# --- Chargeback: GPU-hours a team holds, and holds idle, per GPU pool, priced per GPU-hour ----------------------
-# Inputs as managed Prometheus stores them: kube-state-metrics' `kube_pod_container_resource_requests` (the
-# extended resource `nvidia.com/gpu` sanitised to `nvidia_com_gpu`, with the pod's `node`), `kube_pod_status_phase`
-# and `kube_node_labels` (`label_gpu_pool`, allowlisted on the cluster), all kept by the add-on's minimal
-# ingestion profile (Azure/prometheus-collector v7.1.1-main-07-21-2026-39583fd5, otelcollector/shared/configmap/mp/
-# tomlparser-default-targets-metrics-keep-list.go, `kubestateRegex_minimal_mac`); DCGM utilisation under the
-# label contract (components/metrics_labels.py).
+# --- Chargeback: GPU device-hours a team holds, and holds idle, per GPU pool, priced per device-hour ---------------
+# The unit is the device a pool advertises and a pod requests: `nvidia.com/gpu` or `amd.com/gpu`, that is a whole
+# GPU, a MIG slice, or one replica of a time-sliced or MPS GPU. Allocated and idle hours count the same devices, and
+# the price of a device-hour is the VM-hour over the devices a node advertises, so a team holding every device of a
+# node for an hour pays that node's hour whatever the sharing.
+# Inputs as managed Prometheus stores them: kube-state-metrics' `kube_pod_container_resource_requests` (extended
+# resources sanitised: `nvidia_com_gpu`, `amd_com_gpu`; the pod's `node` once scheduled), `kube_pod_status_phase`
+# and `kube_node_labels` (`label_gpu_pool`, allowlisted on the cluster), all kept by the add-on's minimal ingestion
+# profile (Azure/prometheus-collector v7.1.1-main-07-21-2026-39583fd5, otelcollector/shared/configmap/mp/
+# tomlparser-default-targets-metrics-keep-list.go, `kubestateRegex_minimal_mac`); GPU utilisation under the label
+# contract (components/metrics_labels.py), AMD's exporter renamed to the DCGM names by its PodMonitor.
+# Which pod a GPU's utilisation names: DCGM exporter (NVIDIA/dcgm-exporter internal/pkg/transformation/
+# kubernetes.go, `toDeviceToPod`, tags 4.2.3-4.1.1 to 4.6.0-4.8.3) maps a whole GPU or MIG slice to the pod holding
+# it, but a time-sliced or MPS GPU to only one of the pods sharing it. So a device on an unshared pool is idle while
+# the GPUs its pod holds average under the threshold (the pod's share of idle GPUs), and a device on a shared pool
+# while the node's held GPUs do (exact on the single-GPU sizes sharing is used on; an average over a node's GPUs
+# otherwise): DCGM measures a GPU, never one of the pods time-slicing it.
 
 TEAM_INFO = "team_namespace:info"
 """One series per team: `team` and the `namespace` it submits jobs in (from config, so no label allowlist)."""
 GPU_PRICE = "gpu_pool:gpu_hour_price_usd:info"
-"""One series per priced GPU pool: `gpu_pool`, `estimate` ("true"/"false"); the value is USD per GPU-hour."""
+"""One series per priced GPU pool: `gpu_pool`, `estimate` ("true"/"false"); the value is USD per device-hour."""
+POD_GPUS = "team_pod:gpus_running:sum"
+"""Per GPU pod: the devices it requests while Running (0 otherwise), with `node`, `gpu_pool` and `team`."""
 GPUS_ALLOCATED = "team_gpu_pool:gpus_allocated:sum"
 GPUS_IDLE = "team_gpu_pool:gpus_idle:sum"
 GPU_HOURS_ALLOCATED = "team_gpu_pool:gpu_hours_allocated:sum24h"
@@ -141,6 +158,8 @@ CHARGEBACK_INTERVAL_MINUTES = 1
 """The chargeback group's evaluation interval: each sample of a per-minute series stands for one minute."""
 IDLE_WINDOW = "5m"
 """Utilisation is averaged over this window before it is compared with the idle threshold."""
+GPU_RESOURCES_STORED = tuple(re.sub(r"[^a-zA-Z0-9_]", "_", r) for r in (GPU_RESOURCE, AMD_GPU_RESOURCE))
+"""The GPU extended resources as kube-state-metrics stores them in `resource` (`nvidia_com_gpu`, `amd_com_gpu`)."""
 
 
 def _constant(value: float, labels: dict[str, str]) -> str:
@@ -164,14 +183,22 @@ def _pool_of(series: str, node_label: str) -> str:
     )
 
 
-def chargeback_rules(
-    teams: dict[str, str], gpu_hour_prices: dict[str, tuple[float, bool]], idle_utilization_percent: int
-) -> list[alertsmanagement.PrometheusRuleArgsDict]:
-    """Recording rules for GPU-hours allocated and idle per team and GPU pool over the last 24 h, and their cost.
+def _pool_matcher(pools: Sequence[str]) -> str:
+    return "|".join(sorted(pools))
 
-    `teams` maps team -> namespace; `gpu_hour_prices` maps GPU pool -> (USD per GPU-hour, is an estimate).
-    A GPU is allocated while a running pod requests it; it is idle while allocated and its average
-    utilisation over `IDLE_WINDOW` is under `idle_utilization_percent`.
+
+def chargeback_rules(
+    teams: dict[str, str],
+    gpu_hour_prices: dict[str, tuple[float, bool]],
+    idle_utilization_percent: int,
+    shared_pools: Sequence[str] = (),
+) -> list[alertsmanagement.PrometheusRuleArgsDict]:
+    """Recording rules for device-hours allocated and idle per team and GPU pool over the last 24 h, and their cost.
+
+    `teams` maps team -> namespace; `gpu_hour_prices` maps GPU pool -> (USD per device-hour, is an estimate);
+    `shared_pools` are the pools whose GPUs are time-sliced or shared through MPS. A device is allocated while a
+    Running pod requests it; it is idle while allocated and its GPU's utilisation, averaged over `IDLE_WINDOW`,
+    is under `idle_utilization_percent`.
     """
     team_info = " or ".join(_constant(1, {"team": team, "namespace": ns}) for team, ns in sorted(teams.items()))
     prices = " or ".join(
@@ -179,26 +206,38 @@ def chargeback_rules(
         for pool, (usd, estimate) in sorted(gpu_hour_prices.items())
     )
     running = 'max by (cluster, namespace, pod) (kube_pod_status_phase{job="kube-state-metrics", phase="Running"})'
-    requests = (
-        'kube_pod_container_resource_requests{job="kube-state-metrics", resource="nvidia_com_gpu"}'
-        f" * on (cluster, namespace, pod) group_left() {running}"
+    requested = (
+        "sum by (cluster, namespace, pod, node) (kube_pod_container_resource_requests"
+        f'{{job="kube-state-metrics", resource=~"{"|".join(GPU_RESOURCES_STORED)}", node!=""}})'
     )
-    allocated = (
-        f"sum by (cluster, team, gpu_pool) (({_pool_of(f'({requests})', 'node')})"
-        f" * on (namespace) group_left(team) {TEAM_INFO})"
+    pod_gpus = (
+        f"({_pool_of(f'({requested} * on (cluster, namespace, pod) group_left() {running})', 'node')})"
+        f" * on (namespace) group_left(team) {TEAM_INFO}"
     )
-    utilization = (
+    under = (
         f'avg_over_time(DCGM_FI_DEV_GPU_UTIL{{{WORKLOAD_POD}!=""}}[{IDLE_WINDOW}]) < bool {idle_utilization_percent}'
     )
-    held = f'label_replace(({utilization}), "namespace", "$1", "{WORKLOAD_NAMESPACE}", "(.*)")'
-    idle = f"sum by (cluster, team, gpu_pool) (({_pool_of(held, NODE)}) * on (namespace) group_left(team) {TEAM_INFO})"
+    pod_idle_share = (
+        "avg by (cluster, namespace, pod) (label_replace(label_replace("
+        f'{under}, "namespace", "$1", "{WORKLOAD_NAMESPACE}", "(.*)"), "pod", "$1", "{WORKLOAD_POD}", "(.*)"))'
+    )
+    node_idle_share = f'avg by (cluster, node) (label_replace({under}, "node", "$1", "{NODE}", "(.*)"))'
+    if shared_pools:
+        shared = _pool_matcher(shared_pools)
+        idle_devices = (
+            f'({POD_GPUS}{{gpu_pool!~"{shared}"}} * on (cluster, namespace, pod) group_left() {pod_idle_share})'
+            f' or ({POD_GPUS}{{gpu_pool=~"{shared}"}} * on (cluster, node) group_left() {node_idle_share})'
+        )
+    else:
+        idle_devices = f"{POD_GPUS} * on (cluster, namespace, pod) group_left() {pod_idle_share}"
     per_hour = 60 // CHARGEBACK_INTERVAL_MINUTES
     rules: list[alertsmanagement.PrometheusRuleArgsDict] = [_rule(TEAM_INFO, team_info)]
     if prices:
         rules.append(_rule(GPU_PRICE, prices))
     rules += [
-        _rule(GPUS_ALLOCATED, allocated),
-        _rule(GPUS_IDLE, idle),
+        _rule(POD_GPUS, pod_gpus),
+        _rule(GPUS_ALLOCATED, f"sum by (cluster, team, gpu_pool) ({POD_GPUS})"),
+        _rule(GPUS_IDLE, f"sum by (cluster, team, gpu_pool) ({idle_devices})"),
         _rule(GPU_HOURS_ALLOCATED, f"sum_over_time({GPUS_ALLOCATED}[24h]) / {per_hour}"),
         _rule(GPU_HOURS_IDLE, f"sum_over_time({GPUS_IDLE}[24h]) / {per_hour}"),
     ]

@@ -156,7 +156,8 @@ class TeamTenancy(pulumi.ComponentResource):
                 opts=in_cluster,
             )
 
-        self.member_groups = sorted({group.lower() for team in settings.teams for group in team.members})
+        # Object IDs arrive lower-cased by the config model, as Entra ID tokens carry them.
+        self.member_groups = sorted({group for team in settings.teams for group in team.members})
         azure = pulumi.ResourceOptions(parent=self)
         for group in self.member_groups:
             # One assignment per group and scope: Azure refuses a second identical one.

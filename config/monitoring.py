@@ -113,6 +113,11 @@ class GrafanaConfig(ConfigModel):
         default=True,
         description="false: Grafana turns off its public endpoint (reach it through a private endpoint you add)",
     )
+    container_logs: bool = Field(
+        default=False,
+        description="Let Grafana read the Log Analytics workspace: every Grafana user, each team's members included, "
+        "can then query every namespace's container logs (Grafana OSS has no data-source permissions)",
+    )
 
 
 class AlertThresholdsConfig(ConfigModel):

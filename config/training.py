@@ -13,7 +13,7 @@ from pydantic import Field, StringConstraints, model_validator
 from .base import ConfigModel
 from .errors import field_error
 from .gpu import GpuPoolConfig
-from .types import Guid
+from .types import EntraObjectId
 
 # A Kubernetes name that is also a DNS label (namespaces, LocalQueues, cohorts, ClusterQueues).
 DNS_LABEL_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
@@ -181,10 +181,11 @@ class TeamConfig(ConfigModel):
         default_factory=PreemptionConfig, description="When this team's pending jobs may evict running ones"
     )
     quotas: list[TeamQuotaConfig] = Field(min_length=1, description="One entry per GPU pool the team may use")
-    members: list[Guid] = Field(
+    members: list[EntraObjectId] = Field(
         default_factory=list[str],
         description="Object IDs of the Entra ID groups whose members submit jobs here: they may fetch cluster "
-        "credentials, run and watch jobs in this namespace only, and view Grafana; empty: only cluster admins",
+        "credentials, run and watch jobs in this namespace only, and view Grafana; empty: only cluster admins. "
+        "Stored in lower case, as Entra ID tokens carry them",
     )
 
     @property
@@ -216,7 +217,7 @@ class TeamConfig(ConfigModel):
                     f"quotas[{j}].borrowingLimitGpus", quota.borrowing_limit_gpus, "needs a cohort to borrow from"
                 )
         for j, group in enumerate(self.members):
-            if group.lower() in (g.lower() for g in self.members[:j]):
+            if group in self.members[:j]:
                 raise field_error(f"members[{j}]", group, "each group once per team")
         # Kueue meters the same resources on every flavor of a ClusterQueue.
         for resource in ("cpu", "memory"):

@@ -30,6 +30,13 @@ HashedPoolName = Annotated[
 AZURE_RESOURCE_ID = re.compile(r"^/subscriptions/[0-9a-fA-F-]{36}/resourceGroups/[^/]+/providers/[A-Za-z.]+/.+$")
 GUID = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
 Guid = Annotated[str, StringConstraints(pattern=GUID)]
+EntraObjectId = Annotated[
+    str,
+    StringConstraints(pattern=GUID),
+    # Entra ID tokens carry object IDs in lower case and Kubernetes RBAC compares group names byte for byte
+    # (kubernetes pkg/registry/rbac/validation/rule.go, appliesToUser): a RoleBinding to an upper-case ID binds no one.
+    AfterValidator(str.lower),
+]
 
 
 def _ipv4_network(value: str) -> str:

@@ -36,6 +36,7 @@ from aks_gpu_platform.components import (
     training_queues,
     upgrade_policy,
 )
+from aks_gpu_platform.components.grafana_dashboards import TeamDashboardArgs
 from aks_gpu_platform.components.training_queues import LustreClaimArgs
 from aks_gpu_platform.config.upgrade import GpuPoolUpgradeConfig
 from provider.adapting import component_args
@@ -500,11 +501,13 @@ class GpuStack(gpu_stack.GpuStack):
 
 class GrafanaDashboardsInputs(TypedDict):
     grafana_id: pulumi.Input[str]
-    """ARM ID of the Managed Grafana instance (scope of the deployer's Grafana Editor role)."""
+    """ARM ID of the Managed Grafana instance (scope of the deployer's Grafana Admin role)."""
     grafana_endpoint: pulumi.Input[str]
     """`https://<name>-<hash>.<region>.grafana.azure.com` of the instance."""
     dashboards: Sequence[str]
-    """Stems of the components/dashboards/ JSON files to create."""
+    """Stems of the components/dashboards/ JSON files to create in the platform folder (Editors and Admins only)."""
+    teams: NotRequired[Sequence[TeamDashboardArgs]]
+    """Teams that get a folder with their own copy of the teams dashboard."""
 
 
 class GrafanaDashboards(grafana_dashboards.GrafanaDashboards):

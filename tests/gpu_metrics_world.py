@@ -31,6 +31,7 @@ import hashlib
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from aks_gpu_platform.testing import Recording
 from tests.scheduling import generic_agent_pools
@@ -411,10 +412,30 @@ CLUSTER_QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"
 ADMISSION_WAIT_BUCKETS = ("1", "2", "4", "8", "16", "+Inf")
 
 
+# Kueue v0.19.2 cmd/kueue/main.go serves /metrics with `SecureServing: true` behind controller-runtime's
+# authentication and authorization filter; with the chart's default internal certificate management no metrics
+# certificate is mounted, so controller-runtime v0.24.1 (the version Kueue's go.mod pins) pkg/metrics/server/server.go
+# `createListener` falls back to a self-signed certificate for "localhost", generated at start-up. No CA can verify
+# it: a scraper that verifies certificates fails every Kueue target. Plain HTTP is refused by the TLS listener and a
+# request without a bearer token is refused by the filter.
+
+
+def kueue_scrape_problems(endpoint: dict[str, Any]) -> list[str]:
+    """Why scraping a Kueue controller through this ServiceMonitor endpoint fails (empty: it succeeds)."""
+    problems: list[str] = []
+    if endpoint.get("scheme") != "https":
+        problems.append("Kueue serves /metrics over TLS only")
+    if not (endpoint.get("tlsConfig") or {}).get("insecureSkipVerify"):
+        problems.append("Kueue's metrics certificate is self-signed at start-up: no CA verifies it")
+    if not (endpoint.get("bearerTokenFile") or endpoint.get("authorization") or endpoint.get("bearerTokenSecret")):
+        problems.append("Kueue authenticates every /metrics request: the scraper must present its token")
+    return problems
+
+
 def kueue_series(recording: Recording) -> list[Series]:
     """What scraping the recorded Kueue ServiceMonitor stores: each controller replica's metrics with the target
     labels prometheus-operator gives a ServiceMonitor endpoint (namespace, service, pod, container, endpoint, job,
-    instance), the monitor's job relabeling applied."""
+    instance), the monitor's job relabeling applied. A scrape that fails stores only `up` = 0."""
     cluster = recording.one(CLUSTER).outputs["name"]
     (monitor,) = recording.of_type(SERVICE_MONITOR)
     (kueue,) = [r for r in recording.of_type(RELEASE) if r.inputs.get("chart", "").endswith("/kueue")]
@@ -426,6 +447,7 @@ def kueue_series(recording: Recording) -> list[Series]:
         if relabel.get("targetLabel") == "job":
             job = relabel["replacement"]
     replicas = int(kueue.inputs["values"]["controllerManager"]["replicas"])
+    failed = bool(kueue_scrape_problems(endpoint))
     series: list[Series] = []
     for replica in range(replicas):
         role = "standalone" if replicas == 1 else ("leader" if replica == 0 else "follower")
@@ -440,6 +462,10 @@ def kueue_series(recording: Recording) -> list[Series]:
             "instance": f"10.244.3.{replica + 10}:8443",
             "replica_role": role,
         }
+        target_labels = {k: v for k, v in target.items() if k != "replica_role"}
+        series.append(Series({**target_labels, "__name__": "up"}, 0.0 if failed else 1.0))
+        if failed:
+            continue
         for queue in recording.of_type(CLUSTER_QUEUE):
             name = queue.inputs["metadata"]["name"]
             cohort = queue.inputs["spec"].get("cohortName", "")

@@ -1,24 +1,172 @@
-"""A small PromQL evaluator over modelled series: which series, with which labels, does a query return?
+"""A small PromQL evaluator over modelled series: which series, with which labels and values, does a query return?
 
 It follows Prometheus's instant-query semantics for the subset the platform uses (selectors and matchers,
 aggregations with by/without, label_replace, vector matching with on/ignoring/group_left/group_right, the
-set operators) and fails loudly on anything else. Series carry one value and no history, so:
-- a range function returns the series' value (`*_over_time`) or 0 (`rate`, `increase`...);
-- a filtering comparison (`>` without `bool`) keeps every series, as if the threshold were crossed:
-  the question is which labels an alert fires with, not whether a fixture crosses a threshold.
-Labels a query groups or matches on must exist on every series it groups or matches (otherwise
-Prometheus silently merges or drops series); each miss is recorded in `problems`.
+set operators) and fails loudly on anything else. Labels a query groups or matches on must exist on every series
+it groups or matches (otherwise Prometheus silently merges or drops series); each miss is recorded in `problems`.
+
+A world holds two kinds of series:
+- `History`: samples over time, as a scrape or a recording rule stores them. A query is evaluated at an instant
+  `at` (Prometheus v3.12.0 `promql/engine.go`): an instant selector takes each series' latest sample in
+  (at - 5m, at], none if that sample is a staleness marker (`model/value.StaleNaN`, written when a series leaves a
+  scrape or a rule's output); a range selector `[d]` takes the samples in (at - d, at] (left-open since
+  Prometheus 3.0), markers excluded; `sum/avg/min/max/count/last/present_over_time` reduce them and `rate`,
+  `increase`, `delta` extrapolate as `promql/functions.go` does; series without samples in the window are left
+  out.
+- `Series`: one value and no history, for questions about labels (which labels an alert fires with). It stands
+  for a gauge that has always had that value: `avg/min/max/last_over_time` return it, `rate`, `increase`,
+  `delta`... return 0; `sum_over_time` and `count_over_time` depend on how many samples there were and refuse.
+  In such worlds a filtering comparison (`>` without `bool`) keeps every series, as if the threshold were
+  crossed, unless `thresholds_crossed=False` makes it filter as Prometheus does.
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any, cast
 
 from tests.scrape_model import Labels, Series, expand
+
+LOOKBACK_SECONDS = 300.0
+"""Prometheus's default lookback delta: an instant selector sees a sample up to 5 minutes old."""
+UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
+
+
+def duration_seconds(text: str) -> float:
+    """A PromQL duration (`5m`, `1h30m`, `24h`) in seconds."""
+    parts = re.findall(r"(\d+)(ms|s|m|h|d|w|y)", text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        raise SyntaxError(f"bad duration {text!r}")
+    return sum(int(n) * UNITS[u] for n, u in parts)
+
+
+@dataclass
+class Run:
+    """`count` samples of one value, `step` seconds apart from `start` (integer seconds); value None: a marker."""
+
+    start: int
+    step: int
+    count: int
+    value: float | None
+
+    @property
+    def last(self) -> int:
+        return self.start + self.step * (self.count - 1)
+
+
+@dataclass
+class Window:
+    """The samples of one series in a range, as the `*_over_time` functions and `extrapolatedRate` read them."""
+
+    count: int
+    total: float
+    low: float
+    high: float
+    first: tuple[int, float]
+    last: tuple[int, float]
+    resets: float
+    """Sum of the values before each counter reset (a value lower than the one before it)."""
+
+
+class History:
+    """A series' samples over time, stored as runs of one value (what a scrape of an unchanged target or a rule
+    with an unchanged result stores every interval)."""
+
+    def __init__(self, labels: Labels) -> None:
+        self.labels = labels
+        self.runs: list[Run] = []
+        self.starts: list[int] = []
+
+    @property
+    def name(self) -> str:
+        return self.labels["__name__"]
+
+    def extend(self, start: int, step: int, count: int, value: float | None) -> None:
+        """`count` samples of `value` from `start`, `step` apart, after every sample already stored."""
+        if count <= 0:
+            return
+        assert not self.runs or start > self.runs[-1].last, "samples are appended in time order"
+        tail = self.runs[-1] if self.runs else None
+        if tail is not None and tail.value == value and tail.step == step and tail.last + step == start:
+            tail.count += count
+            return
+        self.runs.append(Run(start, step, count, value))
+        self.starts.append(start)
+
+    def append(self, at: int, value: float | None, step: int) -> None:
+        self.extend(at, step, 1, value)
+
+    def latest(self, at: float, lookback: float = LOOKBACK_SECONDS) -> float | None:
+        """The instant value at `at`, or None (no sample in the lookback, or the latest is a staleness marker)."""
+        i = bisect.bisect_right(self.starts, at) - 1
+        if i < 0:
+            return None
+        run = self.runs[i]
+        t = run.start + run.step * min(run.count - 1, int((at - run.start) // run.step))
+        if t <= at - lookback:
+            return None
+        return run.value
+
+    def window(self, at: float, seconds: float) -> Window | None:
+        """The samples in (at - seconds, at], staleness markers left out; None when there are none."""
+        lo, hi = at - seconds, at
+        i = max(0, bisect.bisect_right(self.starts, lo) - 1)
+        found: Window | None = None
+        previous: float | None = None
+        for run in self.runs[i:]:
+            if run.start > hi:
+                break
+            if run.value is None or run.last <= lo:
+                continue
+            first_i = 0 if run.start > lo else int((lo - run.start) // run.step) + 1
+            last_i = min(run.count - 1, int((hi - run.start) // run.step))
+            if first_i > last_i:
+                continue
+            n, v = last_i - first_i + 1, run.value
+            first, last = (run.start + run.step * first_i, v), (run.start + run.step * last_i, v)
+            if found is None:
+                found = Window(n, n * v, v, v, first, last, 0.0)
+            else:
+                found.count += n
+                found.total += n * v
+                found.low, found.high = min(found.low, v), max(found.high, v)
+                found.last = last
+                if previous is not None and v < previous:
+                    found.resets += previous
+            previous = v
+        return found
+
+
+def extrapolated_rate(window: Window, start: float, end: float, counter: bool, per_second: bool) -> float | None:
+    """Prometheus v3.12.0 promql/functions.go `extrapolatedRate`: `rate`, `increase` (counter) and `delta`."""
+    if window.count < 2:
+        return None
+    result = window.last[1] - window.first[1] + (window.resets if counter else 0.0)
+    sampled = window.last[0] - window.first[0]
+    average = sampled / (window.count - 1)
+    threshold = average * 1.1
+    to_start, to_end = window.first[0] - start, end - window.last[0]
+    if to_start >= threshold:
+        to_start = average / 2
+    if counter and result > 0 and window.first[1] >= 0:
+        to_start = min(to_start, sampled * (window.first[1] / result))
+    if to_end >= threshold:
+        to_end = average / 2
+    factor = (sampled + to_start + to_end) / sampled
+    if per_second:
+        factor /= end - start
+    return result * factor
+
+
+@cache
+def parse(query: str) -> Any:
+    return Parser(query).parse()
+
 
 _TOKEN = re.compile(
     r"""\s*(?:
@@ -277,7 +425,7 @@ def selectors(query: str) -> list[Selector]:
         elif isinstance(node, Negate):
             walk(node.expr)
 
-    walk(Parser(query).parse())
+    walk(Parser(query).parse())  # a fresh tree: the cached one is shared
     return found
 
 
@@ -295,17 +443,44 @@ def matches(labels: Labels, matchers: Sequence[tuple[str, str, str]]) -> bool:
 
 
 class Evaluator:
-    """Evaluates queries over a fixed set of series; label problems collect in `problems`."""
+    """Evaluates queries over series (and histories, at the instant `at`); label problems collect in `problems`."""
 
-    def __init__(self, world: Sequence[Series]) -> None:
-        self.world = list(world)
+    def __init__(
+        self, world: Sequence[Series | History], at: float = 0.0, thresholds_crossed: bool | None = None
+    ) -> None:
+        self.world: list[Series | History] = []
+        self.by_name: dict[str, list[Series | History]] = {}
+        self.unnamed: list[Series | History] = []
         self.problems: list[str] = []
+        self.at = at
+        for series in world:
+            self.add(series)
+        has_history = any(isinstance(s, History) for s in self.world)
+        self.thresholds_crossed = not has_history if thresholds_crossed is None else thresholds_crossed
+
+    def add(self, series: Series | History) -> None:
+        self.world.append(series)
+        name = series.labels.get("__name__")
+        (self.by_name.setdefault(name, []) if name else self.unnamed).append(series)
+
+    def candidates(self, selector: Selector) -> list[Series | History]:
+        if selector.metric is not None:
+            return self.by_name.get(selector.metric, [])
+        for name, op, value in selector.matchers:
+            if name == "__name__" and op == "=":
+                return self.by_name.get(value, [])
+        return self.world
 
     def evaluate(self, query: str) -> list[Series] | float:
-        result = self.eval(Parser(query).parse())
+        result = self.eval(parse(query))
         if isinstance(result, str):
             raise TypeError("a query must return a vector or a scalar")
         return result
+
+    def evaluate_at(self, query: str, at: float) -> list[Series]:
+        """The query's result as a vector at the instant `at`."""
+        self.at = at
+        return self.vector(query)
 
     def vector(self, query: str) -> list[Series]:
         """The query's result as a vector (a scalar becomes one series without labels)."""
@@ -332,11 +507,57 @@ class Evaluator:
             return self.binary(node)
         raise TypeError(node)
 
-    def select(self, selector: Selector) -> list[Series]:
+    def _matching(self, selector: Selector) -> list[Series | History]:
         matchers = list(selector.matchers)
         if selector.metric is not None:
             matchers.append(("__name__", "=", selector.metric))
-        return [Series(dict(s.labels), s.value) for s in self.world if matches(s.labels, matchers)]
+        return [s for s in self.candidates(selector) if matches(s.labels, matchers)]
+
+    def select(self, selector: Selector) -> list[Series]:
+        found: list[Series] = []
+        for s in self._matching(selector):
+            if isinstance(s, Series):
+                found.append(Series(dict(s.labels), s.value))
+            elif (value := s.latest(self.at)) is not None:
+                found.append(Series(dict(s.labels), value))
+        return found
+
+    def over_time(self, name: str, selector: Selector) -> list[Series]:
+        """A range function over each matching series' samples in the selector's window."""
+        assert selector.range is not None
+        seconds = duration_seconds(selector.range)
+        counter = name in ("rate", "irate", "increase", "delta", "idelta", "deriv")
+        reduce: dict[str, Callable[[Window], float]] = {
+            "sum_over_time": lambda w: w.total,
+            "avg_over_time": lambda w: w.total / w.count,
+            "min_over_time": lambda w: w.low,
+            "max_over_time": lambda w: w.high,
+            "count_over_time": lambda w: float(w.count),
+            "last_over_time": lambda w: w.last[1],
+            "present_over_time": lambda w: 1.0,
+        }
+        if not counter and name not in reduce:
+            raise NotImplementedError(f"function {name} is not modelled")
+        if name in ("irate", "idelta", "deriv"):
+            raise NotImplementedError(f"{name} is not modelled")
+        out: list[Series] = []
+        for s in self._matching(selector):
+            labels = _without_name(s.labels)
+            if isinstance(s, Series):
+                if name in ("sum_over_time", "count_over_time"):
+                    raise TypeError(f"{name} depends on the samples in the range: give the series a History")
+                out.append(Series(labels, 0.0 if counter else (1.0 if name == "present_over_time" else s.value)))
+                continue
+            window = s.window(self.at, seconds)
+            if window is None:
+                continue
+            if counter:
+                value = extrapolated_rate(window, self.at - seconds, self.at, name != "delta", name == "rate")
+                if value is not None:
+                    out.append(Series(labels, value))
+            else:
+                out.append(Series(labels, reduce[name](window)))
+        return out
 
     def need(self, labels: Sequence[str], series: Sequence[Series], where: str) -> None:
         for s in series:
@@ -368,8 +589,7 @@ class Evaluator:
             (arg,) = node.args
             if not isinstance(arg, Selector) or arg.range is None:
                 raise TypeError(f"{name} needs a range selector")
-            keeps_value = name.endswith("_over_time") and name != "count_over_time"
-            return [Series(_without_name(s.labels), s.value if keeps_value else 0.0) for s in self.select(arg)]
+            return self.over_time(name, arg)
         if name == "histogram_quantile":
             quantile, buckets = (self.eval(a) for a in node.args)
             self.need(["le"], buckets, "histogram_quantile")
@@ -443,7 +663,8 @@ class Evaluator:
             for s in vector:
                 a, b = (scalar, s.value) if scalar_left else (s.value, scalar)
                 if op in COMPARISONS and not node.returns_bool:
-                    out.append(Series(dict(s.labels), s.value))  # the threshold is assumed crossed
+                    if self.thresholds_crossed or _compare(op, a, b):
+                        out.append(Series(dict(s.labels), s.value))
                 elif op in COMPARISONS:
                     out.append(Series(_without_name(s.labels), float(_compare(op, a, b))))
                 else:
@@ -502,7 +723,8 @@ class Evaluator:
                 else:
                     labels.pop(name, None)
             if op in COMPARISONS and not node.returns_bool:
-                out.append(Series(labels, a.value))
+                if self.thresholds_crossed or _compare(op, a.value, b.value):
+                    out.append(Series(labels, a.value))
             elif op in COMPARISONS:
                 out.append(Series(labels, float(_compare(op, a.value, b.value))))
             else:

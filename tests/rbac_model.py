@@ -1,16 +1,23 @@
 """An offline authoriser for the rendered access objects: Kubernetes RBAC plus Azure role assignments.
 
-Kubernetes RBAC follows kubernetes/kubernetes @ v1.33.0,
-plugin/pkg/auth/authorizer/rbac/rbac.go and pkg/apis/rbac/v1/evaluation_helpers.go: a request is
-allowed if any rule of a role bound to the user or one of its groups matches; a RoleBinding grants
-its Role or ClusterRole only inside the binding's namespace; a ClusterRoleBinding grants everywhere;
-`*` matches any verb, group or resource; a subresource is matched as `<resource>/<subresource>`;
-resourceNames, when set, limit the rule to those names. There are no deny rules.
+Kubernetes RBAC follows kubernetes/kubernetes plugin/pkg/auth/authorizer/rbac/rbac.go,
+pkg/apis/rbac/v1/evaluation_helpers.go and pkg/registry/rbac/validation/rule.go (read at main-branch commit
+05c351a9; the stacks pin 1.36, whose tag was not available to read): a request is allowed if any rule of a
+role bound to the user or one of its groups matches; a RoleBinding grants its Role or ClusterRole only inside the
+binding's namespace; a ClusterRoleBinding grants everywhere; `*` matches any verb, group or resource; a
+subresource is matched as `<resource>/<subresource>`; resourceNames, when set, limit the rule to those names.
+There are no deny rules. Subjects match as `appliesToUser` does: a Group subject by `has(user.GetGroups(),
+subject.Name)`, a byte-for-byte string comparison; the user's groups are what the authenticator put in the
+request (for AKS with Entra ID, the token's `groups` claim: object IDs in lower case). Nothing is normalised here:
+a model that folded case would hide a binding that binds no one.
 
 Azure role assignments follow Azure RBAC's model (learn.microsoft.com/azure/role-based-access-control/
 overview, "How Azure RBAC determines if a user has access"): an assignment applies to its scope and
 every scope under it; a role allows an operation that matches one of its actions (or dataActions) and
-none of its notActions. The built-in roles below are test data, restated from
+none of its notActions. An assignment's principalId is an Entra object ID (the RoleAssignment REST spec,
+Microsoft.Authorization stable/2022-04-01, types it as a string; the service resolves it to a directory object), so
+it matches a group of the caller as a GUID value, not as text; scopes compare case-insensitively, as ARM resource
+IDs do. The built-in roles below are test data, restated from
 MicrosoftDocs/azure-docs articles/role-based-access-control/built-in-roles/containers.md and
 monitor.md (read 2026-12), keyed by role definition GUID.
 
@@ -23,6 +30,7 @@ RBAC" (articles/aks/concepts-identity.md): a request either authoriser allows is
 from __future__ import annotations
 
 import fnmatch
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +53,21 @@ AZURE_BUILT_IN_ROLES: dict[str, tuple[str, list[str], list[str]]] = {
         "Grafana Admin",
         [],
         ["Microsoft.Dashboard/grafana/ActAsGrafanaAdmin/action"],
+    ),
+    "a79a5197-3a5c-4973-a920-486035ffd60f": (
+        "Grafana Editor",
+        [],
+        ["Microsoft.Dashboard/grafana/ActAsGrafanaEditor/action"],
+    ),
+    "43d0d8ad-25c7-4714-9337-8ba259a9fe05": (
+        "Monitoring Reader",
+        ["*/read", "Microsoft.OperationalInsights/workspaces/search/action", "Microsoft.Support/*"],
+        [],
+    ),
+    "b0d8363b-8ddd-447d-831f-62ca05bff136": (
+        "Monitoring Data Reader",
+        ["Microsoft.Monitor/accounts/read"],
+        ["Microsoft.Monitor/accounts/data/metrics/read"],
     ),
 }
 
@@ -97,12 +120,13 @@ def _subject(subject: dict[str, Any]) -> str:
 
 
 def _bound(binding: dict[str, Any], groups: set[str]) -> bool:
-    return any(_subject(s).lower() in groups for s in binding.get("subjects") or [])
+    return any(_subject(s) in groups for s in binding.get("subjects") or [])
 
 
 def kubernetes_allows(objects: list[dict[str, Any]], groups: set[str], request: Request) -> bool:
-    """Kubernetes RBAC over rendered Role/ClusterRole/RoleBinding/ClusterRoleBinding manifests."""
-    groups = {g.lower() for g in groups}
+    """Kubernetes RBAC over rendered Role/ClusterRole/RoleBinding/ClusterRoleBinding manifests.
+
+    `groups` are the request's groups exactly as the authenticator reports them."""
     roles = {(o["metadata"].get("namespace"), o["metadata"]["name"]): o for o in objects if o["kind"] == "Role"}
     cluster_roles = {o["metadata"]["name"]: o for o in objects if o["kind"] == "ClusterRole"}
     for binding in objects:
@@ -123,11 +147,18 @@ def _under(scope: str, assignment_scope: str) -> bool:
     return scope == assignment_scope or scope.startswith(assignment_scope + "/")
 
 
+def _object_id(value: str) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(value)
+    except ValueError:
+        return None
+
+
 def azure_allows(assignments: list[dict[str, Any]], groups: set[str], scope: str, operation: str) -> bool:
     """Does an assignment to one of `groups` at or above `scope` grant `operation` (action or data action)?"""
-    groups = {g.lower() for g in groups}
+    object_ids = {_object_id(g) for g in groups} - {None}
     for assignment in assignments:
-        if assignment["principalId"].lower() not in groups or not _under(scope, assignment["scope"]):
+        if _object_id(assignment["principalId"]) not in object_ids or not _under(scope, assignment["scope"]):
             continue
         guid = assignment["roleDefinitionId"].rsplit("/", 1)[-1]
         _, actions, data_actions = AZURE_BUILT_IN_ROLES[guid]

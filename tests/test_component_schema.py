@@ -522,6 +522,7 @@ PROD_INPUTS: dict[str, Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]
         "grafanaId": "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Dashboard/grafana/g",
         "grafanaEndpoint": "https://g-abcd.krc.grafana.azure.com",
         "dashboards": ["gpu-overview", "gpu-teams"],
+        "teams": [{"name": "ml", "memberGroups": ["00000000-0000-4000-8000-0000000000e1"]}],
     },
 }
 

@@ -167,6 +167,7 @@ def test_the_workflow_always_destroys_the_stack_it_created() -> None:
     destroy_step = steps[destroy]
     assert destroy_step["if"].startswith("${{ always()"), "runs after failures and cancellations too"
     assert "pulumi destroy --yes" in destroy_step["run"] and "--remove" in destroy_step["run"]
+    assert "--run-program" in destroy_step["run"], "the Grafana token in state has expired hours after `pulumi up`"
     fallback = next(s for s in steps[destroy + 1 :] if "az group delete" in s.get("run", ""))
     assert "steps.destroy.outcome != 'success'" in fallback["if"], "after a failed, timed-out or cancelled destroy"
     checks = next(s for s in steps if "tools.e2e_checks" in s.get("run", ""))

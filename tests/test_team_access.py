@@ -1,8 +1,10 @@
 """Team access, checked as AKS would authorise it: a member of team A works in A and nowhere else.
 
-The rendered Roles, RoleBindings and Azure role assignments of each stack go through the offline
-authoriser in tests/rbac_model.py (dev, prod, and dev with a second team); namespace bounds and
-isolation are evaluated on the rendered LimitRange, ResourceQuota and NetworkPolicy.
+The contract "authorisers compare exactly": the rendered Roles, RoleBindings and Azure role assignments of each
+stack (dev, prod, each fleet member, dev with a second team, dev with member groups written in upper case) go
+through the offline authoriser in tests/rbac_model.py, which matches subjects byte for byte as the API server
+does, for a member presenting the groups an Entra ID token carries (object IDs in lower case). Namespace bounds
+and isolation are evaluated on the rendered LimitRange, ResourceQuota and NetworkPolicy.
 """
 
 from __future__ import annotations
@@ -14,13 +16,14 @@ from typing import Any
 
 import pytest
 
-from aks_gpu_platform.config import load_platform_config
+from aks_gpu_platform.components.roles import GRAFANA_VIEWER
+from aks_gpu_platform.components.team_tenancy import RBAC_GROUP
 from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording, kubernetes_object
 from aks_gpu_platform.testing.checks import validate_object
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import assert_rejected, settings_of
-from tests.rbac_model import Request, allowed, azure_allows
+from tests.rbac_model import Request, allowed, azure_allows, kubernetes_allows
 from tools import REPO_ROOT
 
 SCHEMA = "1.33.0"
@@ -29,6 +32,7 @@ ASSIGNMENT = "azure-native:authorization:RoleAssignment"
 NOBODY = "00000000-0000-4000-8000-0000000000ff"
 PLATFORM_NAMESPACES = ("kube-system", "kueue-system", "jobset-system", "gpu-resources")
 SECOND_TEAM_GROUP = "00000000-0000-4000-8000-0000000000e2"
+FLEET_MEMBERS = ("krc", "jpe")
 
 
 def two_team_config() -> dict[str, Any]:
@@ -58,9 +62,27 @@ class World:
         return allowed(self.rbac, self.assignments, self.cluster_id, groups, request)
 
 
+def upper_case_members_config() -> dict[str, Any]:
+    """Dev with its team's group object ID written in upper case, as the Azure portal shows it."""
+    config = copy.deepcopy(load_stack_file("dev", REPO_ROOT))
+    team = config["aks-gpu-platform:training"]["teams"][0]
+    team["members"] = [group.upper() for group in team["members"]]
+    return config
+
+
+def token_groups(written: list[str]) -> set[str]:
+    """The `groups` claim of a member's Entra ID token: the object IDs of their groups, in lower case."""
+    return {group.lower() for group in written}
+
+
+def raw_teams(config: dict[str, Any]) -> dict[str, tuple[str, set[str]]]:
+    """Team -> (namespace, the groups its members' tokens carry), from the stack file as written."""
+    teams = config["aks-gpu-platform:training"]["teams"]
+    return {t["name"]: (t.get("namespace") or t["name"], token_groups(t.get("members") or [])) for t in teams}
+
+
 def build_world(recording: Recording, config: dict[str, Any]) -> World:
-    settings = load_platform_config(settings_of(config))
-    teams = {t.name: (t.namespace_name, set(t.members)) for t in settings.training.teams}
+    teams = raw_teams(config)
     cluster = recording.one("azure-native:containerservice:ManagedCluster")
     grafana = recording.one("azure-native:dashboard:Grafana")
     return World(
@@ -79,10 +101,30 @@ def two_teams() -> World:
     return build_world(run_stack("dev", config), config)
 
 
-@pytest.fixture(scope="module", params=["dev", "prod", "two-teams"])
+@pytest.fixture(scope="module")
+def fleet_worlds() -> dict[str, World]:
+    """Each fleet member's platform, authorised on its own cluster (the shared training section names the teams)."""
+    from tests.test_fleet import member_recording
+
+    config = load_stack_file("fleet", REPO_ROOT)
+    recording = run_stack("fleet")
+    worlds: dict[str, World] = {}
+    for platform in recording.of_type("aks-gpu-platform:index:AksGpuPlatform"):
+        member = next(m for m in FLEET_MEMBERS if platform.name.endswith(f"-{m}"))
+        worlds[member] = build_world(member_recording(recording, platform.urn), config)
+    assert set(worlds) == set(FLEET_MEMBERS), "every member platform is authorised"
+    return worlds
+
+
+@pytest.fixture(scope="module", params=["dev", "prod", "two-teams", "upper-case-members", *FLEET_MEMBERS])
 def stack(request: pytest.FixtureRequest) -> World:
     if request.param == "two-teams":
         return request.getfixturevalue("two_teams")
+    if request.param == "upper-case-members":
+        config = upper_case_members_config()
+        return build_world(run_stack("dev", config), config)
+    if request.param in FLEET_MEMBERS:
+        return request.getfixturevalue("fleet_worlds")[request.param]
     return build_world(request.getfixturevalue(f"{request.param}_recording"), load_stack_file(request.param, REPO_ROOT))
 
 
@@ -373,3 +415,80 @@ def test_a_member_that_is_not_an_object_id_is_rejected(stack_config: Callable[[s
     settings = settings_of(stack_config("dev"))
     settings["training"]["teams"][0]["members"] = ["ml-engineers"]
     assert_rejected(settings, "RBAC binds Entra groups by object ID", "training.teams[0].members[0]", "pattern")
+
+
+def test_a_group_written_in_upper_case_still_admits_its_members(
+    stack_config: Callable[[str], dict[str, Any]],
+) -> None:
+    """The portal shows object IDs in upper case; tokens carry them in lower case and RBAC compares exactly."""
+    config = upper_case_members_config()
+    world = build_world(run_stack("dev", config), config)
+    (namespace, groups) = world.teams["ml"]
+    for why, request in OWN_NAMESPACE_ALLOWED:
+        r = in_namespace(request, namespace)
+        assert world.can(groups, r), f"a member whose token carries {sorted(groups)} must be able to {why}"
+    bindings = [o for o in world.rbac if o["kind"] == "RoleBinding" and o["metadata"]["namespace"] == namespace]
+    assert [s["name"] for b in bindings for s in b["subjects"]] == sorted(groups), (
+        "the RoleBinding names the group as the token does"
+    )
+
+
+def test_the_authoriser_matches_group_subjects_byte_for_byte() -> None:
+    """The model must not fold case: the API server's `has(user.GetGroups(), subject.Name)` does not."""
+    role = {
+        "kind": "Role",
+        "metadata": {"name": "r", "namespace": "ns"},
+        "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}],
+    }
+    group = "0000000a-0000-4000-8000-0000000000e1"
+
+    def binding(name: str) -> dict[str, Any]:
+        return {
+            "kind": "RoleBinding",
+            "metadata": {"name": "b", "namespace": "ns"},
+            "roleRef": {"apiGroup": RBAC_GROUP, "kind": "Role", "name": "r"},
+            "subjects": [{"kind": "Group", "apiGroup": RBAC_GROUP, "name": name}],
+        }
+
+    read = Request("get", "", "pods", namespace="ns")
+    assert kubernetes_allows([role, binding(group)], {group}, read)
+    assert not kubernetes_allows([role, binding(group.upper())], {group}, read), (
+        "a RoleBinding to the upper-case spelling binds nobody whose token carries the lower-case ID"
+    )
+    assignment = {"principalId": group.upper(), "scope": "/s/x", "roleDefinitionId": "/r/" + GRAFANA_VIEWER}
+    assert azure_allows([assignment], {group}, "/s/x", "Microsoft.Dashboard/grafana/ActAsGrafanaViewer/action"), (
+        "Azure resolves principalId to the directory object: the spelling of the GUID does not matter there"
+    )
+
+
+@pytest.mark.parametrize(
+    ("team", "why"),
+    [
+        ({"name": "kube-public"}, "kube-public is readable by every user, anonymous ones included"),
+        ({"name": "ml", "namespace": "kube-node-lease"}, "kube-node-lease holds every node's heartbeat Lease"),
+        ({"name": "ml", "namespace": "kube-system"}, "kube-system runs the cluster's own components"),
+        ({"name": "default"}, "default is where anything without a namespace lands"),
+    ],
+)
+def test_a_team_namespace_in_a_system_namespace_is_rejected(
+    stack_config: Callable[[str], dict[str, Any]], team: dict[str, str], why: str
+) -> None:
+    settings = settings_of(stack_config("dev"))
+    entry = settings["training"]["teams"][0]
+    entry.pop("namespace", None)  # without one, the team's name is its namespace
+    entry.update(team)
+    field = "namespace" if "namespace" in team else "name"
+    assert_rejected(settings, why, f"training.teams[0].{field}", "must not be kube-*")
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod", "fleet"])
+def test_the_member_guide_says_how_to_reach_an_api_server_behind_authorized_ranges(stack: str) -> None:
+    """Credentials are not enough: from an address outside the ranges kubectl times out with no hint why."""
+    config = load_stack_file(stack, REPO_ROOT)
+    ranges = config["aks-gpu-platform:cluster"].get("apiServer", {}).get("authorizedIpRanges")
+    assert ranges, f"{stack} admits only authorized ranges"
+    guide = (REPO_ROOT / "docs" / "for-ml-teams.md").read_text()
+    credentials = guide.split("## 1. Get credentials", 1)[1].split("\n## ", 1)[0]
+    assert "cluster.apiServer.authorizedIpRanges" in credentials and "private cluster" in credentials, (
+        "the first step a member takes must say which addresses the API server answers and what to do otherwise"
+    )

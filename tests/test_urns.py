@@ -21,6 +21,7 @@ FIXTURES = Path(__file__).parent / "fixtures" / "urns"
 # Deployed by the last release and deleted on purpose by this one, with the reason.
 RETIRED = {
     "PodDisruptionBudget::upgrade-pdb-default-myapp-pdb": "a budget for a demo app no stack deploys",
+    "RoleAssignment::monitoring-grafana-logs-reader": "Grafana reads no container logs unless grafana.containerLogs",
 }
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -63,6 +64,22 @@ def _fake_kubeconfig(server: str) -> str:
 def _guid(seed: str) -> str:
     h = hashlib.sha256(seed.encode()).hexdigest()
     return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-8{h[17:20]}-{h[20:32]}"
+
+
+def _access_token(audience: str) -> str:
+    """An unsigned JWT shaped like the app-only Entra ID token a CI deploy (a service principal) is issued."""
+    claims = {
+        "aud": audience,
+        "appid": _guid("deployer/client"),
+        "idtyp": "app",
+        "oid": _guid("deployer/object"),
+        "tid": TENANT,
+    }
+
+    def part(value: dict[str, Any]) -> str:
+        return base64.urlsafe_b64encode(json.dumps(value, sort_keys=True).encode()).decode().rstrip("=")
+
+    return f"{part({'alg': 'none', 'typ': 'JWT'})}.{part(claims)}.mock-signature"
 
 
 def _identity_outputs(name: str) -> dict[str, Any]:
@@ -162,7 +179,12 @@ def _grafana_outputs(args: pulumi_mocks.MockResourceArgs) -> dict[str, Any]:
     }
 
 
-# Outputs Azure computes, per resource type, so wiring can be checked by value.
+def _grafana_team_outputs(args: pulumi_mocks.MockResourceArgs) -> dict[str, Any]:
+    """Grafana numbers a new team; the number stands in folder permissions."""
+    return {"teamId": int(hashlib.sha256(str(args.inputs.get("name", args.name)).encode()).hexdigest()[:6], 16)}
+
+
+# Outputs Azure (and Grafana) compute, per resource type, so wiring can be checked by value.
 COMPUTED_OUTPUTS: dict[str, Callable[[pulumi_mocks.MockResourceArgs], dict[str, Any]]] = {
     "azure-native:containerservice:ManagedCluster": _cluster_outputs,
     "azure-native:managedidentity:UserAssignedIdentity": lambda a: _identity_outputs(_azure_name(a)),
@@ -173,6 +195,7 @@ COMPUTED_OUTPUTS: dict[str, Callable[[pulumi_mocks.MockResourceArgs], dict[str, 
     "azure-native:dashboard:Grafana": _grafana_outputs,
     "azure-native:storagecache:AmlFilesystem": _aml_filesystem_outputs,
     "azure-native:netapp:CapacityPoolVolume": _netapp_volume_outputs,
+    "grafana:oss/team:Team": _grafana_team_outputs,
 }
 
 
@@ -259,8 +282,7 @@ class RecordingMocks(pulumi.runtime.Mocks):
                 self.recording.note_mock_value(value, f"{function}.{key}")
             return client, []
         if args.token == "azure-native:authorization:getClientToken":
-            # An access token for the endpoint asked for; a real one is a JWT of the deployer's login.
-            token = f"mock-token-for-{args.args.get('endpoint', 'arm')}"
+            token = _access_token(args.args.get("endpoint", "https://management.azure.com"))
             self.recording.note_mock_value(token, f"{function}.token")
             return {"token": token}, []
         return {}, []
