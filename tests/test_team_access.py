@@ -57,6 +57,8 @@ class World:
     teams: dict[str, tuple[str, set[str]]]
     """Team -> (namespace, member groups), from the stack config."""
     recording: Recording
+    submits: bool = True
+    """False on a fleet member: teams submit on the manager (MultiKueue dispatches) and only read here."""
 
     def can(self, groups: set[str], request: Request) -> bool:
         return allowed(self.rbac, self.assignments, self.cluster_id, groups, request)
@@ -81,7 +83,7 @@ def raw_teams(config: dict[str, Any]) -> dict[str, tuple[str, set[str]]]:
     return {t["name"]: (t.get("namespace") or t["name"], token_groups(t.get("members") or [])) for t in teams}
 
 
-def build_world(recording: Recording, config: dict[str, Any]) -> World:
+def build_world(recording: Recording, config: dict[str, Any], submits: bool = True) -> World:
     teams = raw_teams(config)
     cluster = recording.one("azure-native:containerservice:ManagedCluster")
     grafana = recording.one("azure-native:dashboard:Grafana")
@@ -92,6 +94,7 @@ def build_world(recording: Recording, config: dict[str, Any]) -> World:
         grafana_id=grafana.outputs["id"],
         teams=teams,
         recording=recording,
+        submits=submits,
     )
 
 
@@ -111,7 +114,7 @@ def fleet_worlds() -> dict[str, World]:
     worlds: dict[str, World] = {}
     for platform in recording.of_type("aks-gpu-platform:index:AksGpuPlatform"):
         member = next(m for m in FLEET_MEMBERS if platform.name.endswith(f"-{m}"))
-        worlds[member] = build_world(member_recording(recording, platform.urn), config)
+        worlds[member] = build_world(member_recording(recording, platform.urn), config, submits=False)
     assert set(worlds) == set(FLEET_MEMBERS), "every member platform is authorised"
     return worlds
 
@@ -134,6 +137,7 @@ def pairs(w: World) -> list[tuple[str, str | None]]:
     return [(a, next((b for b in names if b != a), None)) for a in names]
 
 
+READ_VERBS = frozenset({"get", "list", "watch"})
 # (why, request in the member's own namespace). Each must be allowed: it is what running a job takes.
 OWN_NAMESPACE_ALLOWED: list[tuple[str, Request]] = [
     ("submit a JobSet", Request("create", "jobset.x-k8s.io", "jobsets")),
@@ -142,6 +146,8 @@ OWN_NAMESPACE_ALLOWED: list[tuple[str, Request]] = [
     ("read a JobSet's status", Request("get", "jobset.x-k8s.io", "jobsets", subresource="status")),
     ("submit a Job", Request("create", "batch", "jobs")),
     ("read a Job's status", Request("get", "batch", "jobs", subresource="status")),
+    ("list its Jobs (kubectl get jobs)", Request("list", "batch", "jobs")),
+    ("list its claims (kubectl get pvc)", Request("list", "", "persistentvolumeclaims")),
     ("list its pods", Request("list", "", "pods")),
     ("read a rank's logs", Request("get", "", "pods", subresource="log", name="train-node-0-0")),
     ("see why a pod is pending", Request("list", "", "events")),
@@ -188,6 +194,8 @@ def allow_cases(w: World) -> list[tuple[str, Callable[[World], bool]]]:
     cases: list[tuple[str, Callable[[World], bool]]] = []
     for team, (namespace, groups) in w.teams.items():
         for why, request in OWN_NAMESPACE_ALLOWED:
+            if not w.submits and request.verb not in READ_VERBS:
+                continue
             r = in_namespace(request, namespace)
             cases.append((f"{team}: {why}", lambda x, g=groups, r=r: x.can(g, r)))
         for group in groups:
@@ -216,6 +224,16 @@ def allow_cases(w: World) -> list[tuple[str, Callable[[World], bool]]]:
 def test_a_member_runs_and_watches_jobs_in_its_own_namespace(stack: World) -> None:
     for label, check in allow_cases(stack):
         assert check(stack), f"{label} must be allowed: a team member cannot run a job without it"
+
+
+def test_on_a_fleet_member_a_team_reads_but_cannot_submit_past_multikueue(stack: World) -> None:
+    if stack.submits:
+        pytest.skip("teams submit on this cluster")
+    for team, (namespace, groups) in stack.teams.items():
+        for why, request in OWN_NAMESPACE_ALLOWED:
+            r = in_namespace(request, namespace)
+            if request.verb not in READ_VERBS:
+                assert not stack.can(groups, r), f"{team} must not {why} on a member: it bypasses the manager"
 
 
 def test_a_member_cannot_bypass_quota_or_escalate_in_its_own_namespace(stack: World) -> None:
