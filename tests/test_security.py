@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
 import os
@@ -12,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from aks_gpu_platform.components import grafana_dashboards as gd
 from aks_gpu_platform.components import roles
 from aks_gpu_platform.components.gpu_node_images import GPU_OPERATOR_OPERANDS as GPU_OPERATOR_CHART_OPERANDS
 from aks_gpu_platform.components.gpu_stack import DEVICE_PLUGIN_IMAGE
@@ -324,6 +326,36 @@ def test_the_deployers_own_grafana_grant_passes_the_condition(
     (own,) = [a for a in recording.of_type(ROLE_ASSIGNMENT) if _is_deployer(recording, a)]
     access = role_assignment_write(str(own.inputs["roleDefinitionId"]), str(own.inputs["principalType"]))
     assert allows(ci_condition, access), "in CI the deployer is the deploy identity, a service principal"
+
+
+def _person_token() -> str:
+    """The claims of the delegated token `az login` gives a person (docs/deploying.md's first deploy)."""
+
+    def part(value: dict[str, Any]) -> str:
+        return base64.urlsafe_b64encode(json.dumps(value).encode()).decode().rstrip("=")
+
+    claims = {"oid": "o", "idtyp": "user", "scp": "user_impersonation"}
+    return f"{part({'alg': 'RS256', 'typ': 'JWT'})}.{part(claims)}.signature"
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_ci_can_remove_the_grafana_grant_a_persons_first_deploy_made(
+    ci_stacks: dict[str, Recording], ci_condition: str, stack: str
+) -> None:
+    """A stack first deployed from a workstation holds the person's Grafana Admin grant (principal type User). When
+    CI takes over, the deployer changes, Pulumi replaces the grant and deletes the person's: a refused delete fails
+    that deploy and every one after it."""
+    recording = ci_stacks[stack]
+    (own,) = [a for a in recording.of_type(ROLE_ASSIGNMENT) if _is_deployer(recording, a)]
+    person = gd.principal_type_of_token(_person_token())
+    assert person is not None and person.value == "User", "a person's deploy names its own grant as a user's"
+    by_person, role = person.value, str(own.inputs["roleDefinitionId"])
+    assert allows(ci_condition, role_assignment_delete(role, by_person)), (
+        "the deploy identity must be able to delete the person's Grafana Admin grant it replaces"
+    )
+    assert not allows(ci_condition, role_assignment_write(role, by_person)), (
+        "deleting the person's grant is allowed; granting a user Grafana Admin is not"
+    )
 
 
 def test_the_condition_admits_exactly_the_roles_and_principal_types_the_platform_assigns(

@@ -8,8 +8,8 @@ the teams' Grafana Viewer...), so the deploy identity must be able to assign rol
 Administrator (or Owner) would let any code that lands on `main` grant Owner to anyone. Instead it gets
 Role Based Access Control Administrator with a condition (Azure ABAC, conditionVersion 2.0) that
 admits a role assignment, created or deleted, only for the role definitions and principal types the
-platform assigns (`ASSIGNABLE`, held equal to what dev, prod and the fleet render by
-tests/test_security.py). Beside it: Contributor (every resource) and, for the pod-security policy
+platform assigns (`ASSIGNABLE`, held equal to what dev, prod and the fleet render by tests/test_security.py; on
+delete also the Grafana Admin grant a person's own deploy made, `REMOVABLE`). Beside it: Contributor (every resource) and, for the pod-security policy
 assignment, a custom role that writes policy assignments and nothing else (Contributor excludes
 `Microsoft.Authorization/*/Write`; Resource Policy Contributor would also write policy exemptions,
 which switch the organisation's own policies off).
@@ -59,6 +59,10 @@ ASSIGNABLE: Mapping[str, tuple[str, ...]] = {
     ),
     "Group": (roles.GRAFANA_ADMIN, roles.GRAFANA_VIEWER, roles.AKS_CLUSTER_USER),
 }
+# What it may delete: the above, and the Grafana Admin grant a person's `pulumi up` gave that person (the program
+# names a person's token `User`). Once CI deploys the stack, Pulumi replaces that grant with the deploy identity's
+# and deletes the person's; refused, the delete would fail that deploy and every later one.
+REMOVABLE: Mapping[str, tuple[str, ...]] = {**ASSIGNABLE, "User": (roles.GRAFANA_ADMIN,)}
 
 _ATTRIBUTE = "Microsoft.Authorization/roleAssignments"
 
@@ -79,10 +83,12 @@ def _constrained(action: str, source: str, assignable: Mapping[str, Sequence[str
     return [*lines, " )", ")"]
 
 
-def condition(assignable: Mapping[str, Sequence[str]] = ASSIGNABLE) -> str:
+def condition(
+    assignable: Mapping[str, Sequence[str]] = ASSIGNABLE, removable: Mapping[str, Sequence[str]] = REMOVABLE
+) -> str:
     """The condition on the Role Based Access Control Administrator assignment: create and delete constrained."""
     return "\n".join(
-        [*_constrained("write", "Request", assignable), "AND", *_constrained("delete", "Resource", assignable)]
+        [*_constrained("write", "Request", assignable), "AND", *_constrained("delete", "Resource", removable)]
     )
 
 
