@@ -358,6 +358,26 @@ def test_ci_can_remove_the_grafana_grant_a_persons_first_deploy_made(
     )
 
 
+def _documented_roles() -> dict[str, set[str]]:
+    """The roles docs/delivery.md says each principal type may be given, by display name."""
+    text = " ".join((REPO_ROOT / "docs" / "delivery.md").read_text().split())
+    found = {}
+    for principal, pattern in (
+        ("ServicePrincipal", r"service principals \(.*?\) get (.*?);"),
+        ("Group", r"Entra ID groups get (.*?)\."),
+    ):
+        match = re.search(pattern, text)
+        assert match, f"docs/delivery.md no longer says what {principal}s get"
+        found[principal] = set(re.split(r", | and ", match.group(1)))
+    return found
+
+
+def test_the_delivery_docs_name_the_roles_the_condition_admits() -> None:
+    """The person who runs the setup checks the condition against this list: a wrong name misleads the audit."""
+    admitted = {p: {roles.ROLE_NAMES[g] for g in guids} for p, guids in deploy_identity.ASSIGNABLE.items()}
+    assert _documented_roles() == admitted, "docs/delivery.md lists other roles than tools/deploy_identity.py admits"
+
+
 def test_the_condition_admits_exactly_the_roles_and_principal_types_the_platform_assigns(
     ci_stacks: dict[str, Recording],
 ) -> None:

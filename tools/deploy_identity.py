@@ -45,7 +45,7 @@ POLICY_ASSIGNER_ACTIONS = (
 
 # Every (principal type, role) the platform assigns: managed identities and Azure's own service principals
 # get the service roles; Entra ID groups (admins, teams) get Grafana and cluster-user access. The deployer's
-# own Grafana Editor grant is to the deploy identity, a service principal.
+# own Grafana Admin grant is to the deploy identity, a service principal.
 ASSIGNABLE: Mapping[str, tuple[str, ...]] = {
     "ServicePrincipal": (
         roles.ACR_PULL,
