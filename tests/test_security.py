@@ -294,6 +294,18 @@ def test_the_deploy_identity_gets_no_unconstrained_right_to_assign_roles(granted
     )
 
 
+def test_the_deploy_identity_reaches_kubernetes_from_the_first_deploy(granted: list[list[str]]) -> None:
+    """`pulumi up` creates the cluster and then, in the same run, every Kubernetes object through it (Entra ID with
+    Azure RBAC, local accounts off). A grant on the cluster can only be made once the cluster exists, so the first
+    CI deploy of a new stack would get Forbidden on its first Kubernetes object; a grant on the resource group the
+    cluster is created in covers it from its creation (Azure RBAC assignments are inherited)."""
+    rbac_cluster_admin = "b1ff04bb-8a4e-4dc4-8eb5-8693973ce19b"  # Azure Kubernetes Service RBAC Cluster Admin
+    grant = _assignment(granted, rbac_cluster_admin)
+    assert grant[grant.index("--scope") + 1] == "/subscriptions/s/resourceGroups/rg", (
+        "the deploy identity's Kubernetes role is granted on the stack's resource group, which exists before the cluster"
+    )
+
+
 def _is_deployer(recording: Recording, assignment: Any) -> bool:
     return recording.mock_values.get(str(assignment.inputs["principalId"])) == "getClientConfig.objectId"
 

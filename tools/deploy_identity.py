@@ -9,8 +9,9 @@ Administrator (or Owner) would let any code that lands on `main` grant Owner to 
 Role Based Access Control Administrator with a condition (Azure ABAC, conditionVersion 2.0) that
 admits a role assignment, created or deleted, only for the role definitions and principal types the
 platform assigns (`ASSIGNABLE`, held equal to what dev, prod and the fleet render by tests/test_security.py; on
-delete also the Grafana Admin grant a person's own deploy made, `REMOVABLE`). Beside it: Contributor (every resource) and, for the pod-security policy
-assignment, a custom role that writes policy assignments and nothing else (Contributor excludes
+delete also the Grafana Admin grant a person's own deploy made, `REMOVABLE`). Beside it: Contributor (every
+resource), Azure Kubernetes Service RBAC Cluster Admin on the group (every Kubernetes object, from the cluster's
+creation on) and, for the pod-security policy assignment, a custom role that writes policy assignments and nothing else (Contributor excludes
 `Microsoft.Authorization/*/Write`; Resource Policy Contributor would also write policy exemptions,
 which switch the organisation's own policies off).
 
@@ -36,6 +37,10 @@ from . import REPO_ROOT
 # Built-in role definition IDs of the deploy identity's own roles (azure-docs built-in-roles/privileged.md).
 CONTRIBUTOR = "b24988ac-6180-42a0-ab88-20f7382dd24c"
 RBAC_ADMINISTRATOR = "f58310d9-a9f6-439a-9e8d-f62e7b41a168"
+# Azure Kubernetes Service RBAC Cluster Admin (azure-docs built-in-roles/containers.md): Kubernetes access through
+# Entra ID and Azure RBAC. Granted on the group, not the cluster: the cluster does not exist before the first
+# `pulumi up`, which creates it and then every Kubernetes object through it in the same run.
+AKS_RBAC_CLUSTER_ADMIN = "b1ff04bb-8a4e-4dc4-8eb5-8693973ce19b"
 POLICY_ASSIGNER_ROLE = "AKS GPU platform policy assigner"
 POLICY_ASSIGNER_ACTIONS = (
     "Microsoft.Authorization/policyAssignments/read",
@@ -114,6 +119,7 @@ def commands(assignee: str = "$ASSIGNEE", scope: str = "$SCOPE", subscription: s
     return "\n".join(
         [
             f'{base} --role {CONTRIBUTOR} --scope "{scope}"',
+            f'{base} --role {AKS_RBAC_CLUSTER_ADMIN} --scope "{scope}"',
             "condition=\"$(cat <<'CONDITION'",
             condition(),
             "CONDITION",
