@@ -741,6 +741,26 @@ def test_the_check_finds_a_left_address_alerts_once_and_comments_after(
     )
 
 
+def test_the_check_says_an_api_server_without_ranges_is_open_to_everyone(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    repo_api: type[_FakeRepoApi],
+) -> None:
+    """`az aks update --api-server-authorized-ip-ranges ""` switches the restriction off: a cluster that admits no
+    range admits every address. An alert reading "does not admit the stack file's ranges" sounds like a cluster
+    closed too tight, and nobody hurries to approve prod's reconcile for that."""
+    folder = _fake_az(tmp_path, monkeypatch, [])
+    assert runner_access.main(["check", "--stack", "prod"]) == 0
+    out = capsys.readouterr().out
+    assert "every address" in out and "::error title=Runner address left authorized::" in out, out
+    (issue,) = repo_api.issues
+    assert "every address" in issue["body"], "the alert issue says the API server is open"
+    assert (tmp_path / "github_output").read_text() == "drift=true\n", "the reconcile job sets the ranges back"
+    assert runner_access.main(["reconcile", "--stack", "prod"]) == 0
+    assert json.loads((folder / "ranges.json").read_text()) == PROD_RANGES, "reconcile restores the stack file's"
+
+
 def test_the_check_passes_when_the_cluster_admits_the_stack_files_ranges(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, repo_api: type[_FakeRepoApi]
 ) -> None:

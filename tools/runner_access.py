@@ -182,11 +182,15 @@ class Drift:
 
     extra: tuple[str, ...]
     missing: tuple[str, ...]
+    unrestricted: bool = False
+    """The public API server has no ranges at all: AKS then admits every address."""
 
     def __bool__(self) -> bool:
-        return bool(self.extra or self.missing)
+        return bool(self.extra or self.missing or self.unrestricted)
 
     def describe(self) -> str:
+        if self.unrestricted:
+            return "has no authorized ranges, so it admits every address on the internet"
         parts = [f"admits {', '.join(self.extra)}, which the stack file does not list"] if self.extra else []
         parts += [f"does not admit {', '.join(self.missing)}, which the stack file lists"] if self.missing else []
         return "; ".join(parts)
@@ -205,10 +209,13 @@ def configured_access(config: dict[str, Any]) -> ClusterAccess:
 
 
 def compare(configured: Sequence[str], admitted: Sequence[str]) -> Drift:
-    """Compared as networks: Azure writes a single address as `a.b.c.d/32` or without a length."""
+    """Compared as networks: Azure writes a single address as `a.b.c.d/32` or without a length. A public API
+    server that admits no range at all is open to every address."""
     want = {ipaddress.ip_network(r, strict=False) for r in configured}
     have = {ipaddress.ip_network(r, strict=False) for r in admitted}
-    return Drift(extra=tuple(sorted(map(str, have - want))), missing=tuple(sorted(map(str, want - have))))
+    extra, missing = tuple(sorted(map(str, have - want))), tuple(sorted(map(str, want - have)))
+    # An empty list is not "fewer addresses": AKS turns the restriction off (api-server-authorized-ip-ranges).
+    return Drift(extra=extra, missing=missing, unrestricted=bool(want) and not have)
 
 
 def _az(*args: str) -> str:
