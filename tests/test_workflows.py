@@ -147,6 +147,27 @@ def test_previews_get_a_short_lived_pulumi_token_that_reads_their_stack_only() -
         assert exchange < first_pulumi, f"{file}:{name}: the token exists before the first pulumi command"
 
 
+# PULUMI_DEFAULT_ORGANIZATION arrived in Pulumi CLI 3.259 (pulumi/pulumi#24384).
+DEFAULT_ORGANIZATION_CLI = (3, 259, 0)
+
+
+def test_every_job_that_runs_pulumi_names_the_organization_of_its_stacks() -> None:
+    """`--stack dev` names no organization: the CLI takes the service's default organization for the token, else the
+    token's own user name (pulumi/pulumi pkg/backend/httpstate/backend.go, ParseStackReference). The previews' team
+    token and a deploy environment's team or organization token belong to no person whose default is ours; a wrong
+    owner is "stack not found", or another organization's stack of that name."""
+    for file, name, job in _jobs():
+        if not any(PULUMI_COMMAND.search(r) or "pulumi config" in r for r in _runs(job)):
+            continue
+        assert job.get("env", {}).get("PULUMI_DEFAULT_ORGANIZATION") == "${{ vars.PULUMI_ORGANIZATION }}", (
+            f"{file}:{name}: its stack names resolve in the organization the setup names (PULUMI_ORGANIZATION)"
+        )
+        pins = {str(s["with"]["pulumi-version"]) for s in job["steps"] if "pulumi-version" in (s.get("with") or {})}
+        assert pins and all(tuple(map(int, v.split("."))) >= DEFAULT_ORGANIZATION_CLI for v in pins), (
+            f"{file}:{name}: the CLI it installs reads PULUMI_DEFAULT_ORGANIZATION"
+        )
+
+
 def _environment_credentials() -> dict[str, set[tuple[str, str]]]:
     """Per environment, the (identity variable, Pulumi credential) pairs its jobs use."""
     identities: dict[str, set[str]] = {}
