@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
@@ -542,6 +543,12 @@ def _cluster_state(*ranges: str, pending: bool = False) -> dict[str, Any]:
 
 OPEN = _cluster_state("198.51.100.0/26", "8.8.4.4/32")
 CLOSED = _cluster_state("198.51.100.0/26")
+# Inputs and outputs can disagree after an update that did not finish cleanly: the address recorded on either side
+# may be open on the API server.
+INPUTS_ONLY = copy.deepcopy(CLOSED)
+INPUTS_ONLY["deployment"]["resources"][0]["inputs"] = {
+    "apiServerAccessProfile": {"authorizedIPRanges": ["198.51.100.0/26", "8.8.4.4/32"]}
+}
 
 
 @pytest.mark.parametrize(
@@ -549,6 +556,7 @@ CLOSED = _cluster_state("198.51.100.0/26")
     [
         ("applied, then removed", [OPEN, CLOSED], "0", True),
         ("never applied: nothing to update", [CLOSED, CLOSED], "0", True),
+        ("recorded in the inputs only", [INPUTS_ONLY, CLOSED], "0", True),
         ("state unreadable", [None], "0", False),
         ("cluster update interrupted", [_cluster_state("198.51.100.0/26", pending=True)], "0", False),
         ("targeted update failed", [OPEN, OPEN], "1", False),
@@ -577,7 +585,9 @@ def test_revoke_removes_the_address_under_the_policy_pack_or_fails_loudly(
         assert up[up.index("--target") + 1] == OPEN["deployment"]["resources"][0]["urn"], case
     if removed:
         assert status == 0 and "::error" not in out, case
-        assert len([c for c in calls if c[:1] == ["up"]]) == (1 if states[0] is OPEN else 0), case
+        assert len([c for c in calls if c[:1] == ["up"]]) == (0 if states[0] is CLOSED else 1), (
+            f"{case}: every cluster that may still admit the address is updated, and only those"
+        )
     else:
         assert status == 1, f"{case}: an address possibly left open fails the step"
         assert "::error title=Runner address left authorized::8.8.4.4" in out, f"{case}: annotated on the run"
