@@ -792,6 +792,56 @@ def test_the_check_says_an_api_server_without_ranges_is_open_to_everyone(
     assert json.loads((folder / "ranges.json").read_text()) == PROD_RANGES, "reconcile restores the stack file's"
 
 
+def test_the_check_finds_a_range_removed_by_hand_and_reconcile_puts_it_back(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    repo_api: type[_FakeRepoApi],
+) -> None:
+    """A range of the stack file missing on the cluster (removed beside Pulumi) locks out whoever reaches the API
+    server from it, the deploy runners of prod's "deployment runners" range included."""
+    folder = _fake_az(tmp_path, monkeypatch, PROD_RANGES[:1])
+    assert runner_access.main(["check", "--stack", "prod"]) == 0
+    assert PROD_RANGES[1] in capsys.readouterr().out and (tmp_path / "github_output").read_text() == "drift=true\n", (
+        "the missing range is named, and the reconcile job runs"
+    )
+    assert runner_access.main(["reconcile", "--stack", "prod"]) == 0
+    assert json.loads((folder / "ranges.json").read_text()) == PROD_RANGES, "the stack file's ranges, all of them"
+
+
+def test_revoke_applies_the_committed_stack_file_without_the_runners_address(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`authorize` wrote the runner's /32 into the stack file for the run; the update that closes it again must be
+    made from the file as committed, or it applies the address once more."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    stack_file = repo / "Pulumi.prod.yaml"
+    stack_file.write_text((REPO_ROOT / "Pulumi.prod.yaml").read_text())
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "Pulumi.prod.yaml"], check=True)
+    subprocess.run([*git, "commit", "-qm", "stack"], check=True)
+    assert runner_access.main(["authorize", "--stack", "prod", "--address", "8.8.4.4", "--root", str(repo)]) == 0
+    assert "8.8.4.4/32" in stack_file.read_text()
+    env = _fake_pulumi(tmp_path, states=[OPEN, CLOSED])
+    (Path(env["FAKE_PULUMI_DIR"]) / "bin" / "git").unlink()  # the real git restores the file
+    # The scripted pulumi notes the stack file it would read at each update.
+    script = (Path(env["FAKE_PULUMI_DIR"]) / "bin" / "pulumi").read_text()
+    note = "    (root / 'applied.yaml').write_text(pathlib.Path('Pulumi.prod.yaml').read_text())\n"
+    up = 'elif args[:1] == ["up"]:\n'
+    (Path(env["FAKE_PULUMI_DIR"]) / "bin" / "pulumi").write_text(script.replace(up, up + note))
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "summary.md"))
+    monkeypatch.chdir(repo)
+    assert runner_access.main(["revoke", "--stack", "prod", "--address", "8.8.4.4"]) == 0
+    applied = (Path(env["FAKE_PULUMI_DIR"]) / "applied.yaml").read_text()
+    assert "8.8.4.4" not in applied and applied == (REPO_ROOT / "Pulumi.prod.yaml").read_text(), (
+        "the closing update is made from the committed stack file"
+    )
+
+
 def test_the_check_passes_when_the_cluster_admits_the_stack_files_ranges(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, repo_api: type[_FakeRepoApi]
 ) -> None:
