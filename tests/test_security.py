@@ -465,6 +465,18 @@ def test_the_condition_model_refuses_what_azure_refuses(condition: str, says: st
         allows(condition, Access("Microsoft.Authorization/roleAssignments/write"))
 
 
+def test_the_check_takes_an_assignment_without_principal_type_as_arm_does(ci_stacks: dict[str, Recording]) -> None:
+    """ARM assumes `User` when a role assignment leaves `principalType` out (RoleAssignment REST spec, stable/2022-04-01);
+    the condition refuses any role to a user, so `--check` must name such an assignment before CI meets a 403."""
+    recording = copy.deepcopy(ci_stacks["dev"])
+    (kubelet,) = [a for a in recording.of_type(ROLE_ASSIGNMENT) if a.name.endswith("kubelet-acr-pull")]
+    assert deploy_identity.refused(recording) == [], "as rendered, every assignment names its principal type"
+    del kubelet.inputs["principalType"]
+    assert deploy_identity.refused(recording) == [f"{kubelet.name}: AcrPull to a User"], (
+        "left to ARM's default the kubelet's AcrPull is a user's grant, which the condition refuses"
+    )
+
+
 def test_the_check_names_an_assignment_to_a_role_the_program_defines_itself() -> None:
     """AMD pools define their own role (the driver registry's password issuer): no constrained identity creates it."""
     found = deploy_identity.refused(run_stack("dev", amd_variant()))
