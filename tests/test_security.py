@@ -302,7 +302,7 @@ def test_the_deploy_identity_reaches_kubernetes_from_the_first_deploy(granted: l
     rbac_cluster_admin = "b1ff04bb-8a4e-4dc4-8eb5-8693973ce19b"  # Azure Kubernetes Service RBAC Cluster Admin
     grant = _assignment(granted, rbac_cluster_admin)
     assert grant[grant.index("--scope") + 1] == "/subscriptions/s/resourceGroups/rg", (
-        "the deploy identity's Kubernetes role is granted on the stack's resource group, which exists before the cluster"
+        "the deploy identity's Kubernetes role is granted on the stack's resource group, there before the cluster"
     )
 
 
@@ -466,8 +466,9 @@ def test_the_condition_model_refuses_what_azure_refuses(condition: str, says: st
 
 
 def test_the_check_takes_an_assignment_without_principal_type_as_arm_does(ci_stacks: dict[str, Recording]) -> None:
-    """ARM assumes `User` when a role assignment leaves `principalType` out (RoleAssignment REST spec, stable/2022-04-01);
-    the condition refuses any role to a user, so `--check` must name such an assignment before CI meets a 403."""
+    """ARM assumes `User` when a role assignment leaves `principalType` out (RoleAssignment REST spec,
+    stable/2022-04-01); the condition refuses any role to a user, so `--check` must name such an assignment before CI
+    meets a 403."""
     recording = copy.deepcopy(ci_stacks["dev"])
     (kubelet,) = [a for a in recording.of_type(ROLE_ASSIGNMENT) if a.name.endswith("kubelet-acr-pull")]
     assert deploy_identity.refused(recording) == [], "as rendered, every assignment names its principal type"

@@ -11,9 +11,9 @@ admits a role assignment, created or deleted, only for the role definitions and 
 platform assigns (`ASSIGNABLE`, held equal to what dev, prod and the fleet render by tests/test_security.py; on
 delete also the Grafana Admin grant a person's own deploy made, `REMOVABLE`). Beside it: Contributor (every
 resource), Azure Kubernetes Service RBAC Cluster Admin on the group (every Kubernetes object, from the cluster's
-creation on) and, for the pod-security policy assignment, a custom role that writes policy assignments and nothing else (Contributor excludes
-`Microsoft.Authorization/*/Write`; Resource Policy Contributor would also write policy exemptions,
-which switch the organisation's own policies off).
+creation on) and, for the pod-security policy assignment, a custom role that writes policy assignments and nothing
+else (Contributor excludes `Microsoft.Authorization/*/Write`; Resource Policy Contributor would also write policy
+exemptions, which switch the organisation's own policies off).
 
 Role-assignment conditions: "Examples to delegate Azure role assignment management with conditions"
 (Constrain roles and principal types) and "Authorization actions and attributes", MicrosoftDocs/azure-docs
