@@ -144,7 +144,7 @@ def _check_arm64_pool(cfg: PlatformConfig, path: str, vm_size: str, os_sku: str,
         _os_path(path),
         os_sku,
         f"{vm_size} runs only on Arm64 Ubuntu 24.04 (Azure/AgentBaker 06836ee2 install-dependencies.sh "
-        "configureGraceBlackwell), not {release}: use Ubuntu on Kubernetes 1.35 or later",
+        f"configureGraceBlackwell), not {release}: use Ubuntu on Kubernetes 1.35 or later",
     )
 
 

@@ -232,6 +232,16 @@ def test_a_grace_blackwell_pool_the_node_image_cannot_serve_is_refused_by_name(
     assert_rejected(settings, "a GB pool that boots without a driver or off its image fails on the node", field, hint)
 
 
+@pytest.mark.parametrize(("os_sku", "release"), [("Ubuntu2204", "ubuntu22.04"), ("AzureLinux", "azurelinux3.0")])
+def test_the_refusal_of_a_grace_blackwell_pool_off_ubuntu_24_04_names_the_os_it_would_boot(
+    os_sku: str, release: str
+) -> None:
+    settings = _settings()
+    settings["gpuPools"][0]["osSku"] = os_sku
+    error = assert_rejected(settings, "a GB pool off Ubuntu 24.04 boots no GB image", "gpuPools[0].osSku", release)
+    assert "{" not in str(error), f"the operator reads the refusal: it must name the OS, not a placeholder: {error}"
+
+
 @pytest.mark.parametrize("minor", ["1.32", "1.33", "1.34"])
 def test_a_grace_blackwell_pool_on_an_lts_minor_before_1_35_is_refused(minor: str) -> None:
     settings = _settings()
