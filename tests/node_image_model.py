@@ -26,16 +26,24 @@ articles/aks/upgrade-os-version.md at fb060abe. And what runs on top:
   builds Ubuntu 22.04/24.04 and RHEL-family containers, for arm64 too except the signed 22.04 ones.
 - NVIDIA/k8s-dra-driver-gpu v0.4.0 docs/install.md: `nvidiaDriverRoot` is `/` for a host driver and
   `/run/nvidia/driver` for the GPU Operator's driver container.
+- NVIDIA/gpu-operator v26.7.0: CDI is on by default (deployments/gpu-operator/values.yaml `cdi.enabled: true`), and
+  with CDI the toolkit leaves containerd's default runtime alone (controllers/object_controls.go
+  `transformToolkitCtrForCDI` sets NVIDIA_RUNTIME_SET_AS_DEFAULT=false): only pods of RuntimeClass
+  `operator.runtimeClass` (default `nvidia`, which the operator creates) reach the driver without asking a GPU.
+  Without CDI the toolkit makes `nvidia` the default (nvidia-container-toolkit v1.20.0 runtime.go
+  `defaultSetAsDefault = true`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 CONTAINERD_BY_OS = {"ubuntu22.04": "1.7.34", "ubuntu24.04": "2.3.3", "azurelinux3.0": "2.2.4"}
 ROOT_CONFIG_VERSION = 2
 OPERATOR_DRIVER_OS = {"ubuntu22.04": {"amd64", "arm64"}, "ubuntu24.04": {"amd64", "arm64"}}
 HOST_DRIVER_ROOT, OPERATOR_DRIVER_ROOT = "/", "/run/nvidia/driver"
+OPERATOR_RUNTIME_CLASS_DEFAULT = "nvidia"
 
 
 def os_of(os_sku: str, minor: str) -> str | None:
@@ -101,3 +109,13 @@ def toolkit_drop_in_version(node: NodeImage, config_sources: list[str]) -> int:
 
 def containerd_starts(node: NodeImage, drop_in_version: int) -> bool:
     return drop_in_version <= node.root_config_version
+
+
+def driver_reachable(node: NodeImage, runtime_class: str | None, operator: dict[str, Any] | None) -> bool:
+    """Whether a pod that asks for no GPU but reads the driver (an exporter, a collector) gets it on the node:
+    `operator` is the GPU Operator's chart values when it is installed."""
+    if operator is not None and (operator.get("toolkit") or {}).get("enabled", True):
+        cdi = (operator.get("cdi") or {}).get("enabled", True)
+        operator_class = (operator.get("operator") or {}).get("runtimeClass", OPERATOR_RUNTIME_CLASS_DEFAULT)
+        return runtime_class == operator_class or (not runtime_class and not cdi)
+    return not runtime_class and node.nvidia_runtime_default

@@ -27,6 +27,7 @@ from tests.node_image_model import (
     OPERATOR_DRIVER_ROOT,
     NodeImage,
     containerd_starts,
+    driver_reachable,
     node_image,
     toolkit_drop_in_version,
 )
@@ -42,6 +43,18 @@ RELEASE = "kubernetes:helm.sh/v3:Release"
 DEVICE_PLUGIN_CHART, GPU_OPERATOR_CHART = "nvidia-device-plugin", "gpu-operator"
 DRA_CHART = "oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu"
 PREFIX = "aks-gpu-platform:"
+# Agents on every NVIDIA GPU node that read the driver without asking for a GPU: chart, where its values set the
+# pod's RuntimeClass, and the chart's default there. NVIDIA/dcgm-exporter 4.5.3-4.8.2 deployment/values.yaml
+# (`runtimeClassName: ""`); NVIDIA/NVSentinel (lalitadithya/NVSentinel e002c5dc) charts/metadata-collector
+# values.yaml (`runtimeClassName: nvidia`).
+DRIVER_AGENTS: dict[str, tuple[str, tuple[str, ...], str]] = {
+    "dcgm-exporter": ("the DCGM exporter", ("runtimeClassName",), ""),
+    "oci://ghcr.io/nvidia/nvsentinel": (
+        "NVSentinel's metadata collector",
+        ("metadata-collector", "runtimeClassName"),
+        "nvidia",
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -99,6 +112,12 @@ def gpu_pools(recording: Recording) -> list[GpuPool]:
     return found
 
 
+def _value_at(values: dict[str, Any], path: tuple[str, ...], default: str) -> str:
+    for key in path[:-1]:
+        values = values.get(key) or {}
+    return str(values.get(path[-1], default) or "")
+
+
 def _toolkit_sources(operator: RecordedResource) -> list[str]:
     env = {e["name"]: e["value"] for e in (operator.inputs["values"].get("toolkit") or {}).get("env") or []}
     sources = env.get("RUNTIME_CONFIG_SOURCES") or env.get("RUNTIME_CONFIG_SOURCE")
@@ -151,6 +170,15 @@ def node_image_problems(recording: Recording) -> list[str]:
             plugins.append("GPU Operator device plugin")
         if len(plugins) != 1:
             problems.append(f"{where}: nvidia.com/gpu must be advertised by exactly one device plugin, got {plugins}")
+        for chart, (agent, path, default) in DRIVER_AGENTS.items():
+            if chart not in charts:
+                continue
+            runtime_class = _value_at(charts[chart].inputs["values"], path, default)
+            if not driver_reachable(node, runtime_class, values if operator else None):
+                problems.append(
+                    f"{where}: {agent} asks for no GPU and runs with RuntimeClass {runtime_class!r}, which gives it no "
+                    "NVIDIA driver on this node (containerd's default runtime there is not NVIDIA's)"
+                )
         if sku.multi_node_nvlink:
             if not node.grace_blackwell_ready:
                 problems.append(f"{where}: AgentBaker supports NVIDIA GB on arm64 Ubuntu 24.04 only, not {node.os}")
@@ -231,6 +259,23 @@ def test_the_contract_brings_back_the_dra_driver_looking_for_the_driver_on_the_h
     reverted = _with_release_values(stacks["grace-blackwell"], DRA_CHART, lambda v: v.update(nvidiaDriverRoot="/"))
     problems = node_image_problems(reverted)
     assert any("/run/nvidia/driver" in p for p in problems), problems
+
+
+def test_the_contract_brings_back_the_dcgm_exporter_without_the_operator_s_runtime(
+    stacks: dict[str, Recording],
+) -> None:
+    # The motivating defect: under the GPU Operator (CDI, runc containerd's default) the exporter ran without a
+    # RuntimeClass, found no driver, and every GPU of the Grace-Blackwell pool went unmonitored.
+    reverted = _with_release_values(stacks["grace-blackwell"], "dcgm-exporter", lambda v: v.pop("runtimeClassName"))
+    problems = node_image_problems(reverted)
+    assert any("the DCGM exporter asks for no GPU" in p for p in problems), problems
+
+
+def test_the_contract_refuses_a_runtime_class_nothing_creates(stacks: dict[str, Recording]) -> None:
+    # devicePlugin: AKS creates no RuntimeClass, so a pod naming `nvidia` is refused at admission.
+    named = _with_release_values(stacks["dev"], "dcgm-exporter", lambda v: v.update(runtimeClassName="nvidia"))
+    problems = node_image_problems(named)
+    assert any("RuntimeClass 'nvidia'" in p for p in problems), problems
 
 
 # ------------------------------------------------------------ the config refuses exactly what the image cannot serve
