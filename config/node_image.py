@@ -25,7 +25,8 @@ sources they were read in:
   `resource.k8s.io/v1`); the multi-node NVLink sizes run only where `Ubuntu` is 24.04, from 1.35, which is later.
 - One NVLink domain of these racks is 72 GPUs, 18 VMs (config/gpu_catalog.py). A ComputeDomain's IMEX channels
   join GPUs of one clique (GPU Feature Discovery's `nvidia.com/gpu.clique`, v0.4.0 docs/prerequisites.md); the
-  platform places nothing by clique, so a pool is capped at one domain.
+  platform places nothing by clique, so a pool is capped at one domain's size (which alone does not keep its VMs in
+  one rack: docs/gpu-pools.md says how to check).
 
 tests/node_image_model.py models the same image from AgentBaker independently and checks every stack against it.
 """
