@@ -148,6 +148,15 @@ def test_artifact_streaming_is_refused_on_an_arm64_pool_and_not_offered_in_its_b
     assert any("artifactStreaming: not available" in n for n in budget.notes), budget.notes
 
 
+def test_the_grace_blackwell_budget_waits_for_the_dra_driver_s_kubelet_plugin() -> None:
+    # A ComputeDomain job on a new GB node needs the DRA driver's kubelet plugin up, after the operator's driver.
+    cfg = load_platform_config(settings_of(variant_config("grace-blackwell")))
+    agents = cold_start.budgets(cfg, [])[0].stage(cold_start.PLATFORM_IMAGES).figure.note
+    assert "DRA driver" in agents, f"the plan must list every agent a new Grace-Blackwell node waits for: {agents}"
+    dev = cold_start.budgets(_config("dev"), [])[0].stage(cold_start.PLATFORM_IMAGES).figure.note
+    assert "DRA driver" not in dev, f"only multi-node NVLink pools run the DRA driver: {dev}"
+
+
 def test_the_pinned_agent_pool_api_still_has_no_artifact_streaming_field() -> None:
     # When an SDK upgrade brings the field, the pool should set it instead of the plan printing az commands.
     fields = inspect.signature(containerservice.AgentPool._internal_init).parameters  # pyright: ignore[reportPrivateUsage]

@@ -113,6 +113,8 @@ def _platform_agents(cfg: PlatformConfig, pool: GpuPoolConfig) -> list[str]:
         agents.append("DCGM exporter (from the platform registry's cache rule)")
     if pool.infiniband:
         agents.append("RDMA shared device plugin")
+    if pool.sku.multi_node_nvlink:
+        agents.append("NVIDIA DRA driver kubelet plugin (ComputeDomains; starts once the driver is loaded)")
     if cfg.gpu_health.remediation.enabled:
         agents.append("NVSentinel node agents")
     if cfg.storage.lustre is not None and cfg.storage.lustre.enabled:
