@@ -23,12 +23,12 @@ from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import assert_rejected, settings_of
 from tests.node_image_model import (
     HOST_DRIVER_ROOT,
-    OPERATOR_DRIVER_OS,
     OPERATOR_DRIVER_ROOT,
     NodeImage,
     containerd_starts,
     driver_reachable,
     node_image,
+    operator_driver_installs,
     toolkit_drop_in_version,
 )
 from tests.test_aks_managed import managed_config
@@ -144,8 +144,11 @@ def node_image_problems(recording: Recording) -> list[str]:
         operator = charts.get(GPU_OPERATOR_CHART)
         values = operator.inputs["values"] if operator else {}
         operator_driver = bool(operator) and (values.get("driver") or {}).get("enabled", True) and pool.driver == "None"
-        if operator_driver and node.arch not in OPERATOR_DRIVER_OS.get(node.os, set()):
-            problems.append(f"{where}: NVIDIA publishes no driver container for {node.os} on {node.arch}")
+        if operator_driver and not operator_driver_installs(pool.vm_size, node.os, node.arch):
+            problems.append(
+                f"{where}: NVIDIA publishes no driver container that installs here ({node.os} on {node.arch}; GRID "
+                "sizes take AKS's converged driver, not the passthrough one)"
+            )
         if not node.nvidia_driver and not operator_driver:
             problems.append(
                 f"{where}: no NVIDIA driver: the image installs none ({node.os}, {node.arch}, driver "
@@ -306,7 +309,7 @@ def _image_serves(vm_size: str, os_sku: str, mode: str, minor: str) -> bool:
     node = node_image(os_sku, minor, sku.arch, True, driver, mode == "aksManaged")
     if node is None:
         return False
-    if not node.nvidia_driver and not (mode == "gpuOperator" and node.arch in OPERATOR_DRIVER_OS.get(node.os, set())):
+    if not node.nvidia_driver and not (mode == "gpuOperator" and operator_driver_installs(vm_size, node.os, node.arch)):
         return False
     return not sku.multi_node_nvlink or (node.grace_blackwell_ready and int(minor.split(".")[1]) >= 34)
 
@@ -333,6 +336,15 @@ def test_the_config_refuses_exactly_the_pools_the_node_image_cannot_serve() -> N
 def test_an_azure_linux_pool_under_the_gpu_operator_is_refused_naming_its_os_sku() -> None:
     settings = _one_pool_settings("Standard_NC4as_T4_v3", "AzureLinux", "gpuOperator", "1.36")
     assert_rejected(settings, "NVIDIA builds no driver container for Azure Linux", "gpuPools[0].osSku", "use Ubuntu")
+
+
+@pytest.mark.parametrize("vm_size", sorted(s for s in GPU_SKUS if "A10_v5" in s))
+def test_an_a10_v5_pool_under_the_gpu_operator_is_refused_naming_its_size(vm_size: str) -> None:
+    # NVads A10 v5 takes the GRID driver only AKS installs; the operator's passthrough driver fails on it.
+    settings = _one_pool_settings(vm_size, "Ubuntu", "gpuOperator", "1.36")
+    assert_rejected(
+        settings, "the pool would boot without a driver", "gpuPools[0].vmSize", "use gpuStack.mode devicePlugin"
+    )
 
 
 def test_gpu_pools_of_two_ubuntu_releases_under_the_gpu_operator_are_refused() -> None:
