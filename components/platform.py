@@ -334,6 +334,7 @@ class AksGpuPlatform(pulumi.ComponentResource):
             },
             child("registry"),
         )
+        nvidia_operator = gpu_stack.gpu_release if cfg.gpu_stack.mode == "gpuOperator" else None
         monitoring = GpuMonitoring(
             role("monitoring"),
             {
@@ -346,8 +347,9 @@ class AksGpuPlatform(pulumi.ComponentResource):
                 "gpu_pools": cfg.gpu_pools,
                 "grafana_admin_group_object_ids": cfg.cluster.entra_id.admin_group_object_ids,
                 "aks_managed_exporter": cfg.gpu_stack.mode == "aksManaged",
-                "operator_release": gpu_stack.gpu_release if cfg.gpu_stack.mode == "gpuOperator" else None,
-                "exporter_runtime_class": OPERATOR_RUNTIME_CLASS if cfg.gpu_stack.mode == "gpuOperator" else None,
+                "operator_release": nvidia_operator,
+                # The operator's CDI setup leaves runc containerd's default: its RuntimeClass carries the driver.
+                "exporter_runtime_class": OPERATOR_RUNTIME_CLASS if nvidia_operator is not None else None,
                 "teams": cfg.training.teams if cfg.training.enabled else [],
             },
             child("monitoring"),
