@@ -74,9 +74,12 @@ def dcgm_exporter_release(
     repository: pulumi.Input[str],
     gpu_pools: Sequence[GpuPoolConfig],
     k8s_opts: pulumi.ResourceOptions,
+    runtime_class: str | None = None,
+    depends_on: Sequence[pulumi.Resource] = (),
 ) -> k8s.helm.v3.Release:
     """NVIDIA's chart on every GPU node (all GPU pools' taints tolerated), image from our registry, collecting
-    the platform's counters."""
+    the platform's counters. `runtime_class`: the RuntimeClass that gives the pods the driver where containerd's
+    default runtime does not (the chart's default, none, relies on AKS's NVIDIA default runtime)."""
     namespace = k8s.core.v1.Namespace(
         f"{name}-namespace",
         metadata={"name": EXPORTER_NAMESPACE, "labels": {"pod-security.kubernetes.io/enforce": "privileged"}},
@@ -114,6 +117,10 @@ def dcgm_exporter_release(
             },
             # The chart's ServiceMonitor is monitoring.coreos.com, which managed Prometheus ignores.
             "serviceMonitor": {"enabled": False},
+            # templates/daemonset.yaml at 4.5.3-4.8.2: `{{- if .Values.runtimeClassName }}`.
+            **({"runtimeClassName": runtime_class} if runtime_class else {}),
         },
-        opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[namespace, counters])),
+        opts=pulumi.ResourceOptions.merge(
+            k8s_opts, pulumi.ResourceOptions(depends_on=[namespace, counters, *depends_on])
+        ),
     )

@@ -66,7 +66,11 @@ class GpuMonitoringArgs(TypedDict):
     aks_managed_exporter: NotRequired[bool]
     """gpuStack.mode aksManaged: AKS runs the exporter on every GPU node; scrape it instead of installing one."""
     operator_release: NotRequired[pulumi.Resource | None]
-    """The GPU Operator release when it runs the exporter: it creates the namespace the PodMonitor lives in."""
+    """The GPU Operator release (gpuOperator mode): it creates the namespace of its own exporter's PodMonitor, or the
+    RuntimeClass ours runs with."""
+    exporter_runtime_class: NotRequired[str | None]
+    """RuntimeClass of our DCGM exporter: the GPU Operator's where its driver serves the nodes (containerd's default
+    runtime there is runc); None where AKS makes NVIDIA's runtime the default (driver Install)."""
     teams: NotRequired[Sequence[TeamConfig]]
     """Training teams: chargeback recording rules per team and the team dashboard (Kueue queues, GPU-hours)."""
 
@@ -277,8 +281,15 @@ class GpuMonitoring(pulumi.ComponentResource):
                 "app.kubernetes.io/name": EXPORTER_RELEASE,
                 "app.kubernetes.io/instance": EXPORTER_RELEASE,
             }
+            operator_release = args.get("operator_release")
             self.dcgm_exporter = dcgm_exporter_release(
-                name, cfg.dcgm_exporter, args["dcgm_exporter_repository"], gpu_pools, k8s_opts
+                name,
+                cfg.dcgm_exporter,
+                args["dcgm_exporter_repository"],
+                gpu_pools,
+                k8s_opts,
+                runtime_class=args.get("exporter_runtime_class"),
+                depends_on=[operator_release] if operator_release is not None else [],
             )
             exporter_dependencies = [self.dcgm_exporter]
 

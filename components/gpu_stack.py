@@ -78,6 +78,11 @@ DEFAULT_PLUGIN_CONFIG = "default"
 # The container toolkit reads the node's containerd config file, not the running daemon's (gpu_operator_values).
 TOOLKIT_CONFIG_SOURCE = {"name": "RUNTIME_CONFIG_SOURCE", "value": "file"}
 OPERATOR_PLUGIN_CONFIGMAP = "device-plugin-config"
+# The RuntimeClass the GPU Operator creates (chart default `operator.runtimeClass`, deployments/gpu-operator
+# values.yaml at v26.7.0). With CDI, the chart's default, the toolkit leaves containerd's default runtime alone
+# (controllers/object_controls.go transformToolkitCtrForCDI) and AKS's pools with driver None default to runc: a pod
+# that reads the driver without asking for a GPU (an exporter, a collector) reaches it only through this class.
+OPERATOR_RUNTIME_CLASS = "nvidia"
 
 
 def device_plugin_configs(pools: Sequence[GpuPoolConfig]) -> dict[str, str]:

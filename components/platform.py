@@ -36,7 +36,7 @@ from .gpu_monitoring import GpuMonitoring
 from .gpu_node_images import check_arm64_images
 from .gpu_node_pool import GpuNodePool
 from .gpu_smoke_test import GpuSmokeTest
-from .gpu_stack import GPU_OPERATOR_NAMESPACE, NETWORK_OPERATOR_NAMESPACE, GpuStack
+from .gpu_stack import GPU_OPERATOR_NAMESPACE, NETWORK_OPERATOR_NAMESPACE, OPERATOR_RUNTIME_CLASS, GpuStack
 from .gpu_stack import NAMESPACE as DEVICE_PLUGIN_NAMESPACE
 from .gpu_validation import NAMESPACE as VALIDATION_NAMESPACE
 from .gpu_validation import GpuValidation
@@ -334,6 +334,7 @@ class AksGpuPlatform(pulumi.ComponentResource):
             },
             child("registry"),
         )
+        nvidia_operator = gpu_stack.gpu_release if cfg.gpu_stack.mode == "gpuOperator" else None
         monitoring = GpuMonitoring(
             role("monitoring"),
             {
@@ -346,7 +347,9 @@ class AksGpuPlatform(pulumi.ComponentResource):
                 "gpu_pools": cfg.gpu_pools,
                 "grafana_admin_group_object_ids": cfg.cluster.entra_id.admin_group_object_ids,
                 "aks_managed_exporter": cfg.gpu_stack.mode == "aksManaged",
-                "operator_release": gpu_stack.gpu_release if gpu_stack.dcgm_from_operator else None,
+                "operator_release": nvidia_operator,
+                # The operator's CDI setup leaves runc containerd's default: its RuntimeClass carries the driver.
+                "exporter_runtime_class": OPERATOR_RUNTIME_CLASS if nvidia_operator is not None else None,
                 "teams": cfg.training.teams if cfg.training.enabled else [],
             },
             child("monitoring"),

@@ -91,6 +91,9 @@ class GpuSku:
     """Local NVMe capacity of one VM (all its NVMe disks), for caches; 0: none."""
     vendor: GpuVendor = "nvidia"
     """Who makes the GPUs: decides the driver, device plugin, extended resource and metrics exporter."""
+    grid_driver: bool = False
+    """The VM reaches its GPU through NVIDIA's GRID (vGPU guest) driver, which AKS installs in its "converged" build;
+    NVIDIA's public driver containers are the passthrough (datacenter) driver, which does not install here."""
 
     @property
     def mig_profiles(self) -> tuple[MigProfile, ...]:
@@ -114,7 +117,11 @@ def _t4(gpus: int, vcpus: int, temp_disk_gib: int) -> GpuSku:
 
 
 def _a10(gpus: int, vcpus: int, temp_disk_gib: int) -> GpuSku:
-    return GpuSku("NVadsA10_v5", "A10", gpus, 24, False, temp_disk_gib, vcpus, "StandardNVADSA10v5Family")
+    # Azure/AgentBaker 06836ee2 pkg/agent/datamodel/gpu_components.go ConvergedGPUDriverSizes: every NVads A10 v5
+    # size takes the converged GRID driver ("installing vanilla cuda drivers will fail to install with opaque errors").
+    return GpuSku(
+        "NVadsA10_v5", "A10", gpus, 24, False, temp_disk_gib, vcpus, "StandardNVADSA10v5Family", grid_driver=True
+    )
 
 
 def _a100_pcie(gpus: int, vcpus: int, temp_disk_gib: int) -> GpuSku:

@@ -21,11 +21,16 @@ sources they were read in:
   (state_manager.go `getGPUNodeOSInfo`): one tag for every GPU node of the cluster. NVIDIA publishes driver
   containers for Ubuntu and RHEL families only (NVIDIA/gpu-driver-container d10b41a Makefile DISTRIBUTIONS), none
   for Azure Linux.
+- The NVads A10 v5 sizes take NVIDIA's GRID driver, which AKS installs in its converged build (AgentBaker
+  pkg/agent/datamodel/gpu_components.go ConvergedGPUDriverSizes); NVIDIA publishes its driver containers as the
+  passthrough driver (gpu-driver-container d10b41a ubuntu22.04/Dockerfile `DRIVER_TYPE=passthrough`; a vGPU guest
+  build needs the licensed GRID installer), which does not install on them: no GPU Operator driver for these sizes.
 - NVIDIA's DRA driver needs Kubernetes 1.34.2 or later (NVIDIA/k8s-dra-driver-gpu v0.4.0 docs/prerequisites.md;
   `resource.k8s.io/v1`); the multi-node NVLink sizes run only where `Ubuntu` is 24.04, from 1.35, which is later.
 - One NVLink domain of these racks is 72 GPUs, 18 VMs (config/gpu_catalog.py). A ComputeDomain's IMEX channels
   join GPUs of one clique (GPU Feature Discovery's `nvidia.com/gpu.clique`, v0.4.0 docs/prerequisites.md); the
-  platform places nothing by clique, so a pool is capped at one domain.
+  platform places nothing by clique, so a pool is capped at one domain's size (which alone does not keep its VMs in
+  one rack: docs/gpu-pools.md says how to check).
 
 tests/node_image_model.py models the same image from AgentBaker independently and checks every stack against it.
 """
@@ -99,6 +104,15 @@ def check_node_images(cfg: PlatformConfig) -> None:
         if sku.multi_node_nvlink:
             _check_nvlink_pool(path, pool.vm_size, pool.max_count, sku.nvlink_domain_gpus // sku.gpus_per_vm)
         if cfg.gpu_stack.mode == "gpuOperator":
+            if sku.grid_driver:
+                raise field_error(
+                    f"{path}.vmSize",
+                    pool.vm_size,
+                    f"{pool.vm_size} reaches its {sku.gpu_model} through NVIDIA's GRID driver, which AKS installs "
+                    "(Azure/AgentBaker 06836ee2 gpu_components.go ConvergedGPUDriverSizes); gpuStack.mode gpuOperator "
+                    "skips it and NVIDIA's public driver container is the passthrough driver, which does not install "
+                    "on this size: use gpuStack.mode devicePlugin, or a size AKS serves with the datacenter driver",
+                )
             if release not in OPERATOR_DRIVER_RELEASES:
                 raise field_error(
                     _os_path(path),
@@ -144,7 +158,7 @@ def _check_arm64_pool(cfg: PlatformConfig, path: str, vm_size: str, os_sku: str,
         _os_path(path),
         os_sku,
         f"{vm_size} runs only on Arm64 Ubuntu 24.04 (Azure/AgentBaker 06836ee2 install-dependencies.sh "
-        "configureGraceBlackwell), not {release}: use Ubuntu on Kubernetes 1.35 or later",
+        f"configureGraceBlackwell), not {release}: use Ubuntu on Kubernetes 1.35 or later",
     )
 
 

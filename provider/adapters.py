@@ -381,6 +381,9 @@ class GpuMonitoringInputs(TypedDict):
     """Grafana Admin groups used when the settings name none (the cluster's admin groups)."""
     aks_managed_exporter: NotRequired[bool]
     """gpuStack.mode aksManaged: AKS runs the exporter on every GPU node; scrape it instead of installing one."""
+    exporter_runtime_class: NotRequired[str | None]
+    """RuntimeClass of our DCGM exporter: the GPU Operator's where its driver serves the nodes (containerd's default
+    runtime there is runc); None where AKS makes NVIDIA's runtime the default (driver Install)."""
     teams: NotRequired[Sequence[Mapping[str, Any]]]
     """Training teams: chargeback recording rules per team and the team dashboard (Kueue queues, GPU-hours). A plain
     object in the stack YAML's shape (camelCase keys, docs/config-reference.md)."""

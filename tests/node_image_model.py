@@ -12,6 +12,8 @@ rules; tests/test_node_image.py checks one against the other):
   containerd-2 templates serve the 24.04 and Azure Linux 3 distros (datamodel/types.go IsContainerdV2Distro).
 - parts/common/components.json: containerd 1.7.34 on Ubuntu 22.04, 2.3.3 on 24.04, containerd2 2.2.4 on Azure
   Linux 3.0.
+- pkg/agent/datamodel/gpu_components.go `ConvergedGPUDriverSizes`: the NVads A10 v5 (and NCads A10 v4) sizes take
+  the converged GRID driver; "installing vanilla cuda drivers will fail to install with opaque errors".
 - vhdbuilder/packer/install-dependencies.sh `configureGraceBlackwell`: NVIDIA GB only on arm64 Ubuntu 24.04.
   (That image, with a baked driver and host device plugin, serves subscriptions changed for it only.)
 Which OS an OS SKU means per Kubernetes minor is the resource provider's, published in MicrosoftDocs/azure-aks-docs
@@ -23,19 +25,47 @@ articles/aks/upgrade-os-version.md at fb060abe. And what runs on top:
   migrated version (3 or later), so the drop-in is written at that version; `file` reads the root file's.
 - NVIDIA/gpu-operator v26.7.0: the driver container's tag ends in the first GPU node's OS tag
   (object_controls.go resolveDriverTag, state_manager.go getGPUNodeOSInfo); NVIDIA/gpu-driver-container d10b41a
-  builds Ubuntu 22.04/24.04 and RHEL-family containers, for arm64 too except the signed 22.04 ones.
+  builds Ubuntu 22.04/24.04 and RHEL-family containers, for arm64 too except the signed 22.04 ones, all with
+  `DRIVER_TYPE=passthrough` (ubuntu22.04/Dockerfile): the datacenter driver, not a GRID (vGPU guest) one.
 - NVIDIA/k8s-dra-driver-gpu v0.4.0 docs/install.md: `nvidiaDriverRoot` is `/` for a host driver and
   `/run/nvidia/driver` for the GPU Operator's driver container.
+- NVIDIA/gpu-operator v26.7.0: CDI is on by default (deployments/gpu-operator/values.yaml `cdi.enabled: true`), and
+  with CDI the toolkit leaves containerd's default runtime alone (controllers/object_controls.go
+  `transformToolkitCtrForCDI` sets NVIDIA_RUNTIME_SET_AS_DEFAULT=false): only pods of RuntimeClass
+  `operator.runtimeClass` (default `nvidia`, which the operator creates) reach the driver without asking a GPU.
+  Without CDI the toolkit makes `nvidia` the default (nvidia-container-toolkit v1.20.0 runtime.go
+  `defaultSetAsDefault = true`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 CONTAINERD_BY_OS = {"ubuntu22.04": "1.7.34", "ubuntu24.04": "2.3.3", "azurelinux3.0": "2.2.4"}
 ROOT_CONFIG_VERSION = 2
 OPERATOR_DRIVER_OS = {"ubuntu22.04": {"amd64", "arm64"}, "ubuntu24.04": {"amd64", "arm64"}}
 HOST_DRIVER_ROOT, OPERATOR_DRIVER_ROOT = "/", "/run/nvidia/driver"
+OPERATOR_RUNTIME_CLASS_DEFAULT = "nvidia"
+GRID_DRIVER_SIZES = frozenset(
+    f"standard_{size}"
+    for size in (
+        "nv6ads_a10_v5",
+        "nv12ads_a10_v5",
+        "nv18ads_a10_v5",
+        "nv36ads_a10_v5",
+        "nv72ads_a10_v5",
+        "nv36adms_a10_v5",
+        "nc8ads_a10_v4",
+        "nc16ads_a10_v4",
+        "nc32ads_a10_v4",
+    )
+)
+
+
+def operator_driver_installs(vm_size: str, os: str, arch: str) -> bool:
+    """Whether NVIDIA's published driver container (passthrough) installs on a node of this size and image."""
+    return arch in OPERATOR_DRIVER_OS.get(os, set()) and vm_size.lower() not in GRID_DRIVER_SIZES
 
 
 def os_of(os_sku: str, minor: str) -> str | None:
@@ -101,3 +131,13 @@ def toolkit_drop_in_version(node: NodeImage, config_sources: list[str]) -> int:
 
 def containerd_starts(node: NodeImage, drop_in_version: int) -> bool:
     return drop_in_version <= node.root_config_version
+
+
+def driver_reachable(node: NodeImage, runtime_class: str | None, operator: dict[str, Any] | None) -> bool:
+    """Whether a pod that asks for no GPU but reads the driver (an exporter, a collector) gets it on the node:
+    `operator` is the GPU Operator's chart values when it is installed."""
+    if operator is not None and (operator.get("toolkit") or {}).get("enabled", True):
+        cdi = (operator.get("cdi") or {}).get("enabled", True)
+        operator_class = (operator.get("operator") or {}).get("runtimeClass", OPERATOR_RUNTIME_CLASS_DEFAULT)
+        return runtime_class == operator_class or (not runtime_class and not cdi)
+    return not runtime_class and node.nvidia_runtime_default

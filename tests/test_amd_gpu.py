@@ -687,3 +687,16 @@ def test_half_a_signing_key_pair_is_not_completed_with_a_new_half(
     assert _run_job(monkeypatch, apis, tmp_path) == 1, "the Job fails so the half pair is seen"
     assert "amdgpu-module-signing-key" not in apis.secrets, "no key is made to go with someone else's certificate"
     assert apis.secrets["amdgpu-module-signing-cert"] == {"data": {"cert": "AAAA"}}
+
+
+def test_an_amd_only_stack_under_gpu_operator_mode_names_no_runtime_class_nothing_creates() -> None:
+    # gpuOperator mode with only AMD pools installs no NVIDIA operator, so no RuntimeClass `nvidia` exists: a pod of
+    # ours asking for it would be refused at admission.
+    config = amd_variant()
+    config["aks-gpu-platform:gpuPools"] = [p for p in config["aks-gpu-platform:gpuPools"] if p["name"] == "mi300x"]
+    config["aks-gpu-platform:gpuStack"] = {"mode": "gpuOperator", "smokeTest": False}
+    config["aks-gpu-platform:autoscaling"]["sampleInference"]["enabled"] = False
+    for team in config["aks-gpu-platform:training"]["teams"]:
+        team["quotas"] = [q for q in team["quotas"] if q["pool"] == "mi300x"]
+    problems = [p for p in release_problems(run_stack("dev", config=config), "") if "RuntimeClass" in p]
+    assert not problems, problems

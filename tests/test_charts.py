@@ -196,6 +196,19 @@ def test_every_mig_profile_in_the_catalog_names_a_mig_parted_config() -> None:
     assert checked
 
 
+def test_the_operator_partitions_each_mig_pool_into_the_slices_its_quota_counts() -> None:
+    # Kueue quotas, the autoscaler template and cost count `per_gpu` instances of the NVIDIA profile per GPU; the
+    # MIG manager makes what the mig-parted configuration names. A config of another GPU's slice size (a 2g.20gb
+    # of the 80 GB parts on an H100 NVL) matches none of the node's devices, and the pool's GPUs stay whole.
+    for size, sku in GPU_SKUS.items():
+        for mig in sku.mig:
+            name = MIG_PARTED_CONFIGS[sku.gpu_model][mig.profile]
+            assert name == f"all-{mig.nvidia_profile}", (
+                f"{size} {mig.profile}: the MIG manager would apply {name}, the platform counts "
+                f"{mig.per_gpu} x {mig.nvidia_profile} per GPU"
+            )
+
+
 def test_device_plugin_mode_leaves_mig_to_aks(dev_recording: Recording) -> None:
     pools = _nodes(dev_recording, "gpu")
     assert pools

@@ -58,7 +58,8 @@ def _upstream(image: str, recording: Recording) -> str:
     return image
 
 
-def test_every_pod_that_can_land_on_the_arm64_pool_has_an_arm64_image(recording: Recording) -> None:
+def _images_on_the_grace_node(recording: Recording) -> dict[str, str]:
+    """Where -> upstream image of every container the recorded platform can place on the Grace node."""
     (node,) = [n for n in node_templates(recording) if n.gpu]
     images: dict[str, str] = {}
     for pod in object_pod_templates(recording):
@@ -72,11 +73,26 @@ def test_every_pod_that_can_land_on_the_arm64_pool_has_an_arm64_image(recording:
         if release.name in on_node:
             model = RELEASE_READERS[chart_name(release)].read(release.inputs.get("values") or {})
             for chart_pod in model.pods:
-                for image in chart_pod.images:
-                    images[f"{release.name}: {chart_pod.source}"] = _upstream(image, recording)
+                for i, image in enumerate(chart_pod.images):  # a pod source may run several images
+                    images[f"{release.name}: {chart_pod.source} #{i}"] = _upstream(image, recording)
+    return images
+
+
+def test_every_pod_that_can_land_on_the_arm64_pool_has_an_arm64_image(recording: Recording) -> None:
+    images = _images_on_the_grace_node(recording)
     assert len(images) >= 3, f"device plugin, DCGM exporter and DRA driver must be among them, saw {images}"
     x86_only = {where: image for where, image in images.items() if not runs_on_arm64(image)}
     assert not x86_only, f"these pods crash with `exec format error` on the Grace (Arm64) node: {x86_only}"
+
+
+def test_the_plan_checks_every_image_the_platform_places_on_the_arm64_pool(recording: Recording) -> None:
+    # The plan refuses an x86-only image before anything deploys only if gpu_pool_images names it; an image it
+    # misses reaches the node and crash-loops there when its tag changes.
+    cfg = load_platform_config(_settings())
+    checked = {image.split("@", 1)[0] for image in gpu_pool_images(cfg, cfg.gpu_pools[0]).values()}
+    placed = {where: image.split("@", 1)[0] for where, image in _images_on_the_grace_node(recording).items()}
+    unchecked = {where: image for where, image in placed.items() if image not in checked}
+    assert not unchecked, f"images on the Grace node the plan's arm64 check never sees: {unchecked}"
 
 
 def test_the_driver_container_the_operator_picks_for_the_grace_node_has_an_arm64_build(recording: Recording) -> None:
@@ -230,6 +246,16 @@ def test_a_grace_blackwell_pool_the_node_image_cannot_serve_is_refused_by_name(
     settings["training"]["admission"] = {"provisioningClass": "check-capacity.autoscaling.x-k8s.io"}
     set_path(settings, path, value)
     assert_rejected(settings, "a GB pool that boots without a driver or off its image fails on the node", field, hint)
+
+
+@pytest.mark.parametrize(("os_sku", "release"), [("Ubuntu2204", "ubuntu22.04"), ("AzureLinux", "azurelinux3.0")])
+def test_the_refusal_of_a_grace_blackwell_pool_off_ubuntu_24_04_names_the_os_it_would_boot(
+    os_sku: str, release: str
+) -> None:
+    settings = _settings()
+    settings["gpuPools"][0]["osSku"] = os_sku
+    error = assert_rejected(settings, "a GB pool off Ubuntu 24.04 boots no GB image", "gpuPools[0].osSku", release)
+    assert "{" not in str(error), f"the operator reads the refusal: it must name the OS, not a placeholder: {error}"
 
 
 @pytest.mark.parametrize("minor", ["1.32", "1.33", "1.34"])

@@ -23,11 +23,12 @@ from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import assert_rejected, settings_of
 from tests.node_image_model import (
     HOST_DRIVER_ROOT,
-    OPERATOR_DRIVER_OS,
     OPERATOR_DRIVER_ROOT,
     NodeImage,
     containerd_starts,
+    driver_reachable,
     node_image,
+    operator_driver_installs,
     toolkit_drop_in_version,
 )
 from tests.test_aks_managed import managed_config
@@ -42,6 +43,18 @@ RELEASE = "kubernetes:helm.sh/v3:Release"
 DEVICE_PLUGIN_CHART, GPU_OPERATOR_CHART = "nvidia-device-plugin", "gpu-operator"
 DRA_CHART = "oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu"
 PREFIX = "aks-gpu-platform:"
+# Agents on every NVIDIA GPU node that read the driver without asking for a GPU: chart, where its values set the
+# pod's RuntimeClass, and the chart's default there. NVIDIA/dcgm-exporter 4.5.3-4.8.2 deployment/values.yaml
+# (`runtimeClassName: ""`); NVIDIA/NVSentinel (lalitadithya/NVSentinel e002c5dc) charts/metadata-collector
+# values.yaml (`runtimeClassName: nvidia`).
+DRIVER_AGENTS: dict[str, tuple[str, tuple[str, ...], str]] = {
+    "dcgm-exporter": ("the DCGM exporter", ("runtimeClassName",), ""),
+    "oci://ghcr.io/nvidia/nvsentinel": (
+        "NVSentinel's metadata collector",
+        ("metadata-collector", "runtimeClassName"),
+        "nvidia",
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -99,6 +112,12 @@ def gpu_pools(recording: Recording) -> list[GpuPool]:
     return found
 
 
+def _value_at(values: dict[str, Any], path: tuple[str, ...], default: str) -> str:
+    for key in path[:-1]:
+        values = values.get(key) or {}
+    return str(values.get(path[-1], default) or "")
+
+
 def _toolkit_sources(operator: RecordedResource) -> list[str]:
     env = {e["name"]: e["value"] for e in (operator.inputs["values"].get("toolkit") or {}).get("env") or []}
     sources = env.get("RUNTIME_CONFIG_SOURCES") or env.get("RUNTIME_CONFIG_SOURCE")
@@ -125,8 +144,11 @@ def node_image_problems(recording: Recording) -> list[str]:
         operator = charts.get(GPU_OPERATOR_CHART)
         values = operator.inputs["values"] if operator else {}
         operator_driver = bool(operator) and (values.get("driver") or {}).get("enabled", True) and pool.driver == "None"
-        if operator_driver and node.arch not in OPERATOR_DRIVER_OS.get(node.os, set()):
-            problems.append(f"{where}: NVIDIA publishes no driver container for {node.os} on {node.arch}")
+        if operator_driver and not operator_driver_installs(pool.vm_size, node.os, node.arch):
+            problems.append(
+                f"{where}: NVIDIA publishes no driver container that installs here ({node.os} on {node.arch}; GRID "
+                "sizes take AKS's converged driver, not the passthrough one)"
+            )
         if not node.nvidia_driver and not operator_driver:
             problems.append(
                 f"{where}: no NVIDIA driver: the image installs none ({node.os}, {node.arch}, driver "
@@ -151,6 +173,15 @@ def node_image_problems(recording: Recording) -> list[str]:
             plugins.append("GPU Operator device plugin")
         if len(plugins) != 1:
             problems.append(f"{where}: nvidia.com/gpu must be advertised by exactly one device plugin, got {plugins}")
+        for chart, (agent, path, default) in DRIVER_AGENTS.items():
+            if chart not in charts:
+                continue
+            runtime_class = _value_at(charts[chart].inputs["values"], path, default)
+            if not driver_reachable(node, runtime_class, values if operator else None):
+                problems.append(
+                    f"{where}: {agent} asks for no GPU and runs with RuntimeClass {runtime_class!r}, which gives it no "
+                    "NVIDIA driver on this node (containerd's default runtime there is not NVIDIA's)"
+                )
         if sku.multi_node_nvlink:
             if not node.grace_blackwell_ready:
                 problems.append(f"{where}: AgentBaker supports NVIDIA GB on arm64 Ubuntu 24.04 only, not {node.os}")
@@ -233,6 +264,23 @@ def test_the_contract_brings_back_the_dra_driver_looking_for_the_driver_on_the_h
     assert any("/run/nvidia/driver" in p for p in problems), problems
 
 
+def test_the_contract_brings_back_the_dcgm_exporter_without_the_operator_s_runtime(
+    stacks: dict[str, Recording],
+) -> None:
+    # The motivating defect: under the GPU Operator (CDI, runc containerd's default) the exporter ran without a
+    # RuntimeClass, found no driver, and every GPU of the Grace-Blackwell pool went unmonitored.
+    reverted = _with_release_values(stacks["grace-blackwell"], "dcgm-exporter", lambda v: v.pop("runtimeClassName"))
+    problems = node_image_problems(reverted)
+    assert any("the DCGM exporter asks for no GPU" in p for p in problems), problems
+
+
+def test_the_contract_refuses_a_runtime_class_nothing_creates(stacks: dict[str, Recording]) -> None:
+    # devicePlugin: AKS creates no RuntimeClass, so a pod naming `nvidia` is refused at admission.
+    named = _with_release_values(stacks["dev"], "dcgm-exporter", lambda v: v.update(runtimeClassName="nvidia"))
+    problems = node_image_problems(named)
+    assert any("RuntimeClass 'nvidia'" in p for p in problems), problems
+
+
 # ------------------------------------------------------------ the config refuses exactly what the image cannot serve
 
 MINORS = ("1.32", "1.33", "1.34", "1.35", "1.36", "1.37")
@@ -261,7 +309,7 @@ def _image_serves(vm_size: str, os_sku: str, mode: str, minor: str) -> bool:
     node = node_image(os_sku, minor, sku.arch, True, driver, mode == "aksManaged")
     if node is None:
         return False
-    if not node.nvidia_driver and not (mode == "gpuOperator" and node.arch in OPERATOR_DRIVER_OS.get(node.os, set())):
+    if not node.nvidia_driver and not (mode == "gpuOperator" and operator_driver_installs(vm_size, node.os, node.arch)):
         return False
     return not sku.multi_node_nvlink or (node.grace_blackwell_ready and int(minor.split(".")[1]) >= 34)
 
@@ -288,6 +336,15 @@ def test_the_config_refuses_exactly_the_pools_the_node_image_cannot_serve() -> N
 def test_an_azure_linux_pool_under_the_gpu_operator_is_refused_naming_its_os_sku() -> None:
     settings = _one_pool_settings("Standard_NC4as_T4_v3", "AzureLinux", "gpuOperator", "1.36")
     assert_rejected(settings, "NVIDIA builds no driver container for Azure Linux", "gpuPools[0].osSku", "use Ubuntu")
+
+
+@pytest.mark.parametrize("vm_size", sorted(s for s in GPU_SKUS if "A10_v5" in s))
+def test_an_a10_v5_pool_under_the_gpu_operator_is_refused_naming_its_size(vm_size: str) -> None:
+    # NVads A10 v5 takes the GRID driver only AKS installs; the operator's passthrough driver fails on it.
+    settings = _one_pool_settings(vm_size, "Ubuntu", "gpuOperator", "1.36")
+    assert_rejected(
+        settings, "the pool would boot without a driver", "gpuPools[0].vmSize", "use gpuStack.mode devicePlugin"
+    )
 
 
 def test_gpu_pools_of_two_ubuntu_releases_under_the_gpu_operator_are_refused() -> None:

@@ -113,6 +113,8 @@ def _platform_agents(cfg: PlatformConfig, pool: GpuPoolConfig) -> list[str]:
         agents.append("DCGM exporter (from the platform registry's cache rule)")
     if pool.infiniband:
         agents.append("RDMA shared device plugin")
+    if pool.sku.multi_node_nvlink:
+        agents.append("NVIDIA DRA driver kubelet plugin (ComputeDomains; starts once the driver is loaded)")
     if cfg.gpu_health.remediation.enabled:
         agents.append("NVSentinel node agents")
     if cfg.storage.lustre is not None and cfg.storage.lustre.enabled:
@@ -124,15 +126,25 @@ def _platform_agents(cfg: PlatformConfig, pool: GpuPoolConfig) -> list[str]:
 
 def _workload_image(cold: ColdStartConfig) -> Figure:
     if cold.artifact_streaming and cold.pre_pull_images:
-        base = Figure(
-            IMAGE_START_PRESENT.low_s, IMAGE_START_COLD.high_s, IMAGE_START_COLD.source, IMAGE_START_COLD.published
-        )
-        return _scaled(
-            base,
+        # The 11 s start was measured with the whole image on the node. A streamed pull by tag resolves to the
+        # image's streaming variant and fetches what startup reads; a pull by digest is not streamed (the GA
+        # page's limits). So a pre-pull leaves a streamed image partly on the node, or a non-streamed one beside
+        # it: no published start bounds that from below.
+        streamed = _scaled(
+            IMAGE_START_COLD,
             1 - ARTIFACT_STREAMING_MIN_REDUCTION,
             ARTIFACT_STREAMING_FIGURES,
             ARTIFACT_STREAMING_READ,
-            "pre-pulled from node Ready and streamed: 'over 15%' faster to pod readiness",
+            "",
+        )
+        return Figure(
+            None,
+            streamed.high_s,
+            ARTIFACT_STREAMING_FIGURES,
+            ARTIFACT_STREAMING_READ,
+            "streamed ('over 15%' faster than the 97 s cold start) and pre-pulled: a pre-pull of a streamed image "
+            "brings only what its shell reads, so the 11 s of an image already on the node does not apply; no "
+            "published lower bound",
         )
     if cold.artifact_streaming:
         return _scaled(
