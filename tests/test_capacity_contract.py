@@ -18,7 +18,7 @@ from aks_gpu_platform.config import ConfigError, load_platform_config
 from aks_gpu_platform.testing import Recording, kubernetes_object
 from aks_gpu_platform.testing.runtime import project_config
 from aks_gpu_platform.testing.stack_files import load_stack_file
-from tests.capacity import pinned_gpu_workloads, placement_problems
+from tests.capacity import SCALED_OBJECT, gpu_pools, pinned_gpu_workloads, placement_problems
 from tests.conftest import settings_of
 from tests.test_example_training_job import JOBSET, KUBECONFIG, admit, admitted_pod
 from tests.test_examples import EXAMPLES, run_example
@@ -99,8 +99,6 @@ def test_the_training_job_example_runs_on_the_platform_stack_its_stack_file_name
 def test_the_contract_sees_the_inference_sample_take_a_gpu_the_job_needed(dev_recording: Recording) -> None:
     # Today's dev: the sample's minimum replica is on the T4 pool the team's job uses.
     assert [p.replicas for p in pinned_gpu_workloads(dev_recording)] == [1], "the dev sample keeps one GPU pod up"
-    from tests.capacity import gpu_pools
-
     pool = gpu_pools(dev_recording)["gput4"]
     recording = copy.deepcopy(dev_recording)
     for r in recording.of_type("azure-native:containerservice:AgentPool"):
@@ -122,3 +120,20 @@ def test_the_config_refuses_quotas_the_pools_cannot_hold_beside_the_sample() -> 
     )
     config["autoscaling"]["sampleInference"]["scaling"]["minReplicas"] = 0
     load_platform_config(config)  # a sample that scales to zero pins nothing
+
+
+def test_what_the_stack_keeps_up_is_the_autoscalers_floor_not_the_deployment(dev_recording: Recording) -> None:
+    """KEDA owns the sample's replicas (the Deployment states none): its minReplicaCount is what holds GPUs."""
+    recording = copy.deepcopy(dev_recording)
+    pool = gpu_pools(recording)["gput4"]
+    for r in recording.of_type("azure-native:containerservice:AgentPool"):
+        if r.inputs.get("agentPoolName") == pool.name:
+            r.inputs["maxCount"] = 2  # room for the 2-node job only when nothing else is kept up
+    (scaled,) = recording.of_type(SCALED_OBJECT)
+    scaled.inputs["spec"]["minReplicaCount"] = 0
+    assert pinned_gpu_workloads(recording) == [], "a sample that scales to zero keeps no GPU"
+    assert not check_job(recording, "examples/team-jobset/jobset.yaml"), "so the job gets the pool's two nodes"
+    del scaled.inputs["spec"]["minReplicaCount"]
+    assert pinned_gpu_workloads(recording) == [], "KEDA's minReplicaCount defaults to 0 (scaledobject_types.go)"
+    scaled.inputs["spec"]["minReplicaCount"] = 2
+    assert [p.replicas for p in pinned_gpu_workloads(recording)] == [2], "a floor of two keeps two GPU pods up"
