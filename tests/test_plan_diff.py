@@ -174,6 +174,22 @@ def test_a_change_of_pool_capacity_shows_the_team_quotas_against_it(dev_plan: di
     )
 
 
+def test_the_capacity_beside_the_team_quotas_counts_what_the_nodes_advertise(dev_plan: dict[str, Any]) -> None:
+    """Quotas count the devices nodes advertise (shared replicas, MIG slices): the capacity beside them must too."""
+
+    def time_sliced(config: dict[str, Any]) -> None:
+        config[GPU_POOLS][0].update(maxCount=2, sharing={"mode": "timeSlicing", "replicas": 4})
+        config["aks-gpu-platform:autoscaling"]["sampleInference"]["scaling"]["minReplicas"] = 0
+        config["aks-gpu-platform:training"]["teams"][0]["quotas"][0]["gpus"] = 8
+
+    change = _pool_change(plan_diff.diff_plans(dev_plan, _plan_with(time_sliced)))
+    (capacity,) = [n for n in change.notes if n.startswith("GPU capacity")]
+    assert "3 -> 8" in capacity and "ml 8" in capacity, (
+        f"2 T4 nodes shared 4 ways advertise 8 nvidia.com/gpu, the 8 the team may hold; 2 GPUs beside a quota of 8 "
+        f"would read as a quota the pool cannot hold: {capacity}"
+    )
+
+
 def test_an_unpriced_addition_reads_unpriced_never_plus_zero(dev_plan: dict[str, Any]) -> None:
     def lustre(config: dict[str, Any]) -> None:
         config["aks-gpu-platform:storage"]["lustre"]["enabled"] = True
