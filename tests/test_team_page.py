@@ -14,6 +14,7 @@ from typing import Any
 from aks_gpu_platform.config import PlatformConfig, load_platform_config
 from aks_gpu_platform.config.scheduling import selects_node
 from aks_gpu_platform.plan import cold_start, cost
+from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.autoscaler_template import template_node, why_not_template
@@ -35,6 +36,26 @@ def test_the_credentials_command_names_the_dev_outputs(dev_recording: Recording)
     expected = f"--resource-group {outputs['resourceGroupName']} --name {outputs['clusterName']}"
     assert expected in PAGE, f"`az aks get-credentials` must use dev's resourceGroupName and clusterName: {expected}"
     assert "`resourceGroupName` and `clusterName` outputs" in PAGE, "the page says which outputs to read"
+
+
+def test_on_a_fleet_the_page_names_the_outputs_of_the_manager_teams_submit_to() -> None:
+    """On a fleet, jobs go to the manager: its resource group and cluster name must be outputs the page names."""
+    fleet = run_stack("fleet", project_dir=REPO_ROOT)
+    outputs = fleet.stack_outputs
+    named = re.findall(r"fleet stack.*?`(manager\w+)` and `(manager\w+)` outputs", PAGE)
+    assert named, "the page says which outputs a team on a fleet reads for `az aks get-credentials`"
+    ((group_output, cluster_output),) = named
+    assert group_output in outputs and cluster_output in outputs, (
+        f"both are outputs of the fleet stack, or the researcher has no resource group to pass: {sorted(outputs)}"
+    )
+    clusters = [
+        r.inputs
+        for r in fleet.of_type("azure-native:containerservice:ManagedCluster")
+        if r.inputs.get("resourceName") == outputs[cluster_output]
+    ]
+    assert [c["resourceGroupName"] for c in clusters] == [outputs[group_output]], (
+        "`--resource-group` and `--name` from these outputs address the manager cluster"
+    )
 
 
 def _generated_tables() -> dict[str, dict[str, list[dict[str, str]]]]:
