@@ -192,6 +192,16 @@ def documented_extras(page: str) -> str:
     return extras
 
 
+def test_the_importer_pages_install_what_the_plan_needs() -> None:
+    """Each page that tells an importer how to install gives the same line, with the extra the console plan needs."""
+    extras = {
+        page: documented_extras(page) for page in ("README.md", "docs/importing.md", "examples/minimal-dev/README.md")
+    }
+    assert all("plan" in found.split(",") for found in extras.values()), (
+        f"without the `plan` extra, `aks-gpu-platform plan` has no Kubernetes schemas to check against: {extras}"
+    )
+
+
 def _readme_program() -> str:
     (program,) = [b for b in _python_blocks((REPO_ROOT / "README.md").read_text()) if "AksGpuPlatform(" in b]
     return program
