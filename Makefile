@@ -88,11 +88,12 @@ plan: $(STAMP)
 plan-diff: $(STAMP)
 	@$(BIN)/python -m aks_gpu_platform.plan plan-diff --stack $(STACK) --base $(BASE) --format $(FORMAT)
 
-## docs: regenerate docs/config-reference.md, the stack-file schema, Pulumi.yaml's config: block, provider/adapters.py and the tested pins (constraints.txt)
+## docs: regenerate docs/config-reference.md, the stack-file schema, Pulumi.yaml's config: block, provider/adapters.py, the tested pins (constraints.txt) and the team pool tables of docs/for-ml-teams.md
 docs: $(STAMP)
 	$(BIN)/python -m tools.config_reference
 	$(BIN)/python -m tools.adapters_gen
 	$(BIN)/python -m tools.constraints
+	$(BIN)/python -m tools.team_pools
 
 ## bench: offline evaluation time and memory vs bare SDK registrations, and the deploy critical path
 bench: $(STAMP)

@@ -87,6 +87,8 @@ class AksGpuFleet(pulumi.ComponentResource):
     """The MultiKueue manager cluster."""
     manager_egress_address: pulumi.Output[str]
     """The one public address the manager's traffic leaves from (every member's API server admits it)."""
+    manager_resource_group_name: pulumi.Output[str]
+    """The manager's resource group: with its cluster name, what a team's `az aks get-credentials` needs."""
     fleet_name: pulumi.Output[str]
     """Azure name of the Fleet Manager resource."""
 
@@ -100,6 +102,7 @@ class AksGpuFleet(pulumi.ComponentResource):
         rg = platform_resource_group(
             f"{name}-manager-rg", fleet.manager.resource_group, fleet.manager.location, tags, opts=child
         )
+        self.manager_resource_group_name = rg
         vnet = network.VirtualNetwork(
             f"{name}-manager-vnet",
             resource_group_name=rg,
@@ -295,6 +298,8 @@ class AksGpuFleet(pulumi.ComponentResource):
         outputs: dict[str, Any] = {
             "fleetName": self.fleet_name,
             "managerClusterName": self.manager.cluster_name,
+            # Teams submit on the manager: these two are their `az aks get-credentials` (docs/for-ml-teams.md).
+            "managerResourceGroupName": self.manager_resource_group_name,
             "managerEgressAddress": self.manager_egress_address,
         }
         outputs["members"] = {m: p.stack_outputs() for m, p in self.members.items()}

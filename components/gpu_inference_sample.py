@@ -11,7 +11,7 @@ from aks_gpu_platform.config.gpu import GpuPoolConfig
 from aks_gpu_platform.config.scheduling import (
     GPU_RESOURCE,
     RESTRICTED_CONTAINER_SECURITY_CONTEXT,
-    gpu_pod_scheduling,
+    gpu_pod_scheduling_on,
     restricted_pod_security_context,
 )
 
@@ -32,6 +32,9 @@ class GpuInferenceSampleArgs(KedaWiringArgs):
     """The `autoscaling.sampleInference` config section."""
     gpu_pools: NotRequired[Sequence[GpuPoolConfig]]
     """The GPU pools: the server tolerates all their taints (a Spot-only platform included)."""
+    pools: NotRequired[Sequence[str] | None]
+    """The GPU pools its replicas may run on (`PlatformConfig.sample_inference_pools`: those whose team quotas
+    leave room for them); None or absent: any GPU pool."""
     identity_name: NotRequired[str]
     """Azure name of the KEDA identity (default `id-<component name>-scaling-keda`)."""
 
@@ -59,29 +62,29 @@ def _container(cfg: SampleInferenceConfig) -> k8s.core.v1.ContainerArgsDict:
 
 
 def deployment_spec(
-    cfg: SampleInferenceConfig, gpu_pools: Sequence[GpuPoolConfig] = ()
+    cfg: SampleInferenceConfig, gpu_pools: Sequence[GpuPoolConfig] = (), pools: Sequence[str] | None = None
 ) -> k8s.apps.v1.DeploymentSpecArgsDict:
     """Deployment spec without `replicas`: KEDA owns the replica count."""
     labels = {"app.kubernetes.io/name": cfg.name}
-    scheduling = gpu_pod_scheduling(gpu_pools)
+    scheduling = gpu_pod_scheduling_on(gpu_pools, pools)
+    pod: k8s.core.v1.PodSpecArgsDict = {
+        "node_selector": scheduling["nodeSelector"],
+        "tolerations": scheduling["tolerations"],
+        "automount_service_account_token": False,
+        "termination_grace_period_seconds": 60,
+        "security_context": cast(
+            k8s.core.v1.PodSecurityContextArgsDict, restricted_pod_security_context(RUN_AS_USER, fs_group=True)
+        ),
+        "containers": [_container(cfg)],
+        "volumes": [{"name": "models", "empty_dir": {}}, {"name": "tmp", "empty_dir": {"size_limit": "1Gi"}}],
+    }
+    if "affinity" in scheduling:  # kept to the pools with room beside the team quotas
+        pod["affinity"] = cast(k8s.core.v1.AffinityArgsDict, scheduling["affinity"])
     return {
         "selector": {"match_labels": labels},
         # No surge: a surge pod would need a spare GPU, often a whole new node.
         "strategy": {"type": "RollingUpdate", "rolling_update": {"max_surge": 0, "max_unavailable": 1}},
-        "template": {
-            "metadata": {"labels": labels},
-            "spec": {
-                "node_selector": scheduling["nodeSelector"],
-                "tolerations": scheduling["tolerations"],
-                "automount_service_account_token": False,
-                "termination_grace_period_seconds": 60,
-                "security_context": cast(
-                    k8s.core.v1.PodSecurityContextArgsDict, restricted_pod_security_context(RUN_AS_USER, fs_group=True)
-                ),
-                "containers": [_container(cfg)],
-                "volumes": [{"name": "models", "empty_dir": {}}, {"name": "tmp", "empty_dir": {"size_limit": "1Gi"}}],
-            },
-        },
+        "template": {"metadata": {"labels": labels}, "spec": pod},
     }
 
 
@@ -113,7 +116,7 @@ class GpuInferenceSample(pulumi.ComponentResource):
                 "labels": labels,
                 "annotations": CHECKOV_SKIPS,
             },
-            spec=deployment_spec(cfg, gpu_pools),
+            spec=deployment_spec(cfg, gpu_pools, args.get("pools")),
             opts=pulumi.ResourceOptions.merge(
                 in_cluster,
                 # KEDA sets spec.replicas; re-applying a value would undo its scaling on every update.

@@ -418,6 +418,8 @@ class AksGpuPlatform(pulumi.ComponentResource):
                     **keda,
                     "settings": cfg.autoscaling.sample_inference,
                     "gpu_pools": cfg.gpu_pools,
+                    # Off the pools whose GPUs the team quotas guarantee in full.
+                    "pools": cfg.sample_inference_pools(),
                     "identity_name": "id-inference-sample-scaling-keda",
                 },
                 child("inference-sample"),

@@ -251,17 +251,41 @@ class PlatformConfig(ConfigModel):
             f"storage.netappFiles.enabled needs a subnet delegated to {NETAPP_DELEGATION}: {hint}",
         )
 
-    def _check_quotas_beside_pinned_gpus(self, nominal: Mapping[str, int], holders: Mapping[str, list[str]]) -> None:
-        """Nominal quota is a guarantee: a job using all of it must find the GPUs free beside what the stack keeps
-        up around the clock. The sample inference server keeps minReplicas pods of gpusPerPod on any NVIDIA pool
-        whose nodes hold that many; where every such pool is filled by team quotas, a job asking for its team's
-        whole quota is admitted by Kueue and never placed (the atomic scale-up cannot add a node past maxCount)."""
+    def _team_nominal_gpus(self) -> dict[str, int]:
+        """Pool name -> the GPUs the teams' nominal quotas guarantee there, summed over teams."""
+        nominal: dict[str, int] = {}
+        for team in self.training.teams if self.training.enabled else []:
+            for quota in team.quotas:
+                nominal[quota.pool] = nominal.get(quota.pool, 0) + quota.gpus
+        return nominal
+
+    def sample_inference_pools(self) -> list[str] | None:
+        """The GPU pools the sample inference server's kept-up replicas may run on, or None for any GPU pool.
+
+        Nominal quota is a guarantee: a job using all of it must find the GPUs free. The scheduler and the
+        autoscaler may put every kept-up replica on any pool the sample's nodeSelector reaches, so only pools
+        with no team quota, or with room for all of them beside the quotas, may take them."""
         sample = self.autoscaling.sample_inference
         if not sample.enabled or sample.scaling.min_replicas == 0:
-            return
+            return None
+        nominal = self._team_nominal_gpus()
+        kept_up = sample.scaling.min_replicas
+
+        def takes_it(pool: GpuPoolConfig) -> bool:
+            room = (gpu_capacity(pool) - nominal.get(pool.name, 0)) // sample.gpus_per_pod
+            return not nominal.get(pool.name) or room >= kept_up
+
+        allowed = [p.name for p in self.gpu_pools if takes_it(p)]
+        return None if len(allowed) == len(self.gpu_pools) else allowed
+
+    def _check_quotas_beside_pinned_gpus(self, nominal: Mapping[str, int], holders: Mapping[str, list[str]]) -> None:
+        """Where no pool the sample can run on has room for its kept-up replicas beside the team quotas, a job
+        asking for its team's whole quota would be admitted by Kueue and never placed (the atomic scale-up
+        cannot add a node past maxCount): refuse the quota."""
+        sample = self.autoscaling.sample_inference
         reachable = [p for p in self.gpu_pools if p.sku.vendor == "nvidia" and gpus_per_node(p) >= sample.gpus_per_pod]
-        room = sum((gpu_capacity(p) - nominal.get(p.name, 0)) // sample.gpus_per_pod for p in reachable)
-        if room >= sample.scaling.min_replicas or not any(nominal.get(p.name) for p in reachable):
+        allowed = self.sample_inference_pools()
+        if allowed is None or any(p.name in allowed for p in reachable) or not reachable:
             return
         pool = next(p for p in reachable if nominal.get(p.name))
         i, j = next(
@@ -277,7 +301,8 @@ class PlatformConfig(ConfigModel):
             f"pool {pool.name} holds {gpu_capacity(pool)} GPUs (maxCount {pool.max_count} x {gpus_per_node(pool)}); "
             f"teams {holders[pool.name]} ask {nominal[pool.name]} in nominal quota while "
             f"autoscaling.sampleInference keeps {pinned} GPU(s) up (minReplicas {sample.scaling.min_replicas} x "
-            f"gpusPerPod {sample.gpus_per_pod}): a job using the whole quota would be admitted and never placed. "
+            f"gpusPerPod {sample.gpus_per_pod}) and no GPU pool has room for them beside the team quotas: a job "
+            "using the whole quota would be admitted and never placed. "
             "Lower the quota, raise the pool's maxCount, or set the sample's minReplicas to 0",
         )
 

@@ -104,10 +104,14 @@ def vendor_pod_scheduling(pools: Iterable[GpuPoolConfig], vendor: str) -> dict[s
     exporter on another vendor's GPU crash-loops): where pools of other vendors exist, a required node affinity
     to the `vendor` pools by name."""
     pools = list(pools)
+    return gpu_pod_scheduling_on(pools, vendor_pool_names(pools, vendor))
+
+
+def gpu_pod_scheduling_on(pools: Iterable[GpuPoolConfig], names: Sequence[str] | None) -> dict[str, Any]:
+    """`gpu_pod_scheduling` limited to the GPU pools `names` by a required node affinity (None: every pool)."""
     scheduling = gpu_pod_scheduling(pools)
-    names = vendor_pool_names(pools, vendor)
     if names is not None:
-        term = {"matchExpressions": [{"key": GPU_POOL_NAME_LABEL_KEY, "operator": "In", "values": names}]}
+        term = {"matchExpressions": [{"key": GPU_POOL_NAME_LABEL_KEY, "operator": "In", "values": list(names)}]}
         required = {"nodeSelectorTerms": [term]}
         scheduling["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}}
     return scheduling

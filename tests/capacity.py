@@ -111,3 +111,38 @@ def placement_problems(recording: Recording, flavor: str, pod: Mapping[str, Any]
             f"{placed} of the job's {count} pods: the stack keeps {taken} GPU(s) there"
         )
     return problems
+
+
+CLUSTER_QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"
+
+
+def nominal_gpus(recording: Recording) -> dict[str, int]:
+    """Flavor (pool) -> the GPUs every team's ClusterQueue guarantees there (nominal quota, summed)."""
+    found: dict[str, int] = {}
+    for queue in map(kubernetes_object, recording.of_type(CLUSTER_QUEUE)):
+        for group in queue["spec"]["resourceGroups"]:
+            for flavor in group["flavors"]:
+                gpus = sum(int(r["nominalQuota"]) for r in flavor["resources"] if r["name"] == GPU_RESOURCE)
+                found[flavor["name"]] = found.get(flavor["name"], 0) + gpus
+    return found
+
+
+def quotas_a_pinned_pod_may_take(recording: Recording) -> list[str]:
+    """Pools whose team quotas a kept-up pod may eat into: the scheduler and the autoscaler may put every pinned
+    replica on any pool its pod spec selects, so a pool's GPUs must hold its nominal quotas plus all of them."""
+    problems: list[str] = []
+    pinned = pinned_gpu_workloads(recording)
+    for name, pool in gpu_pools(recording).items():
+        nominal = nominal_gpus(recording).get(name, 0)
+        if not nominal:
+            continue
+        landing = [p for p in pinned if pod_fits_node(p.spec, pool.labels, pool.taints)]
+        may_take = sum(p.replicas * int(pod_requests(p.spec).get(GPU_RESOURCE, 0)) for p in landing)
+        capacity = pool.max_count * int(pool.allocatable[GPU_RESOURCE])
+        if nominal + may_take > capacity:
+            sources = ", ".join(p.source for p in landing)
+            problems.append(
+                f"pool {name} holds {capacity} GPUs; teams are guaranteed {nominal} and {sources} may keep "
+                f"{may_take} up there"
+            )
+    return problems

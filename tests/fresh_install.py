@@ -16,6 +16,7 @@ import sysconfig
 from collections.abc import Iterable
 from pathlib import Path
 
+from aks_gpu_platform.plan.recording_cache import RECORDING_CACHE
 from tools import REPO_ROOT
 
 PACKAGE = "aks_gpu_platform"
@@ -60,9 +61,14 @@ def share_sdks(python: Path) -> Path:
     return Path(site)
 
 
+# PYTHONPATH would import the repository; the recording cache (conftest.py) would put a consumer's evaluations in
+# this checkout's out/recordings, where another test session's prune can delete them mid-write.
+REPOSITORY_VARIABLES = ("PYTHONPATH", RECORDING_CACHE)
+
+
 def clean_environment() -> dict[str, str]:
-    """This process's environment without PYTHONPATH, so nothing of the repository leaks in."""
-    return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    """This process's environment without what points into the repository, so nothing of it leaks in."""
+    return {k: v for k, v in os.environ.items() if k not in REPOSITORY_VARIABLES}
 
 
 def _uv() -> str | None:
@@ -83,20 +89,31 @@ def install_alone(requirement: str, folder: Path) -> Path:
     """A new virtualenv at `folder` holding `requirement` and what its metadata pulls in, nothing else.
 
     No requirements file and no .pth: a dependency the wheel forgets to declare is missing here, as on a
-    consumer's machine. uv installs from its cache (filled by `make venvs`) by hard links in well under a
-    second; without uv, or with a cold cache, the packages come from the index. Returns the Python.
+    consumer's machine. Returns the Python.
     """
     env = clean_environment()
     uv = _uv()
     if uv is not None:
         subprocess.run([uv, "venv", "--quiet", "--python", sys.executable, str(folder)], check=True, env=env)
-        python = folder / "bin" / "python"
+    else:
+        subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True, env=env)
+    python = folder / "bin" / "python"
+    install_into(python, requirement)
+    return python
+
+
+def install_into(python: Path, requirement: str) -> None:
+    """Install `requirement` into the virtualenv of `python`, as a consumer's next `pip install` would.
+
+    uv installs from its cache (filled by `make venvs`) by hard links in well under a second; without uv,
+    or with a cold cache, the packages come from the index.
+    """
+    env = clean_environment()
+    uv = _uv()
+    if uv is not None:
         install = [uv, "pip", "install", "--quiet", "--python", str(python), requirement]
         if subprocess.run([*install, "--offline"], capture_output=True, env=env).returncode != 0:
             subprocess.run(install, check=True, capture_output=True, env=env, timeout=900)
-        return python
-    subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True, env=env)
-    python = folder / "bin" / "python"
+        return
     pip = [str(python), "-m", "pip", "install", "--quiet", requirement]
     subprocess.run(pip, check=True, capture_output=True, env=env, timeout=900)
-    return python

@@ -92,3 +92,14 @@ def test_the_contract_refuses_the_commands_that_failed_before(dev_recording: Rec
         REPO_ROOT,
     )
     assert all(allowed(dev_recording, "dev", "ml", r) for r in own), "the queue's own pending list is readable"
+
+
+def test_a_watch_is_checked_as_a_watch(dev_recording: Recording) -> None:
+    """`-w` streams changes: the team Role needs `watch`, which `get` alone does not prove."""
+    sent = requests("kubectl get jobsets,workloads -n team-ml -w", REPO_ROOT)
+    watches = [r for r in sent if r.verb == "watch"]
+    assert {(r.group, r.resource) for r in watches} == {("jobset.x-k8s.io", "jobsets"), ("kueue.x-k8s.io", "workloads")}
+    assert all(allowed(dev_recording, "dev", "ml", r) for r in sent), "a member may watch the team's jobs"
+    cluster = requests("kubectl get clusterqueues -w", REPO_ROOT)
+    assert Request("watch", "kueue.x-k8s.io", "clusterqueues") in cluster, "the watch of a cluster-scoped kind"
+    assert not all(allowed(dev_recording, "dev", "ml", r) for r in cluster), "which a team member may not"

@@ -134,6 +134,34 @@ def test_replacing_a_gpu_pool_warns_that_its_jobs_are_drained_and_for_how_long(d
     assert f"note: {drained}" in text, "the warning is printed under the pool"
 
 
+def test_a_pool_deleted_before_its_replacement_claims_no_quota_peak(dev_plan: dict[str, Any]) -> None:
+    head = _plan_with(_resize_vm)
+    for entry in head["resources"].values():
+        if entry["type"] == AGENT_POOL and entry["name"] == "platform-gpu-gput4-pool":
+            entry["options"]["deleteBeforeReplace"] = True
+    change = _pool_change(plan_diff.diff_plans(dev_plan, head))
+    assert change.order == "delete-before-replace"
+    assert not [n for n in change.notes if n.startswith("quota peak")], (
+        f"the old pool is gone before the new one comes up: the quota never holds both: {change.notes}"
+    )
+    assert [n for n in change.notes if n.startswith("GPU pool replaced")], "its running jobs are drained all the same"
+
+
+def test_a_vm_size_with_more_gpus_per_node_shows_the_team_quotas_against_the_new_capacity(
+    dev_plan: dict[str, Any],
+) -> None:
+    def four_gpus(config: dict[str, Any]) -> None:
+        config[GPU_POOLS][0]["vmSize"] = "Standard_NC64as_T4_v3"  # 4 T4s per VM
+
+    change = _pool_change(plan_diff.diff_plans(dev_plan, _plan_with(four_gpus)))
+    max_count = load_stack_file("dev", REPO_ROOT)[GPU_POOLS][0]["maxCount"]
+    (capacity,) = [n for n in change.notes if n.startswith("GPU capacity")]
+    assert f"{max_count} -> {4 * max_count}" in capacity and "ml 2" in capacity, (
+        f"a new VM size changes the pool's GPUs as much as maxCount does: the reviewer weighs it against the quotas: "
+        f"{capacity}"
+    )
+
+
 def test_a_change_of_pool_capacity_shows_the_team_quotas_against_it(dev_plan: dict[str, Any]) -> None:
     def shrink(config: dict[str, Any]) -> None:
         config[GPU_POOLS][0]["maxCount"] = 2
@@ -143,6 +171,22 @@ def test_a_change_of_pool_capacity_shows_the_team_quotas_against_it(dev_plan: di
     (capacity,) = [n for n in change.notes if n.startswith("GPU capacity")]
     assert "3 -> 2" in capacity and "ml 1" in capacity, (
         f"the reviewer compares the new capacity with what the teams are guaranteed on it: {capacity}"
+    )
+
+
+def test_the_capacity_beside_the_team_quotas_counts_what_the_nodes_advertise(dev_plan: dict[str, Any]) -> None:
+    """Quotas count the devices nodes advertise (shared replicas, MIG slices): the capacity beside them must too."""
+
+    def time_sliced(config: dict[str, Any]) -> None:
+        config[GPU_POOLS][0].update(maxCount=2, sharing={"mode": "timeSlicing", "replicas": 4})
+        config["aks-gpu-platform:autoscaling"]["sampleInference"]["scaling"]["minReplicas"] = 0
+        config["aks-gpu-platform:training"]["teams"][0]["quotas"][0]["gpus"] = 8
+
+    change = _pool_change(plan_diff.diff_plans(dev_plan, _plan_with(time_sliced)))
+    (capacity,) = [n for n in change.notes if n.startswith("GPU capacity")]
+    assert "3 -> 8" in capacity and "ml 8" in capacity, (
+        f"2 T4 nodes shared 4 ways advertise 8 nvidia.com/gpu, the 8 the team may hold; 2 GPUs beside a quota of 8 "
+        f"would read as a quota the pool cannot hold: {capacity}"
     )
 
 

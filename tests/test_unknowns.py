@@ -102,3 +102,14 @@ def test_a_failing_program_gives_the_sdk_its_check_back() -> None:
         evaluate(failing)
     assert seen == [contains_unknowns], "during an evaluation the loop is in place"
     assert rpc.contains_unknowns is SDK_CHECK, "a failed evaluation must not leave the SDK patched"
+
+
+def test_an_sdk_output_type_with_a_field_named_values_is_walked() -> None:
+    """The Kubernetes SDK's NodeSelectorRequirement is a dict with a `values` field: a stack whose outputs hold a
+    required node affinity must evaluate, and an unknown inside such an object is still found."""
+    from pulumi_kubernetes.core.v1 import outputs
+
+    requirement = outputs.NodeSelectorRequirement(key="gpu-pool", operator="In", values=["gput4b"])
+    assert isinstance(requirement, dict) and requirement.values == ["gput4b"], "the field shadows dict.values"
+    assert contains_unknowns({"affinity": [requirement]}) is False
+    assert contains_unknowns({"affinity": [{"requirement": requirement, "later": UNKNOWN}]}) is True

@@ -20,7 +20,7 @@ import yaml
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from tests.fresh_install import PACKAGE, build_wheel, clean_environment, install_alone, repository_copy
+from tests.fresh_install import PACKAGE, build_wheel, clean_environment, install_alone, install_into, repository_copy
 from tools import REPO_ROOT, constraints
 
 PYPROJECT = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
@@ -114,6 +114,25 @@ def test_the_wheel_ships_the_users_commands_and_leaves_project_tooling_out(wheel
     assert usage.returncode == 0 and "plan-diff" in usage.stdout, "the console command is installed with the wheel"
 
 
+def test_the_plan_without_its_extra_says_what_to_install_before_evaluating(wheel_alone: Venv, tmp_path: Path) -> None:
+    """A deploy-only install has no Kubernetes schemas: the plan says so in one line, not in a traceback."""
+    project = tmp_path / "minimal-dev"
+    shutil.copytree(REPO_ROOT / "examples" / "minimal-dev", project)
+    run = subprocess.run(
+        [wheel_alone.bin("aks-gpu-platform"), "plan", "--stack", "dev"],
+        cwd=project,
+        env=clean_environment(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 2 and "Traceback" not in run.stderr, (
+        f"without the `plan` extra the command stops with a usage error, not a crash:\n{run.stderr}"
+    )
+    assert "aks-gpu-platform[plan]" in run.stderr, f"it names the install that brings the schemas:\n{run.stderr}"
+    assert not (project / "out").exists(), "it stops before evaluating the stack (seconds, not a whole plan)"
+
+
 def _pins(path: Path) -> dict[str, str]:
     pins: dict[str, str] = {}
     for line in path.read_text().splitlines():
@@ -167,6 +186,22 @@ def test_the_importer_pages_show_one_import_path() -> None:
     assert not differing, f"README, importing.md and minimal-dev import the platform the same way: {differing}"
 
 
+def documented_extras(page: str) -> str:
+    """The extras of the page's `pip install "aks-gpu-platform[...] @ git+..."` line (one line per page)."""
+    (extras,) = re.findall(r'pip install "aks-gpu-platform\[([^\]]+)\] @ git\+', (REPO_ROOT / page).read_text())
+    return extras
+
+
+def test_the_importer_pages_install_what_the_plan_needs() -> None:
+    """Each page that tells an importer how to install gives the same line, with the extra the console plan needs."""
+    extras = {
+        page: documented_extras(page) for page in ("README.md", "docs/importing.md", "examples/minimal-dev/README.md")
+    }
+    assert all("plan" in found.split(",") for found in extras.values()), (
+        f"without the `plan` extra, `aks-gpu-platform plan` has no Kubernetes schemas to check against: {extras}"
+    )
+
+
 def _readme_program() -> str:
     (program,) = [b for b in _python_blocks((REPO_ROOT / "README.md").read_text()) if "AksGpuPlatform(" in b]
     return program
@@ -180,7 +215,8 @@ def test_an_importer_goes_from_a_clone_to_the_plan_of_their_own_stack(
     checkout: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     """README's install, README's program, docs/testing.md's test, the schema modeline and the console plan."""
-    venv = install_alone(f"{checkout}[testing]", tmp_path_factory.mktemp("importer") / "venv")
+    # Each page's own install line, from the clone: README's for the program and its plan, then testing.md's.
+    venv = install_alone(f"{checkout}[{documented_extras('README.md')}]", tmp_path_factory.mktemp("importer") / "venv")
     env = {**clean_environment(), "PATH": f"{venv.parent}:{clean_environment()['PATH']}"}
     project = tmp_path_factory.mktemp("consumer") / "gpu-team"
     project.mkdir()
@@ -202,9 +238,6 @@ def test_an_importer_goes_from_a_clone_to_the_plan_of_their_own_stack(
     config = yaml.safe_load((project / "Pulumi.dev.yaml").read_text())
     jsonschema.validate(config, schema)  # the editor's check, with the schema the modeline names
 
-    tests = run("pytest", "-q", "-p", "no:cacheprovider", "test_stack.py")
-    assert tests.returncode == 0, f"docs/testing.md's test passes on the consumer's stack:\n{tests.stdout}"
-
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
     for step in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "base"]):
         assert run(*git, *step).returncode == 0
@@ -212,7 +245,9 @@ def test_an_importer_goes_from_a_clone_to_the_plan_of_their_own_stack(
         (project / "Pulumi.dev.yaml").read_text().replace("maxCount: 1", "maxCount: 2")
     )
     plan = run("aks-gpu-platform", "plan", "--stack", "dev")
-    assert plan.returncode == 0, f"the console plan runs on the consumer's program:\n{plan.stderr}"
+    assert plan.returncode == 0, (
+        f"the console plan runs on the consumer's program after README's install:\n{plan.stderr}"
+    )
     for part in ("Verdicts", "quota", "cost", "Cold start"):
         assert part.lower() in plan.stdout.lower(), f"the consumer's plan shows {part}"
     assert (project / "out" / "dev" / "plan.json").is_file(), "the plan is written beside the consumer's project"
@@ -222,3 +257,7 @@ def test_an_importer_goes_from_a_clone_to_the_plan_of_their_own_stack(
         f"the diff of the consumer's change names the pool and the setting:\n{diff.stdout}"
     )
     shutil.rmtree(project / "out")
+
+    install_into(venv, f"{checkout}[{documented_extras('docs/testing.md')}]")
+    tests = run("pytest", "-q", "-p", "no:cacheprovider", "test_stack.py")
+    assert tests.returncode == 0, f"docs/testing.md's test passes on the consumer's stack:\n{tests.stdout}"

@@ -14,6 +14,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from importlib import import_module
+from importlib.util import find_spec
 
 # subcommand: (module of this package, its function that takes the remaining arguments, what it does).
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -26,6 +27,22 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "schema": ("shipped", "schema_main", "the stack file's JSON Schema, for your editor's $schema reference"),
     "constraints": ("shipped", "constraints_main", "the exact versions this release was tested with (pip -c)"),
 }
+
+
+# The plan checks every rendered object against the upstream Kubernetes schemas: the `plan` extra's
+# kubernetes-validate. Without it the plan would stop with a traceback after evaluating the whole stack.
+NEEDS_SCHEMAS = ("plan", "plan-diff")
+PLAN_INSTALL = 'pip install "aks-gpu-platform[plan] @ <where you installed aks-gpu-platform from>"'
+
+
+def missing_schemas(command: str) -> str | None:
+    """Why `command` cannot run in this environment, or None when it can."""
+    if command in NEEDS_SCHEMAS and find_spec("kubernetes_validate") is None:
+        return (
+            f"aks-gpu-platform {command}: the plan checks rendered objects against the Kubernetes schemas, "
+            f"which the `plan` extra installs (kubernetes-validate): {PLAN_INSTALL}\n"
+        )
+    return None
 
 
 def usage() -> str:
@@ -41,6 +58,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if args else 2
     if args[0] not in COMMANDS:
         sys.stderr.write(f"aks-gpu-platform: unknown command {args[0]!r}\n\n{usage()}")
+        return 2
+    if (why := missing_schemas(args[0])) is not None:
+        sys.stderr.write(why)
         return 2
     module, function, _ = COMMANDS[args[0]]
     run: Callable[[list[str]], int] = getattr(import_module(f"aks_gpu_platform.plan.{module}"), function)

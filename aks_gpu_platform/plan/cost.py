@@ -149,6 +149,11 @@ def _capacity(profile: Mapping[str, Any], pool: str) -> PoolCapacity:
     )
 
 
+def agent_pool_capacity(inputs: Mapping[str, Any]) -> PoolCapacity:
+    """One AgentPool's capacity from its inputs, as a recording or a plan.json entry holds them."""
+    return _capacity(inputs, str(inputs.get("agentPoolName") or ""))
+
+
 def pool_capacities(recording: Recording) -> list[PoolCapacity]:
     """Every node pool: the cluster's inline pools and each AgentPool, by pool name."""
     pools: list[PoolCapacity] = []

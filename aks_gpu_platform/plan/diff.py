@@ -40,10 +40,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from aks_gpu_platform.config.gpu_catalog import gpu_sku
 from aks_gpu_platform.config.vm_catalog import vcpus_and_quota_family
 from aks_gpu_platform.testing.arm_paths import AZURE_PATH_PARAMETERS
 
+from . import cost
 from .document import PLAN_FILE, PlanFileError, read_plan
 from .offline import find_project
 
@@ -340,9 +340,10 @@ def _pool_vcpus(inputs: Mapping[str, Any]) -> tuple[int, str] | None:
 
 
 def _pool_gpus(inputs: Mapping[str, Any]) -> int:
-    """Physical GPUs of an AgentPool at maxCount (0 for a CPU pool)."""
-    sku = gpu_sku(str(inputs.get("vmSize", "")))
-    return sku.gpus_per_vm * int(inputs.get("maxCount") or 0) if sku else 0
+    """GPU devices of an AgentPool at maxCount as Kueue's quotas count them: shared replicas or MIG slices where
+    its nodes advertise those, else whole GPUs (0 for a CPU pool)."""
+    capacity = cost.agent_pool_capacity(inputs)
+    return capacity.gpu_devices_per_vm * capacity.max_count
 
 
 def _team_quotas(resources: Mapping[str, Any], flavor: str) -> list[str]:
@@ -384,11 +385,12 @@ def _pool_notes(
             f"deleted; each pod gets its termination grace period to checkpoint, a node's drain waits up to "
             f"{drain} min (upgradeSettings.drainTimeoutInMinutes), and Kueue requeues the jobs for the new pool"
         )
-    if any(p.path in CAPACITY_PATHS for p in change.changes) and (_pool_gpus(old_in) or _pool_gpus(new_in)):
+    old_gpus, new_gpus = _pool_gpus(old_in), _pool_gpus(new_in)
+    if (any(p.path in CAPACITY_PATHS for p in change.changes) or old_gpus != new_gpus) and (old_gpus or new_gpus):
         flavor = (new_in.get("nodeLabels") or {}).get("gpu-pool")
         quotas = _team_quotas(head["resources"], flavor) if flavor else []
         held = f"team quotas on it: {', '.join(quotas)}" if quotas else "no team quota on it"
-        notes.append(f"GPU capacity {_pool_gpus(old_in)} -> {_pool_gpus(new_in)} (maxCount x GPUs per VM); {held}")
+        notes.append(f"GPU capacity {old_gpus} -> {new_gpus} (maxCount x GPU devices per node); {held}")
     return tuple(notes)
 
 

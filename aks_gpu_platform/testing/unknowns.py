@@ -30,7 +30,9 @@ def contains_unknowns(value: Any) -> bool:
             continue
         seen.add(id(item))
         if isinstance(item, dict):
-            pending.extend(item.values())  # pyright: ignore[reportUnknownArgumentType]
+            # dict.values, not item.values(): an SDK output type is a dict whose `values` may be a field
+            # (a node selector requirement's, for one).
+            pending.extend(dict.values(item))  # pyright: ignore[reportUnknownArgumentType]
         elif isinstance(item, list):
             pending.extend(item)  # pyright: ignore[reportUnknownArgumentType]
     return False
