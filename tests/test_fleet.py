@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import copy
 import json
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,6 +30,7 @@ from tests.arm_spec import load_specs, request_problems
 from tests.autoscaler_template import pods_that_bring_up_nodes, scale_from_zero_problems
 from tests.conftest import settings_of
 from tests.kueue_schemas import cel_violations, schema_errors
+from tests.member_api import member_api
 from tests.scheduling import scheduling_check
 from tools import REPO_ROOT
 
@@ -643,6 +646,37 @@ def test_a_member_that_fails_does_not_stop_the_others_and_the_run_reports_it(mon
     assert yaml.safe_load(written["multikueue-jpe"])["users"][0]["user"] == {"token": "short-lived"}
     patch = program.kubeconfig_patch(written["multikueue-jpe"])
     assert set(patch) == {"data"}, "a merge patch of the content only: the Secret's type cannot change"
+
+
+def test_the_rotation_program_gets_a_token_inside_its_read_only_pod(
+    fleet_recording: Recording, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The program as its pod runs it: no writable path but the pod's writable mounts, and a member API server
+    that speaks TLS under its own CA."""
+    job = kubernetes_object(fleet_recording.one("kubernetes:batch/v1:CronJob", "multikueue-tokens"))
+    pod = job["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    read_only = bool(container["securityContext"].get("readOnlyRootFilesystem"))
+    writable = [m["mountPath"] for m in container.get("volumeMounts", []) if not m.get("readOnly")]
+    if read_only:
+        # tempfile finds its directory among the writable mounts, or none at all.
+        usable = tmp_path / "mount" if "/tmp" in writable else tmp_path / "read-only-root" / "tmp"
+        if "/tmp" in writable:
+            usable.mkdir()
+        monkeypatch.setattr(tempfile, "tempdir", str(usable))
+    env = {e["name"]: e["value"] for e in container["env"]}
+    seconds = int(env["TOKEN_SECONDS"])
+    with member_api(tmp_path, caller="entra-token") as api:
+        member = {"name": "krc", "server": api.server, "ca": api.ca, "secret": "multikueue-krc"}
+        token = multikueue_token_rotator.issue_token(
+            member, "entra-token", env["MULTIKUEUE_ACCOUNT"], env["SECRET_NAMESPACE"], seconds
+        )
+    assert token == api.issued, "the member's token must reach the Secret, or Kueue never connects to the member"
+    path, body = api.requests[0]
+    assert path == f"/api/v1/namespaces/kueue-system/serviceaccounts/{MULTIKUEUE_ACCOUNT}/token", (
+        "the token is for the account the member's RoleBindings name"
+    )
+    assert body["spec"]["expirationSeconds"] == seconds, "the token lives as long as the rotation plans for"
 
 
 def test_the_incremental_dispatcher_offers_a_job_to_one_member_per_round() -> None:
