@@ -384,6 +384,32 @@ def test_multikueue_writes_only_in_team_namespaces_and_reads_what_it_watches(fle
             )
 
 
+def _leaves(value: Any, path: str = "") -> dict[str, Any]:
+    if isinstance(value, dict):
+        found: dict[str, Any] = {}
+        for key, item in value.items():
+            found.update(_leaves(item, f"{path}.{key}" if path else str(key)))
+        return found
+    return {path: value}
+
+
+def test_raising_the_credential_generation_revokes_every_member_token(fleet_recording: Recording) -> None:
+    """A TokenRequest token names its service account's UID and dies with it: raising the generation must make
+    Pulumi delete each member's multikueue-manager account and create a new one (a new UID), not patch it."""
+    config = copy.deepcopy(load_stack_file("fleet", REPO_ROOT))
+    config["aks-gpu-platform:fleet"].setdefault("multiKueue", {})["credentialGeneration"] = 2
+    raised = run_stack("fleet", config)
+    for member in MEMBERS:
+        before = fleet_recording.one("kubernetes:core/v1:ServiceAccount", f"fleet-{member}-multikueue-account")
+        after = raised.one("kubernetes:core/v1:ServiceAccount", f"fleet-{member}-multikueue-account")
+        old, new = _leaves(before.inputs), _leaves(after.inputs)
+        changed = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
+        assert changed, f"{member}: the account does not change at all, so its leaked tokens keep working"
+        replaced = [c for c in changed if any(c == r or c.startswith(f"{r}.") for r in after.replace_on_changes)]
+        assert replaced, f"{member}: {changed} is patched in place; the account keeps its UID and its tokens"
+        assert after.delete_before_replace, f"{member}: a same-name account cannot be created beside the old one"
+
+
 def test_only_the_rotation_identity_issues_the_multikueue_token(fleet_recording: Recording) -> None:
     identity = next(
         r
