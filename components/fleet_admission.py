@@ -7,10 +7,14 @@ admissionchecks/multikueue/workload.go waits for a member's Admitted condition w
 ValidatingAdmissionPolicy per team namespace refuses a Job or JobSet asking more GPUs than the largest share one
 member can give that team (config/fleet.py largest_job), with a message that names the limit.
 
-GPUs of a job, as Kueue counts them for its PodSets: per pod the GPU limits of its containers (an extended
-resource's request equals its limit, and a pod may state only the limit), times a Job's parallelism, or for a
-JobSet each replicated Job's replicas times its parallelism. Kubernetes CEL's `sum()` (list library,
-k8s.io/apiserver pkg/cel/library/lists.go) adds them up.
+GPUs of a job, as Kueue counts them for its PodSets. Per pod, what Kubernetes reserves for it (k8s.io/component-
+helpers resource/helpers.go PodRequests, which Kueue's resources.NewRequestsFromPodSpec calls): the containers plus
+the restartable (sidecar) init containers, or a plain init container plus those sidecars if that is more; each
+container's GPU limit, else its request (an extended resource's request equals its limit, and a pod may state only
+the limit). Plain init containers count here as if every sidecar started before them: never less than Kubernetes
+counts. Pods per Job: min(parallelism, completions) (kueue pkg/controller/jobs/job/job_controller.go podsCount);
+for a JobSet each replicated Job's replicas times that (jobset_controller.go PodsCountPerReplica). Kubernetes CEL's
+list library (k8s.io/apiserver pkg/cel/library/lists.go: `sum()`, `min()`, `max()`) adds them up.
 """
 
 from collections.abc import Mapping, Sequence
@@ -38,18 +42,32 @@ def _container_gpus(resources: Sequence[str]) -> str:
     return " + ".join(terms)
 
 
+SIDECAR = "(has(c.restartPolicy) && c.restartPolicy == 'Always')"
+
+
 def _pod_gpus(pod: str, resources: Sequence[str]) -> str:
-    return f"{pod}.containers.map(c, {_container_gpus(resources)}).sum()"
+    """CEL: the GPUs Kubernetes reserves for one pod of spec `pod`."""
+    gpus = _container_gpus(resources)
+    containers = f"{pod}.containers.map(c, {gpus}).sum()"
+    inits = f"(has({pod}.initContainers) ? {pod}.initContainers : [])"
+    sidecars = f"{inits}.filter(c, {SIDECAR}).map(c, {gpus}).sum()"
+    largest_init = f"([0] + {inits}.filter(c, !{SIDECAR}).map(c, {gpus})).max()"
+    return f"({sidecars} + [{containers}, {largest_init}].max())"
+
+
+def _pods(job_spec: str) -> str:
+    """CEL: the pods Kueue counts for one Job spec: min(parallelism, completions), parallelism defaulting to 1."""
+    parallelism = f"(has({job_spec}.parallelism) ? {job_spec}.parallelism : 1)"
+    completions = f"(has({job_spec}.completions) ? {job_spec}.completions : {parallelism})"
+    return f"[{parallelism}, {completions}].min()"
 
 
 def job_gpus_expression(resources: Sequence[str]) -> str:
     """CEL: the GPUs a Job or JobSet (`object`) asks for in all."""
-    parallelism = "(has(object.spec.parallelism) ? object.spec.parallelism : 1)"
-    job = f"{parallelism} * {_pod_gpus('object.spec.template.spec', resources)}"
+    job = f"{_pods('object.spec')} * {_pod_gpus('object.spec.template.spec', resources)}"
     replicated = (
         "object.spec.replicatedJobs.map(r, (has(r.replicas) ? r.replicas : 1) * "
-        "(has(r.template.spec.parallelism) ? r.template.spec.parallelism : 1) * "
-        f"{_pod_gpus('r.template.spec.template.spec', resources)}).sum()"
+        f"{_pods('r.template.spec')} * {_pod_gpus('r.template.spec.template.spec', resources)}).sum()"
     )
     return f"object.kind == 'JobSet' ? {replicated} : {job}"
 

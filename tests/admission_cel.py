@@ -4,7 +4,13 @@ Follows kubernetes/kubernetes v1.36, staging/src/k8s.io/apiserver/pkg/admission/
 (validator.go): `variables` are evaluated in order and reachable as `variables.<name>`; each validation's
 `expression` must be true, else the request is refused with its `messageExpression` (or `message`). The object
 is the request's object as JSON (quantities as the strings the API server serializes). Kubernetes adds libraries
-to standard CEL; the policies here use one, `<list>.sum()` (apiserver pkg/cel/library/lists.go), defined below.
+to standard CEL; the policies here use its list library's `<list>.sum()`, `.min()` and `.max()` (apiserver
+pkg/cel/library/lists.go; min and max refuse an empty list), defined below.
+
+`kubernetes_gpus` is the count the policy must match, written from its sources: per pod Kubernetes' PodRequests
+(k8s.io/component-helpers resource/helpers.go: containers plus restartable init containers, or an init container
+plus the sidecars started before it, whichever is more), pods per Job as Kueue counts them (kueue v0.19.2
+pkg/controller/jobs/job/job_controller.go podsCount, jobset/jobset_controller.go PodsCountPerReplica).
 """
 
 from __future__ import annotations
@@ -23,9 +29,19 @@ def _sum(values: celtypes.ListType) -> celtypes.Value:
     return total
 
 
+def _extreme(pick: Any, name: str) -> Any:
+    def apply(values: celtypes.ListType) -> celtypes.Value:
+        if not values:
+            raise ValueError(f"{name} called on empty list")
+        return pick(values)
+
+    return apply
+
+
 def _evaluate(expression: str, activation: dict[str, Any]) -> Any:
     environment = celpy.Environment()
-    program = environment.program(environment.compile(expression), functions={"sum": _sum})
+    functions = {"sum": _sum, "min": _extreme(min, "min"), "max": _extreme(max, "max")}
+    program = environment.program(environment.compile(expression), functions=functions)
     return program.evaluate(activation)
 
 
@@ -53,21 +69,79 @@ def job_gpus(policy: dict[str, Any], obj: dict[str, Any]) -> int:
     return int(variables(policy, obj)["values"]["gpus"])
 
 
-def _pod(gpus: int) -> dict[str, Any]:
-    return {
-        "containers": [
-            {"name": "train", "image": "trainer", "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}},
-            {"name": "sidecar", "image": "logger"},
-        ]
-    }
+GPU = "nvidia.com/gpu"
 
 
-def job(parallelism: int, gpus_per_pod: int) -> dict[str, Any]:
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "spec": {"parallelism": parallelism, "template": {"spec": _pod(gpus_per_pod)}},
+def _container(name: str, gpus: int, restart_policy: str | None = None) -> dict[str, Any]:
+    container: dict[str, Any] = {"name": name, "image": name}
+    if gpus:
+        container["resources"] = {"limits": {GPU: str(gpus)}}
+    if restart_policy:
+        container["restartPolicy"] = restart_policy
+    return container
+
+
+def _pod(gpus: int, init_gpus: tuple[int, ...] = (), sidecar_gpus: tuple[int, ...] = ()) -> dict[str, Any]:
+    """A pod: `init_gpus` are plain init containers, `sidecar_gpus` restartable ones, in that order."""
+    spec: dict[str, Any] = {"containers": [_container("train", gpus), _container("logger", 0)]}
+    inits = [_container(f"init-{i}", g) for i, g in enumerate(init_gpus)]
+    inits += [_container(f"sidecar-{i}", g, "Always") for i, g in enumerate(sidecar_gpus)]
+    if inits:
+        spec["initContainers"] = inits
+    return spec
+
+
+def job(
+    parallelism: int,
+    gpus_per_pod: int,
+    completions: int | None = None,
+    init_gpus: tuple[int, ...] = (),
+    sidecar_gpus: tuple[int, ...] = (),
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "parallelism": parallelism,
+        "template": {"spec": _pod(gpus_per_pod, init_gpus, sidecar_gpus)},
     }
+    if completions is not None:
+        spec["completions"] = completions
+    return {"apiVersion": "batch/v1", "kind": "Job", "spec": spec}
+
+
+def _container_gpus(container: dict[str, Any]) -> int:
+    resources = container.get("resources") or {}
+    return int((resources.get("limits") or {}).get(GPU, (resources.get("requests") or {}).get(GPU, 0)))
+
+
+def pod_gpus(pod: dict[str, Any]) -> int:
+    """PodRequests for one resource, in the order Kubernetes walks the init containers."""
+    total = sum(_container_gpus(c) for c in pod["containers"])
+    sidecars = largest_init = 0
+    for init in pod.get("initContainers", []):
+        gpus = _container_gpus(init)
+        if init.get("restartPolicy") == "Always":
+            total += gpus
+            sidecars += gpus
+            largest_init = max(largest_init, sidecars)
+        else:
+            largest_init = max(largest_init, gpus + sidecars)
+    return max(total, largest_init)
+
+
+def _pods(job_spec: dict[str, Any]) -> int:
+    parallelism = int(job_spec.get("parallelism", 1))
+    return min(parallelism, int(job_spec.get("completions", parallelism)))
+
+
+def kubernetes_gpus(obj: dict[str, Any]) -> int:
+    """The GPUs Kueue reserves for a Job or JobSet."""
+    if obj["kind"] == "JobSet":
+        return sum(
+            int(r.get("replicas", 1))
+            * _pods(r["template"]["spec"])
+            * pod_gpus(r["template"]["spec"]["template"]["spec"])
+            for r in obj["spec"]["replicatedJobs"]
+        )
+    return _pods(obj["spec"]) * pod_gpus(obj["spec"]["template"]["spec"])
 
 
 def jobset(replicas: int, parallelism: int, gpus_per_pod: int) -> dict[str, Any]:

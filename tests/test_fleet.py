@@ -508,6 +508,40 @@ def test_the_largest_job_policy_refuses_what_no_member_can_admit(fleet_recording
     assert plan.members["krc"].training.teams[0].quotas[0].gpus == largest
 
 
+def test_the_largest_job_policy_counts_gpus_as_kueue_reserves_them(fleet_recording: Recording) -> None:
+    """Kueue reserves a pod's GPUs as Kubernetes counts them (init and sidecar containers included) and min(
+    parallelism, completions) pods per Job: the policy must count the same, or a job it lets through holds the
+    manager's quota forever, and one it refuses could have run."""
+    policy = kubernetes_object(
+        fleet_recording.one("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy")
+    )
+    shapes = {
+        "plain": admission.job(parallelism=2, gpus_per_pod=1),
+        "fewer completions than parallelism": admission.job(parallelism=4, gpus_per_pod=1, completions=2),
+        "GPUs in an init container": admission.job(parallelism=1, gpus_per_pod=0, init_gpus=(3,)),
+        "a GPU sidecar": admission.job(parallelism=1, gpus_per_pod=2, sidecar_gpus=(1,)),
+        "only a sidecar asks": admission.job(parallelism=1, gpus_per_pod=0, sidecar_gpus=(1,)),
+        "JobSet": admission.jobset(replicas=2, parallelism=1, gpus_per_pod=1),
+    }
+    for shape, obj in shapes.items():
+        assert admission.job_gpus(policy, obj) == admission.kubernetes_gpus(obj), (
+            f"{shape}: the policy counts {admission.job_gpus(policy, obj)} GPUs, Kueue reserves "
+            f"{admission.kubernetes_gpus(obj)}"
+        )
+    # A plain init container before a sidecar is counted as if the sidecar ran beside it: never less than Kueue.
+    ordered = admission.job(parallelism=1, gpus_per_pod=0, init_gpus=(2,), sidecar_gpus=(1,))
+    assert admission.job_gpus(policy, ordered) >= admission.kubernetes_gpus(ordered), "a job the policy undercounts"
+    largest = 2
+    assert admission.verdict(policy, shapes["GPUs in an init container"]) is not None, (
+        "3 GPUs asked by an init container: no member can give the team 3, the job would wait forever"
+    )
+    assert admission.verdict(policy, shapes["a GPU sidecar"]) is not None, "2 + a 1-GPU sidecar is 3 GPUs per pod"
+    assert admission.kubernetes_gpus(shapes["fewer completions than parallelism"]) == largest
+    assert admission.verdict(policy, shapes["fewer completions than parallelism"]) is None, (
+        "Kueue reserves 2 pods of 4 (completions 2): a member can admit it"
+    )
+
+
 # --- upgrades -----------------------------------------------------------------------------------------------------
 
 BODY_TYPES = ("fleets", "members", "updateStrategies", "autoUpgradeProfiles")
