@@ -580,7 +580,11 @@ def test_updates_run_the_canary_region_first_then_the_rest_after_a_wait(fleet_re
     strategy = next(r for r in bodies if r.inputs["resourceType"] == "updateStrategies")
     stages = strategy.inputs["properties"]["strategy"]["stages"]
     assert [g["name"] for g in stages[0]["groups"]] == [members["krc"]], "the canary stage holds only the canary"
-    assert stages[0]["afterStageWaitInSeconds"] >= 3600, "a wait lets the canary show problems before the rest"
+    hours = load_fleet(settings()).fleet.updates.wait_after_canary_hours
+    assert stages[0]["afterStageWaitInSeconds"] == hours * 3600, (
+        f"the rest of the fleet must wait the {hours} h written in fleet.updates.waitAfterCanaryHours, no less: "
+        "the wait is what lets the canary's alerts and checks show a problem"
+    )
     assert {g["name"] for g in stages[1]["groups"]} == {members["jpe"]}, "every other member follows"
     member_urns = {r.urn for r in bodies if r.inputs["resourceType"] == "members"}
     assert member_urns <= set(strategy.depends_on), (
