@@ -65,6 +65,47 @@ def verdict(policy: dict[str, Any], obj: dict[str, Any]) -> str | None:
     return None
 
 
+# The resource each kind is served as, and in which versions: batch/v1 jobs (Kubernetes v1.36); JobSet v0.12.0's CRD
+# (config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml: plural jobsets, served version v1alpha2 only).
+RESOURCES = {("batch", "Job"): ("jobs", ("v1",)), ("jobset.x-k8s.io", "JobSet"): ("jobsets", ("v1alpha2",))}
+
+
+def _selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
+    if selector.get("matchExpressions"):
+        raise NotImplementedError("matchExpressions: not modelled, so not used by the policies here")
+    return all(labels.get(k) == v for k, v in (selector.get("matchLabels") or {}).items())
+
+
+def policy_applies(
+    policy: dict[str, Any], binding: dict[str, Any], obj: dict[str, Any], operation: str, namespace: dict[str, str]
+) -> bool:
+    """Whether the API server evaluates the policy for this request (apiserver pkg/admission/plugin/policy/matching/
+    matching.go, the rules as in pkg/admission/plugin/webhook/predicates/rules/rules.go): one of the constraints'
+    resourceRules names the operation, group, version and resource (or `*`), and the binding's namespaceSelector
+    selects the namespace's labels. matchPolicy Equivalent (the default) also matches the resource in another served
+    version: each kind here is served in one."""
+    group, _, version = obj["apiVersion"].rpartition("/")
+    resource, served = RESOURCES[(group, obj["kind"])]
+    constraints = policy["spec"]["matchConstraints"]
+    if not _selects(binding["spec"].get("matchResources", {}).get("namespaceSelector") or {}, namespace):
+        return False
+    if not _selects(constraints.get("namespaceSelector") or {}, namespace):
+        return False
+    equivalent = served if constraints.get("matchPolicy", "Equivalent") == "Equivalent" else (version,)
+
+    def named(values: list[str], wanted: tuple[str, ...] | str) -> bool:
+        options = (wanted,) if isinstance(wanted, str) else wanted
+        return "*" in values or any(v in values for v in options)
+
+    return any(
+        named(rule.get("operations", []), operation)
+        and named(rule.get("apiGroups", []), group)
+        and named(rule.get("apiVersions", []), equivalent)
+        and named(rule.get("resources", []), resource)
+        for rule in constraints.get("resourceRules", [])
+    )
+
+
 def job_gpus(policy: dict[str, Any], obj: dict[str, Any]) -> int:
     return int(variables(policy, obj)["values"]["gpus"])
 

@@ -508,6 +508,29 @@ def test_the_largest_job_policy_refuses_what_no_member_can_admit(fleet_recording
     assert plan.members["krc"].training.teams[0].quotas[0].gpus == largest
 
 
+def test_the_largest_job_policy_sees_every_job_a_team_submits_on_the_manager(fleet_recording: Recording) -> None:
+    """The documented submissions, a Job and the team JobSet example, created or changed in the team's namespace
+    on the manager, reach the policy; other namespaces are not the team's limit."""
+    namespace, _ = team_groups()
+    policy = kubernetes_object(
+        fleet_recording.one("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy")
+    )
+    binding = kubernetes_object(
+        fleet_recording.one("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding")
+    )
+    example = REPO_ROOT / "examples" / "team-jobset" / "jobset.yaml"
+    (jobset,) = [d for d in yaml.safe_load_all(example.read_text()) if d and d["kind"] == "JobSet"]
+    submissions = {"Job": admission.job(parallelism=1, gpus_per_pod=1), "JobSet": jobset}
+    labels = {"kubernetes.io/metadata.name": namespace}
+    for kind, obj in submissions.items():
+        for operation in ("CREATE", "UPDATE"):
+            assert admission.policy_applies(policy, binding, obj, operation, labels), (
+                f"a {kind} {operation} in {namespace} never reaches the policy: a job no member can admit gets in"
+            )
+        elsewhere = {"kubernetes.io/metadata.name": "kube-system"}
+        assert not admission.policy_applies(policy, binding, obj, "CREATE", elsewhere), "the limit is the team's"
+
+
 def test_the_largest_job_policy_counts_gpus_as_kueue_reserves_them(fleet_recording: Recording) -> None:
     """Kueue reserves a pod's GPUs as Kubernetes counts them (init and sidecar containers included) and min(
     parallelism, completions) pods per Job: the policy must count the same, or a job it lets through holds the
