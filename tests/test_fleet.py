@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import yaml
@@ -142,6 +143,35 @@ def test_the_rotated_kubeconfig_is_one_kueue_accepts() -> None:
     for cluster in kubeconfig["clusters"]:
         assert set(cluster["cluster"]) == {"server", "certificate-authority-data"}, "CA file paths are refused"
     assert kubeconfig["contexts"][0]["context"]["cluster"] == kubeconfig["current-context"] == "krc"
+
+
+# kueue v0.19.2 apis/kueue/v1beta2/multikueue_types.go MultiKueueConfigSecretKey: the only key Kueue reads.
+KUEUE_KUBECONFIG_KEY = "kubeconfig"
+
+
+def _merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch, as the API server applies `application/merge-patch+json`."""
+    if not isinstance(patch, dict):
+        return patch
+    merged = dict(target) if isinstance(target, dict) else {}
+    for key, value in cast(dict[str, Any], patch).items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = _merge_patch(merged.get(key), value)
+    return merged
+
+
+def test_the_rotation_writes_the_kubeconfig_where_kueue_reads_it(fleet_recording: Recording) -> None:
+    secret = kubernetes_object(fleet_recording.one("kubernetes:core/v1:Secret", "krc-kubeconfig"))
+    # The API server keeps stringData as base64 data.
+    stored = {"data": {k: base64.b64encode(v.encode()).decode() for k, v in secret["stringData"].items()}}
+    fresh = multikueue_token_rotator.member_kubeconfig("krc", "https://krc:443", "Q0E=", MULTIKUEUE_ACCOUNT, "fresh")
+    stored = _merge_patch(stored, multikueue_token_rotator.kubeconfig_patch(fresh))
+    read = yaml.safe_load(base64.b64decode(stored["data"][KUEUE_KUBECONFIG_KEY]))
+    assert [u["user"].get("token") for u in read["users"]] == ["fresh"], (
+        "Kueue must read the token the CronJob just wrote, or it keeps the placeholder (no member) or an expired token"
+    )
 
 
 def test_no_member_token_is_kept_in_pulumi_state(fleet_recording: Recording) -> None:
