@@ -595,6 +595,63 @@ def test_the_largest_job_policy_counts_gpus_as_kueue_reserves_them(fleet_recordi
     )
 
 
+def two_teams_in_a_cohort() -> dict[str, Any]:
+    """The fleet stack with a second team in ml's cohort, and ml allowed to borrow one GPU of it (krc's pool grown
+    to hold both teams' nominal quota)."""
+    config = copy.deepcopy(load_stack_file("fleet", REPO_ROOT))
+    config["aks-gpu-platform:gpuPools"][0]["maxCount"] = 4
+    teams = config["aks-gpu-platform:training"]["teams"]
+    teams[0]["quotas"][0]["borrowingLimitGpus"] = 1
+    teams.append(
+        {
+            "name": "cv",
+            "namespace": "team-cv",
+            "members": ["00000000-0000-4000-8000-0000000000e2"],
+            "quotas": [{"pool": "gput4", "gpus": 2}],
+        }
+    )
+    return config
+
+
+def kueue_admits_at_most(recording: Recording, member: str, cluster_queue: str, flavor: str) -> int:
+    """The largest job a member's ClusterQueue can admit on a flavor, from its rendered objects: its nominal GPUs plus
+    what its cohort can lend it, the other ClusterQueues' lendingLimit (else all their nominal quota), within its own
+    borrowingLimit (kueue v0.19.2 site/content/en/docs/concepts/cluster_queue.md, BorrowingLimit and LendingLimit)."""
+
+    def gpus(queue: dict[str, Any]) -> dict[str, Any]:
+        for group in queue["spec"]["resourceGroups"]:
+            for entry in group["flavors"]:
+                if entry["name"] == flavor:
+                    return next(r for r in entry["resources"] if r["name"].endswith("/gpu"))
+        return {"nominalQuota": 0}
+
+    queues = cluster_objects(recording, member, "ClusterQueue")
+    own = next(q for q in queues if q["metadata"]["name"] == cluster_queue)
+    cohort = own["spec"].get("cohortName")
+    lendable = 0
+    if cohort is not None:
+        others = [q for q in queues if q is not own and q["spec"].get("cohortName") == cohort]
+        lendable = sum(int(gpus(q).get("lendingLimit", gpus(q)["nominalQuota"])) for q in others)
+    if "borrowingLimit" in gpus(own):
+        lendable = min(lendable, int(gpus(own)["borrowingLimit"]))
+    return int(gpus(own)["nominalQuota"]) + lendable
+
+
+def test_the_largest_job_is_what_a_member_admits_with_what_its_cohort_lends() -> None:
+    recording = run_stack("fleet", two_teams_in_a_cohort())
+    policy = kubernetes_object(
+        recording.one("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy", "largest-job-ml")
+    )
+    most = max(kueue_admits_at_most(recording, member, "ml", "gput4") for member in MEMBERS)
+    assert most == 3, "2 of its own and 1 borrowed from cv (ml's borrowingLimit), on one member"
+    assert admission.verdict(policy, admission.job(parallelism=most, gpus_per_pod=1)) is None, (
+        f"a {most}-GPU job fits one member with what the cohort lends: refusing it wastes the team's quota"
+    )
+    assert admission.verdict(policy, admission.job(parallelism=most + 1, gpus_per_pod=1)) is not None, (
+        f"{most + 1} GPUs exceed what any member admits: the job would hold the manager's quota forever"
+    )
+
+
 # --- upgrades -----------------------------------------------------------------------------------------------------
 
 BODY_TYPES = ("fleets", "members", "updateStrategies", "autoUpgradeProfiles")
