@@ -128,11 +128,10 @@ class MemberAccess(pulumi.ComponentResource):
         on_member = pulumi.ResourceOptions.merge(
             member.k8s_options(self), pulumi.ResourceOptions(depends_on=list(args["depends_on"]))
         )
-        account_metadata: k8s.meta.v1.ObjectMetaArgsDict = {
-            "name": MULTIKUEUE_ACCOUNT,
-            "namespace": KUEUE_NAMESPACE,
-            "annotations": {GENERATION_ANNOTATION: str(args["credential_generation"])},
-        }
+        account_metadata: k8s.meta.v1.ObjectMetaArgsDict = {"name": MULTIKUEUE_ACCOUNT, "namespace": KUEUE_NAMESPACE}
+        if args["credential_generation"] > 1:
+            # Absent at the first generation: a fleet deployed before the setting existed keeps its account.
+            account_metadata["annotations"] = {GENERATION_ANNOTATION: str(args["credential_generation"])}
         k8s.core.v1.ServiceAccount(
             f"{name}-account",
             metadata=account_metadata,
