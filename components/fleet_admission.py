@@ -5,7 +5,9 @@ A job that fits the sum but no member is admitted on the manager, copied to ever
 holds the manager's quota for as long as it exists: Kueue v0.19.2 has no dispatch timeout (pkg/controller/
 admissionchecks/multikueue/workload.go waits for a member's Admitted condition without a deadline). So a
 ValidatingAdmissionPolicy per team namespace refuses a Job or JobSet asking more GPUs than the largest share one
-member can give that team (config/fleet.py largest_job), with a message that names the limit.
+member can give that team (config/fleet.py largest_job), with a message that names the limit. An update is refused
+only when it asks more than the limit and more than before (a Job's parallelism is its one mutable GPU count): a
+job admitted under a larger limit stays manageable after the quota is lowered.
 
 GPUs of a job, as Kueue counts them for its PodSets. Per pod, what Kubernetes reserves for it (k8s.io/component-
 helpers resource/helpers.go PodRequests, which Kueue's resources.NewRequestsFromPodSpec calls): the containers plus
@@ -62,14 +64,14 @@ def _pods(job_spec: str) -> str:
     return f"[{parallelism}, {completions}].min()"
 
 
-def job_gpus_expression(resources: Sequence[str]) -> str:
-    """CEL: the GPUs a Job or JobSet (`object`) asks for in all."""
-    job = f"{_pods('object.spec')} * {_pod_gpus('object.spec.template.spec', resources)}"
+def job_gpus_expression(resources: Sequence[str], root: str = "object") -> str:
+    """CEL: the GPUs a Job or JobSet (`root`: the request's `object`, or `oldObject`) asks for in all."""
+    job = f"{_pods(f'{root}.spec')} * {_pod_gpus(f'{root}.spec.template.spec', resources)}"
     replicated = (
-        "object.spec.replicatedJobs.map(r, (has(r.replicas) ? r.replicas : 1) * "
+        f"{root}.spec.replicatedJobs.map(r, (has(r.replicas) ? r.replicas : 1) * "
         f"{_pods('r.template.spec')} * {_pod_gpus('r.template.spec.template.spec', resources)}).sum()"
     )
-    return f"object.kind == 'JobSet' ? {replicated} : {job}"
+    return f"{root}.kind == 'JobSet' ? {replicated} : {job}"
 
 
 def largest_job_policy_spec(
@@ -95,10 +97,19 @@ def largest_job_policy_spec(
                 },
             ]
         },
-        "variables": [{"name": "gpus", "expression": job_gpus_expression(resources)}],
+        "variables": [
+            {"name": "gpus", "expression": job_gpus_expression(resources)},
+            # Variables are evaluated when first used: only for an update above the limit.
+            {
+                "name": "gpus_before",
+                "expression": f"request.operation == 'UPDATE' ? ({job_gpus_expression(resources, 'oldObject')}) : 0",
+            },
+        ],
         "validations": [
             {
-                "expression": f"variables.gpus <= {limit.gpus}",
+                # An update that asks no more than before passes: a job admitted under a larger limit (the quota
+                # was lowered since) can still be suspended, relabelled or finished by Kueue and its owner.
+                "expression": f"variables.gpus <= {limit.gpus} || variables.gpus <= variables.gpus_before",
                 "message_expression": (
                     f"'this job asks ' + string(variables.gpus) + ' GPUs; the largest job team {team} can run is "
                     f"{limit.gpus} GPUs ({where}): no member could admit it and it would hold the team\\'s fleet "

@@ -45,8 +45,13 @@ def _evaluate(expression: str, activation: dict[str, Any]) -> Any:
     return program.evaluate(activation)
 
 
-def variables(policy: dict[str, Any], obj: dict[str, Any]) -> dict[str, Any]:
-    activation: dict[str, Any] = {"object": json_to_cel(obj)}
+def variables(policy: dict[str, Any], obj: dict[str, Any], old: dict[str, Any] | None = None) -> dict[str, Any]:
+    """`old`: the object before an UPDATE (`oldObject`; null on CREATE, the operation then)."""
+    activation: dict[str, Any] = {
+        "object": json_to_cel(obj),
+        "oldObject": json_to_cel(old),
+        "request": json_to_cel({"operation": "CREATE" if old is None else "UPDATE"}),
+    }
     values: dict[str, Any] = {}
     for variable in policy["spec"].get("variables", []):
         activation["variables"] = celtypes.MapType({celtypes.StringType(k): v for k, v in values.items()})
@@ -55,9 +60,9 @@ def variables(policy: dict[str, Any], obj: dict[str, Any]) -> dict[str, Any]:
     return {"activation": activation, "values": values}
 
 
-def verdict(policy: dict[str, Any], obj: dict[str, Any]) -> str | None:
-    """None when every validation holds, else the message the API server returns."""
-    activation = variables(policy, obj)["activation"]
+def verdict(policy: dict[str, Any], obj: dict[str, Any], old: dict[str, Any] | None = None) -> str | None:
+    """None when every validation holds, else the message the API server returns (`old`: on UPDATE)."""
+    activation = variables(policy, obj, old)["activation"]
     for validation in policy["spec"]["validations"]:
         if not bool(_evaluate(validation["expression"], activation)):
             message = validation.get("messageExpression")

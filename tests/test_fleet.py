@@ -595,6 +595,23 @@ def test_the_largest_job_policy_counts_gpus_as_kueue_reserves_them(fleet_recordi
     )
 
 
+def test_a_job_admitted_under_a_larger_limit_stays_manageable(fleet_recording: Recording) -> None:
+    """After the quota is lowered, Kueue must still suspend (evict) or relabel a job the old limit let in, and its
+    owner must still scale it down; scaling it up above the limit is refused like a new job."""
+    policy = kubernetes_object(
+        fleet_recording.one("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy")
+    )
+    running = admission.job(parallelism=4, gpus_per_pod=1)  # let in when the team's limit was 4
+    suspended = copy.deepcopy(running)
+    suspended["spec"]["suspend"] = True
+    assert admission.verdict(policy, suspended, old=running) is None, "Kueue could no longer evict the job"
+    smaller = admission.job(parallelism=3, gpus_per_pod=1)
+    assert admission.verdict(policy, smaller, old=running) is None, "scaling down toward the limit must pass"
+    larger = admission.job(parallelism=5, gpus_per_pod=1)
+    assert admission.verdict(policy, larger, old=running) is not None, "asking more than before and the limit"
+    assert admission.verdict(policy, running) is not None, "the same job created today is above the limit"
+
+
 def two_teams_in_a_cohort() -> dict[str, Any]:
     """The fleet stack with a second team in ml's cohort, and ml allowed to borrow one GPU of it (krc's pool grown
     to hold both teams' nominal quota)."""
