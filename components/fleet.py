@@ -222,6 +222,7 @@ class AksGpuFleet(pulumi.ComponentResource):
                     "team_namespaces": [t.namespace_name for t in plan.members[member].training.teams],
                     "rotator_principal_id": rotation.principal_id,
                     "depends_on": [platform.training] if platform.training is not None else [],
+                    "credential_generation": fleet.multi_kueue.credential_generation,
                 },
                 child,
             )

@@ -5,12 +5,18 @@ A job that fits the sum but no member is admitted on the manager, copied to ever
 holds the manager's quota for as long as it exists: Kueue v0.19.2 has no dispatch timeout (pkg/controller/
 admissionchecks/multikueue/workload.go waits for a member's Admitted condition without a deadline). So a
 ValidatingAdmissionPolicy per team namespace refuses a Job or JobSet asking more GPUs than the largest share one
-member can give that team (config/fleet.py largest_job), with a message that names the limit.
+member can give that team (config/fleet.py largest_job), with a message that names the limit. An update is refused
+only when it asks more than the limit and more than before (a Job's parallelism is its one mutable GPU count): a
+job admitted under a larger limit stays manageable after the quota is lowered.
 
-GPUs of a job, as Kueue counts them for its PodSets: per pod the GPU limits of its containers (an extended
-resource's request equals its limit, and a pod may state only the limit), times a Job's parallelism, or for a
-JobSet each replicated Job's replicas times its parallelism. Kubernetes CEL's `sum()` (list library,
-k8s.io/apiserver pkg/cel/library/lists.go) adds them up.
+GPUs of a job, as Kueue counts them for its PodSets. Per pod, what Kubernetes reserves for it (k8s.io/component-
+helpers resource/helpers.go PodRequests, which Kueue's resources.NewRequestsFromPodSpec calls): the containers plus
+the restartable (sidecar) init containers, or a plain init container plus those sidecars if that is more; each
+container's GPU limit, else its request (an extended resource's request equals its limit, and a pod may state only
+the limit). Plain init containers count here as if every sidecar started before them: never less than Kubernetes
+counts. Pods per Job: min(parallelism, completions) (kueue pkg/controller/jobs/job/job_controller.go podsCount);
+for a JobSet each replicated Job's replicas times that (jobset_controller.go PodsCountPerReplica). Kubernetes CEL's
+list library (k8s.io/apiserver pkg/cel/library/lists.go: `sum()`, `min()`, `max()`) adds them up.
 """
 
 from collections.abc import Mapping, Sequence
@@ -38,20 +44,34 @@ def _container_gpus(resources: Sequence[str]) -> str:
     return " + ".join(terms)
 
 
+SIDECAR = "(has(c.restartPolicy) && c.restartPolicy == 'Always')"
+
+
 def _pod_gpus(pod: str, resources: Sequence[str]) -> str:
-    return f"{pod}.containers.map(c, {_container_gpus(resources)}).sum()"
+    """CEL: the GPUs Kubernetes reserves for one pod of spec `pod`."""
+    gpus = _container_gpus(resources)
+    containers = f"{pod}.containers.map(c, {gpus}).sum()"
+    inits = f"(has({pod}.initContainers) ? {pod}.initContainers : [])"
+    sidecars = f"{inits}.filter(c, {SIDECAR}).map(c, {gpus}).sum()"
+    largest_init = f"([0] + {inits}.filter(c, !{SIDECAR}).map(c, {gpus})).max()"
+    return f"({sidecars} + [{containers}, {largest_init}].max())"
 
 
-def job_gpus_expression(resources: Sequence[str]) -> str:
-    """CEL: the GPUs a Job or JobSet (`object`) asks for in all."""
-    parallelism = "(has(object.spec.parallelism) ? object.spec.parallelism : 1)"
-    job = f"{parallelism} * {_pod_gpus('object.spec.template.spec', resources)}"
+def _pods(job_spec: str) -> str:
+    """CEL: the pods Kueue counts for one Job spec: min(parallelism, completions), parallelism defaulting to 1."""
+    parallelism = f"(has({job_spec}.parallelism) ? {job_spec}.parallelism : 1)"
+    completions = f"(has({job_spec}.completions) ? {job_spec}.completions : {parallelism})"
+    return f"[{parallelism}, {completions}].min()"
+
+
+def job_gpus_expression(resources: Sequence[str], root: str = "object") -> str:
+    """CEL: the GPUs a Job or JobSet (`root`: the request's `object`, or `oldObject`) asks for in all."""
+    job = f"{_pods(f'{root}.spec')} * {_pod_gpus(f'{root}.spec.template.spec', resources)}"
     replicated = (
-        "object.spec.replicatedJobs.map(r, (has(r.replicas) ? r.replicas : 1) * "
-        "(has(r.template.spec.parallelism) ? r.template.spec.parallelism : 1) * "
-        f"{_pod_gpus('r.template.spec.template.spec', resources)}).sum()"
+        f"{root}.spec.replicatedJobs.map(r, (has(r.replicas) ? r.replicas : 1) * "
+        f"{_pods('r.template.spec')} * {_pod_gpus('r.template.spec.template.spec', resources)}).sum()"
     )
-    return f"object.kind == 'JobSet' ? {replicated} : {job}"
+    return f"{root}.kind == 'JobSet' ? {replicated} : {job}"
 
 
 def largest_job_policy_spec(
@@ -77,10 +97,19 @@ def largest_job_policy_spec(
                 },
             ]
         },
-        "variables": [{"name": "gpus", "expression": job_gpus_expression(resources)}],
+        "variables": [
+            {"name": "gpus", "expression": job_gpus_expression(resources)},
+            # Variables are evaluated when first used: only for an update above the limit.
+            {
+                "name": "gpus_before",
+                "expression": f"request.operation == 'UPDATE' ? ({job_gpus_expression(resources, 'oldObject')}) : 0",
+            },
+        ],
         "validations": [
             {
-                "expression": f"variables.gpus <= {limit.gpus}",
+                # An update that asks no more than before passes: a job admitted under a larger limit (the quota
+                # was lowered since) can still be suspended, relabelled or finished by Kueue and its owner.
+                "expression": f"variables.gpus <= {limit.gpus} || variables.gpus <= variables.gpus_before",
                 "message_expression": (
                     f"'this job asks ' + string(variables.gpus) + ' GPUs; the largest job team {team} can run is "
                     f"{limit.gpus} GPUs ({where}): no member could admit it and it would hold the team\\'s fleet "

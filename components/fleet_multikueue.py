@@ -38,6 +38,9 @@ MULTIKUEUE_CHECK = "multikueue"
 MULTIKUEUE_CONFIG = "fleet-members"
 MULTIKUEUE_ACCOUNT = "multikueue-manager"
 RBAC_GROUP = "rbac.authorization.k8s.io"
+# On the member's service account: raising fleet.multiKueue.credentialGeneration replaces the account (delete first),
+# and every token issued for the old one is refused (a bound token names its account's UID).
+GENERATION_ANNOTATION = "aks-gpu-platform/credential-generation"
 # apis/config/v1beta2/configuration_types.go: MultiKueueDispatcherModeAllAtOnce / ...Incremental.
 DISPATCHERS = {
     "AllAtOnce": "kueue.x-k8s.io/multikueue-dispatcher-all-at-once",
@@ -111,6 +114,8 @@ class MemberAccessArgs(TypedDict):
     """Entra object ID of the manager's rotation identity: it may create tokens for the account, nothing else."""
     depends_on: Sequence[pulumi.Resource]
     """What creates kueue-system and the team namespaces on the member (its Kueue release, its queues)."""
+    credential_generation: int
+    """fleet.multiKueue.credentialGeneration: a new value replaces the account, revoking every token it had."""
 
 
 class MemberAccess(pulumi.ComponentResource):
@@ -124,7 +129,18 @@ class MemberAccess(pulumi.ComponentResource):
             member.k8s_options(self), pulumi.ResourceOptions(depends_on=list(args["depends_on"]))
         )
         account_metadata: k8s.meta.v1.ObjectMetaArgsDict = {"name": MULTIKUEUE_ACCOUNT, "namespace": KUEUE_NAMESPACE}
-        k8s.core.v1.ServiceAccount(f"{name}-account", metadata=account_metadata, opts=on_member)
+        if args["credential_generation"] > 1:
+            # Absent at the first generation: a fleet deployed before the setting existed keeps its account.
+            account_metadata["annotations"] = {GENERATION_ANNOTATION: str(args["credential_generation"])}
+        k8s.core.v1.ServiceAccount(
+            f"{name}-account",
+            metadata=account_metadata,
+            # Same name, new UID: the old account must be gone before the new one is created.
+            opts=pulumi.ResourceOptions.merge(
+                on_member,
+                pulumi.ResourceOptions(replace_on_changes=["metadata.annotations"], delete_before_replace=True),
+            ),
+        )
         subject: k8s.rbac.v1.SubjectArgsDict = {
             "kind": "ServiceAccount",
             "name": MULTIKUEUE_ACCOUNT,

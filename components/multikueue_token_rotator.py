@@ -24,7 +24,6 @@ import json
 import os
 import ssl
 import sys
-import tempfile
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -91,14 +90,12 @@ def entra_token(scope: str) -> str:
 
 
 def issue_token(member: dict[str, str], entra: str, account: str, namespace: str, seconds: int) -> str:
-    """A TokenRequest on the member for `namespace/account`, verified against the member's own CA."""
-    with tempfile.NamedTemporaryFile("w", suffix=".crt") as ca_file:
-        ca_file.write(base64.b64decode(member["ca"]).decode())
-        ca_file.flush()
-        context = ssl.create_default_context(cafile=ca_file.name)
-        url = f"{member['server']}/api/v1/namespaces/{namespace}/serviceaccounts/{account}/token"
-        headers = {"Authorization": f"Bearer {entra}", "Content-Type": "application/json"}
-        status, payload = _call("POST", url, headers, json.dumps(token_request(seconds)).encode(), context)
+    """A TokenRequest on the member for `namespace/account`, verified against the member's own CA. The CA goes to
+    ssl from memory: the pod's root filesystem is read-only and it mounts no writable volume."""
+    context = ssl.create_default_context(cadata=base64.b64decode(member["ca"]).decode())
+    url = f"{member['server']}/api/v1/namespaces/{namespace}/serviceaccounts/{account}/token"
+    headers = {"Authorization": f"Bearer {entra}", "Content-Type": "application/json"}
+    status, payload = _call("POST", url, headers, json.dumps(token_request(seconds)).encode(), context)
     if status != 201:
         raise PermissionError(f"the member answered {status} to the TokenRequest")
     return json.loads(payload)["status"]["token"]

@@ -138,7 +138,9 @@ class MultiKueueConfig(ConfigModel):
     credential_generation: int = Field(
         default=1,
         ge=1,
-        description="Raise it to rotate the manager's per-member service-account tokens (the old ones are revoked)",
+        description="Raise it to revoke every MultiKueue token at once: each member's multikueue-manager service "
+        "account is replaced (deleted first), its tokens stop working, and the rotation CronJob's next run (within "
+        "10 minutes) issues tokens of the new one",
     )
 
 

@@ -13,7 +13,10 @@ Target rules, AKS REST 2025-09-01 (managedClusters.json, azure-rest-api-specs 10
 authorizedIPRanges admits only sources inside a listed CIDR. A cluster's egress is the load balancer's
 `loadBalancerProfile.outboundIPs` when given; otherwise an address AKS allocates (an AKS-managed IP) that no
 authorized range written before the cluster can name (articles/aks/api-server-authorized-ip-ranges.md: AKS adds
-that IP to the cluster's *own* ranges only). A private endpoint is reached by name only through a private DNS zone
+that IP to the cluster's *own* ranges only). A brought outbound IP serves the cluster's Standard load balancer only
+as a Standard SKU, static IPv4 address ("Matching SKUs are required for load balancer and public IP resources",
+articles/load-balancer/skus.md; AKS's outbound rules are IPv4 unless the cluster is dual-stack): anything else is
+no egress at all. A private endpoint is reached by name only through a private DNS zone
 group on the endpoint whose zone is linked to the source's VNet (articles/private-link/private-endpoint-dns.md:
 privatelink.azurecr.io, privatelink.blob.core.windows.net).
 """
@@ -50,15 +53,30 @@ class Edge:
     target: str
 
 
+def _unusable(ip: dict[str, Any]) -> str | None:
+    """Why a public IP cannot be a Standard load balancer's outbound address, or None."""
+    sku = (ip.get("sku") or {}).get("name")
+    if sku != "Standard":
+        return f"SKU {sku!r}, not Standard"
+    if ip.get("publicIPAllocationMethod") not in (None, "Static"):
+        return f"allocation {ip['publicIPAllocationMethod']!r}, not Static"
+    if ip.get("publicIPAddressVersion") not in (None, "IPv4"):
+        return f"version {ip['publicIPAddressVersion']!r}, not IPv4"
+    return None
+
+
 def egress_of(recording: Recording, cluster: dict[str, Any]) -> str:
     """The address a cluster's traffic leaves from: its load balancer's outbound public IP."""
     profile = (cluster.get("networkProfile") or {}).get("loadBalancerProfile") or {}
     ids = [ip["id"] for ip in (profile.get("outboundIPs") or {}).get("publicIPs") or []]
-    addresses = {
-        str(ip.outputs.get("id")): str(ip.outputs.get("ipAddress") or "") for ip in recording.of_type(PUBLIC_IP)
-    }
-    found = [addresses.get(i, "") for i in ids]
-    return found[0] if found and found[0] else MANAGED_EGRESS
+    ips = {str(ip.outputs.get("id")): ip for ip in recording.of_type(PUBLIC_IP)}
+    found = [ips[i] for i in ids if i in ips]
+    if not found:
+        return MANAGED_EGRESS
+    why = _unusable(found[0].inputs)
+    if why:
+        return f"an outbound IP the load balancer cannot use ({why})"
+    return str(found[0].outputs.get("ipAddress") or "") or MANAGED_EGRESS
 
 
 def admits(cluster: dict[str, Any], address: str) -> str | None:
@@ -69,9 +87,10 @@ def admits(cluster: dict[str, Any], address: str) -> str | None:
     ranges = access.get("authorizedIPRanges") or []
     if not ranges:
         return None
-    if address == MANAGED_EGRESS:
-        return f"the source leaves from {MANAGED_EGRESS}, which none of {ranges} can name"
-    ip = ipaddress.ip_address(address)
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return f"the source leaves from {address}, which none of {ranges} can name"
     if any(ip in ipaddress.ip_network(r, strict=False) for r in ranges):
         return None
     return f"{address} is in none of {ranges}"

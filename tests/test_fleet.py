@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
+import tempfile
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, cast
 
 import pytest
 import yaml
@@ -28,6 +31,7 @@ from tests.arm_spec import load_specs, request_problems
 from tests.autoscaler_template import pods_that_bring_up_nodes, scale_from_zero_problems
 from tests.conftest import settings_of
 from tests.kueue_schemas import cel_violations, schema_errors
+from tests.member_api import member_api
 from tests.scheduling import scheduling_check
 from tools import REPO_ROOT
 
@@ -139,6 +143,35 @@ def test_the_rotated_kubeconfig_is_one_kueue_accepts() -> None:
     for cluster in kubeconfig["clusters"]:
         assert set(cluster["cluster"]) == {"server", "certificate-authority-data"}, "CA file paths are refused"
     assert kubeconfig["contexts"][0]["context"]["cluster"] == kubeconfig["current-context"] == "krc"
+
+
+# kueue v0.19.2 apis/kueue/v1beta2/multikueue_types.go MultiKueueConfigSecretKey: the only key Kueue reads.
+KUEUE_KUBECONFIG_KEY = "kubeconfig"
+
+
+def _merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch, as the API server applies `application/merge-patch+json`."""
+    if not isinstance(patch, dict):
+        return patch
+    merged = dict(target) if isinstance(target, dict) else {}
+    for key, value in cast(dict[str, Any], patch).items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = _merge_patch(merged.get(key), value)
+    return merged
+
+
+def test_the_rotation_writes_the_kubeconfig_where_kueue_reads_it(fleet_recording: Recording) -> None:
+    secret = kubernetes_object(fleet_recording.one("kubernetes:core/v1:Secret", "krc-kubeconfig"))
+    # The API server keeps stringData as base64 data.
+    stored = {"data": {k: base64.b64encode(v.encode()).decode() for k, v in secret["stringData"].items()}}
+    fresh = multikueue_token_rotator.member_kubeconfig("krc", "https://krc:443", "Q0E=", MULTIKUEUE_ACCOUNT, "fresh")
+    stored = _merge_patch(stored, multikueue_token_rotator.kubeconfig_patch(fresh))
+    read = yaml.safe_load(base64.b64decode(stored["data"][KUEUE_KUBECONFIG_KEY]))
+    assert [u["user"].get("token") for u in read["users"]] == ["fresh"], (
+        "Kueue must read the token the CronJob just wrote, or it keeps the placeholder (no member) or an expired token"
+    )
 
 
 def test_no_member_token_is_kept_in_pulumi_state(fleet_recording: Recording) -> None:
@@ -381,6 +414,32 @@ def test_multikueue_writes_only_in_team_namespaces_and_reads_what_it_watches(fle
             )
 
 
+def _leaves(value: Any, path: str = "") -> dict[str, Any]:
+    if isinstance(value, dict):
+        found: dict[str, Any] = {}
+        for key, item in value.items():
+            found.update(_leaves(item, f"{path}.{key}" if path else str(key)))
+        return found
+    return {path: value}
+
+
+def test_raising_the_credential_generation_revokes_every_member_token(fleet_recording: Recording) -> None:
+    """A TokenRequest token names its service account's UID and dies with it: raising the generation must make
+    Pulumi delete each member's multikueue-manager account and create a new one (a new UID), not patch it."""
+    config = copy.deepcopy(load_stack_file("fleet", REPO_ROOT))
+    config["aks-gpu-platform:fleet"].setdefault("multiKueue", {})["credentialGeneration"] = 2
+    raised = run_stack("fleet", config)
+    for member in MEMBERS:
+        before = fleet_recording.one("kubernetes:core/v1:ServiceAccount", f"fleet-{member}-multikueue-account")
+        after = raised.one("kubernetes:core/v1:ServiceAccount", f"fleet-{member}-multikueue-account")
+        old, new = _leaves(before.inputs), _leaves(after.inputs)
+        changed = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
+        assert changed, f"{member}: the account does not change at all, so its leaked tokens keep working"
+        replaced = [c for c in changed if any(c == r or c.startswith(f"{r}.") for r in after.replace_on_changes)]
+        assert replaced, f"{member}: {changed} is patched in place; the account keeps its UID and its tokens"
+        assert after.delete_before_replace, f"{member}: a same-name account cannot be created beside the old one"
+
+
 def test_only_the_rotation_identity_issues_the_multikueue_token(fleet_recording: Recording) -> None:
     identity = next(
         r
@@ -479,6 +538,137 @@ def test_the_largest_job_policy_refuses_what_no_member_can_admit(fleet_recording
     assert plan.members["krc"].training.teams[0].quotas[0].gpus == largest
 
 
+def test_the_largest_job_policy_sees_every_job_a_team_submits_on_the_manager(fleet_recording: Recording) -> None:
+    """The documented submissions, a Job and the team JobSet example, created or changed in the team's namespace
+    on the manager, reach the policy; other namespaces are not the team's limit."""
+    namespace, _ = team_groups()
+    policy = kubernetes_object(
+        fleet_recording.one("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy")
+    )
+    binding = kubernetes_object(
+        fleet_recording.one("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding")
+    )
+    example = REPO_ROOT / "examples" / "team-jobset" / "jobset.yaml"
+    (jobset,) = [d for d in yaml.safe_load_all(example.read_text()) if d and d["kind"] == "JobSet"]
+    submissions = {"Job": admission.job(parallelism=1, gpus_per_pod=1), "JobSet": jobset}
+    labels = {"kubernetes.io/metadata.name": namespace}
+    for kind, obj in submissions.items():
+        for operation in ("CREATE", "UPDATE"):
+            assert admission.policy_applies(policy, binding, obj, operation, labels), (
+                f"a {kind} {operation} in {namespace} never reaches the policy: a job no member can admit gets in"
+            )
+        elsewhere = {"kubernetes.io/metadata.name": "kube-system"}
+        assert not admission.policy_applies(policy, binding, obj, "CREATE", elsewhere), "the limit is the team's"
+
+
+def test_the_largest_job_policy_counts_gpus_as_kueue_reserves_them(fleet_recording: Recording) -> None:
+    """Kueue reserves a pod's GPUs as Kubernetes counts them (init and sidecar containers included) and min(
+    parallelism, completions) pods per Job: the policy must count the same, or a job it lets through holds the
+    manager's quota forever, and one it refuses could have run."""
+    policy = kubernetes_object(
+        fleet_recording.one("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy")
+    )
+    shapes = {
+        "plain": admission.job(parallelism=2, gpus_per_pod=1),
+        "fewer completions than parallelism": admission.job(parallelism=4, gpus_per_pod=1, completions=2),
+        "GPUs in an init container": admission.job(parallelism=1, gpus_per_pod=0, init_gpus=(3,)),
+        "a GPU sidecar": admission.job(parallelism=1, gpus_per_pod=2, sidecar_gpus=(1,)),
+        "only a sidecar asks": admission.job(parallelism=1, gpus_per_pod=0, sidecar_gpus=(1,)),
+        "JobSet": admission.jobset(replicas=2, parallelism=1, gpus_per_pod=1),
+    }
+    for shape, obj in shapes.items():
+        assert admission.job_gpus(policy, obj) == admission.kubernetes_gpus(obj), (
+            f"{shape}: the policy counts {admission.job_gpus(policy, obj)} GPUs, Kueue reserves "
+            f"{admission.kubernetes_gpus(obj)}"
+        )
+    # A plain init container before a sidecar is counted as if the sidecar ran beside it: never less than Kueue.
+    ordered = admission.job(parallelism=1, gpus_per_pod=0, init_gpus=(2,), sidecar_gpus=(1,))
+    assert admission.job_gpus(policy, ordered) >= admission.kubernetes_gpus(ordered), "a job the policy undercounts"
+    largest = 2
+    assert admission.verdict(policy, shapes["GPUs in an init container"]) is not None, (
+        "3 GPUs asked by an init container: no member can give the team 3, the job would wait forever"
+    )
+    assert admission.verdict(policy, shapes["a GPU sidecar"]) is not None, "2 + a 1-GPU sidecar is 3 GPUs per pod"
+    assert admission.kubernetes_gpus(shapes["fewer completions than parallelism"]) == largest
+    assert admission.verdict(policy, shapes["fewer completions than parallelism"]) is None, (
+        "Kueue reserves 2 pods of 4 (completions 2): a member can admit it"
+    )
+
+
+def test_a_job_admitted_under_a_larger_limit_stays_manageable(fleet_recording: Recording) -> None:
+    """After the quota is lowered, Kueue must still suspend (evict) or relabel a job the old limit let in, and its
+    owner must still scale it down; scaling it up above the limit is refused like a new job."""
+    policy = kubernetes_object(
+        fleet_recording.one("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy")
+    )
+    running = admission.job(parallelism=4, gpus_per_pod=1)  # let in when the team's limit was 4
+    suspended = copy.deepcopy(running)
+    suspended["spec"]["suspend"] = True
+    assert admission.verdict(policy, suspended, old=running) is None, "Kueue could no longer evict the job"
+    smaller = admission.job(parallelism=3, gpus_per_pod=1)
+    assert admission.verdict(policy, smaller, old=running) is None, "scaling down toward the limit must pass"
+    larger = admission.job(parallelism=5, gpus_per_pod=1)
+    assert admission.verdict(policy, larger, old=running) is not None, "asking more than before and the limit"
+    assert admission.verdict(policy, running) is not None, "the same job created today is above the limit"
+
+
+def two_teams_in_a_cohort() -> dict[str, Any]:
+    """The fleet stack with a second team in ml's cohort, and ml allowed to borrow one GPU of it (krc's pool grown
+    to hold both teams' nominal quota)."""
+    config = copy.deepcopy(load_stack_file("fleet", REPO_ROOT))
+    config["aks-gpu-platform:gpuPools"][0]["maxCount"] = 4
+    teams = config["aks-gpu-platform:training"]["teams"]
+    teams[0]["quotas"][0]["borrowingLimitGpus"] = 1
+    teams.append(
+        {
+            "name": "cv",
+            "namespace": "team-cv",
+            "members": ["00000000-0000-4000-8000-0000000000e2"],
+            "quotas": [{"pool": "gput4", "gpus": 2}],
+        }
+    )
+    return config
+
+
+def kueue_admits_at_most(recording: Recording, member: str, cluster_queue: str, flavor: str) -> int:
+    """The largest job a member's ClusterQueue can admit on a flavor, from its rendered objects: its nominal GPUs plus
+    what its cohort can lend it, the other ClusterQueues' lendingLimit (else all their nominal quota), within its own
+    borrowingLimit (kueue v0.19.2 site/content/en/docs/concepts/cluster_queue.md, BorrowingLimit and LendingLimit)."""
+
+    def gpus(queue: dict[str, Any]) -> dict[str, Any]:
+        for group in queue["spec"]["resourceGroups"]:
+            for entry in group["flavors"]:
+                if entry["name"] == flavor:
+                    return next(r for r in entry["resources"] if r["name"].endswith("/gpu"))
+        return {"nominalQuota": 0}
+
+    queues = cluster_objects(recording, member, "ClusterQueue")
+    own = next(q for q in queues if q["metadata"]["name"] == cluster_queue)
+    cohort = own["spec"].get("cohortName")
+    lendable = 0
+    if cohort is not None:
+        others = [q for q in queues if q is not own and q["spec"].get("cohortName") == cohort]
+        lendable = sum(int(gpus(q).get("lendingLimit", gpus(q)["nominalQuota"])) for q in others)
+    if "borrowingLimit" in gpus(own):
+        lendable = min(lendable, int(gpus(own)["borrowingLimit"]))
+    return int(gpus(own)["nominalQuota"]) + lendable
+
+
+def test_the_largest_job_is_what_a_member_admits_with_what_its_cohort_lends() -> None:
+    recording = run_stack("fleet", two_teams_in_a_cohort())
+    policy = kubernetes_object(
+        recording.one("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy", "largest-job-ml")
+    )
+    most = max(kueue_admits_at_most(recording, member, "ml", "gput4") for member in MEMBERS)
+    assert most == 3, "2 of its own and 1 borrowed from cv (ml's borrowingLimit), on one member"
+    assert admission.verdict(policy, admission.job(parallelism=most, gpus_per_pod=1)) is None, (
+        f"a {most}-GPU job fits one member with what the cohort lends: refusing it wastes the team's quota"
+    )
+    assert admission.verdict(policy, admission.job(parallelism=most + 1, gpus_per_pod=1)) is not None, (
+        f"{most + 1} GPUs exceed what any member admits: the job would hold the manager's quota forever"
+    )
+
+
 # --- upgrades -----------------------------------------------------------------------------------------------------
 
 BODY_TYPES = ("fleets", "members", "updateStrategies", "autoUpgradeProfiles")
@@ -517,7 +707,11 @@ def test_updates_run_the_canary_region_first_then_the_rest_after_a_wait(fleet_re
     strategy = next(r for r in bodies if r.inputs["resourceType"] == "updateStrategies")
     stages = strategy.inputs["properties"]["strategy"]["stages"]
     assert [g["name"] for g in stages[0]["groups"]] == [members["krc"]], "the canary stage holds only the canary"
-    assert stages[0]["afterStageWaitInSeconds"] >= 3600, "a wait lets the canary show problems before the rest"
+    hours = load_fleet(settings()).fleet.updates.wait_after_canary_hours
+    assert stages[0]["afterStageWaitInSeconds"] == hours * 3600, (
+        f"the rest of the fleet must wait the {hours} h written in fleet.updates.waitAfterCanaryHours, no less: "
+        "the wait is what lets the canary's alerts and checks show a problem"
+    )
     assert {g["name"] for g in stages[1]["groups"]} == {members["jpe"]}, "every other member follows"
     member_urns = {r.urn for r in bodies if r.inputs["resourceType"] == "members"}
     assert member_urns <= set(strategy.depends_on), (
@@ -643,6 +837,37 @@ def test_a_member_that_fails_does_not_stop_the_others_and_the_run_reports_it(mon
     assert yaml.safe_load(written["multikueue-jpe"])["users"][0]["user"] == {"token": "short-lived"}
     patch = program.kubeconfig_patch(written["multikueue-jpe"])
     assert set(patch) == {"data"}, "a merge patch of the content only: the Secret's type cannot change"
+
+
+def test_the_rotation_program_gets_a_token_inside_its_read_only_pod(
+    fleet_recording: Recording, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The program as its pod runs it: no writable path but the pod's writable mounts, and a member API server
+    that speaks TLS under its own CA."""
+    job = kubernetes_object(fleet_recording.one("kubernetes:batch/v1:CronJob", "multikueue-tokens"))
+    pod = job["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    read_only = bool(container["securityContext"].get("readOnlyRootFilesystem"))
+    writable = [m["mountPath"] for m in container.get("volumeMounts", []) if not m.get("readOnly")]
+    if read_only:
+        # tempfile finds its directory among the writable mounts, or none at all.
+        usable = tmp_path / "mount" if "/tmp" in writable else tmp_path / "read-only-root" / "tmp"
+        if "/tmp" in writable:
+            usable.mkdir()
+        monkeypatch.setattr(tempfile, "tempdir", str(usable))
+    env = {e["name"]: e["value"] for e in container["env"]}
+    seconds = int(env["TOKEN_SECONDS"])
+    with member_api(tmp_path, caller="entra-token") as api:
+        member = {"name": "krc", "server": api.server, "ca": api.ca, "secret": "multikueue-krc"}
+        token = multikueue_token_rotator.issue_token(
+            member, "entra-token", env["MULTIKUEUE_ACCOUNT"], env["SECRET_NAMESPACE"], seconds
+        )
+    assert token == api.issued, "the member's token must reach the Secret, or Kueue never connects to the member"
+    path, body = api.requests[0]
+    assert path == f"/api/v1/namespaces/kueue-system/serviceaccounts/{MULTIKUEUE_ACCOUNT}/token", (
+        "the token is for the account the member's RoleBindings name"
+    )
+    assert body["spec"]["expirationSeconds"] == seconds, "the token lives as long as the rotation plans for"
 
 
 def test_the_incremental_dispatcher_offers_a_job_to_one_member_per_round() -> None:

@@ -91,6 +91,18 @@ def test_the_contract_catches_a_manager_on_an_aks_managed_egress(stacks: dict[st
     assert len(problems) == 2 and all("MultiKueue cannot connect" in p for p in problems), problems
 
 
+def test_the_contract_catches_a_manager_egress_ip_its_load_balancer_cannot_use(stacks: dict[str, Recording]) -> None:
+    """A Basic (or dynamic, or IPv6) address never becomes a Standard load balancer's outbound IP: the manager has no
+    egress the members admit."""
+
+    def basic_sku(resource: Any) -> None:
+        if resource.type == "azure-native:network:PublicIPAddress" and "manager-egress" in resource.name:
+            resource.inputs["sku"] = {"name": "Basic", "tier": "Regional"}
+
+    problems = api_server_problems(_reverted(stacks["fleet"], basic_sku))
+    assert len(problems) == 2 and all("not Standard" in p for p in problems), problems
+
+
 def test_the_contract_catches_a_member_that_does_not_admit_the_manager(stacks: dict[str, Recording]) -> None:
     def forget_manager(resource: Any) -> None:
         if resource.type.endswith(":ManagedCluster") and "jpe" in resource.name:
