@@ -32,8 +32,10 @@ from tests.abac_model import (
 )
 from tests.arm_spec import load_specs, schema_problems
 from tests.conftest import settings_of
-from tests.pod_security_policy_model import INITIATIVE, POLICY_ASSIGNMENT, Verdict, admission
+from tests.pod_security_policy_model import INITIATIVE, POLICY_ASSIGNMENT, admission
 from tests.pod_security_policy_model import assignments as pod_security_assignments
+from tests.pod_security_standard import enforced_level
+from tests.pod_security_standard import violations as pss_violations
 from tests.scheduling import POD_SPEC_PATHS, RELEASE
 from tests.scheduling import _at as pod_spec_at
 from tests.test_aks_managed import managed_config
@@ -488,23 +490,61 @@ def test_no_team_namespace_escapes_the_pod_security_policy(policy_stacks: dict[s
             assert verdict.denied, f"{namespace}: prod refuses a privileged team pod"
 
 
+def _enforced_level(recording: Recording, namespace: str) -> str:
+    (found,) = [
+        r
+        for r in recording.kubernetes_objects()
+        if r.type == "kubernetes:core/v1:Namespace" and r.inputs["metadata"]["name"] == namespace
+    ]
+    return enforced_level(found.inputs["metadata"].get("labels") or {})
+
+
+def _refusals(recording: Recording, namespace: str, spec: dict[str, Any]) -> list[str]:
+    """Why a pod is refused in `namespace`: by the API server's Pod Security admission, then by Azure Policy."""
+    verdict = admission(pod_security_assignments(recording), namespace, spec)
+    return pss_violations(_enforced_level(recording, namespace), spec) + verdict.denied
+
+
+HOST_ACCESS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("privileged", PRIVILEGED),
+    ("SYS_ADMIN", _with_capability("IPC_LOCK", "SYS_ADMIN")),
+    ("hostPath", {"containers": [{"name": "c", "image": "i"}], "volumes": [{"name": "v", "hostPath": {"path": "/"}}]}),
+    ("hostNetwork", {"containers": [{"name": "c", "image": "i"}], "hostNetwork": True}),
+)
+
+
 def test_rdma_teams_may_lock_memory_and_nothing_more(policy_stacks: dict[str, Recording]) -> None:
-    """NCCL over InfiniBand needs IPC_LOCK, which the initiative's fixed capability list refuses."""
-    found = pod_security_assignments(policy_stacks["prod"])
+    """NCCL over InfiniBand needs IPC_LOCK, which both the initiative's capability list and Kubernetes' baseline
+    refuse: the pod must pass the API server's Pod Security admission and Azure Policy."""
+    recording = policy_stacks["prod"]
     for namespace in ("team-llm", "team-vision"):  # both hold quota on prod's InfiniBand pools
-        assert admission(found, namespace, _with_capability("IPC_LOCK")) == Verdict([], []), (
+        assert _refusals(recording, namespace, _with_capability("IPC_LOCK")) == [], (
             f"{namespace}: the team's NCCL job over RDMA is admitted"
         )
-        for why, spec in (
-            ("privileged", PRIVILEGED),
-            ("SYS_ADMIN", _with_capability("IPC_LOCK", "SYS_ADMIN")),
-            (
-                "hostPath",
-                {"containers": [{"name": "c", "image": "i"}], "volumes": [{"name": "v", "hostPath": {"path": "/"}}]},
-            ),
-            ("hostNetwork", {"containers": [{"name": "c", "image": "i"}], "hostNetwork": True}),
-        ):
-            assert admission(found, namespace, spec).denied, f"{namespace}: IPC_LOCK is the only exception ({why})"
+        for why, spec in HOST_ACCESS:
+            assert _refusals(recording, namespace, spec), f"{namespace}: IPC_LOCK is the only exception ({why})"
+
+
+def test_rdma_teams_stay_under_an_enforced_baseline_where_the_initiative_only_audits() -> None:
+    """Outside prod the initiative audits; an RDMA namespace has no Kubernetes baseline, so its policies deny."""
+    config = variant_config("infiniband")
+    teams = config["aks-gpu-platform:training"]["teams"]
+    teams[0]["quotas"].append({"pool": "h100ib", "gpus": 8})
+    recording = run_stack("dev", config)
+    namespace = str(teams[0].get("namespace") or teams[0]["name"])
+    assert _refusals(recording, namespace, _with_capability("IPC_LOCK")) == [], "the NCCL job is admitted"
+    for why, spec in HOST_ACCESS:
+        assert _refusals(recording, namespace, spec), f"{namespace}: refused in dev too ({why})"
+
+
+def test_rdma_teams_need_the_pod_security_policy(stack_config: Callable[[str], dict[str, Any]]) -> None:
+    config = stack_config("prod")
+    config["aks-gpu-platform:security"] = {
+        **config.get("aks-gpu-platform:security", {}),
+        "podSecurity": {"enabled": False},
+    }
+    with pytest.raises(ConfigError, match=r"security\.podSecurity\.enabled.*InfiniBand"):
+        load_platform_config(settings_of(config))
 
 
 def test_a_team_without_infiniband_quota_cannot_lock_memory(stack_config: Callable[[str], dict[str, Any]]) -> None:
