@@ -240,6 +240,7 @@ class GpuMonitoring(pulumi.ComponentResource):
                     prices,
                     cfg.alerts.thresholds.idle_utilization_percent,
                     [pool.name for pool in gpu_pools if pool.sharing is not None],
+                    [pool.name for pool in gpu_pools if pool.mig_profile is not None],
                 ),
                 tags=tags,
                 opts=child,
