@@ -680,3 +680,32 @@ def test_the_security_page_lists_every_digest_and_every_image_left_on_its_tag() 
     missing = [f"`{image.pinned}`" for image in PINNED.values() if f"`{image.pinned}`" not in page]
     missing += [f"`{pattern}`" for pattern in UNPINNED if f"`{pattern}`" not in page]
     assert not missing, f"docs/security.md (Image digests) must list: {missing}"
+
+
+def _role_list(text: str) -> set[str]:
+    return {name.strip() for name in re.split(r",\s*|\s+and\s+", text) if name.strip()}
+
+
+def test_the_delivery_guide_names_the_roles_the_platform_assigns(ci_stacks: dict[str, Recording]) -> None:
+    """An administrator reads docs/delivery.md to know what the deploy identity may hand out; its list must be the
+    roles the program assigns, the deployer's own Grafana role included."""
+    prose = " ".join((REPO_ROOT / "docs" / "delivery.md").read_text().split())
+    found = re.search(
+        r"service principals \((?P<who>[^)]*)\) get (?P<sp>[^;]*); Entra ID groups get (?P<groups>[^.]*)\.", prose
+    )
+    assert found, "docs/delivery.md lists the roles per principal type"
+    rendered: dict[str, set[str]] = {"ServicePrincipal": set(), "Group": set()}
+    own: set[str] = set()
+    for recording in ci_stacks.values():
+        for a in recording.of_type(ROLE_ASSIGNMENT):
+            name = roles.ROLE_NAMES[str(a.inputs["roleDefinitionId"]).rsplit("/", 1)[-1]]
+            deployer = _is_deployer(recording, a)
+            rendered["ServicePrincipal" if deployer else str(a.inputs["principalType"])].add(name)
+            if deployer:
+                own.add(name)
+    assert _role_list(found["sp"]) == rendered["ServicePrincipal"], "roles given to service principals"
+    assert _role_list(found["groups"]) == rendered["Group"], "roles given to Entra ID groups"
+    (own_role,) = own
+    assert f"the deploy identity itself for {own_role}" in found["who"], (
+        f"the deployer grants itself {own_role} on Grafana (creating teams and folder permissions needs it)"
+    )
