@@ -19,6 +19,7 @@ from aks_gpu_platform.components import metrics_labels as labels
 from aks_gpu_platform.components import recording_rules as rr
 from aks_gpu_platform.components.grafana_dashboards import DASHBOARDS_DIR
 from aks_gpu_platform.config.prices import VM_HOURLY
+from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording
 from tests.autoscaler_template import DEVICE_PLUGIN_RESOURCES, whole_node_gpus
 from tests.contract_stacks import (
@@ -318,11 +319,21 @@ def _mig_world(recording: Recording, gpu_util_on_slices: float | None) -> list[H
     return world
 
 
+def _time_sliced_mig() -> Recording:
+    from tests.test_scheduling import variant_config
+
+    config = variant_config("gpu-operator-mig")
+    (pool,) = config["aks-gpu-platform:gpuPools"]
+    pool["sharing"] = {"mode": "timeSlicing", "replicas": 2}
+    return run_stack("dev", config)
+
+
+@pytest.mark.parametrize("sharing", ["unshared", "time-sliced"])
 @pytest.mark.parametrize("gpu_util_on_slices", [None, 0.0], ids=["absent", "zero"])
-def test_a_mig_slice_is_idle_only_while_its_own_engine_is(gpu_util_on_slices: float | None) -> None:
+def test_a_mig_slice_is_idle_only_while_its_own_engine_is(gpu_util_on_slices: float | None, sharing: str) -> None:
     """A team on a MIG pool is charged idle hours for the slice it leaves idle, never for the slice it keeps busy,
-    whichever way the exporter leaves DCGM_FI_DEV_GPU_UTIL out for MIG."""
-    recording = platform_recording("gpu-operator-mig")
+    whichever way the exporter leaves DCGM_FI_DEV_GPU_UTIL out for MIG, with the slices time-sliced or not."""
+    recording = platform_recording("gpu-operator-mig") if sharing == "unshared" else _time_sliced_mig()
     rules, interval = chargeback_group(recording)
     world = _mig_world(recording, gpu_util_on_slices)
     evaluator, problems = evaluate_group(world, rules, interval, until=600)

@@ -530,11 +530,18 @@ def test_rdma_teams_stay_under_an_enforced_baseline_where_the_initiative_only_au
     config = variant_config("infiniband")
     teams = config["aks-gpu-platform:training"]["teams"]
     teams[0]["quotas"].append({"pool": "h100ib", "gpus": 8})
+    teams.append({"name": "cv", "namespace": "team-cv", "quotas": [{"pool": "gput4", "gpus": 0}]})
     recording = run_stack("dev", config)
     namespace = str(teams[0].get("namespace") or teams[0]["name"])
     assert _refusals(recording, namespace, _with_capability("IPC_LOCK")) == [], "the NCCL job is admitted"
     for why, spec in HOST_ACCESS:
         assert _refusals(recording, namespace, spec), f"{namespace}: refused in dev too ({why})"
+    # A team without InfiniBand quota keeps Kubernetes' baseline: dev's initiative only audits it.
+    assert pss_violations(_enforced_level(recording, "team-cv"), _with_capability("IPC_LOCK")), (
+        "team-cv has no InfiniBand quota: IPC_LOCK stays refused"
+    )
+    for why, spec in HOST_ACCESS:
+        assert _refusals(recording, "team-cv", spec), f"team-cv: refused in dev ({why})"
 
 
 def test_rdma_teams_need_the_pod_security_policy(stack_config: Callable[[str], dict[str, Any]]) -> None:
