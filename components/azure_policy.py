@@ -12,6 +12,9 @@ excluded; team namespaces never are.
 NCCL over RDMA needs IPC_LOCK, which the initiative's fixed capability list refuses. The namespaces of teams with
 quota on an InfiniBand pool are therefore left out of the initiative and get its five policies assigned one by one,
 with the same parameters and IPC_LOCK added to the allowed capabilities: everything else stays refused there too.
+Kubernetes' own Pod Security `baseline` refuses IPC_LOCK as well, so those namespaces enforce `privileged` at the
+API server (components/workloads.py) and these five policies are what refuses a privileged pod there: they Deny in
+every environment, whatever `security.podSecurity.effect` says.
 """
 
 from collections.abc import Sequence
@@ -50,6 +53,7 @@ BASELINE_CAPABILITIES = (
 )
 # What RDMA with NCCL adds: pinned (locked) memory for the InfiniBand verbs.
 RDMA_CAPABILITIES = ("IPC_LOCK",)
+RDMA_EFFECT: PolicyEffect = "Deny"
 
 
 def _members(allowed_capabilities: Sequence[str]) -> list[tuple[str, str, str, dict[str, Any]]]:
@@ -96,7 +100,7 @@ class PodSecurityPolicyArgs(TypedDict):
     platform_namespaces: Sequence[str]
     """Namespaces of the platform's own components, whose node agents need host access: left out."""
     rdma_namespaces: NotRequired[Sequence[str]]
-    """Team namespaces whose jobs need IPC_LOCK: the same policies, with IPC_LOCK allowed."""
+    """Team namespaces whose jobs need IPC_LOCK: the same policies, with IPC_LOCK allowed, always Deny."""
     extra_excluded_namespaces: NotRequired[Sequence[str]]
     """Namespaces of the user's own node agents (security.podSecurity.excludedNamespaces)."""
 
@@ -147,8 +151,9 @@ class PodSecurityPolicy(pulumi.ComponentResource):
                 policy_definition_id=definition,
                 definition_version=version,
                 enforcement_mode=authorization.EnforcementMode.DEFAULT,
+                # Deny even where the initiative audits: Kubernetes' baseline is off in these namespaces.
                 parameters=_parameters(
-                    effect, {"excludedNamespaces": list(AZURE_NAMESPACES), "namespaces": rdma, **values}
+                    RDMA_EFFECT, {"excludedNamespaces": list(AZURE_NAMESPACES), "namespaces": rdma, **values}
                 ),
                 non_compliance_messages=[{"message": message}],
                 opts=child,

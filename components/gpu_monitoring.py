@@ -244,6 +244,7 @@ class GpuMonitoring(pulumi.ComponentResource):
                     prices,
                     cfg.alerts.thresholds.idle_utilization_percent,
                     [pool.name for pool in gpu_pools if pool.sharing is not None],
+                    [pool.name for pool in gpu_pools if pool.mig_profile is not None],
                 ),
                 tags=tags,
                 opts=child,
@@ -360,6 +361,11 @@ class GpuMonitoring(pulumi.ComponentResource):
                 "grafana_endpoint": self.grafana_endpoint,
                 "dashboards": ["gpu-overview", *(["gpu-teams"] if teams else [])],
                 "teams": [{"name": t.name, "member_groups": t.members} for t in teams],
+                # The idle panel counts what the idle alert fires on.
+                "constants": {
+                    "idle_threshold": str(cfg.alerts.thresholds.idle_utilization_percent),
+                    "idle_window": f"{cfg.alerts.thresholds.idle_minutes}m",
+                },
             },
             child,
         )

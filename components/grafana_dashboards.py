@@ -27,7 +27,7 @@ import base64
 import copy
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NotRequired, TypedDict
 
@@ -108,6 +108,18 @@ def team_dashboard(board: dict[str, Any], team: str) -> dict[str, Any]:
     return fixed
 
 
+def with_constants(board: dict[str, Any], values: Mapping[str, str]) -> dict[str, Any]:
+    """The dashboard with its hidden constants (`idle_threshold`, `idle_window`...) set to `values`, so its panels
+    read the thresholds the stack alerts and charges on; a constant not in `values` keeps the file's default."""
+    fixed = copy.deepcopy(board)
+    for variable in fixed.get("templating", {}).get("list", []):
+        if variable.get("type") == "constant" and variable["name"] in values:
+            value = values[variable["name"]]
+            variable["query"] = value
+            variable["current"] = {"text": value, "value": value}
+    return fixed
+
+
 class TeamDashboardArgs(TypedDict):
     """A training team that gets its own Grafana folder and dashboard."""
 
@@ -126,6 +138,8 @@ class GrafanaDashboardsArgs(TypedDict):
     """Stems of the components/dashboards/ JSON files to create in the platform folder (Editors and Admins only)."""
     teams: NotRequired[Sequence[TeamDashboardArgs]]
     """Teams that get a folder with their own copy of the teams dashboard."""
+    constants: NotRequired[Mapping[str, str]]
+    """Values of the dashboards' hidden constants (see `with_constants`)."""
 
 
 class GrafanaDashboards(pulumi.ComponentResource):
@@ -180,10 +194,11 @@ class GrafanaDashboards(pulumi.ComponentResource):
         grafana_oss.FolderPermission(
             f"{name}-folder-permissions", folder_uid=folder.uid, permissions=[editors], opts=in_grafana
         )
+        constants = args.get("constants", {})
         for path in dashboard_files(args["dashboards"]):
-            dashboard(f"{name}-{path.stem}", json.loads(path.read_text()), folder)
+            dashboard(f"{name}-{path.stem}", with_constants(json.loads(path.read_text()), constants), folder)
 
-        template = json.loads(dashboard_files([TEAM_TEMPLATE])[0].read_text())
+        template = with_constants(json.loads(dashboard_files([TEAM_TEMPLATE])[0].read_text()), constants)
         for team in args.get("teams", []):
             prefix = f"{name}-team-{team['name']}"
             team_folder = grafana_oss.Folder(

@@ -466,6 +466,8 @@ class AksGpuPlatform(pulumi.ComponentResource):
                 "gpu_pools": cfg.gpu_pools,
                 "cluster": handle,
             }
+            if pod_security.enabled:  # config/security.py refuses RDMA teams without it
+                training_args["memory_locking_namespaces"] = rdma_team_namespaces(cfg.training, cfg.gpu_pools)
             if self.lustre is not None and lustre_cfg is not None:
                 claims = lustre_cfg.training  # each team namespace gets a claim like the training one
                 training_args["lustre"] = {

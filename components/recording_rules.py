@@ -141,6 +141,10 @@ KUBERNETES_RECORDING_RULES: list[alertsmanagement.PrometheusRuleArgsDict] = [
 # the GPUs its pod holds average under the threshold (the pod's share of idle GPUs), and a device on a shared pool
 # while the node's held GPUs do (exact on the single-GPU sizes sharing is used on; an average over a node's GPUs
 # otherwise): DCGM measures a GPU, never one of the pods time-slicing it.
+# A MIG slice's utilisation: DCGM does not report DCGM_FI_DEV_GPU_UTIL per MIG instance ("not supported for MIG
+# instances ... use DCGM_FI_PROF_* metrics": NVIDIA/dcgm-exporter issues #50, #105, #430, NVIDIA/DCGM #80); the graphics
+# engine's active ratio DCGM_FI_PROF_GR_ENGINE_ACTIVE (0-1) is, with the slice's pod, and is among the platform's
+# counters (components/dcgm_exporter.py). On MIG pools idle is read from it, as a percentage.
 
 TEAM_INFO = "team_namespace:info"
 """One series per team: `team` and the `namespace` it submits jobs in (from config, so no label allowlist)."""
@@ -158,6 +162,10 @@ CHARGEBACK_INTERVAL_MINUTES = 1
 """The chargeback group's evaluation interval: each sample of a per-minute series stands for one minute."""
 IDLE_WINDOW = "5m"
 """Utilisation is averaged over this window before it is compared with the idle threshold."""
+GPU_UTILIZATION = "DCGM_FI_DEV_GPU_UTIL"
+"""Percent busy of a whole GPU (AMD's `gpu_gfx_activity` is stored under this name)."""
+MIG_UTILIZATION = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
+"""Ratio of time a GPU's or a MIG slice's graphics engine is active, 0-1: the utilisation of a MIG slice."""
 GPU_RESOURCES_STORED = tuple(re.sub(r"[^a-zA-Z0-9_]", "_", r) for r in (GPU_RESOURCE, AMD_GPU_RESOURCE))
 """The GPU extended resources as kube-state-metrics stores them in `resource` (`nvidia_com_gpu`, `amd_com_gpu`)."""
 
@@ -187,18 +195,31 @@ def _pool_matcher(pools: Sequence[str]) -> str:
     return "|".join(sorted(pools))
 
 
+def _idle_share(utilization_percent: str, idle_utilization_percent: int, by_node: bool) -> str:
+    """Per pod (or per node), the share of the GPUs (or MIG slices) it holds whose utilisation, averaged over
+    `IDLE_WINDOW`, is under the threshold."""
+    under = f"{utilization_percent} < bool {idle_utilization_percent}"
+    if by_node:
+        return f'avg by (cluster, node) (label_replace({under}, "node", "$1", "{NODE}", "(.*)"))'
+    return (
+        "avg by (cluster, namespace, pod) (label_replace(label_replace("
+        f'{under}, "namespace", "$1", "{WORKLOAD_NAMESPACE}", "(.*)"), "pod", "$1", "{WORKLOAD_POD}", "(.*)"))'
+    )
+
+
 def chargeback_rules(
     teams: dict[str, str],
     gpu_hour_prices: dict[str, tuple[float, bool]],
     idle_utilization_percent: int,
     shared_pools: Sequence[str] = (),
+    mig_pools: Sequence[str] = (),
 ) -> list[alertsmanagement.PrometheusRuleArgsDict]:
     """Recording rules for device-hours allocated and idle per team and GPU pool over the last 24 h, and their cost.
 
     `teams` maps team -> namespace; `gpu_hour_prices` maps GPU pool -> (USD per device-hour, is an estimate);
-    `shared_pools` are the pools whose GPUs are time-sliced or shared through MPS. A device is allocated while a
-    Running pod requests it; it is idle while allocated and its GPU's utilisation, averaged over `IDLE_WINDOW`,
-    is under `idle_utilization_percent`.
+    `shared_pools` are the pools whose GPUs are time-sliced or shared through MPS, `mig_pools` those cut into MIG
+    slices. A device is allocated while a Running pod requests it; it is idle while allocated and its GPU's (MIG
+    slice's) utilisation, averaged over `IDLE_WINDOW`, is under `idle_utilization_percent`.
     """
     team_info = " or ".join(_constant(1, {"team": team, "namespace": ns}) for team, ns in sorted(teams.items()))
     prices = " or ".join(
@@ -214,22 +235,26 @@ def chargeback_rules(
         f"({_pool_of(f'({requested} * on (cluster, namespace, pod) group_left() {running})', 'node')})"
         f" * on (namespace) group_left(team) {TEAM_INFO}"
     )
-    under = (
-        f'avg_over_time(DCGM_FI_DEV_GPU_UTIL{{{WORKLOAD_POD}!=""}}[{IDLE_WINDOW}]) < bool {idle_utilization_percent}'
+    held = f'{{{WORKLOAD_POD}!=""}}[{IDLE_WINDOW}]'
+    whole_gpu = f"avg_over_time({GPU_UTILIZATION}{held})"
+    mig_slice = f"avg_over_time({MIG_UTILIZATION}{held}) * 100"
+    # (pool matcher, utilisation in percent, per node) for each kind of pool, the unshared whole GPUs last.
+    kinds: list[tuple[str, str, bool]] = []
+    shared, mig = set(shared_pools), set(mig_pools)
+    for pools, utilization, by_node in (
+        (shared & mig, mig_slice, True),
+        (mig - shared, mig_slice, False),
+        (shared - mig, whole_gpu, True),
+    ):
+        if pools:
+            kinds.append((f'{{gpu_pool=~"{_pool_matcher(sorted(pools))}"}}', utilization, by_node))
+    special = shared | mig
+    kinds.append((f'{{gpu_pool!~"{_pool_matcher(sorted(special))}"}}' if special else "", whole_gpu, False))
+    idle_devices = " or ".join(
+        f"({POD_GPUS}{matcher} * on (cluster, {'node' if by_node else 'namespace, pod'}) group_left() "
+        f"{_idle_share(utilization, idle_utilization_percent, by_node)})"
+        for matcher, utilization, by_node in kinds
     )
-    pod_idle_share = (
-        "avg by (cluster, namespace, pod) (label_replace(label_replace("
-        f'{under}, "namespace", "$1", "{WORKLOAD_NAMESPACE}", "(.*)"), "pod", "$1", "{WORKLOAD_POD}", "(.*)"))'
-    )
-    node_idle_share = f'avg by (cluster, node) (label_replace({under}, "node", "$1", "{NODE}", "(.*)"))'
-    if shared_pools:
-        shared = _pool_matcher(shared_pools)
-        idle_devices = (
-            f'({POD_GPUS}{{gpu_pool!~"{shared}"}} * on (cluster, namespace, pod) group_left() {pod_idle_share})'
-            f' or ({POD_GPUS}{{gpu_pool=~"{shared}"}} * on (cluster, node) group_left() {node_idle_share})'
-        )
-    else:
-        idle_devices = f"{POD_GPUS} * on (cluster, namespace, pod) group_left() {pod_idle_share}"
     per_hour = 60 // CHARGEBACK_INTERVAL_MINUTES
     rules: list[alertsmanagement.PrometheusRuleArgsDict] = [_rule(TEAM_INFO, team_info)]
     if prices:

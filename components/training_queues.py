@@ -85,6 +85,9 @@ class TrainingQueuesArgs(TypedDict):
     """More AdmissionChecks every ClusterQueue waits for (a fleet manager's MultiKueue check)."""
     kueue_configuration: NotRequired[Mapping[str, Any]]
     """Top-level keys added to Kueue's Configuration (a fleet manager's `multiKueue` section)."""
+    memory_locking_namespaces: NotRequired[Sequence[str]]
+    """Team namespaces whose NCCL pods add IPC_LOCK for RDMA, where Azure Policy enforces the pod security baseline
+    with IPC_LOCK allowed (components/azure_policy.py); only where that policy is assigned."""
 
 
 def flavor_name(pool: GpuPoolConfig) -> str:
@@ -334,12 +337,14 @@ class TrainingQueues(pulumi.ComponentResource):
         teams: dict[str, pulumi.Output[dict[str, Any]]] = {}
         self.namespaces = {}
         checks = [*([self.admission_check] if self.admission_check else []), *args.get("admission_checks", [])]
+        locking = set(args.get("memory_locking_namespaces", []))
         for team in settings.teams:
             namespace = training_namespace(
                 f"{name}-team-{team.name}-namespace",
                 team.namespace_name,
                 in_cluster,
                 labels={MANAGED_NAMESPACE_LABEL: "true", TEAM_LABEL: team.name},
+                locks_memory=team.namespace_name in locking,
             )
             self.namespaces[team.name] = namespace.metadata["name"]
             teams[team.name] = self._team(name, team, namespace, checks, args.get("lustre"), in_cluster)

@@ -19,16 +19,27 @@ TRAINING_POD_SECURITY = {
     "pod-security.kubernetes.io/enforce": "baseline",
     "pod-security.kubernetes.io/warn": "restricted",
 }
+# NCCL over RDMA adds IPC_LOCK, which `baseline` refuses (kubernetes/kubernetes v1.36 staging/src/k8s.io/
+# pod-security-admission/policy/check_capabilities_baseline.go) and no level between baseline and privileged allows.
+# Such a namespace is left to Azure Policy's baseline with IPC_LOCK added, always Deny (components/azure_policy.py).
+MEMORY_LOCKING_POD_SECURITY = {
+    "pod-security.kubernetes.io/enforce": "privileged",
+    "pod-security.kubernetes.io/warn": "restricted",
+}
 NOBODY = 65534  # the verification pods need no identity of their own
 
 
 def training_namespace(
-    name: str, namespace: str, opts: pulumi.ResourceOptions, labels: Mapping[str, str] | None = None
+    name: str,
+    namespace: str,
+    opts: pulumi.ResourceOptions,
+    labels: Mapping[str, str] | None = None,
+    locks_memory: bool = False,
 ) -> k8s.core.v1.Namespace:
-    """A namespace training pods run in, under the baseline Pod Security Standard."""
-    return k8s.core.v1.Namespace(
-        name, metadata={"name": namespace, "labels": {**(labels or {}), **TRAINING_POD_SECURITY}}, opts=opts
-    )
+    """A namespace training pods run in, under the baseline Pod Security Standard; `locks_memory`: its pods add
+    IPC_LOCK, and Azure Policy enforces the baseline there instead."""
+    level = MEMORY_LOCKING_POD_SECURITY if locks_memory else TRAINING_POD_SECURITY
+    return k8s.core.v1.Namespace(name, metadata={"name": namespace, "labels": {**(labels or {}), **level}}, opts=opts)
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from .network import NETAPP_DELEGATION, NetworkConfig, usable_addresses
 from .node_image import check_node_images
 from .node_pools import AutoscaledPoolConfig, CpuPoolConfig, SystemPoolConfig
 from .regions import CATALOG_SOURCE, closest_regions, region
-from .security import SecurityConfig, check_pod_security_exclusions
+from .security import SecurityConfig, check_pod_security_exclusions, check_rdma_pod_security
 from .storage import LUSTRE_CLIENT_OS_SKUS, StorageConfig
 from .training import FLAVOR_MAX_TAINTS, TrainingConfig, gpu_capacity, gpus_per_node
 from .types import AzureName
@@ -179,6 +179,7 @@ class PlatformConfig(ConfigModel):
     @model_validator(mode="after")
     def _check_pod_security(self) -> PlatformConfig:
         check_pod_security_exclusions(self.security, self.training)
+        check_rdma_pod_security(self.security, self.training, self.gpu_pools)
         return self
 
     @model_validator(mode="after")

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeVar
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import Field, model_validator
 
@@ -10,6 +11,9 @@ from .base import ConfigModel
 from .errors import field_error
 from .training import DnsLabel, TrainingConfig
 from .types import ResourceId
+
+if TYPE_CHECKING:
+    from .gpu import GpuPoolConfig
 
 T = TypeVar("T")
 
@@ -125,3 +129,23 @@ def check_pod_security_exclusions(security: SecurityConfig, training: TrainingCo
                 "a team namespace stays under the pod security policy (teams needing IPC_LOCK for RDMA get it "
                 "from their InfiniBand quota); exclude only namespaces of your own node agents",
             )
+
+
+def check_rdma_pod_security(
+    security: SecurityConfig, training: TrainingConfig, gpu_pools: Sequence[GpuPoolConfig]
+) -> None:
+    """A team with InfiniBand quota runs NCCL pods that add IPC_LOCK, which Kubernetes' Pod Security `baseline`
+    refuses; its namespace is enforced by the Azure Policy baseline with IPC_LOCK allowed instead, so that policy
+    must be assigned (components/azure_policy.py, components/workloads.py)."""
+    if security.pod_security.enabled or not training.enabled:
+        return
+    infiniband = {pool.name for pool in gpu_pools if pool.infiniband}
+    teams = [team.name for team in training.teams if any(q.pool in infiniband for q in team.quotas)]
+    if teams:
+        raise field_error(
+            "security.podSecurity.enabled",
+            False,
+            f"teams {teams} have quota on InfiniBand pools: their NCCL pods add IPC_LOCK, which Kubernetes' baseline "
+            "refuses, so their namespaces' pod security comes from the Azure Policy baseline with IPC_LOCK allowed; "
+            "keep it enabled (with azurePolicy)",
+        )

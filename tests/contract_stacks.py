@@ -25,10 +25,10 @@ def contract_recording(stack: str) -> Recording:
         from tests.test_amd_gpu import amd_variant
 
         return run_stack("dev", amd_variant())
-    if stack == "shared-gpus":
-        from tests.test_scheduling import variant_config
+    from tests.test_scheduling import VARIANTS, variant_config
 
-        return run_stack("dev", variant_config("shared-gpus"))
+    if stack in VARIANTS:  # shared-gpus, gpu-operator-mig...
+        return run_stack("dev", variant_config(stack))
     return run_stack(stack)
 
 

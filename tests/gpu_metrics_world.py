@@ -497,3 +497,13 @@ def kueue_series(recording: Recording) -> list[Series]:
                 labels = {"cluster_queue": name, "priority_class": "", "le": le}
                 series.append(Series({**target, **labels, "__name__": "kueue_admission_wait_time_seconds_bucket"}, 3.0))
     return [Series({k: v for k, v in s.labels.items() if v != ""}, s.value) for s in series]
+
+
+def panel_query(board: Mapping[str, Any], expr: str, cluster: str) -> str:
+    """A panel's query as Grafana sends it: `$cluster` chosen, each hidden constant (`$idle_threshold`...) replaced
+    by the value the dashboard carries."""
+    query = expr.replace("$cluster", cluster)
+    for variable in board.get("templating", {}).get("list", []):
+        if variable.get("type") == "constant":
+            query = query.replace(f"${variable['name']}", str(variable["query"]))
+    return query

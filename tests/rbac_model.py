@@ -7,7 +7,8 @@ role bound to the user or one of its groups matches; a RoleBinding grants its Ro
 binding's namespace; a ClusterRoleBinding grants everywhere; `*` matches any verb, group or resource; a
 subresource is matched as `<resource>/<subresource>`; resourceNames, when set, limit the rule to those names.
 There are no deny rules. Subjects match as `appliesToUser` does: a Group subject by `has(user.GetGroups(),
-subject.Name)`, a byte-for-byte string comparison; the user's groups are what the authenticator put in the
+subject.Name)`, a byte-for-byte string comparison, a User subject by the user's name only (a binding that names a
+group's object ID as a User binds no one); the user's groups are what the authenticator put in the
 request (for AKS with Entra ID, the token's `groups` claim: object IDs in lower case). Nothing is normalised here:
 a model that folded case would hide a binding that binds no one.
 
@@ -111,26 +112,37 @@ def rule_allows(rule: dict[str, Any], request: Request) -> bool:
     )
 
 
-def _subject(subject: dict[str, Any]) -> str:
-    """The identity a subject names: a group's or user's name, or a service account's user
-    `system:serviceaccount:<ns>:<name>` (kubernetes pkg/apis/rbac/v1/evaluation_helpers.go appliesToUser)."""
-    if subject.get("kind") == "ServiceAccount":
-        return f"system:serviceaccount:{subject.get('namespace', '')}:{subject.get('name', '')}"
-    return subject.get("name", "") if subject.get("kind") in ("Group", "User") else ""
+SERVICE_ACCOUNT_USER = "system:serviceaccount:"
 
 
-def _bound(binding: dict[str, Any], groups: set[str]) -> bool:
-    return any(_subject(s) in groups for s in binding.get("subjects") or [])
+def _applies(subject: dict[str, Any], user: str | None, groups: set[str]) -> bool:
+    """`appliesToUser` (kubernetes pkg/apis/rbac/v1/evaluation_helpers.go): a User subject names the user, a
+    ServiceAccount subject the user `system:serviceaccount:<ns>:<name>`, a Group subject one of the user's groups.
+    A service account's user name may come in `groups` (the one entry starting `system:serviceaccount:`)."""
+    kind, name = subject.get("kind"), subject.get("name", "")
+    users = {i for i in groups if i.startswith(SERVICE_ACCOUNT_USER)} | ({user} if user else set())
+    if kind == "ServiceAccount":
+        return f"{SERVICE_ACCOUNT_USER}{subject.get('namespace', '')}:{name}" in users
+    if kind == "User":
+        return name in users
+    return kind == "Group" and name in groups - users
 
 
-def kubernetes_allows(objects: list[dict[str, Any]], groups: set[str], request: Request) -> bool:
+def _bound(binding: dict[str, Any], groups: set[str], user: str | None = None) -> bool:
+    return any(_applies(s, user, groups) for s in binding.get("subjects") or [])
+
+
+def kubernetes_allows(
+    objects: list[dict[str, Any]], groups: set[str], request: Request, user: str | None = None
+) -> bool:
     """Kubernetes RBAC over rendered Role/ClusterRole/RoleBinding/ClusterRoleBinding manifests.
 
-    `groups` are the request's groups exactly as the authenticator reports them."""
+    `groups` are the request's groups exactly as the authenticator reports them; `user` its user name (an Entra ID
+    service principal's object ID on AKS). A team member is known by groups only: no User subject names them."""
     roles = {(o["metadata"].get("namespace"), o["metadata"]["name"]): o for o in objects if o["kind"] == "Role"}
     cluster_roles = {o["metadata"]["name"]: o for o in objects if o["kind"] == "ClusterRole"}
     for binding in objects:
-        if binding["kind"] not in ("RoleBinding", "ClusterRoleBinding") or not _bound(binding, groups):
+        if binding["kind"] not in ("RoleBinding", "ClusterRoleBinding") or not _bound(binding, groups, user):
             continue
         where = binding["metadata"].get("namespace")
         if binding["kind"] == "RoleBinding" and where != request.namespace:

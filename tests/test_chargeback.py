@@ -15,9 +15,11 @@ from typing import Any
 
 import pytest
 
+from aks_gpu_platform.components import metrics_labels as labels
 from aks_gpu_platform.components import recording_rules as rr
 from aks_gpu_platform.components.grafana_dashboards import DASHBOARDS_DIR
 from aks_gpu_platform.config.prices import VM_HOURLY
+from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording
 from tests.autoscaler_template import DEVICE_PLUGIN_RESOURCES, whole_node_gpus
 from tests.contract_stacks import (
@@ -29,8 +31,8 @@ from tests.contract_stacks import (
     platform_recording,
 )
 from tests.gpu_metrics_world import SERVICE_MONITOR, kueue_scrape_problems
-from tests.metrics_day import DAY, Day, tolerance, truth
-from tests.promql_model import Evaluator, duration_seconds, matches, selectors
+from tests.metrics_day import DAY, Day, evaluate_group, team_quotas, tolerance, truth
+from tests.promql_model import Evaluator, History, duration_seconds, matches, selectors
 from tests.scheduling import AGENT_POOL
 
 CLUSTER_QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"
@@ -269,3 +271,76 @@ def test_plan_shows_each_teams_monthly_quota_ceiling() -> None:
             expected += devices * VM_HOURLY[pool["vmSize"]].usd / whole_node_gpus(pool, recording) * 730
         ceiling = ceilings[queue.inputs["metadata"]["name"]]
         assert ceiling.monthly == pytest.approx(expected, rel=1e-3), "quota devices x device-hour list price x 730 h"
+
+
+# --- MIG slices: DCGM reports no DCGM_FI_DEV_GPU_UTIL per MIG instance ---------------------------------------------
+
+
+def _mig_world(recording: Recording, gpu_util_on_slices: float | None) -> list[History]:
+    """Ten minutes of one MIG node: `busy` holds slice 1 of GPU 0 and keeps it at 80 %, `idle` holds slice 2 and
+    leaves it at 0 %, both Running. What the GPU Operator's exporter stores for a MIG slice (DCGM exporter
+    internal/pkg/collector: one series per GPU instance, `GPU_I_ID`/`GPU_I_PROFILE`, the slice's pod under the label
+    contract): DCGM_FI_PROF_GR_ENGINE_ACTIVE as a 0-1 ratio; DCGM_FI_DEV_GPU_UTIL is not supported per MIG instance
+    (NVIDIA/dcgm-exporter issues #50, #430: absent; #216: reported as 0), so `gpu_util_on_slices` is None or 0."""
+    cluster = recording.one("azure-native:containerservice:ManagedCluster").outputs["name"]
+    (pool,) = [p for p in recording.of_type(AGENT_POOL) if (p.inputs.get("nodeLabels") or {}).get("gpu-pool")]
+    pool_name = pool.inputs["nodeLabels"]["gpu-pool"]
+    ((team, (namespace, _)),) = [(t, q) for t, q in team_quotas(recording).items() if pool_name in q[1]]
+    node = f"aks-{pool.outputs['name']}-12345678-vmss000000"
+    world: list[History] = []
+
+    def stored(labels: dict[str, str], value: float, step: int) -> None:
+        history = History({"cluster": cluster, **labels})
+        history.extend(0, step, 600 // step + 1, value)
+        world.append(history)
+
+    ksm = {"job": "kube-state-metrics"}
+    stored({"__name__": "kube_node_labels", **ksm, "node": node, "label_gpu_pool": pool_name}, 1.0, 30)
+    for instance, (pod, ratio) in enumerate((("busy", 0.8), ("idle", 0.0)), start=1):
+        pod_name = f"{team}-{pod}-0-a1b2c"
+        where = {"namespace": namespace, "pod": pod_name}
+        stored({"__name__": "kube_pod_status_phase", **ksm, **where, "phase": "Running"}, 1.0, 30)
+        request = {**ksm, **where, "container": "main", "node": node, "resource": "nvidia_com_gpu"}
+        stored({"__name__": "kube_pod_container_resource_requests", **request}, 1.0, 30)
+        dcgm = {
+            "job": "dcgm-exporter",
+            "namespace": "gpu-operator",
+            "pod": "nvidia-dcgm-exporter-x1y2z",
+            "gpu": "0",
+            "GPU_I_ID": str(instance),
+            "GPU_I_PROFILE": "3g.40gb",
+            labels.NODE: node,
+            labels.WORKLOAD_NAMESPACE: namespace,
+            labels.WORKLOAD_POD: pod_name,
+        }
+        stored({"__name__": "DCGM_FI_PROF_GR_ENGINE_ACTIVE", **dcgm}, ratio, 30)
+        if gpu_util_on_slices is not None:
+            stored({"__name__": "DCGM_FI_DEV_GPU_UTIL", **dcgm}, gpu_util_on_slices, 30)
+    return world
+
+
+def _time_sliced_mig() -> Recording:
+    from tests.test_scheduling import variant_config
+
+    config = variant_config("gpu-operator-mig")
+    (pool,) = config["aks-gpu-platform:gpuPools"]
+    pool["sharing"] = {"mode": "timeSlicing", "replicas": 2}
+    return run_stack("dev", config)
+
+
+@pytest.mark.parametrize("sharing", ["unshared", "time-sliced"])
+@pytest.mark.parametrize("gpu_util_on_slices", [None, 0.0], ids=["absent", "zero"])
+def test_a_mig_slice_is_idle_only_while_its_own_engine_is(gpu_util_on_slices: float | None, sharing: str) -> None:
+    """A team on a MIG pool is charged idle hours for the slice it leaves idle, never for the slice it keeps busy,
+    whichever way the exporter leaves DCGM_FI_DEV_GPU_UTIL out for MIG, with the slices time-sliced or not."""
+    recording = platform_recording("gpu-operator-mig") if sharing == "unshared" else _time_sliced_mig()
+    rules, interval = chargeback_group(recording)
+    world = _mig_world(recording, gpu_util_on_slices)
+    evaluator, problems = evaluate_group(world, rules, interval, until=600)
+    assert not problems, problems
+    allocated = {s.labels["team"]: s.value for s in evaluator.evaluate_at(rr.GPUS_ALLOCATED, 600)}
+    idle = {s.labels["team"]: s.value for s in evaluator.evaluate_at(rr.GPUS_IDLE, 600)}
+    assert allocated and set(allocated.values()) == {2.0}, f"both slices are held by Running pods: {allocated}"
+    assert idle == dict.fromkeys(allocated, 1.0), (
+        f"one slice idle, one at 80 %: the team pays one idle device, not {idle} (MIG utilisation unread)"
+    )

@@ -21,7 +21,7 @@ from aks_gpu_platform.config.scheduling import pod_fits_node
 from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import RecordedResource, Recording
 from tests.conftest import STACKS, assert_rejected, cluster_handle, set_path, settings_of
-from tests.gpu_metrics_world import GpuWorkload, MetricsWorld, build_world
+from tests.gpu_metrics_world import GpuWorkload, MetricsWorld, build_world, panel_query
 from tests.promql_model import Evaluator, matches, selectors
 from tests.scheduling import node_templates
 from tests.scrape_model import Series, node_exporter_target, scrape
@@ -667,7 +667,7 @@ def test_every_dashboard_query_returns_series_with_the_labels_it_shows(
     assert targets, "the dashboard has panels with queries"
     known = metrics_labels.gpu_series_labels(held_by_pod=True) | {"__name__"}
     for target in targets:
-        query = target["expr"].replace("$cluster", cluster)
+        query = panel_query(board, target["expr"], cluster)
         evaluator = Evaluator(world.series)
         shown = evaluator.vector(query)
         assert _selects(world, query) == [], f"{target['expr']}: a selector matches nothing"
@@ -714,7 +714,8 @@ def test_dashboards_are_created_in_grafana_with_the_deployers_entra_token(
     for path in sorted(DASHBOARD.parent.glob("*.json")):
         uid = json.loads(path.read_text())["uid"]
         assert uid in boards, f"{path.name} must be created by pulumi up, not imported by hand"
-        assert json.loads(boards[uid].inputs["configJson"]) == json.loads(path.read_text()), "deployed = committed"
+        deployed, committed = json.loads(boards[uid].inputs["configJson"]), json.loads(path.read_text())
+        assert _without_constants(deployed) == _without_constants(committed), "deployed = committed"
         assert boards[uid].provider.startswith(provider.urn), "dashboards go through the Grafana provider"
     (admin,) = [
         r
@@ -724,6 +725,43 @@ def test_dashboards_are_created_in_grafana_with_the_deployers_entra_token(
     for board in boards.values():
         assert admin.urn in board.depends_on, "writing before the deployer's Grafana grant exists is refused"
     assert admin.after_create_hooks, "the grant must have propagated before the first write"
+
+
+def _without_constants(board: dict[str, Any]) -> dict[str, Any]:
+    """The dashboard apart from its hidden constants' values, which the program sets from the stack's config."""
+    stripped = copy.deepcopy(board)
+    for variable in stripped["templating"]["list"]:
+        if variable["type"] == "constant":
+            variable.pop("query", None)
+            variable.pop("current", None)
+    return stripped
+
+
+def test_the_idle_panel_counts_what_the_idle_alert_fires_on(stack_config: Callable[[str], dict[str, Any]]) -> None:
+    """The overview's idle count and the idle alert (and chargeback) use the stack's idle threshold and window: an
+    operator who raises the threshold sees the same GPUs idle on the dashboard as the alert names."""
+    config = stack_config("dev")
+    thresholds = config["aks-gpu-platform:monitoring"]["alerts"].setdefault("thresholds", {})
+    thresholds.update(idleUtilizationPercent=50, idleMinutes=30)
+    recording = run_stack("dev", config)
+    cluster = recording.one(CLUSTER).outputs["name"]
+    workloads = (
+        GpuWorkload("serving", "llm-0", utilization=80.0),
+        GpuWorkload("batch", "loader-0", utilization=30.0),
+        GpuWorkload("batch", "trainer-0", utilization=2.0),
+    )
+    world = build_world(recording, workloads)
+    (rule,) = [
+        r for r in recording.one(RULE_GROUP, "gpu-alerts").inputs["rules"] if r.get("alert") == "GpuAllocatedButIdle"
+    ]
+    fired = Evaluator(world.series, thresholds_crossed=False).vector(rule["expression"])
+    assert len(fired) == 2, "at 50 % the GPUs at 30 % and 2 % are idle"
+    boards = [json.loads(d.inputs["configJson"]) for d in recording.of_type("grafana:oss/dashboard:Dashboard")]
+    (board,) = [b for b in boards if b["uid"] == json.loads(DASHBOARD.read_text())["uid"]]
+    (panel,) = [p for p in board["panels"] if p["title"].startswith("GPUs allocated but idle")]
+    (target,) = panel["targets"]
+    (shown,) = Evaluator(world.series, thresholds_crossed=False).vector(panel_query(board, target["expr"], cluster))
+    assert shown.value == len(fired), f"the panel counts {shown.value} idle GPUs where the alert fires for {len(fired)}"
 
 
 def _guid_of_deployer(recording: Recording) -> str:

@@ -15,6 +15,7 @@ from aks_gpu_platform.components import metrics_labels as labels
 from aks_gpu_platform.components.grafana_dashboards import DASHBOARDS_DIR
 from aks_gpu_platform.config.scheduling import AMD_GPU_RESOURCE, GPU_RESOURCE
 from tests.contract_stacks import CONTRACT_STACKS, DAY_STACKS, RULE_GROUP, contract_day, contract_recording
+from tests.gpu_metrics_world import panel_query
 from tests.metrics_day import DAY
 from tests.promql_model import Evaluator, selectors
 from tests.scrape_model import sanitize
@@ -51,7 +52,11 @@ def _dashboard_queries() -> list[tuple[str, str]]:
     found: list[tuple[str, str]] = []
     for path in sorted(DASHBOARDS_DIR.glob("*.json")):
         board = json.loads(path.read_text())
-        found += [(f"{path.name}: {p['title']}", t["expr"]) for p in board["panels"] for t in p.get("targets", [])]
+        found += [
+            (f"{path.name}: {p['title']}", panel_query(board, t["expr"], "$cluster"))
+            for p in board["panels"]
+            for t in p.get("targets", [])
+        ]
     return found
 
 
@@ -91,9 +96,10 @@ def test_every_gpu_overview_panel_counts_every_vendors_gpus_or_says_which(stack:
     cluster = day.recording.one("azure-native:containerservice:ManagedCluster").outputs["name"]
     has_amd = any(p.node.vendor == "amd" for p in day.pods)
     without_amd = Evaluator([s for s in day.evaluator.world if s.labels.get("job") != labels.AMD_SCRAPE_JOB])
-    for panel in _overview()["panels"]:
+    overview = _overview()
+    for panel in overview["panels"]:
         for target in panel.get("targets", []):
-            query = target["expr"].replace("$cluster", cluster)
+            query = panel_query(overview, target["expr"], cluster)
             shown = _shown(day.evaluator, query)
             assert shown, f"{stack}: {panel['title']} shows nothing at the end of the day"
             if has_amd and shown == _shown(without_amd, query):

@@ -34,8 +34,10 @@ from tests.abac_model import (
 )
 from tests.arm_spec import load_specs, schema_problems
 from tests.conftest import settings_of
-from tests.pod_security_policy_model import INITIATIVE, POLICY_ASSIGNMENT, Verdict, admission
+from tests.pod_security_policy_model import INITIATIVE, POLICY_ASSIGNMENT, admission
 from tests.pod_security_policy_model import assignments as pod_security_assignments
+from tests.pod_security_standard import enforced_level
+from tests.pod_security_standard import violations as pss_violations
 from tests.scheduling import POD_SPEC_PATHS, RELEASE
 from tests.scheduling import _at as pod_spec_at
 from tests.test_aks_managed import managed_config
@@ -565,23 +567,68 @@ def test_no_team_namespace_escapes_the_pod_security_policy(policy_stacks: dict[s
             assert verdict.denied, f"{namespace}: prod refuses a privileged team pod"
 
 
+def _enforced_level(recording: Recording, namespace: str) -> str:
+    (found,) = [
+        r
+        for r in recording.kubernetes_objects()
+        if r.type == "kubernetes:core/v1:Namespace" and r.inputs["metadata"]["name"] == namespace
+    ]
+    return enforced_level(found.inputs["metadata"].get("labels") or {})
+
+
+def _refusals(recording: Recording, namespace: str, spec: dict[str, Any]) -> list[str]:
+    """Why a pod is refused in `namespace`: by the API server's Pod Security admission, then by Azure Policy."""
+    verdict = admission(pod_security_assignments(recording), namespace, spec)
+    return pss_violations(_enforced_level(recording, namespace), spec) + verdict.denied
+
+
+HOST_ACCESS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("privileged", PRIVILEGED),
+    ("SYS_ADMIN", _with_capability("IPC_LOCK", "SYS_ADMIN")),
+    ("hostPath", {"containers": [{"name": "c", "image": "i"}], "volumes": [{"name": "v", "hostPath": {"path": "/"}}]}),
+    ("hostNetwork", {"containers": [{"name": "c", "image": "i"}], "hostNetwork": True}),
+)
+
+
 def test_rdma_teams_may_lock_memory_and_nothing_more(policy_stacks: dict[str, Recording]) -> None:
-    """NCCL over InfiniBand needs IPC_LOCK, which the initiative's fixed capability list refuses."""
-    found = pod_security_assignments(policy_stacks["prod"])
+    """NCCL over InfiniBand needs IPC_LOCK, which both the initiative's capability list and Kubernetes' baseline
+    refuse: the pod must pass the API server's Pod Security admission and Azure Policy."""
+    recording = policy_stacks["prod"]
     for namespace in ("team-llm", "team-vision"):  # both hold quota on prod's InfiniBand pools
-        assert admission(found, namespace, _with_capability("IPC_LOCK")) == Verdict([], []), (
+        assert _refusals(recording, namespace, _with_capability("IPC_LOCK")) == [], (
             f"{namespace}: the team's NCCL job over RDMA is admitted"
         )
-        for why, spec in (
-            ("privileged", PRIVILEGED),
-            ("SYS_ADMIN", _with_capability("IPC_LOCK", "SYS_ADMIN")),
-            (
-                "hostPath",
-                {"containers": [{"name": "c", "image": "i"}], "volumes": [{"name": "v", "hostPath": {"path": "/"}}]},
-            ),
-            ("hostNetwork", {"containers": [{"name": "c", "image": "i"}], "hostNetwork": True}),
-        ):
-            assert admission(found, namespace, spec).denied, f"{namespace}: IPC_LOCK is the only exception ({why})"
+        for why, spec in HOST_ACCESS:
+            assert _refusals(recording, namespace, spec), f"{namespace}: IPC_LOCK is the only exception ({why})"
+
+
+def test_rdma_teams_stay_under_an_enforced_baseline_where_the_initiative_only_audits() -> None:
+    """Outside prod the initiative audits; an RDMA namespace has no Kubernetes baseline, so its policies deny."""
+    config = variant_config("infiniband")
+    teams = config["aks-gpu-platform:training"]["teams"]
+    teams[0]["quotas"].append({"pool": "h100ib", "gpus": 8})
+    teams.append({"name": "cv", "namespace": "team-cv", "quotas": [{"pool": "gput4", "gpus": 0}]})
+    recording = run_stack("dev", config)
+    namespace = str(teams[0].get("namespace") or teams[0]["name"])
+    assert _refusals(recording, namespace, _with_capability("IPC_LOCK")) == [], "the NCCL job is admitted"
+    for why, spec in HOST_ACCESS:
+        assert _refusals(recording, namespace, spec), f"{namespace}: refused in dev too ({why})"
+    # A team without InfiniBand quota keeps Kubernetes' baseline: dev's initiative only audits it.
+    assert pss_violations(_enforced_level(recording, "team-cv"), _with_capability("IPC_LOCK")), (
+        "team-cv has no InfiniBand quota: IPC_LOCK stays refused"
+    )
+    for why, spec in HOST_ACCESS:
+        assert _refusals(recording, "team-cv", spec), f"team-cv: refused in dev ({why})"
+
+
+def test_rdma_teams_need_the_pod_security_policy(stack_config: Callable[[str], dict[str, Any]]) -> None:
+    config = stack_config("prod")
+    config["aks-gpu-platform:security"] = {
+        **config.get("aks-gpu-platform:security", {}),
+        "podSecurity": {"enabled": False},
+    }
+    with pytest.raises(ConfigError, match=r"security\.podSecurity\.enabled.*InfiniBand"):
+        load_platform_config(settings_of(config))
 
 
 def test_a_team_without_infiniband_quota_cannot_lock_memory(stack_config: Callable[[str], dict[str, Any]]) -> None:
@@ -717,3 +764,32 @@ def test_the_security_page_lists_every_digest_and_every_image_left_on_its_tag() 
     missing = [f"`{image.pinned}`" for image in PINNED.values() if f"`{image.pinned}`" not in page]
     missing += [f"`{pattern}`" for pattern in UNPINNED if f"`{pattern}`" not in page]
     assert not missing, f"docs/security.md (Image digests) must list: {missing}"
+
+
+def _role_list(text: str) -> set[str]:
+    return {name.strip() for name in re.split(r",\s*|\s+and\s+", text) if name.strip()}
+
+
+def test_the_delivery_guide_names_the_roles_the_platform_assigns(ci_stacks: dict[str, Recording]) -> None:
+    """An administrator reads docs/delivery.md to know what the deploy identity may hand out; its list must be the
+    roles the program assigns, the deployer's own Grafana role included."""
+    prose = " ".join((REPO_ROOT / "docs" / "delivery.md").read_text().split())
+    found = re.search(
+        r"service principals \((?P<who>[^)]*)\) get (?P<sp>[^;]*); Entra ID groups get (?P<groups>[^.]*)\.", prose
+    )
+    assert found, "docs/delivery.md lists the roles per principal type"
+    rendered: dict[str, set[str]] = {"ServicePrincipal": set(), "Group": set()}
+    own: set[str] = set()
+    for recording in ci_stacks.values():
+        for a in recording.of_type(ROLE_ASSIGNMENT):
+            name = roles.ROLE_NAMES[str(a.inputs["roleDefinitionId"]).rsplit("/", 1)[-1]]
+            deployer = _is_deployer(recording, a)
+            rendered["ServicePrincipal" if deployer else str(a.inputs["principalType"])].add(name)
+            if deployer:
+                own.add(name)
+    assert _role_list(found["sp"]) == rendered["ServicePrincipal"], "roles given to service principals"
+    assert _role_list(found["groups"]) == rendered["Group"], "roles given to Entra ID groups"
+    (own_role,) = own
+    assert f"the deploy identity itself for {own_role}" in found["who"], (
+        f"the deployer grants itself {own_role} on Grafana (creating teams and folder permissions needs it)"
+    )

@@ -23,6 +23,10 @@ from aks_gpu_platform.testing import Recording, kubernetes_object
 from aks_gpu_platform.testing.checks import validate_object
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import assert_rejected, settings_of
+from tests.pod_security_policy_model import admission
+from tests.pod_security_policy_model import assignments as pod_security_assignments
+from tests.pod_security_standard import enforced_level
+from tests.pod_security_standard import violations as pss_violations
 from tests.rbac_model import Request, allowed, azure_allows, kubernetes_allows
 from tools import REPO_ROOT
 
@@ -373,14 +377,21 @@ def test_the_storage_quota_leaves_room_for_the_teams_lustre_claim(prod_recording
         )
 
 
-def test_team_namespaces_enforce_the_baseline_pod_security_standard(stack: World) -> None:
+PRIVILEGED_POD = {"containers": [{"name": "c", "image": "i", "securityContext": {"privileged": True}}]}
+
+
+def test_team_namespaces_refuse_privileged_pods(stack: World) -> None:
+    """By Kubernetes' baseline, or, where a team's NCCL pods add IPC_LOCK (which baseline refuses), by the Azure
+    Policy baseline that Denies there in every environment."""
     namespaces = {
         o["metadata"]["name"]: o["metadata"].get("labels") or {}
         for o in (kubernetes_object(r) for r in stack.recording.of_type("kubernetes:core/v1:Namespace"))
     }
+    policies = pod_security_assignments(stack.recording)
     for team, (namespace, _) in stack.teams.items():
-        level = namespaces[namespace].get("pod-security.kubernetes.io/enforce")
-        assert level in ("baseline", "restricted"), f"{team}: privileged pods must be refused in {namespace}"
+        refused = pss_violations(enforced_level(namespaces[namespace]), PRIVILEGED_POD)
+        refused += admission(policies, namespace, PRIVILEGED_POD).denied
+        assert refused, f"{team}: privileged pods must be refused in {namespace}"
 
 
 def ingress_allowed(w: World, source_namespace: str, target_namespace: str) -> bool:
