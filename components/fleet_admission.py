@@ -27,7 +27,7 @@ ADMISSION_GROUP = "admissionregistration.k8s.io"
 POLICY_PREFIX = "fleet-largest-job"
 
 
-def _container_gpus(resources: Sequence[str]) -> str:
+def container_gpus(resources: Sequence[str]) -> str:
     """CEL: the GPUs one container `c` asks for, over every GPU resource name."""
     terms = [
         f"(has(c.resources) && has(c.resources.limits) && '{r}' in c.resources.limits ? "
@@ -39,7 +39,7 @@ def _container_gpus(resources: Sequence[str]) -> str:
 
 
 def _pod_gpus(pod: str, resources: Sequence[str]) -> str:
-    return f"{pod}.containers.map(c, {_container_gpus(resources)}).sum()"
+    return f"{pod}.containers.map(c, {container_gpus(resources)}).sum()"
 
 
 def job_gpus_expression(resources: Sequence[str]) -> str:

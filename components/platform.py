@@ -475,6 +475,7 @@ class AksGpuPlatform(pulumi.ComponentResource):
                     "settings": cfg.training,
                     "namespaces": self.training.namespaces,
                     "cluster": handle,
+                    "gpu_pools": cfg.gpu_pools,
                     "grafana_id": monitoring.grafana_id,
                     "submits": teams_submit_here,
                 },

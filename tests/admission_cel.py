@@ -29,8 +29,8 @@ def _evaluate(expression: str, activation: dict[str, Any]) -> Any:
     return program.evaluate(activation)
 
 
-def variables(policy: dict[str, Any], obj: dict[str, Any]) -> dict[str, Any]:
-    activation: dict[str, Any] = {"object": json_to_cel(obj)}
+def variables(policy: dict[str, Any], obj: dict[str, Any], operation: str = "CREATE") -> dict[str, Any]:
+    activation: dict[str, Any] = {"object": json_to_cel(obj), "request": json_to_cel({"operation": operation})}
     values: dict[str, Any] = {}
     for variable in policy["spec"].get("variables", []):
         activation["variables"] = celtypes.MapType({celtypes.StringType(k): v for k, v in values.items()})
@@ -39,9 +39,10 @@ def variables(policy: dict[str, Any], obj: dict[str, Any]) -> dict[str, Any]:
     return {"activation": activation, "values": values}
 
 
-def verdict(policy: dict[str, Any], obj: dict[str, Any]) -> str | None:
-    """None when every validation holds, else the message the API server returns."""
-    activation = variables(policy, obj)["activation"]
+def verdict(policy: dict[str, Any], obj: dict[str, Any], operation: str = "CREATE") -> str | None:
+    """None when every validation holds, else the message the API server returns (`request.operation` is
+    `operation`; the request's other fields are not modelled)."""
+    activation = variables(policy, obj, operation)["activation"]
     for validation in policy["spec"]["validations"]:
         if not bool(_evaluate(validation["expression"], activation)):
             message = validation.get("messageExpression")

@@ -30,7 +30,8 @@ def contains_unknowns(value: Any) -> bool:
             continue
         seen.add(id(item))
         if isinstance(item, dict):
-            pending.extend(item.values())  # pyright: ignore[reportUnknownArgumentType]
+            # dict.values: an input type whose field is named `values` (a selector requirement) shadows the method.
+            pending.extend(dict.values(item))  # pyright: ignore[reportUnknownArgumentType]
         elif isinstance(item, list):
             pending.extend(item)  # pyright: ignore[reportUnknownArgumentType]
     return False
