@@ -24,6 +24,7 @@ from . import metrics_labels as labels
 from . import roles
 from .aks_managed_gpu import ANCHOR_LABELS, managed_exporter_anchor
 from .context import ClusterHandle
+from .network_boundaries import platform_ingress
 from .dcgm_exporter import (
     EXPORTER_NAMESPACE,
     EXPORTER_RELEASE,
@@ -263,6 +264,7 @@ class GpuMonitoring(pulumi.ComponentResource):
                 metadata={"name": EXPORTER_NAMESPACE, "labels": {"pod-security.kubernetes.io/enforce": "privileged"}},
                 opts=k8s_opts,
             )
+            platform_ingress(name, exporter_namespace.metadata["name"], k8s_opts)
             self.exporter_pod_labels = dict(ANCHOR_LABELS)
             exporter_dependencies = managed_exporter_anchor(
                 name,

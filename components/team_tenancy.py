@@ -18,8 +18,10 @@ MicrosoftDocs/azure-aks-docs articles/aks/concepts-identity.md):
 
 Bounds and isolation per team namespace: a LimitRange (a container without requests or limits gets
 defaults), a ResourceQuota on storage claims, and a NetworkPolicy that admits traffic only from the
-namespace itself (ranks' NCCL and rendezvous) and from kube-system (managed Prometheus). Cilium enforces
-Kubernetes NetworkPolicy (the cluster's network policy engine, components/aks_cluster.py).
+namespace itself (ranks' NCCL and rendezvous) and from kube-system (managed Prometheus), another that lets
+traffic out only to the namespace, DNS and outside the cluster but IMDS (components/network_boundaries.py), the
+admission policy and system-priority quota of components/team_admission.py. Cilium enforces Kubernetes
+NetworkPolicy (the cluster's network policy engine, components/aks_cluster.py).
 """
 
 from collections.abc import Mapping, Sequence
@@ -34,6 +36,7 @@ from aks_gpu_platform.config.training import TrainingConfig
 
 from . import roles
 from .context import ClusterHandle
+from .network_boundaries import team_egress
 from .team_admission import POLICY_NAME, pod_boundary_policy_spec, system_priority_quota_spec
 from .training_queues import FRAMEWORKS, TEAM_LABEL
 
@@ -183,6 +186,12 @@ class TeamTenancy(pulumi.ComponentResource):
                 f"{prefix}-isolation",
                 metadata={"name": "team-isolation", "namespace": namespace},
                 spec={"pod_selector": {}, "policy_types": ["Ingress"], "ingress": isolation_ingress()},
+                opts=in_cluster,
+            )
+            k8s.networking.v1.NetworkPolicy(
+                f"{prefix}-egress",
+                metadata={"name": "team-egress", "namespace": namespace},
+                spec={"pod_selector": {}, "policy_types": ["Egress"], "egress": team_egress()},
                 opts=in_cluster,
             )
 

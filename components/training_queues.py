@@ -35,6 +35,7 @@ from aks_gpu_platform.config.training import TeamConfig, TrainingConfig
 
 from .context import ClusterHandle
 from .dra_driver import CHANNEL_DEVICE_CLASS
+from .network_boundaries import platform_ingress
 from .workloads import training_namespace
 
 # oci://registry.k8s.io/kueue/charts/kueue: kubernetes-sigs/kueue tag v0.19.2 (2026-08-20), charts/kueue;
@@ -288,6 +289,10 @@ class TrainingQueues(pulumi.ComponentResource):
             },
             opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=kueue_after)),
         )
+        for release, namespace in ((self.jobset_release, JOBSET_NAMESPACE), (self.kueue_release, KUEUE_NAMESPACE)):
+            if release is not None:
+                after = pulumi.ResourceOptions(depends_on=[release])
+                platform_ingress(f"{name}-{namespace}", namespace, pulumi.ResourceOptions.merge(in_cluster, after))
         # Every Kueue object needs the CRDs (and the validating webhooks) the release installs.
         self._crd_opts = pulumi.ResourceOptions.merge(
             in_cluster, pulumi.ResourceOptions(depends_on=[self.kueue_release])
