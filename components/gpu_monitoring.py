@@ -24,7 +24,6 @@ from . import metrics_labels as labels
 from . import roles
 from .aks_managed_gpu import ANCHOR_LABELS, managed_exporter_anchor
 from .context import ClusterHandle
-from .network_boundaries import platform_ingress
 from .dcgm_exporter import (
     EXPORTER_NAMESPACE,
     EXPORTER_RELEASE,
@@ -38,6 +37,7 @@ from .dcgm_exporter import (
 )
 from .gpu_alerts import gpu_alert_rules
 from .grafana_dashboards import GrafanaDashboards
+from .network_boundaries import platform_ingress
 from .recording_rules import (
     CHARGEBACK_INTERVAL_MINUTES,
     KUBERNETES_RECORDING_RULES,

@@ -54,16 +54,14 @@ def platform_ingress(
     name: str, namespace: pulumi.Input[str], opts: pulumi.ResourceOptions
 ) -> k8s.networking.v1.NetworkPolicy:
     """Default-deny ingress for a platform namespace, but for its own pods and kube-system (see the module doc)."""
+    spec: k8s.networking.v1.NetworkPolicySpecArgsDict = {
+        "pod_selector": {},
+        "policy_types": ["Ingress"],
+        "ingress": [
+            {"from_": [{"pod_selector": {}}]},
+            {"from_": [{"namespace_selector": _namespace(PLATFORM_CALLERS_NAMESPACE)}]},
+        ],
+    }
     return k8s.networking.v1.NetworkPolicy(
-        f"{name}-platform-ingress",
-        metadata={"name": "platform-ingress", "namespace": namespace},
-        spec={
-            "pod_selector": {},
-            "policy_types": ["Ingress"],
-            "ingress": [
-                {"from_": [{"pod_selector": {}}]},
-                {"from_": [{"namespace_selector": _namespace(PLATFORM_CALLERS_NAMESPACE)}]},
-            ],
-        },
-        opts=opts,
+        f"{name}-platform-ingress", metadata={"name": "platform-ingress", "namespace": namespace}, spec=spec, opts=opts
     )

@@ -179,7 +179,9 @@ def pod_boundary_policy_spec(pools: Sequence[GpuPoolConfig]) -> dict[str, Any]:
                 "reason": "Forbidden",
             },
             {
-                "expression": f"variables.specs.all(s, !has(s.priorityClassName) || !(s.priorityClassName in {system}))",
+                "expression": (
+                    f"variables.specs.all(s, !has(s.priorityClassName) || !(s.priorityClassName in {system}))"
+                ),
                 "message": (
                     f"team namespaces may not use {' or '.join(SYSTEM_PRIORITY_CLASSES)}: they preempt other teams' "
                     "and the cluster's own pods; job priority is Kueue's WorkloadPriorityClass"
@@ -201,4 +203,3 @@ def system_priority_quota_spec() -> dict[str, Any]:
             ]
         },
     }
-

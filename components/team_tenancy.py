@@ -108,8 +108,9 @@ class TeamTenancyArgs(TypedDict):
     """Team name -> namespace name (an output of the namespace, so objects wait for it)."""
     cluster: ClusterHandle
     """The cluster: credentials are granted on it, in-cluster objects go to it."""
-    gpu_pools: Sequence[GpuPoolConfig]
-    """Every GPU pool of the cluster (of the fleet, on a MultiKueue manager): their taints mark GPU nodes."""
+    gpu_pools: NotRequired[Sequence[GpuPoolConfig]]
+    """Every GPU pool of the cluster (of the fleet, on a MultiKueue manager): their own taints mark GPU nodes too.
+    Without them the admission policy knows the GPU taint and the vendors' taint keys only."""
     grafana_id: NotRequired[pulumi.Input[str]]
     """Managed Grafana's resource ID: team groups get Grafana Viewer there (none on a cluster without Grafana)."""
     submits: NotRequired[bool]
@@ -131,7 +132,7 @@ class TeamTenancy(pulumi.ComponentResource):
             policy = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
                 f"{name}-pod-boundary",
                 metadata={"name": POLICY_NAME},
-                spec=pod_boundary_policy_spec(args["gpu_pools"]),  # type: ignore[arg-type]
+                spec=pod_boundary_policy_spec(args.get("gpu_pools", ())),  # type: ignore[arg-type]
                 opts=in_cluster,
             )
             k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(

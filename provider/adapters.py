@@ -752,6 +752,9 @@ class TeamTenancyInputs(TypedDict):
     """Azure tags (none by default)."""
     protect: NotRequired[bool]
     """Refuse to delete or replace stateful resources (prod); false by default."""
+    gpu_pools: NotRequired[Sequence[GpuPoolSettings]]
+    """Every GPU pool of the cluster (of the fleet, on a MultiKueue manager): their own taints mark GPU nodes too.
+    Without them the admission policy knows the GPU taint and the vendors' taint keys only."""
     grafana_id: NotRequired[pulumi.Input[str]]
     """Managed Grafana's resource ID: team groups get Grafana Viewer there (none on a cluster without Grafana)."""
     submits: NotRequired[bool]

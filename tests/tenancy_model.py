@@ -27,7 +27,6 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from aks_gpu_platform.components.training_queues import TEAM_LABEL
 from aks_gpu_platform.testing import Recording, kubernetes_object
 from tests import admission_cel
 from tests.rbac_model import Request, allowed
@@ -98,6 +97,7 @@ def api_refusals(w: World, groups: set[str], request: Request) -> list[str]:
 
 
 # --- a pod at admission --------------------------------------------------------------------------------------
+
 
 # pod-security-admission v0.36 baseline: policy/check_privileged.go, check_hostNamespaces.go,
 # check_hostPathVolumes.go, check_hostPorts.go.
@@ -203,9 +203,7 @@ class Endpoint:
 
 def _ports_match(rule: Mapping[str, Any], to: Endpoint) -> bool:
     ports = rule.get("ports") or []
-    return not ports or any(
-        p.get("protocol", "TCP") == to.protocol and p.get("port") in (None, to.port) for p in ports
-    )
+    return not ports or any(p.get("protocol", "TCP") == to.protocol and p.get("port") in (None, to.port) for p in ports)
 
 
 def _in_block(block: Mapping[str, Any], address: str) -> bool:
@@ -234,7 +232,8 @@ def _policies(w: World, namespace: str, labels: Mapping[str, str], direction: st
     return [
         p
         for p in w.of_kind("NetworkPolicy", namespace)
-        if direction in p["spec"].get("policyTypes", ["Ingress"]) and _selector_matches(p["spec"]["podSelector"], labels)
+        if direction in p["spec"].get("policyTypes", ["Ingress"])
+        and _selector_matches(p["spec"]["podSelector"], labels)
     ]
 
 
@@ -243,7 +242,8 @@ def connection_refusals(w: World, source: Endpoint, to: Endpoint) -> list[str]:
     refused: list[str] = []
     egress = _policies(w, source.namespace, dict(source.labels), "Egress")
     if egress and not any(
-        _ports_match(rule, to) and any(_peer_matches(w, peer, p["metadata"]["namespace"], to) for peer in rule.get("to") or [{}])
+        _ports_match(rule, to)
+        and any(_peer_matches(w, peer, p["metadata"]["namespace"], to) for peer in rule.get("to") or [{}])
         for p in egress
         for rule in p["spec"].get("egress") or []
     ):
@@ -251,7 +251,8 @@ def connection_refusals(w: World, source: Endpoint, to: Endpoint) -> list[str]:
     if to.kind == "pod":
         ingress = _policies(w, to.namespace, dict(to.labels), "Ingress")
         if ingress and not any(
-            _ports_match(rule, to) and any(_peer_matches(w, peer, p["metadata"]["namespace"], source) for peer in rule.get("from") or [{}])
+            _ports_match(rule, to)
+            and any(_peer_matches(w, peer, p["metadata"]["namespace"], source) for peer in rule.get("from") or [{}])
             for p in ingress
             for rule in p["spec"].get("ingress") or []
         ):

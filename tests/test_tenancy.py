@@ -190,7 +190,11 @@ ATTEMPTS: list[Attempt] = [
     ),
     Attempt(
         "a pod calls Kueue's webhook and metrics directly",
-        connect(lambda w, team: Endpoint("pod", 9443, namespace=KUEUE_NAMESPACE, labels=(("control-plane", "controller-manager"),))),
+        connect(
+            lambda w, team: Endpoint(
+                "pod", 9443, namespace=KUEUE_NAMESPACE, labels=(("control-plane", "controller-manager"),)
+            )
+        ),
         lambda w, team: {egress(w, team), f"NetworkPolicy {KUEUE_NAMESPACE}/platform-ingress"},
         applies=exists(KUEUE_NAMESPACE),
     ),
@@ -217,7 +221,9 @@ def failures(w: World) -> list[str]:
                 continue
             refused, wanted = set(attempt.refusals(w, team)), attempt.expected(w, team)
             if not wanted <= refused:
-                found.append(f"{team}: {attempt.what}: must be refused by {sorted(wanted - refused)} (got {sorted(refused)})")
+                found.append(
+                    f"{team}: {attempt.what}: must be refused by {sorted(wanted - refused)} (got {sorted(refused)})"
+                )
     return found
 
 
@@ -228,7 +234,11 @@ def test_every_attempt_of_a_team_member_is_refused_by_each_rule_stated_for_it(w:
 
 
 def example_jobset() -> dict[str, Any]:
-    (jobset,) = [d for d in yaml.safe_load_all((REPO_ROOT / "examples/team-jobset/jobset.yaml").read_text()) if d and d["kind"] == "JobSet"]
+    (jobset,) = [
+        d
+        for d in yaml.safe_load_all((REPO_ROOT / "examples/team-jobset/jobset.yaml").read_text())
+        if d and d["kind"] == "JobSet"
+    ]
     return jobset
 
 
@@ -289,35 +299,53 @@ def _binds_members(w: World, binding: dict[str, Any]) -> bool:
     return any(s.get("name") in members for s in binding.get("subjects") or [])
 
 
-def boundary_rules(w: World) -> list[tuple[str, Callable[[World], None]]]:
+def _removable(obj: dict[str, Any], team_namespaces: set[str]) -> bool:
+    """The policy's binding, and the team namespaces' quotas other than the storage one."""
+    name, namespace = obj["metadata"]["name"], obj["metadata"].get("namespace")
+    if obj.get("kind") == "ValidatingAdmissionPolicyBinding":
+        return name == POLICY_NAME
+    return obj.get("kind") == "ResourceQuota" and namespace in team_namespaces and name != "storage"
+
+
+def boundary_rules(w: World) -> list[tuple[str, Callable[[World], object]]]:
     """Every rule the boundaries rest on, each with a way to remove (or, for a RoleBinding, widen) it."""
-    removals: list[tuple[str, Callable[[World], None]]] = []
+    removals: list[tuple[str, Callable[[World], object]]] = []
     team_namespaces = {n for n, _ in w.teams.values()}
     for i, obj in enumerate(w.objects):
         kind, namespace = obj.get("kind"), obj["metadata"].get("namespace")
         if kind == "ValidatingAdmissionPolicy" and obj["metadata"]["name"] == POLICY_NAME:
             for j in range(len(obj["spec"]["validations"])):
-                removals.append((f"{rule_name(obj)} #{j}", lambda x, i=i, j=j: x.objects[i]["spec"]["validations"].pop(j)))
-        elif kind == "ValidatingAdmissionPolicyBinding" and obj["metadata"]["name"] == POLICY_NAME:
-            removals.append((rule_name(obj), lambda x, i=i: x.objects.pop(i) and None))
-        elif kind == "ResourceQuota" and namespace in team_namespaces and obj["metadata"]["name"] != "storage":
-            removals.append((rule_name(obj), lambda x, i=i: x.objects.pop(i) and None))
-        elif kind == "NetworkPolicy" and obj["metadata"]["name"] in ("team-egress", "team-isolation", "platform-ingress"):
+                removals.append(
+                    (f"{rule_name(obj)} #{j}", lambda x, i=i, j=j: x.objects[i]["spec"]["validations"].pop(j))
+                )
+        elif _removable(obj, team_namespaces):
+            removals.append((rule_name(obj), lambda x, i=i: x.objects.pop(i)))
+        elif kind == "NetworkPolicy" and obj["metadata"]["name"] in (
+            "team-egress",
+            "team-isolation",
+            "platform-ingress",
+        ):
             if obj["metadata"]["name"] == "team-isolation" and len(w.teams) < 2:
                 continue  # guards a team from other teams: a world of one team has no one to refuse
             if obj["metadata"]["name"] == "platform-ingress" and namespace not in (EXPORTER_NAMESPACE, KUEUE_NAMESPACE):
                 continue  # the attempts reach the exporter and Kueue; the other platform namespaces share the rule
-            removals.append((rule_name(obj), lambda x, i=i: x.objects.pop(i) and None))
+            removals.append((rule_name(obj), lambda x, i=i: x.objects.pop(i)))
         elif kind == "RoleBinding" and namespace in team_namespaces and _binds_members(w, obj):
             widen = {**obj, "kind": "ClusterRoleBinding", "roleRef": {**obj["roleRef"], "kind": "ClusterRole"}}
-            role = next(o for o in w.objects if o.get("kind") == "Role" and o["metadata"] == {**o["metadata"], "namespace": namespace})
+            (role,) = [o for o in w.of_kind("Role", namespace) if o["metadata"]["name"] == obj["roleRef"]["name"]]
             cluster_role = {**role, "kind": "ClusterRole", "metadata": {"name": obj["roleRef"]["name"]}}
             removals.append(
-                (f"{rule_name(obj)} bound cluster-wide", lambda x, i=i, b=widen, r=cluster_role: x.objects.__setitem__(i, b) or x.objects.append(r))
+                (
+                    f"{rule_name(obj)} bound cluster-wide",
+                    lambda x, i=i, b=widen, r=cluster_role: x.objects.__setitem__(i, b) or x.objects.append(r),
+                )
             )
         elif kind == "Namespace" and obj["metadata"]["name"] in team_namespaces:
             removals.append(
-                (f"Pod Security label of {obj['metadata']['name']}", lambda x, i=i: x.objects[i]["metadata"]["labels"].pop("pod-security.kubernetes.io/enforce") and None)
+                (
+                    f"Pod Security label of {obj['metadata']['name']}",
+                    lambda x, i=i: x.objects[i]["metadata"]["labels"].pop("pod-security.kubernetes.io/enforce"),
+                )
             )
     return removals
 
@@ -326,9 +354,12 @@ def test_removing_any_one_boundary_rule_lets_some_attempt_through(w: World) -> N
     assert not failures(w), "the contract holds before anything is removed"
     rules = boundary_rules(w)
     kinds = {label.split(" ", 1)[0] for label, _ in rules}
-    assert {"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "ResourceQuota", "NetworkPolicy"} <= kinds, (
-        f"every layer of the boundary must be rendered here, got {sorted(kinds)}"
-    )
+    assert {
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
+        "ResourceQuota",
+        "NetworkPolicy",
+    } <= kinds, f"every layer of the boundary must be rendered here, got {sorted(kinds)}"
     for label, remove in rules:
         smaller = w.copy()
         remove(smaller)
