@@ -34,7 +34,7 @@ PLATFORM_CALLERS_NAMESPACE = "kube-system"
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 
-def _namespace(name: str) -> dict[str, dict[str, str]]:
+def _namespace(name: str) -> k8s.meta.v1.LabelSelectorArgsDict:
     return {"match_labels": {NAMESPACE_NAME_LABEL: name}}
 
 

@@ -13,6 +13,8 @@ refuses a pod (and, for an early message, a Job or JobSet template) that
 - names its node;
 - sets `NVIDIA_VISIBLE_DEVICES` itself (with the toolkit's default, the variable picks devices the plugin did not
   allocate);
+- asks for no GPU and does not select the CPU pool (`pool: cpu`): Kueue tries a team's flavors in order, and a
+  GPU-less pod set that outgrew the CPU flavor's quota would be given a GPU flavor and its tolerations;
 - uses a `system-*` PriorityClass (these preempt any other pod; Kubernetes accepts them in every namespace since
   1.17, kubernetes/kubernetes plugin/pkg/admission/priority/admission.go). A ResourceQuota per team namespace with
   `pods: 0` in that PriorityClass scope refuses the same pods again (components/team_tenancy.py), so the boundary
@@ -34,6 +36,7 @@ from aks_gpu_platform.config.scheduling import (
     AMD_GPU_RESOURCE,
     AMD_NFD_LABEL,
     AMD_VENDOR_LABEL,
+    CPU_POOL_LABEL_VALUE,
     GPU_MODEL_LABEL_KEY,
     GPU_POOL_LABEL_KEY,
     GPU_POOL_LABEL_VALUE,
@@ -185,6 +188,20 @@ def pod_boundary_policy_spec(pools: Sequence[GpuPoolConfig]) -> dict[str, Any]:
                 "message": (
                     f"team namespaces may not use {' or '.join(SYSTEM_PRIORITY_CLASSES)}: they preempt other teams' "
                     "and the cluster's own pods; job priority is Kueue's WorkloadPriorityClass"
+                ),
+                "reason": "Forbidden",
+            },
+            {
+                # Kueue tries a team's flavors in order: a GPU-less pod set that outgrew the CPU pool's quota would
+                # get a GPU flavor's tolerations. Selecting the CPU pool leaves it the CPU flavor alone.
+                "expression": (
+                    f"variables.specs.all(s, {_asks_gpus()} || (has(s.nodeSelector) && "
+                    f"{_quote(GPU_POOL_LABEL_KEY)} in s.nodeSelector && "
+                    f"s.nodeSelector[{_quote(GPU_POOL_LABEL_KEY)}] == {_quote(CPU_POOL_LABEL_VALUE)}))"
+                ),
+                "message": _message(
+                    "a pod that asks for no GPU runs on the CPU pool, where the team's CPU quota meters it",
+                    f"add nodeSelector {GPU_POOL_LABEL_KEY}: {CPU_POOL_LABEL_VALUE} to the pod template",
                 ),
                 "reason": "Forbidden",
             },

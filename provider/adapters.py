@@ -37,7 +37,7 @@ from aks_gpu_platform.components import (
     upgrade_policy,
 )
 from aks_gpu_platform.components.grafana_dashboards import TeamDashboardArgs
-from aks_gpu_platform.components.training_queues import LustreClaimArgs
+from aks_gpu_platform.components.training_queues import CpuMetering, LustreClaimArgs
 from aks_gpu_platform.config.upgrade import GpuPoolUpgradeConfig
 from provider.adapting import component_args
 
@@ -795,6 +795,8 @@ class TrainingQueuesInputs(TypedDict):
     """More AdmissionChecks every ClusterQueue waits for (a fleet manager's MultiKueue check)."""
     kueue_configuration: NotRequired[Mapping[str, Any]]
     """Top-level keys added to Kueue's Configuration (a fleet manager's `multiKueue` section)."""
+    cpu_metering: NotRequired[CpuMetering]
+    """Meter CPU and memory for every team (where jobs run; a MultiKueue manager meters GPUs only)."""
 
 
 class TrainingQueues(training_queues.TrainingQueues):

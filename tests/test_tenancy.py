@@ -34,7 +34,8 @@ from tools import REPO_ROOT
 
 WORLDS = ("dev", "dev-two-teams", "prod", "fleet-manager", "fleet-krc", "fleet-jpe")
 POLICY = f"ValidatingAdmissionPolicy {POLICY_NAME}"
-GPU_CHECK, NODE_NAME_CHECK, VISIBLE_DEVICES_CHECK, PRIORITY_CHECK = (f"{POLICY} #{i}" for i in range(4))
+GPU_CHECK, NODE_NAME_CHECK, VISIBLE_DEVICES_CHECK, PRIORITY_CHECK, CPU_POOL_CHECK = (f"{POLICY} #{i}" for i in range(5))
+ON_CPU_POOL = {"pool": "cpu"}
 EXPORTER_NAMESPACE = "gpu-monitoring"
 KUEUE_NAMESPACE = "kueue-system"
 
@@ -126,7 +127,7 @@ ATTEMPTS: list[Attempt] = [
     ),
     pod_attempt(
         "a pod that names a GPU node skips the scheduler and the taint",
-        {"containers": [cpu_container()], "nodeName": "aks-gput4-12345678-vmss000000"},
+        {"containers": [cpu_container()], "nodeName": "aks-gput4-12345678-vmss000000", "nodeSelector": ON_CPU_POOL},
         lambda w, team: {NODE_NAME_CHECK},
     ),
     pod_attempt(
@@ -137,14 +138,19 @@ ATTEMPTS: list[Attempt] = [
     *(
         pod_attempt(
             f"a {priority} pod preempts other teams' pods",
-            {"containers": [cpu_container()], "priorityClassName": priority},
+            {"containers": [cpu_container()], "priorityClassName": priority, "nodeSelector": ON_CPU_POOL},
             lambda w, team: {PRIORITY_CHECK, f"ResourceQuota {ns(w, team)}/no-system-priority"},
         )
         for priority in ("system-node-critical", "system-cluster-critical")
     ),
     pod_attempt(
+        "a GPU-less pod that does not select the CPU pool could be given a GPU flavor by Kueue",
+        {"containers": [cpu_container()]},
+        lambda w, team: {CPU_POOL_CHECK},
+    ),
+    pod_attempt(
         "a privileged pod owns its node",
-        {"containers": [{**cpu_container(), "securityContext": {"privileged": True}}]},
+        {"containers": [{**cpu_container(), "securityContext": {"privileged": True}}], "nodeSelector": ON_CPU_POOL},
         lambda w, team: {f"PodSecurity {ns(w, team)}/baseline"},
     ),
     Attempt(
@@ -242,12 +248,16 @@ def example_jobset() -> dict[str, Any]:
     return jobset
 
 
-def kueue_admitted(pod_spec: dict[str, Any], w: World) -> dict[str, Any]:
+def gpu_flavors(w: World) -> list[dict[str, Any]]:
+    """The rendered ResourceFlavors of GPU pools (those with node taints Kueue adds tolerations for)."""
+    found = [f["spec"] for f in w.of_kind("ResourceFlavor") if f["spec"].get("nodeTaints")]
+    assert found, "the world renders Kueue's GPU flavors"
+    return found
+
+
+def kueue_admitted(pod_spec: dict[str, Any], flavor: dict[str, Any]) -> dict[str, Any]:
     """The pod spec after Kueue admitted its job on a GPU flavor: the flavor's node labels and tolerations added
-    (jobframework RunWithPodSetsInfo, v0.19.2), as the ResourceFlavor the world renders states them."""
-    flavors = [f for f in w.objects if f.get("kind") == "ResourceFlavor"]
-    assert flavors, "the world renders Kueue's flavors"
-    flavor = flavors[0]["spec"]
+    (jobframework RunWithPodSetsInfo, v0.19.2)."""
     return {
         **pod_spec,
         "nodeSelector": {**(pod_spec.get("nodeSelector") or {}), **flavor["nodeLabels"]},
@@ -265,9 +275,19 @@ def test_the_documented_team_jobset_and_its_pods_are_admitted_in_every_team_name
         for replicated in jobset["spec"]["replicatedJobs"]:
             spec = replicated["template"]["spec"]["template"]["spec"]
             assert not pod_refusals(w, namespace, spec), f"{team}: the JobSet's pods must be created before admission"
-            assert not pod_refusals(w, namespace, kueue_admitted(spec, w)), (
-                f"{team}: the pods Kueue places on a GPU flavor (its tolerations and labels added) must be admitted"
-            )
+            for flavor in gpu_flavors(w):
+                assert not pod_refusals(w, namespace, kueue_admitted(spec, flavor)), (
+                    f"{team}: the pods Kueue places on a GPU flavor (its tolerations and labels added) must be admitted"
+                )
+
+
+def test_a_gpu_less_job_on_the_cpu_pool_is_admitted_in_every_team_namespace(w: World) -> None:
+    """Copying a dataset into the team's claim is a Job without GPUs: it runs, on the CPU pool."""
+    spec = {"containers": [cpu_container()], "nodeSelector": ON_CPU_POOL, "restartPolicy": "Never"}
+    job = {"apiVersion": "batch/v1", "kind": "Job", "spec": {"template": {"spec": spec}}}
+    for team, (namespace, _) in w.teams.items():
+        assert not policy_refusals(w, namespace, job, "batch", "jobs"), f"{team}: a CPU job must be accepted"
+        assert not pod_refusals(w, namespace, spec), f"{team}: its pod must be admitted"
 
 
 def test_team_pods_still_resolve_names_reach_their_ranks_and_the_internet(w: World) -> None:
@@ -364,3 +384,42 @@ def test_removing_any_one_boundary_rule_lets_some_attempt_through(w: World) -> N
         smaller = w.copy()
         remove(smaller)
         assert failures(smaller), f"without {label} no attempt gets through: the rule is untested or not needed"
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod", "fleet-krc", "fleet-jpe"])
+def test_every_team_meters_cpu_and_memory_and_gpu_less_jobs_are_held_to_the_cpu_pools_quota(stack: str) -> None:
+    """Kueue counts only covered resources (IgnoreUndeclared): unmetered CPU would let a team fill any node."""
+    from tests.contract_stacks import platform_recording
+    from tests.test_example_training_job import KUEUE, admit, quantity
+
+    recording = platform_recording(stack)
+    flavors = {f.inputs["metadata"]["name"]: f.inputs["spec"] for f in recording.of_type(KUEUE + "ResourceFlavor")}
+    for queue in recording.of_type(KUEUE + "ClusterQueue"):
+        spec, team = queue.inputs["spec"], queue.inputs["metadata"]["name"]
+        ((group),) = spec["resourceGroups"]
+        assert {"cpu", "memory"} <= set(group["coveredResources"]), f"{team}: CPU and memory must be metered"
+        cpu_flavor = group["flavors"][0]
+        assert flavors[cpu_flavor["name"]] == {"nodeLabels": {"pool": "cpu"}}, (
+            f"{team}: the first flavor is the CPU pool's, untainted, so GPU-less jobs get no GPU tolerations"
+        )
+        for flavor in group["flavors"][1:]:
+            quota = {r["name"]: quantity(r["nominalQuota"]) for r in flavor["resources"]}
+            gpus = sum(v for k, v in quota.items() if k.endswith("/gpu"))
+            assert gpus == 0 or (quota["cpu"] > 0 and quota["memory"] > 0), (
+                f"{team}/{flavor['name']}: GPUs come with their nodes' CPU and memory, or no GPU job is admitted"
+            )
+        namespace = spec["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"]
+        local = next(
+            r.inputs["metadata"]["name"]
+            for r in recording.of_type(KUEUE + "LocalQueue")
+            if r.inputs["metadata"]["namespace"] == namespace
+        )
+        limit = {r["name"]: quantity(r["nominalQuota"]) for r in cpu_flavor["resources"]}
+        pod = {"spec": {"nodeSelector": {"pool": "cpu"}, "containers": [cpu_container()]}}
+        assert admit(recording, local, namespace, pod, 2) == cpu_flavor["name"], (
+            f"{team}: a small GPU-less job runs on the CPU pool's flavor"
+        )
+        too_many = int(limit["cpu"]) + 1
+        assert admit(recording, local, namespace, pod, too_many) is None, (
+            f"{team}: {too_many} CPUs exceed the team's CPU quota on the CPU pool: Kueue must hold the job"
+        )
