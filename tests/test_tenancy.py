@@ -423,3 +423,20 @@ def test_every_team_meters_cpu_and_memory_and_gpu_less_jobs_are_held_to_the_cpu_
         assert admit(recording, local, namespace, pod, too_many) is None, (
             f"{team}: {too_many} CPUs exceed the team's CPU quota on the CPU pool: Kueue must hold the job"
         )
+
+
+def test_every_rendered_scrape_job_still_reaches_its_targets_through_the_network_policies(w: World) -> None:
+    """The platform-ingress and team-isolation policies admit managed Prometheus, or a dashboard goes blank."""
+    from tests.scrape_model import SCRAPER_NAMESPACE, scraped_pods
+
+    scraper = Endpoint("pod", 0, namespace=SCRAPER_NAMESPACE, labels=(("rsName", "ama-metrics"),))
+    monitors = [o for o in w.objects if o.get("kind") in ("PodMonitor", "ServiceMonitor")]
+    checked = 0
+    for monitor in monitors:
+        for namespaces, labels in scraped_pods(monitor):
+            for namespace in namespaces or sorted({n for n, _ in w.teams.values()} | w.namespaces):
+                target = Endpoint("pod", 0, namespace=namespace, labels=tuple(labels.items()))
+                refused = connection_refusals(w, scraper, target)
+                assert not refused, f"{rule_name(monitor)} cannot scrape {namespace}: {refused}"
+                checked += 1
+    assert checked or not monitors, "the monitors' targets were checked"
