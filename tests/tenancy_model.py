@@ -30,6 +30,7 @@ from typing import Any
 from aks_gpu_platform.testing import Recording, kubernetes_object
 from tests import admission_cel
 from tests.rbac_model import Request, allowed
+from tests.reachability import private_endpoint_addresses
 
 RBAC_PREFIX = "kubernetes:rbac.authorization.k8s.io/v1:"
 ASSIGNMENT = "azure-native:authorization:RoleAssignment"
@@ -49,6 +50,8 @@ class World:
     """Team -> (namespace, the groups its members' tokens carry)."""
     namespaces: frozenset[str] = frozenset()
     """Every namespace the stack creates (Namespace objects and Helm releases' namespaces)."""
+    private_endpoints: tuple[tuple[str, str], ...] = ()
+    """(name, address) of each private endpoint in the cluster's VNet (tests/reachability.py)."""
 
     def of_kind(self, kind: str, namespace: str | None = None) -> list[dict[str, Any]]:
         return [
@@ -66,7 +69,12 @@ class World:
 
     def copy(self) -> World:
         return World(
-            copy.deepcopy(self.objects), copy.deepcopy(self.assignments), self.cluster_id, self.teams, self.namespaces
+            copy.deepcopy(self.objects),
+            copy.deepcopy(self.assignments),
+            self.cluster_id,
+            self.teams,
+            self.namespaces,
+            self.private_endpoints,
         )
 
 
@@ -77,6 +85,7 @@ def build_world(recording: Recording, teams: Mapping[str, tuple[str, set[str]]])
     return World(
         objects=objects,
         namespaces=frozenset(releases | {o["metadata"]["name"] for o in objects if o.get("kind") == "Namespace"}),
+        private_endpoints=tuple(sorted(private_endpoint_addresses(recording).items())),
         assignments=[r.inputs for r in recording.of_type(ASSIGNMENT)],
         cluster_id=str(cluster.outputs["id"]),
         teams=dict(teams),

@@ -290,13 +290,17 @@ def test_a_gpu_less_job_on_the_cpu_pool_is_admitted_in_every_team_namespace(w: W
         assert not pod_refusals(w, namespace, spec), f"{team}: its pod must be admitted"
 
 
-def test_team_pods_still_resolve_names_reach_their_ranks_and_the_internet(w: World) -> None:
+def test_team_pods_still_resolve_names_reach_their_ranks_the_internet_and_private_endpoints(w: World) -> None:
     for team, (namespace, _) in w.teams.items():
         source = team_pod(namespace)
         for why, to in (
             ("DNS through CoreDNS", Endpoint("pod", 53, "UDP", "kube-system", (("k8s-app", "kube-dns"),))),
             ("NCCL and rendezvous between ranks", team_pod(namespace)),
             ("datasets and packages outside the cluster", Endpoint("external", 443, address="20.60.0.10")),
+            *(
+                (f"the private endpoint {name} in the VNet", Endpoint("external", 443, address=address))
+                for name, address in w.private_endpoints
+            ),
         ):
             assert not connection_refusals(w, source, to), f"{team}: {why} must stay reachable"
 
