@@ -52,6 +52,8 @@ class World:
     """Every namespace the stack creates (Namespace objects and Helm releases' namespaces)."""
     private_endpoints: tuple[tuple[str, str], ...] = ()
     """(name, address) of each private endpoint in the cluster's VNet (tests/reachability.py)."""
+    policy_engine: tuple[str, str] = ("", "")
+    """The cluster's (networkPolicy, networkDataplane): the model's NetworkPolicy semantics are Cilium's."""
 
     def of_kind(self, kind: str, namespace: str | None = None) -> list[dict[str, Any]]:
         return [
@@ -75,17 +77,20 @@ class World:
             self.teams,
             self.namespaces,
             self.private_endpoints,
+            self.policy_engine,
         )
 
 
 def build_world(recording: Recording, teams: Mapping[str, tuple[str, set[str]]]) -> World:
     (cluster,) = recording.of_type(CLUSTER)
+    network = cluster.inputs.get("networkProfile") or {}
     objects = [kubernetes_object(r) for r in recording.kubernetes_objects()]
     releases = {str(r.inputs.get("namespace")) for r in recording.of_type(RELEASE)}
     return World(
         objects=objects,
         namespaces=frozenset(releases | {o["metadata"]["name"] for o in objects if o.get("kind") == "Namespace"}),
         private_endpoints=tuple(sorted(private_endpoint_addresses(recording).items())),
+        policy_engine=(str(network.get("networkPolicy")), str(network.get("networkDataplane"))),
         assignments=[r.inputs for r in recording.of_type(ASSIGNMENT)],
         cluster_id=str(cluster.outputs["id"]),
         teams=dict(teams),

@@ -233,6 +233,12 @@ def failures(w: World) -> list[str]:
     return found
 
 
+def test_the_cluster_enforces_network_policy_with_cilium_whose_semantics_the_model_follows(w: World) -> None:
+    assert w.policy_engine == ("cilium", "cilium"), (
+        f"the model reads ipBlock as outside the cluster only, as Cilium does; the cluster runs {w.policy_engine}"
+    )
+
+
 def test_every_attempt_of_a_team_member_is_refused_by_each_rule_stated_for_it(w: World) -> None:
     assert w.teams and all(w.of_kind("Namespace") for _ in w.teams), "the world renders its team namespaces"
     problems = failures(w)
