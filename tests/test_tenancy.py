@@ -126,6 +126,26 @@ ATTEMPTS: list[Attempt] = [
         lambda w, team: {GPU_CHECK},
     ),
     pod_attempt(
+        "a GPU-less pod that selects a GPU pool by its node label",
+        {"containers": [cpu_container()], "nodeSelector": {**ON_CPU_POOL, "gpu-pool": "gput4"}},
+        lambda w, team: {GPU_CHECK},
+    ),
+    pod_attempt(
+        "a GPU-less pod that requires GPU nodes by affinity on the GPU model",
+        {
+            "containers": [cpu_container()],
+            "nodeSelector": ON_CPU_POOL,
+            "affinity": {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [{"matchExpressions": [{"key": "gpu-model", "operator": "Exists"}]}]
+                    }
+                }
+            },
+        },
+        lambda w, team: {GPU_CHECK},
+    ),
+    pod_attempt(
         "a pod that names a GPU node skips the scheduler and the taint",
         {"containers": [cpu_container()], "nodeName": "aks-gput4-12345678-vmss000000", "nodeSelector": ON_CPU_POOL},
         lambda w, team: {NODE_NAME_CHECK},
