@@ -149,8 +149,11 @@ def pod_boundary_policy_spec(pools: Sequence[GpuPoolConfig]) -> dict[str, Any]:
     ]
     return {
         "failure_policy": "Fail",
+        # Creation only. Pods are the boundary, and team members cannot update pods (components/team_tenancy.py);
+        # the controllers that do (the Job controller removing its tracking finalizer) must never be refused for a
+        # pod that predates a rule. A Job or JobSet template changed later still makes its pods meet the rule.
         "match_constraints": {
-            "resource_rules": [{**rule, "operations": ["CREATE", "UPDATE"]} for rule in resources],
+            "resource_rules": [{**rule, "operations": ["CREATE"]} for rule in resources],
         },
         "variables": [{"name": "specs", "expression": POD_SPECS}],
         "validations": [
@@ -166,8 +169,8 @@ def pod_boundary_policy_spec(pools: Sequence[GpuPoolConfig]) -> dict[str, Any]:
                 "reason": "Forbidden",
             },
             {
-                # Only at creation: the scheduler binds through pods/binding, and later updates carry the node.
-                "expression": "request.operation != 'CREATE' || variables.specs.all(s, !has(s.nodeName))",
+                # The scheduler binds through pods/binding, which this policy does not match.
+                "expression": "variables.specs.all(s, !has(s.nodeName))",
                 "message": _message(
                     "spec.nodeName skips the scheduler and the GPU taint", "let the scheduler place the pod"
                 ),

@@ -142,15 +142,17 @@ def _selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, s
     return True
 
 
-def _policy_covers(policy: Mapping[str, Any], group: str, resource: str) -> bool:
+def _policy_covers(policy: Mapping[str, Any], group: str, resource: str, operation: str) -> bool:
     for rule in policy["spec"]["matchConstraints"].get("resourceRules") or []:
         if group in rule.get("apiGroups", []) and resource in rule.get("resources", []):
-            return "CREATE" in rule.get("operations", []) or "*" in rule.get("operations", [])
+            return operation in rule.get("operations", []) or "*" in rule.get("operations", [])
     return False
 
 
-def policy_refusals(w: World, namespace: str, obj: Mapping[str, Any], group: str, resource: str) -> list[str]:
-    """The ValidatingAdmissionPolicy validations that refuse creating `obj` in `namespace` (Deny bindings only)."""
+def policy_refusals(
+    w: World, namespace: str, obj: Mapping[str, Any], group: str, resource: str, operation: str = "CREATE"
+) -> list[str]:
+    """The ValidatingAdmissionPolicy validations that refuse `operation` on `obj` in `namespace` (Deny bindings)."""
     labels = w.namespace_labels(namespace)
     policies = {p["metadata"]["name"]: p for p in w.of_kind("ValidatingAdmissionPolicy")}
     refused: list[str] = []
@@ -160,11 +162,13 @@ def policy_refusals(w: World, namespace: str, obj: Mapping[str, Any], group: str
         match = spec.get("matchResources") or {}
         if policy is None or "Deny" not in spec.get("validationActions", []):
             continue
-        if not _selector_matches(match.get("namespaceSelector"), labels) or not _policy_covers(policy, group, resource):
+        if not _selector_matches(match.get("namespaceSelector"), labels):
+            continue
+        if not _policy_covers(policy, group, resource, operation):
             continue
         for index, validation in enumerate(policy["spec"]["validations"]):
             single = {**policy, "spec": {**policy["spec"], "validations": [validation]}}
-            if admission_cel.verdict(single, dict(obj)) is not None:
+            if admission_cel.verdict(single, dict(obj), operation) is not None:
                 refused.append(f"{rule_name(policy)} #{index}")
     return refused
 

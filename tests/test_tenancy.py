@@ -316,6 +316,16 @@ def test_a_gpu_less_job_on_the_cpu_pool_is_admitted_in_every_team_namespace(w: W
         assert not pod_refusals(w, namespace, spec), f"{team}: its pod must be admitted"
 
 
+def test_the_job_controller_still_removes_finalizers_from_pods_that_predate_a_rule(w: World) -> None:
+    """An UPDATE of an existing pod (the Job controller's tracking finalizer) is never refused, whatever the pod is."""
+    old = {"containers": [cpu_container()], "tolerations": [GPU_TOLERATION], "nodeName": "aks-gput4-0"}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"finalizers": []}, "spec": old}
+    for team, (namespace, _) in w.teams.items():
+        assert not policy_refusals(w, namespace, pod, "", "pods", "UPDATE"), (
+            f"{team}: refusing the update would leave the Job's pod terminating forever"
+        )
+
+
 def test_team_pods_still_resolve_names_reach_their_ranks_the_internet_and_private_endpoints(w: World) -> None:
     for team, (namespace, _) in w.teams.items():
         source = team_pod(namespace)
