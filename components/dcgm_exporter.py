@@ -13,6 +13,7 @@ from aks_gpu_platform.config.monitoring import DcgmExporterConfig
 from aks_gpu_platform.config.scheduling import vendor_pod_scheduling
 
 from . import metrics_labels as labels
+from .network_boundaries import platform_ingress
 from .registry import DCGM_UPSTREAM
 
 EXPORTER_NAMESPACE = "gpu-monitoring"
@@ -85,6 +86,8 @@ def dcgm_exporter_release(
         metadata={"name": EXPORTER_NAMESPACE, "labels": {"pod-security.kubernetes.io/enforce": "privileged"}},
         opts=k8s_opts,
     )
+    # The exporter lists every pod on its node: only managed Prometheus (kube-system) scrapes it.
+    platform_ingress(name, namespace.metadata["name"], k8s_opts)
     counters = k8s.core.v1.ConfigMap(
         f"{name}-dcgm-counters",
         metadata={"name": "dcgm-exporter-counters", "namespace": EXPORTER_NAMESPACE},

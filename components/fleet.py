@@ -186,7 +186,14 @@ class AksGpuFleet(pulumi.ComponentResource):
         )
         # Teams submit here: the same Role, binding and cluster credentials as on a single platform.
         TeamTenancy(
-            f"{name}-manager-teams", {"settings": teams, "namespaces": queues.namespaces, "cluster": handle}, child
+            f"{name}-manager-teams",
+            {
+                "settings": teams,
+                "namespaces": queues.namespaces,
+                "cluster": handle,
+                "gpu_pools": fleet_gpu_pools(plan),
+            },
+            child,
         )
         LargestJobPolicy(
             f"{name}-manager-largest-job",

@@ -33,7 +33,7 @@ ADMISSION_GROUP = "admissionregistration.k8s.io"
 POLICY_PREFIX = "fleet-largest-job"
 
 
-def _container_gpus(resources: Sequence[str]) -> str:
+def container_gpus(resources: Sequence[str]) -> str:
     """CEL: the GPUs one container `c` asks for, over every GPU resource name."""
     terms = [
         f"(has(c.resources) && has(c.resources.limits) && '{r}' in c.resources.limits ? "
@@ -49,7 +49,7 @@ SIDECAR = "(has(c.restartPolicy) && c.restartPolicy == 'Always')"
 
 def _pod_gpus(pod: str, resources: Sequence[str]) -> str:
     """CEL: the GPUs Kubernetes reserves for one pod of spec `pod`."""
-    gpus = _container_gpus(resources)
+    gpus = container_gpus(resources)
     containers = f"{pod}.containers.map(c, {gpus}).sum()"
     inits = f"(has({pod}.initContainers) ? {pod}.initContainers : [])"
     sidecars = f"{inits}.filter(c, {SIDECAR}).map(c, {gpus}).sum()"

@@ -37,6 +37,7 @@ from .dcgm_exporter import (
 )
 from .gpu_alerts import gpu_alert_rules
 from .grafana_dashboards import GrafanaDashboards
+from .network_boundaries import platform_ingress
 from .recording_rules import (
     CHARGEBACK_INTERVAL_MINUTES,
     KUBERNETES_RECORDING_RULES,
@@ -268,6 +269,7 @@ class GpuMonitoring(pulumi.ComponentResource):
                 metadata={"name": EXPORTER_NAMESPACE, "labels": {"pod-security.kubernetes.io/enforce": "privileged"}},
                 opts=k8s_opts,
             )
+            platform_ingress(name, exporter_namespace.metadata["name"], k8s_opts)
             self.exporter_pod_labels = dict(ANCHOR_LABELS)
             exporter_dependencies = managed_exporter_anchor(
                 name,

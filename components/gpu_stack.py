@@ -42,6 +42,7 @@ from aks_gpu_platform.config.scheduling import (
 from .context import ClusterHandle
 from .dcgm_exporter import operator_exporter_config
 from .dra_driver import dra_driver_release
+from .network_boundaries import platform_ingress
 
 NAMESPACE = "gpu-resources"
 # Pins: newest stable release of each chart as of 2026-12-02 (values keys and templates checked at
@@ -266,6 +267,7 @@ class GpuStack(pulumi.ComponentResource):
             opts=k8s_opts,
         )
         self.namespace = namespace.metadata.apply(lambda m: m.name or NAMESPACE)
+        platform_ingress(name, self.namespace, k8s_opts)
         # The NVIDIA stack serves the NVIDIA pools only (AMD pools get AMD's operator, components/amd_gpu.py).
         nvidia_pools = vendor_pool_names(pools, "nvidia")
         if nvidia_pools == []:

@@ -17,6 +17,7 @@ import pulumi
 
 from aks_gpu_platform.config.platform import PlatformConfig
 from aks_gpu_platform.config.scheduling import gpu_tolerations
+from aks_gpu_platform.config.vm_catalog import cpu_size
 
 from .agent_pools import PoolPlacementArgs, pool_upgrade_settings
 from .aks_cluster import AksCluster
@@ -461,10 +462,17 @@ class AksGpuPlatform(pulumi.ComponentResource):
             self.netapp_files = NetAppFiles(role("netapp"), anf_args, child("netapp"))
         self.training = None
         if cfg.training.enabled:
+            cpu_nodes = cpu_size(cfg.cpu_pool.vm_size)
+            assert cpu_nodes is not None  # CpuPoolConfig accepts catalogued sizes only
             training_args: TrainingQueuesArgs = {
                 "settings": cfg.training,
                 "gpu_pools": cfg.gpu_pools,
                 "cluster": handle,
+                "cpu_metering": {
+                    "flavor": cfg.cpu_pool.name,
+                    "cpu": str(cfg.cpu_pool.max_count * cpu_nodes.vcpus),
+                    "memory": f"{cfg.cpu_pool.max_count * cpu_nodes.memory_gib}Gi",
+                },
             }
             if pod_security.enabled:  # config/security.py refuses RDMA teams without it
                 training_args["memory_locking_namespaces"] = rdma_team_namespaces(cfg.training, cfg.gpu_pools)
@@ -482,6 +490,7 @@ class AksGpuPlatform(pulumi.ComponentResource):
                     "settings": cfg.training,
                     "namespaces": self.training.namespaces,
                     "cluster": handle,
+                    "gpu_pools": cfg.gpu_pools,
                     "grafana_id": monitoring.grafana_id,
                     "submits": teams_submit_here,
                 },

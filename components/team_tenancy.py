@@ -18,22 +18,27 @@ MicrosoftDocs/azure-aks-docs articles/aks/concepts-identity.md):
 
 Bounds and isolation per team namespace: a LimitRange (a container without requests or limits gets
 defaults), a ResourceQuota on storage claims, and a NetworkPolicy that admits traffic only from the
-namespace itself (ranks' NCCL and rendezvous) and from kube-system (managed Prometheus). Cilium enforces
-Kubernetes NetworkPolicy (the cluster's network policy engine, components/aks_cluster.py).
+namespace itself (ranks' NCCL and rendezvous) and from kube-system (managed Prometheus), another that lets
+traffic out only to the namespace, DNS and outside the cluster but IMDS (components/network_boundaries.py), the
+admission policy and system-priority quota of components/team_admission.py. Cilium enforces Kubernetes
+NetworkPolicy (the cluster's network policy engine, components/aks_cluster.py).
 """
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import NotRequired, TypedDict
 
 import pulumi
 import pulumi_azure_native.authorization as authorization
 import pulumi_kubernetes as k8s
 
+from aks_gpu_platform.config.gpu import GpuPoolConfig
 from aks_gpu_platform.config.training import TrainingConfig
 
 from . import roles
 from .context import ClusterHandle
-from .training_queues import FRAMEWORKS
+from .network_boundaries import team_egress
+from .team_admission import POLICY_NAME, pod_boundary_policy_spec, system_priority_quota_spec
+from .training_queues import FRAMEWORKS, TEAM_LABEL
 
 TEAM_MEMBER_ROLE = "team-member"
 RBAC_GROUP = "rbac.authorization.k8s.io"
@@ -103,6 +108,9 @@ class TeamTenancyArgs(TypedDict):
     """Team name -> namespace name (an output of the namespace, so objects wait for it)."""
     cluster: ClusterHandle
     """The cluster: credentials are granted on it, in-cluster objects go to it."""
+    gpu_pools: NotRequired[Sequence[GpuPoolConfig]]
+    """Every GPU pool of the cluster (of the fleet, on a MultiKueue manager): their own taints mark GPU nodes too.
+    Without them the admission policy knows the GPU taint and the vendors' taint keys only."""
     grafana_id: NotRequired[pulumi.Input[str]]
     """Managed Grafana's resource ID: team groups get Grafana Viewer there (none on a cluster without Grafana)."""
     submits: NotRequired[bool]
@@ -119,6 +127,26 @@ class TeamTenancy(pulumi.ComponentResource):
         super().__init__("aks-gpu-platform:index:TeamTenancy", name, None, opts)
         settings, handle = args["settings"], args["cluster"]
         in_cluster = handle.k8s_options(self)
+        if settings.teams:
+            # One policy for every namespace labelled as a team's (members cannot edit namespace labels).
+            policy = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
+                f"{name}-pod-boundary",
+                metadata={"name": POLICY_NAME},
+                spec=pod_boundary_policy_spec(args.get("gpu_pools", ())),  # type: ignore[arg-type]
+                opts=in_cluster,
+            )
+            k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
+                f"{name}-pod-boundary-binding",
+                metadata={"name": POLICY_NAME},
+                spec={
+                    "policy_name": policy.metadata["name"],
+                    "validation_actions": ["Deny"],
+                    "match_resources": {
+                        "namespace_selector": {"match_expressions": [{"key": TEAM_LABEL, "operator": "Exists"}]}
+                    },
+                },
+                opts=in_cluster,
+            )
         for team in settings.teams:
             namespace = args["namespaces"][team.name]
             prefix = f"{name}-{team.name}"
@@ -149,10 +177,22 @@ class TeamTenancy(pulumi.ComponentResource):
                 spec={"hard": STORAGE_QUOTA},
                 opts=in_cluster,
             )
+            k8s.core.v1.ResourceQuota(
+                f"{prefix}-system-priority-quota",
+                metadata={"name": "no-system-priority", "namespace": namespace},
+                spec=system_priority_quota_spec(),  # type: ignore[arg-type]
+                opts=in_cluster,
+            )
             k8s.networking.v1.NetworkPolicy(
                 f"{prefix}-isolation",
                 metadata={"name": "team-isolation", "namespace": namespace},
                 spec={"pod_selector": {}, "policy_types": ["Ingress"], "ingress": isolation_ingress()},
+                opts=in_cluster,
+            )
+            k8s.networking.v1.NetworkPolicy(
+                f"{prefix}-egress",
+                metadata={"name": "team-egress", "namespace": namespace},
+                spec={"pod_selector": {}, "policy_types": ["Egress"], "egress": team_egress()},
                 opts=in_cluster,
             )
 

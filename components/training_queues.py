@@ -31,10 +31,11 @@ from aks_gpu_platform.config.scheduling import (
     gpu_resource,
     parse_taint,
 )
-from aks_gpu_platform.config.training import TeamConfig, TrainingConfig
+from aks_gpu_platform.config.training import TeamConfig, TeamQuotaConfig, TrainingConfig, gpus_per_node
 
 from .context import ClusterHandle
 from .dra_driver import CHANNEL_DEVICE_CLASS
+from .network_boundaries import platform_ingress
 from .workloads import training_namespace
 
 # oci://registry.k8s.io/kueue/charts/kueue: kubernetes-sigs/kueue tag v0.19.2 (2026-08-20), charts/kueue;
@@ -72,6 +73,35 @@ class LustreClaimArgs(TypedDict):
     """Nominal size; every claim sees the whole filesystem."""
 
 
+class CpuMetering(TypedDict):
+    """Every team's ClusterQueue meters CPU and memory (Kueue v0.19.2 with `quotaCheckStrategy: IgnoreUndeclared`
+    counts only covered resources, pkg/scheduler/flavorassigner/flavorassigner.go): a flavor for the CPU pool comes
+    first, where jobs without GPUs run, and each GPU flavor a quota names no CPU or memory on gets the share of its
+    nodes' vCPUs and memory that comes with the team's GPUs."""
+
+    flavor: str
+    """The CPU pool's name: its flavor's name."""
+    cpu: str
+    """The CPU pool's capacity (maxCount x vCPUs): the default CPU of a team's GPU-less jobs."""
+    memory: str
+    """The CPU pool's capacity in memory, likewise."""
+
+
+def _quantity(amount: int, unit: str, per: int) -> str:
+    """`amount` of `unit` (m or Mi) written in whole units when it divides evenly (500m, 2, 1536Mi, 8Gi)."""
+    if amount % per == 0:
+        return f"{amount // per}{'' if unit == 'm' else 'Gi'}"
+    return f"{amount}{unit}"
+
+
+def with_node_share(quota: TeamQuotaConfig, pool: GpuPoolConfig) -> TeamQuotaConfig:
+    """`quota` with its unset CPU and memory filled in: the team's GPUs' share of their nodes' vCPUs and memory."""
+    devices = gpus_per_node(pool)
+    cpu = quota.cpu or _quantity(quota.gpus * pool.sku.vcpus * 1000 // devices, "m", 1000)
+    memory = quota.memory or _quantity(quota.gpus * pool.sku.memory_gib * 1024 // devices, "Mi", 1024)
+    return quota.model_copy(update={"cpu": cpu, "memory": memory})
+
+
 class TrainingQueuesArgs(TypedDict):
     settings: TrainingConfig
     """The validated `training` section (quotas already checked against the pools)."""
@@ -88,6 +118,8 @@ class TrainingQueuesArgs(TypedDict):
     memory_locking_namespaces: NotRequired[Sequence[str]]
     """Team namespaces whose NCCL pods add IPC_LOCK for RDMA, where Azure Policy enforces the pod security baseline
     with IPC_LOCK allowed (components/azure_policy.py); only where that policy is assigned."""
+    cpu_metering: NotRequired[CpuMetering]
+    """Meter CPU and memory for every team (where jobs run; a MultiKueue manager meters GPUs only)."""
 
 
 def flavor_name(pool: GpuPoolConfig) -> str:
@@ -146,10 +178,44 @@ def _quota_entries(team: TeamConfig, gpu_resources: Mapping[str, str]) -> list[d
     return flavors
 
 
+def _metered_groups(
+    team: TeamConfig, gpu_resources: Mapping[str, str], metering: CpuMetering, pools: Mapping[str, GpuPoolConfig]
+) -> dict[str, Any]:
+    """The resource group when CPU and memory are metered: the CPU flavor first (no GPUs), then the GPU flavors."""
+    shared = [with_node_share(q, pools[q.pool]) if q.pool in pools else q for q in team.quotas]
+    metered = team.model_copy(update={"quotas": shared})
+    gpus = _gpu_resources(team, gpu_resources)
+    cpu_jobs = team.cpu_jobs
+    cpu_flavor = {
+        "name": metering["flavor"],
+        "resources": [
+            {"name": "cpu", "nominalQuota": cpu_jobs.cpu if cpu_jobs else metering["cpu"]},
+            {"name": "memory", "nominalQuota": cpu_jobs.memory if cpu_jobs else metering["memory"]},
+            *({"name": gpu, "nominalQuota": 0} for gpu in gpus),
+        ],
+    }
+    return {
+        "coveredResources": ["cpu", "memory", *gpus],
+        "flavors": [cpu_flavor, *_quota_entries(metered, gpu_resources)],
+    }
+
+
 def cluster_queue_spec(
-    team: TeamConfig, admission_checks: Sequence[str], gpu_resources: Mapping[str, str] | None = None
+    team: TeamConfig,
+    admission_checks: Sequence[str],
+    gpu_resources: Mapping[str, str] | None = None,
+    metering: CpuMetering | None = None,
+    pools: Mapping[str, GpuPoolConfig] | None = None,
 ) -> dict[str, Any]:
     """The team's ClusterQueue: quotas per pool flavor, cohort, preemption, and only its own namespace."""
+    group = (
+        _metered_groups(team, gpu_resources or {}, metering, pools or {})
+        if metering is not None
+        else {
+            "coveredResources": _covered_resources(team, gpu_resources or {}),
+            "flavors": _quota_entries(team, gpu_resources or {}),
+        }
+    )
     spec: dict[str, Any] = {
         # Only LocalQueues in the team's namespace may point at its quota.
         "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": team.namespace_name}},
@@ -159,12 +225,7 @@ def cluster_queue_spec(
             "reclaimWithinCohort": team.preemption.reclaim_within_cohort,
             "borrowWithinCohort": {"policy": team.preemption.borrow_within_cohort},
         },
-        "resourceGroups": [
-            {
-                "coveredResources": _covered_resources(team, gpu_resources or {}),
-                "flavors": _quota_entries(team, gpu_resources or {}),
-            }
-        ],
+        "resourceGroups": [group],
     }
     if team.cohort is not None:
         spec["cohortName"] = team.cohort
@@ -239,6 +300,7 @@ class TrainingQueues(pulumi.ComponentResource):
         super().__init__("aks-gpu-platform:index:TrainingQueues", name, None, opts)
         settings, handle = args["settings"], args["cluster"]
         pools = {pool.name: pool for pool in args["gpu_pools"]}
+        self._pools = pools
         # What each pool's nodes advertise their GPUs as: a quota on an AMD pool meters `amd.com/gpu`.
         self._gpu_resources = {name: gpu_resource(pool) for name, pool in pools.items()}
         # Pools whose NVLink spans VMs: a job there shares GPU memory across nodes only through a ComputeDomain.
@@ -291,6 +353,10 @@ class TrainingQueues(pulumi.ComponentResource):
             },
             opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=kueue_after)),
         )
+        for release, namespace in ((self.jobset_release, JOBSET_NAMESPACE), (self.kueue_release, KUEUE_NAMESPACE)):
+            if release is not None:
+                after = pulumi.ResourceOptions(depends_on=[release])
+                platform_ingress(f"{name}-{namespace}", namespace, pulumi.ResourceOptions.merge(in_cluster, after))
         # Every Kueue object needs the CRDs (and the validating webhooks) the release installs.
         self._crd_opts = pulumi.ResourceOptions.merge(
             in_cluster, pulumi.ResourceOptions(depends_on=[self.kueue_release])
@@ -298,6 +364,15 @@ class TrainingQueues(pulumi.ComponentResource):
         kueue_object = self._kueue_object
 
         self.flavor_names = []
+        self._metering = args.get("cpu_metering")
+        if self._metering is not None:
+            # GPU-less jobs land on the CPU pool; no taints, so Kueue adds no tolerations there.
+            kueue_object(
+                f"{name}-flavor-cpu",
+                "ResourceFlavor",
+                {"name": self._metering["flavor"]},
+                {"nodeLabels": cpu_node_selector()},
+            )
         for pool in args["gpu_pools"]:
             kueue_object(f"{name}-flavor-{pool.name}", "ResourceFlavor", {"name": flavor_name(pool)}, flavor_spec(pool))
             self.flavor_names.append(flavor_name(pool))
@@ -379,7 +454,7 @@ class TrainingQueues(pulumi.ComponentResource):
             f"{prefix}-cluster-queue",
             "ClusterQueue",
             {"name": team.name},
-            cluster_queue_spec(team, checks, self._gpu_resources),
+            cluster_queue_spec(team, checks, self._gpu_resources, self._metering, self._pools),
         )
         local_queue = k8s.apiextensions.CustomResource(
             f"{prefix}-local-queue",

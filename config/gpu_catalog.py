@@ -12,7 +12,7 @@ extra 1g profiles with doubled memory (e.g. 1g.20gb on H100 80GB, 4 per GPU) hav
 
 InfiniBand sizes carry one IB fabric per scale set, so a pool of them must stay in one zone.
 
-vCPUs per size and the regional vCPU quota family each size counts against (the family name
+vCPUs and memory per size and the regional vCPU quota family each size counts against (the family name
 `az vm list-usage` and the quota blade report) come from the resource SKUs API as generated into
 Aspire's AKS node size list (microsoft/aspire src/Aspire.Hosting.Azure.Kubernetes/AksNodeVmSizes.cs at
 5bd693ae, published as https://aspire.dev/reference/api/csharp/aspire.hosting.azure.kubernetes/, read
@@ -94,6 +94,8 @@ class GpuSku:
     grid_driver: bool = False
     """The VM reaches its GPU through NVIDIA's GRID (vGPU guest) driver, which AKS installs in its "converged" build;
     NVIDIA's public driver containers are the passthrough (datacenter) driver, which does not install here."""
+    memory_gib: int = 0
+    """Memory of one VM (GiB): what the team quotas' default CPU memory is a share of."""
 
     @property
     def mig_profiles(self) -> tuple[MigProfile, ...]:
@@ -112,31 +114,60 @@ class GpuSku:
         return self.nvlink_domain_gpus > self.gpus_per_vm
 
 
-def _t4(gpus: int, vcpus: int, temp_disk_gib: int) -> GpuSku:
-    return GpuSku("NCasT4_v3", "T4", gpus, 16, False, temp_disk_gib, vcpus, "standardNCASv3_T4Family")
+def _t4(gpus: int, vcpus: int, memory_gib: int, temp_disk_gib: int) -> GpuSku:
+    return GpuSku(
+        "NCasT4_v3", "T4", gpus, 16, False, temp_disk_gib, vcpus, "standardNCASv3_T4Family", memory_gib=memory_gib
+    )
 
 
-def _a10(gpus: int, vcpus: int, temp_disk_gib: int) -> GpuSku:
+def _a10(gpus: int, vcpus: int, memory_gib: int, temp_disk_gib: int) -> GpuSku:
     # Azure/AgentBaker 06836ee2 pkg/agent/datamodel/gpu_components.go ConvergedGPUDriverSizes: every NVads A10 v5
     # size takes the converged GRID driver ("installing vanilla cuda drivers will fail to install with opaque errors").
     return GpuSku(
-        "NVadsA10_v5", "A10", gpus, 24, False, temp_disk_gib, vcpus, "StandardNVADSA10v5Family", grid_driver=True
+        "NVadsA10_v5",
+        "A10",
+        gpus,
+        24,
+        False,
+        temp_disk_gib,
+        vcpus,
+        "StandardNVADSA10v5Family",
+        grid_driver=True,
+        memory_gib=memory_gib,
     )
 
 
-def _a100_pcie(gpus: int, vcpus: int, temp_disk_gib: int) -> GpuSku:
+def _a100_pcie(gpus: int, vcpus: int, memory_gib: int, temp_disk_gib: int) -> GpuSku:
     return GpuSku(
-        "NCads_A100_v4", "A100-80GB", gpus, 80, False, temp_disk_gib, vcpus, "StandardNCADSA100v4Family", GPU_80GB_MIG
+        "NCads_A100_v4",
+        "A100-80GB",
+        gpus,
+        80,
+        False,
+        temp_disk_gib,
+        vcpus,
+        "StandardNCADSA100v4Family",
+        GPU_80GB_MIG,
+        memory_gib=memory_gib,
     )
 
 
-def _h100_nvl(gpus: int, vcpus: int, temp_disk_gib: int) -> GpuSku:
+def _h100_nvl(gpus: int, vcpus: int, memory_gib: int, temp_disk_gib: int) -> GpuSku:
     return GpuSku(
-        "NCads_H100_v5", "H100-NVL", gpus, 94, False, temp_disk_gib, vcpus, "StandardNCadsH100v5Family", H100_NVL_MIG
+        "NCads_H100_v5",
+        "H100-NVL",
+        gpus,
+        94,
+        False,
+        temp_disk_gib,
+        vcpus,
+        "StandardNCadsH100v5Family",
+        H100_NVL_MIG,
+        memory_gib=memory_gib,
     )
 
 
-def _grace_blackwell(family: str, gpu_model: str, gpu_memory_gib: int, quota_family: str) -> GpuSku:
+def _grace_blackwell(family: str, gpu_model: str, gpu_memory_gib: int, quota_family: str, memory_gib: int) -> GpuSku:
     """4 GPUs on an Arm64 Grace host, 128 vCPUs, NVLink over a 72-GPU rack, InfiniBand, 4 NVMe disks (16 TiB)."""
     return GpuSku(
         family,
@@ -150,28 +181,29 @@ def _grace_blackwell(family: str, gpu_model: str, gpu_memory_gib: int, quota_fam
         arch="arm64",
         nvlink_domain_gpus=72,
         nvme_disk_gib=16384,
+        memory_gib=memory_gib,
     )
 
 
 GPU_SKUS: dict[str, GpuSku] = {
     # NC T4 v3: inference and dev, one T4 per VM up to 16 cores.
-    "Standard_NC4as_T4_v3": _t4(1, 4, 176),
-    "Standard_NC8as_T4_v3": _t4(1, 8, 352),
-    "Standard_NC16as_T4_v3": _t4(1, 16, 352),
-    "Standard_NC64as_T4_v3": _t4(4, 64, 2816),
+    "Standard_NC4as_T4_v3": _t4(1, 4, 28, 176),
+    "Standard_NC8as_T4_v3": _t4(1, 8, 56, 352),
+    "Standard_NC16as_T4_v3": _t4(1, 16, 110, 352),
+    "Standard_NC64as_T4_v3": _t4(4, 64, 440, 2816),
     # NV A10 v5: whole-GPU sizes only (the fractional ones are for graphics, not CUDA pods).
     # Temp disk: the current size page says 1440/2880/2880 GiB, the older series page 720/720/1400;
     # the smaller figure is kept, so an Ephemeral OS disk accepted here fits under either.
-    "Standard_NV36ads_A10_v5": _a10(1, 36, 720),
-    "Standard_NV36adms_A10_v5": _a10(1, 36, 720),
-    "Standard_NV72ads_A10_v5": _a10(2, 72, 1400),
+    "Standard_NV36ads_A10_v5": _a10(1, 36, 440, 720),
+    "Standard_NV36adms_A10_v5": _a10(1, 36, 880, 720),
+    "Standard_NV72ads_A10_v5": _a10(2, 72, 880, 1400),
     # NC A100 v4: PCIe A100 80 GB, MIG-capable, no InfiniBand.
-    "Standard_NC24ads_A100_v4": _a100_pcie(1, 24, 64),
-    "Standard_NC48ads_A100_v4": _a100_pcie(2, 48, 128),
-    "Standard_NC96ads_A100_v4": _a100_pcie(4, 96, 256),
+    "Standard_NC24ads_A100_v4": _a100_pcie(1, 24, 220, 64),
+    "Standard_NC48ads_A100_v4": _a100_pcie(2, 48, 440, 128),
+    "Standard_NC96ads_A100_v4": _a100_pcie(4, 96, 880, 256),
     # NCads H100 v5: H100 NVL 94 GB, MIG-capable, no InfiniBand.
-    "Standard_NC40ads_H100_v5": _h100_nvl(1, 40, 3576),
-    "Standard_NC80adis_H100_v5": _h100_nvl(2, 80, 7152),
+    "Standard_NC40ads_H100_v5": _h100_nvl(1, 40, 320, 3576),
+    "Standard_NC80adis_H100_v5": _h100_nvl(2, 80, 640, 7152),
     # ND A100 v4: 8x SXM A100 with HDR InfiniBand, for multi-node training.
     "Standard_ND96asr_v4": GpuSku(
         family="NDasrA100_v4",
@@ -182,6 +214,7 @@ GPU_SKUS: dict[str, GpuSku] = {
         temp_disk_gib=6000,
         vcpus=96,
         quota_family="standardNDASv4_A100Family",
+        memory_gib=900,
         mig=A100_40GB_MIG,
     ),
     "Standard_ND96amsr_A100_v4": GpuSku(
@@ -193,6 +226,7 @@ GPU_SKUS: dict[str, GpuSku] = {
         temp_disk_gib=6400,
         vcpus=96,
         quota_family="standardNDAMSv4_A100Family",
+        memory_gib=1800,
         mig=GPU_80GB_MIG,
     ),
     # ND H100 v5 / ND H200 v5: 8x SXM with NDR InfiniBand, MIG-capable on AKS like the A100 sizes.
@@ -205,6 +239,7 @@ GPU_SKUS: dict[str, GpuSku] = {
         temp_disk_gib=1024,
         vcpus=96,
         quota_family="standardNDSH100v5Family",
+        memory_gib=1900,
         mig=GPU_80GB_MIG,
     ),
     "Standard_ND96isr_H200_v5": GpuSku(
@@ -216,6 +251,7 @@ GPU_SKUS: dict[str, GpuSku] = {
         temp_disk_gib=1024,
         vcpus=96,
         quota_family="standardNDISRH200V5Family",
+        memory_gib=1850,
         mig=H200_MIG,
     ),
     # ND GB200 v6 / ND GB300 v6 (Grace-Blackwell): 4 GPUs per VM on an Arm64 Grace host, NVLink across the rack
@@ -230,8 +266,10 @@ GPU_SKUS: dict[str, GpuSku] = {
     # e2e Test_Ubuntu2404Arm64_GB200_IMEX / _GB300_IMEX). Quota families as the resource SKUs API spells them in
     # public quota tables (standardNDISRGB200V6NDRFamily, standardNDISRGB300V6Family); Microsoft's pages do not
     # list them: check `az vm list-usage` before relying on the name.
-    "Standard_ND128isr_NDR_GB200_v6": _grace_blackwell("NDisrGB200_v6", "GB200", 192, "standardNDISRGB200V6NDRFamily"),
-    "Standard_ND128isr_GB300_v6": _grace_blackwell("NDisrGB300_v6", "GB300", 288, "standardNDISRGB300V6Family"),
+    "Standard_ND128isr_NDR_GB200_v6": _grace_blackwell(
+        "NDisrGB200_v6", "GB200", 192, "standardNDISRGB200V6NDRFamily", 900
+    ),
+    "Standard_ND128isr_GB300_v6": _grace_blackwell("NDisrGB300_v6", "GB300", 288, "standardNDISRGB300V6Family", 864),
     # ND MI300X v5: 8x AMD Instinct MI300X (192 GB HBM3) with NDR InfiniBand. AKS supports no other AMD size
     # and installs no AMD driver (`gpuProfile.driver: None`; MicrosoftDocs/azure-aks-docs
     # articles/aks/use-amd-gpus.md at 742aedaa). Size facts: articles/virtual-machines/sizes/gpu-accelerated/
@@ -247,6 +285,7 @@ GPU_SKUS: dict[str, GpuSku] = {
         temp_disk_gib=1000,
         vcpus=96,
         quota_family="standardNDISv5MI300XFamily",
+        memory_gib=1850,
         vendor="amd",
     ),
 }

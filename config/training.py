@@ -163,6 +163,13 @@ class TeamQuotaConfig(ConfigModel):
         return self
 
 
+class CpuJobsQuotaConfig(ConfigModel):
+    """A team's share of the CPU pool for jobs that ask for no GPU (data preparation, copies, evaluation)."""
+
+    cpu: Quantity = Field(description="Nominal CPU of the team's GPU-less jobs on the CPU pool")
+    memory: Quantity = Field(description="Nominal memory of the team's GPU-less jobs on the CPU pool")
+
+
 class TeamConfig(ConfigModel):
     """One team: a namespace, a LocalQueue to submit to, and a ClusterQueue holding its quotas."""
 
@@ -181,6 +188,11 @@ class TeamConfig(ConfigModel):
         default_factory=PreemptionConfig, description="When this team's pending jobs may evict running ones"
     )
     quotas: list[TeamQuotaConfig] = Field(min_length=1, description="One entry per GPU pool the team may use")
+    cpu_jobs: CpuJobsQuotaConfig | None = Field(
+        default=None,
+        description="CPU and memory the team's jobs without GPUs get on the CPU pool (Kueue meters them there); "
+        "default: the CPU pool's whole capacity, shared with the platform's own pods and the other teams",
+    )
     members: list[EntraObjectId] = Field(
         default_factory=list[str],
         description="Object IDs of the Entra ID groups whose members submit jobs here: they may fetch cluster "

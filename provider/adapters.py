@@ -37,7 +37,7 @@ from aks_gpu_platform.components import (
     upgrade_policy,
 )
 from aks_gpu_platform.components.grafana_dashboards import TeamDashboardArgs
-from aks_gpu_platform.components.training_queues import LustreClaimArgs
+from aks_gpu_platform.components.training_queues import CpuMetering, LustreClaimArgs
 from aks_gpu_platform.config.upgrade import GpuPoolUpgradeConfig
 from provider.adapting import component_args
 
@@ -755,6 +755,9 @@ class TeamTenancyInputs(TypedDict):
     """Azure tags (none by default)."""
     protect: NotRequired[bool]
     """Refuse to delete or replace stateful resources (prod); false by default."""
+    gpu_pools: NotRequired[Sequence[GpuPoolSettings]]
+    """Every GPU pool of the cluster (of the fleet, on a MultiKueue manager): their own taints mark GPU nodes too.
+    Without them the admission policy knows the GPU taint and the vendors' taint keys only."""
     grafana_id: NotRequired[pulumi.Input[str]]
     """Managed Grafana's resource ID: team groups get Grafana Viewer there (none on a cluster without Grafana)."""
     submits: NotRequired[bool]
@@ -795,6 +798,8 @@ class TrainingQueuesInputs(TypedDict):
     """More AdmissionChecks every ClusterQueue waits for (a fleet manager's MultiKueue check)."""
     kueue_configuration: NotRequired[Mapping[str, Any]]
     """Top-level keys added to Kueue's Configuration (a fleet manager's `multiKueue` section)."""
+    cpu_metering: NotRequired[CpuMetering]
+    """Meter CPU and memory for every team (where jobs run; a MultiKueue manager meters GPUs only)."""
 
 
 class TrainingQueues(training_queues.TrainingQueues):

@@ -45,12 +45,15 @@ def _evaluate(expression: str, activation: dict[str, Any]) -> Any:
     return program.evaluate(activation)
 
 
-def variables(policy: dict[str, Any], obj: dict[str, Any], old: dict[str, Any] | None = None) -> dict[str, Any]:
-    """`old`: the object before an UPDATE (`oldObject`; null on CREATE, the operation then)."""
+def variables(
+    policy: dict[str, Any], obj: dict[str, Any], old: dict[str, Any] | None = None, operation: str | None = None
+) -> dict[str, Any]:
+    """`old`: the object before an UPDATE (`oldObject`; null on CREATE); `operation` defaults to UPDATE with `old`,
+    else CREATE (the request's other fields are not modelled)."""
     activation: dict[str, Any] = {
         "object": json_to_cel(obj),
         "oldObject": json_to_cel(old),
-        "request": json_to_cel({"operation": "CREATE" if old is None else "UPDATE"}),
+        "request": json_to_cel({"operation": operation or ("CREATE" if old is None else "UPDATE")}),
     }
     values: dict[str, Any] = {}
     for variable in policy["spec"].get("variables", []):
@@ -60,9 +63,11 @@ def variables(policy: dict[str, Any], obj: dict[str, Any], old: dict[str, Any] |
     return {"activation": activation, "values": values}
 
 
-def verdict(policy: dict[str, Any], obj: dict[str, Any], old: dict[str, Any] | None = None) -> str | None:
-    """None when every validation holds, else the message the API server returns (`old`: on UPDATE)."""
-    activation = variables(policy, obj, old)["activation"]
+def verdict(
+    policy: dict[str, Any], obj: dict[str, Any], old: dict[str, Any] | None = None, operation: str | None = None
+) -> str | None:
+    """None when every validation holds, else the message the API server returns (`old`, `operation`: as above)."""
+    activation = variables(policy, obj, old, operation)["activation"]
     for validation in policy["spec"]["validations"]:
         if not bool(_evaluate(validation["expression"], activation)):
             message = validation.get("messageExpression")

@@ -238,7 +238,9 @@ def flavor_rank_pods(recording: Recording, infiniband_pools: Iterable[str]) -> l
     pods: list[PodTemplate] = []
     for flavor in recording.of_type(RESOURCE_FLAVOR):
         spec = flavor.inputs.get("spec") or {}
-        pool_name = str((spec.get("nodeLabels") or {}).get("gpu-pool"))
+        if "gpu-pool" not in (spec.get("nodeLabels") or {}):
+            continue  # the CPU pool's flavor: jobs there ask for no GPU rank
+        pool_name = str(spec["nodeLabels"]["gpu-pool"])
         pool = pools[pool_name]
         resource = DEVICE_PLUGIN_RESOURCES[vendor_of(pool)]
         # On a shared pool a container may hold one shared device: the ranks are one-device pods.

@@ -183,3 +183,15 @@ def private_endpoint_problems(recording: Recording) -> list[str]:
                 elif vnet and (zone, vnet.lower()) not in links:
                     problems.append(f"{endpoint.name}: {zone} is not linked to the pods' VNet {vnet}")
     return problems
+
+
+def private_endpoint_addresses(recording: Recording) -> dict[str, str]:
+    """Each private endpoint -> an address it can hold (the first Azure leaves to hosts in its subnet: .4), so a
+    network policy model can ask whether pods may connect there."""
+    prefixes = {str(s.outputs.get("id")): str(s.inputs.get("addressPrefix")) for s in recording.of_type(SUBNET)}
+    found: dict[str, str] = {}
+    for endpoint in recording.of_type(ENDPOINT):
+        prefix = prefixes.get(str(endpoint.inputs["subnet"]["id"]))
+        if prefix and prefix != "None":
+            found[endpoint.name] = str(ipaddress.ip_network(prefix)[4])
+    return found

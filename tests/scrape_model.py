@@ -492,3 +492,22 @@ def scrape(
         result.series.append(Series({**external_labels, **relabelled}, sample.value))
     result.up = Series({**external_labels, **target_labels, "__name__": "up"}, 1.0)
     return result
+
+
+# --- who the scraper connects to (for the network policy contract) -------------------------------------------
+
+# Managed Prometheus's collectors (ama-metrics) run in kube-system: every scrape is a connection from there.
+SCRAPER_NAMESPACE = "kube-system"
+
+
+def scraped_pods(monitor: Mapping[str, Any]) -> list[tuple[tuple[str, ...] | None, dict[str, str]]]:
+    """Per scrape job of a PodMonitor or ServiceMonitor: the namespaces its targets are in (None: all) and the pod
+    labels its selector requires (a ServiceMonitor selects Services; their pods' labels are not recorded: {})."""
+    spec = monitor["spec"]
+    selector = spec.get("namespaceSelector") or {}
+    namespaces = (
+        None if selector.get("any") else tuple(selector.get("matchNames") or [monitor["metadata"]["namespace"]])
+    )
+    labels = dict((spec.get("selector") or {}).get("matchLabels") or {}) if monitor["kind"] == "PodMonitor" else {}
+    endpoints = spec.get("podMetricsEndpoints") or spec.get("endpoints") or []
+    return [(namespaces, labels) for _ in endpoints]

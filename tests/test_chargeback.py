@@ -267,6 +267,8 @@ def test_plan_shows_each_teams_monthly_quota_ceiling() -> None:
             devices = sum(
                 r["nominalQuota"] for r in flavor["resources"] if r["name"] in DEVICE_PLUGIN_RESOURCES.values()
             )
+            if not devices:
+                continue  # the CPU pool's flavor: no GPU-hour in the ceiling
             pool = pools[flavor["name"]]
             expected += devices * VM_HOURLY[pool["vmSize"]].usd / whole_node_gpus(pool, recording) * 730
         ceiling = ceilings[queue.inputs["metadata"]["name"]]

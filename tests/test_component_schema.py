@@ -516,6 +516,7 @@ PROD_INPUTS: dict[str, Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]
         **w,
         "settings": s["training"],
         "namespaces": {t["name"]: t["namespace"] for t in s["training"]["teams"]},
+        "gpuPools": s["gpuPools"],
         "grafanaId": "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Dashboard/grafana/g",
     },
     "GrafanaDashboards": lambda s, w: {

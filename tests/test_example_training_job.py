@@ -488,3 +488,23 @@ def test_without_lustre_the_checkpoints_go_to_the_named_claim(
     mount = next(m for m in container["volumeMounts"] if m["name"] == "checkpoints")["mountPath"]
     env = {e["name"]: e.get("value") for e in container["env"]}
     assert env["CHECKPOINT_DIR"].startswith(mount + "/"), "checkpoints must land on the shared claim"
+
+
+def test_the_example_jobset_and_its_ranks_pass_the_team_namespace_admission_policy(
+    example: Recording, prod_recording: Recording
+) -> None:
+    """The team-pod-boundary policy refuses GPU tolerations without GPUs: the example's ranks ask for GPUs, so they
+    are admitted as written and as Kueue places them on each of the team's flavors."""
+    from tests.tenancy_model import pod_refusals, policy_refusals
+    from tests.test_tenancy import gpu_flavors, kueue_admitted, world
+
+    w = world("prod")
+    manifest = jobset(example)
+    namespace = manifest["metadata"]["namespace"]
+    assert not policy_refusals(w, namespace, manifest, "jobset.x-k8s.io", "jobsets"), "the JobSet is accepted"
+    pod, _ = the_pod_set(example)
+    assert not pod_refusals(w, namespace, pod["spec"]), "its ranks are admitted before Kueue places them"
+    for flavor in gpu_flavors(w):
+        assert not pod_refusals(w, namespace, kueue_admitted(pod["spec"], flavor)), (
+            "its ranks are admitted once Kueue adds a GPU flavor's labels and tolerations"
+        )

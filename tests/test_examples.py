@@ -274,7 +274,7 @@ def test_infiniband_training_builds_one_fabric_with_lustre_and_a_team_queue() ->
     assert "network-operator" in charts, "NVIDIA's Network Operator serves RDMA on the IB nodes"
     assert rec.of_type("kubernetes:mellanox.com/v1alpha1:NicClusterPolicy"), "through its NicClusterPolicy"
     queue = kubernetes_object(rec.one("kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"))
-    (flavor,) = queue["spec"]["resourceGroups"][0]["flavors"]
+    (flavor,) = [f for f in queue["spec"]["resourceGroups"][0]["flavors"] if f["name"] != cfg.cpu_pool.name]
     gpus = next(r["nominalQuota"] for r in flavor["resources"] if r["name"] == "nvidia.com/gpu")
     assert int(gpus) == pool_cfg.max_count * gpus_per_node(pool_cfg), "the team's quota is the whole pool"
     team = rec.stack_outputs["trainingTeams"]["llm"]

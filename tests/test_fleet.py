@@ -518,7 +518,7 @@ def test_the_largest_job_policy_refuses_what_no_member_can_admit(fleet_recording
     plan = load_fleet(settings())
     namespace, _ = team_groups()
     policy = kubernetes_object(
-        fleet_recording.one("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy")
+        fleet_recording.one("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy", "largest-job")
     )
     largest = 2  # one member's gput4 quota for the team (the manager's is 4: both members)
     assert admission.job_gpus(policy, admission.jobset(replicas=1, parallelism=2, gpus_per_pod=1)) == 2
@@ -529,7 +529,9 @@ def test_the_largest_job_policy_refuses_what_no_member_can_admit(fleet_recording
     )
     assert admission.verdict(policy, admission.job(parallelism=1, gpus_per_pod=3)) is not None, "a Job too"
     binding = kubernetes_object(
-        fleet_recording.one("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding")
+        fleet_recording.one(
+            "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding", "largest-job"
+        )
     )
     assert binding["spec"]["matchResources"]["namespaceSelector"]["matchLabels"] == {
         "kubernetes.io/metadata.name": namespace

@@ -111,7 +111,13 @@ def test_every_kueue_object_passes_its_crd_schema_and_waits_for_the_release(prod
 def test_one_flavor_per_gpu_pool_that_lands_admitted_pods_on_that_pool_only(prod_recording: Recording) -> None:
     flavors = by_name(kueue_objects(prod_recording, "ResourceFlavor"))
     nodes = pool_nodes(prod_recording)
-    assert set(flavors) == set(nodes), "every GPU pool, and only GPU pools, needs its own flavor"
+    cpu = flavors.pop(load_platform_config(settings_of(_prod_config())).cpu_pool.name)
+    assert cpu["spec"] == {"nodeLabels": {"pool": "cpu"}}, "GPU-less jobs are metered on the CPU pool's own flavor"
+    for other, (labels, taints) in nodes.items():
+        assert not pod_fits_node({"nodeSelector": cpu["spec"]["nodeLabels"]}, labels, taints), (
+            f"a GPU-less pod admitted on the CPU flavor must not land on {other}"
+        )
+    assert set(flavors) == set(nodes), "every GPU pool, and only GPU pools, needs its own flavor beside the CPU pool's"
     for name, flavor in flavors.items():
         spec = flavor["spec"]
         # What Kueue does on admission: inject the flavor's nodeLabels and tolerations into the pods.
@@ -161,6 +167,8 @@ def test_quota_within_each_pools_capacity_in_prod(prod_recording: Recording) -> 
     nominal: dict[str, int] = {}
     for queue in kueue_objects(prod_recording, "ClusterQueue"):
         for flavor in queue["spec"]["resourceGroups"][0]["flavors"]:
+            if flavor["name"] == cfg.cpu_pool.name:
+                continue  # the CPU pool's flavor holds no GPU
             gpu = next(r for r in flavor["resources"] if r["name"] == GPU_RESOURCE)
             nominal[flavor["name"]] = nominal.get(flavor["name"], 0) + int(gpu["nominalQuota"])
     assert nominal, "prod must hand out GPU quota"

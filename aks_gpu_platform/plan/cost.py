@@ -620,6 +620,8 @@ def team_quota_ceilings(recording: Recording, pools: Sequence[PoolCapacity]) -> 
         for group in queue.inputs["spec"]["resourceGroups"]:
             for flavor in group["flavors"]:
                 quota = sum(int(r["nominalQuota"]) for r in flavor["resources"] if r["name"] in GPU_RESOURCE_NAMES)
+                if quota == 0:
+                    continue  # the CPU pool's flavor, or a pool the team only borrows on: no GPU-hour to price
                 pool = by_label.get(flavor["name"])
                 price = gpu_hour_price(pool.vm_size, pool.gpu_devices_per_vm) if pool else None
                 gpus += quota
