@@ -49,6 +49,7 @@ from .network import Network
 from .registry import Registry
 from .resource_group import platform_resource_group
 from .storage_classes import DiskStorageClasses
+from .team_storage import TeamStorage, TeamStorageArgs
 from .team_tenancy import TeamTenancy
 from .training_queues import JOBSET_NAMESPACE, KUEUE_NAMESPACE, TrainingQueues, TrainingQueuesArgs
 from .upgrade_policy import UpgradePolicy
@@ -461,10 +462,27 @@ class AksGpuPlatform(pulumi.ComponentResource):
                 "gpu_pools": cfg.gpu_pools,
                 "cluster": handle,
             }
+            # Shared across teams: one account per Blob class, the whole filesystem through the training class.
+            shared_classes = [c.name for c in (cfg.storage.blob_classes.standard, cfg.storage.blob_classes.premium)]
+            storage_args: TeamStorageArgs = {
+                "settings": cfg.training,
+                "cluster": handle,
+                "shared_storage_classes": shared_classes,
+            }
             if self.lustre is not None and lustre_cfg is not None:
-                claims = lustre_cfg.training  # each team namespace gets a claim like the training one
+                shared_classes.append(lustre_cfg.training.storage_class_name)
+                storage_args |= {
+                    "lustre_mgs_address": self.lustre.mgs_address,
+                    "lustre_root_namespace": self.lustre.namespace,
+                    "lustre_root_claim": self.lustre.pvc_name,
+                }
+            team_storage = TeamStorage(role("team-storage"), storage_args, child("team-storage"))
+            if self.lustre is not None and lustre_cfg is not None:
+                claims = lustre_cfg.training  # each team namespace gets a claim on its own directory
+                team_classes = {t.name: team_storage.lustre_class(t.name) for t in cfg.training.teams}
                 training_args["lustre"] = {
                     "storage_class_name": self.lustre.storage_class_name,
+                    "team_storage_classes": {team: c for team, c in team_classes.items() if c is not None},
                     "claim_name": claims.pvc_name,
                     "size_gi": claims.pvc_size_gi,
                 }
@@ -477,6 +495,7 @@ class AksGpuPlatform(pulumi.ComponentResource):
                     "cluster": handle,
                     "grafana_id": monitoring.grafana_id,
                     "submits": teams_submit_here,
+                    "storage_quota": team_storage.storage_quota,
                 },
                 child("teams"),
             )
