@@ -19,7 +19,7 @@ The boundaries, and the driver behaviour each rests on:
   pod only when every container runs as the team's uid and gid, with no other supplemental group and
   `supplementalGroupsPolicy: Strict` (groups the image's /etc/group would add are ignored: KEP-3619, containerd
   2.0, which Kubernetes 1.36 nodes run), and without privilege escalation (setuid binaries) or added
-  capabilities.
+  capabilities; its volumes are claims and the kinds Pod Security `restricted` allows (no inline NFS).
 - **No claim on a class that shares one account, one key or the filesystem root.** Azure Files and Blob CSI
   classes reuse one matching storage account for every claim and, by default, store its key as a Secret in the
   claim's namespace (azurefile-csi-driver and blob-csi-driver docs/driver-parameters.md, `secretNamespace`
@@ -65,6 +65,21 @@ DIRECTORY_JOB_IMAGE = "mcr.microsoft.com/azure-cli:2.74.0-azurelinux3.0"
 ROOT_MOUNT = "/mnt/lustre"
 TEAM_DIRECTORY_MODE = "2770"
 ADMISSION_POLICY_PREFIX = "team-storage-identity"
+# Volume kinds a team pod may use: Pod Security `restricted`'s list. `baseline` also allows inline nfs, iscsi,
+# cephfs...: an NFS export open to the node subnet (NetApp Files, Blob NFS) would be mounted past every claim.
+# Inline csi stays: the Lustre driver serves persistent volumes only (deploy/csi-azurelustre-driver.yaml declares
+# no Ephemeral mode), and the Azure Files and Blob drivers read an inline volume's key only from the pod's own
+# namespace (pkg/azurefile/nodeserver.go, pkg/blob/nodeserver.go: secretNamespace := the pod's namespace).
+TEAM_VOLUME_KINDS = (
+    "persistentVolumeClaim",
+    "ephemeral",
+    "configMap",
+    "secret",
+    "emptyDir",
+    "projected",
+    "downwardAPI",
+    "csi",
+)
 
 
 def team_lustre_class(team: str) -> str:
@@ -168,6 +183,14 @@ def identity_policy_spec(team: TeamConfig) -> dict[str, Any]:
                 "binary or an added capability would change the process's identity",
                 "reason": "Forbidden",
             },
+            {
+                "expression": "!has(object.spec.volumes) || object.spec.volumes.all(v, "
+                + " || ".join(f"has(v.{kind})" for kind in TEAM_VOLUME_KINDS)
+                + ")",
+                "message": f"volumes in a team namespace are one of {', '.join(TEAM_VOLUME_KINDS)}: an inline nfs "
+                "(or other network) volume reaches storage past the claims and quotas that keep teams apart",
+                "reason": "Forbidden",
+            },
         ],
     }
 
@@ -244,8 +267,9 @@ class TeamStorage(pulumi.ComponentResource):
             reclaim_policy="Retain",
             volume_binding_mode="Immediate",
             allow_volume_expansion=True,
-            # SMB maps every file to one owner: the pod's own uid and gid, so the team can write what it mounts.
-            mount_options=["dir_mode=0770", "file_mode=0660", "mfsymlinks", "nobrl"],
+            # AKS's azurefile-csi options: SMB shows every file with one mode, so any uid of the claim's pods writes;
+            # the boundary is the share, which only claims in its own namespace mount (the key stays in kube-system).
+            mount_options=["dir_mode=0777", "file_mode=0777", "mfsymlinks", "actimeo=30", "nosharesock"],
             opts=in_cluster,
         )
 
@@ -290,10 +314,11 @@ class TeamStorage(pulumi.ComponentResource):
                 reclaim_policy="Retain",
                 volume_binding_mode="Immediate",
                 mount_options=["noatime", "flock"],
-                opts=in_cluster,
+                # The class exists once the Job has made the directory the team's (and so once the driver runs):
+                # claims on it, and their pods, come after that.
+                opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[job])),
             )
-            # Read once the Job has made the directory the team's: a claim and its pods come after that.
-            classes[team.name] = pulumi.Output.all(storage_class.metadata["name"], job.id).apply(lambda v: str(v[0]))
+            classes[team.name] = storage_class.metadata["name"]
         self._lustre_classes = classes
         self.lustre_classes = pulumi.Output.all(**classes) if classes else pulumi.Output.from_input({})
         self.register_outputs(

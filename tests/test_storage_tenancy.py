@@ -1,0 +1,362 @@
+"""Each team's data is its own: what a member of one team tries against another team's data, refused, over the
+rendered dev, prod (Lustre on), dev with Lustre on, and each fleet member.
+
+Every attempt goes through what the API server and the drivers would do with the rendered objects
+(tests/storage_model.py): ResourceQuota admission of a claim, the class's sub-dir and key Secret namespace,
+the namespace's admission policies with their CEL evaluated.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import stat
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from aks_gpu_platform.components.team_storage import ROOT_MOUNT, directory_script
+from aks_gpu_platform.config import ConfigError
+from aks_gpu_platform.config.loader import validate_section
+from aks_gpu_platform.config.training import TeamConfig, TrainingConfig
+from aks_gpu_platform.plan.offline import run_stack
+from aks_gpu_platform.testing import Recording
+from aks_gpu_platform.testing.stack_files import load_stack_file
+from tests.contract_stacks import platform_recording
+from tests.storage_model import (
+    AKS_BUILT_IN_CLASSES,
+    PVC,
+    STORAGE_CLASS,
+    claim_refusal,
+    classes,
+    key_reachable_by_team,
+    pod_refusal,
+)
+from tools import REPO_ROOT
+
+JOB = "kubernetes:batch/v1:Job"
+TEAM_LABEL = "aks-gpu-platform/team"
+STACKS = ("dev", "prod", "fleet-krc", "fleet-jpe")
+EXAMPLE = REPO_ROOT / "examples" / "team-jobset" / "jobset.yaml"
+
+
+def _dev_with_lustre() -> Recording:
+    config = load_stack_file("dev", REPO_ROOT)
+    config["aks-gpu-platform:storage"]["lustre"]["enabled"] = True
+    return run_stack("dev", config)
+
+
+_RECORDINGS: dict[str, Recording] = {}
+
+
+def recording_of(stack: str) -> Recording:
+    if stack not in _RECORDINGS:
+        _RECORDINGS[stack] = _dev_with_lustre() if stack == "dev-lustre" else platform_recording(stack)
+    return _RECORDINGS[stack]
+
+
+def team_namespaces(recording: Recording) -> dict[str, str]:
+    """Team name -> namespace, from the namespaces the platform labels as a team's."""
+    found = {}
+    for namespace in recording.of_type("kubernetes:core/v1:Namespace"):
+        metadata = namespace.inputs["metadata"]
+        if TEAM_LABEL in metadata.get("labels", {}):
+            found[metadata["labels"][TEAM_LABEL]] = metadata["name"]
+    assert found, "every contract stack has teams"
+    return found
+
+
+def teams_of(stack: str) -> dict[str, TeamConfig]:
+    """The stack file's validated teams (their uids and gids as configured, or derived)."""
+    config = load_stack_file("fleet" if stack.startswith("fleet") else stack.removesuffix("-lustre"), REPO_ROOT)
+    training = validate_section(TrainingConfig, config["aks-gpu-platform:training"], "training")
+    return {team.name: team for team in training.teams}
+
+
+def team_pod(uid: int, gid: int, **overrides: Any) -> dict[str, Any]:
+    """A pod spec as a team's job template gives it: the team's identity, restricted-style containers."""
+    spec: dict[str, Any] = {
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": uid,
+            "runAsGroup": gid,
+            "fsGroup": gid,
+            "supplementalGroupsPolicy": "Strict",
+        },
+        "containers": [
+            {
+                "name": "trainer",
+                "image": "trainer",
+                "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+                "volumeMounts": [{"name": "data", "mountPath": "/ckpt"}],
+            }
+        ],
+        "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "lustre-pvc"}}],
+    }
+    for key, value in overrides.items():
+        spec[key] = value
+    return spec
+
+
+# --- Lustre: each team mounts its own directory -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stack", ["prod", "dev-lustre"])
+def test_each_team_claim_on_lustre_mounts_only_that_team_s_own_directory_never_the_filesystem_root(
+    stack: str,
+) -> None:
+    recording = recording_of(stack)
+    by_name = classes(recording)
+    mounted: dict[str, str] = {}
+    for team, namespace in team_namespaces(recording).items():
+        claims = [c for c in recording.of_type(PVC) if c.inputs["metadata"]["namespace"] == namespace]
+        lustre = [c for c in claims if by_name[c.inputs["spec"]["storageClassName"]]["provisioner"].startswith("azurel")]
+        assert len(lustre) == 1, f"team {team} gets one claim on Lustre"
+        storage_class = by_name[lustre[0].inputs["spec"]["storageClassName"]]
+        sub_dir = storage_class["parameters"].get("sub-dir", "")
+        assert sub_dir.strip("/"), (
+            f"team {team}'s Lustre claim mounts the filesystem root: every team's checkpoints are open to it"
+        )
+        assert "${" not in sub_dir, "a template the driver fails to fill would mount one directory for every team"
+        mounted[team] = sub_dir.strip("/")
+    for team, path in mounted.items():
+        for other, other_path in mounted.items():
+            if other != team:
+                assert not (path + "/").startswith(other_path + "/"), (
+                    f"team {team}'s directory {path} lies inside team {other}'s {other_path}"
+                )
+
+
+@pytest.mark.parametrize("stack", ["prod", "dev-lustre"])
+def test_a_member_of_one_team_cannot_claim_another_team_s_lustre_class_or_the_filesystem_root_class(
+    stack: str,
+) -> None:
+    recording = recording_of(stack)
+    namespaces = team_namespaces(recording)
+    by_name = classes(recording)
+    own = {
+        team: next(
+            c.inputs["spec"]["storageClassName"]
+            for c in recording.of_type(PVC)
+            if c.inputs["metadata"]["namespace"] == namespace
+            and by_name[c.inputs["spec"]["storageClassName"]]["provisioner"].startswith("azurel")
+        )
+        for team, namespace in namespaces.items()
+    }
+    lustre_classes = [n for n, c in by_name.items() if c["provisioner"] == "azurelustre.csi.azure.com"]
+    for team, namespace in namespaces.items():
+        assert claim_refusal(recording, namespace, own[team]) is None, f"team {team} may claim its own directory"
+        for other_class in lustre_classes:
+            if other_class != own[team]:
+                assert claim_refusal(recording, namespace, other_class) is not None, (
+                    f"team {team} may claim {other_class}: a pod would mount another team's directory or the root"
+                )
+
+
+def test_each_team_s_directory_is_made_the_team_s_before_its_lustre_class_serves_a_claim() -> None:
+    recording = recording_of("prod")
+    teams = teams_of("prod")
+    by_urn = {r.urn: r for r in recording.of_type(JOB)}
+    root_claim = recording.one(PVC, "lustre-pvc").inputs["metadata"]
+    for r in recording.of_type(STORAGE_CLASS):
+        sub_dir = r.inputs.get("parameters", {}).get("sub-dir")
+        if sub_dir is None:
+            continue
+        jobs = [by_urn[u] for u in r.depends_on if u in by_urn]
+        assert len(jobs) == 1, f"{r.inputs['metadata']['name']} must wait for the Job that creates {sub_dir}"
+        spec = jobs[0].inputs["spec"]["template"]["spec"]
+        assert jobs[0].inputs["metadata"]["namespace"] == root_claim["namespace"]
+        assert spec["volumes"][0]["persistentVolumeClaim"]["claimName"] == root_claim["name"], (
+            "the Job reaches the team's directory through the filesystem-root claim"
+        )
+        team = teams[sub_dir.rsplit("/", 1)[-1]]
+        script = spec["containers"][0]["command"][-1]
+        assert f"chown {team.run_as_user}:{team.run_as_group} {ROOT_MOUNT}/{sub_dir}" in script
+
+
+def test_the_directory_job_s_script_leaves_a_directory_only_the_team_s_uid_and_gid_can_open(tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("chown needs root")
+    team = TeamConfig.model_validate({"name": "llm", "uid": 4242, "gid": 4343, "quotas": [{"pool": "p", "gpus": 1}]})
+    script = directory_script(team).replace(ROOT_MOUNT, str(tmp_path))
+    for _ in range(2):  # a rerun (a new Job after a change) must succeed on an existing directory
+        subprocess.run(["sh", "-c", script], check=True, capture_output=True)
+    made = (tmp_path / "teams" / "llm").stat()
+    assert (made.st_uid, made.st_gid) == (4242, 4343), "the team's pods own what they write"
+    assert stat.S_IMODE(made.st_mode) == 0o2770, "others (another team's uid) get nothing; new files keep the group"
+    teams = (tmp_path / "teams").stat()
+    assert stat.S_IMODE(teams.st_mode) == 0o711, "a team reaches its directory but cannot list the other teams'"
+
+
+# --- Claims on classes that share one account, one key or the filesystem root --------------------------------
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_a_claim_on_a_class_that_shares_one_storage_account_is_refused_in_every_team_namespace(stack: str) -> None:
+    recording = recording_of(stack)
+    shared = [n for n in AKS_BUILT_IN_CLASSES if n.startswith(("azurefile", "azureblob"))]
+    shared += [n for n, c in classes(recording).items() if c["provisioner"] == "blob.csi.azure.com"]
+    for team, namespace in team_namespaces(recording).items():
+        for storage_class in shared:
+            assert claim_refusal(recording, namespace, storage_class) is not None, (
+                f"team {team} may claim {storage_class}: its volume shares one storage account with every other "
+                "team's, and the driver leaves the account key where the team's pods can mount it"
+            )
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_no_class_a_team_may_claim_puts_an_account_key_secret_into_a_team_namespace(stack: str) -> None:
+    recording = recording_of(stack)
+    namespaces = set(team_namespaces(recording).values())
+    for namespace in namespaces:
+        reachable = key_reachable_by_team(recording, namespace, namespaces)
+        assert not reachable, (
+            f"a claim in {namespace} on {reachable} stores the storage account key there: a pod mounting that "
+            "Secret reads every share of the account, other teams' included"
+        )
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_a_team_keeps_a_read_write_many_class_for_checkpoints_whatever_the_stack_s_lustre(stack: str) -> None:
+    recording = recording_of(stack)
+    by_name = classes(recording)
+    for team, namespace in team_namespaces(recording).items():
+        usable = [
+            n
+            for n, c in by_name.items()
+            if c["provisioner"] in ("file.csi.azure.com", "azurelustre.csi.azure.com")
+            and claim_refusal(recording, namespace, n, "100Gi") is None
+        ]
+        assert usable, f"team {team} has no shared-filesystem class left for checkpoints every rank can mount"
+
+
+# --- Pods run as the team -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stack", [*STACKS, "dev-lustre"])
+def test_a_pod_as_its_own_team_s_uid_and_gid_is_admitted_in_its_namespace(stack: str) -> None:
+    recording = recording_of(stack)
+    teams = teams_of(stack)
+    for name, namespace in team_namespaces(recording).items():
+        team = teams[name]
+        assert pod_refusal(recording, namespace, team_pod(team.run_as_user, team.run_as_group)) is None
+
+
+def _attempts(own: TeamConfig, other_uid: int, other_gid: int) -> dict[str, dict[str, Any]]:
+    uid, gid = own.run_as_user, own.run_as_group
+    pod = team_pod(uid, gid)
+    as_other_container = copy.deepcopy(pod)
+    as_other_container["containers"][0]["securityContext"]["runAsUser"] = other_uid
+    unset_user = copy.deepcopy(pod)
+    del unset_user["securityContext"]["runAsUser"]
+    unset_group = copy.deepcopy(pod)
+    del unset_group["securityContext"]["runAsGroup"]
+    no_strict = copy.deepcopy(pod)
+    del no_strict["securityContext"]["supplementalGroupsPolicy"]
+    escalating = copy.deepcopy(pod)
+    del escalating["containers"][0]["securityContext"]["allowPrivilegeEscalation"]
+    capable = copy.deepcopy(pod)
+    capable["containers"][0]["securityContext"]["capabilities"] = {"add": ["DAC_OVERRIDE"]}
+    init_as_other = copy.deepcopy(pod)
+    init_as_other["initContainers"] = [
+        {"name": "fetch", "image": "x", "securityContext": {"runAsUser": other_uid, "allowPrivilegeEscalation": False}}
+    ]
+    nfs = copy.deepcopy(pod)
+    nfs["volumes"] = [{"name": "data", "nfs": {"server": "10.0.0.4", "path": "/volume"}}]
+    return {
+        "the other team's uid": team_pod(other_uid, gid),
+        "the other team's gid": team_pod(uid, other_gid),
+        "root": team_pod(0, 0),
+        "one container as the other team's uid": as_other_container,
+        "an init container as the other team's uid": init_as_other,
+        "no runAsUser (the image's user)": unset_user,
+        "no runAsGroup (the image's group)": unset_group,
+        "the other team's gid as a supplemental group": team_pod(uid, gid, securityContext={
+            **pod["securityContext"], "supplementalGroups": [other_gid]
+        }),
+        "the other team's gid as fsGroup": team_pod(uid, gid, securityContext={
+            **pod["securityContext"], "fsGroup": other_gid
+        }),
+        "groups from the image's /etc/group": no_strict,
+        "privilege escalation (setuid binaries)": escalating,
+        "an added capability": capable,
+        "an inline NFS volume": nfs,
+    }
+
+
+@pytest.mark.parametrize("stack", [*STACKS, "dev-lustre"])
+def test_a_pod_that_could_act_as_another_team_s_uid_or_gid_is_refused_at_admission(stack: str) -> None:
+    recording = recording_of(stack)
+    teams = teams_of(stack)
+    namespaces = team_namespaces(recording)
+    for name, namespace in namespaces.items():
+        own = teams[name]
+        others = [t for t in teams.values() if t.name != name]
+        # With one team, "another team" is any other identity on the filesystem (a later team, a platform uid).
+        other_uid, other_gid = (
+            (others[0].run_as_user, others[0].run_as_group) if others else (own.run_as_user + 1, own.run_as_group + 1)
+        )
+        for attempt, spec in _attempts(own, other_uid, other_gid).items():
+            assert pod_refusal(recording, namespace, spec) is not None, (
+                f"team {name}: a pod with {attempt} is admitted in {namespace}: on a filesystem every team reaches, "
+                "it reads and overwrites files of another identity"
+            )
+
+
+def test_the_team_example_job_runs_as_the_dev_team_s_identity_and_is_admitted() -> None:
+    recording = recording_of("dev")
+    documents = [d for d in yaml.safe_load_all(EXAMPLE.read_text()) if d]
+    jobset = next(d for d in documents if d["kind"] == "JobSet")
+    namespace = jobset["metadata"]["namespace"]
+    for replicated in jobset["spec"]["replicatedJobs"]:
+        pod = replicated["template"]["spec"]["template"]["spec"]
+        assert pod_refusal(recording, namespace, pod) is None, (
+            f"the documented example's pods are refused in {namespace}: {pod_refusal(recording, namespace, pod)}"
+        )
+    for claim in (d for d in documents if d["kind"] == "PersistentVolumeClaim"):
+        assert claim_refusal(recording, namespace, claim["spec"]["storageClassName"]) is None, (
+            f"the example's claim on {claim['spec']['storageClassName']} is refused in {namespace}"
+        )
+
+
+# --- Config: each team's identity is its own ------------------------------------------------------------------
+
+
+def _training(teams: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"kueue": {"enabled": True}, "teams": teams}
+
+
+def _team(name: str, **extra: Any) -> dict[str, Any]:
+    return {"name": name, "quotas": [{"pool": "gput4", "gpus": 1}], **extra}
+
+
+@pytest.mark.parametrize(
+    ("teams", "field", "hint"),
+    [
+        ([_team("a", uid=5000), _team("b", uid=5000)], "teams[1].uid", "unique across teams"),
+        ([_team("a", uid=5000, gid=7000), _team("b", uid=6000, gid=7000)], "teams[1].gid", "unique across teams"),
+        ([_team("a", uid=5000), _team("b", uid=6000, gid=5000)], "teams[1].gid", "unique across teams"),
+        ([_team("a", uid=0)], "uid", "greater than or equal to 1001"),
+        ([_team("a", gid=2**31)], "gid", "less than or equal to 2147483647"),
+    ],
+)
+def test_two_teams_sharing_a_uid_or_gid_or_a_system_id_are_refused_naming_the_field(
+    teams: list[dict[str, Any]], field: str, hint: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        validate_section(TrainingConfig, _training(teams), "training")
+    text = str(caught.value)
+    assert field in text and hint in text, f"the error must name {field} and say {hint!r}: {text}"
+
+
+def test_a_team_without_a_uid_keeps_the_same_one_whatever_the_order_of_the_teams() -> None:
+    first = validate_section(TrainingConfig, _training([_team("a"), _team("b")]), "training")
+    second = validate_section(TrainingConfig, _training([_team("b"), _team("a")]), "training")
+    uids: Callable[[TrainingConfig], dict[str, int]] = lambda t: {x.name: x.run_as_user for x in t.teams}  # noqa: E731
+    assert uids(first) == uids(second), "reordering teams must not hand a directory to another team"
+    assert all(1001 <= uid < 2**31 for uid in uids(first).values())
+    assert len(set(uids(first).values())) == 2
