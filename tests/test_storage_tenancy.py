@@ -148,7 +148,13 @@ def test_a_member_of_one_team_cannot_claim_another_team_s_lustre_class_or_the_fi
         for team, namespace in namespaces.items()
     }
     lustre_classes = [n for n, c in by_name.items() if c["provisioner"] == "azurelustre.csi.azure.com"]
+    roots = [n for n in lustre_classes if not by_name[n].get("parameters", {}).get("sub-dir")]
+    assert roots, "the platform's training namespace keeps a class on the filesystem root"
     for team, namespace in namespaces.items():
+        for root in roots:
+            assert claim_refusal(recording, namespace, root) is not None, (
+                f"team {team} may claim {root}, the whole filesystem: every team's directory is under it"
+            )
         assert claim_refusal(recording, namespace, own[team]) is None, f"team {team} may claim its own directory"
         for other_class in lustre_classes:
             if other_class != own[team]:
@@ -162,10 +168,10 @@ def test_each_team_s_directory_is_made_the_team_s_before_its_lustre_class_serves
     teams = teams_of("prod")
     by_urn = {r.urn: r for r in recording.of_type(JOB)}
     root_claim = recording.one(PVC, "lustre-pvc").inputs["metadata"]
-    for r in recording.of_type(STORAGE_CLASS):
-        sub_dir = r.inputs.get("parameters", {}).get("sub-dir")
-        if sub_dir is None:
-            continue
+    team_classes = [r for r in recording.of_type(STORAGE_CLASS) if r.inputs.get("parameters", {}).get("sub-dir")]
+    assert len(team_classes) == len(teams), "one class per team, each on its own directory"
+    for r in team_classes:
+        sub_dir = r.inputs["parameters"]["sub-dir"]
         jobs = [by_urn[u] for u in r.depends_on if u in by_urn]
         assert len(jobs) == 1, f"{r.inputs['metadata']['name']} must wait for the Job that creates {sub_dir}"
         spec = jobs[0].inputs["spec"]["template"]["spec"]
