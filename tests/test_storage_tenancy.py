@@ -20,12 +20,13 @@ import pytest
 import yaml
 
 from aks_gpu_platform.components.team_storage import ROOT_MOUNT, directory_script
-from aks_gpu_platform.config import ConfigError
+from aks_gpu_platform.config import ConfigError, load_platform_config
 from aks_gpu_platform.config.loader import validate_section
 from aks_gpu_platform.config.training import TeamConfig, TrainingConfig
 from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording
 from aks_gpu_platform.testing.stack_files import load_stack_file
+from tests.conftest import assert_rejected, settings_of
 from tests.contract_stacks import platform_recording
 from tests.storage_model import (
     AKS_BUILT_IN_CLASSES,
@@ -366,3 +367,34 @@ def test_a_team_without_a_uid_keeps_the_same_one_whatever_the_order_of_the_teams
     assert uids(first) == uids(second), "reordering teams must not hand a directory to another team"
     assert all(1001 <= uid < 2**31 for uid in uids(first).values())
     assert len(set(uids(first).values())) == 2
+
+
+# --- Root squash: the directory Job's root must reach the filesystem --------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("nid_lists", "covered"),
+    [
+        ("", False),
+        ("10.40.0.4@tcp", False),  # one node, not the subnet: the Job may land elsewhere
+        ("10.40.[0-1].[0-255]@tcp", False),  # half of a /22
+        ("10.40.[0-3].[0-255]@tcp", True),
+        ("10.9.9.9@tcp;10.40.[0-3].*@tcp", True),
+        ("10.40.[0,1,2-3].[0-255]@tcp", True),
+    ],
+)
+def test_lustre_with_teams_under_root_squash_needs_the_nodes_subnet_exempt(
+    stack_config: Callable[[str], dict[str, Any]], nid_lists: str, covered: bool
+) -> None:
+    settings = settings_of(stack_config("dev"))
+    settings["storage"]["lustre"]["enabled"] = True
+    settings["storage"]["lustre"]["rootSquash"] = {"mode": "RootOnly", "noSquashNidLists": nid_lists}
+    if covered:
+        load_platform_config(settings)
+        return
+    assert_rejected(
+        settings,
+        "each team's directory is created as root from a node: squashed to nobody it fails at the first deploy",
+        "storage.lustre.rootSquash.noSquashNidLists",
+        "10.40.[0-3].[0-255]@tcp",
+    )
