@@ -235,8 +235,7 @@ class TeamStorageArgs(TypedDict):
 
 
 class TeamStorage(pulumi.ComponentResource):
-    """Per team: a Lustre class on its own directory and the Job that gives the directory to the team, an
-    admission policy that keeps its pods on its uid and gid; and the Azure Files class teams may use."""
+    """Per team: a Lustre class on its own directory, made the team's by a Job; pods held to its uid and gid."""
 
     lustre_classes: pulumi.Output[dict[str, str]]
     """Team name -> the StorageClass of its Lustre directory (empty without Lustre), once the directory is the

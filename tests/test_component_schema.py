@@ -518,6 +518,14 @@ PROD_INPUTS: dict[str, Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]
         "namespaces": {t["name"]: t["namespace"] for t in s["training"]["teams"]},
         "grafanaId": "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Dashboard/grafana/g",
     },
+    "TeamStorage": lambda s, w: {
+        **w,
+        "settings": s["training"],
+        "sharedStorageClasses": ["blob-standard", "blob-premium", "azurelustre-static"],
+        "lustreMgsAddress": "10.50.16.4",
+        "lustreRootNamespace": "training",
+        "lustreRootClaim": "lustre-pvc",
+    },
     "GrafanaDashboards": lambda s, w: {
         "grafanaId": "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Dashboard/grafana/g",
         "grafanaEndpoint": "https://g-abcd.krc.grafana.azure.com",
