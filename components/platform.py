@@ -49,7 +49,7 @@ from .network import Network
 from .registry import Registry
 from .resource_group import platform_resource_group
 from .storage_classes import DiskStorageClasses
-from .team_storage import TeamStorage, TeamStorageArgs
+from .team_storage import TeamStorage, TeamStorageArgs, team_lustre_class
 from .team_tenancy import TeamTenancy
 from .training_queues import JOBSET_NAMESPACE, KUEUE_NAMESPACE, TrainingQueues, TrainingQueuesArgs
 from .upgrade_policy import UpgradePolicy
@@ -129,6 +129,8 @@ class AksGpuPlatform(pulumi.ComponentResource):
     """Azure NetApp Files volumes and claims, when `storage.netappFiles.enabled`."""
     training: TrainingQueues | None
     """Kueue team queues, when `training` is enabled."""
+    team_storage: TeamStorage | None
+    """Each team's own storage (Lustre directory, Blob data, identity policy), when `training` is enabled."""
     validation: GpuValidation | None
     """Post-provision GPU checks, when a pool opts in (`gpuPools[].validation`)."""
 
@@ -456,16 +458,28 @@ class AksGpuPlatform(pulumi.ComponentResource):
                 anf_args["namespace"] = self.lustre.namespace  # the claims join the training namespace Lustre creates
             self.netapp_files = NetAppFiles(role("netapp"), anf_args, child("netapp"))
         self.training = None
+        self.team_storage = None
         if cfg.training.enabled:
             training_args: TrainingQueuesArgs = {
                 "settings": cfg.training,
                 "gpu_pools": cfg.gpu_pools,
                 "cluster": handle,
             }
+            if self.lustre is not None and lustre_cfg is not None:
+                claims = lustre_cfg.training  # each team namespace gets a claim on its own directory
+                training_args["lustre"] = {
+                    "storage_class_name": self.lustre.storage_class_name,
+                    # The class exists once the team's directory does (TeamStorage): the claim binds after that.
+                    "team_storage_classes": {t.name: team_lustre_class(t.name) for t in cfg.training.teams},
+                    "claim_name": claims.pvc_name,
+                    "size_gi": claims.pvc_size_gi,
+                }
+            self.training = TrainingQueues(role("queues"), training_args, child("queues"))
             # Shared across teams: one account per Blob class, the whole filesystem through the training class.
             shared_classes = [c.name for c in (cfg.storage.blob_classes.standard, cfg.storage.blob_classes.premium)]
             storage_args: TeamStorageArgs = {
                 "settings": cfg.training,
+                "namespaces": self.training.namespaces,
                 "cluster": handle,
                 "shared_storage_classes": shared_classes,
             }
@@ -475,18 +489,9 @@ class AksGpuPlatform(pulumi.ComponentResource):
                     "lustre_mgs_address": self.lustre.mgs_address,
                     "lustre_root_namespace": self.lustre.namespace,
                     "lustre_root_claim": self.lustre.pvc_name,
+                    "data_account_name": self.lustre.storage_account_name,
                 }
-            team_storage = TeamStorage(role("team-storage"), storage_args, child("team-storage"))
-            if self.lustre is not None and lustre_cfg is not None:
-                claims = lustre_cfg.training  # each team namespace gets a claim on its own directory
-                team_classes = {t.name: team_storage.lustre_class(t.name) for t in cfg.training.teams}
-                training_args["lustre"] = {
-                    "storage_class_name": self.lustre.storage_class_name,
-                    "team_storage_classes": {team: c for team, c in team_classes.items() if c is not None},
-                    "claim_name": claims.pvc_name,
-                    "size_gi": claims.pvc_size_gi,
-                }
-            self.training = TrainingQueues(role("queues"), training_args, child("queues"))
+            self.team_storage = TeamStorage(role("team-storage"), storage_args, child("team-storage"))
             TeamTenancy(
                 role("teams"),
                 {
@@ -495,7 +500,7 @@ class AksGpuPlatform(pulumi.ComponentResource):
                     "cluster": handle,
                     "grafana_id": monitoring.grafana_id,
                     "submits": teams_submit_here,
-                    "storage_quota": team_storage.storage_quota,
+                    "storage_quota": self.team_storage.storage_quota,
                 },
                 child("teams"),
             )
@@ -561,6 +566,8 @@ class AksGpuPlatform(pulumi.ComponentResource):
             }
         if self.training is not None:
             outputs["trainingTeams"] = self.training.teams
+        if self.team_storage is not None:
+            outputs["teamData"] = self.team_storage.data
         if self.validation is not None:
             outputs["gpuValidation"] = self.validation.results
         return outputs

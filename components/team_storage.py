@@ -35,13 +35,18 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NotRequired, TypedDict
 
 import pulumi
+import pulumi_azure_native.authorization as authorization
+import pulumi_azure_native.storage as storage
 import pulumi_kubernetes as k8s
 
 from aks_gpu_platform.config.scheduling import cpu_node_selector
 from aks_gpu_platform.config.training import TeamConfig, TrainingConfig
 
+from . import roles
+from .blob_storage_classes import PROVISIONER as BLOB_PROVISIONER
 from .context import ClusterHandle
 from .lustre_storage import LUSTRE_FS_NAME, PROVISIONER
+from .workload_identity import federated_identity
 
 TEAM_DIRECTORY_ROOT = "teams"
 TEAM_LUSTRE_CLASS_PREFIX = "lustre-team-"
@@ -65,6 +70,14 @@ DIRECTORY_JOB_IMAGE = "mcr.microsoft.com/azure-cli:2.74.0-azurelinux3.0"
 ROOT_MOUNT = "/mnt/lustre"
 TEAM_DIRECTORY_MODE = "2770"
 ADMISSION_POLICY_PREFIX = "team-storage-identity"
+# Each team's Blob data: a container in the Lustre HSM account, mounted through the claim `team-data` by pods that
+# run as the service account `team-data`, whose Entra ID identity holds Storage Blob Data Contributor on that
+# container only. blob-csi-driver docs/workload-identity-static-pv-mount.md (main at 0744a60b3930): with
+# `mountWithWorkloadIdentityToken: "true"` (from driver v1.27.0) the driver mounts with the pod's own workload
+# identity token and never reads the account key, so the data role on one container is all the pod gets.
+TEAM_DATA = "team-data"
+TEAM_DATA_NOMINAL_SIZE = "1Ti"  # Blob has no size; the claim counts this against the team's storage quota
+BLOB_DATA_MOUNT_OPTIONS = ["-o allow_other", "--file-cache-timeout-in-seconds=120", "--cancel-list-on-mount-seconds=10"]
 # Volume kinds a team pod may use: Pod Security `restricted`'s list. `baseline` also allows inline nfs, iscsi,
 # cephfs...: an NFS export open to the node subnet (NetApp Files, Blob NFS) would be mounted past every claim.
 # Inline csi stays: the Lustre driver serves persistent volumes only (deploy/csi-azurelustre-driver.yaml declares
@@ -90,6 +103,11 @@ def team_lustre_class(team: str) -> str:
 def team_directory(team: str) -> str:
     """The team's directory, relative to the filesystem root."""
     return f"{TEAM_DIRECTORY_ROOT}/{team}"
+
+
+def team_container(team: str) -> str:
+    """The team's Blob container in the HSM account."""
+    return f"team-{team}"
 
 
 def zero_storage_quota(classes: Sequence[str]) -> dict[str, str]:
@@ -220,9 +238,11 @@ def directory_script(team: TeamConfig) -> str:
 
 class TeamStorageArgs(TypedDict):
     settings: TrainingConfig
-    """The validated `training` section: the teams, their uids and gids."""
+    """The validated `training` section: the teams, their uids, gids and member groups."""
+    namespaces: Mapping[str, pulumi.Input[str]]
+    """Team name -> namespace name (an output of the namespace, so objects wait for it)."""
     cluster: ClusterHandle
-    """The cluster the classes, Jobs and policies go to."""
+    """The cluster the classes, Jobs and policies go to; its OIDC issuer signs the teams' data identities."""
     shared_storage_classes: NotRequired[Sequence[str]]
     """The platform's own classes whose claims share one account or the filesystem root (the Blob classes, the
     filesystem-root Lustre class): team namespaces get a zero quota on each, beside AKS's built-in shared ones."""
@@ -232,6 +252,9 @@ class TeamStorageArgs(TypedDict):
     """With Lustre: namespace of the filesystem-root claim the directory Jobs mount."""
     lustre_root_claim: NotRequired[pulumi.Input[str]]
     """With Lustre: the filesystem-root claim (the platform's training claim)."""
+    data_account_name: NotRequired[pulumi.Input[str]]
+    """The storage account each team gets a Blob container in (the Lustre HSM account, in the cluster's resource
+    group); none: no per-team Blob data."""
 
 
 class TeamStorage(pulumi.ComponentResource):
@@ -246,6 +269,9 @@ class TeamStorage(pulumi.ComponentResource):
     """Team name -> the uid (and, under `gids`, the gid) its pods must run as."""
     gids: dict[str, int]
     """Team name -> the gid its pods must run as."""
+    data: pulumi.Output[dict[str, dict[str, str]]]
+    """Team name -> its Blob data: `account`, `container`, `claim` and `serviceAccount` (the pods that mount the
+    claim run as it), `clientId` of its identity; empty without a data account."""
 
     def __init__(self, name: str, args: TeamStorageArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("aks-gpu-platform:index:TeamStorage", name, None, opts)
@@ -318,10 +344,16 @@ class TeamStorage(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[job])),
             )
             classes[team.name] = storage_class.metadata["name"]
-        self._lustre_classes = classes
         self.lustre_classes = pulumi.Output.all(**classes) if classes else pulumi.Output.from_input({})
+        data: dict[str, pulumi.Output[dict[str, str]]] = {}
+        account = args.get("data_account_name")
+        if account is not None:
+            for team in settings.teams:
+                data[team.name] = self._team_data(name, team, args["namespaces"][team.name], account, handle)
+        self.data = pulumi.Output.all(**data) if data else pulumi.Output.from_input({})
         self.register_outputs(
             {
+                "data": self.data,
                 "lustre_classes": self.lustre_classes,
                 "storage_quota": self.storage_quota,
                 "uids": self.uids,
@@ -329,9 +361,114 @@ class TeamStorage(pulumi.ComponentResource):
             }
         )
 
-    def lustre_class(self, team: str) -> pulumi.Output[str] | None:
-        """The team's Lustre class name, resolved once its directory is ready; None without Lustre."""
-        return self._lustre_classes.get(team)
+    def _team_data(
+        self,
+        name: str,
+        team: TeamConfig,
+        namespace: pulumi.Input[str],
+        account: pulumi.Input[str],
+        handle: ClusterHandle,
+    ) -> pulumi.Output[dict[str, str]]:
+        """The team's container, the identity its `team-data` service account signs in as, their grants on that
+        container only, and a claim that mounts it."""
+        prefix = f"{name}-{team.name}-data"
+        container = storage.BlobContainer(
+            prefix,
+            resource_group_name=handle.resource_group_name,
+            account_name=account,
+            container_name=team_container(team.name),
+            public_access=storage.PublicAccess.NONE,
+            # The team's datasets and results: a replacement would empty it.
+            opts=pulumi.ResourceOptions(parent=self, protect=handle.protect),
+        )
+        azure = pulumi.ResourceOptions(parent=self)
+        identity, credential = federated_identity(
+            f"{prefix}-identity",
+            f"{prefix}-credential",
+            handle=handle,
+            namespace=team.namespace_name,
+            service_account=TEAM_DATA,
+            opts=azure,
+        )
+        grants: list[pulumi.Resource] = [
+            roles.assign_role(
+                f"{prefix}-identity-reader-writer",
+                role_guid=roles.STORAGE_BLOB_DATA_CONTRIBUTOR,
+                principal_id=identity.principal_id,
+                scope=container.id,
+                opts=azure,
+            )
+        ]
+        # Members upload and download with their own sign-in (`az storage blob ... --auth-mode login`).
+        grants += [
+            roles.assign_role(
+                f"{prefix}-members-{group}",
+                role_guid=roles.STORAGE_BLOB_DATA_CONTRIBUTOR,
+                principal_id=group,
+                principal_type=authorization.PrincipalType.GROUP,
+                scope=container.id,
+                opts=azure,
+            )
+            for group in team.members
+        ]
+        in_cluster = handle.k8s_options(self)
+        service_account = k8s.core.v1.ServiceAccount(
+            f"{prefix}-service-account",
+            metadata={
+                "name": TEAM_DATA,
+                "namespace": namespace,
+                "annotations": {"azure.workload.identity/client-id": identity.client_id},
+            },
+            opts=in_cluster,
+        )
+        volume_name = f"{TEAM_DATA}-{team.name}"
+        volume = k8s.core.v1.PersistentVolume(
+            f"{prefix}-volume",
+            metadata={"name": volume_name},
+            spec={
+                "capacity": {"storage": TEAM_DATA_NOMINAL_SIZE},
+                "access_modes": ["ReadWriteMany"],
+                "persistent_volume_reclaim_policy": "Retain",
+                "storage_class_name": "",
+                "mount_options": BLOB_DATA_MOUNT_OPTIONS,
+                # Only the team's own claim binds it: another namespace's claim naming this volume stays Pending.
+                "claim_ref": {"namespace": namespace, "name": TEAM_DATA},
+                "csi": {
+                    "driver": BLOB_PROVISIONER,
+                    # Unique per container in the cluster (the driver's volume ID: rg#account#container).
+                    "volume_handle": pulumi.Output.concat(
+                        handle.resource_group_name, "#", account, "#", container.name
+                    ),
+                    "volume_attributes": {
+                        "storageaccount": account,
+                        "containerName": container.name,
+                        "resourcegroup": handle.resource_group_name,
+                        "clientID": identity.client_id,
+                        "mountWithWorkloadIdentityToken": "true",
+                    },
+                },
+            },
+            # The mount works once the identity may use the container and the pod's token is federated.
+            opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[credential, *grants])),
+        )
+        claim = k8s.core.v1.PersistentVolumeClaim(
+            f"{prefix}-claim",
+            metadata={"name": TEAM_DATA, "namespace": namespace},
+            spec={
+                "access_modes": ["ReadWriteMany"],
+                "storage_class_name": "",
+                "volume_name": volume.metadata["name"],
+                "resources": {"requests": {"storage": TEAM_DATA_NOMINAL_SIZE}},
+            },
+            opts=in_cluster,
+        )
+        return pulumi.Output.all(
+            account=account,
+            container=container.name,
+            claim=claim.metadata["name"],
+            serviceAccount=service_account.metadata["name"],
+            clientId=identity.client_id,
+        )
 
     def _directory_job(
         self,

@@ -737,14 +737,16 @@ class DiskStorageClasses(storage_classes.DiskStorageClasses):
 
 class TeamStorageInputs(TypedDict):
     settings: Mapping[str, Any]
-    """The validated `training` section: the teams, their uids and gids. A plain object in the stack YAML's shape
-    (camelCase keys, docs/config-reference.md)."""
+    """The validated `training` section: the teams, their uids, gids and member groups. A plain object in the stack
+    YAML's shape (camelCase keys, docs/config-reference.md)."""
+    namespaces: Mapping[str, pulumi.Input[str]]
+    """Team name -> namespace name (an output of the namespace, so objects wait for it)."""
     resource_group_name: pulumi.Input[str]
     """Resource group of the cluster."""
     location: str
     """Azure region of the cluster."""
     cluster: containerservice.ManagedCluster
-    """The cluster the classes, Jobs and policies go to."""
+    """The cluster the classes, Jobs and policies go to; its OIDC issuer signs the teams' data identities."""
     provider: k8s.Provider
     """Kubernetes provider of the cluster."""
     tags: NotRequired[Mapping[str, str]]
@@ -760,6 +762,9 @@ class TeamStorageInputs(TypedDict):
     """With Lustre: namespace of the filesystem-root claim the directory Jobs mount."""
     lustre_root_claim: NotRequired[pulumi.Input[str]]
     """With Lustre: the filesystem-root claim (the platform's training claim)."""
+    data_account_name: NotRequired[pulumi.Input[str]]
+    """The storage account each team gets a Blob container in (the Lustre HSM account, in the cluster's resource
+    group); none: no per-team Blob data."""
 
 
 class TeamStorage(team_storage.TeamStorage):
@@ -774,6 +779,9 @@ class TeamStorage(team_storage.TeamStorage):
     """Team name -> the uid (and, under `gids`, the gid) its pods must run as."""
     gids: dict[str, int]
     """Team name -> the gid its pods must run as."""
+    data: pulumi.Output[dict[str, dict[str, str]]]
+    """Team name -> its Blob data: `account`, `container`, `claim` and `serviceAccount` (the pods that mount the
+    claim run as it), `clientId` of its identity; empty without a data account."""
 
     def __init__(self, name: str, args: TeamStorageInputs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(name, component_args(TeamStorage, args, name), opts)

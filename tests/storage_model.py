@@ -119,3 +119,35 @@ def pod_refusal(recording: Recording, namespace: str, pod_spec: dict[str, Any]) 
         if _matches_pods(policy) and (message := verdict(policy, pod)) is not None:
             return message
     return None
+
+
+PV = "kubernetes:core/v1:PersistentVolume"
+CREDENTIAL = "azure-native:managedidentity:FederatedIdentityCredential"
+IDENTITY = "azure-native:managedidentity:UserAssignedIdentity"
+
+
+def static_bind_refusal(recording: Recording, namespace: str, claim: str, volume_name: str) -> str | None:
+    """Why a claim `namespace/claim` naming `volume_name` never binds (the PV controller binds a pre-bound volume
+    only to the claim its claimRef names: kubernetes pkg/controller/volume/persistentvolume), or None."""
+    for volume in recording.of_type(PV):
+        if volume.inputs["metadata"]["name"] != volume_name:
+            continue
+        ref = volume.inputs["spec"].get("claimRef")
+        if ref is not None and (ref.get("namespace"), ref.get("name")) != (namespace, claim):
+            return f"{volume_name} is reserved for {ref.get('namespace')}/{ref.get('name')}"
+        return None
+    return f"no volume {volume_name}"
+
+
+def identity_token_exchange_refusal(recording: Recording, client_id: str, namespace: str, account: str) -> str | None:
+    """Why Entra ID refuses the token of service account `namespace/account` for the identity with `client_id`
+    (no federated credential of that identity names the account as its subject), or None."""
+    identities = {r.urn: r for r in recording.of_type(IDENTITY) if r.outputs.get("clientId") == client_id}
+    if not identities:
+        return f"no identity {client_id}"
+    names = {r.outputs.get("name") for r in identities.values()}
+    subject = f"system:serviceaccount:{namespace}:{account}"
+    for credential in recording.of_type(CREDENTIAL):
+        if credential.inputs.get("resourceName") in names and credential.inputs.get("subject") == subject:
+            return None
+    return f"no federated credential of {client_id} trusts {subject}"

@@ -30,12 +30,15 @@ from tests.conftest import assert_rejected, settings_of
 from tests.contract_stacks import platform_recording
 from tests.storage_model import (
     AKS_BUILT_IN_CLASSES,
+    PV,
     PVC,
     STORAGE_CLASS,
     claim_refusal,
     classes,
+    identity_token_exchange_refusal,
     key_reachable_by_team,
     pod_refusal,
+    static_bind_refusal,
 )
 from tools import REPO_ROOT
 
@@ -115,7 +118,10 @@ def test_each_team_claim_on_lustre_mounts_only_that_team_s_own_directory_never_t
     mounted: dict[str, str] = {}
     for team, namespace in team_namespaces(recording).items():
         claims = [c for c in recording.of_type(PVC) if c.inputs["metadata"]["namespace"] == namespace]
-        lustre = [c for c in claims if by_name[c.inputs["spec"]["storageClassName"]]["provisioner"].startswith("azurel")]
+        lustre = [
+            c for c in claims
+            if by_name.get(c.inputs["spec"]["storageClassName"], {}).get("provisioner", "").startswith("azurel")
+        ]
         assert len(lustre) == 1, f"team {team} gets one claim on Lustre"
         storage_class = by_name[lustre[0].inputs["spec"]["storageClassName"]]
         sub_dir = storage_class["parameters"].get("sub-dir", "")
@@ -144,7 +150,7 @@ def test_a_member_of_one_team_cannot_claim_another_team_s_lustre_class_or_the_fi
             c.inputs["spec"]["storageClassName"]
             for c in recording.of_type(PVC)
             if c.inputs["metadata"]["namespace"] == namespace
-            and by_name[c.inputs["spec"]["storageClassName"]]["provisioner"].startswith("azurel")
+            and by_name.get(c.inputs["spec"]["storageClassName"], {}).get("provisioner", "").startswith("azurel")
         )
         for team, namespace in namespaces.items()
     }
@@ -398,3 +404,107 @@ def test_lustre_with_teams_under_root_squash_needs_the_nodes_subnet_exempt(
         "storage.lustre.rootSquash.noSquashNidLists",
         "10.40.[0-3].[0-255]@tcp",
     )
+
+
+# --- Blob: each team's data container, its identity and its claim --------------------------------------------
+
+CONTAINER = "azure-native:storage:BlobContainer"
+ROLE = "azure-native:authorization:RoleAssignment"
+BLOB_DATA_ROLES = {
+    "ba92f5b4-2d11-453d-a403-e96b0029c9fe",  # Storage Blob Data Contributor
+    "2a2b9908-6ea1-4ae2-8e65-a410df84e7d1",  # Storage Blob Data Reader
+    "b7e6dc6d-f1e8-4753-8033-0f276bb0955b",  # Storage Blob Data Owner
+    "17d1049b-9a84-46fb-8f53-869881c3d3ab",  # Storage Account Contributor (listKeys: every container)
+}
+
+
+@pytest.mark.parametrize("stack", ["prod", "dev-lustre"])
+def test_each_team_s_blob_data_is_opened_only_to_that_team_s_identity_and_groups(stack: str) -> None:
+    recording = recording_of(stack)
+    teams = teams_of(stack)
+    data = recording.stack_outputs["teamData"]
+    account = recording.one("azure-native:storage:StorageAccount", "hsm")
+    assert set(data) == set(teams), "every team gets its Blob data"
+    containers = {c.outputs["name"]: c for c in recording.of_type(CONTAINER)}
+    for name, team in teams.items():
+        entry = data[name]
+        assert entry["account"] == account.outputs["name"], "the team's data sits beside the filesystem it feeds"
+        container = containers[entry["container"]]
+        grants = [r for r in recording.of_type(ROLE) if r.inputs["scope"] == container.outputs["id"]]
+        identity = next(
+            r for r in recording.of_type("azure-native:managedidentity:UserAssignedIdentity")
+            if r.outputs["clientId"] == entry["clientId"]
+        )
+        principals = {r.inputs["principalId"] for r in grants}
+        assert principals == {identity.outputs["principalId"], *team.members}, (
+            f"team {name}'s container is opened to its workload identity and its member groups, to nobody else"
+        )
+        assert all(r.inputs["roleDefinitionId"].endswith("ba92f5b4-2d11-453d-a403-e96b0029c9fe") for r in grants)
+    team_principals = {
+        r.outputs["principalId"]
+        for r in recording.of_type("azure-native:managedidentity:UserAssignedIdentity")
+        if r.outputs["clientId"] in {e["clientId"] for e in data.values()}
+    } | {group for team in teams.values() for group in team.members}
+    wide = [
+        r.name
+        for r in recording.of_type(ROLE)
+        if r.inputs["principalId"] in team_principals
+        and r.inputs["roleDefinitionId"].rsplit("/", 1)[-1] in BLOB_DATA_ROLES
+        and r.inputs["scope"] not in {c.outputs["id"] for c in containers.values()}
+    ]
+    assert not wide, f"a team principal holds a data role beyond its container (every team's data): {wide}"
+
+
+@pytest.mark.parametrize("stack", ["prod", "dev-lustre"])
+def test_a_team_s_data_claim_mounts_with_its_own_token_and_never_the_account_key(stack: str) -> None:
+    recording = recording_of(stack)
+    namespaces = team_namespaces(recording)
+    data = recording.stack_outputs["teamData"]
+    for name, namespace in namespaces.items():
+        entry = data[name]
+        claim = next(
+            c.inputs for c in recording.of_type(PVC)
+            if c.inputs["metadata"] == {"name": entry["claim"], "namespace": namespace}
+        )
+        (volume,) = [
+            v.inputs["spec"] for v in recording.of_type(PV) if v.inputs["metadata"]["name"] == claim["spec"]["volumeName"]
+        ]
+        attributes = volume["csi"]["volumeAttributes"]
+        assert attributes.get("mountWithWorkloadIdentityToken") == "true", (
+            "without token-only mode the driver fetches the account key, which opens every team's container"
+        )
+        assert attributes["clientID"] == entry["clientId"] and attributes["containerName"] == entry["container"]
+        assert claim_refusal(recording, namespace, claim["spec"]["storageClassName"], claim["spec"]["resources"][
+            "requests"]["storage"]) is None, "the team's own data claim fits its storage quota"
+        assert identity_token_exchange_refusal(recording, entry["clientId"], namespace, entry["serviceAccount"]) is None
+
+
+@pytest.mark.parametrize("stack", ["prod", "dev-lustre"])
+def test_a_member_of_one_team_cannot_reach_another_team_s_blob_data_by_static_volume_or_inline_identity(
+    stack: str,
+) -> None:
+    recording = recording_of(stack)
+    namespaces = team_namespaces(recording)
+    data = recording.stack_outputs["teamData"]
+    volumes = {
+        name: next(
+            c.inputs["spec"]["volumeName"] for c in recording.of_type(PVC)
+            if c.inputs["metadata"] == {"name": data[name]["claim"], "namespace": namespace}
+        )
+        for name, namespace in namespaces.items()
+    }
+    if len(namespaces) == 1:
+        # One team: the attempt is from a namespace that is not the team's (a later team, a platform namespace).
+        namespaces = {**namespaces, "intruder": "team-intruder"}
+    for name, namespace in namespaces.items():
+        for other, volume in volumes.items():
+            if other == name:
+                continue
+            assert static_bind_refusal(recording, namespace, "team-data", volume) is not None, (
+                f"a claim in {namespace} naming {volume} binds: team {other}'s container would mount there"
+            )
+            client_id = data[other]["clientId"]
+            assert identity_token_exchange_refusal(recording, client_id, namespace, "team-data") is not None, (
+                f"a pod in {namespace} signs in as team {other}'s data identity (an inline blob volume with its "
+                "clientID would mount team {other}'s container)"
+            )

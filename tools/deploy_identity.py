@@ -44,7 +44,8 @@ POLICY_ASSIGNER_ACTIONS = (
 )
 
 # Every (principal type, role) the platform assigns: managed identities and Azure's own service principals
-# get the service roles; Entra ID groups (admins, teams) get Grafana and cluster-user access. The deployer's
+# get the service roles; Entra ID groups (admins, teams) get Grafana and cluster-user access, and each team's groups
+# the data role on their team's Blob container (components/team_storage.py). The deployer's
 # own Grafana Editor grant is to the deploy identity, a service principal.
 ASSIGNABLE: Mapping[str, tuple[str, ...]] = {
     "ServicePrincipal": (
@@ -57,7 +58,7 @@ ASSIGNABLE: Mapping[str, tuple[str, ...]] = {
         roles.STORAGE_BLOB_DATA_CONTRIBUTOR,
         roles.GRAFANA_ADMIN,
     ),
-    "Group": (roles.GRAFANA_ADMIN, roles.GRAFANA_VIEWER, roles.AKS_CLUSTER_USER),
+    "Group": (roles.GRAFANA_ADMIN, roles.GRAFANA_VIEWER, roles.AKS_CLUSTER_USER, roles.STORAGE_BLOB_DATA_CONTRIBUTOR),
 }
 
 _ATTRIBUTE = "Microsoft.Authorization/roleAssignments"
