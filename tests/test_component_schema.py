@@ -521,7 +521,9 @@ PROD_INPUTS: dict[str, Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]
     "TeamStorage": lambda s, w: {
         **w,
         "settings": s["training"],
+        "namespaces": {t["name"]: t["namespace"] for t in s["training"]["teams"]},
         "sharedStorageClasses": ["blob-standard", "blob-premium", "azurelustre-static"],
+        "dataAccountName": s["storage"]["lustre"]["blob"]["accountName"],
         "lustreMgsAddress": "10.50.16.4",
         "lustreRootNamespace": "training",
         "lustreRootClaim": "lustre-pvc",
