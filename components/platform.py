@@ -485,12 +485,10 @@ class AksGpuPlatform(pulumi.ComponentResource):
             }
             if self.lustre is not None and lustre_cfg is not None:
                 shared_classes.append(lustre_cfg.training.storage_class_name)
-                storage_args |= {
-                    "lustre_mgs_address": self.lustre.mgs_address,
-                    "lustre_root_namespace": self.lustre.namespace,
-                    "lustre_root_claim": self.lustre.pvc_name,
-                    "data_account_name": self.lustre.storage_account_name,
-                }
+                storage_args["lustre_mgs_address"] = self.lustre.mgs_address
+                storage_args["lustre_root_namespace"] = self.lustre.namespace
+                storage_args["lustre_root_claim"] = self.lustre.pvc_name
+                storage_args["data_account_name"] = self.lustre.storage_account_name
             self.team_storage = TeamStorage(role("team-storage"), storage_args, child("team-storage"))
             TeamTenancy(
                 role("teams"),

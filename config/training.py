@@ -310,10 +310,10 @@ class TrainingConfig(ConfigModel):
 
     def _check_identities(self) -> None:
         """Two teams with one uid or gid would own each other's files."""
-        for key, value_of in (("uid", lambda t: t.run_as_user), ("gid", lambda t: t.run_as_group)):
+        for key in ("uid", "gid"):
             seen: dict[int, int] = {}
             for i, team in enumerate(self.teams):
-                value: int = value_of(team)
+                value = team.run_as_user if key == "uid" else team.run_as_group
                 if value in seen:
                     derived = "" if getattr(team, key) is not None else f" (derived from the name {team.name!r})"
                     raise field_error(

@@ -68,7 +68,7 @@ def test_prod_hsm_uses_the_data_and_logging_containers_of_a_protected_locked_dow
     prod_recording: Recording,
 ) -> None:
     hsm = prod_recording.one(FILESYSTEM).inputs["hsm"]["settings"]
-    data = prod_recording.one(CONTAINER, "data")
+    data = prod_recording.one(CONTAINER, "hsm-data")
     logging = prod_recording.one(CONTAINER, "logging")
     assert hsm["container"] == data.outputs["id"], "imports and exports go to the data container"
     assert hsm["loggingContainer"] == logging.outputs["id"], "HSM logs go to their own container"

@@ -11,7 +11,9 @@ from __future__ import annotations
 import copy
 import os
 import stat
+import shutil
 import subprocess
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -203,6 +205,44 @@ def test_the_directory_job_s_script_leaves_a_directory_only_the_team_s_uid_and_g
     assert stat.S_IMODE(made.st_mode) == 0o2770, "others (another team's uid) get nothing; new files keep the group"
     teams = (tmp_path / "teams").stat()
     assert stat.S_IMODE(teams.st_mode) == 0o711, "a team reaches its directory but cannot list the other teams'"
+
+
+def _as(uid: int, gid: int, *command: str) -> subprocess.CompletedProcess[bytes]:
+    """Run `command` as uid:gid with no supplemental groups (what the admission policy leaves a team pod)."""
+    return subprocess.run(
+        ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", *command], capture_output=True, check=False
+    )
+
+
+def test_a_job_checkpoints_under_its_own_name_in_its_team_s_directory_and_another_team_s_uid_cannot() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("chown and setpriv need root")
+    # A filesystem root every uid can traverse to, as the Lustre mount is (pytest's tmp_path is root's only).
+    tmp_path = Path(tempfile.mkdtemp(prefix="lustre-root-"))
+    tmp_path.chmod(0o755)
+    try:
+        _checkpoint_attempts(tmp_path)
+    finally:
+        shutil.rmtree(tmp_path)
+
+
+def _checkpoint_attempts(tmp_path: Path) -> None:
+    teams = teams_of("prod")
+    llm, vision = teams["llm"], teams["vision"]
+    for team in (llm, vision):
+        script = directory_script(team).replace(ROOT_MOUNT, str(tmp_path))
+        subprocess.run(["sh", "-c", script], check=True, capture_output=True)
+    # The team's claim mounts teams/llm at the pod's /ckpt; CHECKPOINT_DIR is /ckpt/<JobSet name> (the example).
+    own = tmp_path / "teams" / "llm"
+    checkpoint = own / "train"
+    made = _as(llm.run_as_user, llm.run_as_group, "sh", "-c", f"mkdir -p {checkpoint} && echo x > {checkpoint}/last.pt")
+    assert made.returncode == 0, f"the job cannot make its checkpoint directory at its first save: {made.stderr!r}"
+    assert checkpoint.stat().st_gid == llm.run_as_group, "setgid: the checkpoint stays in the team's group"
+    for attempt in (f"ls {own}", f"cat {checkpoint}/last.pt", f"touch {own}/planted"):
+        refused = _as(vision.run_as_user, vision.run_as_group, "sh", "-c", attempt)
+        assert refused.returncode != 0, f"team vision's uid can `{attempt}` in team llm's directory"
+    listing = _as(vision.run_as_user, vision.run_as_group, "ls", str(tmp_path / "teams"))
+    assert listing.returncode != 0, "a team lists the other teams' directories"
 
 
 # --- Claims on classes that share one account, one key or the filesystem root --------------------------------
@@ -508,3 +548,22 @@ def test_a_member_of_one_team_cannot_reach_another_team_s_blob_data_by_static_vo
                 f"a pod in {namespace} signs in as team {other}'s data identity (an inline blob volume with its "
                 "clientID would mount team {other}'s container)"
             )
+
+
+def test_the_documented_copy_job_mounts_the_team_s_blob_and_lustre_claims_as_the_team_and_is_admitted() -> None:
+    recording = recording_of("dev-lustre")
+    (job,) = [d for d in yaml.safe_load_all((EXAMPLE.parent / "copy-data.yaml").read_text()) if d]
+    namespace = job["metadata"]["namespace"]
+    pod = job["spec"]["template"]["spec"]
+    assert pod_refusal(recording, namespace, pod) is None, pod_refusal(recording, namespace, pod)
+    claims = {
+        c.inputs["metadata"]["name"]: c.inputs["spec"]
+        for c in recording.of_type(PVC)
+        if c.inputs["metadata"]["namespace"] == namespace
+    }
+    mounted = {v["persistentVolumeClaim"]["claimName"] for v in pod["volumes"]}
+    assert mounted <= set(claims), f"the copy Job mounts claims the team's namespace has: {mounted - set(claims)}"
+    data = recording.stack_outputs["teamData"]["ml"]
+    assert data["claim"] in mounted and pod["serviceAccountName"] == data["serviceAccount"], (
+        "the driver mounts the team's container with the token of the pod's service account: it must be team-data"
+    )
