@@ -136,6 +136,20 @@ def _container_is(field: str, value: int) -> str:
     )
 
 
+def _every_container(condition: str) -> str:
+    """CEL: `condition` on `c` holds for every container, init container and ephemeral container. One `all()` per
+    list: they are lists of different types (Container, EphemeralContainer), which CEL does not concatenate."""
+    return " && ".join(
+        [
+            f"object.spec.containers.all(c, {condition})",
+            *(
+                f"(!has(object.spec.{kind}) || object.spec.{kind}.all(c, {condition}))"
+                for kind in ("initContainers", "ephemeralContainers")
+            ),
+        ]
+    )
+
+
 def _pod_field_absent_or(field: str, condition: str) -> str:
     return (
         f"!has(object.spec.securityContext) || !has(object.spec.securityContext.{field}) || "
@@ -154,22 +168,14 @@ def identity_policy_spec(team: TeamConfig) -> dict[str, Any]:
                 {"apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"], "operations": ["CREATE"]}
             ]
         },
-        "variables": [
-            {
-                "name": "containers",
-                "expression": "object.spec.containers"
-                " + (has(object.spec.initContainers) ? object.spec.initContainers : [])"
-                " + (has(object.spec.ephemeralContainers) ? object.spec.ephemeralContainers : [])",
-            }
-        ],
         "validations": [
             {
-                "expression": f"variables.containers.all(c, {_container_is('runAsUser', uid)})",
+                "expression": _every_container(_container_is("runAsUser", uid)),
                 "message": f"set securityContext.runAsUser: {uid} (pod or every container): {why}",
                 "reason": "Forbidden",
             },
             {
-                "expression": f"variables.containers.all(c, {_container_is('runAsGroup', gid)})",
+                "expression": _every_container(_container_is("runAsGroup", gid)),
                 "message": f"set securityContext.runAsGroup: {gid} (pod or every container): {why}",
                 "reason": "Forbidden",
             },
@@ -192,11 +198,12 @@ def identity_policy_spec(team: TeamConfig) -> dict[str, Any]:
                 "reason": "Forbidden",
             },
             {
-                "expression": "variables.containers.all(c, has(c.securityContext) && "
-                "has(c.securityContext.allowPrivilegeEscalation) && "
-                "c.securityContext.allowPrivilegeEscalation == false && "
-                "(!has(c.securityContext.capabilities) || !has(c.securityContext.capabilities.add) || "
-                "size(c.securityContext.capabilities.add) == 0))",
+                "expression": _every_container(
+                    "has(c.securityContext) && has(c.securityContext.allowPrivilegeEscalation) && "
+                    "c.securityContext.allowPrivilegeEscalation == false && "
+                    "(!has(c.securityContext.capabilities) || !has(c.securityContext.capabilities.add) || "
+                    "size(c.securityContext.capabilities.add) == 0)"
+                ),
                 "message": "set allowPrivilegeEscalation: false and add no capabilities in every container: a setuid "
                 "binary or an added capability would change the process's identity",
                 "reason": "Forbidden",
