@@ -567,3 +567,22 @@ def test_the_documented_copy_job_mounts_the_team_s_blob_and_lustre_claims_as_the
     assert data["claim"] in mounted and pod["serviceAccountName"] == data["serviceAccount"], (
         "the driver mounts the team's container with the token of the pod's service account: it must be team-data"
     )
+
+
+def test_the_training_job_example_runs_as_its_team_on_the_platform_it_names_and_is_admitted() -> None:
+    from aks_gpu_platform.testing import kubernetes_object
+    from aks_gpu_platform.testing.stack_files import read_stack_yaml
+    from tests.test_examples import EXAMPLES, run_example, stack_file
+    from tests.test_examples import recording as example_recording
+
+    platform = example_recording("infiniband-training")
+    own = read_stack_yaml(stack_file(EXAMPLES / "training-job"))
+    job = run_example(EXAMPLES / "training-job", stack_references={own["training-job:platformStack"]: {
+        **platform.stack_outputs
+    }})
+    jobset = kubernetes_object(job.one("kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"))
+    namespace = jobset["metadata"]["namespace"]
+    for replicated in jobset["spec"]["replicatedJobs"]:
+        pod = replicated["template"]["spec"]["template"]["spec"]
+        refusal = pod_refusal(platform, namespace, pod)
+        assert refusal is None, f"the training-job example's pods are refused in {namespace}: {refusal}"
