@@ -119,9 +119,7 @@ def zero_storage_quota(classes: Sequence[str]) -> dict[str, str]:
     return hard
 
 
-def refused_classes(
-    team: str, teams: Sequence[TeamConfig], shared_classes: Sequence[str], lustre: bool
-) -> list[str]:
+def refused_classes(team: str, teams: Sequence[TeamConfig], shared_classes: Sequence[str], lustre: bool) -> list[str]:
     """Classes a team's namespace may not claim: those shared across teams, and the other teams' Lustre classes."""
     others = [team_lustre_class(t.name) for t in teams if t.name != team] if lustre else []
     return sorted({*AKS_SHARED_CLASSES, *shared_classes, *others})
@@ -327,9 +325,7 @@ class TeamStorage(pulumi.ComponentResource):
                     "policy_name": policy.metadata["name"],
                     "validation_actions": ["Deny"],
                     "match_resources": {
-                        "namespace_selector": {
-                            "match_labels": {"kubernetes.io/metadata.name": team.namespace_name}
-                        }
+                        "namespace_selector": {"match_labels": {"kubernetes.io/metadata.name": team.namespace_name}}
                     },
                 },
                 opts=in_cluster,

@@ -231,15 +231,15 @@ class PlatformConfig(ConfigModel):
         squash = lustre.root_squash
         nodes = self.network.nodes_cidr
         # Each team's directory is created as root from a node (components/team_storage.py); squashed, it fails.
-        if self.training.enabled and self.training.teams and squash.mode != "None":
-            if not nid_list_covers(squash.no_squash_nid_lists, nodes):
-                raise field_error(
-                    "storage.lustre.rootSquash.noSquashNidLists",
-                    squash.no_squash_nid_lists,
-                    f"must cover the nodes subnet {nodes} (e.g. {nid_list_for(nodes)!r}): the platform creates each "
-                    "team's directory as root from a node, which root squash would refuse; team pods never run as "
-                    "root (docs/security.md)",
-                )
+        teams = self.training.enabled and bool(self.training.teams)
+        if teams and squash.mode != "None" and not nid_list_covers(squash.no_squash_nid_lists, nodes):
+            raise field_error(
+                "storage.lustre.rootSquash.noSquashNidLists",
+                squash.no_squash_nid_lists,
+                f"must cover the nodes subnet {nodes} (e.g. {nid_list_for(nodes)!r}): the platform creates each "
+                "team's directory as root from a node, which root squash would refuse; team pods never run as "
+                "root (docs/security.md)",
+            )
         for path, pool in self.lustre_client_pools:
             if pool.os_sku not in LUSTRE_CLIENT_OS_SKUS:
                 raise field_error(

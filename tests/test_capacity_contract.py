@@ -50,7 +50,9 @@ def pod_sets(documents: list[dict[str, Any]]) -> list[tuple[str, str, dict[str, 
         if document and document["kind"] == "Job":
             meta = document["metadata"]
             count = document["spec"].get("parallelism", 1)
-            found.append((meta["namespace"], meta["labels"]["kueue.x-k8s.io/queue-name"], document["spec"]["template"], count))
+            found.append(
+                (meta["namespace"], meta["labels"]["kueue.x-k8s.io/queue-name"], document["spec"]["template"], count)
+            )
         if document and document["kind"] == "JobSet":
             meta = document["metadata"]
             for replicated in document["spec"]["replicatedJobs"]:

@@ -459,7 +459,7 @@ def test_the_largest_job_policy_refuses_what_no_member_can_admit(fleet_recording
     plan = load_fleet(settings())
     namespace, _ = team_groups()
     policy = kubernetes_object(
-        fleet_recording.one("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy")
+        fleet_recording.one("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy", "largest-job")
     )
     largest = 2  # one member's gput4 quota for the team (the manager's is 4: both members)
     assert admission.job_gpus(policy, admission.jobset(replicas=1, parallelism=2, gpus_per_pod=1)) == 2

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import copy
 import os
-import stat
 import shutil
+import stat
 import subprocess
 import tempfile
 from collections.abc import Callable
@@ -121,7 +121,8 @@ def test_each_team_claim_on_lustre_mounts_only_that_team_s_own_directory_never_t
     for team, namespace in team_namespaces(recording).items():
         claims = [c for c in recording.of_type(PVC) if c.inputs["metadata"]["namespace"] == namespace]
         lustre = [
-            c for c in claims
+            c
+            for c in claims
             if by_name.get(c.inputs["spec"]["storageClassName"], {}).get("provisioner", "").startswith("azurel")
         ]
         assert len(lustre) == 1, f"team {team} gets one claim on Lustre"
@@ -328,12 +329,12 @@ def _attempts(own: TeamConfig, other_uid: int, other_gid: int) -> dict[str, dict
         "an init container as the other team's uid": init_as_other,
         "no runAsUser (the image's user)": unset_user,
         "no runAsGroup (the image's group)": unset_group,
-        "the other team's gid as a supplemental group": team_pod(uid, gid, securityContext={
-            **pod["securityContext"], "supplementalGroups": [other_gid]
-        }),
-        "the other team's gid as fsGroup": team_pod(uid, gid, securityContext={
-            **pod["securityContext"], "fsGroup": other_gid
-        }),
+        "the other team's gid as a supplemental group": team_pod(
+            uid, gid, securityContext={**pod["securityContext"], "supplementalGroups": [other_gid]}
+        ),
+        "the other team's gid as fsGroup": team_pod(
+            uid, gid, securityContext={**pod["securityContext"], "fsGroup": other_gid}
+        ),
         "groups from the image's /etc/group": no_strict,
         "privilege escalation (setuid binaries)": escalating,
         "an added capability": capable,
@@ -472,7 +473,8 @@ def test_each_team_s_blob_data_is_opened_only_to_that_team_s_identity_and_groups
         container = containers[entry["container"]]
         grants = [r for r in recording.of_type(ROLE) if r.inputs["scope"] == container.outputs["id"]]
         identity = next(
-            r for r in recording.of_type("azure-native:managedidentity:UserAssignedIdentity")
+            r
+            for r in recording.of_type("azure-native:managedidentity:UserAssignedIdentity")
             if r.outputs["clientId"] == entry["clientId"]
         )
         principals = {r.inputs["principalId"] for r in grants}
@@ -503,19 +505,29 @@ def test_a_team_s_data_claim_mounts_with_its_own_token_and_never_the_account_key
     for name, namespace in namespaces.items():
         entry = data[name]
         claim = next(
-            c.inputs for c in recording.of_type(PVC)
+            c.inputs
+            for c in recording.of_type(PVC)
             if c.inputs["metadata"] == {"name": entry["claim"], "namespace": namespace}
         )
         (volume,) = [
-            v.inputs["spec"] for v in recording.of_type(PV) if v.inputs["metadata"]["name"] == claim["spec"]["volumeName"]
+            v.inputs["spec"]
+            for v in recording.of_type(PV)
+            if v.inputs["metadata"]["name"] == claim["spec"]["volumeName"]
         ]
         attributes = volume["csi"]["volumeAttributes"]
         assert attributes.get("mountWithWorkloadIdentityToken") == "true", (
             "without token-only mode the driver fetches the account key, which opens every team's container"
         )
         assert attributes["clientID"] == entry["clientId"] and attributes["containerName"] == entry["container"]
-        assert claim_refusal(recording, namespace, claim["spec"]["storageClassName"], claim["spec"]["resources"][
-            "requests"]["storage"]) is None, "the team's own data claim fits its storage quota"
+        assert (
+            claim_refusal(
+                recording,
+                namespace,
+                claim["spec"]["storageClassName"],
+                claim["spec"]["resources"]["requests"]["storage"],
+            )
+            is None
+        ), "the team's own data claim fits its storage quota"
         assert identity_token_exchange_refusal(recording, entry["clientId"], namespace, entry["serviceAccount"]) is None
 
 
@@ -528,7 +540,8 @@ def test_a_member_of_one_team_cannot_reach_another_team_s_blob_data_by_static_vo
     data = recording.stack_outputs["teamData"]
     volumes = {
         name: next(
-            c.inputs["spec"]["volumeName"] for c in recording.of_type(PVC)
+            c.inputs["spec"]["volumeName"]
+            for c in recording.of_type(PVC)
             if c.inputs["metadata"] == {"name": data[name]["claim"], "namespace": namespace}
         )
         for name, namespace in namespaces.items()
@@ -577,9 +590,9 @@ def test_the_training_job_example_runs_as_its_team_on_the_platform_it_names_and_
 
     platform = example_recording("infiniband-training")
     own = read_stack_yaml(stack_file(EXAMPLES / "training-job"))
-    job = run_example(EXAMPLES / "training-job", stack_references={own["training-job:platformStack"]: {
-        **platform.stack_outputs
-    }})
+    job = run_example(
+        EXAMPLES / "training-job", stack_references={own["training-job:platformStack"]: {**platform.stack_outputs}}
+    )
     jobset = kubernetes_object(job.one("kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"))
     namespace = jobset["metadata"]["namespace"]
     for replicated in jobset["spec"]["replicatedJobs"]:
