@@ -470,7 +470,9 @@ def test_the_largest_job_policy_refuses_what_no_member_can_admit(fleet_recording
     )
     assert admission.verdict(policy, admission.job(parallelism=1, gpus_per_pod=3)) is not None, "a Job too"
     binding = kubernetes_object(
-        fleet_recording.one("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding")
+        fleet_recording.one(
+            "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding", "largest-job"
+        )
     )
     assert binding["spec"]["matchResources"]["namespaceSelector"]["matchLabels"] == {
         "kubernetes.io/metadata.name": namespace
