@@ -22,11 +22,12 @@ The boundaries, and the driver behaviour each rests on:
   capabilities; its volumes are claims and the kinds Pod Security `restricted` allows (no inline NFS).
 - **No claim on a class that shares one account, one key or the filesystem root.** Azure Files and Blob CSI
   classes reuse one matching storage account for every claim and, by default, store its key as a Secret in the
-  claim's namespace (azurefile-csi-driver and blob-csi-driver docs/driver-parameters.md, `secretNamespace`
-  default: the claim's namespace): a pod mounting that Secret reaches every share in the account. A team
-  namespace's storage quota is zero on each such class, and on the other teams' Lustre classes and the
-  filesystem-root class. Teams keep `azurefile-team` (Azure Files with `secretNamespace: kube-system`: the key
-  never lands where a team's pod can mount it) and Azure Disk classes (one disk per claim).
+  claim's namespace (azurefile-csi-driver docs/driver-parameters.md at 7b5ae18e74f0 and blob-csi-driver's at
+  0744a60b3930, `secretNamespace` default: the claim's namespace): a pod mounting that Secret reaches every
+  share in the account. A team namespace's storage quota is zero on each such class, and on the other teams'
+  Lustre classes and the filesystem-root class. Teams keep `azurefile-team` (Azure Files with
+  `secretNamespace: kube-system`: the key never lands where a team's pod can mount it) and Azure Disk classes
+  (one disk per claim).
 """
 
 import hashlib
@@ -89,7 +90,8 @@ BLOB_DATA_MOUNT_OPTIONS = ["-o allow_other", "--file-cache-timeout-in-seconds=12
 # cephfs...: an NFS export open to the node subnet (NetApp Files, Blob NFS) would be mounted past every claim.
 # Inline csi stays: the Lustre driver serves persistent volumes only (deploy/csi-azurelustre-driver.yaml declares
 # no Ephemeral mode), and the Azure Files and Blob drivers read an inline volume's key only from the pod's own
-# namespace (pkg/azurefile/nodeserver.go, pkg/blob/nodeserver.go: secretNamespace := the pod's namespace).
+# namespace (pkg/azurefile/nodeserver.go, pkg/blob/nodeserver.go at the same commits: an ephemeral volume's
+# secretNamespace is set to the pod's namespace).
 TEAM_VOLUME_KINDS = (
     "persistentVolumeClaim",
     "ephemeral",
