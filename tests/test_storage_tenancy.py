@@ -311,6 +311,8 @@ def _attempts(own: TeamConfig, other_uid: int, other_gid: int) -> dict[str, dict
     del unset_group["securityContext"]["runAsGroup"]
     no_strict = copy.deepcopy(pod)
     del no_strict["securityContext"]["supplementalGroupsPolicy"]
+    merge = copy.deepcopy(pod)
+    merge["securityContext"]["supplementalGroupsPolicy"] = "Merge"
     escalating = copy.deepcopy(pod)
     del escalating["containers"][0]["securityContext"]["allowPrivilegeEscalation"]
     capable = copy.deepcopy(pod)
@@ -336,6 +338,7 @@ def _attempts(own: TeamConfig, other_uid: int, other_gid: int) -> dict[str, dict
             uid, gid, securityContext={**pod["securityContext"], "fsGroup": other_gid}
         ),
         "groups from the image's /etc/group": no_strict,
+        "groups from the image's /etc/group, asked for (Merge)": merge,
         "privilege escalation (setuid binaries)": escalating,
         "an added capability": capable,
         "an inline NFS volume": nfs,
