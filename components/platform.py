@@ -50,6 +50,7 @@ from .network import Network
 from .registry import Registry
 from .resource_group import platform_resource_group
 from .storage_classes import DiskStorageClasses
+from .team_storage import TeamStorage, TeamStorageArgs, team_lustre_class
 from .team_tenancy import TeamTenancy
 from .training_queues import JOBSET_NAMESPACE, KUEUE_NAMESPACE, TrainingQueues, TrainingQueuesArgs
 from .upgrade_policy import UpgradePolicy
@@ -129,6 +130,8 @@ class AksGpuPlatform(pulumi.ComponentResource):
     """Azure NetApp Files volumes and claims, when `storage.netappFiles.enabled`."""
     training: TrainingQueues | None
     """Kueue team queues, when `training` is enabled."""
+    team_storage: TeamStorage | None
+    """Each team's own storage (Lustre directory, Blob data, identity policy), when `training` is enabled."""
     validation: GpuValidation | None
     """Post-provision GPU checks, when a pool opts in (`gpuPools[].validation`)."""
 
@@ -461,6 +464,7 @@ class AksGpuPlatform(pulumi.ComponentResource):
                 anf_args["namespace"] = self.lustre.namespace  # the claims join the training namespace Lustre creates
             self.netapp_files = NetAppFiles(role("netapp"), anf_args, child("netapp"))
         self.training = None
+        self.team_storage = None
         if cfg.training.enabled:
             cpu_nodes = cpu_size(cfg.cpu_pool.vm_size)
             assert cpu_nodes is not None  # CpuPoolConfig accepts catalogued sizes only
@@ -477,13 +481,30 @@ class AksGpuPlatform(pulumi.ComponentResource):
             if pod_security.enabled:  # config/security.py refuses RDMA teams without it
                 training_args["memory_locking_namespaces"] = rdma_team_namespaces(cfg.training, cfg.gpu_pools)
             if self.lustre is not None and lustre_cfg is not None:
-                claims = lustre_cfg.training  # each team namespace gets a claim like the training one
+                claims = lustre_cfg.training  # each team namespace gets a claim on its own directory
                 training_args["lustre"] = {
                     "storage_class_name": self.lustre.storage_class_name,
+                    # The class exists once the team's directory does (TeamStorage): the claim binds after that.
+                    "team_storage_classes": {t.name: team_lustre_class(t.name) for t in cfg.training.teams},
                     "claim_name": claims.pvc_name,
                     "size_gi": claims.pvc_size_gi,
                 }
             self.training = TrainingQueues(role("queues"), training_args, child("queues"))
+            # Shared across teams: one account per Blob class, the whole filesystem through the training class.
+            shared_classes = [c.name for c in (cfg.storage.blob_classes.standard, cfg.storage.blob_classes.premium)]
+            storage_args: TeamStorageArgs = {
+                "settings": cfg.training,
+                "namespaces": self.training.namespaces,
+                "cluster": handle,
+                "shared_storage_classes": shared_classes,
+            }
+            if self.lustre is not None and lustre_cfg is not None:
+                shared_classes.append(lustre_cfg.training.storage_class_name)
+                storage_args["lustre_mgs_address"] = self.lustre.mgs_address
+                storage_args["lustre_root_namespace"] = self.lustre.namespace
+                storage_args["lustre_root_claim"] = self.lustre.pvc_name
+                storage_args["data_account_name"] = self.lustre.storage_account_name
+            self.team_storage = TeamStorage(role("team-storage"), storage_args, child("team-storage"))
             TeamTenancy(
                 role("teams"),
                 {
@@ -493,6 +514,7 @@ class AksGpuPlatform(pulumi.ComponentResource):
                     "gpu_pools": cfg.gpu_pools,
                     "grafana_id": monitoring.grafana_id,
                     "submits": teams_submit_here,
+                    "storage_quota": self.team_storage.storage_quota,
                 },
                 child("teams"),
             )
@@ -558,6 +580,8 @@ class AksGpuPlatform(pulumi.ComponentResource):
             }
         if self.training is not None:
             outputs["trainingTeams"] = self.training.teams
+        if self.team_storage is not None:
+            outputs["teamData"] = self.team_storage.data
         if self.validation is not None:
             outputs["gpuValidation"] = self.validation.results
         return outputs

@@ -115,6 +115,8 @@ class TeamTenancyArgs(TypedDict):
     """Managed Grafana's resource ID: team groups get Grafana Viewer there (none on a cluster without Grafana)."""
     submits: NotRequired[bool]
     """Default True. False on a fleet member: teams submit on the MultiKueue manager, here `team_reader_rules`."""
+    storage_quota: NotRequired[Mapping[str, Mapping[str, str]]]
+    """Team name -> more `hard` entries of its storage quota (TeamStorage's zero quotas on shared classes)."""
 
 
 class TeamTenancy(pulumi.ComponentResource):
@@ -174,7 +176,7 @@ class TeamTenancy(pulumi.ComponentResource):
             k8s.core.v1.ResourceQuota(
                 f"{prefix}-storage-quota",
                 metadata={"name": "storage", "namespace": namespace},
-                spec={"hard": STORAGE_QUOTA},
+                spec={"hard": {**STORAGE_QUOTA, **args.get("storage_quota", {}).get(team.name, {})}},
                 opts=in_cluster,
             )
             k8s.core.v1.ResourceQuota(

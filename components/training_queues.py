@@ -63,10 +63,13 @@ COMPUTE_DOMAIN_CHANNEL_RESOURCE = "nvidia.com/compute-domain-channel"
 
 
 class LustreClaimArgs(TypedDict):
-    """The Lustre class every team namespace gets a claim from (the whole filesystem, ReadWriteMany)."""
+    """The Lustre class every team namespace gets a claim from (ReadWriteMany)."""
 
     storage_class_name: pulumi.Input[str]
-    """StorageClass of the filesystem (its output, so claims wait for the class and the CSI driver)."""
+    """StorageClass of the filesystem (its output, so claims wait for the class and the CSI driver): the whole
+    filesystem, for teams without a class of their own."""
+    team_storage_classes: NotRequired[Mapping[str, pulumi.Input[str]]]
+    """Team name -> the class of the team's own directory (TeamStorage), which its claim uses instead."""
     claim_name: str
     """Name of the claim in each team namespace."""
     size_gi: int
@@ -293,8 +296,8 @@ class TrainingQueues(pulumi.ComponentResource):
     """Team name -> its namespace's name, resolved once the namespace exists."""
     teams: pulumi.Output[dict[str, dict[str, Any]]]
     """Per team: namespace, localQueue, clusterQueue, gpuPools (the pools it has quota on, which are the
-    `gpu-pool` node label values), computeDomainPools (those of them with multi-node NVLink) and, with Lustre,
-    lustrePvcName."""
+    `gpu-pool` node label values), computeDomainPools (those of them with multi-node NVLink), uid and gid (the
+    identity its pods run as) and, with Lustre, lustrePvcName."""
 
     def __init__(self, name: str, args: TrainingQueuesArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("aks-gpu-platform:index:TrainingQueues", name, None, opts)
@@ -473,14 +476,18 @@ class TrainingQueues(pulumi.ComponentResource):
             "clusterQueue": team.name,
             "gpuPools": [q.pool for q in team.quotas],
             "computeDomainPools": [q.pool for q in team.quotas if q.pool in self._compute_domain_pools],
+            # The identity the team's pods run as, which owns its directory on Lustre.
+            "uid": team.run_as_user,
+            "gid": team.run_as_group,
         }
         if lustre is not None:
+            storage_class = lustre.get("team_storage_classes", {}).get(team.name, lustre["storage_class_name"])
             claim = k8s.core.v1.PersistentVolumeClaim(
                 f"{prefix}-claim",
                 metadata={"name": lustre["claim_name"], "namespace": namespace.metadata["name"]},
                 spec={
                     "access_modes": ["ReadWriteMany"],
-                    "storage_class_name": lustre["storage_class_name"],
+                    "storage_class_name": storage_class,
                     "resources": {"requests": {"storage": f"{lustre['size_gi']}Gi"}},
                 },
                 opts=in_cluster,

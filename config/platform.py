@@ -24,7 +24,7 @@ from .node_image import check_node_images
 from .node_pools import AutoscaledPoolConfig, CpuPoolConfig, SystemPoolConfig
 from .regions import CATALOG_SOURCE, closest_regions, region
 from .security import SecurityConfig, check_pod_security_exclusions, check_rdma_pod_security
-from .storage import LUSTRE_CLIENT_OS_SKUS, StorageConfig
+from .storage import LUSTRE_CLIENT_OS_SKUS, StorageConfig, nid_list_covers, nid_list_for
 from .training import FLAVOR_MAX_TAINTS, TrainingConfig, gpu_capacity, gpus_per_node
 from .types import AzureName
 from .upgrade import UpgradeConfig
@@ -228,6 +228,18 @@ class PlatformConfig(ConfigModel):
                 f"network.{where}",
                 str(subnet),
                 f"storage.lustre.capacityTiB {lustre.capacity_tib} needs a /{prefix} or larger subnet",
+            )
+        squash = lustre.root_squash
+        nodes = self.network.nodes_cidr
+        # Each team's directory is created as root from a node (components/team_storage.py); squashed, it fails.
+        teams = self.training.enabled and bool(self.training.teams)
+        if teams and squash.mode != "None" and not nid_list_covers(squash.no_squash_nid_lists, nodes):
+            raise field_error(
+                "storage.lustre.rootSquash.noSquashNidLists",
+                squash.no_squash_nid_lists,
+                f"must cover the nodes subnet {nodes} (e.g. {nid_list_for(nodes)!r}): the platform creates each "
+                "team's directory as root from a node, which root squash would refuse; team pods never run as "
+                "root (docs/security.md)",
             )
         for path, pool in self.lustre_client_pools:
             if pool.os_sku not in LUSTRE_CLIENT_OS_SKUS:

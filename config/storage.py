@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ipaddress
+import re
 from typing import Literal
 
 from pydantic import Field, model_validator
@@ -32,6 +34,48 @@ class MaintenanceWindowConfig(ConfigModel):
 
     day_of_week: DayOfWeek = Field(description="Day of the weekly maintenance window")
     time_of_day_utc: str = Field(pattern=r"^([01][0-9]|2[0-3]):[0-5][0-9]$", description="HH:MM in UTC")
+
+
+_NID = re.compile(r"^([^.@]+)\.([^.@]+)\.([^.@]+)\.([^.@]+)@tcp\d*$")
+
+
+def _octet_values(part: str) -> set[int] | None:
+    """The values one octet of a Lustre NID expression matches: `10`, `*`, or `[0-15]` / `[1,3,5-7]`."""
+    if part == "*":
+        return set(range(256))
+    if part.isdigit():
+        return {int(part)}
+    if not (part.startswith("[") and part.endswith("]")):
+        return None
+    values: set[int] = set()
+    for item in part[1:-1].split(","):
+        low, _, high = item.partition("-")
+        if not low.isdigit() or (high and not high.isdigit()):
+            return None
+        values |= set(range(int(low), int(high or low) + 1))
+    return values
+
+
+def nid_list_covers(nid_lists: str, cidr: ipaddress.IPv4Network) -> bool:
+    """Whether one entry of a Lustre NID list (`;` or space separated, e.g. `10.50.[0-15].[0-255]@tcp`) matches
+    every address of `cidr` (a CIDR is a product of per-octet ranges, so one entry can)."""
+    first, last = cidr.network_address.packed, cidr.broadcast_address.packed
+    needed = [set(range(first[i], last[i] + 1)) for i in range(4)]
+    for entry in re.split(r"[;\s]+", nid_lists.strip()):
+        match = _NID.match(entry)
+        if match is None:
+            continue
+        octets = [_octet_values(part) for part in match.groups()]
+        if all(values is not None and need <= values for values, need in zip(octets, needed, strict=True)):
+            return True
+    return False
+
+
+def nid_list_for(cidr: ipaddress.IPv4Network) -> str:
+    """The Lustre NID expression of every address of `cidr`."""
+    first, last = cidr.network_address.packed, cidr.broadcast_address.packed
+    parts = [str(a) if a == b else f"[{a}-{b}]" for a, b in zip(first, last, strict=True)]
+    return ".".join(parts) + "@tcp"
 
 
 class RootSquashConfig(ConfigModel):

@@ -6,6 +6,7 @@ Kueue objects and fields follow the v1beta2 CRDs of Kueue v0.19.2
 
 from __future__ import annotations
 
+import hashlib
 from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints, model_validator
@@ -55,6 +56,21 @@ RESERVED_NAMESPACES = frozenset(
         "azurelustre",
     }
 )
+
+# The POSIX identity a team's pods run as, which owns its directory on shared filesystems: above the ids images
+# and distributions hand out (0-999 system, 1000+ first users: 1000 itself is the usual image user), below 2^31
+# (Kubernetes' runAsUser/runAsGroup/fsGroup limit is 2^31-1).
+TEAM_ID_MIN = 1001
+TEAM_ID_MAX = 2**31 - 1
+# A team without an explicit uid gets one derived from its name: stable whatever the order of the teams.
+DERIVED_ID_BASE = 100_000
+DERIVED_ID_SPAN = 900_000
+
+
+def derived_team_id(team: str) -> int:
+    """The uid (and gid) of a team that sets none: 100000-999999 from a hash of its name."""
+    return DERIVED_ID_BASE + int(hashlib.sha256(team.encode()).hexdigest(), 16) % DERIVED_ID_SPAN
+
 
 # ResourceFlavor spec.nodeTaints / spec.tolerations maxItems (Kueue v0.19.2 CRD).
 FLAVOR_MAX_TAINTS = 8
@@ -199,6 +215,20 @@ class TeamConfig(ConfigModel):
         "credentials, run and watch jobs in this namespace only, and view Grafana; empty: only cluster admins. "
         "Stored in lower case, as Entra ID tokens carry them",
     )
+    uid: int | None = Field(
+        default=None,
+        ge=TEAM_ID_MIN,
+        le=TEAM_ID_MAX,
+        description="User ID every pod of the team runs as (enforced at admission); it owns the team's directory "
+        "on Lustre. 1001 to 2^31-1, unique across teams; unset: derived from the name (100000-999999)",
+    )
+    gid: int | None = Field(
+        default=None,
+        ge=TEAM_ID_MIN,
+        le=TEAM_ID_MAX,
+        description="Group ID of the team's pods and directory (setgid, mode 2770). 1001 to 2^31-1, unique across "
+        "teams; unset: the uid",
+    )
 
     @property
     def namespace_name(self) -> str:
@@ -207,6 +237,16 @@ class TeamConfig(ConfigModel):
     @property
     def local_queue_name(self) -> str:
         return self.local_queue or self.name
+
+    @property
+    def run_as_user(self) -> int:
+        """The uid the team's pods run as: `uid`, or derived from the name."""
+        return self.uid if self.uid is not None else derived_team_id(self.name)
+
+    @property
+    def run_as_group(self) -> int:
+        """The gid of the team's pods and directory: `gid`, or the uid."""
+        return self.gid if self.gid is not None else self.run_as_user
 
     @property
     def covered_resources(self) -> list[str]:
@@ -277,4 +317,20 @@ class TrainingConfig(ConfigModel):
                     where, namespace, f"a team namespace must not be kube-* or {sorted(RESERVED_NAMESPACES)}"
                 )
             namespaces[namespace] = i
+        self._check_identities()
         return self
+
+    def _check_identities(self) -> None:
+        """Two teams with one uid or gid would own each other's files."""
+        for key in ("uid", "gid"):
+            seen: dict[int, int] = {}
+            for i, team in enumerate(self.teams):
+                value = team.run_as_user if key == "uid" else team.run_as_group
+                if value in seen:
+                    derived = "" if getattr(team, key) is not None else f" (derived from the name {team.name!r})"
+                    raise field_error(
+                        f"teams[{i}].{key}",
+                        value,
+                        f"unique across teams{derived}; teams[{seen[value]}] has it: set a distinct {key}",
+                    )
+                seen[value] = i

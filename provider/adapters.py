@@ -32,6 +32,7 @@ from aks_gpu_platform.components import (
     network,
     registry,
     storage_classes,
+    team_storage,
     team_tenancy,
     training_queues,
     upgrade_policy,
@@ -737,6 +738,58 @@ class DiskStorageClasses(storage_classes.DiskStorageClasses):
         super().__init__(name, component_args(DiskStorageClasses, args, name), opts)
 
 
+class TeamStorageInputs(TypedDict):
+    settings: Mapping[str, Any]
+    """The validated `training` section: the teams, their uids, gids and member groups. A plain object in the stack
+    YAML's shape (camelCase keys, docs/config-reference.md)."""
+    namespaces: Mapping[str, pulumi.Input[str]]
+    """Team name -> namespace name (an output of the namespace, so objects wait for it)."""
+    resource_group_name: pulumi.Input[str]
+    """Resource group of the cluster."""
+    location: str
+    """Azure region of the cluster."""
+    cluster: containerservice.ManagedCluster
+    """The cluster the classes, Jobs and policies go to; its OIDC issuer signs the teams' data identities."""
+    provider: k8s.Provider
+    """Kubernetes provider of the cluster."""
+    tags: NotRequired[Mapping[str, str]]
+    """Azure tags (none by default)."""
+    protect: NotRequired[bool]
+    """Refuse to delete or replace stateful resources (prod); false by default."""
+    shared_storage_classes: NotRequired[Sequence[str]]
+    """The platform's own classes whose claims share one account or the filesystem root (the Blob classes, the
+    filesystem-root Lustre class): team namespaces get a zero quota on each, beside AKS's built-in shared ones."""
+    lustre_mgs_address: NotRequired[pulumi.Input[str]]
+    """With Lustre: the filesystem's MGS address, which each team's class mounts."""
+    lustre_root_namespace: NotRequired[pulumi.Input[str]]
+    """With Lustre: namespace of the filesystem-root claim the directory Jobs mount."""
+    lustre_root_claim: NotRequired[pulumi.Input[str]]
+    """With Lustre: the filesystem-root claim (the platform's training claim)."""
+    data_account_name: NotRequired[pulumi.Input[str]]
+    """The storage account each team gets a Blob container in (the Lustre HSM account, in the cluster's resource
+    group); none: no per-team Blob data."""
+
+
+class TeamStorage(team_storage.TeamStorage):
+    __doc__ = team_storage.TeamStorage.__doc__
+
+    lustre_classes: pulumi.Output[dict[str, str]]
+    """Team name -> the StorageClass of its Lustre directory (empty without Lustre), once the directory is the
+    team's."""
+    storage_quota: dict[str, dict[str, str]]
+    """Team name -> ResourceQuota `hard` entries refusing the classes shared across teams."""
+    uids: dict[str, int]
+    """Team name -> the uid (and, under `gids`, the gid) its pods must run as."""
+    gids: dict[str, int]
+    """Team name -> the gid its pods must run as."""
+    data: pulumi.Output[dict[str, dict[str, str]]]
+    """Team name -> its Blob data: `account`, `container`, `claim` and `serviceAccount` (the pods that mount the
+    claim run as it), `clientId` of its identity; empty without a data account."""
+
+    def __init__(self, name: str, args: TeamStorageInputs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(name, component_args(TeamStorage, args, name), opts)
+
+
 class TeamTenancyInputs(TypedDict):
     settings: Mapping[str, Any]
     """The validated `training` section: teams and their member groups. A plain object in the stack YAML's shape
@@ -762,6 +815,8 @@ class TeamTenancyInputs(TypedDict):
     """Managed Grafana's resource ID: team groups get Grafana Viewer there (none on a cluster without Grafana)."""
     submits: NotRequired[bool]
     """Default True. False on a fleet member: teams submit on the MultiKueue manager, here `team_reader_rules`."""
+    storage_quota: NotRequired[Mapping[str, Mapping[str, str]]]
+    """Team name -> more `hard` entries of its storage quota (TeamStorage's zero quotas on shared classes)."""
 
 
 class TeamTenancy(team_tenancy.TeamTenancy):
@@ -817,8 +872,8 @@ class TrainingQueues(training_queues.TrainingQueues):
     """Team name -> its namespace's name, resolved once the namespace exists."""
     teams: pulumi.Output[dict[str, dict[str, Any]]]
     """Per team: namespace, localQueue, clusterQueue, gpuPools (the pools it has quota on, which are the
-    `gpu-pool` node label values), computeDomainPools (those of them with multi-node NVLink) and, with Lustre,
-    lustrePvcName."""
+    `gpu-pool` node label values), computeDomainPools (those of them with multi-node NVLink), uid and gid (the
+    identity its pods run as) and, with Lustre, lustrePvcName."""
 
     def __init__(self, name: str, args: TrainingQueuesInputs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(name, component_args(TrainingQueues, args, name), opts)
@@ -872,6 +927,7 @@ ADAPTERS: list[type[pulumi.ComponentResource]] = [
     Network,
     Registry,
     DiskStorageClasses,
+    TeamStorage,
     TeamTenancy,
     TrainingQueues,
     UpgradePolicy,

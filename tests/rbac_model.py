@@ -70,6 +70,22 @@ AZURE_BUILT_IN_ROLES: dict[str, tuple[str, list[str], list[str]]] = {
         ["Microsoft.Monitor/accounts/read"],
         ["Microsoft.Monitor/accounts/data/metrics/read"],
     ),
+    "ba92f5b4-2d11-453d-a403-e96b0029c9fe": (
+        "Storage Blob Data Contributor",
+        [
+            "Microsoft.Storage/storageAccounts/blobServices/containers/delete",
+            "Microsoft.Storage/storageAccounts/blobServices/containers/read",
+            "Microsoft.Storage/storageAccounts/blobServices/containers/write",
+            "Microsoft.Storage/storageAccounts/blobServices/generateUserDelegationKey/action",
+        ],
+        [
+            "Microsoft.Storage/storageAccounts/blobServices/containers/blobs/delete",
+            "Microsoft.Storage/storageAccounts/blobServices/containers/blobs/read",
+            "Microsoft.Storage/storageAccounts/blobServices/containers/blobs/write",
+            "Microsoft.Storage/storageAccounts/blobServices/containers/blobs/move/action",
+            "Microsoft.Storage/storageAccounts/blobServices/containers/blobs/add/action",
+        ],
+    ),
 }
 
 # Kubernetes verbs -> the Azure data action suffix AKS checks for them (manage-azure-rbac.md custom roles).

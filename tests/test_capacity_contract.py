@@ -34,7 +34,7 @@ from tools import REPO_ROOT
 
 TEAM_PAGES = ("docs/for-ml-teams.md", "docs/training.md", "examples/README.md")
 # Each job file a team-facing page runs, and the stack the page runs it on.
-DOCUMENTED_JOBS = {"examples/team-jobset/jobset.yaml": "dev"}
+DOCUMENTED_JOBS = {"examples/team-jobset/jobset.yaml": "dev", "examples/team-jobset/copy-data.yaml": "dev"}
 
 
 def documented_job_files() -> set[str]:
@@ -51,9 +51,15 @@ def test_every_job_a_team_page_runs_is_under_the_contract() -> None:
 
 
 def pod_sets(documents: list[dict[str, Any]]) -> list[tuple[str, str, dict[str, Any], int]]:
-    """(namespace, queue, pod template, pod count) of each JobSet (one pod set per replicated job)."""
+    """(namespace, queue, pod template, pod count) of each JobSet (one pod set per replicated job) and Job."""
     found = []
     for document in documents:
+        if document and document["kind"] == "Job":
+            meta = document["metadata"]
+            count = document["spec"].get("parallelism", 1)
+            found.append(
+                (meta["namespace"], meta["labels"]["kueue.x-k8s.io/queue-name"], document["spec"]["template"], count)
+            )
         if document and document["kind"] == "JobSet":
             meta = document["metadata"]
             for replicated in document["spec"]["replicatedJobs"]:

@@ -519,6 +519,16 @@ PROD_INPUTS: dict[str, Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]
         "gpuPools": s["gpuPools"],
         "grafanaId": "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Dashboard/grafana/g",
     },
+    "TeamStorage": lambda s, w: {
+        **w,
+        "settings": s["training"],
+        "namespaces": {t["name"]: t["namespace"] for t in s["training"]["teams"]},
+        "sharedStorageClasses": ["blob-standard", "blob-premium", "azurelustre-static"],
+        "dataAccountName": s["storage"]["lustre"]["blob"]["accountName"],
+        "lustreMgsAddress": "10.50.16.4",
+        "lustreRootNamespace": "training",
+        "lustreRootClaim": "lustre-pvc",
+    },
     "GrafanaDashboards": lambda s, w: {
         "grafanaId": "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Dashboard/grafana/g",
         "grafanaEndpoint": "https://g-abcd.krc.grafana.azure.com",

@@ -291,7 +291,7 @@ def test_lustre_claim_mounted_and_checkpoints_on_it(example: Recording, prod_rec
     mount = next(m for m in container["volumeMounts"] if m["name"] == "lustre")["mountPath"]
     env = {e["name"]: e.get("value") for e in container["env"]}
     assert env["CHECKPOINT_DIR"].startswith(mount + "/"), "checkpoints must land on the shared Lustre volume"
-    assert example.stack_outputs["checkpointDir"] == env["CHECKPOINT_DIR"] == "/mnt/lustre/checkpoints/team-llm/train"
+    assert example.stack_outputs["checkpointDir"] == env["CHECKPOINT_DIR"] == "/mnt/lustre/checkpoints/train"
     assert jobset(example)["spec"]["failurePolicy"]["maxRestarts"] == 3, (
         "a failed rank restarts all from the checkpoint"
     )

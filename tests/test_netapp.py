@@ -125,7 +125,7 @@ def test_export_policy_admits_exactly_the_subnet_every_node_lives_in(prod_with_n
 
 def test_the_claim_binds_a_pv_that_mounts_the_volume_mount_target(prod_with_netapp: Recording) -> None:
     volume = prod_with_netapp.one(VOLUME)
-    pv = prod_with_netapp.one(PV).inputs
+    pv = prod_with_netapp.one(PV, "netapp").inputs
     pvc = prod_with_netapp.one(PVC, "netapp").inputs
     sc = prod_with_netapp.one(STORAGE_CLASS, "netapp").inputs
     nfs = pv["spec"]["nfs"]
@@ -241,6 +241,10 @@ def _existing(settings: dict[str, Any], **netapp: str) -> None:
             **{k: v.format(base=base) for k, v in netapp.items()},
         }
     }
+    # The spoke's nodes subnet replaces prod's: its root-squash exemption follows (team directories need it).
+    lustre = settings.get("storage", {}).get("lustre")
+    if lustre is not None and "rootSquash" in lustre:
+        lustre["rootSquash"]["noSquashNidLists"] = "10.60.[0-15].[0-255]@tcp"
 
 
 def _two_volumes(*sizes: int) -> list[dict[str, Any]]:

@@ -68,7 +68,7 @@ def test_prod_hsm_uses_the_data_and_logging_containers_of_a_protected_locked_dow
     prod_recording: Recording,
 ) -> None:
     hsm = prod_recording.one(FILESYSTEM).inputs["hsm"]["settings"]
-    data = prod_recording.one(CONTAINER, "data")
+    data = prod_recording.one(CONTAINER, "hsm-data")
     logging = prod_recording.one(CONTAINER, "logging")
     assert hsm["container"] == data.outputs["id"], "imports and exports go to the data container"
     assert hsm["loggingContainer"] == logging.outputs["id"], "HSM logs go to their own container"
@@ -182,7 +182,7 @@ def test_prod_auto_exports_checkpoints_back_to_blob(prod_recording: Recording) -
 
 def test_storage_class_mounts_the_filesystem_by_its_mgs_address(prod_recording: Recording) -> None:
     fs = prod_recording.one(FILESYSTEM)
-    sc = prod_recording.one(STORAGE_CLASS, "lustre")
+    sc = prod_recording.one(STORAGE_CLASS, "lustre-storage-class")
     mgs = fs.outputs["clientInfo"]["mgsAddress"]
     assert mgs and sc.inputs["parameters"] == {"mgs-ip-address": mgs, "fs-name": "lustrefs"}, (
         "the class must point at the filesystem's own management service"
@@ -194,7 +194,7 @@ def test_storage_class_mounts_the_filesystem_by_its_mgs_address(prod_recording: 
 
 
 def test_training_claim_is_read_write_many_on_the_lustre_class(prod_recording: Recording) -> None:
-    sc = prod_recording.one(STORAGE_CLASS, "lustre")
+    sc = prod_recording.one(STORAGE_CLASS, "lustre-storage-class")
     pvc = prod_recording.one(PVC, "lustre")
     spec = pvc.inputs["spec"]
     assert spec["accessModes"] == ["ReadWriteMany"], "every GPU pod of a job mounts the same data"
@@ -216,7 +216,8 @@ def test_csi_driver_is_pinned_and_its_node_plugin_runs_on_gpu_nodes(prod_recordi
             f"the CSI node plugin must run on pool {node.pool}, or its pods cannot mount Lustre"
         )
     for kind in (STORAGE_CLASS, PVC):
-        assert release.urn in prod_recording.one(kind, "lustre").depends_on, "claims bind only once the driver runs"
+        name = "lustre-storage-class" if kind == STORAGE_CLASS else "lustre"
+        assert release.urn in prod_recording.one(kind, name).depends_on, "claims bind only once the driver runs"
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -248,7 +249,10 @@ def test_dev_plans_without_lustre(dev_recording: Recording) -> None:
     assert dev_recording.of_type(ACCOUNT) == [] and dev_recording.of_type(PVC) == []
     assert "lustreMgsAddress" not in dev_recording.stack_outputs
     dev_recording.one("azure-native:containerservice:ManagedCluster")
-    assert len(dev_recording.of_type(STORAGE_CLASS)) == 2, "the Blob classes do not need Lustre"
+    classes = sorted(r.inputs["metadata"]["name"] for r in dev_recording.of_type(STORAGE_CLASS))
+    assert classes == ["azurefile-team", "blob-premium", "blob-standard"], (
+        "the Blob classes and the teams' Azure Files class do not need Lustre"
+    )
 
 
 def test_dev_with_lustre_on_is_small_unprotected_and_verifiable(dev_with_lustre: Recording) -> None:

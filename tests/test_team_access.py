@@ -222,7 +222,29 @@ def allow_cases(w: World) -> list[tuple[str, Callable[[World], bool]]]:
                     ),
                 )
             )
+            # for-ml-teams.md "Your team's data": members upload datasets to their team's container.
+            for container in team_containers(w, team):
+                cases.append(
+                    (
+                        f"{team}: upload to its Blob container",
+                        lambda x, g=group, c=container: azure_allows(
+                            x.assignments,
+                            {g},
+                            f"{c}/blobs/datasets/part-0",
+                            "Microsoft.Storage/storageAccounts/blobServices/containers/blobs/write",
+                        ),
+                    )
+                )
     return cases
+
+
+def team_containers(w: World, team: str) -> list[str]:
+    """The resource ID of the team's own Blob container, where the stack has one (Lustre on)."""
+    return [
+        c.outputs["id"]
+        for c in w.recording.of_type("azure-native:storage:BlobContainer")
+        if c.inputs["containerName"] == f"team-{team}"
+    ]
 
 
 def test_a_member_runs_and_watches_jobs_in_its_own_namespace(stack: World) -> None:

@@ -49,7 +49,8 @@ POLICY_ASSIGNER_ACTIONS = (
 )
 
 # Every (principal type, role) the platform assigns: managed identities and Azure's own service principals
-# get the service roles; Entra ID groups (admins, teams) get Grafana and cluster-user access. The deployer's
+# get the service roles; Entra ID groups (admins, teams) get Grafana and cluster-user access, and each team's groups
+# the data role on their team's Blob container (components/team_storage.py). The deployer's
 # own Grafana Admin grant is to the deploy identity, a service principal.
 ASSIGNABLE: Mapping[str, tuple[str, ...]] = {
     "ServicePrincipal": (
@@ -62,7 +63,7 @@ ASSIGNABLE: Mapping[str, tuple[str, ...]] = {
         roles.STORAGE_BLOB_DATA_CONTRIBUTOR,
         roles.GRAFANA_ADMIN,
     ),
-    "Group": (roles.GRAFANA_ADMIN, roles.GRAFANA_VIEWER, roles.AKS_CLUSTER_USER),
+    "Group": (roles.GRAFANA_ADMIN, roles.GRAFANA_VIEWER, roles.AKS_CLUSTER_USER, roles.STORAGE_BLOB_DATA_CONTRIBUTOR),
 }
 # What it may delete: the above, and the Grafana Admin grant a person's `pulumi up` gave that person (the program
 # names a person's token `User`). Once CI deploys the stack, Pulumi replaces that grant with the deploy identity's

@@ -176,7 +176,8 @@ def main() -> None:
         volume, mount, claim = "checkpoints", CHECKPOINT_MOUNT, pulumi.Output.from_input(cfg.checkpoint_claim)
     else:
         volume, mount, claim = "lustre", LUSTRE_MOUNT, team.apply(lambda t: str(t["lustrePvcName"]))
-    checkpoint_dir = namespace.apply(lambda ns: f"{mount}/checkpoints/{ns}/{name}")
+    # The claim is the team's own directory (Lustre: teams/<team>, owned by the team's uid): one tree per job name.
+    checkpoint_dir = pulumi.Output.from_input(f"{mount}/checkpoints/{name}")
     gpus = str(cfg.gpus_per_node)
     devices = {GPU_RESOURCE: gpus, **({RDMA_RESOURCE: "1"} if cfg.rdma else {})}
     container: dict[str, Any] = {
@@ -219,13 +220,18 @@ def main() -> None:
         "restartPolicy": "Never",
         # Time for rank 0 to write a checkpoint after SIGTERM (preemption, drain).
         "terminationGracePeriodSeconds": 120,
-        "securityContext": {
-            "runAsNonRoot": True,
-            "runAsUser": 1000,
-            "runAsGroup": 1000,
-            "fsGroup": 1000,
-            "seccompProfile": {"type": "RuntimeDefault"},
-        },
+        # The team's identity (trainingTeams uid/gid): the only one the platform admits in the team's namespace,
+        # and the owner of its directory.
+        "securityContext": team.apply(
+            lambda t: {
+                "runAsNonRoot": True,
+                "runAsUser": t["uid"],
+                "runAsGroup": t["gid"],
+                "fsGroup": t["gid"],
+                "supplementalGroupsPolicy": "Strict",
+                "seccompProfile": {"type": "RuntimeDefault"},
+            }
+        ),
         "containers": [container],
         "volumes": [
             {"name": volume, "persistentVolumeClaim": {"claimName": claim}},
