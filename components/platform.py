@@ -83,7 +83,8 @@ class AksGpuPlatform(pulumi.ComponentResource):
     resource_group_name, cluster, network, handle, cluster_name, cluster_id, oidc_issuer_url,
     kubelet_identity_object_id, kubeconfig (secret), cpu_pool_name, gpu_pool_names, gpu_tolerations,
     maintenance_configurations, disruption_budgets, registry, registry_login_server, monitor_workspace_id,
-    prometheus_query_endpoint, grafana_endpoint, lustre, netapp_files, training, validation.
+    prometheus_query_endpoint, grafana_endpoint, lustre, netapp_files, training, team_storage,
+    validation.
     """
 
     resource_group_name: pulumi.Output[str]

@@ -97,17 +97,23 @@ def placement_problems(recording: Recording, flavor: str, pod: Mapping[str, Any]
     """Why `count` pods of `pod` (already given the flavor's labels and tolerations) cannot all be placed on the
     flavor's pool beside the stack's pinned GPU workloads; empty when they can."""
     pools = gpu_pools(recording)
+    cpu_pools = {**pools}
+    for resource in recording.of_type(AGENT_POOL):  # the CPU pool's flavor selects `pool: <its name>`
+        node = template_node(resource.inputs)
+        if not node.allocatable.get(GPU_RESOURCE) and node.labels.get("pool") == flavor:
+            max_count = int(resource.inputs.get("maxCount") or resource.inputs.get("count") or 0)
+            cpu_pools[flavor] = Pool(node.pool, node.labels, node.taints, node.allocatable, max_count, [])
     problems: list[str] = []
     for pinned in pinned_gpu_workloads(recording):
         for _ in range(pinned.replicas):
             if not any(p.place(pinned.spec) for p in pools.values()):
                 problems.append(f"{pinned.source}: a pinned replica fits no GPU pool")
-    pool = pools[flavor]
+    pool = cpu_pools[flavor]
     taken = sum(int(n.get(GPU_RESOURCE, 0)) for n in pool.nodes)
     placed = sum(pool.place(pod) for _ in range(count))
     if placed < count:
         problems.append(
-            f"pool {flavor} (maxCount {pool.max_count}, {pool.allocatable[GPU_RESOURCE]} GPU(s) per node) holds "
+            f"pool {flavor} (maxCount {pool.max_count}, {pool.allocatable.get(GPU_RESOURCE, 0)} GPU(s) per node) holds "
             f"{placed} of the job's {count} pods: the stack keeps {taken} GPU(s) there"
         )
     return problems

@@ -201,7 +201,7 @@ def admitted_pod(platform: Recording, pod: dict[str, Any], flavor_name: str) -> 
     )
     spec = dict(pod["spec"])
     spec["nodeSelector"] = {**(spec.get("nodeSelector") or {}), **flavor["nodeLabels"]}
-    spec["tolerations"] = [*(spec.get("tolerations") or []), *flavor["tolerations"]]
+    spec["tolerations"] = [*(spec.get("tolerations") or []), *flavor.get("tolerations", [])]
     return spec
 
 

@@ -142,7 +142,7 @@ RANGES = "cluster.apiServer.authorizedIpRanges"
         ("tags.contact", "2001:db8::7", IP_RANGE, "tags.contact"),
         (
             "storage.lustre.rootSquash.noSquashNidLists",
-            "10.40.8.4@tcp;192.0.2.5@tcp",
+            "10.50.[0-15].[0-255]@tcp;192.0.2.5@tcp",
             IP_RANGE,
             "storage.lustre.rootSquash.noSquashNidLists",
         ),
