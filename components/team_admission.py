@@ -135,6 +135,21 @@ POD_SPECS = (
 )
 
 
+def _stays_off_the_host() -> str:
+    """CEL over pod spec `s`: none of Pod Security baseline's host checks fails (host namespaces, privileged,
+    hostPath volumes, host ports; kubernetes v1.36 staging/src/k8s.io/pod-security-admission/policy
+    check_host_namespaces.go, check_privileged.go, check_hostPath_volumes.go, check_hostPorts.go)."""
+    container = (
+        "(!has(c.securityContext) || !has(c.securityContext.privileged) || !c.securityContext.privileged) && "
+        "(!has(c.ports) || c.ports.all(p, !has(p.hostPort) || p.hostPort == 0))"
+    )
+    host = " && ".join(f"(!has(s.{k}) || !s.{k})" for k in ("hostNetwork", "hostPID", "hostIPC"))
+    return (
+        f"({host} && (!has(s.volumes) || s.volumes.all(v, !has(v.hostPath))) && s.containers.all(c, {container}) && "
+        f"(!has(s.initContainers) || s.initContainers.all(c, {container})))"
+    )
+
+
 def _message(why: str, fix: str) -> str:
     return f"{MESSAGE_PREFIX}{why}; {fix}"
 
@@ -205,6 +220,19 @@ def pod_boundary_policy_spec(pools: Sequence[GpuPoolConfig]) -> dict[str, Any]:
                 "message": _message(
                     "a pod that asks for no GPU runs on the CPU pool, where the team's CPU quota meters it",
                     f"add nodeSelector {GPU_POOL_LABEL_KEY}: {CPU_POOL_LABEL_VALUE} to the pod template",
+                ),
+                "reason": "Forbidden",
+            },
+            {
+                # Pod Security enforces this at `baseline`, but a namespace whose NCCL pods add IPC_LOCK enforces
+                # `privileged` and leaves it to Azure Policy, whose Gatekeeper webhook fails open (Azure/AKS#4326)
+                # and acts only once its assignments have synced. From the node's network a pod reaches IMDS and
+                # every node port past the team's egress policy (Cilium does not police host-network pods).
+                "expression": f"variables.specs.all(s, {_stays_off_the_host()})",
+                "message": _message(
+                    "host network, PID or IPC namespaces, privileged containers, hostPath volumes and host ports "
+                    "reach the node, the instance metadata service and other teams' pods past every team boundary",
+                    "drop them: ranks talk over the pod network and RDMA devices come from the device plugin",
                 ),
                 "reason": "Forbidden",
             },

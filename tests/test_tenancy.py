@@ -36,7 +36,9 @@ from tools import REPO_ROOT
 WORLDS = ("dev", "dev-two-teams", "prod", "fleet-manager", "fleet-krc", "fleet-jpe")
 POLICY = f"ValidatingAdmissionPolicy {POLICY_NAME}"
 ANCESTRY_CHECK = f"ValidatingAdmissionPolicy {ANCESTRY_POLICY_NAME} #0"
-GPU_CHECK, NODE_NAME_CHECK, VISIBLE_DEVICES_CHECK, PRIORITY_CHECK, CPU_POOL_CHECK = (f"{POLICY} #{i}" for i in range(5))
+GPU_CHECK, NODE_NAME_CHECK, VISIBLE_DEVICES_CHECK, PRIORITY_CHECK, CPU_POOL_CHECK, HOST_CHECK = (
+    f"{POLICY} #{i}" for i in range(6)
+)
 ON_CPU_POOL = {"pool": "cpu"}
 EXPORTER_NAMESPACE = "gpu-monitoring"
 KUEUE_NAMESPACE = "kueue-system"
@@ -211,6 +213,19 @@ ATTEMPTS: list[Attempt] = [
         "a privileged pod owns its node",
         {"containers": [{**cpu_container(), "securityContext": {"privileged": True}}], "nodeSelector": ON_CPU_POOL},
         lambda w, team: {f"PodSecurity {ns(w, team)}/baseline"},
+    ),
+    *(
+        pod_attempt(
+            f"a pod with {what} reaches its node past the egress policy, whatever the namespace's Pod Security level",
+            {"containers": [gpu_container(**container)], **spec},
+            lambda w, team: {HOST_CHECK},
+        )
+        for what, spec, container in (
+            ("the node's network (IMDS, node ports)", {"hostNetwork": True}, {}),
+            ("the node's PID namespace", {"hostPID": True}, {}),
+            ("a hostPath volume of the node's root", {"volumes": [{"name": "node", "hostPath": {"path": "/"}}]}, {}),
+            ("a host port", {}, {"ports": [{"containerPort": 8080, "hostPort": 8080}]}),
+        )
     ),
     Attempt(
         "a bare pod bypasses the queue",
