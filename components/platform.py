@@ -498,6 +498,8 @@ class AksGpuPlatform(pulumi.ComponentResource):
                 "cluster": handle,
                 "shared_storage_classes": shared_classes,
             }
+            if pod_security.enabled:
+                storage_args["memory_locking_namespaces"] = rdma_team_namespaces(cfg.training, cfg.gpu_pools)
             if self.lustre is not None and lustre_cfg is not None:
                 shared_classes.append(lustre_cfg.training.storage_class_name)
                 storage_args["lustre_mgs_address"] = self.lustre.mgs_address

@@ -164,10 +164,21 @@ def _pod_field_absent_or(field: str, condition: str) -> str:
     )
 
 
-def identity_policy_spec(team: TeamConfig) -> dict[str, Any]:
-    """The admission policy of one team namespace: pods run as the team's uid and gid, and only as them."""
+def identity_policy_spec(team: TeamConfig, memory_locking: bool = False) -> dict[str, Any]:
+    """The admission policy of one team namespace: pods run as the team's uid and gid, and only as them.
+
+    `memory_locking` (a team with quota on an InfiniBand pool): NCCL over RDMA pins memory, which takes IPC_LOCK, and a
+    capability reaches only a root process (Kubernetes sets no ambient capabilities; AKS's containerd sets no
+    LimitMEMLOCK). There a container may also run as uid 0 and add IPC_LOCK, and nothing else: its group stays the
+    team's, its only mounts are the team's claims (the zero quotas), so root reaches no other team's directory."""
     uid, gid = team.run_as_user, team.run_as_group
     why = f"team {team.name}'s pods run as uid {uid}, gid {gid}, which own its data"
+    run_as = _container_is("runAsUser", uid)
+    added_ok = "size(c.securityContext.capabilities.add) == 0"
+    if memory_locking:
+        run_as = f"({run_as}) || ({_container_is('runAsUser', 0)})"
+        added_ok = "c.securityContext.capabilities.add.all(x, x == 'IPC_LOCK')"
+        why += " (root with IPC_LOCK only, for RDMA)"
     return {
         "failurePolicy": "Fail",
         "matchConstraints": {
@@ -177,7 +188,7 @@ def identity_policy_spec(team: TeamConfig) -> dict[str, Any]:
         },
         "validations": [
             {
-                "expression": _every_container(_container_is("runAsUser", uid)),
+                "expression": _every_container(run_as),
                 "message": f"set securityContext.runAsUser: {uid} (pod or every container): {why}",
                 "reason": "Forbidden",
             },
@@ -209,10 +220,11 @@ def identity_policy_spec(team: TeamConfig) -> dict[str, Any]:
                     "has(c.securityContext) && has(c.securityContext.allowPrivilegeEscalation) && "
                     "c.securityContext.allowPrivilegeEscalation == false && "
                     "(!has(c.securityContext.capabilities) || !has(c.securityContext.capabilities.add) || "
-                    "size(c.securityContext.capabilities.add) == 0)"
+                    f"{added_ok})"
                 ),
-                "message": "set allowPrivilegeEscalation: false and add no capabilities in every container: a setuid "
-                "binary or an added capability would change the process's identity",
+                "message": "set allowPrivilegeEscalation: false and add no capabilities in every container"
+                + (" but IPC_LOCK" if memory_locking else "")
+                + ": a setuid binary or another capability would change the process's identity",
                 "reason": "Forbidden",
             },
             {
@@ -266,6 +278,8 @@ class TeamStorageArgs(TypedDict):
     """With Lustre: namespace of the filesystem-root claim the directory Jobs mount."""
     lustre_root_claim: NotRequired[pulumi.Input[str]]
     """With Lustre: the filesystem-root claim (the platform's training claim)."""
+    memory_locking_namespaces: NotRequired[Sequence[str]]
+    """Team namespaces whose NCCL pods lock memory for RDMA (root with IPC_LOCK only; components/azure_policy.py)."""
     data_account_name: NotRequired[pulumi.Input[str]]
     """The storage account each team gets a Blob container in (the Lustre HSM account, in the cluster's resource
     group); none: no per-team Blob data."""
@@ -314,6 +328,7 @@ class TeamStorage(pulumi.ComponentResource):
 
         classes: dict[str, pulumi.Output[str]] = {}
         shared = list(args.get("shared_storage_classes", []))
+        locking = set(args.get("memory_locking_namespaces", []))
         self.storage_quota, self.uids, self.gids = {}, {}, {}
         for team in settings.teams:
             self.uids[team.name], self.gids[team.name] = team.run_as_user, team.run_as_group
@@ -324,7 +339,7 @@ class TeamStorage(pulumi.ComponentResource):
             policy = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
                 f"{name}-{team.name}-identity",
                 metadata={"name": policy_name},
-                spec=identity_policy_spec(team),  # type: ignore[arg-type]
+                spec=identity_policy_spec(team, team.namespace_name in locking),  # type: ignore[arg-type]
                 opts=in_cluster,
             )
             k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(

@@ -227,7 +227,7 @@ class PodSecurityPolicyInputs(TypedDict):
     platform_namespaces: Sequence[str]
     """Namespaces of the platform's own components, whose node agents need host access: left out."""
     rdma_namespaces: NotRequired[Sequence[str]]
-    """Team namespaces whose jobs need IPC_LOCK: the same policies, with IPC_LOCK allowed."""
+    """Team namespaces whose jobs need IPC_LOCK: the same policies, with IPC_LOCK allowed, always Deny."""
     extra_excluded_namespaces: NotRequired[Sequence[str]]
     """Namespaces of the user's own node agents (security.podSecurity.excludedNamespaces)."""
 
@@ -512,6 +512,8 @@ class GrafanaDashboardsInputs(TypedDict):
     """Stems of the components/dashboards/ JSON files to create in the platform folder (Editors and Admins only)."""
     teams: NotRequired[Sequence[TeamDashboardArgs]]
     """Teams that get a folder with their own copy of the teams dashboard."""
+    constants: NotRequired[Mapping[str, str]]
+    """Values of the dashboards' hidden constants (see `with_constants`)."""
 
 
 class GrafanaDashboards(grafana_dashboards.GrafanaDashboards):
@@ -765,6 +767,8 @@ class TeamStorageInputs(TypedDict):
     """With Lustre: namespace of the filesystem-root claim the directory Jobs mount."""
     lustre_root_claim: NotRequired[pulumi.Input[str]]
     """With Lustre: the filesystem-root claim (the platform's training claim)."""
+    memory_locking_namespaces: NotRequired[Sequence[str]]
+    """Team namespaces whose NCCL pods lock memory for RDMA (root with IPC_LOCK only; components/azure_policy.py)."""
     data_account_name: NotRequired[pulumi.Input[str]]
     """The storage account each team gets a Blob container in (the Lustre HSM account, in the cluster's resource
     group); none: no per-team Blob data."""
@@ -853,6 +857,9 @@ class TrainingQueuesInputs(TypedDict):
     """More AdmissionChecks every ClusterQueue waits for (a fleet manager's MultiKueue check)."""
     kueue_configuration: NotRequired[Mapping[str, Any]]
     """Top-level keys added to Kueue's Configuration (a fleet manager's `multiKueue` section)."""
+    memory_locking_namespaces: NotRequired[Sequence[str]]
+    """Team namespaces whose NCCL pods add IPC_LOCK for RDMA, where Azure Policy enforces the pod security baseline
+    with IPC_LOCK allowed (components/azure_policy.py); only where that policy is assigned."""
     cpu_metering: NotRequired[CpuMetering]
     """Meter CPU and memory for every team (where jobs run; a MultiKueue manager meters GPUs only)."""
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aks_gpu_platform.testing import Recording, kubernetes_object
-from tests import admission_cel
+from tests import admission_cel, pod_security_policy_model
 from tests.rbac_model import Request, allowed
 from tests.reachability import private_endpoint_addresses
 
@@ -54,6 +54,10 @@ class World:
     """(name, address) of each private endpoint in the cluster's VNet (tests/reachability.py)."""
     policy_engine: tuple[str, str] = ("", "")
     """The cluster's (networkPolicy, networkDataplane): the model's NetworkPolicy semantics are Cilium's."""
+    pod_security: tuple[pod_security_policy_model.Assignment, ...] = ()
+    """The Azure Policy pod security assignments Gatekeeper enforces (tests/pod_security_policy_model.py)."""
+    identities: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    """Team -> (uid, gid) its pods run as, as the `trainingTeams` output tells its members."""
 
     def of_kind(self, kind: str, namespace: str | None = None) -> list[dict[str, Any]]:
         return [
@@ -78,10 +82,16 @@ class World:
             self.namespaces,
             self.private_endpoints,
             self.policy_engine,
+            self.pod_security,
+            self.identities,
         )
 
 
-def build_world(recording: Recording, teams: Mapping[str, tuple[str, set[str]]]) -> World:
+def build_world(
+    recording: Recording,
+    teams: Mapping[str, tuple[str, set[str]]],
+    identities: Mapping[str, tuple[int, int]] | None = None,
+) -> World:
     (cluster,) = recording.of_type(CLUSTER)
     network = cluster.inputs.get("networkProfile") or {}
     objects = [kubernetes_object(r) for r in recording.kubernetes_objects()]
@@ -91,9 +101,11 @@ def build_world(recording: Recording, teams: Mapping[str, tuple[str, set[str]]])
         namespaces=frozenset(releases | {o["metadata"]["name"] for o in objects if o.get("kind") == "Namespace"}),
         private_endpoints=tuple(sorted(private_endpoint_addresses(recording).items())),
         policy_engine=(str(network.get("networkPolicy")), str(network.get("networkDataplane"))),
+        pod_security=tuple(pod_security_policy_model.assignments(recording)),
         assignments=[r.inputs for r in recording.of_type(ASSIGNMENT)],
         cluster_id=str(cluster.outputs["id"]),
         teams=dict(teams),
+        identities=dict(identities or {}),
     )
 
 
@@ -197,6 +209,8 @@ def pod_refusals(w: World, namespace: str, spec: Mapping[str, Any]) -> list[str]
     level = w.namespace_labels(namespace).get(PSS_ENFORCE, "privileged")
     if level in ("baseline", "restricted") and baseline_violations(spec):
         refused.append(f"PodSecurity {namespace}/{level}")
+    if pod_security_policy_model.admission(w.pod_security, namespace, spec).denied:
+        refused.append(f"AzurePolicy {namespace}")
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": namespace}, "spec": dict(spec)}
     refused += policy_refusals(w, namespace, pod, "", "pods")
     refused += quota_refusals(w, namespace, spec)

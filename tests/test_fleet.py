@@ -545,10 +545,12 @@ def test_the_largest_job_policy_sees_every_job_a_team_submits_on_the_manager(fle
     on the manager, reach the policy; other namespaces are not the team's limit."""
     namespace, _ = team_groups()
     policy = kubernetes_object(
-        fleet_recording.one("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy")
+        fleet_recording.one("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy", "largest-job")
     )
     binding = kubernetes_object(
-        fleet_recording.one("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding")
+        fleet_recording.one(
+            "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding", "largest-job"
+        )
     )
     example = REPO_ROOT / "examples" / "team-jobset" / "jobset.yaml"
     (jobset,) = [d for d in yaml.safe_load_all(example.read_text()) if d and d["kind"] == "JobSet"]
@@ -568,7 +570,7 @@ def test_the_largest_job_policy_counts_gpus_as_kueue_reserves_them(fleet_recordi
     parallelism, completions) pods per Job: the policy must count the same, or a job it lets through holds the
     manager's quota forever, and one it refuses could have run."""
     policy = kubernetes_object(
-        fleet_recording.one("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy")
+        fleet_recording.one("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy", "largest-job")
     )
     shapes = {
         "plain": admission.job(parallelism=2, gpus_per_pod=1),
@@ -601,7 +603,7 @@ def test_a_job_admitted_under_a_larger_limit_stays_manageable(fleet_recording: R
     """After the quota is lowered, Kueue must still suspend (evict) or relabel a job the old limit let in, and its
     owner must still scale it down; scaling it up above the limit is refused like a new job."""
     policy = kubernetes_object(
-        fleet_recording.one("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy")
+        fleet_recording.one("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy", "largest-job")
     )
     running = admission.job(parallelism=4, gpus_per_pod=1)  # let in when the team's limit was 4
     suspended = copy.deepcopy(running)

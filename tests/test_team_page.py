@@ -97,14 +97,12 @@ def test_each_pool_row_picks_that_pool_with_the_gpus_it_states(recordings: dict[
     """A pod with the row's nodeSelector, admitted on the row's flavour, lands on that pool and only there."""
     for stack, tables in _generated_tables().items():
         recording = recordings[stack]
-        flavors = {
-            f.inputs["metadata"]["name"]: f.inputs["spec"] for f in recording.of_type(team_pools.RESOURCE_FLAVOR)
-        }
+        flavors = {f.inputs["metadata"]["name"]: f.inputs["spec"] for f in team_pools.gpu_flavors(recording)}
         pools = {p.inputs["agentPoolName"]: p.inputs for p in recording.of_type(AGENT_POOL)}
         templates = [template_node(p) for p in pools.values()]
         rdma = team_pools.rdma_node_affinity(recording)
         assert {row["pool (Kueue flavour)"] for row in tables["pool"]} == set(flavors), (
-            f"{stack}: the table lists every ResourceFlavor a team's job can be admitted on, and no other"
+            f"{stack}: the table lists every GPU ResourceFlavor a team's job can be admitted on, and no other"
         )
         for row in tables["pool"]:
             name = row["pool (Kueue flavour)"]

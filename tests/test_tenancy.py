@@ -12,6 +12,7 @@ import yaml
 
 from aks_gpu_platform.components.team_admission import ANCESTRY_POLICY_NAME, POLICY_NAME
 from aks_gpu_platform.config.scheduling import GPU_TAINT, parse_taint
+from aks_gpu_platform.config.training import derived_team_id
 from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording
 from aks_gpu_platform.testing.stack_files import load_stack_file
@@ -19,6 +20,7 @@ from tests import admission_cel
 from tests.contract_stacks import contract_recording
 from tests.rbac_model import Request
 from tests.tenancy_model import (
+    PSS_ENFORCE,
     Attempt,
     Endpoint,
     World,
@@ -62,16 +64,46 @@ def _fleet_parts() -> tuple[Recording, dict[str, Recording]]:
     return manager, members
 
 
+def identities(config: dict[str, Any]) -> dict[str, tuple[int, int]]:
+    """Team -> (uid, gid) from the stack file as written: `uid`, else derived from the name; `gid`, else the uid."""
+    found: dict[str, tuple[int, int]] = {}
+    for t in config["aks-gpu-platform:training"]["teams"]:
+        uid = t.get("uid") or derived_team_id(t["name"])
+        found[t["name"]] = (uid, t.get("gid") or uid)
+    return found
+
+
 @cache
 def world(name: str) -> World:
     if name == "dev-two-teams":
         config = two_team_config()
-        return build_world(run_stack("dev", config), raw_teams(config))
+        return build_world(run_stack("dev", config), raw_teams(config), identities(config))
     if name.startswith("fleet-"):
-        teams = raw_teams(load_stack_file("fleet", REPO_ROOT))
+        config = load_stack_file("fleet", REPO_ROOT)
         manager, members = _fleet_parts()
-        return build_world(manager if name == "fleet-manager" else members[name[6:]], teams)
-    return build_world(contract_recording(name), raw_teams(load_stack_file(name, REPO_ROOT)))
+        return build_world(
+            manager if name == "fleet-manager" else members[name[6:]], raw_teams(config), identities(config)
+        )
+    config = load_stack_file(name, REPO_ROOT)
+    return build_world(contract_recording(name), raw_teams(config), identities(config))
+
+
+def as_team(w: World, team: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """A pod spec as a member writes it for the team: its uid and gid, as docs/for-ml-teams.md says."""
+    uid, gid = w.identities[team]
+    context = {
+        **(spec.get("securityContext") or {}),
+        "runAsUser": uid,
+        "runAsGroup": gid,
+        "supplementalGroupsPolicy": "Strict",
+    }
+    if "fsGroup" in context:
+        context["fsGroup"] = gid
+    containers = [
+        {**c, "securityContext": {**(c.get("securityContext") or {}), "allowPrivilegeEscalation": False}}
+        for c in spec["containers"]
+    ]
+    return {**spec, "securityContext": context, "containers": containers}
 
 
 @pytest.fixture(params=WORLDS)
@@ -81,6 +113,14 @@ def w(request: pytest.FixtureRequest) -> World:
 
 def ns(w: World, team: str) -> str:
     return w.teams[team][0]
+
+
+def pod_security_rule(w: World, team: str) -> str:
+    """What refuses a privileged pod: Kubernetes' baseline, or where an InfiniBand team's namespace enforces
+    `privileged` (IPC_LOCK), the Azure Policy baseline Gatekeeper enforces there."""
+    namespace = ns(w, team)
+    level = w.namespace_labels(namespace).get(PSS_ENFORCE)
+    return f"PodSecurity {namespace}/baseline" if level == "baseline" else f"AzurePolicy {namespace}"
 
 
 def other_team(w: World, team: str) -> str | None:
@@ -212,7 +252,7 @@ ATTEMPTS: list[Attempt] = [
     pod_attempt(
         "a privileged pod owns its node",
         {"containers": [{**cpu_container(), "securityContext": {"privileged": True}}], "nodeSelector": ON_CPU_POOL},
-        lambda w, team: {f"PodSecurity {ns(w, team)}/baseline"},
+        lambda w, team: {pod_security_rule(w, team)},
     ),
     *(
         pod_attempt(
@@ -361,7 +401,8 @@ def test_the_documented_team_jobset_and_its_pods_are_admitted_in_every_team_name
             f"{team}: the guide's JobSet must be accepted as written"
         )
         for replicated in jobset["spec"]["replicatedJobs"]:
-            spec = replicated["template"]["spec"]["template"]["spec"]
+            # Written for dev's team ml; another team sets its own uid and gid (trainingTeams), as the guide says.
+            spec = as_team(w, team, replicated["template"]["spec"]["template"]["spec"])
             assert not pod_refusals(w, namespace, spec), f"{team}: the JobSet's pods must be created before admission"
             for flavor in gpu_flavors(w):
                 assert not pod_refusals(w, namespace, kueue_admitted(spec, flavor)), (
@@ -375,7 +416,7 @@ def test_a_gpu_less_job_on_the_cpu_pool_is_admitted_in_every_team_namespace(w: W
     job = {"apiVersion": "batch/v1", "kind": "Job", "spec": {"template": {"spec": spec}}}
     for team, (namespace, _) in w.teams.items():
         assert not policy_refusals(w, namespace, job, "batch", "jobs"), f"{team}: a CPU job must be accepted"
-        assert not pod_refusals(w, namespace, spec), f"{team}: its pod must be admitted"
+        assert not pod_refusals(w, namespace, as_team(w, team, spec)), f"{team}: its pod must be admitted"
 
 
 def test_the_job_controller_still_removes_finalizers_from_pods_that_predate_a_rule(w: World) -> None:
@@ -504,6 +545,17 @@ def boundary_rules(w: World) -> list[tuple[str, Callable[[World], object]]]:
                 )
             )
         elif kind == "Namespace" and obj["metadata"]["name"] in team_namespaces:
+            labels = obj["metadata"].get("labels") or {}
+            if labels.get(PSS_ENFORCE) != "baseline":  # an InfiniBand team's: Azure Policy's baseline guards it
+                removals.append(
+                    (
+                        f"Azure Policy pod security on {obj['metadata']['name']}",
+                        lambda x, n=obj["metadata"]["name"]: setattr(
+                            x, "pod_security", tuple(a for a in x.pod_security if not a.covers(n))
+                        ),
+                    )
+                )
+                continue
             removals.append(
                 (
                     f"Pod Security label of {obj['metadata']['name']}",
@@ -583,3 +635,25 @@ def test_every_rendered_scrape_job_still_reaches_its_targets_through_the_network
                 assert not refused, f"{rule_name(monitor)} cannot scrape {namespace}: {refused}"
                 checked += 1
     assert checked or not monitors, "the monitors' targets were checked"
+
+
+def _nccl_pod(w: World, team: str, run_as: int, added: list[str]) -> dict[str, Any]:
+    spec = as_team(w, team, {"containers": [cpu_container()], "nodeSelector": ON_CPU_POOL, "restartPolicy": "Never"})
+    (container,) = spec["containers"]
+    context = {**container["securityContext"], "runAsUser": run_as, "capabilities": {"add": added}}
+    return {**spec, "containers": [{**container, "securityContext": context}]}
+
+
+def test_an_infiniband_team_locks_memory_as_root_with_ipc_lock_and_nothing_more() -> None:
+    """NCCL over RDMA pins memory: IPC_LOCK, which only a root process holds. prod's teams have InfiniBand quota."""
+    prod = world("prod")
+    for team in prod.teams:
+        namespace = ns(prod, team)
+        refused = pod_refusals(prod, namespace, _nccl_pod(prod, team, 0, ["IPC_LOCK"]))
+        assert not refused, f"{team}: an NCCL rank as root with IPC_LOCK must be admitted, else RDMA jobs never start"
+        refused = pod_refusals(prod, namespace, _nccl_pod(prod, team, 0, ["IPC_LOCK", "SYS_ADMIN"]))
+        assert refused, f"{team}: any capability beyond IPC_LOCK must be refused (SYS_ADMIN mounts any filesystem)"
+    dev = world("dev")
+    for team in dev.teams:
+        refused = pod_refusals(dev, ns(dev, team), _nccl_pod(dev, team, 0, ["IPC_LOCK"]))
+        assert refused, f"{team}: without InfiniBand quota a team's pods never run as root"

@@ -59,6 +59,11 @@ def _gpu(vm_size: str) -> str:
     return sku.gpu_model if memory in sku.gpu_model else f"{sku.gpu_model} {sku.gpu_memory_gib} GB"
 
 
+def gpu_flavors(recording: Recording) -> list[Any]:
+    """The ResourceFlavors of GPU pools (the CPU pool's flavour, for jobs without GPUs, selects `pool: cpu`)."""
+    return [f for f in recording.of_type(RESOURCE_FLAVOR) if GPU_POOL_NAME_LABEL_KEY in f.inputs["spec"]["nodeLabels"]]
+
+
 def _pool_rows(recording: Recording, cfg: PlatformConfig) -> list[str]:
     capacities = cost.pool_capacities(recording)
     by_label = {p.labels.get(GPU_POOL_NAME_LABEL_KEY): p for p in capacities}
@@ -67,7 +72,7 @@ def _pool_rows(recording: Recording, cfg: PlatformConfig) -> list[str]:
     rows: list[str] = []
     order = [pool.name for pool in cfg.gpu_pools]  # registration order varies between runs; the stack file's does not
     flavors = sorted(
-        recording.of_type(RESOURCE_FLAVOR),
+        gpu_flavors(recording),
         key=lambda f: order.index(f.inputs["spec"]["nodeLabels"][GPU_POOL_NAME_LABEL_KEY]),
     )
     for flavor in flavors:

@@ -208,6 +208,13 @@ def main() -> None:
             "allowPrivilegeEscalation": False,
             "readOnlyRootFilesystem": True,
             "capabilities": {"drop": ["ALL"]},
+            # NCCL over RDMA pins memory: IPC_LOCK, which reaches only a root process (no ambient capabilities).
+            # The platform admits root with IPC_LOCK alone in the namespaces of teams with InfiniBand quota.
+            **(
+                {"runAsUser": 0, "runAsNonRoot": False, "capabilities": {"drop": ["ALL"], "add": ["IPC_LOCK"]}}
+                if cfg.rdma
+                else {}
+            ),
         },
         "volumeMounts": [
             {"name": volume, "mountPath": mount},
