@@ -121,6 +121,9 @@ class TeamTenancyArgs(TypedDict):
     """Managed Grafana's resource ID: team groups get Grafana Viewer there (none on a cluster without Grafana)."""
     submits: NotRequired[bool]
     """Default True. False on a fleet member: teams submit on the MultiKueue manager, here `team_reader_rules`."""
+    file_servers: NotRequired[Sequence[str]]
+    """Subnets (CIDR) of file servers that admit the node subnet (Lustre, NetApp Files): team pods may not reach
+    them (components/network_boundaries.py team_egress)."""
     storage_quota: NotRequired[Mapping[str, Mapping[str, str]]]
     """Team name -> more `hard` entries of its storage quota (TeamStorage's zero quotas on shared classes)."""
 
@@ -210,7 +213,11 @@ class TeamTenancy(pulumi.ComponentResource):
             k8s.networking.v1.NetworkPolicy(
                 f"{prefix}-egress",
                 metadata={"name": "team-egress", "namespace": namespace},
-                spec={"pod_selector": {}, "policy_types": ["Egress"], "egress": team_egress()},
+                spec={
+                    "pod_selector": {},
+                    "policy_types": ["Egress"],
+                    "egress": team_egress(args.get("file_servers", ())),
+                },
                 opts=in_cluster,
             )
 

@@ -150,6 +150,12 @@ def connect(to: Callable[[World, str], Endpoint]) -> Callable[[World, str], list
     return lambda w, team: connection_refusals(w, team_pod(ns(w, team)), to(w, team))
 
 
+def refused_everywhere(w: World, team: str, targets: list[Endpoint]) -> list[str]:
+    """The rules that refuse a team pod's connection to every one of `targets`."""
+    each = [set(connection_refusals(w, team_pod(ns(w, team)), to)) for to in targets]
+    return sorted(set.intersection(*each)) if each else []
+
+
 def egress(w: World, team: str) -> str:
     return f"NetworkPolicy {ns(w, team)}/team-egress"
 
@@ -300,6 +306,14 @@ ATTEMPTS: list[Attempt] = [
         "a pod reads the kubelet identity's token from IMDS",
         connect(lambda w, team: Endpoint("external", 80, address="169.254.169.254")),
         lambda w, team: {egress(w, team)},
+    ),
+    Attempt(
+        "a pod speaks NFS or LNet to a file server that trusts the node subnet, past its team's directory",
+        lambda w, team: refused_everywhere(
+            w, team, [Endpoint("external", 2049, address=a) for _, a in w.storage_servers]
+        ),
+        lambda w, team: {egress(w, team)},
+        applies=lambda w, team: bool(w.storage_servers),
     ),
     Attempt(
         "a pod talks to the WireServer",
@@ -456,7 +470,7 @@ def test_a_member_cannot_hang_a_suspended_job_under_an_admitted_jobset_later(w: 
 def test_the_jobset_controller_multikueue_and_the_garbage_collector_still_manage_team_jobs(w: World) -> None:
     policy = ancestry_policy(w)
     controllers = {
-        "the JobSet controller creating a JobSet's Jobs": "system:serviceaccount:jobset-system:jobset-controller-manager",
+        "the JobSet controller creating its Jobs": "system:serviceaccount:jobset-system:jobset-controller-manager",
         "MultiKueue copying a job to a fleet member": "system:serviceaccount:kueue-system:multikueue-manager",
     }
     for team, (namespace, _) in w.teams.items():
