@@ -21,6 +21,8 @@ server calls webhooks (Kueue's, JobSet's) and aggregated APIs (the API server's 
 Kubelet probes come from the node itself, which Cilium always admits (`allow-localhost`).
 """
 
+from collections.abc import Sequence
+
 import pulumi
 import pulumi_kubernetes as k8s
 
@@ -38,15 +40,19 @@ def _namespace(name: str) -> k8s.meta.v1.LabelSelectorArgsDict:
     return {"match_labels": {NAMESPACE_NAME_LABEL: name}}
 
 
-def team_egress() -> list[k8s.networking.v1.NetworkPolicyEgressRuleArgsDict]:
-    """Where a team's pods may connect to: their namespace, DNS, and outside the cluster but for IMDS/WireServer."""
+def team_egress(file_servers: Sequence[str] = ()) -> list[k8s.networking.v1.NetworkPolicyEgressRuleArgsDict]:
+    """Where a team's pods may connect to: their namespace, DNS, and outside the cluster but for IMDS/WireServer
+    and `file_servers`: subnets of file servers that admit clients by address (Managed Lustre, NetApp Files' NFS
+    export to the node subnet). Pod traffic to the VNet leaves with its node's address (Azure CNI Overlay SNATs
+    it), so a pod with a user-space client (libnfs, no mount) would reach every team's files there as any uid;
+    the node's kernel mounts them for the claims, which no pod policy applies to."""
     return [
         {"to": [{"pod_selector": {}}]},
         {
             "to": [{"namespace_selector": _namespace(DNS_NAMESPACE), "pod_selector": {"match_labels": DNS_POD_LABELS}}],
             "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}],
         },
-        {"to": [{"ip_block": {"cidr": OUTSIDE_THE_CLUSTER, "except_": [IMDS, WIRESERVER]}}]},
+        {"to": [{"ip_block": {"cidr": OUTSIDE_THE_CLUSTER, "except_": [IMDS, WIRESERVER, *file_servers]}}]},
     ]
 
 

@@ -518,6 +518,9 @@ class AksGpuPlatform(pulumi.ComponentResource):
                     "grafana_id": monitoring.grafana_id,
                     "submits": teams_submit_here,
                     "storage_quota": self.team_storage.storage_quota,
+                    "file_servers": [
+                        str(c) for c in (cfg.network.lustre_cidr, cfg.network.netapp_cidr) if c is not None
+                    ],
                 },
                 child("teams"),
             )

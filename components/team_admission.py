@@ -135,6 +135,21 @@ POD_SPECS = (
 )
 
 
+def _stays_off_the_host() -> str:
+    """CEL over pod spec `s`: none of Pod Security baseline's host checks fails (host namespaces, privileged,
+    hostPath volumes, host ports; kubernetes v1.36 staging/src/k8s.io/pod-security-admission/policy
+    check_host_namespaces.go, check_privileged.go, check_hostPath_volumes.go, check_hostPorts.go)."""
+    container = (
+        "(!has(c.securityContext) || !has(c.securityContext.privileged) || !c.securityContext.privileged) && "
+        "(!has(c.ports) || c.ports.all(p, !has(p.hostPort) || p.hostPort == 0))"
+    )
+    host = " && ".join(f"(!has(s.{k}) || !s.{k})" for k in ("hostNetwork", "hostPID", "hostIPC"))
+    return (
+        f"({host} && (!has(s.volumes) || s.volumes.all(v, !has(v.hostPath))) && s.containers.all(c, {container}) && "
+        f"(!has(s.initContainers) || s.initContainers.all(c, {container})))"
+    )
+
+
 def _message(why: str, fix: str) -> str:
     return f"{MESSAGE_PREFIX}{why}; {fix}"
 
@@ -208,6 +223,19 @@ def pod_boundary_policy_spec(pools: Sequence[GpuPoolConfig]) -> dict[str, Any]:
                 ),
                 "reason": "Forbidden",
             },
+            {
+                # Pod Security enforces this at `baseline`, but a namespace whose NCCL pods add IPC_LOCK enforces
+                # `privileged` and leaves it to Azure Policy, whose Gatekeeper webhook fails open (Azure/AKS#4326)
+                # and acts only once its assignments have synced. From the node's network a pod reaches IMDS and
+                # every node port past the team's egress policy (Cilium does not police host-network pods).
+                "expression": f"variables.specs.all(s, {_stays_off_the_host()})",
+                "message": _message(
+                    "host network, PID or IPC namespaces, privileged containers, hostPath volumes and host ports "
+                    "reach the node, the instance metadata service and other teams' pods past every team boundary",
+                    "drop them: ranks talk over the pod network and RDMA devices come from the device plugin",
+                ),
+                "reason": "Forbidden",
+            },
         ],
     }
 
@@ -222,4 +250,65 @@ def system_priority_quota_spec() -> dict[str, Any]:
                 {"scope_name": "PriorityClass", "operator": "In", "values": list(SYSTEM_PRIORITY_CLASSES)}
             ]
         },
+    }
+
+
+ANCESTRY_POLICY_NAME = "team-job-ancestry"
+KUEUE_PREBUILT_WORKLOAD_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
+_CONTROLLER_UIDS = "{0}.metadata.ownerReferences.filter(r, has(r.controller) && r.controller).map(r, r.uid)"
+
+
+def job_ancestry_policy_spec(controller_namespaces: Sequence[str]) -> dict[str, Any]:
+    """A ValidatingAdmissionPolicy spec: in a team namespace only the platform's controllers give a Job or JobSet a
+    controlling owner.
+
+    Kueue leaves a Job or JobSet unsuspended when a controller reference leads to a Kueue-managed job whose workload
+    is admitted: it runs as part of that job, on no quota of its own (kubernetes-sigs/kueue v0.19.2,
+    pkg/controller/jobframework utils.go WorkloadShouldBeSuspended and reconciler.go FindAncestorJobManagedByKueue /
+    shouldSuspendChildJob, where "same-namespace ownership spoofing is out of scope"). A member who has one admitted
+    JobSet could otherwise add Jobs of any size under it. The JobSet controller (its child Jobs) and Kueue's
+    MultiKueue account (jobs copied to a fleet member) act from `controller_namespaces`; nobody else may add a
+    controller reference, at creation or later (a Job's metadata stays mutable). Removing one (the garbage
+    collector orphaning a Job) is always allowed.
+    """
+    accounts = "[" + ", ".join(_quote(f"system:serviceaccount:{n}:") for n in controller_namespaces) + "]"
+    resources = [
+        {"api_groups": ["batch"], "api_versions": ["v1"], "resources": ["jobs"]},
+        {"api_groups": ["jobset.x-k8s.io"], "api_versions": ["v1alpha2"], "resources": ["jobsets"]},
+    ]
+    return {
+        "failure_policy": "Fail",
+        "match_constraints": {
+            "resource_rules": [{**rule, "operations": ["CREATE", "UPDATE"]} for rule in resources],
+        },
+        "variables": [
+            {
+                "name": "controllers",
+                "expression": f"has(object.metadata.ownerReferences) ? {_CONTROLLER_UIDS.format('object')} : []",
+            },
+            {
+                "name": "controllersBefore",
+                "expression": (
+                    "request.operation == 'UPDATE' && has(oldObject.metadata.ownerReferences) ? "
+                    f"{_CONTROLLER_UIDS.format('oldObject')} : []"
+                ),
+            },
+            {
+                "name": "platformController",
+                "expression": f"{accounts}.exists(p, request.userInfo.username.startsWith(p))",
+            },
+        ],
+        "validations": [
+            {
+                "expression": (
+                    "variables.platformController || variables.controllers.all(u, u in variables.controllersBefore)"
+                ),
+                "message": (
+                    "team namespaces run Jobs and JobSets only through the queue: a controller ownerReference "
+                    "makes Kueue run the job as part of an admitted one, outside the team's quota; "
+                    "submit it as a job of its own with the team's queue label"
+                ),
+                "reason": "Forbidden",
+            }
+        ],
     }

@@ -37,8 +37,14 @@ from aks_gpu_platform.config.training import TrainingConfig
 from . import roles
 from .context import ClusterHandle
 from .network_boundaries import team_egress
-from .team_admission import POLICY_NAME, pod_boundary_policy_spec, system_priority_quota_spec
-from .training_queues import FRAMEWORKS, TEAM_LABEL
+from .team_admission import (
+    ANCESTRY_POLICY_NAME,
+    POLICY_NAME,
+    job_ancestry_policy_spec,
+    pod_boundary_policy_spec,
+    system_priority_quota_spec,
+)
+from .training_queues import FRAMEWORKS, JOBSET_NAMESPACE, KUEUE_NAMESPACE, TEAM_LABEL
 
 TEAM_MEMBER_ROLE = "team-member"
 RBAC_GROUP = "rbac.authorization.k8s.io"
@@ -115,6 +121,9 @@ class TeamTenancyArgs(TypedDict):
     """Managed Grafana's resource ID: team groups get Grafana Viewer there (none on a cluster without Grafana)."""
     submits: NotRequired[bool]
     """Default True. False on a fleet member: teams submit on the MultiKueue manager, here `team_reader_rules`."""
+    file_servers: NotRequired[Sequence[str]]
+    """Subnets (CIDR) of file servers that admit the node subnet (Lustre, NetApp Files): team pods may not reach
+    them (components/network_boundaries.py team_egress)."""
     storage_quota: NotRequired[Mapping[str, Mapping[str, str]]]
     """Team name -> more `hard` entries of its storage quota (TeamStorage's zero quotas on shared classes)."""
 
@@ -137,18 +146,28 @@ class TeamTenancy(pulumi.ComponentResource):
                 spec=pod_boundary_policy_spec(args.get("gpu_pools", ())),  # type: ignore[arg-type]
                 opts=in_cluster,
             )
-            k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
-                f"{name}-pod-boundary-binding",
-                metadata={"name": POLICY_NAME},
-                spec={
-                    "policy_name": policy.metadata["name"],
-                    "validation_actions": ["Deny"],
-                    "match_resources": {
-                        "namespace_selector": {"match_expressions": [{"key": TEAM_LABEL, "operator": "Exists"}]}
-                    },
-                },
+            ancestry = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
+                f"{name}-job-ancestry",
+                metadata={"name": ANCESTRY_POLICY_NAME},
+                spec=job_ancestry_policy_spec((JOBSET_NAMESPACE, KUEUE_NAMESPACE)),  # type: ignore[arg-type]
                 opts=in_cluster,
             )
+            for resource, policy_name, bound in (
+                ("pod-boundary", POLICY_NAME, policy),
+                ("job-ancestry", ANCESTRY_POLICY_NAME, ancestry),
+            ):
+                k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
+                    f"{name}-{resource}-binding",
+                    metadata={"name": policy_name},
+                    spec={
+                        "policy_name": bound.metadata["name"],
+                        "validation_actions": ["Deny"],
+                        "match_resources": {
+                            "namespace_selector": {"match_expressions": [{"key": TEAM_LABEL, "operator": "Exists"}]}
+                        },
+                    },
+                    opts=in_cluster,
+                )
         for team in settings.teams:
             namespace = args["namespaces"][team.name]
             prefix = f"{name}-{team.name}"
@@ -194,7 +213,11 @@ class TeamTenancy(pulumi.ComponentResource):
             k8s.networking.v1.NetworkPolicy(
                 f"{prefix}-egress",
                 metadata={"name": "team-egress", "namespace": namespace},
-                spec={"pod_selector": {}, "policy_types": ["Egress"], "egress": team_egress()},
+                spec={
+                    "pod_selector": {},
+                    "policy_types": ["Egress"],
+                    "egress": team_egress(args.get("file_servers", ())),
+                },
                 opts=in_cluster,
             )
 

@@ -819,6 +819,9 @@ class TeamTenancyInputs(TypedDict):
     """Managed Grafana's resource ID: team groups get Grafana Viewer there (none on a cluster without Grafana)."""
     submits: NotRequired[bool]
     """Default True. False on a fleet member: teams submit on the MultiKueue manager, here `team_reader_rules`."""
+    file_servers: NotRequired[Sequence[str]]
+    """Subnets (CIDR) of file servers that admit the node subnet (Lustre, NetApp Files): team pods may not reach
+    them (components/network_boundaries.py team_egress)."""
     storage_quota: NotRequired[Mapping[str, Mapping[str, str]]]
     """Team name -> more `hard` entries of its storage quota (TeamStorage's zero quotas on shared classes)."""
 

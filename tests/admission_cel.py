@@ -45,15 +45,24 @@ def _evaluate(expression: str, activation: dict[str, Any]) -> Any:
     return program.evaluate(activation)
 
 
+# Who sends a request unless a test says otherwise: a person (a team member's Entra ID object ID), no service account.
+MEMBER = "00000000-0000-0000-0000-00000000a11c"
+
+
 def variables(
-    policy: dict[str, Any], obj: dict[str, Any], old: dict[str, Any] | None = None, operation: str | None = None
+    policy: dict[str, Any],
+    obj: dict[str, Any],
+    old: dict[str, Any] | None = None,
+    operation: str | None = None,
+    user: str = MEMBER,
 ) -> dict[str, Any]:
     """`old`: the object before an UPDATE (`oldObject`; null on CREATE); `operation` defaults to UPDATE with `old`,
-    else CREATE (the request's other fields are not modelled)."""
+    else CREATE; `user`: the requester's username (the request's other fields are not modelled)."""
+    request = {"operation": operation or ("CREATE" if old is None else "UPDATE"), "userInfo": {"username": user}}
     activation: dict[str, Any] = {
         "object": json_to_cel(obj),
         "oldObject": json_to_cel(old),
-        "request": json_to_cel({"operation": operation or ("CREATE" if old is None else "UPDATE")}),
+        "request": json_to_cel(request),
     }
     values: dict[str, Any] = {}
     for variable in policy["spec"].get("variables", []):
@@ -64,10 +73,15 @@ def variables(
 
 
 def verdict(
-    policy: dict[str, Any], obj: dict[str, Any], old: dict[str, Any] | None = None, operation: str | None = None
+    policy: dict[str, Any],
+    obj: dict[str, Any],
+    old: dict[str, Any] | None = None,
+    operation: str | None = None,
+    user: str = MEMBER,
 ) -> str | None:
-    """None when every validation holds, else the message the API server returns (`old`, `operation`: as above)."""
-    activation = variables(policy, obj, old, operation)["activation"]
+    """None when every validation holds, else the message the API server returns (`old`, `operation`, `user`: as
+    above)."""
+    activation = variables(policy, obj, old, operation, user)["activation"]
     for validation in policy["spec"]["validations"]:
         if not bool(_evaluate(validation["expression"], activation)):
             message = validation.get("messageExpression")

@@ -23,6 +23,7 @@ class, another team's Lustre directory) are rows of the same table, with the sto
 from __future__ import annotations
 
 import copy
+import ipaddress
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,6 +38,9 @@ ASSIGNMENT = "azure-native:authorization:RoleAssignment"
 CLUSTER = "azure-native:containerservice:ManagedCluster"
 RELEASE = "kubernetes:helm.sh/v3:Release"
 PSS_ENFORCE = "pod-security.kubernetes.io/enforce"
+SUBNET = "azure-native:network:Subnet"
+LUSTRE = "azure-native:storagecache:AmlFilesystem"
+NETAPP_VOLUME = "azure-native:netapp:CapacityPoolVolume"
 
 
 @dataclass
@@ -58,6 +62,9 @@ class World:
     """The Azure Policy pod security assignments Gatekeeper enforces (tests/pod_security_policy_model.py)."""
     identities: Mapping[str, tuple[int, int]] = field(default_factory=dict)
     """Team -> (uid, gid) its pods run as, as the `trainingTeams` output tells its members."""
+    storage_servers: tuple[tuple[str, str], ...] = ()
+    """(service, address) of each file server that admits clients by their address (Managed Lustre, NetApp Files):
+    an address in its subnet. Pod traffic to the VNet leaves with its node's address (Azure CNI Overlay's SNAT)."""
 
     def of_kind(self, kind: str, namespace: str | None = None) -> list[dict[str, Any]]:
         return [
@@ -84,6 +91,7 @@ class World:
             self.policy_engine,
             self.pod_security,
             self.identities,
+            self.storage_servers,
         )
 
 
@@ -106,7 +114,20 @@ def build_world(
         cluster_id=str(cluster.outputs["id"]),
         teams=dict(teams),
         identities=dict(identities or {}),
+        storage_servers=storage_servers(recording),
     )
+
+
+def storage_servers(recording: Recording) -> tuple[tuple[str, str], ...]:
+    """The file servers that trust the node subnet, each with an address of its subnet (.4, Azure's first host)."""
+    prefixes = {str(s.outputs.get("id")): str(s.inputs.get("addressPrefix")) for s in recording.of_type(SUBNET)}
+    found: list[tuple[str, str]] = []
+    for kind, field_name in ((LUSTRE, "filesystemSubnet"), (NETAPP_VOLUME, "subnetId")):
+        for server in recording.of_type(kind):
+            prefix = prefixes.get(str(server.inputs.get(field_name)))
+            if prefix and prefix != "None":
+                found.append((server.name, str(ipaddress.ip_network(prefix)[4])))
+    return tuple(sorted(found))
 
 
 def rule_name(obj: Mapping[str, Any]) -> str:

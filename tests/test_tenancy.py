@@ -10,12 +10,13 @@ from typing import Any
 import pytest
 import yaml
 
-from aks_gpu_platform.components.team_admission import POLICY_NAME
+from aks_gpu_platform.components.team_admission import ANCESTRY_POLICY_NAME, POLICY_NAME
 from aks_gpu_platform.config.scheduling import GPU_TAINT, parse_taint
 from aks_gpu_platform.config.training import derived_team_id
 from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording
 from aks_gpu_platform.testing.stack_files import load_stack_file
+from tests import admission_cel
 from tests.contract_stacks import contract_recording
 from tests.rbac_model import Request
 from tests.tenancy_model import (
@@ -36,7 +37,10 @@ from tools import REPO_ROOT
 
 WORLDS = ("dev", "dev-two-teams", "prod", "fleet-manager", "fleet-krc", "fleet-jpe")
 POLICY = f"ValidatingAdmissionPolicy {POLICY_NAME}"
-GPU_CHECK, NODE_NAME_CHECK, VISIBLE_DEVICES_CHECK, PRIORITY_CHECK, CPU_POOL_CHECK = (f"{POLICY} #{i}" for i in range(5))
+ANCESTRY_CHECK = f"ValidatingAdmissionPolicy {ANCESTRY_POLICY_NAME} #0"
+GPU_CHECK, NODE_NAME_CHECK, VISIBLE_DEVICES_CHECK, PRIORITY_CHECK, CPU_POOL_CHECK, HOST_CHECK = (
+    f"{POLICY} #{i}" for i in range(6)
+)
 ON_CPU_POOL = {"pool": "cpu"}
 EXPORTER_NAMESPACE = "gpu-monitoring"
 KUEUE_NAMESPACE = "kueue-system"
@@ -146,12 +150,55 @@ def connect(to: Callable[[World, str], Endpoint]) -> Callable[[World, str], list
     return lambda w, team: connection_refusals(w, team_pod(ns(w, team)), to(w, team))
 
 
+def refused_everywhere(w: World, team: str, targets: list[Endpoint]) -> list[str]:
+    """The rules that refuse a team pod's connection to every one of `targets`."""
+    each = [set(connection_refusals(w, team_pod(ns(w, team)), to)) for to in targets]
+    return sorted(set.intersection(*each)) if each else []
+
+
 def egress(w: World, team: str) -> str:
     return f"NetworkPolicy {ns(w, team)}/team-egress"
 
 
 def exists(namespace: str) -> Callable[[World, str], bool]:
     return lambda w, team: namespace in w.namespaces
+
+
+# A JobSet of the team that Kueue has admitted, as the API server returns it.
+ADMITTED_JOBSET_OWNER = {
+    "apiVersion": "jobset.x-k8s.io/v1alpha2",
+    "kind": "JobSet",
+    "name": "small-run",
+    "uid": "6f1c2d3e-0000-4000-8000-000000000001",
+    "controller": True,
+}
+
+
+def eight_gpu_job(namespace: str, owners: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """A Job of eight GPUs, on the GPU taint it asks for, with no queue label."""
+    pod = {"containers": [gpu_container(resources={"limits": {"nvidia.com/gpu": "8"}})], "restartPolicy": "Never"}
+    pod["tolerations"] = [GPU_TOLERATION]
+    metadata: dict[str, Any] = {"name": "big-run", "namespace": namespace}
+    if owners is not None:
+        metadata["ownerReferences"] = owners
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata, "spec": {"template": {"spec": pod}}}
+
+
+def under_admitted_jobset(kind: str) -> Callable[[World, str], list[str]]:
+    def refusals(w: World, team: str) -> list[str]:
+        job_obj = eight_gpu_job(ns(w, team), [ADMITTED_JOBSET_OWNER])
+        if kind == "Job":
+            return policy_refusals(w, ns(w, team), job_obj, "batch", "jobs")
+        replicated = [{"name": "big", "replicas": 1, "template": {"spec": job_obj["spec"]}}]
+        jobset = {
+            "apiVersion": "jobset.x-k8s.io/v1alpha2",
+            "kind": "JobSet",
+            "metadata": job_obj["metadata"],
+            "spec": {"replicatedJobs": replicated},
+        }
+        return policy_refusals(w, ns(w, team), jobset, "jobset.x-k8s.io", "jobsets")
+
+    return refusals
 
 
 ATTEMPTS: list[Attempt] = [
@@ -213,6 +260,19 @@ ATTEMPTS: list[Attempt] = [
         {"containers": [{**cpu_container(), "securityContext": {"privileged": True}}], "nodeSelector": ON_CPU_POOL},
         lambda w, team: {pod_security_rule(w, team)},
     ),
+    *(
+        pod_attempt(
+            f"a pod with {what} reaches its node past the egress policy, whatever the namespace's Pod Security level",
+            {"containers": [gpu_container(**container)], **spec},
+            lambda w, team: {HOST_CHECK},
+        )
+        for what, spec, container in (
+            ("the node's network (IMDS, node ports)", {"hostNetwork": True}, {}),
+            ("the node's PID namespace", {"hostPID": True}, {}),
+            ("a hostPath volume of the node's root", {"volumes": [{"name": "node", "hostPath": {"path": "/"}}]}, {}),
+            ("a host port", {}, {"ports": [{"containerPort": 8080, "hostPort": 8080}]}),
+        )
+    ),
     Attempt(
         "a bare pod bypasses the queue",
         lambda w, team: api_refusals(w, w.teams[team][1], Request("create", "", "pods", namespace=ns(w, team))),
@@ -234,10 +294,26 @@ ATTEMPTS: list[Attempt] = [
         lambda w, team: {"RBAC"},
         applies=lambda w, team: other_team(w, team) is not None,
     ),
+    *(
+        Attempt(
+            f"a {kind} that names the team's admitted JobSet as its controller runs without queueing, on no quota",
+            under_admitted_jobset(kind),
+            lambda w, team: {ANCESTRY_CHECK},
+        )
+        for kind in ("Job", "JobSet")
+    ),
     Attempt(
         "a pod reads the kubelet identity's token from IMDS",
         connect(lambda w, team: Endpoint("external", 80, address="169.254.169.254")),
         lambda w, team: {egress(w, team)},
+    ),
+    Attempt(
+        "a pod speaks NFS or LNet to a file server that trusts the node subnet, past its team's directory",
+        lambda w, team: refused_everywhere(
+            w, team, [Endpoint("external", 2049, address=a) for _, a in w.storage_servers]
+        ),
+        lambda w, team: {egress(w, team)},
+        applies=lambda w, team: bool(w.storage_servers),
     ),
     Attempt(
         "a pod talks to the WireServer",
@@ -367,6 +443,47 @@ def test_the_job_controller_still_removes_finalizers_from_pods_that_predate_a_ru
         )
 
 
+def ancestry_policy(w: World) -> dict[str, Any]:
+    (policy,) = [p for p in w.of_kind("ValidatingAdmissionPolicy") if p["metadata"]["name"] == ANCESTRY_POLICY_NAME]
+    operations = {op for rule in policy["spec"]["matchConstraints"]["resourceRules"] for op in rule["operations"]}
+    assert operations == {"CREATE", "UPDATE"}, (
+        f"the policy must act on updates too: a Job's ownerReferences stay mutable after creation ({operations})"
+    )
+    return policy
+
+
+def test_a_member_cannot_hang_a_suspended_job_under_an_admitted_jobset_later(w: World) -> None:
+    policy = ancestry_policy(w)
+    for team, (namespace, _) in w.teams.items():
+        queued = eight_gpu_job(namespace, [])
+        adopted = eight_gpu_job(namespace, [ADMITTED_JOBSET_OWNER])
+        assert admission_cel.verdict(policy, adopted, old=queued) is not None, (
+            f"{team}: a member patching a controller reference onto a suspended Job would have Kueue leave it to run "
+            "as part of the admitted JobSet, outside the team's quota"
+        )
+        relabelled = {**adopted, "metadata": {**adopted["metadata"], "labels": {"note": "x"}}}
+        assert admission_cel.verdict(policy, relabelled, old=adopted) is None, (
+            f"{team}: a member may still label a child Job whose controller reference it did not change"
+        )
+
+
+def test_the_jobset_controller_multikueue_and_the_garbage_collector_still_manage_team_jobs(w: World) -> None:
+    policy = ancestry_policy(w)
+    controllers = {
+        "the JobSet controller creating its Jobs": "system:serviceaccount:jobset-system:jobset-controller-manager",
+        "MultiKueue copying a job to a fleet member": "system:serviceaccount:kueue-system:multikueue-manager",
+    }
+    for team, (namespace, _) in w.teams.items():
+        child = eight_gpu_job(namespace, [ADMITTED_JOBSET_OWNER])
+        for what, user in controllers.items():
+            assert admission_cel.verdict(policy, child, user=user) is None, f"{team}: {what} must be admitted"
+        orphaned = eight_gpu_job(namespace, [])
+        gc = "system:serviceaccount:kube-system:generic-garbage-collector"
+        assert admission_cel.verdict(policy, orphaned, old=child, user=gc) is None, (
+            f"{team}: the garbage collector orphaning a Job (removing its controller reference) must pass"
+        )
+
+
 def test_team_pods_still_resolve_names_reach_their_ranks_the_internet_and_private_endpoints(w: World) -> None:
     for team, (namespace, _) in w.teams.items():
         source = team_pod(namespace)
@@ -404,7 +521,7 @@ def _removable(obj: dict[str, Any], team_namespaces: set[str]) -> bool:
     """The policy's binding, and the team namespaces' quotas other than the storage one."""
     name, namespace = obj["metadata"]["name"], obj["metadata"].get("namespace")
     if obj.get("kind") == "ValidatingAdmissionPolicyBinding":
-        return name == POLICY_NAME
+        return name in (POLICY_NAME, ANCESTRY_POLICY_NAME)
     return obj.get("kind") == "ResourceQuota" and namespace in team_namespaces and name != "storage"
 
 
@@ -414,7 +531,7 @@ def boundary_rules(w: World) -> list[tuple[str, Callable[[World], object]]]:
     team_namespaces = {n for n, _ in w.teams.values()}
     for i, obj in enumerate(w.objects):
         kind, namespace = obj.get("kind"), obj["metadata"].get("namespace")
-        if kind == "ValidatingAdmissionPolicy" and obj["metadata"]["name"] == POLICY_NAME:
+        if kind == "ValidatingAdmissionPolicy" and obj["metadata"]["name"] in (POLICY_NAME, ANCESTRY_POLICY_NAME):
             for j in range(len(obj["spec"]["validations"])):
                 removals.append(
                     (f"{rule_name(obj)} #{j}", lambda x, i=i, j=j: x.objects[i]["spec"]["validations"].pop(j))
