@@ -221,9 +221,17 @@ def identity_policy_spec(team: TeamConfig, memory_locking: bool = False) -> dict
                     "c.securityContext.allowPrivilegeEscalation == false && "
                     "(!has(c.securityContext.capabilities) || !has(c.securityContext.capabilities.add) || "
                     f"{added_ok})"
+                    + (
+                        # Root keeps containerd's default capabilities (SETUID, DAC_OVERRIDE, NET_RAW...) unless it
+                        # drops them: IPC_LOCK must be all it holds.
+                        f" && (!({_container_is('runAsUser', 0)}) || (has(c.securityContext.capabilities) && "
+                        "has(c.securityContext.capabilities.drop) && 'ALL' in c.securityContext.capabilities.drop))"
+                        if memory_locking
+                        else ""
+                    )
                 ),
                 "message": "set allowPrivilegeEscalation: false and add no capabilities in every container"
-                + (" but IPC_LOCK" if memory_locking else "")
+                + (" but IPC_LOCK (as root, with drop: [ALL])" if memory_locking else "")
                 + ": a setuid binary or another capability would change the process's identity",
                 "reason": "Forbidden",
             },

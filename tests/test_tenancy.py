@@ -651,10 +651,10 @@ def test_every_rendered_scrape_job_still_reaches_its_targets_through_the_network
     assert checked or not monitors, "the monitors' targets were checked"
 
 
-def _nccl_pod(w: World, team: str, run_as: int, added: list[str]) -> dict[str, Any]:
+def _nccl_pod(w: World, team: str, run_as: int, added: list[str], drop: tuple[str, ...] = ("ALL",)) -> dict[str, Any]:
     spec = as_team(w, team, {"containers": [cpu_container()], "nodeSelector": ON_CPU_POOL, "restartPolicy": "Never"})
     (container,) = spec["containers"]
-    context = {**container["securityContext"], "runAsUser": run_as, "capabilities": {"add": added}}
+    context = {**container["securityContext"], "runAsUser": run_as, "capabilities": {"add": added, "drop": list(drop)}}
     return {**spec, "containers": [{**container, "securityContext": context}]}
 
 
@@ -667,6 +667,8 @@ def test_an_infiniband_team_locks_memory_as_root_with_ipc_lock_and_nothing_more(
         assert not refused, f"{team}: an NCCL rank as root with IPC_LOCK must be admitted, else RDMA jobs never start"
         refused = pod_refusals(prod, namespace, _nccl_pod(prod, team, 0, ["IPC_LOCK", "SYS_ADMIN"]))
         assert refused, f"{team}: any capability beyond IPC_LOCK must be refused (SYS_ADMIN mounts any filesystem)"
+        refused = pod_refusals(prod, namespace, _nccl_pod(prod, team, 0, ["IPC_LOCK"], drop=()))
+        assert refused, f"{team}: root that drops nothing keeps SETUID, DAC_OVERRIDE and NET_RAW beside IPC_LOCK"
     dev = world("dev")
     for team in dev.teams:
         refused = pod_refusals(dev, ns(dev, team), _nccl_pod(dev, team, 0, ["IPC_LOCK"]))
