@@ -2,10 +2,10 @@
 
 import pulumi
 
-from aks_gpu_platform.components.fleet import AksGpuFleet
+from aks_gpu_platform.components.fleet.aks_gpu_fleet import AksGpuFleet
 from aks_gpu_platform.components.platform import AksGpuPlatform
 from aks_gpu_platform.config import load_deployment_config, read_stack_settings
-from aks_gpu_platform.config.fleet import is_fleet_stack, load_fleet_deployment
+from aks_gpu_platform.config.fleet.section import is_fleet_stack, load_fleet_deployment
 
 
 def main() -> None:

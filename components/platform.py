@@ -15,45 +15,45 @@ from typing import Any
 
 import pulumi
 
+from aks_gpu_platform.config.catalog.vm_sizes import cpu_size
+from aks_gpu_platform.config.gpu.scheduling import gpu_tolerations
 from aks_gpu_platform.config.platform import PlatformConfig
-from aks_gpu_platform.config.scheduling import gpu_tolerations
-from aks_gpu_platform.config.vm_catalog import cpu_size
 
-from .agent_pools import PoolPlacementArgs, pool_upgrade_settings
-from .aks_cluster import AksCluster
-from .aks_managed_gpu import ManagedGpuNodePool
-from .amd_gpu import AMD_GPU_OPERATOR_NAMESPACE, AmdGpuStack
-from .azure_policy import PodSecurityPolicy, rdma_team_namespaces
-from .blob_storage_classes import BlobStorageClasses
-from .context import ClusterHandle
-from .cpu_node_pool import CpuNodePool
-from .dcgm_exporter import EXPORTER_NAMESPACE
-from .dra_driver import DRA_DRIVER_NAMESPACE
-from .gpu_autoscaling import GpuAutoscaling, KedaWiringArgs
-from .gpu_health import CERT_MANAGER_NAMESPACE, GpuHealth, remediation_node_labels
-from .gpu_health import NAMESPACE as HEALTH_NAMESPACE
-from .gpu_inference_sample import GpuInferenceSample
-from .gpu_monitoring import GpuMonitoring
-from .gpu_node_images import check_arm64_images
-from .gpu_node_pool import GpuNodePool
-from .gpu_smoke_test import GpuSmokeTest
-from .gpu_stack import GPU_OPERATOR_NAMESPACE, NETWORK_OPERATOR_NAMESPACE, OPERATOR_RUNTIME_CLASS, GpuStack
-from .gpu_stack import NAMESPACE as DEVICE_PLUGIN_NAMESPACE
-from .gpu_validation import NAMESPACE as VALIDATION_NAMESPACE
-from .gpu_validation import GpuValidation
-from .image_prepull import ImagePrepull
-from .kueue_metrics import kueue_service_monitor
-from .log_workspace import LogWorkspace, container_insights_addon, managed_prometheus_profile
-from .lustre_storage import CSI_DRIVER_NAMESPACE, LustreStorage
-from .netapp_files import NetAppFiles, NetAppFilesArgs
-from .network import Network
-from .registry import Registry
-from .resource_group import platform_resource_group
-from .storage_classes import DiskStorageClasses
-from .team_storage import TeamStorage, TeamStorageArgs, team_lustre_class
-from .team_tenancy import TeamTenancy
-from .training_queues import JOBSET_NAMESPACE, KUEUE_NAMESPACE, TrainingQueues, TrainingQueuesArgs
-from .upgrade_policy import UpgradePolicy
+from .cluster.agent_pools import PoolPlacementArgs, pool_upgrade_settings
+from .cluster.aks_cluster import AksCluster
+from .cluster.azure_policy import PodSecurityPolicy, rdma_team_namespaces
+from .cluster.cpu_node_pool import CpuNodePool
+from .cluster.registry import Registry
+from .cluster.resource_group import platform_resource_group
+from .gpu.aks_managed import ManagedGpuNodePool
+from .gpu.amd_stack import AMD_GPU_OPERATOR_NAMESPACE, AmdGpuStack
+from .gpu.dra_driver import DRA_DRIVER_NAMESPACE
+from .gpu.health import CERT_MANAGER_NAMESPACE, GpuHealth, remediation_node_labels
+from .gpu.health import NAMESPACE as HEALTH_NAMESPACE
+from .gpu.image_prepull import ImagePrepull
+from .gpu.node_images import check_arm64_images
+from .gpu.node_pool import GpuNodePool
+from .gpu.nvidia_stack import GPU_OPERATOR_NAMESPACE, NETWORK_OPERATOR_NAMESPACE, OPERATOR_RUNTIME_CLASS, GpuStack
+from .gpu.nvidia_stack import NAMESPACE as DEVICE_PLUGIN_NAMESPACE
+from .gpu.smoke_test import GpuSmokeTest
+from .gpu.validation import NAMESPACE as VALIDATION_NAMESPACE
+from .gpu.validation import GpuValidation
+from .inference.autoscaling import GpuAutoscaling, KedaWiringArgs
+from .inference.triton_sample import GpuInferenceSample
+from .monitoring.dcgm_exporter import EXPORTER_NAMESPACE
+from .monitoring.gpu_monitoring import GpuMonitoring
+from .monitoring.kueue_metrics import kueue_service_monitor
+from .monitoring.log_workspace import LogWorkspace, container_insights_addon, managed_prometheus_profile
+from .network.vnet import Network
+from .shared.context import ClusterHandle
+from .storage.blob_classes import BlobStorageClasses
+from .storage.disk_classes import DiskStorageClasses
+from .storage.lustre import CSI_DRIVER_NAMESPACE, LustreStorage
+from .storage.netapp import NetAppFiles, NetAppFilesArgs
+from .training.queues import JOBSET_NAMESPACE, KUEUE_NAMESPACE, TrainingQueues, TrainingQueuesArgs
+from .training.team_storage import TeamStorage, TeamStorageArgs, team_lustre_class
+from .training.team_tenancy import TeamTenancy
+from .upgrade.policy import UpgradePolicy
 
 # Namespaces the platform's own components run in: GPU remediation never drains their pods.
 PLATFORM_NAMESPACES = (
@@ -479,7 +479,7 @@ class AksGpuPlatform(pulumi.ComponentResource):
                     "memory": f"{cfg.cpu_pool.max_count * cpu_nodes.memory_gib}Gi",
                 },
             }
-            if pod_security.enabled:  # config/security.py refuses RDMA teams without it
+            if pod_security.enabled:  # config/cluster/security.py refuses RDMA teams without it
                 training_args["memory_locking_namespaces"] = rdma_team_namespaces(cfg.training, cfg.gpu_pools)
             if self.lustre is not None and lustre_cfg is not None:
                 claims = lustre_cfg.training  # each team namespace gets a claim on its own directory

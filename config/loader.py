@@ -12,8 +12,8 @@ from pulumi.runtime import settings as runtime_settings
 from pulumi.runtime.mocks import MockMonitor
 from pydantic import BaseModel, ValidationError
 
-from .aks_versions import CATALOG_CHECKED_ON
 from .base import TEXT_SETTINGS_MODEL
+from .catalog.aks_versions import CATALOG_CHECKED_ON
 from .errors import ConfigError, problems_from
 from .placeholders import refuse_placeholders
 from .platform import VERSION_DATE_CONTEXT, PlatformConfig

@@ -9,25 +9,25 @@ from typing import Literal, cast
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from .aks_versions import CATALOG_CHECKED_ON, why_not_creatable
-from .autoscaling import AutoscalingConfig
 from .base import ConfigModel
-from .cluster import ClusterConfig
+from .catalog.aks_versions import CATALOG_CHECKED_ON, why_not_creatable
+from .catalog.lustre_skus import required_subnet_prefix
+from .catalog.regions import CATALOG_SOURCE, closest_regions, region
+from .cluster.node_pools import AutoscaledPoolConfig, CpuPoolConfig, SystemPoolConfig
+from .cluster.section import ClusterConfig
+from .cluster.security import SecurityConfig, check_pod_security_exclusions, check_rdma_pod_security
 from .errors import field_error
-from .fleet_rules import check_aks_managed, check_lustre_startup_taint, check_pool_validation
-from .gpu import GpuPoolConfig, GpuStackConfig, check_amd_pools
-from .gpu_health import GpuHealthConfig
-from .lustre_catalog import required_subnet_prefix
-from .monitoring import MonitoringConfig
-from .network import NETAPP_DELEGATION, NetworkConfig, usable_addresses
-from .node_image import check_node_images
-from .node_pools import AutoscaledPoolConfig, CpuPoolConfig, SystemPoolConfig
-from .regions import CATALOG_SOURCE, closest_regions, region
-from .security import SecurityConfig, check_pod_security_exclusions, check_rdma_pod_security
-from .storage import LUSTRE_CLIENT_OS_SKUS, StorageConfig, nid_list_covers, nid_list_for
-from .training import FLAVOR_MAX_TAINTS, TrainingConfig, gpu_capacity, gpus_per_node
+from .gpu.health import GpuHealthConfig
+from .gpu.node_image import check_node_images
+from .gpu.section import GpuPoolConfig, GpuStackConfig, check_amd_pools
+from .inference.section import AutoscalingConfig
+from .monitoring.section import MonitoringConfig
+from .network.section import NETAPP_DELEGATION, NetworkConfig, usable_addresses
+from .rules import check_aks_managed, check_lustre_startup_taint, check_pool_validation
+from .storage.section import LUSTRE_CLIENT_OS_SKUS, StorageConfig, nid_list_covers, nid_list_for
+from .training.section import FLAVOR_MAX_TAINTS, TrainingConfig, gpu_capacity, gpus_per_node
 from .types import AzureName
-from .upgrade import UpgradeConfig
+from .upgrade.section import UpgradeConfig
 
 Environment = Literal["dev", "prod"]
 
@@ -53,7 +53,8 @@ class PlatformConfig(ConfigModel):
         description="Environment name; tags every resource, and prod protects stateful resources from deletion"
     )
     location: str = Field(
-        description="Azure region of every resource, its programmatic name, e.g. koreacentral (config/regions.py)"
+        description="Azure region of every resource, its programmatic name, e.g. koreacentral "
+        "(config/catalog/regions.py)"
     )
     resource_group: ResourceGroupConfig = Field(description="The resource group: name, and whether it already exists")
     tags: dict[str, str] = Field(
@@ -129,7 +130,7 @@ class PlatformConfig(ConfigModel):
             hint = f"did you mean {' or '.join(close)}? " if close else ""
             raise ValueError(
                 f"not an Azure region of the catalog; {hint}Use the programmatic name (`az account list-locations "
-                f"--query [].name`); the catalog (config/regions.py) is {CATALOG_SOURCE}"
+                f"--query [].name`); the catalog (config/catalog/regions.py) is {CATALOG_SOURCE}"
             )
         return location
 
@@ -169,7 +170,7 @@ class PlatformConfig(ConfigModel):
 
     @model_validator(mode="after")
     def _check_fleet_operations(self) -> PlatformConfig:
-        # aksManaged limits, where validation checks can run, the Lustre startup taint (config/fleet_rules.py).
+        # aksManaged limits, where validation checks can run, the Lustre startup taint (config/rules.py).
         check_amd_pools(self)  # first: on an AMD pool the NVIDIA-only feature is the error, not its details
         check_aks_managed(self)
         check_pool_validation(self)
@@ -196,7 +197,7 @@ class PlatformConfig(ConfigModel):
 
     @model_validator(mode="after")
     def _check_node_images(self) -> PlatformConfig:
-        # After the minor is known to exist: which OS each pool runs follows from it (config/node_image.py).
+        # After the minor is known to exist: which OS each pool runs follows from it (config/gpu/node_image.py).
         check_node_images(self)
         return self
 
@@ -231,7 +232,8 @@ class PlatformConfig(ConfigModel):
             )
         squash = lustre.root_squash
         nodes = self.network.nodes_cidr
-        # Each team's directory is created as root from a node (components/team_storage.py); squashed, it fails.
+        # Each team's directory is created as root from a node (components/training/team_storage.py);
+        # squashed, it fails.
         teams = self.training.enabled and bool(self.training.teams)
         if teams and squash.mode != "None" and not nid_list_covers(squash.no_squash_nid_lists, nodes):
             raise field_error(

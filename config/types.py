@@ -19,7 +19,7 @@ PoolName = Annotated[
     Field(description="AKS pool name: lowercase letter first, then lowercase letters or digits, 1-12 long"),
 ]
 # Separately managed pools get a 4-character hash of the fields Azure cannot change in place
-# appended (components/agent_pools.py), so the configured name has 8 of AKS's 12 characters.
+# appended (components/cluster/agent_pools.py), so the configured name has 8 of AKS's 12 characters.
 HASHED_POOL_NAME_MAX = 8
 HashedPoolName = Annotated[
     str,

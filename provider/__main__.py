@@ -12,7 +12,7 @@ runtime dependencies as the program.
 Hosted: the adapters in adapters.py, one per public component of `components/` except those in
 EXCLUDED. The components take validated config models and a ClusterHandle, which the analyzer
 (pulumi/provider/experimental/analyzer.py) cannot type; each adapter is a subclass of the same name
-that takes YAML-shaped settings and flat wiring instead. tests/test_component_schema.py checks both
+that takes YAML-shaped settings and flat wiring instead. tests/project/test_component_schema.py checks both
 lists, the reasons for each exclusion, and the inferred schema.
 """
 
@@ -93,7 +93,8 @@ EXCLUDED: dict[str, str] = {
     ),
     "LargestJobPolicy": (
         "`limits` pairs each team's namespace with a LargestJob (a tuple of a dataclass, which the analyzer cannot "
-        "type); the limits come from the validated fleet plan (config/fleet.py largest_job): one part of AksGpuFleet."
+        "type); the limits come from the validated fleet plan (config/fleet/section.py largest_job): one part of "
+        "AksGpuFleet."
     ),
     "GpuSmokeTest": (
         "`depends_on` is a list of arbitrary resources (bare pulumi.Resource has no type token to "

@@ -25,7 +25,7 @@ import pulumi_kubernetes as k8s
 from pulumi.provider.experimental.util import camel_case
 from pydantic import BaseModel
 
-from aks_gpu_platform.components.context import ClusterHandle
+from aks_gpu_platform.components.shared.context import ClusterHandle
 from aks_gpu_platform.config.field_paths import model_class, strip_annotated, union_members
 from aks_gpu_platform.config.loader import validate_section
 

@@ -16,14 +16,14 @@ import pulumi_kubernetes as k8s
 import pytest
 from hypothesis import settings as hypothesis_settings
 
-from aks_gpu_platform.components.context import ClusterHandle
+from aks_gpu_platform.components.shared.context import ClusterHandle
 from aks_gpu_platform.config import ConfigError, load_platform_config
 from aks_gpu_platform.plan import report as plan
 from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.plan.recording_cache import RECORDING_CACHE, prune
 from aks_gpu_platform.testing import Recording, evaluate
 from aks_gpu_platform.testing.stack_files import load_stack_file
-from tests.checkov_scan import prune_reports
+from tests.models.checkov_scan import prune_reports
 from tools import REPO_ROOT
 
 STACKS = ("dev", "prod")

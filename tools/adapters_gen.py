@@ -41,10 +41,10 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from aks_gpu_platform import components
-from aks_gpu_platform.components.context import ClusterHandle
+from aks_gpu_platform.components.shared.context import ClusterHandle
 from aks_gpu_platform.config.field_paths import strip_annotated, union_members
-from aks_gpu_platform.config.gpu import GpuPoolConfig
-from aks_gpu_platform.config.upgrade import GpuPoolUpgradeConfig
+from aks_gpu_platform.config.gpu.section import GpuPoolConfig
+from aks_gpu_platform.config.upgrade.section import GpuPoolUpgradeConfig
 from provider import adapting
 
 from . import REPO_ROOT

@@ -28,7 +28,7 @@ from functools import cache
 from typing import Any
 
 from aks_gpu_platform import components
-from aks_gpu_platform.components.scan_exceptions import arm_scan_exceptions
+from aks_gpu_platform.components.shared.scan_exceptions import arm_scan_exceptions
 from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import RecordedResource, Recording
 

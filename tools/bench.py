@@ -43,7 +43,7 @@ from typing import Any
 
 import pulumi
 
-from aks_gpu_platform.components.roles import propagation_seconds
+from aks_gpu_platform.components.shared.roles import propagation_seconds
 from aks_gpu_platform.config.loader import PROJECT
 from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import RecordedResource, Recording, evaluate

@@ -25,7 +25,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from aks_gpu_platform.config.field_paths import bounds_of, model_class, strip_annotated, union_members
-from aks_gpu_platform.config.fleet import FleetConfig
+from aks_gpu_platform.config.fleet.section import FleetConfig
 from aks_gpu_platform.config.loader import PROJECT
 from aks_gpu_platform.config.platform import PlatformConfig
 
@@ -69,7 +69,7 @@ def _container_suffix(annotation: Any) -> str:
 
 
 # What a stack file holds: the platform's keys, and for a fleet stack the `fleet` section (the other keys are then
-# the platform every member starts from; config/fleet.py).
+# the platform every member starts from; config/fleet/section.py).
 StackConfig = create_model(
     "StackConfig",
     __base__=PlatformConfig,
@@ -113,7 +113,7 @@ def anchor(path: str) -> str:
 _SCALARS: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
 
 
-# Validated string types (config/types.py, config/monitoring.py) by the function that checks them.
+# Validated string types (config/types.py, config/monitoring/section.py) by the function that checks them.
 _CHECKED_TEXT = {
     "_ipv4_network": "IPv4 CIDR",
     "_ipv4_address": "IPv4 address",

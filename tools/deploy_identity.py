@@ -8,7 +8,7 @@ the teams' Grafana Viewer...), so the deploy identity must be able to assign rol
 Administrator (or Owner) would let any code that lands on `main` grant Owner to anyone. Instead it gets
 Role Based Access Control Administrator with a condition (Azure ABAC, conditionVersion 2.0) that
 admits a role assignment, created or deleted, only for the role definitions and principal types the
-platform assigns (`ASSIGNABLE`, held equal to what dev, prod and the fleet render by tests/test_security.py; on
+platform assigns (`ASSIGNABLE`, held equal to what dev, prod and the fleet render by tests/cluster/test_security.py; on
 delete also the Grafana Admin grant a person's own deploy made, `REMOVABLE`). Beside it: Contributor (every
 resource), Azure Kubernetes Service RBAC Cluster Admin on the group (every Kubernetes object, from the cluster's
 creation on) and, for the pod-security policy assignment, a custom role that writes policy assignments and nothing
@@ -28,7 +28,7 @@ import json
 import sys
 from collections.abc import Mapping, Sequence
 
-from aks_gpu_platform.components import roles
+from aks_gpu_platform.components.shared import roles
 from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording
 
@@ -50,7 +50,7 @@ POLICY_ASSIGNER_ACTIONS = (
 
 # Every (principal type, role) the platform assigns: managed identities and Azure's own service principals
 # get the service roles; Entra ID groups (admins, teams) get Grafana and cluster-user access, and each team's groups
-# the data role on their team's Blob container (components/team_storage.py). The deployer's
+# the data role on their team's Blob container (components/training/team_storage.py). The deployer's
 # own Grafana Admin grant is to the deploy identity, a service principal.
 ASSIGNABLE: Mapping[str, tuple[str, ...]] = {
     "ServicePrincipal": (

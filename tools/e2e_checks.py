@@ -37,14 +37,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from aks_gpu_platform.config.scheduling import (
+from aks_gpu_platform.config.gpu.scheduling import (
     GPU_POOL_NAME_LABEL_KEY,
     GPU_RESOURCE,
     cpu_node_selector,
     gpu_node_selector,
 )
 
-SMOKE_JOB_LABELS = {"app": "gpu-smoke-test"}  # components/gpu_smoke_test.py labels its Job so
+SMOKE_JOB_LABELS = {"app": "gpu-smoke-test"}  # components/gpu/smoke_test.py labels its Job so
 DCGM_METRIC = "DCGM_FI_DEV_GPU_UTIL"
 PROMETHEUS_RESOURCE = "https://prometheus.monitor.azure.com"
 LUSTRE_MOUNT = "/mnt/lustre"

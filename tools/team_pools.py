@@ -18,8 +18,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from aks_gpu_platform.config import PlatformConfig, load_platform_config
-from aks_gpu_platform.config.gpu_catalog import gpu_sku
-from aks_gpu_platform.config.scheduling import GPU_POOL_NAME_LABEL_KEY, selects_node
+from aks_gpu_platform.config.catalog.gpu_sizes import gpu_sku
+from aks_gpu_platform.config.gpu.scheduling import GPU_POOL_NAME_LABEL_KEY, selects_node
 from aks_gpu_platform.plan import cold_start, cost
 from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording

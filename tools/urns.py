@@ -12,7 +12,7 @@ qualified type chain, then `$`, then the resource's type; a root-stack parent ad
 MockMonitor shortens the chain to the parent's last type, so the mocks' URNs are not used as such.
 
 `python -m tools.urns --stack dev` prints the URNs a stack registers (the fixtures of
-tests/test_urns.py are that output for the last release).
+tests/platform/test_urns.py are that output for the last release).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The cold-start budget of each GPU pool: how long from a pending GPU pod to a node that runs it, and what
-each switch of `coldStart` changes, with every figure's source and date (config/cold_start_catalog.py).
+each switch of `coldStart` changes, with every figure's source and date (config/catalog/cold_start.py).
 
 Stages run one after another on a node that has to be created: the autoscaler reacts, Azure allocates the
 VM and AKS bootstraps it (the AKS-installed driver included), the GPU Operator's driver where the operator
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aks_gpu_platform.config import PlatformConfig
-from aks_gpu_platform.config.cold_start_catalog import (
+from aks_gpu_platform.config.catalog.cold_start import (
     AKS_DRIVER_IN_BOOTSTRAP,
     AMD_OPERATOR_DRIVER,
     ARTIFACT_STREAMING_FIGURES,
@@ -32,9 +32,9 @@ from aks_gpu_platform.config.cold_start_catalog import (
     local_nvme,
     node_provisioning,
 )
-from aks_gpu_platform.config.gpu import ColdStartConfig, GpuPoolConfig
-from aks_gpu_platform.config.lustre_catalog import AMLFS_SKUS
-from aks_gpu_platform.config.prices import HOURS_PER_MONTH
+from aks_gpu_platform.config.catalog.lustre_skus import AMLFS_SKUS
+from aks_gpu_platform.config.catalog.prices import HOURS_PER_MONTH
+from aks_gpu_platform.config.gpu.section import ColdStartConfig, GpuPoolConfig
 
 from . import cost
 
@@ -190,7 +190,7 @@ def stages(cfg: PlatformConfig, pool: GpuPoolConfig, cold: ColdStartConfig) -> l
     skipped = Figure(0, 0, "coldStart.warmStandby", TODAY, f"first {cold.warm_standby} node(s) already up")
     driver = GPU_OPERATOR_DRIVER if cfg.gpu_stack.mode == "gpuOperator" else AKS_DRIVER_IN_BOOTSTRAP
     if pool.vendor == "amd":
-        driver = AMD_OPERATOR_DRIVER  # AKS installs no AMD driver; AMD's operator does (components/amd_gpu.py)
+        driver = AMD_OPERATOR_DRIVER  # AKS installs no AMD driver; AMD's operator does (components/gpu/amd_stack.py)
     agents = _platform_agents(cfg, pool)
     return [
         Stage(AUTOSCALER, skipped if warm else AUTOSCALER_GPU_DELAY),
@@ -246,7 +246,7 @@ def _switch_cost(switch: str, pool: GpuPoolConfig, node: cost.PoolCapacity | Non
     nodes = max(pool.cold_start.warm_standby, 1)
     monthly = _node_monthly(node)
     if monthly is None:
-        return f"{nodes} x {pool.vm_size} around the clock (no price in config/prices.py)"
+        return f"{nodes} x {pool.vm_size} around the clock (no price in config/catalog/prices.py)"
     return f"{nodes} x {pool.vm_size} around the clock: {cost.monthly_usd(nodes * monthly)}/month"
 
 

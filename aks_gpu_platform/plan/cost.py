@@ -9,7 +9,7 @@ Quota: Azure limits vCPUs per region and VM family (e.g. `StandardNCADSA100v4Fam
 pool runs maxCount nodes plus the surge nodes an upgrade adds (maxSurge of maxCount, rounded up).
 
 Cost: a floor (minimum node counts, GPU nodes that workloads keep up, always-on resources) and a
-ceiling (maximum node counts), per month, from the price table in config/prices.py. Anything without
+ceiling (maximum node counts), per month, from the price table in config/catalog/prices.py. Anything without
 a price is named, never counted as zero.
 """
 
@@ -21,8 +21,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from aks_gpu_platform.config.gpu_catalog import gpu_sku
-from aks_gpu_platform.config.prices import (
+from aks_gpu_platform.config.catalog.gpu_sizes import gpu_sku
+from aks_gpu_platform.config.catalog.prices import (
     AKS_TIER_HOURLY,
     AMLFS_TIB_MONTHLY,
     DEFENDER_CONTAINERS_VCORE_HOURLY,
@@ -42,9 +42,9 @@ from aks_gpu_platform.config.prices import (
     region_note,
     regional_price,
 )
-from aks_gpu_platform.config.scheduling import GPU_RESOURCES, autoscaler_resource_tag
-from aks_gpu_platform.config.upgrade import surge_node_count
-from aks_gpu_platform.config.vm_catalog import vcpus_and_quota_family
+from aks_gpu_platform.config.catalog.vm_sizes import vcpus_and_quota_family
+from aks_gpu_platform.config.gpu.scheduling import GPU_RESOURCES, autoscaler_resource_tag
+from aks_gpu_platform.config.upgrade.section import surge_node_count
 from aks_gpu_platform.testing import RecordedResource, Recording
 
 AGENT_POOL = "azure-native:containerservice:AgentPool"
@@ -63,7 +63,7 @@ CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
 DCGM_COUNTERS_KEY = "platform-counters.csv"
 SCALED_OBJECT = "kubernetes:keda.sh/v1alpha1:ScaledObject"
 WORKLOAD_TYPES = ("kubernetes:apps/v1:Deployment", "kubernetes:apps/v1:StatefulSet")
-# Every vendor's whole-GPU resource (config/scheduling.py GPU_RESOURCES): an AMD pod's GPUs cost the same way.
+# Every vendor's whole-GPU resource (config/gpu/scheduling.py GPU_RESOURCES): an AMD pod's GPUs cost the same way.
 GPU_RESOURCE_NAMES = frozenset(GPU_RESOURCES.values())
 # A MIG, shared or AMD pool tells the cluster autoscaler how many GPU devices a node advertises (MIG slices,
 # time-sliced or MPS replicas, amd.com/gpu) through these scale-set tags; without one a node advertises its SKU's
@@ -421,12 +421,12 @@ def node_monthly(pool: PoolCapacity, region: str = "") -> tuple[float, tuple[Pri
     """USD a month for one node of the pool (VM and managed OS disk) and the prices used, or why unknown."""
     price = regional_price(VM_HOURLY_BY_REGION, pool.vm_size, region)
     if price is None:
-        return f"{pool.vm_size} has no price in config/prices.py"
+        return f"{pool.vm_size} has no price in config/catalog/prices.py"
     if pool.managed_os_disk_gib is None:
         return price.monthly, (price,)
     disk = _os_disk_price(pool.managed_os_disk_gib, region)
     if disk is None:
-        return f"{pool.managed_os_disk_gib} GiB managed OS disks have no price in config/prices.py"
+        return f"{pool.managed_os_disk_gib} GiB managed OS disks have no price in config/catalog/prices.py"
     return price.monthly + disk.monthly, (price, disk)
 
 

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from aks_gpu_platform.config.vm_catalog import vcpus_and_quota_family
+from aks_gpu_platform.config.catalog.vm_sizes import vcpus_and_quota_family
 from aks_gpu_platform.testing.arm_paths import AZURE_PATH_PARAMETERS
 
 from . import cost

@@ -28,16 +28,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aks_gpu_platform.components.amd_gpu import AMD_DOCKER_HUB_IMAGES, AMD_GPU_OPERATOR_CHART
-from aks_gpu_platform.components.gpu_autoscaling import KEDA_OPERATOR_SUBJECT
-from aks_gpu_platform.components.gpu_health import NVSENTINEL_CHART, NVSENTINEL_DOCKER_HUB_IMAGES
-from aks_gpu_platform.components.roles import ROLE_NAMES
+from aks_gpu_platform.components.gpu.amd_stack import AMD_DOCKER_HUB_IMAGES, AMD_GPU_OPERATOR_CHART
+from aks_gpu_platform.components.gpu.health import NVSENTINEL_CHART, NVSENTINEL_DOCKER_HUB_IMAGES
+from aks_gpu_platform.components.inference.autoscaling import KEDA_OPERATOR_SUBJECT
+from aks_gpu_platform.components.shared.roles import ROLE_NAMES
 from aks_gpu_platform.config import ConfigError, PlatformConfig, load_platform_config
-from aks_gpu_platform.config.fleet import FleetPlan, is_fleet_stack, load_fleet
+from aks_gpu_platform.config.catalog.lustre_skus import AMLFS_SKUS
+from aks_gpu_platform.config.catalog.prices import HOURS_PER_MONTH
+from aks_gpu_platform.config.fleet.section import FleetPlan, is_fleet_stack, load_fleet
 from aks_gpu_platform.config.loader import PROJECT, settings_from_runtime_config
-from aks_gpu_platform.config.lustre_catalog import AMLFS_SKUS
 from aks_gpu_platform.config.placeholders import find_placeholders
-from aks_gpu_platform.config.prices import HOURS_PER_MONTH
 from aks_gpu_platform.policy_rules import Policy, Violation
 from aks_gpu_platform.testing import RecordedResource, Recording, policy_verdicts
 from aks_gpu_platform.testing.stack_files import load_stack_file, read_stack_yaml, secret_paths, to_runtime_config
@@ -334,7 +334,7 @@ def _price_basis(estimate: cost.CostEstimate) -> str:
         f"USD list prices for {estimate.region}, {HOURS_PER_MONTH} h a month, pay-as-you-go; {own} of {len(prices)} "
         f"figures are {estimate.region}'s own; a region marked * stands in for a {estimate.region} price that could "
         f"not be had (`unstated`: the source names no region); read {', '.join(dates)}; "
-        f"{estimated} of {len(prices)} figures are estimates (config/prices.py, docs/plan.md)."
+        f"{estimated} of {len(prices)} figures are estimates (config/catalog/prices.py, docs/plan.md)."
     )
 
 
@@ -447,7 +447,7 @@ def build_report(
     streamed = [pool for pool in cfg.gpu_pools if pool.cold_start.artifact_streaming]
     if streamed:
         # Artifact Streaming is GA, but the AgentPool API azure-native 3.29 sends (2025-09-01) has no
-        # artifactStreamingProfile (tests/test_cold_start.py watches the SDK): the switch is a step to take.
+        # artifactStreamingProfile (tests/plan/test_cold_start.py watches the SDK): the switch is a step to take.
         names = ", ".join(p.name for p in streamed)
         report.notes.append(
             f"Next step for pools budgeted with artifact streaming ({names}): `az acr artifact-streaming update "

@@ -7,10 +7,10 @@ workspace outputs, from a validated model, as any consumer component would be.
 
 import pulumi
 
-from aks_gpu_platform.components.gpu_autoscaling import GpuAutoscaling
+from aks_gpu_platform.components.inference.autoscaling import GpuAutoscaling
 from aks_gpu_platform.components.platform import AksGpuPlatform
 from aks_gpu_platform.config import load_deployment_config, validate_section
-from aks_gpu_platform.config.autoscaling import ScalingTargetConfig
+from aks_gpu_platform.config.inference.section import ScalingTargetConfig
 
 platform = AksGpuPlatform("gpu", load_deployment_config())
 

@@ -25,8 +25,8 @@ import pulumi_kubernetes as k8s
 from pydantic import Field
 
 from aks_gpu_platform.config.base import ConfigModel
+from aks_gpu_platform.config.gpu.scheduling import GPU_POOL_NAME_LABEL_KEY, GPU_RESOURCE, RDMA_RESOURCE
 from aks_gpu_platform.config.loader import read_stack_settings, validate_section
-from aks_gpu_platform.config.scheduling import GPU_POOL_NAME_LABEL_KEY, GPU_RESOURCE, RDMA_RESOURCE
 
 PROJECT = "training-job"
 LUSTRE_MOUNT = "/mnt/lustre"

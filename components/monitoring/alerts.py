@@ -1,0 +1,104 @@
+"""The GPU alert rules: PromQL over the series the DCGM scrape stores, with the labels of the label contract."""
+
+from collections.abc import Mapping, Sequence
+
+import pulumi
+import pulumi_azure_native.alertsmanagement as alertsmanagement
+
+from aks_gpu_platform.config.gpu.scheduling import GPU_POOL_LABEL_KEY, GPU_POOL_LABEL_VALUE
+from aks_gpu_platform.config.monitoring.section import AlertThresholdsConfig
+
+from . import metrics_labels as labels
+
+AlertSpec = tuple[str, str, str, int, str]
+"""(alert name, PromQL expression, ISO 8601 `for` duration, severity 0-4, description)."""
+
+
+def alert_rules(
+    specs: Sequence[AlertSpec], action_group_id: pulumi.Input[str], enabled: bool, rule_labels: Mapping[str, str]
+) -> list[alertsmanagement.PrometheusRuleArgsDict]:
+    """Prometheus alert rules notifying the action group, resolved automatically once the condition clears."""
+    return [
+        {
+            "alert": alert,
+            "expression": expression,
+            "for_": for_,
+            "severity": severity,
+            "enabled": enabled,
+            "labels": dict(rule_labels),
+            "annotations": {"description": description},
+            "actions": [{"action_group_id": action_group_id}],
+            "resolve_configuration": {"auto_resolved": True, "time_to_resolve": "PT10M"},
+        }
+        for alert, expression, for_, severity, description in specs
+    ]
+
+
+def gpu_alert_rules(
+    t: AlertThresholdsConfig, action_group_id: pulumi.Input[str], enabled: bool
+) -> list[alertsmanagement.PrometheusRuleArgsDict]:
+    """The GPU alerts: hardware faults first (severity 1), then heat, memory pressure and waste.
+
+    Every label they read comes from the label contract (`metrics_labels`), the names the scrape really stores.
+    """
+    gpu = f"GPU {{{{ $labels.{labels.GPU} }}}} on {{{{ $labels.{labels.NODE} }}}}"
+    holder = f"{{{{ $labels.{labels.WORKLOAD_NAMESPACE} }}}}/{{{{ $labels.{labels.WORKLOAD_POD} }}}}"
+    memory_percent = "DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE) * 100"
+    by_node = f"{labels.CLUSTER}, node"
+    gpu_nodes = f'max by ({by_node}) (kube_node_labels{{label_{GPU_POOL_LABEL_KEY}="{GPU_POOL_LABEL_VALUE}"}})'
+    reporting = f'max by ({by_node}) (label_replace(DCGM_FI_DEV_GPU_TEMP, "node", "$1", "{labels.NODE}", "(.*)"))'
+    specs: list[AlertSpec] = [
+        (
+            "GpuXidError",
+            "DCGM_FI_DEV_XID_ERRORS > 0",
+            "PT1M",
+            1,
+            f"{gpu} reported XID {{{{ $value }}}}; check the driver log, the node may need a reboot or repair",
+        ),
+        (
+            "GpuDoubleBitEccErrors",
+            "increase(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL[10m]) > 0",
+            "PT1M",
+            1,
+            f"{gpu} has uncorrectable (double-bit) ECC errors; drain the node",
+        ),
+        (
+            "GpuTemperatureHigh",
+            f"DCGM_FI_DEV_GPU_TEMP > {t.gpu_temperature_celsius}",
+            f"PT{t.temperature_minutes}M",
+            2,
+            f"{gpu} is above {t.gpu_temperature_celsius} C and will throttle",
+        ),
+        (
+            "GpuMemoryNearlyFull",
+            f"{memory_percent} > {t.memory_used_percent}",
+            f"PT{t.memory_minutes}M",
+            3,
+            f"{gpu} uses more than {t.memory_used_percent}% of its memory; the next allocation may fail "
+            "with out-of-memory",
+        ),
+        (
+            "GpuAllocatedButIdle",
+            f'avg_over_time(DCGM_FI_DEV_GPU_UTIL{{{labels.WORKLOAD_POD}!=""}}[{t.idle_minutes}m])'
+            f" < {t.idle_utilization_percent}",
+            "PT5M",
+            3,
+            f"Pod {holder} holds a GPU below {t.idle_utilization_percent}% utilisation for {t.idle_minutes} min: "
+            "paid for, unused",
+        ),
+        (
+            "GpuNodeNotReportingMetrics",
+            f"{gpu_nodes} unless on ({by_node}) {reporting}",
+            f"PT{t.not_reporting_minutes}M",
+            2,
+            "GPU node {{ $labels.node }} sends no DCGM metrics: its GPUs are unobserved (exporter down or GPU lost)",
+        ),
+        (
+            "DcgmExporterDown",
+            f'up{{job="{labels.SCRAPE_JOB}"}} == 0',
+            f"PT{t.not_reporting_minutes}M",
+            2,
+            f"The DCGM exporter at {{{{ $labels.{labels.TARGET_ADDRESS} }}}} cannot be scraped",
+        ),
+    ]
+    return alert_rules(specs, action_group_id, enabled, {"team": "gpu-platform"})

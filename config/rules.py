@@ -1,0 +1,115 @@
+"""Rules that span sections for GPU fleet operations: what aksManaged pools cannot do yet, which pools can run
+which validation, and the Lustre startup taint no AKS pool can carry. PlatformConfig runs them before any
+resource is registered; each raises a field error that names the setting to change."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .catalog.lustre_skus import LUSTRE_STARTUP_TAINT_KEY
+from .errors import field_error
+from .gpu.validation import nccl_baseline
+
+if TYPE_CHECKING:
+    from .platform import PlatformConfig
+
+# The check-capacity class only books nodes that exist; best-effort-atomic-scale-up waits for the autoscaler.
+CHECK_CAPACITY = "check-capacity.autoscaling.x-k8s.io"
+
+
+def check_aks_managed(cfg: PlatformConfig) -> None:
+    """aksManaged: what the AKS-managed GPU preview does not support, refused with the setting to change.
+
+    "Cluster autoscaler isn't supported on managed GPU node pools during preview. Scale these pools manually."
+    (MicrosoftDocs/azure-aks-docs articles/aks/aks-managed-gpu-nodes.md, Limitations, doc date 2026-07-02.)
+    AKS's exporter runs without Kubernetes pod mapping (AgentBaker cse_config.sh: `dcgm-exporter -f
+    /etc/dcgm-exporter/default-counters.csv --address ":19400"`, no `-k`), so no series names the pod holding a
+    GPU: KEDA's per-workload utilisation query can never match.
+    """
+    if cfg.gpu_stack.mode != "aksManaged":
+        return
+    for i, pool in enumerate(cfg.gpu_pools):
+        if pool.min_count != pool.max_count:
+            raise field_error(
+                f"gpuPools[{i}].maxCount",
+                pool.max_count,
+                f"gpuStack.mode aksManaged pools are fixed-size while AKS-managed GPU is in preview (no cluster "
+                f"autoscaler): set minCount equal to maxCount (minCount is {pool.min_count}), or use mode "
+                "devicePlugin for an autoscaled pool",
+            )
+        if pool.sharing is not None:
+            # The AgentPool API's gpuProfile.nvidia has managementMode and MIG settings only (2026-08-01 and
+            # 2026-08-02-preview NvidiaGPUProfile): AKS configures its managed device plugin itself.
+            raise field_error(
+                f"gpuPools[{i}].sharing",
+                pool.sharing.mode,
+                "gpuStack.mode aksManaged: AKS runs and configures the device plugin and offers no GPU sharing "
+                "setting; use mode devicePlugin or gpuOperator for time-slicing or MPS",
+            )
+    no_pod_labels = (
+        "gpuStack.mode aksManaged: AKS's DCGM exporter has no pod mapping, so no series names the pods KEDA would "
+        "scale on; use mode devicePlugin or gpuOperator for GPU-utilisation autoscaling"
+    )
+    if cfg.autoscaling.targets:
+        raise field_error("autoscaling.targets", [t.deployment for t in cfg.autoscaling.targets], no_pod_labels)
+    if cfg.autoscaling.sample_inference.enabled:
+        raise field_error("autoscaling.sampleInference.enabled", True, no_pod_labels)
+    admission = cfg.training.admission
+    if cfg.training.enabled and admission.provisioning_request and admission.provisioning_class != CHECK_CAPACITY:
+        raise field_error(
+            "training.admission.provisioningClass",
+            admission.provisioning_class,
+            "gpuStack.mode aksManaged pools do not autoscale, so a scale-up ProvisioningRequest never completes: "
+            f"use {CHECK_CAPACITY} (books existing nodes) or provisioningRequest false",
+        )
+
+
+def check_pool_validation(cfg: PlatformConfig) -> None:
+    """Validation checks only where they can run: DCGM diagnostics on whole GPUs, NCCL across two IB nodes."""
+    for i, pool in enumerate(cfg.gpu_pools):
+        checks = pool.validation
+        path = f"gpuPools[{i}].validation"
+        if checks.dcgm_diag and pool.mig_profile is not None:
+            raise field_error(
+                f"{path}.dcgmDiag",
+                True,
+                f"DCGM diagnostics need whole GPUs; pool {pool.name} is cut into {pool.mig_profile} MIG slices",
+            )
+        if not checks.nccl_all_reduce:
+            continue
+        if not pool.infiniband:
+            raise field_error(
+                f"{path}.ncclAllReduce", True, f"needs an InfiniBand pool; set gpuPools[{i}].infiniband (IB sizes)"
+            )
+        if pool.mig_profile is not None:
+            raise field_error(f"{path}.ncclAllReduce", True, "needs whole GPUs; the pool uses MIG slices")
+        if pool.max_count < 2:
+            raise field_error(
+                f"{path}.ncclAllReduce", True, f"runs across two nodes; pool {pool.name} has maxCount {pool.max_count}"
+            )
+        if checks.min_bus_bandwidth_gbps is None and nccl_baseline(pool.vm_size) is None:
+            raise field_error(
+                f"{path}.minBusBandwidthGBps",
+                None,
+                f"no published two-node baseline for {pool.vm_size}: set the floor in GB/s",
+            )
+
+
+def check_lustre_startup_taint(cfg: PlatformConfig) -> None:
+    """Refuse the Lustre CSI startup taint as a pool taint: Kubernetes can never remove it there.
+
+    "Node taints ... can only be added, updated, or removed completely using the AKS API" (MicrosoftDocs/
+    azure-aks-docs articles/aks/use-node-taints.md, snapshot 2026-08-21): the driver's removal of
+    `azurelustre.csi.azure.com/agent-not-ready` would never stick, and every pod without a toleration would
+    stay Pending on that pool.
+    """
+    for i, pool in enumerate(cfg.gpu_pools):
+        for j, taint in enumerate(pool.taints):
+            if taint.split("=", 1)[0].split(":", 1)[0] == LUSTRE_STARTUP_TAINT_KEY:
+                raise field_error(
+                    f"gpuPools[{i}].taints[{j}]",
+                    taint,
+                    f"{LUSTRE_STARTUP_TAINT_KEY} must be a node initialization taint the CSI driver lifts, not a pool "
+                    "taint (AKS keeps pool taints; Kubernetes cannot remove them, so pods would never schedule). "
+                    "The platform's Lustre node plugin tolerates it; see docs/gpu-operations.md",
+                )

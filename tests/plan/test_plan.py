@@ -1,0 +1,215 @@
+"""`make plan` end to end: the real command on the real stack files, and on a broken one."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+from aks_gpu_platform.components.shared.roles import ROLE_NAMES
+from aks_gpu_platform.plan.document import PLAN_FILE, read_plan
+from aks_gpu_platform.plan.mock_values import distinctive
+from aks_gpu_platform.plan.recording_cache import RECORDING_CACHE
+from aks_gpu_platform.testing import Recording
+from tests.conftest import STACKS, plan_in_process
+from tools import REPO_ROOT
+
+# A pull-request comment and a terminal both show lines as they are.
+MAX_LINE = 120
+
+
+def _plan(*args: str, hash_seed: str = "0", evaluate: bool = False) -> subprocess.CompletedProcess[str]:
+    # Different hash seeds shuffle set and dict iteration that depends on hashing between the two runs.
+    env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+    if evaluate:
+        env[RECORDING_CACHE] = ""
+    return subprocess.run(
+        [sys.executable, "-m", "aks_gpu_platform.plan.report", *args],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@dataclass(frozen=True)
+class TwoRuns:
+    first: subprocess.CompletedProcess[str]
+    second: subprocess.CompletedProcess[str]
+    first_files: dict[str, bytes]
+    second_files: dict[str, bytes]
+    out: Path
+
+
+@pytest.fixture(scope="module")
+def plan_runs(tmp_path_factory: pytest.TempPathFactory, recordings: dict[str, Recording]) -> dict[str, TwoRuns]:
+    """Each stack planned twice into the same folder, in fresh processes with different hash seeds.
+
+    The first run reads the session's recording (`recordings` has stored it). dev's second run evaluates
+    the program itself, so its two outputs come from independent evaluations; prod's reads the recording
+    again, so its pair checks the rendering under another hash seed.
+    """
+    runs: dict[str, TwoRuns] = {}
+    for stack in STACKS:
+        out = tmp_path_factory.mktemp(f"{stack}-plan")
+        first = _plan("--stack", stack, "--out", str(out), hash_seed="1")
+        first_files = _files(out)
+        second = _plan("--stack", stack, "--out", str(out), hash_seed="2", evaluate=stack == "dev")
+        runs[stack] = TwoRuns(first, second, first_files, _files(out), out)
+    return runs
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_two_plan_runs_print_and_write_the_same_bytes(plan_runs: dict[str, TwoRuns], stack: str) -> None:
+    runs = plan_runs[stack]
+    assert runs.first.returncode == 0 and runs.second.returncode == 0, runs.first.stderr + runs.second.stderr
+    assert runs.first.stdout == runs.second.stdout, "plans are diffed between branches: the same tree prints the same"
+    assert PLAN_FILE in runs.first_files and any(name.startswith("k8s/") for name in runs.first_files)
+    assert runs.first_files.keys() == runs.second_files.keys(), "the same files are written"
+    changed = [name for name in runs.first_files if runs.first_files[name] != runs.second_files[name]]
+    assert changed == [], f"every file under out/ must keep its checksum between runs: {changed}"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_plan_puts_verdicts_first_then_summary_then_detail(plan_runs: dict[str, TwoRuns], stack: str) -> None:
+    out = plan_runs[stack].first.stdout
+    lines = out.splitlines()
+    assert lines[2] == "Verdicts", "the verdicts come right after the title"
+    verdicts, summary, detail = (lines.index(h) for h in ("Verdicts", "Summary", "Detail"))
+    assert verdicts < summary < detail
+    warnings = [i for i, line in enumerate(lines) if line.lstrip().startswith("warning:")]
+    assert warnings and max(warnings) < summary, "warnings are read before any detail"
+    assert out.index("ManagedCluster platform-aks-cluster") > detail, "the resource tree is detail"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_plan_lines_fit_a_pull_request_comment(plan_runs: dict[str, TwoRuns], stack: str) -> None:
+    long = [line for line in plan_runs[stack].first.stdout.splitlines() if len(line) > MAX_LINE]
+    assert long == [], f"lines longer than {MAX_LINE} characters: {long[:3]}"
+
+
+def test_plan_names_roles_instead_of_their_guids(plan_runs: dict[str, TwoRuns]) -> None:
+    out = plan_runs["dev"].first.stdout
+    assert "role='AcrPull'" in out and "role='Grafana Admin'" in out, "role assignments read by role name"
+    shown = [guid for guid in ROLE_NAMES if guid in out]
+    assert shown == [], f"role definition GUIDs should not be what a reviewer reads: {shown}"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_values_only_the_mocks_know_never_pass_for_real_ones(
+    plan_runs: dict[str, TwoRuns], recordings: dict[str, Recording], stack: str
+) -> None:
+    """IDs, principal IDs, addresses and endpoints the mocks invent are written as <computed: origin>."""
+    made_up = [value for value in recordings[stack].mock_values if distinctive(value)]
+    assert made_up, "the mocks invent subscription-scoped IDs and GUIDs in every stack"
+    runs = plan_runs[stack]
+    texts = {"stdout": runs.first.stdout} | {name: data.decode() for name, data in runs.first_files.items()}
+    leaked = sorted({f"{value} in {where}" for where, text in texts.items() for value in made_up if value in text})
+    assert leaked == [], f"mock-made values shown as if real: {leaked[:5]}"
+    plan = runs.first_files[PLAN_FILE].decode()
+    assert "<computed: getClientConfig.subscriptionId>" in plan, "role definition IDs are built on the subscription"
+
+
+def test_prod_plan_marks_the_lustre_address_and_prints_quota_and_cost(plan_runs: dict[str, TwoRuns]) -> None:
+    runs = plan_runs["prod"]
+    storage_class = runs.first_files["k8s/storageclass-cluster-azurelustre-static.yaml"].decode()
+    marked = "mgs-ip-address: '<computed: platform-lustre-filesystem.clientInfo.mgsAddress>'"
+    assert marked in storage_class, storage_class
+    out = runs.first.stdout
+    assert "StandardNCADSA100v4Family  288" in out and "standardNDSH100v5Family    1,152" in out, out
+    floor = next(line for line in out.splitlines() if line.strip().startswith("total"))
+    assert floor.split()[1].startswith("$") and floor.split()[2].startswith("$"), "floor and ceiling are printed"
+    assert "Lustre 64 TiB AMLFS-Durable-Premium-250" in out, "what has no price is named, not counted as zero"
+
+
+def test_plan_json_holds_every_resource_with_its_options(plan_runs: dict[str, TwoRuns]) -> None:
+    plan = read_plan(plan_runs["prod"].out / PLAN_FILE)
+    pools = [e for e in plan["resources"].values() if e["type"] == "azure-native:containerservice:AgentPool"]
+    assert len(pools) == 5, "prod registers a CPU pool and four GPU pools"
+    for pool in pools:
+        assert pool["options"]["ignoreChanges"][0] == "count", "the autoscaler owns count"
+        assert pool["options"]["deleteBeforeReplace"] is False, "pools are replaced create-before-delete"
+        assert list(pool["inputs"]) == sorted(pool["inputs"]), "inputs are written in sorted order"
+    provider = next(e for e in plan["resources"].values() if e["type"] == "pulumi:providers:kubernetes")
+    assert provider["inputs"]["kubeconfig"].startswith("<secret"), "the kubeconfig never lands in plan.json"
+    assert plan["outputs"]["kubeconfig"].startswith("<secret"), "secret outputs are withheld"
+
+
+def test_markdown_format_renders_a_pull_request_comment(tmp_path: Path) -> None:
+    result = plan_in_process("--stack", "dev", "--out", str(tmp_path), "--format", "markdown")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert out.startswith("### Plan for stack 'dev'"), out[:200]
+    assert "| pool | VM size |" in out and "| vCPU quota | needed at peak | pools |" in out
+    assert out.count("<details>") == out.count("</details>") >= 3, "the detail is folded away"
+    folded = out[out.index("<details>") :]
+    assert (
+        "ManagedCluster platform-aks-cluster" in folded
+        and "ManagedCluster platform-aks-cluster" not in out[: out.index("<details>")]
+    )
+    assert "- **warning**: gpu-inference-sample/triton keeps 1 x Standard_NC4as_T4_v3" in out
+
+
+def test_plan_rejects_a_broken_config_with_one_clear_message(tmp_path: Path) -> None:
+    document = yaml.safe_load((REPO_ROOT / "Pulumi.dev.yaml").read_text())
+    document["config"]["aks-gpu-platform:network"]["subnets"]["nodes"] = "10.40.0.0/33"
+    broken = tmp_path / "Pulumi.broken.yaml"
+    broken.write_text(yaml.safe_dump(document))
+    result = plan_in_process("--stack", "dev", "--config-file", str(broken), "--out", str(tmp_path / "out"))
+    assert result.returncode == 2, "a config error must fail the plan"
+    assert "network.subnets.nodes" in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr, "users see the message, not Python internals"
+    assert "ManagedCluster" not in result.stdout, "nothing is planned from an invalid config"
+    assert not (tmp_path / "out" / PLAN_FILE).exists(), "no plan.json from an invalid config"
+
+
+def test_plan_warns_about_placeholders_a_real_deployment_refuses_and_still_succeeds(
+    plan_runs: dict[str, TwoRuns],
+) -> None:
+    dev_plan = plan_runs["dev"].first
+    assert dev_plan.returncode == 0, "offline, stand-in IDs and addresses are fine: the plan still succeeds"
+    warnings = [line.strip() for line in dev_plan.stdout.splitlines() if line.strip().startswith("warning:")]
+    assert warnings, f"the plan must list the dev stack's placeholders:\n{dev_plan.stdout[:2000]}"
+    named = " ".join(warnings)
+    for path in (
+        "cluster.entraId.adminGroupObjectIds[0]",
+        "cluster.apiServer.authorizedIpRanges[0]",
+        "monitoring.alerts.emailReceivers[0].email",
+        "training.teams[0].members[0]",
+    ):
+        assert f"warning: placeholder {path}: got" in named, f"{path} still holds a stand-in and must be named"
+    lustre = dev_plan.stdout[dev_plan.stdout.index("storage.lustre.hpcCacheProviderObjectId") :]
+    assert "section is off" in " ".join(lustre.split("warning:")[0].split()), "dev's Lustre is off: the plan says so"
+    assert "refuse the 4 placeholder(s) that would reach Azure" in dev_plan.stdout
+
+
+def test_plan_tells_which_outputs_are_secret(plan_runs: dict[str, TwoRuns]) -> None:
+    out = plan_runs["dev"].first.stdout
+    assert "kubeconfig (secret)" in out, "the plan tells which outputs are secret"
+    assert "Traceback" not in out + plan_runs["dev"].first.stderr
+    assert json.loads(plan_runs["dev"].first_files[PLAN_FILE])["stack"] == "dev"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_plan_tells_to_restart_the_keda_operator_once_its_credential_exists(
+    plan_runs: dict[str, TwoRuns], recordings: dict[str, Recording], stack: str
+) -> None:
+    out = " ".join(plan_runs[stack].first.stdout.split())
+    credentials = recordings[stack].of_type("azure-native:managedidentity:FederatedIdentityCredential")
+    keda = [c for c in credentials if c.inputs["subject"] == "system:serviceaccount:kube-system:keda-operator"]
+    # Microsoft's AKS KEDA workload-identity guide restarts the add-on's operator after creating the credential:
+    # the add-on's Deployment is AKS-managed, so the program cannot roll it; the plan must say it.
+    assert ("rollout restart deployment keda-operator" in out) == bool(keda), (
+        "without the restart, every GPU ScaledObject fails to authenticate and nothing scales"
+    )

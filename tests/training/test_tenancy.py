@@ -1,0 +1,675 @@
+"""The tenancy contract: what a member of team A tries on dev, prod, the fleet's manager and members, each refused by
+the rules stated, and what the platform's own jobs, DNS and scraping need still allowed (tests/models/tenancy.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cache
+from typing import Any
+
+import pytest
+import yaml
+
+from aks_gpu_platform.components.training.team_admission import ANCESTRY_POLICY_NAME, POLICY_NAME
+from aks_gpu_platform.config.gpu.scheduling import GPU_TAINT, parse_taint
+from aks_gpu_platform.config.training.section import derived_team_id
+from aks_gpu_platform.plan.offline import run_stack
+from aks_gpu_platform.testing import Recording
+from aks_gpu_platform.testing.stack_files import load_stack_file
+from tests.models import admission_cel
+from tests.models.contract_stacks import contract_recording
+from tests.models.rbac import Request
+from tests.models.tenancy import (
+    PSS_ENFORCE,
+    Attempt,
+    Endpoint,
+    World,
+    api_refusals,
+    build_world,
+    connection_refusals,
+    pod_refusals,
+    policy_refusals,
+    rule_name,
+    team_pod,
+)
+from tests.training.test_team_access import raw_teams, two_team_config
+from tools import REPO_ROOT
+
+WORLDS = ("dev", "dev-two-teams", "prod", "fleet-manager", "fleet-krc", "fleet-jpe")
+POLICY = f"ValidatingAdmissionPolicy {POLICY_NAME}"
+ANCESTRY_CHECK = f"ValidatingAdmissionPolicy {ANCESTRY_POLICY_NAME} #0"
+GPU_CHECK, NODE_NAME_CHECK, VISIBLE_DEVICES_CHECK, PRIORITY_CHECK, CPU_POOL_CHECK, HOST_CHECK = (
+    f"{POLICY} #{i}" for i in range(6)
+)
+ON_CPU_POOL = {"pool": "cpu"}
+EXPORTER_NAMESPACE = "gpu-monitoring"
+KUEUE_NAMESPACE = "kueue-system"
+
+
+def _fleet_parts() -> tuple[Recording, dict[str, Recording]]:
+    fleet = contract_recording("fleet")
+    parents = {r.urn: r.parent for r in fleet.resources}
+    platforms = {p.name.rsplit("-", 1)[-1]: p.urn for p in fleet.of_type("aks-gpu-platform:index:AksGpuPlatform")}
+
+    def owner(urn: str) -> str | None:
+        while urn:
+            for member, platform in platforms.items():
+                if urn == platform:
+                    return member
+            urn = parents.get(urn, "")
+        return None
+
+    members = {m: Recording(resources=[r for r in fleet.resources if owner(r.urn) == m]) for m in platforms}
+    manager = Recording(resources=[r for r in fleet.resources if owner(r.urn) is None])
+    return manager, members
+
+
+def identities(config: dict[str, Any]) -> dict[str, tuple[int, int]]:
+    """Team -> (uid, gid) from the stack file as written: `uid`, else derived from the name; `gid`, else the uid."""
+    found: dict[str, tuple[int, int]] = {}
+    for t in config["aks-gpu-platform:training"]["teams"]:
+        uid = t.get("uid") or derived_team_id(t["name"])
+        found[t["name"]] = (uid, t.get("gid") or uid)
+    return found
+
+
+@cache
+def world(name: str) -> World:
+    if name == "dev-two-teams":
+        config = two_team_config()
+        return build_world(run_stack("dev", config), raw_teams(config), identities(config))
+    if name.startswith("fleet-"):
+        config = load_stack_file("fleet", REPO_ROOT)
+        manager, members = _fleet_parts()
+        return build_world(
+            manager if name == "fleet-manager" else members[name[6:]], raw_teams(config), identities(config)
+        )
+    config = load_stack_file(name, REPO_ROOT)
+    return build_world(contract_recording(name), raw_teams(config), identities(config))
+
+
+def as_team(w: World, team: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """A pod spec as a member writes it for the team: its uid and gid, as docs/for-ml-teams.md says."""
+    uid, gid = w.identities[team]
+    context = {
+        **(spec.get("securityContext") or {}),
+        "runAsUser": uid,
+        "runAsGroup": gid,
+        "supplementalGroupsPolicy": "Strict",
+    }
+    if "fsGroup" in context:
+        context["fsGroup"] = gid
+    containers = [
+        {**c, "securityContext": {**(c.get("securityContext") or {}), "allowPrivilegeEscalation": False}}
+        for c in spec["containers"]
+    ]
+    return {**spec, "securityContext": context, "containers": containers}
+
+
+@pytest.fixture(params=WORLDS)
+def w(request: pytest.FixtureRequest) -> World:
+    return world(request.param)
+
+
+def ns(w: World, team: str) -> str:
+    return w.teams[team][0]
+
+
+def pod_security_rule(w: World, team: str) -> str:
+    """What refuses a privileged pod: Kubernetes' baseline, or where an InfiniBand team's namespace enforces
+    `privileged` (IPC_LOCK), the Azure Policy baseline Gatekeeper enforces there."""
+    namespace = ns(w, team)
+    level = w.namespace_labels(namespace).get(PSS_ENFORCE)
+    return f"PodSecurity {namespace}/baseline" if level == "baseline" else f"AzurePolicy {namespace}"
+
+
+def other_team(w: World, team: str) -> str | None:
+    return next((t for t in sorted(w.teams) if t != team), None)
+
+
+def cpu_container() -> dict[str, Any]:
+    return {"name": "work", "image": "python:3.12", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}
+
+
+def gpu_container(**extra: Any) -> dict[str, Any]:
+    return {"name": "train", "image": "trainer", "resources": {"limits": {"nvidia.com/gpu": "1"}}, **extra}
+
+
+GPU_TOLERATION = {**parse_taint(GPU_TAINT), "operator": "Equal"}
+
+
+def pod_attempt(what: str, spec: dict[str, Any], expected: Callable[[World, str], set[str]]) -> Attempt:
+    return Attempt(what, lambda w, team: pod_refusals(w, ns(w, team), spec), expected)
+
+
+def job(namespace: str) -> Request:
+    return Request("create", "batch", "jobs", namespace=namespace)
+
+
+def connect(to: Callable[[World, str], Endpoint]) -> Callable[[World, str], list[str]]:
+    return lambda w, team: connection_refusals(w, team_pod(ns(w, team)), to(w, team))
+
+
+def refused_everywhere(w: World, team: str, targets: list[Endpoint]) -> list[str]:
+    """The rules that refuse a team pod's connection to every one of `targets`."""
+    each = [set(connection_refusals(w, team_pod(ns(w, team)), to)) for to in targets]
+    return sorted(set.intersection(*each)) if each else []
+
+
+def egress(w: World, team: str) -> str:
+    return f"NetworkPolicy {ns(w, team)}/team-egress"
+
+
+def exists(namespace: str) -> Callable[[World, str], bool]:
+    return lambda w, team: namespace in w.namespaces
+
+
+# A JobSet of the team that Kueue has admitted, as the API server returns it.
+ADMITTED_JOBSET_OWNER = {
+    "apiVersion": "jobset.x-k8s.io/v1alpha2",
+    "kind": "JobSet",
+    "name": "small-run",
+    "uid": "6f1c2d3e-0000-4000-8000-000000000001",
+    "controller": True,
+}
+
+
+def eight_gpu_job(namespace: str, owners: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """A Job of eight GPUs, on the GPU taint it asks for, with no queue label."""
+    pod = {"containers": [gpu_container(resources={"limits": {"nvidia.com/gpu": "8"}})], "restartPolicy": "Never"}
+    pod["tolerations"] = [GPU_TOLERATION]
+    metadata: dict[str, Any] = {"name": "big-run", "namespace": namespace}
+    if owners is not None:
+        metadata["ownerReferences"] = owners
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata, "spec": {"template": {"spec": pod}}}
+
+
+def under_admitted_jobset(kind: str) -> Callable[[World, str], list[str]]:
+    def refusals(w: World, team: str) -> list[str]:
+        job_obj = eight_gpu_job(ns(w, team), [ADMITTED_JOBSET_OWNER])
+        if kind == "Job":
+            return policy_refusals(w, ns(w, team), job_obj, "batch", "jobs")
+        replicated = [{"name": "big", "replicas": 1, "template": {"spec": job_obj["spec"]}}]
+        jobset = {
+            "apiVersion": "jobset.x-k8s.io/v1alpha2",
+            "kind": "JobSet",
+            "metadata": job_obj["metadata"],
+            "spec": {"replicatedJobs": replicated},
+        }
+        return policy_refusals(w, ns(w, team), jobset, "jobset.x-k8s.io", "jobsets")
+
+    return refusals
+
+
+ATTEMPTS: list[Attempt] = [
+    pod_attempt(
+        "a CPU-only pod that tolerates the GPU taint and selects a GPU pool lands on a GPU node",
+        {"containers": [cpu_container()], "tolerations": [GPU_TOLERATION], "nodeSelector": {"gpu-pool": "gput4"}},
+        lambda w, team: {GPU_CHECK},
+    ),
+    pod_attempt(
+        "a CPU-only pod that tolerates every taint (operator Exists, no key) lands on a GPU node",
+        {"containers": [cpu_container()], "tolerations": [{"operator": "Exists"}]},
+        lambda w, team: {GPU_CHECK},
+    ),
+    pod_attempt(
+        "a GPU-less pod that selects a GPU pool by its node label",
+        {"containers": [cpu_container()], "nodeSelector": {**ON_CPU_POOL, "gpu-pool": "gput4"}},
+        lambda w, team: {GPU_CHECK},
+    ),
+    pod_attempt(
+        "a GPU-less pod that requires GPU nodes by affinity on the GPU model",
+        {
+            "containers": [cpu_container()],
+            "nodeSelector": ON_CPU_POOL,
+            "affinity": {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [{"matchExpressions": [{"key": "gpu-model", "operator": "Exists"}]}]
+                    }
+                }
+            },
+        },
+        lambda w, team: {GPU_CHECK},
+    ),
+    pod_attempt(
+        "a pod that names a GPU node skips the scheduler and the taint",
+        {"containers": [cpu_container()], "nodeName": "aks-gput4-12345678-vmss000000", "nodeSelector": ON_CPU_POOL},
+        lambda w, team: {NODE_NAME_CHECK},
+    ),
+    pod_attempt(
+        "a one-GPU pod that sets NVIDIA_VISIBLE_DEVICES=all sees every GPU of its node",
+        {"containers": [gpu_container(env=[{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}])]},
+        lambda w, team: {VISIBLE_DEVICES_CHECK},
+    ),
+    *(
+        pod_attempt(
+            f"a {priority} pod preempts other teams' pods",
+            {"containers": [cpu_container()], "priorityClassName": priority, "nodeSelector": ON_CPU_POOL},
+            lambda w, team: {PRIORITY_CHECK, f"ResourceQuota {ns(w, team)}/no-system-priority"},
+        )
+        for priority in ("system-node-critical", "system-cluster-critical")
+    ),
+    pod_attempt(
+        "a GPU-less pod that does not select the CPU pool could be given a GPU flavor by Kueue",
+        {"containers": [cpu_container()]},
+        lambda w, team: {CPU_POOL_CHECK},
+    ),
+    pod_attempt(
+        "a privileged pod owns its node",
+        {"containers": [{**cpu_container(), "securityContext": {"privileged": True}}], "nodeSelector": ON_CPU_POOL},
+        lambda w, team: {pod_security_rule(w, team)},
+    ),
+    *(
+        pod_attempt(
+            f"a pod with {what} reaches its node past the egress policy, whatever the namespace's Pod Security level",
+            {"containers": [gpu_container(**container)], **spec},
+            lambda w, team: {HOST_CHECK},
+        )
+        for what, spec, container in (
+            ("the node's network (IMDS, node ports)", {"hostNetwork": True}, {}),
+            ("the node's PID namespace", {"hostPID": True}, {}),
+            ("a hostPath volume of the node's root", {"volumes": [{"name": "node", "hostPath": {"path": "/"}}]}, {}),
+            ("a host port", {}, {"ports": [{"containerPort": 8080, "hostPort": 8080}]}),
+        )
+    ),
+    Attempt(
+        "a bare pod bypasses the queue",
+        lambda w, team: api_refusals(w, w.teams[team][1], Request("create", "", "pods", namespace=ns(w, team))),
+        lambda w, team: {"RBAC"},
+    ),
+    Attempt(
+        "a Job in kube-system runs as any service account there",
+        lambda w, team: api_refusals(w, w.teams[team][1], job("kube-system")),
+        lambda w, team: {"RBAC"},
+    ),
+    Attempt(
+        "a member reads the platform's pods and logs in kube-system",
+        lambda w, team: api_refusals(w, w.teams[team][1], Request("get", "", "pods", "kube-system", "log")),
+        lambda w, team: {"RBAC"},
+    ),
+    Attempt(
+        "a Job in another team's namespace runs on its quota",
+        lambda w, team: api_refusals(w, w.teams[team][1], job(ns(w, other_team(w, team) or team))),
+        lambda w, team: {"RBAC"},
+        applies=lambda w, team: other_team(w, team) is not None,
+    ),
+    *(
+        Attempt(
+            f"a {kind} that names the team's admitted JobSet as its controller runs without queueing, on no quota",
+            under_admitted_jobset(kind),
+            lambda w, team: {ANCESTRY_CHECK},
+        )
+        for kind in ("Job", "JobSet")
+    ),
+    Attempt(
+        "a pod reads the kubelet identity's token from IMDS",
+        connect(lambda w, team: Endpoint("external", 80, address="169.254.169.254")),
+        lambda w, team: {egress(w, team)},
+    ),
+    Attempt(
+        "a pod speaks NFS or LNet to a file server that trusts the node subnet, past its team's directory",
+        lambda w, team: refused_everywhere(
+            w, team, [Endpoint("external", 2049, address=a) for _, a in w.storage_servers]
+        ),
+        lambda w, team: {egress(w, team)},
+        applies=lambda w, team: bool(w.storage_servers),
+    ),
+    Attempt(
+        "a pod talks to the WireServer",
+        connect(lambda w, team: Endpoint("external", 80, address="168.63.129.16")),
+        lambda w, team: {egress(w, team)},
+    ),
+    Attempt(
+        "a pod lists every team's pods from the DCGM exporter",
+        connect(
+            lambda w, team: Endpoint(
+                "pod", 9400, namespace=EXPORTER_NAMESPACE, labels=(("app.kubernetes.io/name", "dcgm-exporter"),)
+            )
+        ),
+        lambda w, team: {egress(w, team), f"NetworkPolicy {EXPORTER_NAMESPACE}/platform-ingress"},
+        applies=exists(EXPORTER_NAMESPACE),
+    ),
+    Attempt(
+        "a pod calls Kueue's webhook and metrics directly",
+        connect(
+            lambda w, team: Endpoint(
+                "pod", 9443, namespace=KUEUE_NAMESPACE, labels=(("control-plane", "controller-manager"),)
+            )
+        ),
+        lambda w, team: {egress(w, team), f"NetworkPolicy {KUEUE_NAMESPACE}/platform-ingress"},
+        applies=exists(KUEUE_NAMESPACE),
+    ),
+    Attempt(
+        "a pod reads a node's kubelet or node exporter (AKS's host-network DCGM exporter too)",
+        connect(lambda w, team: Endpoint("node", 10250, address="10.224.0.4")),
+        lambda w, team: {egress(w, team)},
+    ),
+    Attempt(
+        "a pod connects to another team's ranks",
+        connect(lambda w, team: team_pod(ns(w, other_team(w, team) or team))),
+        lambda w, team: {egress(w, team), f"NetworkPolicy {ns(w, other_team(w, team) or team)}/team-isolation"},
+        applies=lambda w, team: other_team(w, team) is not None,
+    ),
+]
+"""Storage attempts (a claim on a shared Files class, another team's Lustre directory) are added here as rows."""
+
+
+def failures(w: World) -> list[str]:
+    found: list[str] = []
+    for team in sorted(w.teams):
+        for attempt in ATTEMPTS:
+            if not attempt.applies(w, team):
+                continue
+            refused, wanted = set(attempt.refusals(w, team)), attempt.expected(w, team)
+            if not wanted <= refused:
+                found.append(
+                    f"{team}: {attempt.what}: must be refused by {sorted(wanted - refused)} (got {sorted(refused)})"
+                )
+    return found
+
+
+def test_the_cluster_enforces_network_policy_with_cilium_whose_semantics_the_model_follows(w: World) -> None:
+    assert w.policy_engine == ("cilium", "cilium"), (
+        f"the model reads ipBlock as outside the cluster only, as Cilium does; the cluster runs {w.policy_engine}"
+    )
+
+
+def test_every_attempt_of_a_team_member_is_refused_by_each_rule_stated_for_it(w: World) -> None:
+    assert w.teams and all(w.of_kind("Namespace") for _ in w.teams), "the world renders its team namespaces"
+    problems = failures(w)
+    assert not problems, "a member of one team crosses a boundary:\n" + "\n".join(problems)
+
+
+def example_jobset() -> dict[str, Any]:
+    (jobset,) = [
+        d
+        for d in yaml.safe_load_all((REPO_ROOT / "examples/team-jobset/jobset.yaml").read_text())
+        if d and d["kind"] == "JobSet"
+    ]
+    return jobset
+
+
+def gpu_flavors(w: World) -> list[dict[str, Any]]:
+    """The rendered ResourceFlavors of GPU pools (those with node taints Kueue adds tolerations for)."""
+    found = [f["spec"] for f in w.of_kind("ResourceFlavor") if f["spec"].get("nodeTaints")]
+    assert found, "the world renders Kueue's GPU flavors"
+    return found
+
+
+def kueue_admitted(pod_spec: dict[str, Any], flavor: dict[str, Any]) -> dict[str, Any]:
+    """The pod spec after Kueue admitted its job on a GPU flavor: the flavor's node labels and tolerations added
+    (jobframework RunWithPodSetsInfo, v0.19.2)."""
+    return {
+        **pod_spec,
+        "nodeSelector": {**(pod_spec.get("nodeSelector") or {}), **flavor["nodeLabels"]},
+        "tolerations": [*(pod_spec.get("tolerations") or []), *flavor["tolerations"]],
+    }
+
+
+def test_the_documented_team_jobset_and_its_pods_are_admitted_in_every_team_namespace(w: World) -> None:
+    jobset = example_jobset()
+    for team, (namespace, _) in w.teams.items():
+        submitted = {**jobset, "metadata": {**jobset["metadata"], "namespace": namespace}}
+        assert not policy_refusals(w, namespace, submitted, "jobset.x-k8s.io", "jobsets"), (
+            f"{team}: the guide's JobSet must be accepted as written"
+        )
+        for replicated in jobset["spec"]["replicatedJobs"]:
+            # Written for dev's team ml; another team sets its own uid and gid (trainingTeams), as the guide says.
+            spec = as_team(w, team, replicated["template"]["spec"]["template"]["spec"])
+            assert not pod_refusals(w, namespace, spec), f"{team}: the JobSet's pods must be created before admission"
+            for flavor in gpu_flavors(w):
+                assert not pod_refusals(w, namespace, kueue_admitted(spec, flavor)), (
+                    f"{team}: the pods Kueue places on a GPU flavor (its tolerations and labels added) must be admitted"
+                )
+
+
+def test_a_gpu_less_job_on_the_cpu_pool_is_admitted_in_every_team_namespace(w: World) -> None:
+    """Copying a dataset into the team's claim is a Job without GPUs: it runs, on the CPU pool."""
+    spec = {"containers": [cpu_container()], "nodeSelector": ON_CPU_POOL, "restartPolicy": "Never"}
+    job = {"apiVersion": "batch/v1", "kind": "Job", "spec": {"template": {"spec": spec}}}
+    for team, (namespace, _) in w.teams.items():
+        assert not policy_refusals(w, namespace, job, "batch", "jobs"), f"{team}: a CPU job must be accepted"
+        assert not pod_refusals(w, namespace, as_team(w, team, spec)), f"{team}: its pod must be admitted"
+
+
+def test_the_job_controller_still_removes_finalizers_from_pods_that_predate_a_rule(w: World) -> None:
+    """An UPDATE of an existing pod (the Job controller's tracking finalizer) is never refused, whatever the pod is."""
+    old = {"containers": [cpu_container()], "tolerations": [GPU_TOLERATION], "nodeName": "aks-gput4-0"}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"finalizers": []}, "spec": old}
+    for team, (namespace, _) in w.teams.items():
+        assert not policy_refusals(w, namespace, pod, "", "pods", "UPDATE"), (
+            f"{team}: refusing the update would leave the Job's pod terminating forever"
+        )
+
+
+def ancestry_policy(w: World) -> dict[str, Any]:
+    (policy,) = [p for p in w.of_kind("ValidatingAdmissionPolicy") if p["metadata"]["name"] == ANCESTRY_POLICY_NAME]
+    operations = {op for rule in policy["spec"]["matchConstraints"]["resourceRules"] for op in rule["operations"]}
+    assert operations == {"CREATE", "UPDATE"}, (
+        f"the policy must act on updates too: a Job's ownerReferences stay mutable after creation ({operations})"
+    )
+    return policy
+
+
+def test_a_member_cannot_hang_a_suspended_job_under_an_admitted_jobset_later(w: World) -> None:
+    policy = ancestry_policy(w)
+    for team, (namespace, _) in w.teams.items():
+        queued = eight_gpu_job(namespace, [])
+        adopted = eight_gpu_job(namespace, [ADMITTED_JOBSET_OWNER])
+        assert admission_cel.verdict(policy, adopted, old=queued) is not None, (
+            f"{team}: a member patching a controller reference onto a suspended Job would have Kueue leave it to run "
+            "as part of the admitted JobSet, outside the team's quota"
+        )
+        relabelled = {**adopted, "metadata": {**adopted["metadata"], "labels": {"note": "x"}}}
+        assert admission_cel.verdict(policy, relabelled, old=adopted) is None, (
+            f"{team}: a member may still label a child Job whose controller reference it did not change"
+        )
+
+
+def test_the_jobset_controller_multikueue_and_the_garbage_collector_still_manage_team_jobs(w: World) -> None:
+    policy = ancestry_policy(w)
+    controllers = {
+        "the JobSet controller creating its Jobs": "system:serviceaccount:jobset-system:jobset-controller-manager",
+        "MultiKueue copying a job to a fleet member": "system:serviceaccount:kueue-system:multikueue-manager",
+    }
+    for team, (namespace, _) in w.teams.items():
+        child = eight_gpu_job(namespace, [ADMITTED_JOBSET_OWNER])
+        for what, user in controllers.items():
+            assert admission_cel.verdict(policy, child, user=user) is None, f"{team}: {what} must be admitted"
+        orphaned = eight_gpu_job(namespace, [])
+        gc = "system:serviceaccount:kube-system:generic-garbage-collector"
+        assert admission_cel.verdict(policy, orphaned, old=child, user=gc) is None, (
+            f"{team}: the garbage collector orphaning a Job (removing its controller reference) must pass"
+        )
+
+
+def test_team_pods_still_resolve_names_reach_their_ranks_the_internet_and_private_endpoints(w: World) -> None:
+    for team, (namespace, _) in w.teams.items():
+        source = team_pod(namespace)
+        for why, to in (
+            ("DNS through CoreDNS", Endpoint("pod", 53, "UDP", "kube-system", (("k8s-app", "kube-dns"),))),
+            ("NCCL and rendezvous between ranks", team_pod(namespace)),
+            ("datasets and packages outside the cluster", Endpoint("external", 443, address="20.60.0.10")),
+            *(
+                (f"the private endpoint {name} in the VNet", Endpoint("external", 443, address=address))
+                for name, address in w.private_endpoints
+            ),
+        ):
+            assert not connection_refusals(w, source, to), f"{team}: {why} must stay reachable"
+
+
+def test_managed_prometheus_and_the_api_servers_tunnel_still_reach_platform_and_team_pods(w: World) -> None:
+    """ama-metrics scrapes from kube-system; the API server calls webhooks through konnectivity agents there."""
+    scraper = Endpoint("pod", 0, namespace="kube-system", labels=(("rsName", "ama-metrics"),))
+    tunnel = Endpoint("pod", 0, namespace="kube-system", labels=(("app", "konnectivity-agent"),))
+    targets = [(EXPORTER_NAMESPACE, 9400, scraper), (KUEUE_NAMESPACE, 8443, scraper), (KUEUE_NAMESPACE, 9443, tunnel)]
+    targets += [("jobset-system", 9443, tunnel), *((n, 8080, scraper) for n, _ in w.teams.values())]
+    for namespace, port, source in targets:
+        if namespace not in w.namespaces:
+            continue
+        to = Endpoint("pod", port, namespace=namespace, labels=(("app", "x"),))
+        assert not connection_refusals(w, source, to), f"{source.labels[0][1]} must reach {namespace}:{port}"
+
+
+def _binds_members(w: World, binding: dict[str, Any]) -> bool:
+    members = {g for _, groups in w.teams.values() for g in groups}
+    return any(s.get("name") in members for s in binding.get("subjects") or [])
+
+
+def _removable(obj: dict[str, Any], team_namespaces: set[str]) -> bool:
+    """The policy's binding, and the team namespaces' quotas other than the storage one."""
+    name, namespace = obj["metadata"]["name"], obj["metadata"].get("namespace")
+    if obj.get("kind") == "ValidatingAdmissionPolicyBinding":
+        return name in (POLICY_NAME, ANCESTRY_POLICY_NAME)
+    return obj.get("kind") == "ResourceQuota" and namespace in team_namespaces and name != "storage"
+
+
+def boundary_rules(w: World) -> list[tuple[str, Callable[[World], object]]]:
+    """Every rule the boundaries rest on, each with a way to remove (or, for a RoleBinding, widen) it."""
+    removals: list[tuple[str, Callable[[World], object]]] = []
+    team_namespaces = {n for n, _ in w.teams.values()}
+    for i, obj in enumerate(w.objects):
+        kind, namespace = obj.get("kind"), obj["metadata"].get("namespace")
+        if kind == "ValidatingAdmissionPolicy" and obj["metadata"]["name"] in (POLICY_NAME, ANCESTRY_POLICY_NAME):
+            for j in range(len(obj["spec"]["validations"])):
+                removals.append(
+                    (f"{rule_name(obj)} #{j}", lambda x, i=i, j=j: x.objects[i]["spec"]["validations"].pop(j))
+                )
+        elif _removable(obj, team_namespaces):
+            removals.append((rule_name(obj), lambda x, i=i: x.objects.pop(i)))
+        elif kind == "NetworkPolicy" and obj["metadata"]["name"] in (
+            "team-egress",
+            "team-isolation",
+            "platform-ingress",
+        ):
+            if obj["metadata"]["name"] == "team-isolation" and len(w.teams) < 2:
+                continue  # guards a team from other teams: a world of one team has no one to refuse
+            if obj["metadata"]["name"] == "platform-ingress" and namespace not in (EXPORTER_NAMESPACE, KUEUE_NAMESPACE):
+                continue  # the attempts reach the exporter and Kueue; the other platform namespaces share the rule
+            removals.append((rule_name(obj), lambda x, i=i: x.objects.pop(i)))
+        elif kind == "RoleBinding" and namespace in team_namespaces and _binds_members(w, obj):
+            widen = {**obj, "kind": "ClusterRoleBinding", "roleRef": {**obj["roleRef"], "kind": "ClusterRole"}}
+            (role,) = [o for o in w.of_kind("Role", namespace) if o["metadata"]["name"] == obj["roleRef"]["name"]]
+            cluster_role = {**role, "kind": "ClusterRole", "metadata": {"name": obj["roleRef"]["name"]}}
+            removals.append(
+                (
+                    f"{rule_name(obj)} bound cluster-wide",
+                    lambda x, i=i, b=widen, r=cluster_role: x.objects.__setitem__(i, b) or x.objects.append(r),
+                )
+            )
+        elif kind == "Namespace" and obj["metadata"]["name"] in team_namespaces:
+            labels = obj["metadata"].get("labels") or {}
+            if labels.get(PSS_ENFORCE) != "baseline":  # an InfiniBand team's: Azure Policy's baseline guards it
+                removals.append(
+                    (
+                        f"Azure Policy pod security on {obj['metadata']['name']}",
+                        lambda x, n=obj["metadata"]["name"]: setattr(
+                            x, "pod_security", tuple(a for a in x.pod_security if not a.covers(n))
+                        ),
+                    )
+                )
+                continue
+            removals.append(
+                (
+                    f"Pod Security label of {obj['metadata']['name']}",
+                    lambda x, i=i: x.objects[i]["metadata"]["labels"].pop("pod-security.kubernetes.io/enforce"),
+                )
+            )
+    return removals
+
+
+def test_removing_any_one_boundary_rule_lets_some_attempt_through(w: World) -> None:
+    assert not failures(w), "the contract holds before anything is removed"
+    rules = boundary_rules(w)
+    kinds = {label.split(" ", 1)[0] for label, _ in rules}
+    assert {
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
+        "ResourceQuota",
+        "NetworkPolicy",
+    } <= kinds, f"every layer of the boundary must be rendered here, got {sorted(kinds)}"
+    for label, remove in rules:
+        smaller = w.copy()
+        remove(smaller)
+        assert failures(smaller), f"without {label} no attempt gets through: the rule is untested or not needed"
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod", "fleet-krc", "fleet-jpe"])
+def test_every_team_meters_cpu_and_memory_and_gpu_less_jobs_are_held_to_the_cpu_pools_quota(stack: str) -> None:
+    """Kueue counts only covered resources (IgnoreUndeclared): unmetered CPU would let a team fill any node."""
+    from tests.models.contract_stacks import platform_recording
+    from tests.training.test_example_training_job import KUEUE, admit, quantity
+
+    recording = platform_recording(stack)
+    flavors = {f.inputs["metadata"]["name"]: f.inputs["spec"] for f in recording.of_type(KUEUE + "ResourceFlavor")}
+    for queue in recording.of_type(KUEUE + "ClusterQueue"):
+        spec, team = queue.inputs["spec"], queue.inputs["metadata"]["name"]
+        ((group),) = spec["resourceGroups"]
+        assert {"cpu", "memory"} <= set(group["coveredResources"]), f"{team}: CPU and memory must be metered"
+        cpu_flavor = group["flavors"][0]
+        assert flavors[cpu_flavor["name"]] == {"nodeLabels": {"pool": "cpu"}}, (
+            f"{team}: the first flavor is the CPU pool's, untainted, so GPU-less jobs get no GPU tolerations"
+        )
+        for flavor in group["flavors"][1:]:
+            quota = {r["name"]: quantity(r["nominalQuota"]) for r in flavor["resources"]}
+            gpus = sum(v for k, v in quota.items() if k.endswith("/gpu"))
+            assert gpus == 0 or (quota["cpu"] > 0 and quota["memory"] > 0), (
+                f"{team}/{flavor['name']}: GPUs come with their nodes' CPU and memory, or no GPU job is admitted"
+            )
+        namespace = spec["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"]
+        local = next(
+            r.inputs["metadata"]["name"]
+            for r in recording.of_type(KUEUE + "LocalQueue")
+            if r.inputs["metadata"]["namespace"] == namespace
+        )
+        limit = {r["name"]: quantity(r["nominalQuota"]) for r in cpu_flavor["resources"]}
+        pod = {"spec": {"nodeSelector": {"pool": "cpu"}, "containers": [cpu_container()]}}
+        assert admit(recording, local, namespace, pod, 2) == cpu_flavor["name"], (
+            f"{team}: a small GPU-less job runs on the CPU pool's flavor"
+        )
+        too_many = int(limit["cpu"]) + 1
+        assert admit(recording, local, namespace, pod, too_many) is None, (
+            f"{team}: {too_many} CPUs exceed the team's CPU quota on the CPU pool: Kueue must hold the job"
+        )
+
+
+def test_every_rendered_scrape_job_still_reaches_its_targets_through_the_network_policies(w: World) -> None:
+    """The platform-ingress and team-isolation policies admit managed Prometheus, or a dashboard goes blank."""
+    from tests.models.scrape import SCRAPER_NAMESPACE, scraped_pods
+
+    scraper = Endpoint("pod", 0, namespace=SCRAPER_NAMESPACE, labels=(("rsName", "ama-metrics"),))
+    monitors = [o for o in w.objects if o.get("kind") in ("PodMonitor", "ServiceMonitor")]
+    checked = 0
+    for monitor in monitors:
+        for namespaces, labels in scraped_pods(monitor):
+            for namespace in namespaces or sorted({n for n, _ in w.teams.values()} | w.namespaces):
+                target = Endpoint("pod", 0, namespace=namespace, labels=tuple(labels.items()))
+                refused = connection_refusals(w, scraper, target)
+                assert not refused, f"{rule_name(monitor)} cannot scrape {namespace}: {refused}"
+                checked += 1
+    assert checked or not monitors, "the monitors' targets were checked"
+
+
+def _nccl_pod(w: World, team: str, run_as: int, added: list[str], drop: tuple[str, ...] = ("ALL",)) -> dict[str, Any]:
+    spec = as_team(w, team, {"containers": [cpu_container()], "nodeSelector": ON_CPU_POOL, "restartPolicy": "Never"})
+    (container,) = spec["containers"]
+    context = {**container["securityContext"], "runAsUser": run_as, "capabilities": {"add": added, "drop": list(drop)}}
+    return {**spec, "containers": [{**container, "securityContext": context}]}
+
+
+def test_an_infiniband_team_locks_memory_as_root_with_ipc_lock_and_nothing_more() -> None:
+    """NCCL over RDMA pins memory: IPC_LOCK, which only a root process holds. prod's teams have InfiniBand quota."""
+    prod = world("prod")
+    for team in prod.teams:
+        namespace = ns(prod, team)
+        refused = pod_refusals(prod, namespace, _nccl_pod(prod, team, 0, ["IPC_LOCK"]))
+        assert not refused, f"{team}: an NCCL rank as root with IPC_LOCK must be admitted, else RDMA jobs never start"
+        refused = pod_refusals(prod, namespace, _nccl_pod(prod, team, 0, ["IPC_LOCK", "SYS_ADMIN"]))
+        assert refused, f"{team}: any capability beyond IPC_LOCK must be refused (SYS_ADMIN mounts any filesystem)"
+        refused = pod_refusals(prod, namespace, _nccl_pod(prod, team, 0, ["IPC_LOCK"], drop=()))
+        assert refused, f"{team}: root that drops nothing keeps SETUID, DAC_OVERRIDE and NET_RAW beside IPC_LOCK"
+    dev = world("dev")
+    for team in dev.teams:
+        refused = pod_refusals(dev, ns(dev, team), _nccl_pod(dev, team, 0, ["IPC_LOCK"]))
+        assert refused, f"{team}: without InfiniBand quota a team's pods never run as root"
