@@ -16,9 +16,12 @@ import importlib.machinery
 import importlib.util
 import sys
 import warnings
+from collections.abc import Callable
 from types import ModuleType
+from typing import Any
 
-# old module (relative to this package) -> its home since 0.3
+# old module (relative to this package) -> its home since 0.3. An old module whose path is now a concern package
+# (`config.gpu`, `components.fleet`, ...) is that package: it reads its names on from the section module.
 MOVED = {
     "components.context": "components.shared.context",
     "components.roles": "components.shared.roles",
@@ -32,7 +35,6 @@ MOVED = {
     "components.cpu_node_pool": "components.cluster.cpu_node_pool",
     "components.registry": "components.cluster.registry",
     "components.azure_policy": "components.cluster.azure_policy",
-    "components.network": "components.network.vnet",
     "components.private_endpoint": "components.network.private_endpoint",
     "components.network_boundaries": "components.network.policies",
     "components.gpu_node_pool": "components.gpu.node_pool",
@@ -64,7 +66,6 @@ MOVED = {
     "components.team_tenancy": "components.training.team_tenancy",
     "components.team_admission": "components.training.team_admission",
     "components.team_storage": "components.training.team_storage",
-    "components.fleet": "components.fleet.aks_gpu_fleet",
     "components.fleet_admission": "components.fleet.admission",
     "components.fleet_multikueue": "components.fleet.multikueue",
     "components.multikueue_token_rotator": "components.fleet.token_rotator",
@@ -81,23 +82,15 @@ MOVED = {
     "config.regions": "config.catalog.regions",
     "config.images": "config.catalog.images",
     "config.image_platforms": "config.catalog.image_platforms",
-    "config.cluster": "config.cluster.section",
     "config.node_pools": "config.cluster.node_pools",
     "config.security": "config.cluster.security",
-    "config.network": "config.network.section",
-    "config.gpu": "config.gpu.section",
     "config.node_image": "config.gpu.node_image",
     "config.gpu_validation": "config.gpu.validation",
     "config.gpu_health": "config.gpu.health",
     "config.scheduling": "config.gpu.scheduling",
-    "config.monitoring": "config.monitoring.section",
-    "config.storage": "config.storage.section",
     "config.lustre_tiering": "config.storage.lustre_tiering",
     "config.netapp": "config.storage.netapp",
-    "config.training": "config.training.section",
-    "config.fleet": "config.fleet.section",
     "config.fleet_rules": "config.rules",
-    "config.upgrade": "config.upgrade.section",
     "config.autoscaling": "config.inference.section",
 }
 
@@ -139,3 +132,20 @@ def install(package: str) -> None:
     """Resolve the old module paths under `package` (the installed name, `aks_gpu_platform`)."""
     if not any(isinstance(finder, _MovedModuleFinder) and finder.package == package for finder in sys.meta_path):
         sys.meta_path.append(_MovedModuleFinder(package))
+
+
+def section_names(package: str, home: str) -> Callable[[str], Any]:
+    """A concern package's `__getattr__`: the names of its section module, so that `config.gpu.GpuPoolConfig`
+    (the 0.2 module `config/gpu.py`) reads on from `config/gpu/section.py`. Loaded on first use: importing the
+    package alone imports none of its modules."""
+
+    def __getattr__(name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        module = importlib.import_module(f"{package}.{home}")
+        try:
+            return getattr(module, name)
+        except AttributeError:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}") from None
+
+    return __getattr__

@@ -19,11 +19,11 @@ from .cluster.security import SecurityConfig, check_pod_security_exclusions, che
 from .errors import field_error
 from .gpu.health import GpuHealthConfig
 from .gpu.node_image import check_node_images
-from .gpu.section import GpuPoolConfig, GpuStackConfig, check_amd_pools
+from .gpu.section import GpuPoolConfig, GpuStackConfig
 from .inference.section import AutoscalingConfig
 from .monitoring.section import MonitoringConfig
 from .network.section import NETAPP_DELEGATION, NetworkConfig, usable_addresses
-from .rules import check_aks_managed, check_lustre_startup_taint, check_pool_validation
+from .rules import check_aks_managed, check_amd_pools, check_lustre_startup_taint, check_pool_validation
 from .storage.section import LUSTRE_CLIENT_OS_SKUS, StorageConfig, nid_list_covers, nid_list_for
 from .training.section import FLAVOR_MAX_TAINTS, TrainingConfig, gpu_capacity, gpus_per_node
 from .types import AzureName
@@ -171,10 +171,11 @@ class PlatformConfig(ConfigModel):
     @model_validator(mode="after")
     def _check_fleet_operations(self) -> PlatformConfig:
         # aksManaged limits, where validation checks can run, the Lustre startup taint (config/rules.py).
-        check_amd_pools(self)  # first: on an AMD pool the NVIDIA-only feature is the error, not its details
-        check_aks_managed(self)
-        check_pool_validation(self)
-        check_lustre_startup_taint(self)
+        # First: on an AMD pool the NVIDIA-only feature is the error, not its details.
+        check_amd_pools(self.gpu_stack, self.gpu_pools, self.gpu_health, self.autoscaling)
+        check_aks_managed(self.gpu_stack, self.gpu_pools, self.autoscaling, self.training)
+        check_pool_validation(self.gpu_pools)
+        check_lustre_startup_taint(self.gpu_pools)
         return self
 
     @model_validator(mode="after")
@@ -198,7 +199,7 @@ class PlatformConfig(ConfigModel):
     @model_validator(mode="after")
     def _check_node_images(self) -> PlatformConfig:
         # After the minor is known to exist: which OS each pool runs follows from it (config/gpu/node_image.py).
-        check_node_images(self)
+        check_node_images(self.cluster.kubernetes_version, self.gpu_stack.mode, self.all_pools, self.gpu_pools)
         return self
 
     @model_validator(mode="after")

@@ -1,23 +1,76 @@
-"""Rules that span sections for GPU fleet operations: what aksManaged pools cannot do yet, which pools can run
-which validation, and the Lustre startup taint no AKS pool can carry. PlatformConfig runs them before any
-resource is registered; each raises a field error that names the setting to change."""
+"""Rules across sections: what NVIDIA-only features need on AMD pools, what aksManaged pools cannot do yet, which
+pools can run which validation, and the Lustre startup taint no AKS pool can carry.
+
+PlatformConfig (config/platform.py) runs them before any resource is registered, handing each the sections it
+reads; each raises a field error that names the setting to change. Only the platform model imports this module,
+and it imports sections only, so no section depends back on the whole model.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
 
 from .catalog.lustre_skus import LUSTRE_STARTUP_TAINT_KEY
 from .errors import field_error
+from .gpu.health import GpuHealthConfig
+from .gpu.section import GpuPoolConfig, GpuStackConfig
 from .gpu.validation import nccl_baseline
+from .inference.section import AutoscalingConfig
+from .training.section import TrainingConfig
 
-if TYPE_CHECKING:
-    from .platform import PlatformConfig
+
+def check_amd_pools(
+    gpu_stack: GpuStackConfig,
+    gpu_pools: Sequence[GpuPoolConfig],
+    gpu_health: GpuHealthConfig,
+    autoscaling: AutoscalingConfig,
+) -> None:
+    """Cluster-wide features that only NVIDIA GPUs have, refused while any GPU pool is AMD, naming the setting."""
+    amd = [(i, p) for i, p in enumerate(gpu_pools) if p.vendor == "amd"]
+    if not amd:
+        return
+    i, pool = amd[0]
+    why = f"gpuPools[{i}] ({pool.name}) is an AMD {pool.sku.gpu_model} pool"
+    if gpu_stack.mode == "aksManaged":
+        raise field_error(
+            "gpuStack.mode",
+            "aksManaged",
+            f"{why}: AKS-managed GPU installs NVIDIA's driver, device plugin and DCGM exporter and AKS installs "
+            "nothing on AMD sizes (gpuProfile.driver None); use devicePlugin or gpuOperator (they serve the NVIDIA "
+            "pools; AMD's GPU Operator serves the AMD ones)",
+        )
+    if gpu_health.remediation.enabled:
+        raise field_error(
+            "gpuHealth.remediation.enabled",
+            True,
+            f"{why}: NVSentinel remediation reads NVIDIA's DCGM and XID events only; set it false",
+        )
+    if not any(p.vendor == "nvidia" for p in gpu_pools):
+        if gpu_stack.smoke_test:
+            raise field_error(
+                "gpuStack.smokeTest",
+                True,
+                f"{why} and no pool has NVIDIA GPUs: the smoke test runs nvidia-smi on one nvidia.com/gpu; set it "
+                "false",
+            )
+        if autoscaling.sample_inference.enabled:
+            raise field_error(
+                "autoscaling.sampleInference.enabled",
+                True,
+                f"{why} and no pool has NVIDIA GPUs: the sample serves Triton on nvidia.com/gpu; set it false",
+            )
+
 
 # The check-capacity class only books nodes that exist; best-effort-atomic-scale-up waits for the autoscaler.
 CHECK_CAPACITY = "check-capacity.autoscaling.x-k8s.io"
 
 
-def check_aks_managed(cfg: PlatformConfig) -> None:
+def check_aks_managed(
+    gpu_stack: GpuStackConfig,
+    gpu_pools: Sequence[GpuPoolConfig],
+    autoscaling: AutoscalingConfig,
+    training: TrainingConfig,
+) -> None:
     """aksManaged: what the AKS-managed GPU preview does not support, refused with the setting to change.
 
     "Cluster autoscaler isn't supported on managed GPU node pools during preview. Scale these pools manually."
@@ -26,9 +79,9 @@ def check_aks_managed(cfg: PlatformConfig) -> None:
     /etc/dcgm-exporter/default-counters.csv --address ":19400"`, no `-k`), so no series names the pod holding a
     GPU: KEDA's per-workload utilisation query can never match.
     """
-    if cfg.gpu_stack.mode != "aksManaged":
+    if gpu_stack.mode != "aksManaged":
         return
-    for i, pool in enumerate(cfg.gpu_pools):
+    for i, pool in enumerate(gpu_pools):
         if pool.min_count != pool.max_count:
             raise field_error(
                 f"gpuPools[{i}].maxCount",
@@ -50,12 +103,12 @@ def check_aks_managed(cfg: PlatformConfig) -> None:
         "gpuStack.mode aksManaged: AKS's DCGM exporter has no pod mapping, so no series names the pods KEDA would "
         "scale on; use mode devicePlugin or gpuOperator for GPU-utilisation autoscaling"
     )
-    if cfg.autoscaling.targets:
-        raise field_error("autoscaling.targets", [t.deployment for t in cfg.autoscaling.targets], no_pod_labels)
-    if cfg.autoscaling.sample_inference.enabled:
+    if autoscaling.targets:
+        raise field_error("autoscaling.targets", [t.deployment for t in autoscaling.targets], no_pod_labels)
+    if autoscaling.sample_inference.enabled:
         raise field_error("autoscaling.sampleInference.enabled", True, no_pod_labels)
-    admission = cfg.training.admission
-    if cfg.training.enabled and admission.provisioning_request and admission.provisioning_class != CHECK_CAPACITY:
+    admission = training.admission
+    if training.enabled and admission.provisioning_request and admission.provisioning_class != CHECK_CAPACITY:
         raise field_error(
             "training.admission.provisioningClass",
             admission.provisioning_class,
@@ -64,9 +117,9 @@ def check_aks_managed(cfg: PlatformConfig) -> None:
         )
 
 
-def check_pool_validation(cfg: PlatformConfig) -> None:
+def check_pool_validation(gpu_pools: Sequence[GpuPoolConfig]) -> None:
     """Validation checks only where they can run: DCGM diagnostics on whole GPUs, NCCL across two IB nodes."""
-    for i, pool in enumerate(cfg.gpu_pools):
+    for i, pool in enumerate(gpu_pools):
         checks = pool.validation
         path = f"gpuPools[{i}].validation"
         if checks.dcgm_diag and pool.mig_profile is not None:
@@ -95,7 +148,7 @@ def check_pool_validation(cfg: PlatformConfig) -> None:
             )
 
 
-def check_lustre_startup_taint(cfg: PlatformConfig) -> None:
+def check_lustre_startup_taint(gpu_pools: Sequence[GpuPoolConfig]) -> None:
     """Refuse the Lustre CSI startup taint as a pool taint: Kubernetes can never remove it there.
 
     "Node taints ... can only be added, updated, or removed completely using the AKS API" (MicrosoftDocs/
@@ -103,7 +156,7 @@ def check_lustre_startup_taint(cfg: PlatformConfig) -> None:
     `azurelustre.csi.azure.com/agent-not-ready` would never stick, and every pod without a toleration would
     stay Pending on that pool.
     """
-    for i, pool in enumerate(cfg.gpu_pools):
+    for i, pool in enumerate(gpu_pools):
         for j, taint in enumerate(pool.taints):
             if taint.split("=", 1)[0].split(":", 1)[0] == LUSTRE_STARTUP_TAINT_KEY:
                 raise field_error(

@@ -9,13 +9,924 @@ into the component's args. No `from __future__ import annotations`: the analyzer
 objects.
 """
 
-from typing import TypedDict
+from collections.abc import Mapping, Sequence
+from enum import StrEnum
+from typing import Any, NotRequired, TypedDict
 
 import pulumi
+import pulumi_azure_native.containerservice as containerservice
+import pulumi_kubernetes as k8s
 
+from aks_gpu_platform.components.cluster import azure_policy, cpu_node_pool, registry
+from aks_gpu_platform.components.gpu import node_pool, nvidia_stack
+from aks_gpu_platform.components.inference import autoscaling
+from aks_gpu_platform.components.monitoring import gpu_monitoring, grafana, log_workspace
+from aks_gpu_platform.components.monitoring.grafana import TeamDashboardArgs
+from aks_gpu_platform.components.network import vnet
+from aks_gpu_platform.components.storage import blob_classes, disk_classes, lustre, netapp
+from aks_gpu_platform.components.training import queues, team_storage, team_tenancy
+from aks_gpu_platform.components.training.queues import CpuMetering, LustreClaimArgs
+from aks_gpu_platform.components.upgrade import policy
+from aks_gpu_platform.config.upgrade.section import GpuPoolUpgradeConfig
 from provider.adapting import component_args
 
 
-ADAPTERS: list[type[pulumi.ComponentResource]] = [
+class PolicyEffect(StrEnum):
+    """Deny refuses a non-compliant pod at admission; Audit reports it in Azure Policy compliance."""
 
+    AUDIT = "Audit"
+    DENY = "Deny"
+
+
+class OsSku(StrEnum):
+    """Node OS; pools that mount Lustre need Ubuntu or Ubuntu2204 (the Lustre CSI client's kernels)."""
+
+    UBUNTU = "Ubuntu"
+    UBUNTU2204 = "Ubuntu2204"
+    AZURE_LINUX = "AzureLinux"
+
+
+class OsDiskType(StrEnum):
+    """Ephemeral: the OS disk lives on the VM's local temp disk (faster, free, gone on reimage); osDiskSizeGb must
+    fit on it."""
+
+    EPHEMERAL = "Ephemeral"
+    MANAGED = "Managed"
+
+
+class GpuPoolPriority(StrEnum):
+    """Spot: evictable VMs at a discount (AKS taints the nodes); fixed at creation."""
+
+    REGULAR = "Regular"
+    SPOT = "Spot"
+
+
+class SpotEvictionPolicy(StrEnum):
+    """Delete frees quota on eviction; Deallocate keeps disks but still holds quota."""
+
+    DELETE = "Delete"
+    DEALLOCATE = "Deallocate"
+
+
+class MigProfile(StrEnum):
+    """MIG instance profile applied to every GPU."""
+
+    MIG1G = "MIG1g"
+    MIG2G = "MIG2g"
+    MIG3G = "MIG3g"
+    MIG4G = "MIG4g"
+    MIG7G = "MIG7g"
+
+
+class SharingMode(StrEnum):
+    """timeSlicing: CUDA time-slicing, no memory or fault isolation between pods; mps: CUDA MPS, each pod limited to
+    1/replicas of the GPU's memory and compute (not on MIG pools)."""
+
+    TIME_SLICING = "timeSlicing"
+    MPS = "mps"
+
+
+class GpuStackMode(StrEnum):
+    """`gpuStack.mode`: devicePlugin keeps the AKS driver, gpuOperator skips it (driver None)."""
+
+    DEVICE_PLUGIN = "devicePlugin"
+    GPU_OPERATOR = "gpuOperator"
+    AKS_MANAGED = "aksManaged"
+
+
+class SpotSettings(TypedDict):
+    """Spot VMs: up to ~90% cheaper, evicted when Azure needs the capacity back."""
+
+    eviction_policy: NotRequired[SpotEvictionPolicy]
+    """Delete frees quota on eviction; Deallocate keeps disks but still holds quota. Default: Delete."""
+    max_price: NotRequired[float]
+    """USD per hour per VM; -1 caps at the on-demand price (evicted only for capacity). Default: -1."""
+
+
+class GpuSharingSettings(TypedDict):
+    """Several pods on one GPU through NVIDIA's device plugin: each GPU is advertised `replicas` times.  Follows
+    NVIDIA/k8s-device-plugin v0.20.0 api/config/v1 (sharing.go, replicas.go): time-slicing and MPS are mutually
+    exclusive and apply to every GPU of a node; a resource needs at least 2 replicas."""
+
+    mode: SharingMode
+    """timeSlicing: CUDA time-slicing, no memory or fault isolation between pods; mps: CUDA MPS, each pod limited to
+    1/replicas of the GPU's memory and compute (not on MIG pools)."""
+    replicas: int
+    """nvidia.com/gpu advertised per physical GPU (or MIG slice); 2 to 48 (the plugin needs 2 or more; 48 client
+    contexts per GPU is MPS's limit on Volta and later)."""
+
+
+class PoolValidationSettings(TypedDict):
+    """Checks run by `pulumi up` once the pool exists; a failing check fails the update with its verdict."""
+
+    dcgm_diag: NotRequired[bool]
+    """Run DCGM diagnostics level 1 (deployment checks, seconds) on one node of the pool, holding all its GPUs; not
+    on MIG pools (DCGM diagnostics need whole GPUs). Default: false."""
+    nccl_all_reduce: NotRequired[bool]
+    """InfiniBand pools only: an NCCL all-reduce across two nodes whose bus bandwidth must reach the size's floor
+    (config/gpu/validation.py); needs maxCount of 2 or more and whole GPUs. Default: false."""
+    min_bus_bandwidth_g_bps: NotRequired[float]
+    """Override the size's floor in GB/s (e.g. a lower one while the fabric is shared); at most 2000, above any
+    two-node figure Azure's sizes reach."""
+    timeout_minutes: NotRequired[int]
+    """How long `pulumi up` waits for a check, node scale-up from zero included; 5 to 240 minutes. Default: 45."""
+
+
+class ColdStartSettings(TypedDict):
+    """What shortens the time from scale-up to a useful GPU node; the plan prints the budget with each switch."""
+
+    artifact_streaming: NotRequired[bool]
+    """Budget this pool's ACR images as streamed (AKS Artifact Streaming; Linux amd64 images only, so not on Arm64
+    sizes): the platform registry is Premium; enable it per repository and on the pool with the commands in
+    docs/gpu-pools.md (the AgentPool API azure-native 3.29 sends has no field for it). Default: false."""
+    pre_pull_images: NotRequired[Sequence[str]]
+    """Images a DaemonSet pulls onto every new node of the pool as soon as it joins (each needs /bin/sh); it never
+    holds back other pods."""
+    nvme_cache: NotRequired[bool]
+    """Budget weights read from a cache on the size's local NVMe disks after the first read (sizes with NVMe in
+    config/catalog/cold_start.py). Default: false."""
+    warm_standby: NotRequired[int]
+    """Nodes kept up to skip provisioning, an explicit costed choice; needs minCount >= warmStandby. Default: 0."""
+    weights_gi_b: NotRequired[float]
+    """Weights or data a job on this pool reads before it starts (GiB), for the plan's budget."""
+
+
+class GpuPoolSettings(TypedDict):
+    """One GPU node pool; minCount 0 lets the autoscaler scale it from zero."""
+
+    name: str
+    """lowercase letter first, then lowercase letters or digits, 1-8 long (AKS adds a 4-char hash)."""
+    vm_size: str
+    """GPU VM size from the GPU catalog (config/catalog/gpu_sizes.py), e.g. Standard_NC24ads_A100_v4; fixed at pool
+    creation."""
+    zones: NotRequired[Sequence[str]]
+    """Availability zones the pool spreads over; fixed at creation. Each one of "1", "2", "3". Default: ["1", "2",
+    "3"]."""
+    min_count: NotRequired[int]
+    """Fewest nodes kept; 0 scales the pool from zero (AKS: 0-1000 per pool). Default: 0."""
+    max_count: int
+    """Most nodes the cluster autoscaler adds (AKS: 1-1000 per pool); each needs a node-subnet address."""
+    os_sku: NotRequired[OsSku]
+    """Node OS; pools that mount Lustre need Ubuntu or Ubuntu2204 (the Lustre CSI client's kernels). Default: Ubuntu."""
+    os_disk_size_gb: NotRequired[int]
+    """OS disk size; AKS takes 30 GB (its smallest node image) to 2048 GB; fixed at creation. Default: 128."""
+    os_disk_type: NotRequired[OsDiskType]
+    """Ephemeral: the OS disk lives on the VM's local temp disk (faster, free, gone on reimage); osDiskSizeGb must
+    fit on it. Default: Managed."""
+    max_pods: NotRequired[int]
+    """Pods per node; AKS with Azure CNI allows 10-250; fixed at creation. Default: 110."""
+    labels: NotRequired[Mapping[str, str]]
+    """Extra Kubernetes node labels (pool, gpu-pool and the AKS mode are set)."""
+    priority: NotRequired[GpuPoolPriority]
+    """Spot: evictable VMs at a discount (AKS taints the nodes); fixed at creation. Default: Regular."""
+    spot: NotRequired[SpotSettings]
+    """Spot settings; only with priority Spot."""
+    mig_profile: NotRequired[MigProfile]
+    """MIG instance profile applied to every GPU."""
+    infiniband: NotRequired[bool]
+    """Use the SKU's InfiniBand fabric (RDMA); single zone only. Default: false."""
+    taints: NotRequired[Sequence[str]]
+    """Extra taints, key=value:Effect."""
+    sharing: NotRequired[GpuSharingSettings]
+    """Share each GPU between pods (time-slicing or MPS); quotas, autoscaler templates and cost then count the shared
+    nvidia.com/gpu a node advertises. devicePlugin and gpuOperator modes only."""
+    validation: NotRequired[PoolValidationSettings]
+    """Post-provision checks `pulumi up` runs on this pool."""
+    cold_start: NotRequired[ColdStartSettings]
+    """Cold-start switches (artifact streaming, image pre-pull, NVMe cache, warm standby) and the weights size the
+    plan's budget reads."""
+
+
+class PodSecurityPolicyInputs(TypedDict):
+    resource_group_name: pulumi.Input[str]
+    """Resource group of the cluster."""
+    location: str
+    """Azure region of the cluster."""
+    cluster: containerservice.ManagedCluster
+    """The cluster the policies are assigned to (its Azure Policy add-on enforces them)."""
+    provider: k8s.Provider
+    """Kubernetes provider of the cluster."""
+    tags: NotRequired[Mapping[str, str]]
+    """Azure tags (none by default)."""
+    protect: NotRequired[bool]
+    """Refuse to delete or replace stateful resources (prod); false by default."""
+    effect: PolicyEffect
+    """Deny refuses a non-compliant pod at admission; Audit reports it in Azure Policy compliance."""
+    platform_namespaces: Sequence[str]
+    """Namespaces of the platform's own components, whose node agents need host access: left out."""
+    rdma_namespaces: NotRequired[Sequence[str]]
+    """Team namespaces whose jobs need IPC_LOCK: the same policies, with IPC_LOCK allowed, always Deny."""
+    extra_excluded_namespaces: NotRequired[Sequence[str]]
+    """Namespaces of the user's own node agents (security.podSecurity.excludedNamespaces)."""
+
+
+class PodSecurityPolicy(azure_policy.PodSecurityPolicy):
+    __doc__ = azure_policy.PodSecurityPolicy.__doc__
+
+    excluded_namespaces: list[str]
+    """Namespaces the initiative leaves out: Azure's, the platform's, the RDMA teams' (covered one by one)."""
+
+    def __init__(self, name: str, args: PodSecurityPolicyInputs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(name, component_args(PodSecurityPolicy, args, name), opts)
+
+
+class CpuNodePoolInputs(TypedDict):
+    resource_group_name: pulumi.Input[str]
+    """Resource group of the cluster."""
+    location: str
+    """Azure region of the cluster."""
+    cluster: containerservice.ManagedCluster
+    """The cluster the pool joins (resource group, name, tags)."""
+    provider: k8s.Provider
+    """Kubernetes provider of the cluster."""
+    tags: NotRequired[Mapping[str, str]]
+    """Azure tags (none by default)."""
+    protect: NotRequired[bool]
+    """Refuse to delete or replace stateful resources (prod); false by default."""
+    nodes_subnet_id: pulumi.Input[str]
+    """Subnet of the nodes."""
+    kubernetes_version: pulumi.Input[str]
+    """Orchestrator version at creation."""
+    tracks_versions: bool
+    """True when an auto-upgrade channel moves versions (the pool then ignores its version)."""
+    upgrade: NotRequired[Mapping[str, Any]]
+    """Surge / drain settings for node upgrades (AKS defaults when absent). A plain object in the stack YAML's shape
+    (camelCase keys, docs/config-reference.md)."""
+    encryption_at_host: NotRequired[bool]
+    """`security.encryptionAtHost`: encrypt temp disks and disk caches on the VM host."""
+    settings: Mapping[str, Any]
+    """The `cpuPool` config section. A plain object in the stack YAML's shape (camelCase keys,
+    docs/config-reference.md)."""
+
+
+class CpuNodePool(cpu_node_pool.CpuNodePool):
+    __doc__ = cpu_node_pool.CpuNodePool.__doc__
+
+    pool_name: pulumi.Output[str]
+    """Azure name of the pool: `cpuPool.name` + 4 hex chars of the fields Azure sets only at creation."""
+
+    def __init__(self, name: str, args: CpuNodePoolInputs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(name, component_args(CpuNodePool, args, name), opts)
+
+
+class RegistryInputs(TypedDict):
+    resource_group_name: pulumi.Input[str]
+    """Resource group of the cluster."""
+    location: str
+    """Azure region of the cluster."""
+    cluster: containerservice.ManagedCluster
+    """The cluster whose nodes pull from the registry (resource group, region, tags, protection)."""
+    provider: k8s.Provider
+    """Kubernetes provider of the cluster."""
+    tags: NotRequired[Mapping[str, str]]
+    """Azure tags (none by default)."""
+    protect: NotRequired[bool]
+    """Refuse to delete or replace stateful resources (prod); false by default."""
+    base_name: str
+    """Name the registry's default name derives from (the cluster name)."""
+    settings: Mapping[str, Any]
+    """The `monitoring.registry` config section. A plain object in the stack YAML's shape (camelCase keys,
+    docs/config-reference.md)."""
+    kubelet_identity_object_id: pulumi.Input[str]
+    """Principal the nodes pull images as; gets AcrPull on the registry."""
+    private_endpoints_subnet_id: pulumi.Input[str]
+    """Subnet of the private endpoint (used when public network access is off)."""
+    vnet_id: pulumi.Input[str]
+    """VNet the private DNS zone is linked to (used when public network access is off)."""
+
+
+class Registry(registry.Registry):
+    __doc__ = registry.Registry.__doc__
+
+    registry_id: pulumi.Output[str]
+    """Azure resource ID of the registry."""
+    login_server: pulumi.Output[str]
+    """`<name>.azurecr.io`: the host of every image the nodes pull from here."""
+    dcgm_exporter_repository: pulumi.Output[str]
+    """`<login server>/<cache repository>`: the DCGM exporter image repository (tag from config)."""
+    private_endpoint_id: pulumi.Output[str] | None
+    """Private endpoint of the registry, or None when it is public."""
+
+    def __init__(self, name: str, args: RegistryInputs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(name, component_args(Registry, args, name), opts)
+
+
+class GpuNodePoolInputs(TypedDict):
+    resource_group_name: pulumi.Input[str]
+    """Resource group of the cluster."""
+    location: str
+    """Azure region of the cluster."""
+    cluster: containerservice.ManagedCluster
+    """The cluster the pool joins (resource group, name, tags)."""
+    provider: k8s.Provider
+    """Kubernetes provider of the cluster."""
+    tags: NotRequired[Mapping[str, str]]
+    """Azure tags (none by default)."""
+    protect: NotRequired[bool]
+    """Refuse to delete or replace stateful resources (prod); false by default."""
+    nodes_subnet_id: pulumi.Input[str]
+    """Subnet of the nodes."""
+    kubernetes_version: pulumi.Input[str]
+    """Orchestrator version at creation."""
+    tracks_versions: bool
+    """True when an auto-upgrade channel moves versions (the pool then ignores its version)."""
+    upgrade: NotRequired[Mapping[str, Any]]
+    """Surge / drain settings for node upgrades (AKS defaults when absent). GPU pools take one node down at a time
+    (no spare GPU quota needed) unless a surge is set explicitly. A plain object in the stack YAML's shape
+    (camelCase keys, docs/config-reference.md)."""
+    encryption_at_host: NotRequired[bool]
+    """`security.encryptionAtHost`: encrypt temp disks and disk caches on the VM host."""
+    settings: GpuPoolSettings
+    """One entry of the `gpuPools` config section."""
+    stack_mode: GpuStackMode
+    """`gpuStack.mode`: devicePlugin keeps the AKS driver, gpuOperator skips it (driver None)."""
+    extra_node_labels: NotRequired[Mapping[str, str]]
+    """Labels other components need on GPU nodes from boot (e.g. remediation's `nvidia.com/gpu.present`)."""
+
+
+class GpuNodePool(node_pool.GpuNodePool):
+    __doc__ = node_pool.GpuNodePool.__doc__
+
+    pool_name: pulumi.Output[str]
+    """Azure name of the pool (changes when an immutable field changes)."""
+    agent_pool: containerservice.AgentPool
+    """The AgentPool, for depends_on of workloads that need GPU nodes."""
+
+    def __init__(self, name: str, args: GpuNodePoolInputs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(name, component_args(GpuNodePool, args, name, {"upgrade": GpuPoolUpgradeConfig}), opts)
+
+
+class GpuStackInputs(TypedDict):
+    settings: Mapping[str, Any]
+    """The `gpuStack` config section. A plain object in the stack YAML's shape (camelCase keys,
+    docs/config-reference.md)."""
+    pools: Sequence[GpuPoolSettings]
+    """The GPU pools (MIG, InfiniBand and their taints decide what is installed and tolerated)."""
+    resource_group_name: pulumi.Input[str]
+    """Resource group of the cluster."""
+    location: str
+    """Azure region of the cluster."""
+    cluster: containerservice.ManagedCluster
+    """The cluster the stack runs in."""
+    provider: k8s.Provider
+    """Kubernetes provider of the cluster."""
+    tags: NotRequired[Mapping[str, str]]
+    """Azure tags (none by default)."""
+    protect: NotRequired[bool]
+    """Refuse to delete or replace stateful resources (prod); false by default."""
+
+
+class GpuStack(nvidia_stack.GpuStack):
+    __doc__ = nvidia_stack.GpuStack.__doc__
+
+    mode: str
+    """`devicePlugin` or `gpuOperator`."""
+    namespace: pulumi.Output[str]
+    """Namespace `gpu-resources` (device plugin, smoke test)."""
+    releases: list[k8s.helm.v3.Release]
+    """Every Helm release installed here: depend on these for objects that need GPUs or RDMA."""
+    gpu_release: k8s.helm.v3.Release | None
+    """The release that makes `nvidia.com/gpu` schedulable (device plugin or GPU Operator); None in aksManaged
+    mode, where AKS's own device plugin does."""
+    dcgm_from_operator: bool
+    """True when the GPU Operator runs the DCGM exporter (monitoring must not install another)."""
+    mig_strategy: str
+    """`single` when any pool uses MIG, else `none`."""
+    rdma_resource: str | None
+    """Extended resource InfiniBand pods request, or None when no pool uses InfiniBand."""
+    dra_release: k8s.helm.v3.Release | None
+    """NVIDIA's DRA driver (ComputeDomains) when a pool has multi-node NVLink: ComputeDomain objects wait for it."""
+
+    def __init__(self, name: str, args: GpuStackInputs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(name, component_args(GpuStack, args, name), opts)
+
+
+class GpuAutoscalingInputs(TypedDict):
+    resource_group_name: pulumi.Input[str]
+    """Resource group of the cluster."""
+    location: str
+    """Azure region of the cluster."""
+    cluster: containerservice.ManagedCluster
+    """The cluster: its OIDC issuer is trusted by the federated credential, and its KEDA add-on installs the
+    ScaledObject and TriggerAuthentication CRDs."""
+    provider: k8s.Provider
+    """Kubernetes provider of the cluster."""
+    tags: NotRequired[Mapping[str, str]]
+    """Azure tags (none by default)."""
+    protect: NotRequired[bool]
+    """Refuse to delete or replace stateful resources (prod); false by default."""
+    monitor_workspace_id: pulumi.Input[str]
+    """Azure Monitor workspace holding the DCGM metrics; the identity may read it and nothing else."""
+    prometheus_query_endpoint: pulumi.Input[str]
+    """The workspace's Prometheus query endpoint, KEDA's `serverAddress`."""
+    settings: Mapping[str, Any]
+    """One scaling target (namespace, deployment, replicas, thresholds) of `autoscaling.targets`. A plain object in
+    the stack YAML's shape (camelCase keys, docs/config-reference.md)."""
+    identity_name: NotRequired[str]
+    """Azure name of the identity KEDA queries as (default `id-<component name>-keda`)."""
+
+
+class GpuAutoscaling(autoscaling.GpuAutoscaling):
+    __doc__ = autoscaling.GpuAutoscaling.__doc__
+
+    identity_client_id: pulumi.Output[str]
+    """Client ID of the identity KEDA queries Prometheus as."""
+    identity_principal_id: pulumi.Output[str]
+    """Principal ID of that identity (holder of Monitoring Data Reader on the workspace)."""
+    scaled_object_name: str
+    """Name of the ScaledObject (same namespace as the Deployment)."""
+    query: str
+    """The PromQL query KEDA evaluates."""
+
+    def __init__(self, name: str, args: GpuAutoscalingInputs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(name, component_args(GpuAutoscaling, args, name), opts)
+
+
+# Not offered to other languages (resources without a type token): operator_release.
+class GpuMonitoringInputs(TypedDict):
+    settings: Mapping[str, Any]
+    """The `monitoring` config section. A plain object in the stack YAML's shape (camelCase keys,
+    docs/config-reference.md)."""
+    resource_group_name: pulumi.Input[str]
+    """Resource group of the cluster."""
+    location: str
+    """Azure region of the cluster."""
+    cluster: containerservice.ManagedCluster
+    """The cluster the pipeline, rules and monitors attach to."""
+    provider: k8s.Provider
+    """Kubernetes provider of the cluster."""
+    tags: NotRequired[Mapping[str, str]]
+    """Azure tags (none by default)."""
+    protect: NotRequired[bool]
+    """Refuse to delete or replace stateful resources (prod); false by default."""
+    base_name: str
+    """Name the default resource names derive from (the cluster name)."""
+    dcgm_from_operator: bool
+    """True when the GPU Operator runs the DCGM exporter: scrape it instead of installing a second one."""
+    log_analytics_workspace_id: pulumi.Input[str]
+    """Workspace Container Insights writes to (from LogWorkspace)."""
+    dcgm_exporter_repository: pulumi.Input[str]
+    """`<registry login server>/<repository>` of the DCGM exporter image."""
+    gpu_pools: NotRequired[Sequence[GpuPoolSettings]]
+    """The GPU pools: the DCGM exporter tolerates all their taints (Spot's and extra ones included) so every     GPU
+    reports metrics. Without them, only the platform's GPU taint is tolerated."""
+    grafana_admin_group_object_ids: NotRequired[Sequence[str]]
+    """Grafana Admin groups used when the settings name none (the cluster's admin groups)."""
+    aks_managed_exporter: NotRequired[bool]
+    """gpuStack.mode aksManaged: AKS runs the exporter on every GPU node; scrape it instead of installing one."""
+    exporter_runtime_class: NotRequired[str | None]
+    """RuntimeClass of our DCGM exporter: the GPU Operator's where its driver serves the nodes (containerd's default
+    runtime there is runc); None where AKS makes NVIDIA's runtime the default (driver Install)."""
+    teams: NotRequired[Sequence[Mapping[str, Any]]]
+    """Training teams: chargeback recording rules per team and the team dashboard (Kueue queues, GPU-hours). A plain
+    object in the stack YAML's shape (camelCase keys, docs/config-reference.md)."""
+
+
+class GpuMonitoring(gpu_monitoring.GpuMonitoring):
+    __doc__ = gpu_monitoring.GpuMonitoring.__doc__
+
+    monitor_workspace_id: pulumi.Output[str]
+    """Azure Monitor workspace ID (grant Monitoring Data Reader here to query it)."""
+    prometheus_query_endpoint: pulumi.Output[str]
+    """PromQL endpoint of the workspace (KEDA's serverAddress)."""
+    grafana_endpoint: pulumi.Output[str]
+    """URL of the Managed Grafana instance."""
+    grafana_id: pulumi.Output[str]
+    """Azure resource ID of the Managed Grafana instance (scope for Grafana role assignments)."""
+    action_group_id: pulumi.Output[str]
+    """Action group every GPU alert notifies."""
+    exporter_pod_labels: dict[str, str]
+    """Labels of the DCGM exporter pods the PodMonitor selects."""
+    dcgm_exporter: k8s.helm.v3.Release | None
+    """Our DCGM exporter release; None in GPU Operator mode (the operator runs its own) and in aksManaged mode
+    (AKS runs one on every node)."""
+
+    def __init__(self, name: str, args: GpuMonitoringInputs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(name, component_args(GpuMonitoring, args, name), opts)
+
+
+class GrafanaDashboardsInputs(TypedDict):
+    grafana_id: pulumi.Input[str]
+    """ARM ID of the Managed Grafana instance (scope of the deployer's Grafana Admin role)."""
+    grafana_endpoint: pulumi.Input[str]
+    """`https://<name>-<hash>.<region>.grafana.azure.com` of the instance."""
+    dashboards: Sequence[str]
+    """Stems of the monitoring/dashboards/ JSON files to create in the platform folder (Editors and Admins only)."""
+    teams: NotRequired[Sequence[TeamDashboardArgs]]
+    """Teams that get a folder with their own copy of the teams dashboard."""
+    constants: NotRequired[Mapping[str, str]]
+    """Values of the dashboards' hidden constants (see `with_constants`)."""
+
+
+class GrafanaDashboards(grafana.GrafanaDashboards):
+    __doc__ = grafana.GrafanaDashboards.__doc__
+
+    dashboard_uids: list[str]
+    """UIDs of the dashboards created (their URLs are `<endpoint>/d/<uid>`)."""
+
+    def __init__(self, name: str, args: GrafanaDashboardsInputs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(name, component_args(GrafanaDashboards, args, name), opts)
+
+
+class LogWorkspaceInputs(TypedDict):
+    resource_group_name: pulumi.Input[str]
+    """Resource group of the workspace."""
+    location: pulumi.Input[str]
+    """Azure region."""
+    base_name: str
+    """Name the workspace's default name derives from (the cluster name)."""
+    settings: Mapping[str, Any]
+    """The `monitoring.logs` config section. A plain object in the stack YAML's shape (camelCase keys,
+    docs/config-reference.md)."""
+    tags: NotRequired[Mapping[str, str]]
+    """Azure tags."""
+    protect: NotRequired[bool]
+    """Refuse to delete the workspace and the logs in it (prod)."""
+
+
+class LogWorkspace(log_workspace.LogWorkspace):
+    __doc__ = log_workspace.LogWorkspace.__doc__
+
+    workspace_id: pulumi.Output[str]
+    """Azure resource ID of the workspace."""
+
+    def __init__(self, name: str, args: LogWorkspaceInputs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(name, component_args(LogWorkspace, args, name), opts)
+
+
+class NetworkInputs(TypedDict):
+    resource_group_name: pulumi.Input[str]
+    """Resource group that holds the VNet."""
+    location: pulumi.Input[str]
+    """Azure region."""
+    settings: Mapping[str, Any]
+    """The `network` config section (camelCase keys, as in the stack YAML)."""
+    tags: NotRequired[Mapping[str, str]]
+    """Azure tags for every resource."""
+
+
+class Network(vnet.Network):
+    __doc__ = vnet.Network.__doc__
+
+    vnet_id: pulumi.Output[str]
+    """VNet resource ID; private DNS zones link to it."""
+    nodes_subnet_id: pulumi.Output[str]
+    """Subnet for every node pool (CNI overlay: one address per node)."""
+    lustre_subnet_id: pulumi.Output[str]
+    """Dedicated subnet for Azure Managed Lustre."""
+    private_endpoints_subnet_id: pulumi.Output[str]
+    """Subnet for private endpoints (registry, storage)."""
+    netapp_subnet_id: pulumi.Output[str] | None
+    """Subnet delegated to Microsoft.Netapp/volumes, when one is configured."""
+
+    def __init__(self, name: str, args: NetworkInputs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(name, component_args(Network, args, name), opts)
+
+
+class BlobStorageClassesInputs(TypedDict):
+    settings: Mapping[str, Any]
+    """The `storage.blobClasses` config section. A plain object in the stack YAML's shape (camelCase keys,
+    docs/config-reference.md)."""
+    resource_group_name: pulumi.Input[str]
+    """Resource group of the cluster."""
+    location: str
+    """Azure region of the cluster."""
+    cluster: containerservice.ManagedCluster
+    """The cluster; the classes are deleted with it."""
+    provider: k8s.Provider
+    """Kubernetes provider of the cluster."""
+    tags: NotRequired[Mapping[str, str]]
+    """Azure tags (none by default)."""
+    protect: NotRequired[bool]
+    """Refuse to delete or replace stateful resources (prod); false by default."""
+
+
+class BlobStorageClasses(blob_classes.BlobStorageClasses):
+    __doc__ = blob_classes.BlobStorageClasses.__doc__
+
+    class_names: pulumi.Output[list[str]]
+    """Names of the classes created."""
+
+    def __init__(self, name: str, args: BlobStorageClassesInputs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(name, component_args(BlobStorageClasses, args, name), opts)
+
+
+class DiskStorageClassesInputs(TypedDict):
+    settings: Mapping[str, Any]
+    """The validated `storage.diskClasses` section. A plain object in the stack YAML's shape (camelCase keys,
+    docs/config-reference.md)."""
+    resource_group_name: pulumi.Input[str]
+    """Resource group of the cluster."""
+    location: str
+    """Azure region of the cluster."""
+    cluster: containerservice.ManagedCluster
+    """The cluster the classes live in."""
+    provider: k8s.Provider
+    """Kubernetes provider of the cluster."""
+    tags: NotRequired[Mapping[str, str]]
+    """Azure tags (none by default)."""
+    protect: NotRequired[bool]
+    """Refuse to delete or replace stateful resources (prod); false by default."""
+
+
+class DiskStorageClasses(disk_classes.DiskStorageClasses):
+    __doc__ = disk_classes.DiskStorageClasses.__doc__
+
+    class_names: pulumi.Output[list[str]]
+    """Names of the classes created."""
+
+    def __init__(self, name: str, args: DiskStorageClassesInputs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(name, component_args(DiskStorageClasses, args, name), opts)
+
+
+class LustreStorageInputs(TypedDict):
+    settings: Mapping[str, Any]
+    """The `storage.lustre` config section. A plain object in the stack YAML's shape (camelCase keys,
+    docs/config-reference.md)."""
+    resource_group_name: pulumi.Input[str]
+    """Resource group of the cluster."""
+    location: str
+    """Azure region of the cluster."""
+    cluster: containerservice.ManagedCluster
+    """The cluster that mounts the filesystem (resource group, region, tags, protection of stateful data)."""
+    provider: k8s.Provider
+    """Kubernetes provider of the cluster."""
+    tags: NotRequired[Mapping[str, str]]
+    """Azure tags (none by default)."""
+    protect: NotRequired[bool]
+    """Refuse to delete or replace stateful resources (prod); false by default."""
+    lustre_subnet_id: pulumi.Input[str]
+    """Dedicated subnet of the filesystem, sized for its capacity."""
+    private_endpoints_subnet_id: NotRequired[pulumi.Input[str]]
+    """Subnet of the account's blob private endpoint (needed when `blob.publicNetworkAccess` is false)."""
+    vnet_id: NotRequired[pulumi.Input[str]]
+    """VNet of the Lustre subnet, linked to the blob privatelink DNS zone (needed with the private endpoint)."""
+    gpu_pools: NotRequired[Sequence[GpuPoolSettings]]
+    """The GPU pools: the CSI node plugin tolerates all their taints (Spot's and extra ones included) so every
+    GPU node can mount Lustre. Without them, only the platform's GPU taint is tolerated."""
+
+
+class LustreStorage(lustre.LustreStorage):
+    __doc__ = lustre.LustreStorage.__doc__
+
+    filesystem_id: pulumi.Output[str]
+    """Azure resource ID of the filesystem."""
+    mgs_address: pulumi.Output[str]
+    """IP address of the Lustre management service that clients mount."""
+    storage_account_name: pulumi.Output[str]
+    """HSM storage account (data and logging containers)."""
+    namespace: pulumi.Output[str]
+    """Namespace of the training claim."""
+    storage_class_name: pulumi.Output[str]
+    """StorageClass of the filesystem."""
+    pvc_name: pulumi.Output[str]
+    """ReadWriteMany claim training pods mount."""
+
+    def __init__(self, name: str, args: LustreStorageInputs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(name, component_args(LustreStorage, args, name), opts)
+
+
+class NetAppFilesInputs(TypedDict):
+    settings: Mapping[str, Any]
+    """The validated `storage.netappFiles` section. A plain object in the stack YAML's shape (camelCase keys,
+    docs/config-reference.md)."""
+    resource_group_name: pulumi.Input[str]
+    """Resource group of the cluster."""
+    location: str
+    """Azure region of the cluster."""
+    cluster: containerservice.ManagedCluster
+    """The cluster the claims live in, and the resource group, region, tags and protection."""
+    provider: k8s.Provider
+    """Kubernetes provider of the cluster."""
+    tags: NotRequired[Mapping[str, str]]
+    """Azure tags (none by default)."""
+    protect: NotRequired[bool]
+    """Refuse to delete or replace stateful resources (prod); false by default."""
+    subnet_id: pulumi.Input[str]
+    """The VNet's subnet delegated to Microsoft.Netapp/volumes."""
+    allowed_clients: Sequence[str]
+    """CIDRs the export policy admits: the node subnet (CNI overlay pods reach NFS as their node)."""
+    namespace: NotRequired[pulumi.Input[str]]
+    """An existing namespace for the claims (Lustre's training namespace); without it one is created."""
+
+
+class NetAppFiles(netapp.NetAppFiles):
+    __doc__ = netapp.NetAppFiles.__doc__
+
+    account_name: pulumi.Output[str]
+    """The NetApp account."""
+    pool_id: pulumi.Output[str]
+    """Azure ID of the capacity pool."""
+    mount_addresses: pulumi.Output[dict[str, str]]
+    """Volume name -> `server:/path` that NFS clients mount."""
+    namespace: pulumi.Output[str]
+    """Namespace of the claims."""
+    claim_names: pulumi.Output[list[str]]
+    """ReadWriteMany claims, one per volume."""
+
+    def __init__(self, name: str, args: NetAppFilesInputs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(name, component_args(NetAppFiles, args, name), opts)
+
+
+class TrainingQueuesInputs(TypedDict):
+    settings: Mapping[str, Any]
+    """The validated `training` section (quotas already checked against the pools). A plain object in the stack
+    YAML's shape (camelCase keys, docs/config-reference.md)."""
+    gpu_pools: Sequence[GpuPoolSettings]
+    """Every GPU pool: one ResourceFlavor each."""
+    resource_group_name: pulumi.Input[str]
+    """Resource group of the cluster."""
+    location: str
+    """Azure region of the cluster."""
+    cluster: containerservice.ManagedCluster
+    """The cluster the releases and queues go to."""
+    provider: k8s.Provider
+    """Kubernetes provider of the cluster."""
+    tags: NotRequired[Mapping[str, str]]
+    """Azure tags (none by default)."""
+    protect: NotRequired[bool]
+    """Refuse to delete or replace stateful resources (prod); false by default."""
+    lustre: NotRequired[LustreClaimArgs]
+    """When Lustre is on: a claim on it in every team namespace, for datasets and checkpoints."""
+    admission_checks: NotRequired[Sequence[str]]
+    """More AdmissionChecks every ClusterQueue waits for (a fleet manager's MultiKueue check)."""
+    kueue_configuration: NotRequired[Mapping[str, Any]]
+    """Top-level keys added to Kueue's Configuration (a fleet manager's `multiKueue` section)."""
+    memory_locking_namespaces: NotRequired[Sequence[str]]
+    """Team namespaces whose NCCL pods add IPC_LOCK for RDMA, where Azure Policy enforces the pod security baseline
+    with IPC_LOCK allowed (components/cluster/azure_policy.py); only where that policy is assigned."""
+    cpu_metering: NotRequired[CpuMetering]
+    """Meter CPU and memory for every team (where jobs run; a MultiKueue manager meters GPUs only)."""
+
+
+class TrainingQueues(queues.TrainingQueues):
+    __doc__ = queues.TrainingQueues.__doc__
+
+    kueue_release: k8s.helm.v3.Release
+    """The Kueue release; its CRDs back every queue object here."""
+    jobset_release: k8s.helm.v3.Release | None
+    """The JobSet release, or None when training.jobset is off."""
+    flavor_names: list[str]
+    """ResourceFlavor names, one per GPU pool, in pool order."""
+    admission_check: str | None
+    """The ProvisioningRequest admission check every ClusterQueue waits for, or None."""
+    namespaces: dict[str, pulumi.Output[str]]
+    """Team name -> its namespace's name, resolved once the namespace exists."""
+    teams: pulumi.Output[dict[str, dict[str, Any]]]
+    """Per team: namespace, localQueue, clusterQueue, gpuPools (the pools it has quota on, which are the
+    `gpu-pool` node label values), computeDomainPools (those of them with multi-node NVLink), uid and gid (the
+    identity its pods run as) and, with Lustre, lustrePvcName."""
+
+    def __init__(self, name: str, args: TrainingQueuesInputs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(name, component_args(TrainingQueues, args, name), opts)
+
+
+class TeamStorageInputs(TypedDict):
+    settings: Mapping[str, Any]
+    """The validated `training` section: the teams, their uids, gids and member groups. A plain object in the stack
+    YAML's shape (camelCase keys, docs/config-reference.md)."""
+    namespaces: Mapping[str, pulumi.Input[str]]
+    """Team name -> namespace name (an output of the namespace, so objects wait for it)."""
+    resource_group_name: pulumi.Input[str]
+    """Resource group of the cluster."""
+    location: str
+    """Azure region of the cluster."""
+    cluster: containerservice.ManagedCluster
+    """The cluster the classes, Jobs and policies go to; its OIDC issuer signs the teams' data identities."""
+    provider: k8s.Provider
+    """Kubernetes provider of the cluster."""
+    tags: NotRequired[Mapping[str, str]]
+    """Azure tags (none by default)."""
+    protect: NotRequired[bool]
+    """Refuse to delete or replace stateful resources (prod); false by default."""
+    shared_storage_classes: NotRequired[Sequence[str]]
+    """The platform's own classes whose claims share one account or the filesystem root (the Blob classes, the
+    filesystem-root Lustre class): team namespaces get a zero quota on each, beside AKS's built-in shared ones."""
+    lustre_mgs_address: NotRequired[pulumi.Input[str]]
+    """With Lustre: the filesystem's MGS address, which each team's class mounts."""
+    lustre_root_namespace: NotRequired[pulumi.Input[str]]
+    """With Lustre: namespace of the filesystem-root claim the directory Jobs mount."""
+    lustre_root_claim: NotRequired[pulumi.Input[str]]
+    """With Lustre: the filesystem-root claim (the platform's training claim)."""
+    memory_locking_namespaces: NotRequired[Sequence[str]]
+    """Team namespaces whose NCCL pods lock memory for RDMA (root with IPC_LOCK only; cluster/azure_policy.py)."""
+    data_account_name: NotRequired[pulumi.Input[str]]
+    """The storage account each team gets a Blob container in (the Lustre HSM account, in the cluster's resource
+    group); none: no per-team Blob data."""
+
+
+class TeamStorage(team_storage.TeamStorage):
+    __doc__ = team_storage.TeamStorage.__doc__
+
+    lustre_classes: pulumi.Output[dict[str, str]]
+    """Team name -> the StorageClass of its Lustre directory (empty without Lustre), once the directory is the
+    team's."""
+    storage_quota: dict[str, dict[str, str]]
+    """Team name -> ResourceQuota `hard` entries refusing the classes shared across teams."""
+    uids: dict[str, int]
+    """Team name -> the uid (and, under `gids`, the gid) its pods must run as."""
+    gids: dict[str, int]
+    """Team name -> the gid its pods must run as."""
+    data: pulumi.Output[dict[str, dict[str, str]]]
+    """Team name -> its Blob data: `account`, `container`, `claim` and `serviceAccount` (the pods that mount the
+    claim run as it), `clientId` of its identity; empty without a data account."""
+
+    def __init__(self, name: str, args: TeamStorageInputs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(name, component_args(TeamStorage, args, name), opts)
+
+
+class TeamTenancyInputs(TypedDict):
+    settings: Mapping[str, Any]
+    """The validated `training` section: teams and their member groups. A plain object in the stack YAML's shape
+    (camelCase keys, docs/config-reference.md)."""
+    namespaces: Mapping[str, pulumi.Input[str]]
+    """Team name -> namespace name (an output of the namespace, so objects wait for it)."""
+    resource_group_name: pulumi.Input[str]
+    """Resource group of the cluster."""
+    location: str
+    """Azure region of the cluster."""
+    cluster: containerservice.ManagedCluster
+    """The cluster: credentials are granted on it, in-cluster objects go to it."""
+    provider: k8s.Provider
+    """Kubernetes provider of the cluster."""
+    tags: NotRequired[Mapping[str, str]]
+    """Azure tags (none by default)."""
+    protect: NotRequired[bool]
+    """Refuse to delete or replace stateful resources (prod); false by default."""
+    gpu_pools: NotRequired[Sequence[GpuPoolSettings]]
+    """Every GPU pool of the cluster (of the fleet, on a MultiKueue manager): their own taints mark GPU nodes too.
+    Without them the admission policy knows the GPU taint and the vendors' taint keys only."""
+    grafana_id: NotRequired[pulumi.Input[str]]
+    """Managed Grafana's resource ID: team groups get Grafana Viewer there (none on a cluster without Grafana)."""
+    submits: NotRequired[bool]
+    """Default True. False on a fleet member: teams submit on the MultiKueue manager, here `team_reader_rules`."""
+    file_servers: NotRequired[Sequence[str]]
+    """Subnets (CIDR) of file servers that admit the node subnet (Lustre, NetApp Files): team pods may not reach
+    them (components/network/policies.py team_egress)."""
+    storage_quota: NotRequired[Mapping[str, Mapping[str, str]]]
+    """Team name -> more `hard` entries of its storage quota (TeamStorage's zero quotas on shared classes)."""
+
+
+class TeamTenancy(team_tenancy.TeamTenancy):
+    __doc__ = team_tenancy.TeamTenancy.__doc__
+
+    member_groups: list[str]
+    """Every distinct member group of every team, each granted cluster credentials and Grafana Viewer."""
+
+    def __init__(self, name: str, args: TeamTenancyInputs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(name, component_args(TeamTenancy, args, name), opts)
+
+
+class UpgradePolicyInputs(TypedDict):
+    settings: Mapping[str, Any]
+    """The `upgrade` config section. A plain object in the stack YAML's shape (camelCase keys,
+    docs/config-reference.md)."""
+    resource_group_name: pulumi.Input[str]
+    """Resource group of the cluster."""
+    location: str
+    """Azure region of the cluster."""
+    cluster: containerservice.ManagedCluster
+    """The cluster the maintenance configurations and budgets belong to."""
+    provider: k8s.Provider
+    """Kubernetes provider of the cluster."""
+    tags: NotRequired[Mapping[str, str]]
+    """Azure tags (none by default)."""
+    protect: NotRequired[bool]
+    """Refuse to delete or replace stateful resources (prod); false by default."""
+    platform_budgets: NotRequired[Sequence[Mapping[str, Any]]]
+    """PodDisruptionBudgets for the platform's own multi-replica workloads. A plain object in the stack YAML's shape
+    (camelCase keys, docs/config-reference.md)."""
+
+
+class UpgradePolicy(policy.UpgradePolicy):
+    __doc__ = policy.UpgradePolicy.__doc__
+
+    maintenance_configuration_names: list[str]
+    """Names of the maintenance configurations created (one per active channel)."""
+    disruption_budget_names: list[str]
+    """namespace/name of every PodDisruptionBudget created."""
+
+    def __init__(self, name: str, args: UpgradePolicyInputs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(name, component_args(UpgradePolicy, args, name), opts)
+
+
+ADAPTERS: list[type[pulumi.ComponentResource]] = [
+    PodSecurityPolicy,
+    CpuNodePool,
+    Registry,
+    GpuNodePool,
+    GpuStack,
+    GpuAutoscaling,
+    GpuMonitoring,
+    GrafanaDashboards,
+    LogWorkspace,
+    Network,
+    BlobStorageClasses,
+    DiskStorageClasses,
+    LustreStorage,
+    NetAppFiles,
+    TrainingQueues,
+    TeamStorage,
+    TeamTenancy,
+    UpgradePolicy,
 ]

@@ -89,9 +89,9 @@ def excluded() -> dict[str, str]:
 
 
 def public_components() -> Iterator[type[pulumi.ComponentResource]]:
-    """Every ComponentResource class defined (not just imported) in a module of components/."""
-    for info in pkgutil.iter_modules(components.__path__):
-        module = importlib.import_module(f"{components.__name__}.{info.name}")
+    """Every ComponentResource class defined (not just imported) in a module of components/ and its packages."""
+    for info in pkgutil.walk_packages(components.__path__, f"{components.__name__}."):
+        module = importlib.import_module(info.name)
         for name, value in vars(module).items():
             if (
                 inspect.isclass(value)
@@ -472,8 +472,8 @@ class Writer:
 
     def adapter(self, component: type[pulumi.ComponentResource]) -> str:
         name = component.__name__
-        module = component.__module__.rsplit(".", 1)[1]
-        self.imports.bind(module, f"from {components.__name__} import {module}")
+        package, module = component.__module__.rsplit(".", 1)
+        self.imports.bind(module, f"from {package} import {module}")
         self.imports.bind(name, None)
         self.imports.bind(f"{name}Inputs", None)
         inputs, left_out = self.inputs(component)

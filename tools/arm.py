@@ -178,8 +178,8 @@ def azure_resources(recording: Recording) -> list[RecordedResource]:
 
 def _declare_exceptions() -> None:
     # Exceptions are declared where each component module is imported; a template must see all of them.
-    for module in pkgutil.iter_modules(components.__path__):
-        importlib.import_module(f"{components.__name__}.{module.name}")
+    for module in pkgutil.walk_packages(components.__path__, f"{components.__name__}."):
+        importlib.import_module(module.name)
 
 
 def arm_template(recording: Recording) -> dict[str, Any]:

@@ -49,7 +49,7 @@ def gpu_pool_images(cfg: PlatformConfig, pool: GpuPoolConfig) -> dict[str, str]:
     if stack.mode == "devicePlugin":
         images["NVIDIA device plugin"] = f"nvcr.io/nvidia/k8s-device-plugin:v{DEVICE_PLUGIN_CHART[2]}"
     elif stack.mode == "gpuOperator":
-        images["GPU Operator driver"] = f"{GPU_OPERATOR_DRIVER}-{gpu_pool_os(cfg, pool)}"
+        images["GPU Operator driver"] = f"{GPU_OPERATOR_DRIVER}-{gpu_pool_os(cfg.cluster.kubernetes_version, pool)}"
         images.update(GPU_OPERATOR_OPERANDS)
         if stack.operator_dcgm:
             images.update(GPU_OPERATOR_DCGM)

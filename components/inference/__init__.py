@@ -1,1 +1,1 @@
-"""inference"""
+"""Inference: KEDA scaling on the metrics of a workload, and the sample inference server."""

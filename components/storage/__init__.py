@@ -1,1 +1,1 @@
-"""storage"""
+"""Storage: Azure Managed Lustre with Blob (HSM) and tiering, Blob and Disk classes, Azure NetApp Files."""

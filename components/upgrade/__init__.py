@@ -1,1 +1,1 @@
-"""upgrade"""
+"""Upgrade: maintenance windows with freezes, per-pool upgrade settings, PodDisruptionBudgets."""

@@ -1,1 +1,13 @@
-"""cluster"""
+"""Cluster: the control plane (`cluster`), the system and CPU pools, security switches.
+
+`aks_gpu_platform.config.cluster.<name>` reads on from `section.py`, where the 0.2 module of the same path lived.
+"""
+
+from typing import TYPE_CHECKING
+
+from aks_gpu_platform.moved_modules import section_names
+
+if TYPE_CHECKING:
+    from .section import *  # noqa: F403
+
+__getattr__ = section_names(__name__, "section")

@@ -1,1 +1,14 @@
-"""gpu"""
+"""GPU: pools and the GPU stack (`gpuPools`, `gpuStack`), node images, validation, health (`gpuHealth`),
+and the one scheduling contract.
+
+`aks_gpu_platform.config.gpu.<name>` reads on from `section.py`, where the 0.2 module of the same path lived.
+"""
+
+from typing import TYPE_CHECKING
+
+from aks_gpu_platform.moved_modules import section_names
+
+if TYPE_CHECKING:
+    from .section import *  # noqa: F403
+
+__getattr__ = section_names(__name__, "section")

@@ -37,13 +37,14 @@ tests/models/node_image.py models the same image from AgentBaker independently a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
 from ..errors import field_error
 
 if TYPE_CHECKING:
     from ..cluster.node_pools import AutoscaledPoolConfig
-    from ..platform import PlatformConfig
+    from .section import GpuPoolConfig, GpuStackMode
 
 OsRelease = Literal["ubuntu22.04", "ubuntu24.04", "azurelinux3.0"]
 """The OS of a node, spelt as NFD's `system-os_release` ID and VERSION_ID make the GPU Operator's os tag."""
@@ -77,33 +78,40 @@ def _os_path(path: str) -> str:
     return f"{path}.osSku"
 
 
-def _check_pool_os(cfg: PlatformConfig, path: str, pool: AutoscaledPoolConfig) -> OsRelease:
-    release = os_release(pool.os_sku, cfg.cluster.kubernetes_version)
+def _check_pool_os(kubernetes_version: str, path: str, pool: AutoscaledPoolConfig) -> OsRelease:
+    release = os_release(pool.os_sku, kubernetes_version)
     if release is None:
         raise field_error(
             _os_path(path),
             pool.os_sku,
-            f"AKS has no {pool.os_sku} node image for Kubernetes {cfg.cluster.kubernetes_version} "
+            f"AKS has no {pool.os_sku} node image for Kubernetes {kubernetes_version} "
             f"({UPGRADE_OS_VERSION_SOURCE}): Ubuntu2204 exists on 1.25-1.36, AzureLinux (3.0) from 1.32, Ubuntu on "
             "every catalogued minor",
         )
     return release
 
 
-def check_node_images(cfg: PlatformConfig) -> None:
-    """Refuse, naming the field, every pool the node image cannot serve with the configured GPU stack."""
-    for path, pool in cfg.all_pools:
-        _check_pool_os(cfg, path, pool)
+def check_node_images(
+    kubernetes_version: str,
+    gpu_stack_mode: GpuStackMode,
+    all_pools: Sequence[tuple[str, AutoscaledPoolConfig]],
+    gpu_pools: Sequence[GpuPoolConfig],
+) -> None:
+    """Refuse, naming the field, every pool the node image cannot serve with the configured GPU stack.
+
+    `all_pools` is every autoscaled pool with its field path (system, CPU and GPU pools)."""
+    for path, pool in all_pools:
+        _check_pool_os(kubernetes_version, path, pool)
     operator_releases: dict[OsRelease, str] = {}
-    for i, pool in enumerate(cfg.gpu_pools):
-        path, sku, release = f"gpuPools[{i}]", pool.sku, gpu_pool_os(cfg, pool)
+    for i, pool in enumerate(gpu_pools):
+        path, sku, release = f"gpuPools[{i}]", pool.sku, gpu_pool_os(kubernetes_version, pool)
         if sku.vendor != "nvidia":
             continue
         if sku.arch == "arm64":
-            _check_arm64_pool(cfg, path, pool.vm_size, pool.os_sku, release)
+            _check_arm64_pool(kubernetes_version, gpu_stack_mode, path, pool.vm_size, pool.os_sku, release)
         if sku.multi_node_nvlink:
             _check_nvlink_pool(path, pool.vm_size, pool.max_count, sku.nvlink_domain_gpus // sku.gpus_per_vm)
-        if cfg.gpu_stack.mode == "gpuOperator":
+        if gpu_stack_mode == "gpuOperator":
             if sku.grid_driver:
                 raise field_error(
                     f"{path}.vmSize",
@@ -134,11 +142,13 @@ def check_node_images(cfg: PlatformConfig) -> None:
                 )
 
 
-def _check_arm64_pool(cfg: PlatformConfig, path: str, vm_size: str, os_sku: str, release: OsRelease) -> None:
-    if cfg.gpu_stack.mode != "gpuOperator":
+def _check_arm64_pool(
+    kubernetes_version: str, gpu_stack_mode: GpuStackMode, path: str, vm_size: str, os_sku: str, release: OsRelease
+) -> None:
+    if gpu_stack_mode != "gpuOperator":
         raise field_error(
             "gpuStack.mode",
-            cfg.gpu_stack.mode,
+            gpu_stack_mode,
             f"{path} ({vm_size}) is an Arm64 size, and AKS installs no NVIDIA driver on Arm64 nodes (Azure/AgentBaker "
             "06836ee2 cse_config.sh ensureGPUDrivers returns on arm64; the API refuses driver Install for GB300), so "
             "neither devicePlugin nor aksManaged gets a driver there: use gpuOperator (the pool's driver None and the "
@@ -149,7 +159,7 @@ def _check_arm64_pool(cfg: PlatformConfig, path: str, vm_size: str, os_sku: str,
     if os_sku == "Ubuntu":
         raise field_error(
             "cluster.kubernetesVersion",
-            cfg.cluster.kubernetes_version,
+            kubernetes_version,
             f"{path} ({vm_size}) runs only on Arm64 Ubuntu 24.04 (AgentBaker configureGraceBlackwell), and the Ubuntu "
             f"OS SKU is 24.04 from Kubernetes 1.35 on ({UPGRADE_OS_VERSION_SOURCE}); its multi-node NVLink also needs "
             "NVIDIA's DRA driver, on 1.34.2 or later (resource.k8s.io/v1): use 1.35 or later",
@@ -173,8 +183,8 @@ def _check_nvlink_pool(path: str, vm_size: str, max_count: int, domain_vms: int)
         )
 
 
-def gpu_pool_os(cfg: PlatformConfig, pool: AutoscaledPoolConfig) -> OsRelease:
-    """The OS of a pool's nodes in a validated config."""
-    release = os_release(pool.os_sku, cfg.cluster.kubernetes_version)
+def gpu_pool_os(kubernetes_version: str, pool: AutoscaledPoolConfig) -> OsRelease:
+    """The OS of a pool's nodes on the cluster's Kubernetes version, in a validated config."""
+    release = os_release(pool.os_sku, kubernetes_version)
     assert release is not None, "validated by check_node_images"
     return release

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import Field, model_validator
 
@@ -14,9 +14,6 @@ from ..cluster.node_pools import VM_SIZE_PATTERN, AutoscaledPoolConfig
 from ..errors import field_error
 from ..types import HashedPoolName
 from .validation import PoolValidationConfig
-
-if TYPE_CHECKING:
-    from ..platform import PlatformConfig
 
 GpuStackMode = Literal["devicePlugin", "gpuOperator", "aksManaged"]
 # The AKS API's gpuInstanceProfile values (GPUInstanceProfile enum of the AgentPool API); which a
@@ -332,40 +329,3 @@ class GpuStackConfig(ConfigModel):
         if self.operator_dcgm and self.mode != "gpuOperator":
             raise field_error("operatorDcgm", self.operator_dcgm, "only with mode gpuOperator")
         return self
-
-
-def check_amd_pools(cfg: PlatformConfig) -> None:
-    """Cluster-wide features that only NVIDIA GPUs have, refused while any GPU pool is AMD, naming the setting."""
-    amd = [(i, p) for i, p in enumerate(cfg.gpu_pools) if p.vendor == "amd"]
-    if not amd:
-        return
-    i, pool = amd[0]
-    why = f"gpuPools[{i}] ({pool.name}) is an AMD {pool.sku.gpu_model} pool"
-    if cfg.gpu_stack.mode == "aksManaged":
-        raise field_error(
-            "gpuStack.mode",
-            "aksManaged",
-            f"{why}: AKS-managed GPU installs NVIDIA's driver, device plugin and DCGM exporter and AKS installs "
-            "nothing on AMD sizes (gpuProfile.driver None); use devicePlugin or gpuOperator (they serve the NVIDIA "
-            "pools; AMD's GPU Operator serves the AMD ones)",
-        )
-    if cfg.gpu_health.remediation.enabled:
-        raise field_error(
-            "gpuHealth.remediation.enabled",
-            True,
-            f"{why}: NVSentinel remediation reads NVIDIA's DCGM and XID events only; set it false",
-        )
-    if not any(p.vendor == "nvidia" for p in cfg.gpu_pools):
-        if cfg.gpu_stack.smoke_test:
-            raise field_error(
-                "gpuStack.smokeTest",
-                True,
-                f"{why} and no pool has NVIDIA GPUs: the smoke test runs nvidia-smi on one nvidia.com/gpu; set it "
-                "false",
-            )
-        if cfg.autoscaling.sample_inference.enabled:
-            raise field_error(
-                "autoscaling.sampleInference.enabled",
-                True,
-                f"{why} and no pool has NVIDIA GPUs: the sample serves Triton on nvidia.com/gpu; set it false",
-            )

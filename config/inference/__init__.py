@@ -1,1 +1,1 @@
-"""inference"""
+"""Inference: the KEDA add-on, scaling targets and the sample inference workload (`autoscaling`)."""

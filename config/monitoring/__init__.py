@@ -1,1 +1,13 @@
-"""monitoring"""
+"""Monitoring: registry, DCGM exporter, managed Prometheus, Grafana, alerts (`monitoring`).
+
+`aks_gpu_platform.config.monitoring.<name>` reads on from `section.py`, where the 0.2 module of the same path lived.
+"""
+
+from typing import TYPE_CHECKING
+
+from aks_gpu_platform.moved_modules import section_names
+
+if TYPE_CHECKING:
+    from .section import *  # noqa: F403
+
+__getattr__ = section_names(__name__, "section")

@@ -1,1 +1,13 @@
-"""network"""
+"""Network: a new VNet with subnets, or existing subnets (`network`).
+
+`aks_gpu_platform.config.network.<name>` reads on from `section.py`, where the 0.2 module of the same path lived.
+"""
+
+from typing import TYPE_CHECKING
+
+from aks_gpu_platform.moved_modules import section_names
+
+if TYPE_CHECKING:
+    from .section import *  # noqa: F403
+
+__getattr__ = section_names(__name__, "section")

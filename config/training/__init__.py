@@ -1,1 +1,13 @@
-"""training"""
+"""Training and teams: Kueue quotas, admission, JobSet, team access (`training`).
+
+`aks_gpu_platform.config.training.<name>` reads on from `section.py`, where the 0.2 module of the same path lived.
+"""
+
+from typing import TYPE_CHECKING
+
+from aks_gpu_platform.moved_modules import section_names
+
+if TYPE_CHECKING:
+    from .section import *  # noqa: F403
+
+__getattr__ = section_names(__name__, "section")

@@ -188,7 +188,7 @@ def test_the_probe_computes_nccls_bus_bandwidth_and_fails_below_the_floor() -> N
     assert verdict(450.0, 300.0, "h100z1", "Standard_ND96isr_H100_v5")[0]
     with pytest.raises(ValueError):
         bus_bandwidth_gbps(GIB, 0.0, 16)
-    py_compile.compile(str(REPO_ROOT / "components" / "nccl_probe.py"), doraise=True)
+    py_compile.compile(str(REPO_ROOT / "components" / "gpu" / "nccl_probe.py"), doraise=True)
 
 
 def _settings() -> dict[str, Any]:

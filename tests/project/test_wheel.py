@@ -101,7 +101,7 @@ def test_the_wheel_installed_alone_imports_every_module_of_the_package(wheel_alo
         f"dependencies are all a consumer gets): {result['failed']}"
     )
     loaded = result["loaded"]
-    for module in ("components.grafana_dashboards", "components.platform", "plan.report", "plan.diff", "testing"):
+    for module in ("components.monitoring.grafana", "components.platform", "plan.report", "plan.diff", "testing"):
         assert f"{PACKAGE}.{module}" in loaded, f"{module} is part of the installed package"
     stray = [name for name, file in loaded.items() if not Path(file).is_relative_to(wheel_alone.site / PACKAGE)]
     assert not stray, f"every module comes from the installed wheel, none from the repository: {stray}"

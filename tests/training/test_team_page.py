@@ -24,7 +24,7 @@ from tools import REPO_ROOT, team_pools
 
 RAW_PAGE = (REPO_ROOT / "docs" / "for-ml-teams.md").read_text()
 PAGE = " ".join(RAW_PAGE.split())  # as read, lines joined
-DASHBOARDS = REPO_ROOT / "components" / "dashboards"
+DASHBOARDS = REPO_ROOT / "components" / "monitoring" / "dashboards"
 
 
 def dev_config() -> PlatformConfig:

@@ -1,0 +1,127 @@
+"""The layout a newcomer walks: concerns mirrored between config/ and components/, no circle in the model, and
+every module path a consumer imported before the concern packages still importing with the same names."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import json
+import warnings
+from collections.abc import Container, Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BEFORE = json.loads((ROOT / "tests" / "fixtures" / "layout" / "modules-before-concerns.json").read_text())["modules"]
+
+# Config-only: dated facts with their sources, read by every concern. Components-only: what every concern uses
+# to build (the cluster handle, role assignments, workload identities, one-shot pods, scan exceptions).
+CONFIG_ONLY = {"catalog"}
+COMPONENTS_ONLY = {"shared"}
+
+# Names that left their module with a reason (CHANGELOG "Changed").
+MOVED_NAMES = {
+    ("aks_gpu_platform.config.gpu", "check_amd_pools"): "a rule across sections: config/rules.py, taking sections",
+}
+
+
+def _packages(top: str) -> set[str]:
+    return {p.parent.name for p in (ROOT / top).glob("*/__init__.py")}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(["aks_gpu_platform", *parts])
+
+
+def _imports(path: Path, modules: Container[str]) -> Iterator[str]:
+    """Every module `path` imports, TYPE_CHECKING blocks and function bodies included (a circle there still ties
+    the two modules together for a reader and a type checker). `from pkg import module` imports the module."""
+    package = _module_name(path) if path.name == "__init__.py" else _module_name(path).rsplit(".", 1)[0]
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            submodules = [f"{module}.{alias.name}" for alias in node.names if f"{module}.{alias.name}" in modules]
+            yield from submodules or [module]
+        elif isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+
+
+def _graph(top: str) -> dict[str, set[str]]:
+    modules = {_module_name(p): p for p in (ROOT / top).rglob("*.py")}
+    return {name: {m for m in _imports(path, modules) if m in modules and m != name} for name, path in modules.items()}
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str]:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str]:
+        state[node], _ = 1, stack.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                return [*stack[stack.index(nxt) :], nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        state[node], _ = 2, stack.pop()
+        return []
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node)):
+            return found
+    return []
+
+
+def test_config_and_components_name_the_same_concerns() -> None:
+    config, components = _packages("config") - CONFIG_ONLY, _packages("components") - COMPONENTS_ONLY
+    assert config == components, (
+        "a concern's config model and the component that builds it are found by the same name: "
+        f"config only {sorted(config - components)}, components only {sorted(components - config)}"
+    )
+    assert len(config) >= 8, "the layout is by concern: cluster, network, gpu, monitoring, storage, training, ..."
+
+
+@pytest.mark.parametrize("top", ["config", "components"])
+def test_no_module_imports_itself_back(top: str) -> None:
+    cycle = _cycle(_graph(top))
+    assert not cycle, f"{top}/ has an import circle (TYPE_CHECKING imports count): {' -> '.join(cycle)}"
+
+
+def test_only_the_platform_model_reads_the_cross_section_rules() -> None:
+    graph = _graph("config")
+    readers = sorted(m for m, deps in graph.items() if "aks_gpu_platform.config.rules" in deps)
+    assert readers == ["aks_gpu_platform.config.platform"], (
+        f"config/rules.py holds the rules across sections and must sit above them; imported by {readers}"
+    )
+    assert "aks_gpu_platform.config.platform" not in graph["aks_gpu_platform.config.rules"], (
+        "the rules take sections, not the whole model, so the model can import them without a circle"
+    )
+
+
+def test_the_circle_check_finds_a_circle() -> None:
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": set()}) == []
+
+
+@pytest.mark.parametrize("old", sorted(BEFORE))
+def test_a_module_path_of_the_flat_layout_still_imports_with_its_names(old: str) -> None:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        module = importlib.import_module(old)
+    missing = [name for name in BEFORE[old] if not hasattr(module, name) and (old, name) not in MOVED_NAMES]
+    assert not missing, f"`from {old} import ...` worked before the concern packages; gone now: {missing}"
+    if module.__name__ != old:
+        assert importlib.import_module(module.__name__) is module, "the old path is the same module, not a copy"
+        assert any(issubclass(w.category, DeprecationWarning) and module.__name__ in str(w.message) for w in caught), (
+            f"importing {old} names its new home {module.__name__}"
+        )
+        assert module.__spec__ is not None and module.__spec__.name == module.__name__, (
+            "the shared module keeps its own spec (reload and pickling follow the new path)"
+        )
