@@ -14,6 +14,7 @@ import importlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
+import pkgutil
 import sys
 import warnings
 from collections.abc import Callable
@@ -140,7 +141,9 @@ def section_names(package: str, home: str) -> Callable[[str], Any]:
     package alone imports none of its modules."""
 
     def __getattr__(name: str) -> Any:
-        if name.startswith("__"):
+        # A submodule (`from . import token_rotator`) is the import system's to load: reading the section
+        # module for it would import that module in the middle of its own imports.
+        if name.startswith("__") or name in {m.name for m in pkgutil.iter_modules(sys.modules[package].__path__)}:
             raise AttributeError(name)
         module = importlib.import_module(f"{package}.{home}")
         try:

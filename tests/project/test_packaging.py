@@ -250,7 +250,7 @@ def test_a_fresh_virtualenv_installs_one_package_that_another_project_builds(
     for mode, result in results.items():
         modules = result["modules"]
         ours = {n: f for n, f in modules.items() if n.split(".")[0] == PACKAGE}
-        assert f"{PACKAGE}.components.gpu_node_pool" in ours, f"{mode}: the components come from {PACKAGE}"
+        assert f"{PACKAGE}.components.gpu.node_pool" in ours, f"{mode}: the components come from {PACKAGE}"
         assert all(Path(f).is_relative_to(site / PACKAGE) for f in ours.values() if f), (
             f"{mode}: every module of ours comes from the pip install in the fresh virtualenv, none from the repository"
         )
@@ -284,9 +284,9 @@ def test_a_fresh_virtualenv_installs_one_package_that_another_project_builds(
     console = "../../../bin/aks-gpu-platform"  # the console command, in the virtualenv's bin/
     stray = [f for f in files if not f.startswith((f"{PACKAGE}/", f"{PACKAGE}-{VERSION}.dist-info/", console))]
     assert not stray, f"only {PACKAGE}/ is installed, no generic top-level package (config, components): {stray}"
-    assert {f"{PACKAGE}/components/gpu_node_pool.py", f"{PACKAGE}/config/loader.py"} <= set(files), (
-        "the linked components/ and config/ are installed as files of the package"
-    )
+    linked = ("components/gpu/node_pool.py", "config/loader.py", "config/gpu/scheduling.py")
+    installed = {f"{PACKAGE}/{path}" for path in linked}
+    assert installed <= set(files), "the linked components/ and config/ and their packages are installed as files"
     assert f"{PACKAGE}/py.typed" in files, "the wheel marks itself typed (PEP 561), so editors read our annotations"
     top_level = (site / f"{PACKAGE}-{VERSION}.dist-info" / "top_level.txt").read_text().split()
     assert top_level == [PACKAGE], "the distribution declares one top-level name"

@@ -1,0 +1,173 @@
+"""The cluster's stages of AksGpuPlatform: where it lives (resource group, network, Log Analytics), the cluster with
+its pod security baseline, and its CPU and GPU pools."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pulumi
+
+from aks_gpu_platform.config.platform import PlatformConfig
+
+from ..gpu.aks_managed import ManagedGpuNodePool
+from ..gpu.health import remediation_node_labels
+from ..gpu.node_pool import GpuNodePool
+from ..monitoring.log_workspace import LogWorkspace, container_insights_addon, managed_prometheus_profile
+from ..network.vnet import Network
+from ..shared.context import ClusterHandle
+from ..shared.placement import Placement
+from .agent_pools import PoolPlacementArgs, pool_upgrade_settings
+from .aks_cluster import AksCluster
+from .azure_policy import PodSecurityPolicy, rdma_team_namespaces
+from .cpu_node_pool import CpuNodePool
+from .resource_group import platform_resource_group
+
+
+@dataclass(frozen=True)
+class Site:
+    """Where the cluster lives: its resource group, network and Log Analytics workspace."""
+
+    resource_group_name: pulumi.Output[str]
+    network: Network
+    logs: LogWorkspace
+    tags: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Pools:
+    cpu: CpuNodePool
+    gpu: list[GpuNodePool | ManagedGpuNodePool]
+
+
+def build_site(cfg: PlatformConfig, place: Placement) -> Site:
+    tags = {"environment": cfg.environment, "managedBy": "pulumi", "project": "aks-gpu-platform", **cfg.tags}
+    rg = platform_resource_group(
+        place.role("platform-rg"),
+        cfg.resource_group,
+        cfg.location,
+        tags,
+        protect=cfg.protect_stateful,
+        opts=place.child("platform-rg"),
+    )
+    net = Network(
+        place.role("network"),
+        {"resource_group_name": rg, "location": cfg.location, "settings": cfg.network, "tags": tags},
+        place.child("network"),
+    )
+    logs = LogWorkspace(
+        place.role("logs"),
+        {
+            "resource_group_name": rg,
+            "location": cfg.location,
+            "base_name": cfg.cluster.name,
+            "settings": cfg.monitoring.logs,
+            "tags": tags,
+            "protect": cfg.protect_stateful,
+        },
+        place.child("logs"),
+    )
+    return Site(resource_group_name=rg, network=net, logs=logs, tags=tags)
+
+
+def build_cluster(
+    cfg: PlatformConfig,
+    place: Placement,
+    site: Site,
+    api_server_sources: Sequence[pulumi.Input[str]],
+    own_namespaces: Sequence[str],
+) -> tuple[AksCluster, ClusterHandle]:
+    """The cluster, the handle every later stage builds on, and the Azure Policy pod security baseline, which
+    leaves out `own_namespaces` (the platform's own pods)."""
+    defender_workspace = cfg.security.defender_workspace_id(site.logs.workspace_id)
+    aks = AksCluster(
+        place.role("aks"),
+        {
+            "resource_group_name": site.resource_group_name,
+            "location": cfg.location,
+            "nodes_subnet_id": site.network.nodes_subnet_id,
+            "cluster": cfg.cluster,
+            "system_pool": cfg.system_pool,
+            "upgrade": cfg.upgrade,
+            "encryption_at_host": cfg.security.encryption_at_host,
+            "workload_auto_scaler_profile": {"keda": {"enabled": cfg.autoscaling.keda_enabled}},
+            "tags": site.tags,
+            "protect": cfg.protect_stateful,
+            "addon_profiles": {**container_insights_addon(site.logs.workspace_id), **cfg.security.addon_profiles()},  # type: ignore[dict-item]
+            "azure_monitor_profile": managed_prometheus_profile(),
+            **({"defender_log_analytics_workspace_id": defender_workspace} if defender_workspace else {}),
+            **({"extra_authorized_ranges": api_server_sources} if api_server_sources else {}),
+        },
+        place.child("aks"),
+    )
+    handle = ClusterHandle(
+        resource_group_name=site.resource_group_name,
+        location=cfg.location,
+        tags=site.tags,
+        cluster=aks.cluster,
+        cluster_name=aks.cluster_name,
+        cluster_id=aks.cluster_id,
+        provider=aks.provider,
+        oidc_issuer_url=aks.oidc_issuer_url,
+        protect=cfg.protect_stateful,
+    )
+    pod_security = cfg.security.pod_security
+    if pod_security.enabled:
+        PodSecurityPolicy(
+            place.role("pod-security"),
+            {
+                "cluster": handle,
+                "effect": pod_security.effect_for(cfg.environment),
+                "platform_namespaces": own_namespaces,
+                "rdma_namespaces": rdma_team_namespaces(cfg.training, cfg.gpu_pools),
+                "extra_excluded_namespaces": pod_security.excluded_namespaces,
+            },
+            place.child("pod-security"),
+        )
+    return aks, handle
+
+
+def build_pools(cfg: PlatformConfig, place: Placement, handle: ClusterHandle, network: Network) -> Pools:
+    """The CPU pool and one pool per `gpuPools` entry (AKS-managed GPU pools in `gpuStack.mode` aksManaged)."""
+    joins: PoolPlacementArgs = {
+        "cluster": handle,
+        "nodes_subnet_id": network.nodes_subnet_id,
+        "kubernetes_version": cfg.cluster.kubernetes_version,
+        "tracks_versions": cfg.upgrade.tracks_versions,
+        "encryption_at_host": cfg.security.encryption_at_host,
+    }
+    cpu_pool = CpuNodePool(
+        place.role("cpu"), {**joins, "settings": cfg.cpu_pool, "upgrade": cfg.upgrade.cpu_pool}, place.child("cpu")
+    )
+    # Labels NVSentinel's node agents select on, set through the pools so scale-from-zero nodes carry them.
+    health_labels = remediation_node_labels(cfg.gpu_health)
+    gpu_pools: list[GpuNodePool | ManagedGpuNodePool] = [
+        ManagedGpuNodePool(  # gpuStack.mode aksManaged: AKS installs and runs the GPU stack on the node
+            place.role(f"gpu-{pool.name}"),
+            {
+                "pool": pool,
+                "cluster": handle,
+                "nodes_subnet_id": network.nodes_subnet_id,
+                "kubernetes_version": cfg.cluster.kubernetes_version,
+                "tracks_versions": cfg.upgrade.tracks_versions,
+                "upgrade_settings": pool_upgrade_settings(cfg.upgrade.gpu_pools),
+                "encryption_at_host": cfg.security.encryption_at_host,
+                "extra_node_labels": health_labels,
+            },
+            place.child(f"gpu-{pool.name}"),
+        )
+        if cfg.gpu_stack.mode == "aksManaged"
+        else GpuNodePool(
+            place.role(f"gpu-{pool.name}"),
+            {
+                **joins,
+                "settings": pool,
+                "stack_mode": cfg.gpu_stack.mode,
+                "upgrade": cfg.upgrade.gpu_pools,
+                "extra_node_labels": health_labels,
+            },
+            place.child(f"gpu-{pool.name}"),
+        )
+        for pool in cfg.gpu_pools
+    ]
+    return Pools(cpu=cpu_pool, gpu=gpu_pools)

@@ -1,0 +1,123 @@
+"""The GPU stages of AksGpuPlatform: the GPU software on the pools (with its smoke test and image pre-pull), then,
+once the registry and monitoring exist, AMD's GPU Operator, GPU health and the opt-in validation checks."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from aks_gpu_platform.config.platform import PlatformConfig
+
+from ..cluster.aks_cluster import AksCluster
+from ..cluster.registry import Registry
+from ..monitoring.gpu_monitoring import GpuMonitoring
+from ..shared.context import ClusterHandle
+from ..shared.placement import Placement
+from .aks_managed import ManagedGpuNodePool
+from .amd_stack import AmdGpuStack
+from .health import GpuHealth
+from .image_prepull import ImagePrepull
+from .node_pool import GpuNodePool
+from .nvidia_stack import GpuStack
+from .smoke_test import GpuSmokeTest
+from .validation import GpuValidation
+
+
+def build_gpu_software(
+    cfg: PlatformConfig,
+    place: Placement,
+    handle: ClusterHandle,
+    gpu_pools: Sequence[GpuNodePool | ManagedGpuNodePool],
+) -> GpuStack:
+    """The cluster-wide GPU stack, the smoke test `pulumi up` waits for, and the image pre-pull of the pools."""
+    gpu_stack = GpuStack(
+        place.role("gpu-stack"),
+        {"settings": cfg.gpu_stack, "pools": cfg.gpu_pools, "cluster": handle},
+        place.child("gpu-stack"),
+    )
+    if cfg.gpu_stack.smoke_test:
+        GpuSmokeTest(
+            place.role("gpu-smoke-test"),
+            {
+                "namespace": gpu_stack.namespace,
+                # The Job's name hashes these: a change to the GPU settings reruns the test.
+                "fingerprint": {
+                    "gpuPools": [p.as_settings() for p in cfg.gpu_pools],
+                    "gpuStack": cfg.gpu_stack.as_settings(),
+                },
+                "gpu_pools": cfg.gpu_pools,
+                "depends_on": [*(p.agent_pool for p in gpu_pools), *gpu_stack.releases],
+                "cluster": handle,
+            },
+            place.child("gpu-smoke-test"),
+        )
+    if any(pool.cold_start.pre_pull_images for pool in cfg.gpu_pools):
+        ImagePrepull(
+            place.role("image-prepull"),
+            {
+                "namespace": gpu_stack.namespace,
+                "gpu_pools": cfg.gpu_pools,
+                "cluster": handle,
+                "depends_on": gpu_stack.releases,
+            },
+            place.child("image-prepull"),
+        )
+    return gpu_stack
+
+
+def build_gpu_operations(
+    cfg: PlatformConfig,
+    place: Placement,
+    handle: ClusterHandle,
+    aks: AksCluster,
+    gpu_pools: Sequence[GpuNodePool | ManagedGpuNodePool],
+    gpu_stack: GpuStack,
+    registry: Registry,
+    monitoring: GpuMonitoring,
+    platform_namespaces: Sequence[str],
+) -> GpuValidation | None:
+    """AMD's GPU Operator where pools are AMD, GPU health (alerts and remediation, which never drains
+    `platform_namespaces`), and the validation checks pools opt into (returned, or None)."""
+    if any(pool.vendor == "amd" for pool in cfg.gpu_pools):
+        AmdGpuStack(  # AMD pools: AMD's GPU Operator and its exporter's PodMonitor
+            place.role("amd-gpu"),
+            {
+                "pools": cfg.gpu_pools,
+                "cluster": handle,
+                "registry_name": registry.registry.name,
+                "registry_id": registry.registry_id,
+                "registry_login_server": registry.login_server,
+                "scrape_dependencies": monitoring.scrape_dependencies,
+                "scrape_interval_seconds": cfg.monitoring.dcgm_exporter.scrape_interval_seconds,
+            },
+            place.child("amd-gpu"),
+        )
+    # GPU health alerts (node conditions, DCGM counters) and, when enabled, NVSentinel remediation.
+    GpuHealth(
+        place.role("gpu-health"),
+        {
+            "settings": cfg.gpu_health,
+            "gpu_pools": cfg.gpu_pools,
+            "stack_mode": cfg.gpu_stack.mode,
+            "operator_dcgm": cfg.gpu_stack.operator_dcgm,
+            "cluster": handle,
+            "action_group_id": monitoring.action_group_id,
+            "monitor_workspace_id": monitoring.monitor_workspace_id,
+            "cluster_id": aks.cluster_id,
+            "alerts_enabled": cfg.monitoring.alerts.enabled,
+            "base_name": cfg.cluster.name,
+            "depends_on": gpu_stack.releases,
+            "platform_namespaces": platform_namespaces,
+        },
+        place.child("gpu-health"),
+    )
+    if not any(pool.validation.any for pool in cfg.gpu_pools):
+        return None
+    return GpuValidation(
+        place.role("gpu-validation"),
+        {
+            "gpu_pools": cfg.gpu_pools,
+            "cluster": handle,
+            "depends_on": [*(p.agent_pool for p in gpu_pools), *gpu_stack.releases],
+        },
+        place.child("gpu-validation"),
+    )

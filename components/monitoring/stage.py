@@ -1,0 +1,52 @@
+"""The monitoring stage of AksGpuPlatform: the registry that serves the DCGM exporter image, then metrics, alerts
+and Grafana."""
+
+from __future__ import annotations
+
+from aks_gpu_platform.config.platform import PlatformConfig
+
+from ..cluster.aks_cluster import AksCluster
+from ..cluster.registry import Registry
+from ..cluster.stage import Site
+from ..gpu.nvidia_stack import OPERATOR_RUNTIME_CLASS, GpuStack
+from ..shared.context import ClusterHandle
+from ..shared.placement import Placement
+from .gpu_monitoring import GpuMonitoring
+
+
+def build_monitoring(
+    cfg: PlatformConfig, place: Placement, handle: ClusterHandle, site: Site, aks: AksCluster, gpu_stack: GpuStack
+) -> tuple[Registry, GpuMonitoring]:
+    acr = Registry(
+        place.role("registry"),
+        {
+            "cluster": handle,
+            "base_name": cfg.cluster.name,
+            "settings": cfg.monitoring.registry,
+            "kubelet_identity_object_id": aks.kubelet_identity_object_id,
+            "private_endpoints_subnet_id": site.network.private_endpoints_subnet_id,
+            "vnet_id": site.network.vnet_id,
+        },
+        place.child("registry"),
+    )
+    nvidia_operator = gpu_stack.gpu_release if cfg.gpu_stack.mode == "gpuOperator" else None
+    monitoring = GpuMonitoring(
+        place.role("monitoring"),
+        {
+            "settings": cfg.monitoring,
+            "cluster": handle,
+            "base_name": cfg.cluster.name,
+            "dcgm_from_operator": cfg.gpu_stack.operator_dcgm,
+            "log_analytics_workspace_id": site.logs.workspace_id,
+            "dcgm_exporter_repository": acr.dcgm_exporter_repository,
+            "gpu_pools": cfg.gpu_pools,
+            "grafana_admin_group_object_ids": cfg.cluster.entra_id.admin_group_object_ids,
+            "aks_managed_exporter": cfg.gpu_stack.mode == "aksManaged",
+            "operator_release": nvidia_operator,
+            # The operator's CDI setup leaves runc containerd's default: its RuntimeClass carries the driver.
+            "exporter_runtime_class": OPERATOR_RUNTIME_CLASS if nvidia_operator is not None else None,
+            "teams": cfg.training.teams if cfg.training.enabled else [],
+        },
+        place.child("monitoring"),
+    )
+    return acr, monitoring
