@@ -18,7 +18,6 @@ from aks_gpu_platform.config.gpu.scheduling import gpu_tolerations
 from aks_gpu_platform.config.platform import PlatformConfig
 
 from .cluster.aks_cluster import AksCluster
-from .cluster.registry import Registry
 from .cluster.stage import build_cluster, build_cpu_pool, build_site, pool_placement
 from .gpu.amd_stack import AMD_GPU_OPERATOR_NAMESPACE
 from .gpu.dra_driver import DRA_DRIVER_NAMESPACE
@@ -32,7 +31,8 @@ from .gpu.validation import NAMESPACE as VALIDATION_NAMESPACE
 from .gpu.validation import GpuValidation
 from .inference.stage import build_inference
 from .monitoring.dcgm_exporter import EXPORTER_NAMESPACE
-from .monitoring.stage import build_monitoring
+from .monitoring.registry import Registry
+from .monitoring.stage import build_logs, build_monitoring
 from .network.vnet import Network
 from .shared.context import ClusterHandle
 from .shared.placement import Placement
@@ -150,13 +150,14 @@ class AksGpuPlatform(pulumi.ComponentResource):
         cfg, place = config, Placement(self, name)
 
         site = build_site(cfg, place)
-        aks, handle = build_cluster(cfg, place, site, api_server_sources, OWN_NAMESPACES)
+        logs, cluster_monitoring = build_logs(cfg, place, site)
+        aks, handle = build_cluster(cfg, place, site, cluster_monitoring, api_server_sources, OWN_NAMESPACES)
         joins = pool_placement(cfg, handle, site.network)
         cpu_pool = build_cpu_pool(cfg, place, joins)
         gpu_pools = build_gpu_pools(cfg, place, joins)
         gpu_stack = build_gpu_software(cfg, place, handle, gpu_pools)
         upgrades = build_upgrade(cfg, place, handle)
-        registry, monitoring = build_monitoring(cfg, place, handle, site, aks, gpu_stack)
+        registry, monitoring = build_monitoring(cfg, place, handle, site, logs, aks, gpu_stack)
         validation = build_gpu_operations(
             cfg, place, handle, aks, gpu_pools, gpu_stack, registry, monitoring, PLATFORM_NAMESPACES
         )

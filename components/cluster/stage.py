@@ -1,16 +1,17 @@
-"""The cluster's stages of AksGpuPlatform: where it lives (resource group, network, Log Analytics), the cluster with
-its pod security baseline, and its CPU pool."""
+"""The cluster's stages of AksGpuPlatform: where it lives (resource group, network), the cluster with its pod
+security baseline, and its CPU pool."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypedDict
 
 import pulumi
+import pulumi_azure_native.containerservice as containerservice
 
 from aks_gpu_platform.config.platform import PlatformConfig
 
-from ..monitoring.log_workspace import LogWorkspace, container_insights_addon, managed_prometheus_profile
 from ..network.vnet import Network
 from ..shared.context import ClusterHandle
 from ..shared.placement import Placement
@@ -23,12 +24,20 @@ from .resource_group import platform_resource_group
 
 @dataclass(frozen=True)
 class Site:
-    """Where the cluster lives: its resource group, network and Log Analytics workspace."""
+    """Where the cluster lives: its resource group and network."""
 
     resource_group_name: pulumi.Output[str]
     network: Network
-    logs: LogWorkspace
     tags: dict[str, str]
+
+
+class ClusterMonitoring(TypedDict):
+    """What the cluster takes from monitoring: the add-on profiles that send its logs and metrics, and the Log
+    Analytics workspace Defender writes to unless `security` names another."""
+
+    addon_profiles: Mapping[str, containerservice.ManagedClusterAddonProfileArgsDict]
+    azure_monitor_profile: containerservice.ManagedClusterAzureMonitorProfileArgsDict
+    log_analytics_workspace_id: pulumi.Output[str]
 
 
 def build_site(cfg: PlatformConfig, place: Placement) -> Site:
@@ -46,31 +55,20 @@ def build_site(cfg: PlatformConfig, place: Placement) -> Site:
         {"resource_group_name": rg, "location": cfg.location, "settings": cfg.network, "tags": tags},
         place.child("network"),
     )
-    logs = LogWorkspace(
-        place.role("logs"),
-        {
-            "resource_group_name": rg,
-            "location": cfg.location,
-            "base_name": cfg.cluster.name,
-            "settings": cfg.monitoring.logs,
-            "tags": tags,
-            "protect": cfg.protect_stateful,
-        },
-        place.child("logs"),
-    )
-    return Site(resource_group_name=rg, network=net, logs=logs, tags=tags)
+    return Site(resource_group_name=rg, network=net, tags=tags)
 
 
 def build_cluster(
     cfg: PlatformConfig,
     place: Placement,
     site: Site,
+    monitoring: ClusterMonitoring,
     api_server_sources: Sequence[pulumi.Input[str]],
     own_namespaces: Sequence[str],
 ) -> tuple[AksCluster, ClusterHandle]:
     """The cluster, the handle every later stage builds on, and the Azure Policy pod security baseline, which
     leaves out `own_namespaces` (the platform's own pods)."""
-    defender_workspace = cfg.security.defender_workspace_id(site.logs.workspace_id)
+    defender_workspace = cfg.security.defender_workspace_id(monitoring["log_analytics_workspace_id"])
     aks = AksCluster(
         place.role("aks"),
         {
@@ -84,8 +82,8 @@ def build_cluster(
             "workload_auto_scaler_profile": {"keda": {"enabled": cfg.autoscaling.keda_enabled}},
             "tags": site.tags,
             "protect": cfg.protect_stateful,
-            "addon_profiles": {**container_insights_addon(site.logs.workspace_id), **cfg.security.addon_profiles()},  # type: ignore[dict-item]
-            "azure_monitor_profile": managed_prometheus_profile(),
+            "addon_profiles": {**monitoring["addon_profiles"], **cfg.security.addon_profiles()},  # type: ignore[dict-item]
+            "azure_monitor_profile": monitoring["azure_monitor_profile"],
             **({"defender_log_analytics_workspace_id": defender_workspace} if defender_workspace else {}),
             **({"extra_authorized_ranges": api_server_sources} if api_server_sources else {}),
         },

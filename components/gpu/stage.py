@@ -12,7 +12,7 @@ from aks_gpu_platform.config.platform import PlatformConfig
 
 from ..cluster.agent_pools import PoolPlacementArgs, pool_upgrade_settings
 from ..cluster.aks_cluster import AksCluster
-from ..cluster.registry import Registry
+from ..monitoring.registry import Registry
 from ..shared.context import ClusterHandle
 from ..shared.placement import Placement
 from .aks_managed import ManagedGpuNodePool
