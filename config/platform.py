@@ -15,7 +15,7 @@ from .catalog.lustre_skus import required_subnet_prefix
 from .catalog.regions import CATALOG_SOURCE, closest_regions, region
 from .cluster.node_pools import AutoscaledPoolConfig, CpuPoolConfig, SystemPoolConfig
 from .cluster.section import ClusterConfig
-from .cluster.security import SecurityConfig, check_pod_security_exclusions, check_rdma_pod_security
+from .cluster.security import SecurityConfig
 from .errors import field_error
 from .gpu.health import GpuHealthConfig
 from .gpu.node_image import check_node_images
@@ -23,7 +23,14 @@ from .gpu.section import GpuPoolConfig, GpuStackConfig
 from .inference.section import AutoscalingConfig
 from .monitoring.section import MonitoringConfig
 from .network.section import NETAPP_DELEGATION, NetworkConfig, usable_addresses
-from .rules import check_aks_managed, check_amd_pools, check_lustre_startup_taint, check_pool_validation
+from .rules import (
+    check_aks_managed,
+    check_amd_pools,
+    check_lustre_startup_taint,
+    check_pod_security_exclusions,
+    check_pool_validation,
+    check_rdma_pod_security,
+)
 from .storage.section import LUSTRE_CLIENT_OS_SKUS, StorageConfig, nid_list_covers, nid_list_for
 from .training.section import FLAVOR_MAX_TAINTS, TrainingConfig, gpu_capacity, gpus_per_node
 from .types import AzureName

@@ -1,5 +1,6 @@
-"""Rules across sections: what NVIDIA-only features need on AMD pools, what aksManaged pools cannot do yet, which
-pools can run which validation, and the Lustre startup taint no AKS pool can carry.
+"""Rules across sections: team namespaces under the pod security policy, what NVIDIA-only features need on AMD
+pools, what aksManaged pools cannot do yet, which pools can run which validation, and the Lustre startup taint no AKS
+pool can carry.
 
 PlatformConfig (config/platform.py) runs them before any resource is registered, handing each the sections it
 reads; each raises a field error that names the setting to change. Only the platform model imports this module,
@@ -11,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .catalog.lustre_skus import LUSTRE_STARTUP_TAINT_KEY
+from .cluster.security import SecurityConfig
 from .errors import field_error
 from .gpu.health import GpuHealthConfig
 from .gpu.section import GpuPoolConfig, GpuStackConfig
@@ -166,3 +168,38 @@ def check_lustre_startup_taint(gpu_pools: Sequence[GpuPoolConfig]) -> None:
                     "taint (AKS keeps pool taints; Kubernetes cannot remove them, so pods would never schedule). "
                     "The platform's Lustre node plugin tolerates it; see docs/gpu-operations.md",
                 )
+
+
+def check_pod_security_exclusions(security: SecurityConfig, training: TrainingConfig) -> None:
+    """A team namespace left out of the pod security policy would admit privileged pods next to other teams."""
+    if not security.pod_security.enabled or not training.enabled:
+        return
+    teams = {team.namespace_name for team in training.teams}
+    for i, namespace in enumerate(security.pod_security.excluded_namespaces):
+        if namespace in teams:
+            raise field_error(
+                f"security.podSecurity.excludedNamespaces[{i}]",
+                namespace,
+                "a team namespace stays under the pod security policy (teams needing IPC_LOCK for RDMA get it "
+                "from their InfiniBand quota); exclude only namespaces of your own node agents",
+            )
+
+
+def check_rdma_pod_security(
+    security: SecurityConfig, training: TrainingConfig, gpu_pools: Sequence[GpuPoolConfig]
+) -> None:
+    """A team with InfiniBand quota runs NCCL pods that add IPC_LOCK, which Kubernetes' Pod Security `baseline`
+    refuses; its namespace is enforced by the Azure Policy baseline with IPC_LOCK allowed instead, so that policy
+    must be assigned (components/cluster/azure_policy.py, components/shared/workloads.py)."""
+    if security.pod_security.enabled or not training.enabled:
+        return
+    infiniband = {pool.name for pool in gpu_pools if pool.infiniband}
+    teams = [team.name for team in training.teams if any(q.pool in infiniband for q in team.quotas)]
+    if teams:
+        raise field_error(
+            "security.podSecurity.enabled",
+            False,
+            f"teams {teams} have quota on InfiniBand pools: their NCCL pods add IPC_LOCK, which Kubernetes' baseline "
+            "refuses, so their namespaces' pod security comes from the Azure Policy baseline with IPC_LOCK allowed; "
+            "keep it enabled (with azurePolicy)",
+        )

@@ -12,6 +12,13 @@ from .errors import number_for_text_error
 
 Zone = Literal["1", "2", "3"]
 
+DNS_LABEL_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+DnsLabel = Annotated[
+    str,
+    StringConstraints(pattern=DNS_LABEL_PATTERN, max_length=63),
+    Field(description="DNS label: lowercase letters, digits and '-', starting and ending alphanumeric, 1-63 long"),
+]
+
 POOL_NAME_PATTERN = r"^[a-z][a-z0-9]{0,11}$"
 PoolName = Annotated[
     str,

@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import Field, model_validator
 
 from ..base import ConfigModel
 from ..errors import field_error
-from ..training.section import DnsLabel, TrainingConfig
-from ..types import ResourceId
-
-if TYPE_CHECKING:
-    from ..gpu.section import GpuPoolConfig
+from ..types import DnsLabel, ResourceId
 
 T = TypeVar("T")
 
@@ -114,38 +109,3 @@ class SecurityConfig(ConfigModel):
             else None,
         }
         return profiles
-
-
-def check_pod_security_exclusions(security: SecurityConfig, training: TrainingConfig) -> None:
-    """A team namespace left out of the pod security policy would admit privileged pods next to other teams."""
-    if not security.pod_security.enabled or not training.enabled:
-        return
-    teams = {team.namespace_name for team in training.teams}
-    for i, namespace in enumerate(security.pod_security.excluded_namespaces):
-        if namespace in teams:
-            raise field_error(
-                f"security.podSecurity.excludedNamespaces[{i}]",
-                namespace,
-                "a team namespace stays under the pod security policy (teams needing IPC_LOCK for RDMA get it "
-                "from their InfiniBand quota); exclude only namespaces of your own node agents",
-            )
-
-
-def check_rdma_pod_security(
-    security: SecurityConfig, training: TrainingConfig, gpu_pools: Sequence[GpuPoolConfig]
-) -> None:
-    """A team with InfiniBand quota runs NCCL pods that add IPC_LOCK, which Kubernetes' Pod Security `baseline`
-    refuses; its namespace is enforced by the Azure Policy baseline with IPC_LOCK allowed instead, so that policy
-    must be assigned (components/cluster/azure_policy.py, components/shared/workloads.py)."""
-    if security.pod_security.enabled or not training.enabled:
-        return
-    infiniband = {pool.name for pool in gpu_pools if pool.infiniband}
-    teams = [team.name for team in training.teams if any(q.pool in infiniband for q in team.quotas)]
-    if teams:
-        raise field_error(
-            "security.podSecurity.enabled",
-            False,
-            f"teams {teams} have quota on InfiniBand pools: their NCCL pods add IPC_LOCK, which Kubernetes' baseline "
-            "refuses, so their namespaces' pod security comes from the Azure Policy baseline with IPC_LOCK allowed; "
-            "keep it enabled (with azurePolicy)",
-        )

@@ -14,15 +14,10 @@ from pydantic import Field, StringConstraints, model_validator
 from ..base import ConfigModel
 from ..errors import field_error
 from ..gpu.section import GpuPoolConfig
-from ..types import EntraObjectId
+from ..types import DNS_LABEL_PATTERN as DNS_LABEL_PATTERN  # the name this module had
+from ..types import DnsLabel, EntraObjectId
 
 # A Kubernetes name that is also a DNS label (namespaces, LocalQueues, cohorts, ClusterQueues).
-DNS_LABEL_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
-DnsLabel = Annotated[
-    str,
-    StringConstraints(pattern=DNS_LABEL_PATTERN, max_length=63),
-    Field(description="DNS label: lowercase letters, digits and '-', starting and ending alphanumeric, 1-63 long"),
-]
 # Kubernetes resource.Quantity, as the Kueue CRD's nominalQuota pattern accepts it (e.g. "96", "500m", "1800Gi").
 QUANTITY_PATTERN = (
     r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"

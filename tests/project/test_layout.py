@@ -23,6 +23,8 @@ COMPONENTS_ONLY = {"shared"}
 # Names that left their module with a reason (CHANGELOG "Changed").
 MOVED_NAMES = {
     ("aks_gpu_platform.config.gpu", "check_amd_pools"): "a rule across sections: config/rules.py, taking sections",
+    ("aks_gpu_platform.config.security", "check_pod_security_exclusions"): "a rule across sections: config/rules.py",
+    ("aks_gpu_platform.config.security", "check_rdma_pod_security"): "a rule across sections: config/rules.py",
 }
 
 
