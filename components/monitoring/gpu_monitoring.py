@@ -148,7 +148,7 @@ class GpuMonitoring(pulumi.ComponentResource):
         name: str,
         handle: ClusterHandle,
         base: str,
-        scopes: list[pulumi.Input[str]],
+        scopes: Sequence[pulumi.Input[str]],
         teams: Sequence[TeamConfig],
         gpu_pools: Sequence[GpuPoolConfig],
         thresholds: AlertThresholdsConfig,
@@ -287,7 +287,7 @@ class GpuMonitoring(pulumi.ComponentResource):
         return grafana.id, endpoint
 
     def _alerts(
-        self, name: str, alerts: AlertsConfig, handle: ClusterHandle, base: str, scopes: list[pulumi.Input[str]]
+        self, name: str, alerts: AlertsConfig, handle: ClusterHandle, base: str, scopes: Sequence[pulumi.Input[str]]
     ) -> tuple[pulumi.Output[str], alertsmanagement.PrometheusRuleGroup]:
         """The GPU alerts and the action group they notify. Returns the action group's ID and the alert rules."""
         child = pulumi.ResourceOptions(parent=self)
