@@ -154,21 +154,15 @@ class GpuMonitoring(pulumi.ComponentResource):
         thresholds: AlertThresholdsConfig,
     ) -> None:
         """The recording rules the standard Kubernetes dashboards query, and the teams' chargeback."""
-        child = pulumi.ResourceOptions(parent=self)
         for role, rules in (("node", NODE_RECORDING_RULES), ("kubernetes", KUBERNETES_RECORDING_RULES)):
-            alertsmanagement.PrometheusRuleGroup(
+            self._rule_group(
                 f"{name}-{role}-recording-rules",
-                resource_group_name=handle.resource_group_name,
-                location=handle.location,
-                rule_group_name=derived_name(None, f"{role.capitalize()}RecordingRulesRuleGroup-", base, 260),
-                cluster_name=handle.cluster_name,
-                scopes=scopes,
-                interval="PT1M",
-                enabled=True,
-                description=f"Microsoft's recommended {role} recording rules",
-                rules=rules,
-                tags=dict(handle.tags),
-                opts=child,
+                handle,
+                scopes,
+                derived_name(None, f"{role.capitalize()}RecordingRulesRuleGroup-", base, 260),
+                "PT1M",
+                f"Microsoft's recommended {role} recording rules",
+                rules,
             )
         if not teams:
             return
@@ -178,25 +172,46 @@ class GpuMonitoring(pulumi.ComponentResource):
             for pool in gpu_pools
             if (price := gpu_hour_price(pool.vm_size, gpus_per_node(pool))) is not None
         }
-        alertsmanagement.PrometheusRuleGroup(
+        self._rule_group(
             f"{name}-chargeback-recording-rules",
-            resource_group_name=handle.resource_group_name,
-            location=handle.location,
-            rule_group_name=derived_name(None, "ChargebackRecordingRulesRuleGroup-", base, 260),
-            cluster_name=handle.cluster_name,
-            scopes=scopes,
-            interval=f"PT{CHARGEBACK_INTERVAL_MINUTES}M",
-            enabled=True,
-            description="GPU-hours allocated and idle per team and GPU pool, priced per GPU-hour",
-            rules=chargeback_rules(
+            handle,
+            scopes,
+            derived_name(None, "ChargebackRecordingRulesRuleGroup-", base, 260),
+            f"PT{CHARGEBACK_INTERVAL_MINUTES}M",
+            "GPU-hours allocated and idle per team and GPU pool, priced per GPU-hour",
+            chargeback_rules(
                 {t.name: t.namespace_name for t in teams},
                 prices,
                 thresholds.idle_utilization_percent,
                 [pool.name for pool in gpu_pools if pool.sharing is not None],
                 [pool.name for pool in gpu_pools if pool.mig_profile is not None],
             ),
+        )
+
+    def _rule_group(
+        self,
+        resource_name: str,
+        handle: ClusterHandle,
+        scopes: Sequence[pulumi.Input[str]],
+        group_name: str,
+        interval: str,
+        description: str,
+        rules: Sequence[alertsmanagement.PrometheusRuleArgsDict],
+    ) -> alertsmanagement.PrometheusRuleGroup:
+        """A rule group of this cluster, evaluated every `interval` (ISO 8601) over `scopes`."""
+        return alertsmanagement.PrometheusRuleGroup(
+            resource_name,
+            resource_group_name=handle.resource_group_name,
+            location=handle.location,
+            rule_group_name=group_name,
+            cluster_name=handle.cluster_name,
+            scopes=scopes,
+            interval=interval,
+            enabled=True,
+            description=description,
+            rules=rules,
             tags=dict(handle.tags),
-            opts=child,
+            opts=pulumi.ResourceOptions(parent=self),
         )
 
     def _grafana(
@@ -305,19 +320,14 @@ class GpuMonitoring(pulumi.ComponentResource):
             tags=dict(handle.tags),
             opts=child,
         )
-        rules = alertsmanagement.PrometheusRuleGroup(
+        rules = self._rule_group(
             f"{name}-gpu-alerts",
-            resource_group_name=handle.resource_group_name,
-            location=handle.location,
-            rule_group_name=derived_name(None, "GpuAlerts-", base, 260),
-            cluster_name=handle.cluster_name,
-            scopes=scopes,
-            interval="PT1M",
-            enabled=True,
-            description="GPU health, heat, memory pressure and waste",
-            rules=gpu_alert_rules(alerts.thresholds, action_group.id, alerts.enabled),
-            tags=dict(handle.tags),
-            opts=child,
+            handle,
+            scopes,
+            derived_name(None, "GpuAlerts-", base, 260),
+            "PT1M",
+            "GPU health, heat, memory pressure and waste",
+            gpu_alert_rules(alerts.thresholds, action_group.id, alerts.enabled),
         )
         return action_group.id, rules
 
