@@ -17,10 +17,10 @@ import pulumi
 import pulumi_azure_native.containerservice as containerservice
 import pulumi_kubernetes as k8s
 
-from aks_gpu_platform.components.cluster import azure_policy, cpu_node_pool, registry
+from aks_gpu_platform.components.cluster import azure_policy, cpu_node_pool
 from aks_gpu_platform.components.gpu import node_pool, nvidia_stack
 from aks_gpu_platform.components.inference import autoscaling
-from aks_gpu_platform.components.monitoring import gpu_monitoring, grafana, log_workspace
+from aks_gpu_platform.components.monitoring import gpu_monitoring, grafana, log_workspace, registry
 from aks_gpu_platform.components.monitoring.grafana import TeamDashboardArgs
 from aks_gpu_platform.components.network import vnet
 from aks_gpu_platform.components.storage import blob_classes, disk_classes, lustre, netapp
@@ -269,48 +269,6 @@ class CpuNodePool(cpu_node_pool.CpuNodePool):
         super().__init__(name, component_args(CpuNodePool, args, name), opts)
 
 
-class RegistryInputs(TypedDict):
-    resource_group_name: pulumi.Input[str]
-    """Resource group of the cluster."""
-    location: str
-    """Azure region of the cluster."""
-    cluster: containerservice.ManagedCluster
-    """The cluster whose nodes pull from the registry (resource group, region, tags, protection)."""
-    provider: k8s.Provider
-    """Kubernetes provider of the cluster."""
-    tags: NotRequired[Mapping[str, str]]
-    """Azure tags (none by default)."""
-    protect: NotRequired[bool]
-    """Refuse to delete or replace stateful resources (prod); false by default."""
-    base_name: str
-    """Name the registry's default name derives from (the cluster name)."""
-    settings: Mapping[str, Any]
-    """The `monitoring.registry` config section. A plain object in the stack YAML's shape (camelCase keys,
-    docs/config-reference.md)."""
-    kubelet_identity_object_id: pulumi.Input[str]
-    """Principal the nodes pull images as; gets AcrPull on the registry."""
-    private_endpoints_subnet_id: pulumi.Input[str]
-    """Subnet of the private endpoint (used when public network access is off)."""
-    vnet_id: pulumi.Input[str]
-    """VNet the private DNS zone is linked to (used when public network access is off)."""
-
-
-class Registry(registry.Registry):
-    __doc__ = registry.Registry.__doc__
-
-    registry_id: pulumi.Output[str]
-    """Azure resource ID of the registry."""
-    login_server: pulumi.Output[str]
-    """`<name>.azurecr.io`: the host of every image the nodes pull from here."""
-    dcgm_exporter_repository: pulumi.Output[str]
-    """`<login server>/<cache repository>`: the DCGM exporter image repository (tag from config)."""
-    private_endpoint_id: pulumi.Output[str] | None
-    """Private endpoint of the registry, or None when it is public."""
-
-    def __init__(self, name: str, args: RegistryInputs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__(name, component_args(Registry, args, name), opts)
-
-
 class GpuNodePoolInputs(TypedDict):
     resource_group_name: pulumi.Input[str]
     """Resource group of the cluster."""
@@ -552,6 +510,48 @@ class LogWorkspace(log_workspace.LogWorkspace):
 
     def __init__(self, name: str, args: LogWorkspaceInputs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(name, component_args(LogWorkspace, args, name), opts)
+
+
+class RegistryInputs(TypedDict):
+    resource_group_name: pulumi.Input[str]
+    """Resource group of the cluster."""
+    location: str
+    """Azure region of the cluster."""
+    cluster: containerservice.ManagedCluster
+    """The cluster whose nodes pull from the registry (resource group, region, tags, protection)."""
+    provider: k8s.Provider
+    """Kubernetes provider of the cluster."""
+    tags: NotRequired[Mapping[str, str]]
+    """Azure tags (none by default)."""
+    protect: NotRequired[bool]
+    """Refuse to delete or replace stateful resources (prod); false by default."""
+    base_name: str
+    """Name the registry's default name derives from (the cluster name)."""
+    settings: Mapping[str, Any]
+    """The `monitoring.registry` config section. A plain object in the stack YAML's shape (camelCase keys,
+    docs/config-reference.md)."""
+    kubelet_identity_object_id: pulumi.Input[str]
+    """Principal the nodes pull images as; gets AcrPull on the registry."""
+    private_endpoints_subnet_id: pulumi.Input[str]
+    """Subnet of the private endpoint (used when public network access is off)."""
+    vnet_id: pulumi.Input[str]
+    """VNet the private DNS zone is linked to (used when public network access is off)."""
+
+
+class Registry(registry.Registry):
+    __doc__ = registry.Registry.__doc__
+
+    registry_id: pulumi.Output[str]
+    """Azure resource ID of the registry."""
+    login_server: pulumi.Output[str]
+    """`<name>.azurecr.io`: the host of every image the nodes pull from here."""
+    dcgm_exporter_repository: pulumi.Output[str]
+    """`<login server>/<cache repository>`: the DCGM exporter image repository (tag from config)."""
+    private_endpoint_id: pulumi.Output[str] | None
+    """Private endpoint of the registry, or None when it is public."""
+
+    def __init__(self, name: str, args: RegistryInputs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(name, component_args(Registry, args, name), opts)
 
 
 class NetworkInputs(TypedDict):
@@ -913,13 +913,13 @@ class UpgradePolicy(policy.UpgradePolicy):
 ADAPTERS: list[type[pulumi.ComponentResource]] = [
     PodSecurityPolicy,
     CpuNodePool,
-    Registry,
     GpuNodePool,
     GpuStack,
     GpuAutoscaling,
     GpuMonitoring,
     GrafanaDashboards,
     LogWorkspace,
+    Registry,
     Network,
     BlobStorageClasses,
     DiskStorageClasses,

@@ -1,23 +1,21 @@
-"""The cluster's stages of AksGpuPlatform: where it lives (resource group, network, Log Analytics), the cluster with
-its pod security baseline, and its CPU and GPU pools."""
+"""The cluster's stages of AksGpuPlatform: where it lives (resource group, network), the cluster with its pod
+security baseline, and its CPU pool."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypedDict
 
 import pulumi
+import pulumi_azure_native.containerservice as containerservice
 
 from aks_gpu_platform.config.platform import PlatformConfig
 
-from ..gpu.aks_managed import ManagedGpuNodePool
-from ..gpu.health import remediation_node_labels
-from ..gpu.node_pool import GpuNodePool
-from ..monitoring.log_workspace import LogWorkspace, container_insights_addon, managed_prometheus_profile
 from ..network.vnet import Network
 from ..shared.context import ClusterHandle
 from ..shared.placement import Placement
-from .agent_pools import PoolPlacementArgs, pool_upgrade_settings
+from .agent_pools import PoolPlacementArgs
 from .aks_cluster import AksCluster
 from .azure_policy import PodSecurityPolicy, rdma_team_namespaces
 from .cpu_node_pool import CpuNodePool
@@ -26,18 +24,20 @@ from .resource_group import platform_resource_group
 
 @dataclass(frozen=True)
 class Site:
-    """Where the cluster lives: its resource group, network and Log Analytics workspace."""
+    """Where the cluster lives: its resource group and network."""
 
     resource_group_name: pulumi.Output[str]
     network: Network
-    logs: LogWorkspace
     tags: dict[str, str]
 
 
-@dataclass(frozen=True)
-class Pools:
-    cpu: CpuNodePool
-    gpu: list[GpuNodePool | ManagedGpuNodePool]
+class ClusterMonitoring(TypedDict):
+    """What the cluster takes from monitoring: the add-on profiles that send its logs and metrics, and the Log
+    Analytics workspace Defender writes to unless `security` names another."""
+
+    addon_profiles: Mapping[str, containerservice.ManagedClusterAddonProfileArgsDict]
+    azure_monitor_profile: containerservice.ManagedClusterAzureMonitorProfileArgsDict
+    log_analytics_workspace_id: pulumi.Output[str]
 
 
 def build_site(cfg: PlatformConfig, place: Placement) -> Site:
@@ -55,31 +55,20 @@ def build_site(cfg: PlatformConfig, place: Placement) -> Site:
         {"resource_group_name": rg, "location": cfg.location, "settings": cfg.network, "tags": tags},
         place.child("network"),
     )
-    logs = LogWorkspace(
-        place.role("logs"),
-        {
-            "resource_group_name": rg,
-            "location": cfg.location,
-            "base_name": cfg.cluster.name,
-            "settings": cfg.monitoring.logs,
-            "tags": tags,
-            "protect": cfg.protect_stateful,
-        },
-        place.child("logs"),
-    )
-    return Site(resource_group_name=rg, network=net, logs=logs, tags=tags)
+    return Site(resource_group_name=rg, network=net, tags=tags)
 
 
 def build_cluster(
     cfg: PlatformConfig,
     place: Placement,
     site: Site,
+    monitoring: ClusterMonitoring,
     api_server_sources: Sequence[pulumi.Input[str]],
     own_namespaces: Sequence[str],
 ) -> tuple[AksCluster, ClusterHandle]:
     """The cluster, the handle every later stage builds on, and the Azure Policy pod security baseline, which
     leaves out `own_namespaces` (the platform's own pods)."""
-    defender_workspace = cfg.security.defender_workspace_id(site.logs.workspace_id)
+    defender_workspace = cfg.security.defender_workspace_id(monitoring["log_analytics_workspace_id"])
     aks = AksCluster(
         place.role("aks"),
         {
@@ -93,8 +82,8 @@ def build_cluster(
             "workload_auto_scaler_profile": {"keda": {"enabled": cfg.autoscaling.keda_enabled}},
             "tags": site.tags,
             "protect": cfg.protect_stateful,
-            "addon_profiles": {**container_insights_addon(site.logs.workspace_id), **cfg.security.addon_profiles()},  # type: ignore[dict-item]
-            "azure_monitor_profile": managed_prometheus_profile(),
+            "addon_profiles": {**monitoring["addon_profiles"], **cfg.security.addon_profiles()},  # type: ignore[dict-item]
+            "azure_monitor_profile": monitoring["azure_monitor_profile"],
             **({"defender_log_analytics_workspace_id": defender_workspace} if defender_workspace else {}),
             **({"extra_authorized_ranges": api_server_sources} if api_server_sources else {}),
         },
@@ -127,47 +116,18 @@ def build_cluster(
     return aks, handle
 
 
-def build_pools(cfg: PlatformConfig, place: Placement, handle: ClusterHandle, network: Network) -> Pools:
-    """The CPU pool and one pool per `gpuPools` entry (AKS-managed GPU pools in `gpuStack.mode` aksManaged)."""
-    joins: PoolPlacementArgs = {
+def pool_placement(cfg: PlatformConfig, handle: ClusterHandle, network: Network) -> PoolPlacementArgs:
+    """What every separately managed pool of the cluster joins with."""
+    return {
         "cluster": handle,
         "nodes_subnet_id": network.nodes_subnet_id,
         "kubernetes_version": cfg.cluster.kubernetes_version,
         "tracks_versions": cfg.upgrade.tracks_versions,
         "encryption_at_host": cfg.security.encryption_at_host,
     }
-    cpu_pool = CpuNodePool(
+
+
+def build_cpu_pool(cfg: PlatformConfig, place: Placement, joins: PoolPlacementArgs) -> CpuNodePool:
+    return CpuNodePool(
         place.role("cpu"), {**joins, "settings": cfg.cpu_pool, "upgrade": cfg.upgrade.cpu_pool}, place.child("cpu")
     )
-    # Labels NVSentinel's node agents select on, set through the pools so scale-from-zero nodes carry them.
-    health_labels = remediation_node_labels(cfg.gpu_health)
-    gpu_pools: list[GpuNodePool | ManagedGpuNodePool] = [
-        ManagedGpuNodePool(  # gpuStack.mode aksManaged: AKS installs and runs the GPU stack on the node
-            place.role(f"gpu-{pool.name}"),
-            {
-                "pool": pool,
-                "cluster": handle,
-                "nodes_subnet_id": network.nodes_subnet_id,
-                "kubernetes_version": cfg.cluster.kubernetes_version,
-                "tracks_versions": cfg.upgrade.tracks_versions,
-                "upgrade_settings": pool_upgrade_settings(cfg.upgrade.gpu_pools),
-                "encryption_at_host": cfg.security.encryption_at_host,
-                "extra_node_labels": health_labels,
-            },
-            place.child(f"gpu-{pool.name}"),
-        )
-        if cfg.gpu_stack.mode == "aksManaged"
-        else GpuNodePool(
-            place.role(f"gpu-{pool.name}"),
-            {
-                **joins,
-                "settings": pool,
-                "stack_mode": cfg.gpu_stack.mode,
-                "upgrade": cfg.upgrade.gpu_pools,
-                "extra_node_labels": health_labels,
-            },
-            place.child(f"gpu-{pool.name}"),
-        )
-        for pool in cfg.gpu_pools
-    ]
-    return Pools(cpu=cpu_pool, gpu=gpu_pools)

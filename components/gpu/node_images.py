@@ -10,7 +10,7 @@ from aks_gpu_platform.config.gpu.node_image import gpu_pool_os
 from aks_gpu_platform.config.gpu.section import GpuPoolConfig
 from aks_gpu_platform.config.platform import PlatformConfig
 
-from ..cluster.registry import DCGM_UPSTREAM
+from ..monitoring.registry import DCGM_UPSTREAM
 from ..storage.lustre import CSI_DRIVER_VERSION
 from .dra_driver import DRA_DRIVER_IMAGE
 from .health import NVSENTINEL_VERSION

@@ -1,2 +1,2 @@
-"""Monitoring: the managed Prometheus pipeline, the DCGM exporter and its label contract, recording and alert
-rules, Kueue metrics, Log Analytics and the Grafana dashboards (`dashboards/`)."""
+"""Monitoring: the managed Prometheus pipeline, the registry that serves the DCGM exporter image, the exporter and
+its label contract, recording and alert rules, Log Analytics and the Grafana dashboards (`dashboards/`)."""

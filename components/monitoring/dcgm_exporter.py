@@ -12,9 +12,9 @@ from aks_gpu_platform.config.gpu.scheduling import vendor_pod_scheduling
 from aks_gpu_platform.config.gpu.section import GpuPoolConfig
 from aks_gpu_platform.config.monitoring.section import DcgmExporterConfig
 
-from ..cluster.registry import DCGM_UPSTREAM
 from ..network.policies import platform_ingress
 from . import metrics_labels as labels
+from .registry import DCGM_UPSTREAM
 
 EXPORTER_NAMESPACE = "gpu-monitoring"
 EXPORTER_RELEASE = "dcgm-exporter"

@@ -1,21 +1,50 @@
-"""The monitoring stage of AksGpuPlatform: the registry that serves the DCGM exporter image, then metrics, alerts
-and Grafana."""
+"""The monitoring stages of AksGpuPlatform: Log Analytics before the cluster; after it, the registry that serves
+the DCGM exporter image, then metrics, alerts and Grafana."""
 
 from __future__ import annotations
 
 from aks_gpu_platform.config.platform import PlatformConfig
 
 from ..cluster.aks_cluster import AksCluster
-from ..cluster.registry import Registry
-from ..cluster.stage import Site
+from ..cluster.stage import ClusterMonitoring, Site
 from ..gpu.nvidia_stack import OPERATOR_RUNTIME_CLASS, GpuStack
 from ..shared.context import ClusterHandle
 from ..shared.placement import Placement
 from .gpu_monitoring import GpuMonitoring
+from .log_workspace import LogWorkspace, container_insights_addon, managed_prometheus_profile
+from .registry import Registry
+
+
+def build_logs(cfg: PlatformConfig, place: Placement, site: Site) -> tuple[LogWorkspace, ClusterMonitoring]:
+    """Log Analytics (before the cluster: the Container Insights add-on names it) and what the cluster takes from
+    monitoring."""
+    logs = LogWorkspace(
+        place.role("logs"),
+        {
+            "resource_group_name": site.resource_group_name,
+            "location": cfg.location,
+            "base_name": cfg.cluster.name,
+            "settings": cfg.monitoring.logs,
+            "tags": site.tags,
+            "protect": cfg.protect_stateful,
+        },
+        place.child("logs"),
+    )
+    return logs, {
+        "addon_profiles": container_insights_addon(logs.workspace_id),
+        "azure_monitor_profile": managed_prometheus_profile(),
+        "log_analytics_workspace_id": logs.workspace_id,
+    }
 
 
 def build_monitoring(
-    cfg: PlatformConfig, place: Placement, handle: ClusterHandle, site: Site, aks: AksCluster, gpu_stack: GpuStack
+    cfg: PlatformConfig,
+    place: Placement,
+    handle: ClusterHandle,
+    site: Site,
+    logs: LogWorkspace,
+    aks: AksCluster,
+    gpu_stack: GpuStack,
 ) -> tuple[Registry, GpuMonitoring]:
     acr = Registry(
         place.role("registry"),
@@ -37,7 +66,7 @@ def build_monitoring(
             "cluster": handle,
             "base_name": cfg.cluster.name,
             "dcgm_from_operator": cfg.gpu_stack.operator_dcgm,
-            "log_analytics_workspace_id": site.logs.workspace_id,
+            "log_analytics_workspace_id": logs.workspace_id,
             "dcgm_exporter_repository": acr.dcgm_exporter_repository,
             "gpu_pools": cfg.gpu_pools,
             "grafana_admin_group_object_ids": cfg.cluster.entra_id.admin_group_object_ids,

@@ -7,10 +7,10 @@ from aks_gpu_platform.config.platform import PlatformConfig
 
 from ..cluster.azure_policy import rdma_team_namespaces
 from ..monitoring.gpu_monitoring import GpuMonitoring
-from ..monitoring.kueue_metrics import kueue_service_monitor
 from ..shared.context import ClusterHandle
 from ..shared.placement import Placement
 from ..storage.lustre import LustreStorage
+from .kueue_metrics import kueue_service_monitor
 from .queues import TrainingQueues, TrainingQueuesArgs
 from .team_storage import TeamStorage, TeamStorageArgs, team_lustre_class
 from .team_tenancy import TeamTenancy

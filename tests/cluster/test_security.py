@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from aks_gpu_platform.components.cluster.registry import DCGM_UPSTREAM
 from aks_gpu_platform.components.gpu.node_images import GPU_OPERATOR_OPERANDS as GPU_OPERATOR_CHART_OPERANDS
 from aks_gpu_platform.components.gpu.nvidia_stack import DEVICE_PLUGIN_IMAGE
 from aks_gpu_platform.components.monitoring import grafana as gd
+from aks_gpu_platform.components.monitoring.registry import DCGM_UPSTREAM
 from aks_gpu_platform.components.shared import roles
 from aks_gpu_platform.config import ConfigError, load_platform_config
 from aks_gpu_platform.config.catalog.images import GPU_OPERATOR_OPERANDS, PINNED, UNPINNED, unpinned_reason

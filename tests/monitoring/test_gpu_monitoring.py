@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
-from aks_gpu_platform.components.cluster.registry import Registry, RegistryArgs
 from aks_gpu_platform.components.monitoring import metrics_labels
+from aks_gpu_platform.components.monitoring.registry import Registry, RegistryArgs
 from aks_gpu_platform.config import ConfigError, load_platform_config
 from aks_gpu_platform.config.gpu.scheduling import pod_fits_node
 from aks_gpu_platform.config.loader import validate_section

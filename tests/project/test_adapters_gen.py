@@ -62,7 +62,7 @@ def edited_copy(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         '    taints: list[str] = Field(default_factory=list, description="Extra taints, key=value:Effect")\n',
         NEW_FIELD.lstrip("\n"),
     )
-    edit(root / "components" / "cluster" / "registry.py", "class RegistryArgs(TypedDict):", NEW_ARG.rstrip("\n"))
+    edit(root / "components" / "monitoring" / "registry.py", "class RegistryArgs(TypedDict):", NEW_ARG.rstrip("\n"))
     run = subprocess.run([sys.executable, "-c", IN_COPY], cwd=root, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     return json.loads(run.stdout.strip().splitlines()[-1])

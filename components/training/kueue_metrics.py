@@ -17,7 +17,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from ..training.queues import KUEUE_NAMESPACE, KUEUE_RELEASE
+from .queues import KUEUE_NAMESPACE, KUEUE_RELEASE
 
 SERVICE_ACCOUNT_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"
 METRICS_PORT = "https"
