@@ -1,12 +1,12 @@
 """GPU observability after the cluster exists: the managed Prometheus pipeline and Container Insights rule,
-the DCGM exporter and its PodMonitor, Grafana and the GPU alerts.
+the DCGM exporter and its PodMonitor, recording rules, Grafana and the GPU alerts.
 
-What each part builds lives in its own module (log_workspace, recording_rules, dcgm_exporter, gpu_alerts);
-this component composes them on the running cluster.
+The constructor reads as its stages, in order; what a stage builds from lives in its own module (data_collection,
+recording_rules, dcgm_exporter, grafana, alerts).
 """
 
 from collections.abc import Sequence
-from typing import NotRequired, TypedDict
+from typing import NamedTuple, NotRequired, TypedDict
 
 import pulumi
 import pulumi_azure_native.alertsmanagement as alertsmanagement
@@ -17,7 +17,12 @@ import pulumi_kubernetes as k8s
 
 from aks_gpu_platform.config.catalog.prices import gpu_hour_price
 from aks_gpu_platform.config.gpu.section import GpuPoolConfig
-from aks_gpu_platform.config.monitoring.section import MonitoringConfig, derived_name
+from aks_gpu_platform.config.monitoring.section import (
+    AlertsConfig,
+    AlertThresholdsConfig,
+    MonitoringConfig,
+    derived_name,
+)
 from aks_gpu_platform.config.training.section import TeamConfig, gpus_per_node
 
 from ..gpu.aks_managed import ANCHOR_LABELS, managed_exporter_anchor
@@ -26,6 +31,7 @@ from ..shared import roles
 from ..shared.context import ClusterHandle
 from . import metrics_labels as labels
 from .alerts import gpu_alert_rules
+from .data_collection import container_insights, prometheus_pipeline
 from .dcgm_exporter import (
     EXPORTER_NAMESPACE,
     EXPORTER_RELEASE,
@@ -97,240 +103,135 @@ class GpuMonitoring(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: GpuMonitoringArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("aks-gpu-platform:index:GpuMonitoring", name, None, opts)
-        cfg, handle = args["settings"], args["cluster"]
+        cfg, handle, base = args["settings"], args["cluster"], args["base_name"]
         gpu_pools = list(args.get("gpu_pools", []))
-        tags = dict(handle.tags)
-        rg = handle.resource_group_name
-        location = handle.location
-        base = args["base_name"]
-        cluster_id = handle.cluster_id
-        child = pulumi.ResourceOptions(parent=self)
-
-        # Metrics: workspace <- rule <- endpoint, associated with the cluster's managed Prometheus agent.
-        workspace = monitor.AzureMonitorWorkspace(
-            f"{name}-workspace",
-            resource_group_name=rg,
-            location=location,
-            azure_monitor_workspace_name=derived_name(cfg.workspace_name, "amw-", base, 44),
-            tags=tags,
-            # The stored GPU and cluster metrics are history no redeploy brings back; prod refuses to delete them.
-            opts=pulumi.ResourceOptions(parent=self, protect=handle.protect),
-        )
-        self.monitor_workspace_id = workspace.id
-        self.prometheus_query_endpoint = workspace.metrics.apply(lambda m: m.prometheus_query_endpoint)
-
-        endpoint = monitor.DataCollectionEndpoint(
-            f"{name}-prometheus-dce",
-            resource_group_name=rg,
-            location=location,
-            data_collection_endpoint_name=derived_name(None, "dce-prom-", base, 44),
-            kind=monitor.KnownDataCollectionEndpointResourceKind.LINUX,
-            tags=tags,
-            opts=child,
-        )
-        prometheus_rule = monitor.DataCollectionRule(
-            f"{name}-prometheus-dcr",
-            resource_group_name=rg,
-            location=location,
-            data_collection_rule_name=derived_name(None, "dcr-prom-", base, 64),
-            kind=monitor.KnownDataCollectionRuleResourceKind.LINUX,
-            data_collection_endpoint_id=endpoint.id,
-            data_sources={
-                "prometheus_forwarder": [
-                    {
-                        "name": "PrometheusDataSource",
-                        "streams": [monitor.KnownPrometheusForwarderDataSourceStreams.MICROSOFT_PROMETHEUS_METRICS],
-                    }
-                ]
-            },
-            destinations={"monitoring_accounts": [{"name": "MonitoringAccount1", "account_resource_id": workspace.id}]},
-            data_flows=[{"streams": ["Microsoft-PrometheusMetrics"], "destinations": ["MonitoringAccount1"]}],
-            tags=tags,
-            opts=child,
-        )
-        prometheus_link = monitor.DataCollectionRuleAssociation(
-            f"{name}-prometheus-dcra",
-            resource_uri=cluster_id,
-            association_name="ContainerInsightsMetricsExtension",
-            data_collection_rule_id=prometheus_rule.id,
-            description="Managed Prometheus metrics of the cluster into the Azure Monitor workspace",
-            opts=child,
-        )
-        # The agent reads its configuration through the endpoint association (required with private links).
-        monitor.DataCollectionRuleAssociation(
-            f"{name}-prometheus-dce-association",
-            resource_uri=cluster_id,
-            association_name="configurationAccessEndpoint",
-            data_collection_endpoint_id=endpoint.id,
-            opts=child,
-        )
-
-        # Logs: Container Insights with managed identity authentication needs its own rule.
-        logs_rule = monitor.DataCollectionRule(
-            f"{name}-container-insights-dcr",
-            resource_group_name=rg,
-            location=location,
-            data_collection_rule_name=derived_name(None, "dcr-ci-", base, 64),
-            kind=monitor.KnownDataCollectionRuleResourceKind.LINUX,
-            data_sources={
-                "extensions": [
-                    {
-                        "name": "ContainerInsightsExtension",
-                        "extension_name": "ContainerInsights",
-                        "streams": ["Microsoft-ContainerInsights-Group-Default"],
-                        "extension_settings": {
-                            "dataCollectionSettings": {
-                                "interval": cfg.logs.container_log_interval,
-                                "namespaceFilteringMode": "Off",
-                                "enableContainerLogV2": True,
-                            }
-                        },
-                    }
-                ]
-            },
-            destinations={
-                "log_analytics": [{"name": "ciworkspace", "workspace_resource_id": args["log_analytics_workspace_id"]}]
-            },
-            data_flows=[{"streams": ["Microsoft-ContainerInsights-Group-Default"], "destinations": ["ciworkspace"]}],
-            tags=tags,
-            opts=child,
-        )
-        monitor.DataCollectionRuleAssociation(
-            f"{name}-container-insights-dcra",
-            resource_uri=cluster_id,
-            association_name="ContainerInsightsExtension",
-            data_collection_rule_id=logs_rule.id,
-            description="Container Insights logs of the cluster into the Log Analytics workspace",
-            opts=child,
-        )
-
-        # Recording rules the standard Kubernetes dashboards query.
-        rule_scopes = [workspace.id, cluster_id]
-        for role, rules in (("node", NODE_RECORDING_RULES), ("kubernetes", KUBERNETES_RECORDING_RULES)):
-            alertsmanagement.PrometheusRuleGroup(
-                f"{name}-{role}-recording-rules",
-                resource_group_name=rg,
-                location=location,
-                rule_group_name=derived_name(None, f"{role.capitalize()}RecordingRulesRuleGroup-", base, 260),
-                cluster_name=handle.cluster_name,
-                scopes=rule_scopes,
-                interval="PT1M",
-                enabled=True,
-                description=f"Microsoft's recommended {role} recording rules",
-                rules=rules,
-                tags=tags,
-                opts=child,
-            )
-
         teams = list(args.get("teams", []))
-        if teams:
-            # Teams are charged per GPU device they request: a MIG slice or shared replica costs its share.
-            prices = {
-                pool.name: (price.usd, price.estimate)
-                for pool in gpu_pools
-                if (price := gpu_hour_price(pool.vm_size, gpus_per_node(pool))) is not None
-            }
-            alertsmanagement.PrometheusRuleGroup(
-                f"{name}-chargeback-recording-rules",
-                resource_group_name=rg,
-                location=location,
-                rule_group_name=derived_name(None, "ChargebackRecordingRulesRuleGroup-", base, 260),
-                cluster_name=handle.cluster_name,
-                scopes=rule_scopes,
-                interval=f"PT{CHARGEBACK_INTERVAL_MINUTES}M",
-                enabled=True,
-                description="GPU-hours allocated and idle per team and GPU pool, priced per GPU-hour",
-                rules=chargeback_rules(
-                    {t.name: t.namespace_name for t in teams},
-                    prices,
-                    cfg.alerts.thresholds.idle_utilization_percent,
-                    [pool.name for pool in gpu_pools if pool.sharing is not None],
-                    [pool.name for pool in gpu_pools if pool.mig_profile is not None],
-                ),
-                tags=tags,
-                opts=child,
-            )
+        log_workspace_id = args["log_analytics_workspace_id"]
 
-        # The DCGM exporter (ours, or the GPU Operator's) and the monitor managed Prometheus scrapes.
+        metrics = prometheus_pipeline(name, handle, base, cfg.workspace_name, self)
+        self.monitor_workspace_id = metrics.workspace.id
+        self.prometheus_query_endpoint = metrics.workspace.metrics.apply(lambda m: m.prometheus_query_endpoint)
+        container_insights(name, handle, base, cfg.logs.container_log_interval, log_workspace_id, self)
+
+        # Every rule group evaluates the workspace's series of this cluster.
+        rule_scopes = [metrics.workspace.id, handle.cluster_id]
+        self._recording_rules(name, handle, base, rule_scopes, teams, gpu_pools, cfg.alerts.thresholds)
+
         k8s_opts = handle.k8s_options(self)
-        exporter_dependencies: list[pulumi.Resource] = []
-        self.dcgm_exporter = None
-        if args["dcgm_from_operator"]:
-            namespace = GPU_OPERATOR_NAMESPACE
-            self.exporter_pod_labels = dict(GPU_OPERATOR_EXPORTER_LABELS)
-            # A PodMonitor sent before the release has created its namespace fails the first `pulumi up`.
-            operator_release = args.get("operator_release")
-            exporter_dependencies = [operator_release] if operator_release is not None else []
-        elif args.get("aks_managed_exporter", False):
-            # AKS's exporter on each node, reached through an anchor pod (components/gpu/aks_managed.py).
-            namespace = EXPORTER_NAMESPACE
-            exporter_namespace = k8s.core.v1.Namespace(
-                f"{name}-namespace",
-                metadata={"name": EXPORTER_NAMESPACE, "labels": {"pod-security.kubernetes.io/enforce": "privileged"}},
-                opts=k8s_opts,
-            )
-            platform_ingress(name, exporter_namespace.metadata["name"], k8s_opts)
-            self.exporter_pod_labels = dict(ANCHOR_LABELS)
-            exporter_dependencies = managed_exporter_anchor(
-                name,
-                exporter_namespace.metadata.apply(lambda m: m.name or EXPORTER_NAMESPACE),
-                METRICS_PORT_NAME,
-                gpu_pools,
-                k8s_opts,
-            )
-        else:
-            namespace = EXPORTER_NAMESPACE
-            self.exporter_pod_labels = {
-                "app.kubernetes.io/name": EXPORTER_RELEASE,
-                "app.kubernetes.io/instance": EXPORTER_RELEASE,
-            }
-            operator_release = args.get("operator_release")
-            self.dcgm_exporter = dcgm_exporter_release(
-                name,
-                cfg.dcgm_exporter,
-                args["dcgm_exporter_repository"],
-                gpu_pools,
-                k8s_opts,
-                runtime_class=args.get("exporter_runtime_class"),
-                depends_on=[operator_release] if operator_release is not None else [],
-            )
-            exporter_dependencies = [self.dcgm_exporter]
-
+        exporter = _exporter(name, args, gpu_pools, k8s_opts)
+        self.exporter_pod_labels, self.dcgm_exporter = exporter.pod_labels, exporter.release
         # PodMonitor's CRD comes with the managed Prometheus add-on: wait for the cluster and the association.
-        self.scrape_dependencies: list[pulumi.Resource] = [handle.cluster, prometheus_link]
+        self.scrape_dependencies: list[pulumi.Resource] = [handle.cluster, metrics.agent_link]
         """What a PodMonitor/ServiceMonitor waits for: the cluster and the add-on whose CRDs it needs."""
-        self.pod_monitor = k8s.apiextensions.CustomResource(
-            f"{name}-dcgm-pod-monitor",
-            api_version="azmonitoring.coreos.com/v1",
-            kind="PodMonitor",
-            metadata={"name": "dcgm-exporter", "namespace": namespace},
-            spec={
-                **SCRAPE_LABEL_LIMITS,
-                "selector": {"matchLabels": self.exporter_pod_labels},
-                "namespaceSelector": {"matchNames": [namespace]},
-                "podMetricsEndpoints": [
-                    {
-                        "port": METRICS_PORT_NAME,
-                        "path": "/metrics",
-                        "interval": f"{cfg.dcgm_exporter.scrape_interval_seconds}s",
-                        # The label contract: the exporter pod keeps namespace/pod, the GPU's pod is exported_*.
-                        "honorLabels": labels.HONOR_LABELS,
-                        # One stable job name for the alerts, whichever exporter is scraped.
-                        "relabelings": [{"action": "replace", "targetLabel": "job", "replacement": SCRAPE_JOB}],
-                        "metricRelabelings": NODE_LABEL_RELABELINGS,
-                    }
-                ],
-            },
-            opts=pulumi.ResourceOptions.merge(
-                k8s_opts, pulumi.ResourceOptions(depends_on=[*self.scrape_dependencies, *exporter_dependencies])
+        self.pod_monitor = _pod_monitor(
+            name, exporter, cfg.dcgm_exporter.scrape_interval_seconds, self.scrape_dependencies, k8s_opts
+        )
+
+        admins = list(cfg.grafana.admin_group_object_ids) or list(args.get("grafana_admin_group_object_ids", []))
+        self.grafana_id, self.grafana_endpoint = self._grafana(
+            name, cfg, handle, base, metrics.workspace.id, log_workspace_id, admins, teams
+        )
+        self.action_group_id, self.gpu_alerts = self._alerts(name, cfg.alerts, handle, base, rule_scopes)
+
+        self.register_outputs(
+            {
+                "monitor_workspace_id": self.monitor_workspace_id,
+                "prometheus_query_endpoint": self.prometheus_query_endpoint,
+                "grafana_endpoint": self.grafana_endpoint,
+                "grafana_id": self.grafana_id,
+                "action_group_id": self.action_group_id,
+            }
+        )
+
+    def _recording_rules(
+        self,
+        name: str,
+        handle: ClusterHandle,
+        base: str,
+        scopes: Sequence[pulumi.Input[str]],
+        teams: Sequence[TeamConfig],
+        gpu_pools: Sequence[GpuPoolConfig],
+        thresholds: AlertThresholdsConfig,
+    ) -> None:
+        """The recording rules the standard Kubernetes dashboards query, and the teams' chargeback."""
+        for role, rules in (("node", NODE_RECORDING_RULES), ("kubernetes", KUBERNETES_RECORDING_RULES)):
+            self._rule_group(
+                f"{name}-{role}-recording-rules",
+                handle,
+                scopes,
+                derived_name(None, f"{role.capitalize()}RecordingRulesRuleGroup-", base, 260),
+                "PT1M",
+                f"Microsoft's recommended {role} recording rules",
+                rules,
+            )
+        if not teams:
+            return
+        # Teams are charged per GPU device they request: a MIG slice or shared replica costs its share.
+        prices = {
+            pool.name: (price.usd, price.estimate)
+            for pool in gpu_pools
+            if (price := gpu_hour_price(pool.vm_size, gpus_per_node(pool))) is not None
+        }
+        self._rule_group(
+            f"{name}-chargeback-recording-rules",
+            handle,
+            scopes,
+            derived_name(None, "ChargebackRecordingRulesRuleGroup-", base, 260),
+            f"PT{CHARGEBACK_INTERVAL_MINUTES}M",
+            "GPU-hours allocated and idle per team and GPU pool, priced per GPU-hour",
+            chargeback_rules(
+                {t.name: t.namespace_name for t in teams},
+                prices,
+                thresholds.idle_utilization_percent,
+                [pool.name for pool in gpu_pools if pool.sharing is not None],
+                [pool.name for pool in gpu_pools if pool.mig_profile is not None],
             ),
         )
 
-        # Grafana reads the workspace with its own identity.
+    def _rule_group(
+        self,
+        resource_name: str,
+        handle: ClusterHandle,
+        scopes: Sequence[pulumi.Input[str]],
+        group_name: str,
+        interval: str,
+        description: str,
+        rules: Sequence[alertsmanagement.PrometheusRuleArgsDict],
+    ) -> alertsmanagement.PrometheusRuleGroup:
+        """A rule group of this cluster, evaluated every `interval` (ISO 8601) over `scopes`."""
+        return alertsmanagement.PrometheusRuleGroup(
+            resource_name,
+            resource_group_name=handle.resource_group_name,
+            location=handle.location,
+            rule_group_name=group_name,
+            cluster_name=handle.cluster_name,
+            scopes=scopes,
+            interval=interval,
+            enabled=True,
+            description=description,
+            rules=rules,
+            tags=dict(handle.tags),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+
+    def _grafana(
+        self,
+        name: str,
+        cfg: MonitoringConfig,
+        handle: ClusterHandle,
+        base: str,
+        metrics_workspace_id: pulumi.Output[str],
+        log_workspace_id: pulumi.Input[str],
+        admins: Sequence[str],
+        teams: Sequence[TeamConfig],
+    ) -> tuple[pulumi.Output[str], pulumi.Output[str]]:
+        """Managed Grafana reading the workspace with its own identity, its dashboards and who administers it.
+        Returns its ID and endpoint."""
+        child = pulumi.ResourceOptions(parent=self)
         grafana = dashboard.Grafana(
             f"{name}-grafana",
-            resource_group_name=rg,
-            location=location,
+            resource_group_name=handle.resource_group_name,
+            location=handle.location,
             workspace_name=derived_name(cfg.grafana.name, "grafana-", base, 23),
             sku={"name": "Standard"},
             identity={"type": dashboard.ManagedServiceIdentityType.SYSTEM_ASSIGNED},
@@ -348,19 +249,20 @@ class GpuMonitoring(pulumi.ComponentResource):
                     else dashboard.ZoneRedundancy.DISABLED
                 ),
                 "grafana_integrations": {
-                    "azure_monitor_workspace_integrations": [{"azure_monitor_workspace_resource_id": workspace.id}]
+                    "azure_monitor_workspace_integrations": [
+                        {"azure_monitor_workspace_resource_id": metrics_workspace_id}
+                    ]
                 },
             },
-            tags=tags,
+            tags=dict(handle.tags),
             opts=child,
         )
-        self.grafana_endpoint = grafana.properties.apply(lambda p: p.endpoint or "")
-        self.grafana_id = grafana.id
+        endpoint = grafana.properties.apply(lambda p: p.endpoint or "")
         GrafanaDashboards(
             f"{name}-dashboards",
             {
                 "grafana_id": grafana.id,
-                "grafana_endpoint": self.grafana_endpoint,
+                "grafana_endpoint": endpoint,
                 "dashboards": ["gpu-overview", *(["gpu-teams"] if teams else [])],
                 "teams": [{"name": t.name, "member_groups": t.members} for t in teams],
                 # The idle panel counts what the idle alert fires on.
@@ -371,12 +273,12 @@ class GpuMonitoring(pulumi.ComponentResource):
             },
             child,
         )
-        grafana_principal = grafana.identity.apply(lambda i: i.principal_id if i else "")
+        principal = grafana.identity.apply(lambda i: i.principal_id if i else "")
         roles.assign_role(
             f"{name}-grafana-workspace-reader",
             role_guid=roles.MONITORING_DATA_READER,
-            principal_id=grafana_principal,
-            scope=workspace.id,
+            principal_id=principal,
+            scope=metrics_workspace_id,
             opts=child,
         )
         if cfg.grafana.container_logs:
@@ -384,11 +286,10 @@ class GpuMonitoring(pulumi.ComponentResource):
             roles.assign_role(
                 f"{name}-grafana-logs-reader",
                 role_guid=roles.MONITORING_READER,
-                principal_id=grafana_principal,
-                scope=args["log_analytics_workspace_id"],
+                principal_id=principal,
+                scope=log_workspace_id,
                 opts=child,
             )
-        admins = list(cfg.grafana.admin_group_object_ids) or list(args.get("grafana_admin_group_object_ids", []))
         for i, group in enumerate(admins):
             roles.assign_role(
                 f"{name}-grafana-admin-{i}",
@@ -398,12 +299,16 @@ class GpuMonitoring(pulumi.ComponentResource):
                 scope=grafana.id,
                 opts=child,
             )
+        return grafana.id, endpoint
 
-        # GPU alerts, notifying the configured receivers.
-        alerts = cfg.alerts
+    def _alerts(
+        self, name: str, alerts: AlertsConfig, handle: ClusterHandle, base: str, scopes: Sequence[pulumi.Input[str]]
+    ) -> tuple[pulumi.Output[str], alertsmanagement.PrometheusRuleGroup]:
+        """The GPU alerts and the action group they notify. Returns the action group's ID and the alert rules."""
+        child = pulumi.ResourceOptions(parent=self)
         action_group = monitor.ActionGroup(
             f"{name}-gpu-alerts-action-group",
-            resource_group_name=rg,
+            resource_group_name=handle.resource_group_name,
             location="Global",
             action_group_name=derived_name(None, "ag-gpu-", base, 260),
             group_short_name=alerts.action_group_short_name,
@@ -412,31 +317,101 @@ class GpuMonitoring(pulumi.ComponentResource):
                 {"name": r.name, "email_address": r.email, "use_common_alert_schema": r.use_common_alert_schema}
                 for r in alerts.email_receivers
             ],
-            tags=tags,
+            tags=dict(handle.tags),
             opts=child,
         )
-        self.action_group_id = action_group.id
-        self.gpu_alerts = alertsmanagement.PrometheusRuleGroup(
+        rules = self._rule_group(
             f"{name}-gpu-alerts",
-            resource_group_name=rg,
-            location=location,
-            rule_group_name=derived_name(None, "GpuAlerts-", base, 260),
-            cluster_name=handle.cluster_name,
-            scopes=rule_scopes,
-            interval="PT1M",
-            enabled=True,
-            description="GPU health, heat, memory pressure and waste",
-            rules=gpu_alert_rules(alerts.thresholds, action_group.id, alerts.enabled),
-            tags=tags,
-            opts=child,
+            handle,
+            scopes,
+            derived_name(None, "GpuAlerts-", base, 260),
+            "PT1M",
+            "GPU health, heat, memory pressure and waste",
+            gpu_alert_rules(alerts.thresholds, action_group.id, alerts.enabled),
         )
+        return action_group.id, rules
 
-        self.register_outputs(
-            {
-                "monitor_workspace_id": self.monitor_workspace_id,
-                "prometheus_query_endpoint": self.prometheus_query_endpoint,
-                "grafana_endpoint": self.grafana_endpoint,
-                "grafana_id": self.grafana_id,
-                "action_group_id": self.action_group_id,
-            }
+
+class _Exporter(NamedTuple):
+    namespace: str
+    """Namespace of the exporter pods (and of their PodMonitor)."""
+    pod_labels: dict[str, str]
+    """Labels the PodMonitor selects the exporter pods by."""
+    release: k8s.helm.v3.Release | None
+    """Our own exporter release, if we install one."""
+    dependencies: list[pulumi.Resource]
+    """What must exist before the PodMonitor: whatever creates the namespace and the pods it selects."""
+
+
+def _exporter(
+    name: str, args: GpuMonitoringArgs, gpu_pools: Sequence[GpuPoolConfig], k8s_opts: pulumi.ResourceOptions
+) -> _Exporter:
+    """The DCGM exporter managed Prometheus scrapes: the GPU Operator's, AKS's (through an anchor pod) or ours."""
+    operator_release = args.get("operator_release")
+    after_operator: list[pulumi.Resource] = [operator_release] if operator_release is not None else []
+    if args["dcgm_from_operator"]:
+        # A PodMonitor sent before the release has created its namespace fails the first `pulumi up`.
+        return _Exporter(GPU_OPERATOR_NAMESPACE, dict(GPU_OPERATOR_EXPORTER_LABELS), None, after_operator)
+    if args.get("aks_managed_exporter", False):
+        # AKS's exporter on each node, reached through an anchor pod (components/gpu/aks_managed.py).
+        namespace = k8s.core.v1.Namespace(
+            f"{name}-namespace",
+            metadata={"name": EXPORTER_NAMESPACE, "labels": {"pod-security.kubernetes.io/enforce": "privileged"}},
+            opts=k8s_opts,
         )
+        platform_ingress(name, namespace.metadata["name"], k8s_opts)
+        anchor = managed_exporter_anchor(
+            name,
+            namespace.metadata.apply(lambda m: m.name or EXPORTER_NAMESPACE),
+            METRICS_PORT_NAME,
+            gpu_pools,
+            k8s_opts,
+        )
+        return _Exporter(EXPORTER_NAMESPACE, dict(ANCHOR_LABELS), None, anchor)
+    release = dcgm_exporter_release(
+        name,
+        args["settings"].dcgm_exporter,
+        args["dcgm_exporter_repository"],
+        gpu_pools,
+        k8s_opts,
+        runtime_class=args.get("exporter_runtime_class"),
+        depends_on=after_operator,
+    )
+    pod_labels = {"app.kubernetes.io/name": EXPORTER_RELEASE, "app.kubernetes.io/instance": EXPORTER_RELEASE}
+    return _Exporter(EXPORTER_NAMESPACE, pod_labels, release, [release])
+
+
+def _pod_monitor(
+    name: str,
+    exporter: _Exporter,
+    scrape_interval_seconds: int,
+    scrape_dependencies: Sequence[pulumi.Resource],
+    k8s_opts: pulumi.ResourceOptions,
+) -> k8s.apiextensions.CustomResource:
+    """The PodMonitor through which managed Prometheus scrapes the exporter, once its CRD and its pods exist."""
+    return k8s.apiextensions.CustomResource(
+        f"{name}-dcgm-pod-monitor",
+        api_version="azmonitoring.coreos.com/v1",
+        kind="PodMonitor",
+        metadata={"name": "dcgm-exporter", "namespace": exporter.namespace},
+        spec={
+            **SCRAPE_LABEL_LIMITS,
+            "selector": {"matchLabels": exporter.pod_labels},
+            "namespaceSelector": {"matchNames": [exporter.namespace]},
+            "podMetricsEndpoints": [
+                {
+                    "port": METRICS_PORT_NAME,
+                    "path": "/metrics",
+                    "interval": f"{scrape_interval_seconds}s",
+                    # The label contract: the exporter pod keeps namespace/pod, the GPU's pod is exported_*.
+                    "honorLabels": labels.HONOR_LABELS,
+                    # One stable job name for the alerts, whichever exporter is scraped.
+                    "relabelings": [{"action": "replace", "targetLabel": "job", "replacement": SCRAPE_JOB}],
+                    "metricRelabelings": NODE_LABEL_RELABELINGS,
+                }
+            ],
+        },
+        opts=pulumi.ResourceOptions.merge(
+            k8s_opts, pulumi.ResourceOptions(depends_on=[*scrape_dependencies, *exporter.dependencies])
+        ),
+    )
