@@ -157,7 +157,7 @@ class AksGpuPlatform(pulumi.ComponentResource):
         gpu_pools = build_gpu_pools(cfg, place, joins)
         gpu_stack = build_gpu_software(cfg, place, handle, gpu_pools)
         upgrades = build_upgrade(cfg, place, handle)
-        registry, monitoring = build_monitoring(cfg, place, handle, site, logs, aks, gpu_stack)
+        registry, monitoring = build_monitoring(cfg, place, handle, site, logs, aks, gpu_stack.driver_runtime)
         validation = build_gpu_operations(
             cfg, place, handle, aks, gpu_pools, gpu_stack, registry, monitoring, PLATFORM_NAMESPACES
         )

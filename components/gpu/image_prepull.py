@@ -25,8 +25,8 @@ from aks_gpu_platform.config.gpu.scheduling import (
 )
 from aks_gpu_platform.config.gpu.section import GpuPoolConfig
 
+from ..monitoring.aks_exporter import PAUSE_IMAGE
 from ..shared.context import ClusterHandle
-from .aks_managed import PAUSE_IMAGE
 
 NON_ROOT_UID = 10001  # above 10000, clear of host users
 # checkov skips, each with its reason (the scan in tests/platform/test_checkov.py reads them from the object).

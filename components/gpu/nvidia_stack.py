@@ -251,6 +251,15 @@ class GpuStack(pulumi.ComponentResource):
     dra_release: k8s.helm.v3.Release | None
     """NVIDIA's DRA driver (ComputeDomains) when a pool has multi-node NVLink: ComputeDomain objects wait for it."""
 
+    @property
+    def driver_runtime(self) -> tuple[k8s.helm.v3.Release, str] | None:
+        """In gpuOperator mode, the operator's release and the RuntimeClass that gives a pod the driver (the
+        operator's CDI setup leaves containerd's default, runc, without it): what an agent reading the driver,
+        such as a DCGM exporter of our own, waits for and runs with. None in the other modes."""
+        if self.mode != "gpuOperator" or self.gpu_release is None:
+            return None
+        return self.gpu_release, OPERATOR_RUNTIME_CLASS
+
     def __init__(self, name: str, args: GpuStackArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("aks-gpu-platform:index:GpuStack", name, None, opts)
         cfg, pools = args["settings"], list(args["pools"])

@@ -25,11 +25,11 @@ from aks_gpu_platform.config.monitoring.section import (
 )
 from aks_gpu_platform.config.training.section import TeamConfig, gpus_per_node
 
-from ..gpu.aks_managed import ANCHOR_LABELS, managed_exporter_anchor
 from ..network.policies import platform_ingress
 from ..shared import roles
 from ..shared.context import ClusterHandle
 from . import metrics_labels as labels
+from .aks_exporter import ANCHOR_LABELS, managed_exporter_anchor
 from .alerts import gpu_alert_rules
 from .data_collection import container_insights, prometheus_pipeline
 from .dcgm_exporter import (

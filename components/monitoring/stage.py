@@ -3,11 +3,12 @@ the DCGM exporter image, then metrics, alerts and Grafana."""
 
 from __future__ import annotations
 
+import pulumi_kubernetes as k8s
+
 from aks_gpu_platform.config.platform import PlatformConfig
 
 from ..cluster.aks_cluster import AksCluster
 from ..cluster.stage import ClusterMonitoring, Site
-from ..gpu.nvidia_stack import OPERATOR_RUNTIME_CLASS, GpuStack
 from ..shared.context import ClusterHandle
 from ..shared.placement import Placement
 from .gpu_monitoring import GpuMonitoring
@@ -44,7 +45,7 @@ def build_monitoring(
     site: Site,
     logs: LogWorkspace,
     aks: AksCluster,
-    gpu_stack: GpuStack,
+    driver_runtime: tuple[k8s.helm.v3.Release, str] | None,
 ) -> tuple[Registry, GpuMonitoring]:
     acr = Registry(
         place.role("registry"),
@@ -58,7 +59,7 @@ def build_monitoring(
         },
         place.child("registry"),
     )
-    nvidia_operator = gpu_stack.gpu_release if cfg.gpu_stack.mode == "gpuOperator" else None
+    operator_release, runtime_class = driver_runtime if driver_runtime is not None else (None, None)
     monitoring = GpuMonitoring(
         place.role("monitoring"),
         {
@@ -71,9 +72,9 @@ def build_monitoring(
             "gpu_pools": cfg.gpu_pools,
             "grafana_admin_group_object_ids": cfg.cluster.entra_id.admin_group_object_ids,
             "aks_managed_exporter": cfg.gpu_stack.mode == "aksManaged",
-            "operator_release": nvidia_operator,
+            "operator_release": operator_release,
             # The operator's CDI setup leaves runc containerd's default: its RuntimeClass carries the driver.
-            "exporter_runtime_class": OPERATOR_RUNTIME_CLASS if nvidia_operator is not None else None,
+            "exporter_runtime_class": runtime_class,
             "teams": cfg.training.teams if cfg.training.enabled else [],
         },
         place.child("monitoring"),
