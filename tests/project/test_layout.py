@@ -96,6 +96,28 @@ def test_no_module_imports_itself_back(top: str) -> None:
     assert not cycle, f"{top}/ has an import circle (TYPE_CHECKING imports count): {' -> '.join(cycle)}"
 
 
+def _concern(module: str, top: str) -> str:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 3 else ""  # aks_gpu_platform.<top>.<concern>.<module>; "" for the top files
+
+
+@pytest.mark.parametrize("top", ["config", "components"])
+def test_the_concerns_stand_in_layers(top: str) -> None:
+    """A concern builds on the ones below it and never on one above: between concern packages too, no circle."""
+    packages: dict[str, set[str]] = {}
+    for module, deps in _graph(top).items():
+        source = _concern(module, top)
+        for dep in deps:
+            target = _concern(dep, top)
+            if source and target and source != target:
+                packages.setdefault(source, set()).add(target)
+    for package in list(packages.values()):
+        for target in package:
+            packages.setdefault(target, set())
+    cycle = _cycle(packages)
+    assert not cycle, f"{top}/: these concerns import each other: {' -> '.join(cycle)}"
+
+
 def test_only_the_platform_model_reads_the_cross_section_rules() -> None:
     graph = _graph("config")
     readers = sorted(m for m, deps in graph.items() if "aks_gpu_platform.config.rules" in deps)
