@@ -149,3 +149,29 @@ def test_a_module_path_of_the_flat_layout_still_imports_with_its_names(old: str)
         assert module.__spec__ is not None and module.__spec__.name == module.__name__, (
             "the shared module keeps its own spec (reload and pickling follow the new path)"
         )
+
+
+def _concern_packages() -> list[str]:
+    """Packages whose `__getattr__` reads on from their section module (aks_gpu_platform/moved_modules.py)."""
+    found = []
+    for init in sorted([*ROOT.glob("config/*/__init__.py"), *ROOT.glob("components/*/__init__.py")]):
+        if "section_names(__name__" in init.read_text():
+            found.append("aks_gpu_platform." + ".".join(init.parent.relative_to(ROOT).parts))
+    return found
+
+
+@pytest.mark.parametrize("package", _concern_packages())
+def test_a_name_no_concern_package_holds_fails_at_import_naming_it(package: str) -> None:
+    # A consumer's misspelt or retired import must fail where it is written, not hand back None to fail later.
+    assert len(_concern_packages()) >= 8, "the concern packages of config/ and components/ read on from a section"
+    module = importlib.import_module(package)
+    with pytest.raises(AttributeError, match=f"{package}.*NoSuchName"):
+        module.NoSuchName  # noqa: B018
+    with pytest.raises(ImportError, match="NoSuchName"):
+        exec(f"from {package} import NoSuchName", {})  # noqa: S102
+
+
+def test_a_rule_that_left_a_concern_package_is_gone_from_it() -> None:
+    # config/gpu.py's check_amd_pools now takes sections (config/rules.py): the old name must not linger as None.
+    module = importlib.import_module("aks_gpu_platform.config.gpu")
+    assert not hasattr(module, "check_amd_pools"), "the rule moved to config/rules.py and takes sections"
