@@ -100,6 +100,12 @@ def test_prod_registry_is_private_and_protected(prod_recording: Recording) -> No
     assert group["privateDnsZoneConfigs"][0]["privateDnsZoneId"] == zone.outputs["id"]
 
 
+def test_prod_refuses_to_delete_the_stored_gpu_metrics(prod_recording: Recording, dev_recording: Recording) -> None:
+    # The workspace holds the GPU and cluster metrics history (chargeback, capacity): no redeploy brings it back.
+    assert prod_recording.one(WORKSPACE).protect, "prod's Azure Monitor workspace must be protected from deletion"
+    assert not dev_recording.one(WORKSPACE).protect, "dev is torn down freely: its workspace is not protected"
+
+
 def test_dev_registry_is_public_without_a_private_endpoint(dev_recording: Recording) -> None:
     assert dev_recording.one(REGISTRY).inputs["publicNetworkAccess"] == "Enabled"
     assert dev_recording.of_type("azure-native:network:PrivateEndpoint") == []
