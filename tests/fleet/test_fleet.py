@@ -813,6 +813,17 @@ def test_every_member_passes_the_scheduling_and_scale_from_zero_checks(fleet_rec
         assert not stuck, f"{member}: pods a pool at zero never scales up for:\n" + "\n".join(stuck)
 
 
+def test_two_member_platforms_in_one_stack_never_claim_the_same_urn(fleet_recording: Recording) -> None:
+    # The engine refuses a second resource with a URN already registered: the fleet could not be deployed at all.
+    platforms = fleet_recording.of_type("aks-gpu-platform:index:AksGpuPlatform")
+    assert len(platforms) >= 2, "the fleet stack holds a platform per member"
+    seen: dict[str, int] = {}
+    for resource in fleet_recording.resources:
+        seen[resource.urn] = seen.get(resource.urn, 0) + 1
+    twice = sorted(urn for urn, count in seen.items() if count > 1)
+    assert not twice, "resources of two member platforms collide on one URN:\n" + "\n".join(twice[:10])
+
+
 # --- the rotation program -----------------------------------------------------------------------------------------
 
 
