@@ -19,7 +19,7 @@ from aks_gpu_platform.config.platform import PlatformConfig
 
 from .cluster.aks_cluster import AksCluster
 from .cluster.registry import Registry
-from .cluster.stage import build_cluster, build_pools, build_site
+from .cluster.stage import build_cluster, build_cpu_pool, build_site, pool_placement
 from .gpu.amd_stack import AMD_GPU_OPERATOR_NAMESPACE
 from .gpu.dra_driver import DRA_DRIVER_NAMESPACE
 from .gpu.health import CERT_MANAGER_NAMESPACE
@@ -27,7 +27,7 @@ from .gpu.health import NAMESPACE as HEALTH_NAMESPACE
 from .gpu.node_images import check_arm64_images
 from .gpu.nvidia_stack import GPU_OPERATOR_NAMESPACE, NETWORK_OPERATOR_NAMESPACE
 from .gpu.nvidia_stack import NAMESPACE as DEVICE_PLUGIN_NAMESPACE
-from .gpu.stage import build_gpu_operations, build_gpu_software
+from .gpu.stage import build_gpu_operations, build_gpu_pools, build_gpu_software
 from .gpu.validation import NAMESPACE as VALIDATION_NAMESPACE
 from .gpu.validation import GpuValidation
 from .inference.stage import build_inference
@@ -151,12 +151,14 @@ class AksGpuPlatform(pulumi.ComponentResource):
 
         site = build_site(cfg, place)
         aks, handle = build_cluster(cfg, place, site, api_server_sources, OWN_NAMESPACES)
-        pools = build_pools(cfg, place, handle, site.network)
-        gpu_stack = build_gpu_software(cfg, place, handle, pools.gpu)
+        joins = pool_placement(cfg, handle, site.network)
+        cpu_pool = build_cpu_pool(cfg, place, joins)
+        gpu_pools = build_gpu_pools(cfg, place, joins)
+        gpu_stack = build_gpu_software(cfg, place, handle, gpu_pools)
         upgrades = build_upgrade(cfg, place, handle)
         registry, monitoring = build_monitoring(cfg, place, handle, site, aks, gpu_stack)
         validation = build_gpu_operations(
-            cfg, place, handle, aks, pools.gpu, gpu_stack, registry, monitoring, PLATFORM_NAMESPACES
+            cfg, place, handle, aks, gpu_pools, gpu_stack, registry, monitoring, PLATFORM_NAMESPACES
         )
         build_inference(cfg, place, handle, monitoring)
         lustre, netapp_files = build_storage(cfg, place, handle, site.network)
@@ -173,8 +175,8 @@ class AksGpuPlatform(pulumi.ComponentResource):
         self.oidc_issuer_url = aks.oidc_issuer_url
         self.kubelet_identity_object_id = aks.kubelet_identity_object_id
         self.kubeconfig = aks.kubeconfig
-        self.cpu_pool_name = pools.cpu.pool_name
-        self.gpu_pool_names = pulumi.Output.all(*(p.pool_name for p in pools.gpu)).apply(list)
+        self.cpu_pool_name = cpu_pool.pool_name
+        self.gpu_pool_names = pulumi.Output.all(*(p.pool_name for p in gpu_pools)).apply(list)
         self.gpu_tolerations = gpu_tolerations(cfg.gpu_pools)
         self.maintenance_configurations = upgrades.maintenance_configuration_names
         self.disruption_budgets = upgrades.disruption_budget_names

@@ -1,5 +1,5 @@
 """The cluster's stages of AksGpuPlatform: where it lives (resource group, network, Log Analytics), the cluster with
-its pod security baseline, and its CPU and GPU pools."""
+its pod security baseline, and its CPU pool."""
 
 from __future__ import annotations
 
@@ -10,14 +10,11 @@ import pulumi
 
 from aks_gpu_platform.config.platform import PlatformConfig
 
-from ..gpu.aks_managed import ManagedGpuNodePool
-from ..gpu.health import remediation_node_labels
-from ..gpu.node_pool import GpuNodePool
 from ..monitoring.log_workspace import LogWorkspace, container_insights_addon, managed_prometheus_profile
 from ..network.vnet import Network
 from ..shared.context import ClusterHandle
 from ..shared.placement import Placement
-from .agent_pools import PoolPlacementArgs, pool_upgrade_settings
+from .agent_pools import PoolPlacementArgs
 from .aks_cluster import AksCluster
 from .azure_policy import PodSecurityPolicy, rdma_team_namespaces
 from .cpu_node_pool import CpuNodePool
@@ -32,12 +29,6 @@ class Site:
     network: Network
     logs: LogWorkspace
     tags: dict[str, str]
-
-
-@dataclass(frozen=True)
-class Pools:
-    cpu: CpuNodePool
-    gpu: list[GpuNodePool | ManagedGpuNodePool]
 
 
 def build_site(cfg: PlatformConfig, place: Placement) -> Site:
@@ -127,47 +118,18 @@ def build_cluster(
     return aks, handle
 
 
-def build_pools(cfg: PlatformConfig, place: Placement, handle: ClusterHandle, network: Network) -> Pools:
-    """The CPU pool and one pool per `gpuPools` entry (AKS-managed GPU pools in `gpuStack.mode` aksManaged)."""
-    joins: PoolPlacementArgs = {
+def pool_placement(cfg: PlatformConfig, handle: ClusterHandle, network: Network) -> PoolPlacementArgs:
+    """What every separately managed pool of the cluster joins with."""
+    return {
         "cluster": handle,
         "nodes_subnet_id": network.nodes_subnet_id,
         "kubernetes_version": cfg.cluster.kubernetes_version,
         "tracks_versions": cfg.upgrade.tracks_versions,
         "encryption_at_host": cfg.security.encryption_at_host,
     }
-    cpu_pool = CpuNodePool(
+
+
+def build_cpu_pool(cfg: PlatformConfig, place: Placement, joins: PoolPlacementArgs) -> CpuNodePool:
+    return CpuNodePool(
         place.role("cpu"), {**joins, "settings": cfg.cpu_pool, "upgrade": cfg.upgrade.cpu_pool}, place.child("cpu")
     )
-    # Labels NVSentinel's node agents select on, set through the pools so scale-from-zero nodes carry them.
-    health_labels = remediation_node_labels(cfg.gpu_health)
-    gpu_pools: list[GpuNodePool | ManagedGpuNodePool] = [
-        ManagedGpuNodePool(  # gpuStack.mode aksManaged: AKS installs and runs the GPU stack on the node
-            place.role(f"gpu-{pool.name}"),
-            {
-                "pool": pool,
-                "cluster": handle,
-                "nodes_subnet_id": network.nodes_subnet_id,
-                "kubernetes_version": cfg.cluster.kubernetes_version,
-                "tracks_versions": cfg.upgrade.tracks_versions,
-                "upgrade_settings": pool_upgrade_settings(cfg.upgrade.gpu_pools),
-                "encryption_at_host": cfg.security.encryption_at_host,
-                "extra_node_labels": health_labels,
-            },
-            place.child(f"gpu-{pool.name}"),
-        )
-        if cfg.gpu_stack.mode == "aksManaged"
-        else GpuNodePool(
-            place.role(f"gpu-{pool.name}"),
-            {
-                **joins,
-                "settings": pool,
-                "stack_mode": cfg.gpu_stack.mode,
-                "upgrade": cfg.upgrade.gpu_pools,
-                "extra_node_labels": health_labels,
-            },
-            place.child(f"gpu-{pool.name}"),
-        )
-        for pool in cfg.gpu_pools
-    ]
-    return Pools(cpu=cpu_pool, gpu=gpu_pools)

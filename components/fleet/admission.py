@@ -28,21 +28,11 @@ import pulumi_kubernetes as k8s
 
 from aks_gpu_platform.config.fleet.section import LargestJob
 
+from ..shared.cel import container_gpus
 from ..shared.context import ClusterHandle
 
 ADMISSION_GROUP = "admissionregistration.k8s.io"
 POLICY_PREFIX = "fleet-largest-job"
-
-
-def container_gpus(resources: Sequence[str]) -> str:
-    """CEL: the GPUs one container `c` asks for, over every GPU resource name."""
-    terms = [
-        f"(has(c.resources) && has(c.resources.limits) && '{r}' in c.resources.limits ? "
-        f"int(c.resources.limits['{r}']) : (has(c.resources) && has(c.resources.requests) && "
-        f"'{r}' in c.resources.requests ? int(c.resources.requests['{r}']) : 0))"
-        for r in resources
-    ]
-    return " + ".join(terms)
 
 
 SIDECAR = "(has(c.restartPolicy) && c.restartPolicy == 'Always')"

@@ -4,22 +4,74 @@ once the registry and monitoring exist, AMD's GPU Operator, GPU health and the o
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Protocol
+
+import pulumi
 
 from aks_gpu_platform.config.platform import PlatformConfig
 
+from ..cluster.agent_pools import PoolPlacementArgs, pool_upgrade_settings
 from ..cluster.aks_cluster import AksCluster
 from ..cluster.registry import Registry
-from ..monitoring.gpu_monitoring import GpuMonitoring
 from ..shared.context import ClusterHandle
 from ..shared.placement import Placement
 from .aks_managed import ManagedGpuNodePool
 from .amd_stack import AmdGpuStack
-from .health import GpuHealth
+from .health import GpuHealth, remediation_node_labels
 from .image_prepull import ImagePrepull
 from .node_pool import GpuNodePool
 from .nvidia_stack import GpuStack
 from .smoke_test import GpuSmokeTest
 from .validation import GpuValidation
+
+
+class MetricsPipeline(Protocol):
+    """What GPU health and AMD's exporter hand their series and alerts to (GpuMonitoring)."""
+
+    @property
+    def monitor_workspace_id(self) -> pulumi.Output[str]: ...
+    @property
+    def action_group_id(self) -> pulumi.Output[str]: ...
+    @property
+    def scrape_dependencies(self) -> Sequence[pulumi.Resource]: ...
+
+
+def build_gpu_pools(
+    cfg: PlatformConfig, place: Placement, joins: PoolPlacementArgs
+) -> list[GpuNodePool | ManagedGpuNodePool]:
+    """One pool per `gpuPools` entry (AKS-managed GPU pools in `gpuStack.mode` aksManaged)."""
+    # Labels NVSentinel's node agents select on, set through the pools so scale-from-zero nodes carry them.
+    health_labels = remediation_node_labels(cfg.gpu_health)
+    gpu_pools: list[GpuNodePool | ManagedGpuNodePool] = [
+        ManagedGpuNodePool(  # gpuStack.mode aksManaged: AKS installs and runs the GPU stack on the node
+            place.role(f"gpu-{pool.name}"),
+            {
+                "pool": pool,
+                "cluster": joins["cluster"],
+                "nodes_subnet_id": joins["nodes_subnet_id"],
+                "kubernetes_version": cfg.cluster.kubernetes_version,
+                "tracks_versions": cfg.upgrade.tracks_versions,
+                "upgrade_settings": pool_upgrade_settings(cfg.upgrade.gpu_pools),
+                "encryption_at_host": cfg.security.encryption_at_host,
+                "extra_node_labels": health_labels,
+            },
+            place.child(f"gpu-{pool.name}"),
+        )
+        if cfg.gpu_stack.mode == "aksManaged"
+        else GpuNodePool(
+            place.role(f"gpu-{pool.name}"),
+            {
+                **joins,
+                "settings": pool,
+                "stack_mode": cfg.gpu_stack.mode,
+                "upgrade": cfg.upgrade.gpu_pools,
+                "extra_node_labels": health_labels,
+            },
+            place.child(f"gpu-{pool.name}"),
+        )
+        for pool in cfg.gpu_pools
+    ]
+    return gpu_pools
 
 
 def build_gpu_software(
@@ -72,7 +124,7 @@ def build_gpu_operations(
     gpu_pools: Sequence[GpuNodePool | ManagedGpuNodePool],
     gpu_stack: GpuStack,
     registry: Registry,
-    monitoring: GpuMonitoring,
+    monitoring: MetricsPipeline,
     platform_namespaces: Sequence[str],
 ) -> GpuValidation | None:
     """AMD's GPU Operator where pools are AMD, GPU health (alerts and remediation, which never drains

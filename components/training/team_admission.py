@@ -49,7 +49,7 @@ from aks_gpu_platform.config.gpu.scheduling import (
 )
 from aks_gpu_platform.config.gpu.section import GpuPoolConfig
 
-from ..fleet.admission import container_gpus
+from ..shared.cel import container_gpus
 
 POLICY_NAME = "team-pod-boundary"
 # The PriorityClasses Kubernetes creates for the cluster's own pods (scheduling/v1 SystemPriorityClasses).
