@@ -160,10 +160,12 @@ class AksGpuPlatform(pulumi.ComponentResource):
         validation = build_gpu_operations(
             cfg, place, handle, aks, gpu_pools, gpu_stack, registry, monitoring, PLATFORM_NAMESPACES
         )
-        build_inference(cfg, place, handle, monitoring)
         lustre, netapp_files = build_storage(cfg, place, handle, site.network)
         training, team_storage = build_training(
             cfg, place, handle, lustre, monitoring, teams_submit_here=teams_submit_here
+        )
+        self.model_serving = build_inference(
+            cfg, place, handle, monitoring, training.namespaces if training is not None else None
         )
 
         self.resource_group_name = site.resource_group_name

@@ -91,6 +91,8 @@ class GpuMonitoring(pulumi.ComponentResource):
     """Action group every GPU alert notifies."""
     exporter_pod_labels: dict[str, str]
     """Labels of the DCGM exporter pods the PodMonitor selects."""
+    dashboards: GrafanaDashboards
+    """The platform's Grafana folder: other concerns add their dashboards to it."""
     dcgm_exporter: k8s.helm.v3.Release | None
     """Our DCGM exporter release; None in GPU Operator mode (the operator runs its own) and in aksManaged mode
     (AKS runs one on every node)."""
@@ -356,7 +358,7 @@ class GpuMonitoring(pulumi.ComponentResource):
         )
         self.grafana_endpoint = grafana.properties.apply(lambda p: p.endpoint or "")
         self.grafana_id = grafana.id
-        GrafanaDashboards(
+        self.dashboards = GrafanaDashboards(
             f"{name}-dashboards",
             {
                 "grafana_id": grafana.id,
