@@ -7,7 +7,7 @@ import ipaddress
 from collections.abc import Mapping
 from typing import Literal, cast
 
-from pydantic import Field, ValidationInfo, field_validator, model_validator
+from pydantic import Field, SecretStr, ValidationInfo, field_validator, model_validator
 
 from .base import ConfigModel
 from .catalog.aks_versions import CATALOG_CHECKED_ON, why_not_creatable
@@ -20,6 +20,7 @@ from .errors import field_error
 from .gpu.health import GpuHealthConfig
 from .gpu.node_image import check_node_images
 from .gpu.section import GpuPoolConfig, GpuStackConfig
+from .inference.models import InferenceConfig, check_models, token_is_set
 from .inference.section import AutoscalingConfig
 from .monitoring.section import MonitoringConfig
 from .network.section import NETAPP_DELEGATION, NetworkConfig, usable_addresses
@@ -88,6 +89,16 @@ class PlatformConfig(ConfigModel):
     autoscaling: AutoscalingConfig = Field(
         default_factory=AutoscalingConfig,
         description="KEDA add-on, Deployments scaled on GPU utilisation, the sample inference workload",
+    )
+    inference: InferenceConfig = Field(
+        default_factory=InferenceConfig,
+        description="LLM serving: models (vLLM) behind the inference gateway, their pools, callers, replicas and SLO",
+    )
+    hugging_face_token: SecretStr | None = Field(
+        default=None,
+        alias="huggingFaceToken",
+        description="Hugging Face Hub token for models with weights.tokenSecret; set it only as a secret: "
+        "`pulumi config set --secret huggingFaceToken <token>`",
     )
     storage: StorageConfig = Field(
         default_factory=StorageConfig,
@@ -176,6 +187,13 @@ class PlatformConfig(ConfigModel):
         check_aks_managed(self.gpu_stack, self.gpu_pools, self.autoscaling, self.training)
         check_pool_validation(self.gpu_pools)
         check_lustre_startup_taint(self.gpu_pools)
+        return self
+
+    @model_validator(mode="after")
+    def _check_inference(self) -> PlatformConfig:
+        check_models(
+            self.inference, self.gpu_pools, self.training, self.environment, token_is_set(self.hugging_face_token)
+        )
         return self
 
     @model_validator(mode="after")
