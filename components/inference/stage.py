@@ -7,7 +7,6 @@ from collections.abc import Mapping
 
 import pulumi
 
-from aks_gpu_platform.config.inference.models import HUGGING_FACE_TOKEN_KEY
 from aks_gpu_platform.config.platform import PlatformConfig
 
 from ..monitoring.gpu_monitoring import GpuMonitoring
@@ -69,7 +68,9 @@ def build_inference(
             "action_group_id": monitoring.action_group_id,
             "rule_scopes": [monitoring.monitor_workspace_id, handle.cluster_id],
             "hugging_face_token": (
-                pulumi.Config("aks-gpu-platform").require_secret(HUGGING_FACE_TOKEN_KEY) if needs_token else None
+                pulumi.Output.secret(cfg.hugging_face_token.get_secret_value())
+                if needs_token and cfg.hugging_face_token is not None
+                else None
             ),
             "add_dashboard": monitoring.dashboards.add,
         },
