@@ -48,9 +48,7 @@ def keda_metadata(object_name: str, namespace: str) -> dict[str, object]:
 
 def keda_object_options(parent: pulumi.Resource, handle: ClusterHandle) -> pulumi.ResourceOptions:
     """KEDA installs its CRDs; without the add-on (or before it exists) the objects cannot be created."""
-    return pulumi.ResourceOptions.merge(
-        handle.k8s_options(parent), pulumi.ResourceOptions(depends_on=[handle.cluster])
-    )
+    return pulumi.ResourceOptions.merge(handle.k8s_options(parent), pulumi.ResourceOptions(depends_on=[handle.cluster]))
 
 
 def keda_trigger_authentication(

@@ -107,4 +107,3 @@ def slo_alert(namespace: str, model: str, slo_seconds: float) -> AlertSpec:
         f"Model {model}: time to first token p90 over {SLO_WINDOW} is {{{{ $value }}}} s, above its SLO of "
         f"{slo_seconds:g} s; check the queue and KV-cache panels and whether replicas are at maxReplicas",
     )
-

@@ -29,16 +29,17 @@ import pulumi
 import pulumi_azure_native.alertsmanagement as alertsmanagement
 import pulumi_kubernetes as k8s
 
+from aks_gpu_platform.config.catalog.models import serving_dtype
 from aks_gpu_platform.config.gpu.scheduling import (
     CPU_POOL_LABEL_VALUE,
     GPU_POOL_LABEL_KEY,
     GPU_POOL_NAME_LABEL_KEY,
     GPU_RESOURCE,
     RESTRICTED_CONTAINER_SECURITY_CONTEXT,
+    cpu_node_selector,
     gpu_pod_scheduling,
 )
 from aks_gpu_platform.config.gpu.section import GpuPoolConfig
-from aks_gpu_platform.config.catalog.models import serving_dtype
 from aks_gpu_platform.config.inference.models import GIB, InferenceConfig, ServedModelConfig
 
 from ..monitoring.alerts import alert_rules
@@ -69,6 +70,10 @@ INFERENCE_POOL_CHART = "oci://registry.k8s.io/gateway-api-inference-extension/ch
 INFERENCE_POOL_CHART_VERSION = "v1.5.0"
 EPP_GRPC_PORT = 9002
 LWS_API_VERSION = "leaderworkerset.x-k8s.io/v1"
+LWS_CHART = "oci://registry.k8s.io/lws/charts/lws"
+LWS_VERSION = "0.10.0"
+LWS_IMAGE_TAG = "v0.10.0"
+LWS_NAMESPACE = "lws-system"
 CACHE_MOUNT = "/cache"
 WEIGHTS_MOUNT = "/weights"
 REQUEST_TIMEOUT = "300s"
@@ -291,9 +296,7 @@ def http_route(model: ServedModelConfig, namespace: str) -> dict[str, Any]:
                         "urlRewrite": {"path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": "/"}},
                     }
                 ],
-                "backendRefs": [
-                    {"group": "inference.networking.k8s.io", "kind": "InferencePool", "name": model.name}
-                ],
+                "backendRefs": [{"group": "inference.networking.k8s.io", "kind": "InferencePool", "name": model.name}],
                 "timeouts": {"request": REQUEST_TIMEOUT},
             }
         ],
@@ -563,6 +566,20 @@ class ModelServing(pulumi.ComponentResource):
             )
         pools = {pool.name: pool for pool in args["gpu_pools"]}
         base = handle.cluster_name
+        crds: list[pulumi.Resource] = [namespace, *gateway.crds]
+        if any(model.nodes > 1 for model in cfg.models):
+            crds.append(
+                k8s.helm.v3.Release(
+                    f"{name}-lws",
+                    name="lws",
+                    chart=LWS_CHART,
+                    version=LWS_VERSION,
+                    namespace=LWS_NAMESPACE,
+                    create_namespace=True,
+                    values=lws_values(),
+                    opts=in_cluster,
+                )
+            )
         self.endpoints = {}
         for model in cfg.models:
             pool = pools[model.pool]
@@ -578,7 +595,7 @@ class ModelServing(pulumi.ComponentResource):
                     "cache_storage_class": args["cache_storage_class"],
                     "cache_gib": cache_gib(model),
                     "token_secret": token_secret,
-                    "depends_on": [namespace, *gateway.crds],
+                    "depends_on": crds,
                 },
                 pulumi.ResourceOptions(parent=self),
             )
@@ -604,6 +621,17 @@ class ModelServing(pulumi.ComponentResource):
             service = f"http://{GATEWAY_SERVICE}.{GATEWAY_NAMESPACE}.svc.cluster.local"
             self.endpoints[model.name] = {team: f"{service}:{ports[team]}/{model.name}/v1" for team in model.teams}
         self.register_outputs({"endpoints": self.endpoints})
+
+
+def lws_values() -> dict[str, Any]:
+    """LeaderWorkerSet chart values (charts/lws/values.yaml at v0.10.0): in git the image tag is `main`; the
+    published chart is stamped with the release tag (hack/push-chart.sh), set here all the same."""
+    return {
+        "image": {"manager": {"tag": LWS_IMAGE_TAG, "pullPolicy": "IfNotPresent"}},
+        "nodeSelector": cpu_node_selector(),
+        # The chart asks 1 CPU / 1 GiB; a controller reconciling a few groups needs a fraction on the small CPU pool.
+        "resources": {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "1Gi"}},
+    }
 
 
 def cache_gib(model: ServedModelConfig) -> int:

@@ -649,6 +649,35 @@ def _dra_driver(release: str, values: Mapping[str, Any]) -> list[PodTemplate]:
     return pods
 
 
+def _istio_base(release: str, values: Mapping[str, Any]) -> list[PodTemplate]:
+    # istio/istio 1.30.3 (56df41f6) manifests/charts/base/templates: CRDs, webhook configuration, a service
+    # account; no workload.
+    return []
+
+
+def _istiod(release: str, values: Mapping[str, Any]) -> list[PodTemplate]:
+    # istio/istio 1.30.3 manifests/charts/istio-control/istio-discovery/templates/deployment.yaml: nodeSelector and
+    # affinity from values (default {}), tolerations = `cni.istio.io/not-ready` Exists + values.tolerations.
+    merged = helm_merge({"nodeSelector": {}, "affinity": {}, "tolerations": []}, values)
+    spec = _scheduling(merged)
+    spec["tolerations"] = [{"key": "cni.istio.io/not-ready", "operator": "Exists"}, *merged["tolerations"]]
+    return [PodTemplate(f"{release}: istiod Deployment", spec, "cpu")]
+
+
+def _inferencepool(release: str, values: Mapping[str, Any]) -> list[PodTemplate]:
+    # kubernetes-sigs/gateway-api-inference-extension v1.5.0 (df9f8909) config/charts/epplib/templates/
+    # _deployment.yaml: affinity and tolerations from inferenceExtension (defaults {} and []); no nodeSelector key.
+    epp = helm_merge({"affinity": {}, "tolerations": []}, values.get("inferenceExtension") or {})
+    return [PodTemplate(f"{release}: endpoint picker Deployment", _scheduling(epp), "cpu")]
+
+
+def _lws(release: str, values: Mapping[str, Any]) -> list[PodTemplate]:
+    # kubernetes-sigs/lws v0.10.0 (2161f38f) charts/lws/templates/manager/deployment.yaml: nodeSelector, affinity,
+    # tolerations from values (defaults {}, {}, []).
+    merged = helm_merge({"nodeSelector": {}, "affinity": {}, "tolerations": []}, values)
+    return [PodTemplate(f"{release}: controller-manager Deployment", _scheduling(merged), "cpu")]
+
+
 CHART_READERS: dict[str, ChartReader] = {
     "nvidia-device-plugin": ChartReader(
         frozenset(
@@ -723,6 +752,12 @@ CHART_READERS: dict[str, ChartReader] = {
     "oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu": ChartReader(
         frozenset({"0.4.0"}), _dra_driver
     ),
+    "base": ChartReader(frozenset({"1.30.3"}), _istio_base),
+    "istiod": ChartReader(frozenset({"1.30.3"}), _istiod),
+    "oci://registry.k8s.io/gateway-api-inference-extension/charts/inferencepool": ChartReader(
+        frozenset({"v1.5.0"}), _inferencepool
+    ),
+    "oci://registry.k8s.io/lws/charts/lws": ChartReader(frozenset({"0.10.0"}), _lws),
 }
 
 
