@@ -69,11 +69,20 @@ def defaulted(value: Any, schema: dict[str, Any]) -> Any:
     return value
 
 
+def _split(text: celpy.celtypes.StringType, separator: celpy.celtypes.StringType) -> celpy.celtypes.ListType:
+    return celpy.celtypes.ListType([celpy.celtypes.StringType(part) for part in str(text).split(str(separator))])
+
+
+# Kubernetes adds cel-go's strings extension (apiserver pkg/cel/environment/base.go, ext.Strings); the pinned CRDs'
+# rules use `split` from it.
+KUBERNETES_FUNCTIONS = {"split": _split}
+
+
 def _cel_failures(value: Any, schema: dict[str, Any], path: str) -> list[str]:
     found: list[str] = []
     for rule in schema.get("x-kubernetes-validations") or []:
         env = celpy.Environment()
-        program = env.program(env.compile(rule["rule"]))
+        program = env.program(env.compile(rule["rule"]), functions=KUBERNETES_FUNCTIONS)
         result = program.evaluate({"self": json_to_cel(value)})
         if not isinstance(result, celpy.celtypes.BoolType) or not bool(result):
             found.append(f"{path or '<root>'}: {rule.get('message') or rule['rule']}")

@@ -220,20 +220,41 @@ def unmet_requests(spec: Mapping[str, Any], allocatable: Mapping[str, Fraction])
     ]
 
 
+# Kinds whose objects carry several pod templates. LeaderWorkerSet v1 (kubernetes-sigs/lws v0.10.0,
+# api/leaderworkerset/v1/leaderworkerset_types.go): the group's leader and its workers; the leader template
+# defaults to the worker's when absent.
+MULTI_POD_SPEC_PATHS: dict[str, dict[str, tuple[str, ...]]] = {
+    "LeaderWorkerSet": {
+        "leader": ("spec", "leaderWorkerTemplate", "leaderTemplate", "spec"),
+        "worker": ("spec", "leaderWorkerTemplate", "workerTemplate", "spec"),
+    },
+}
+
+
+def _object_pod(kind: str, source: str, spec: Mapping[str, Any]) -> PodTemplate:
+    gpu = requests_gpus(spec)
+    # A pod pinned to one GPU pool (a validation Job) must fit that pool; other GPU pods any GPU pool.
+    pinned = (spec.get("nodeSelector") or {}).get("gpu-pool")
+    runs_on = f"pool:{pinned}" if pinned else "gpu" if gpu else None
+    return PodTemplate(source, spec, runs_on, daemon=kind == "DaemonSet")
+
+
 def object_pod_templates(recording: Recording) -> list[PodTemplate]:
-    """The pod template of every plain Kubernetes object that has one."""
+    """The pod template of every plain Kubernetes object that has one (each of them, for a LeaderWorkerSet)."""
     pods: list[PodTemplate] = []
     for resource in recording.kubernetes_objects():
         kind = resource.type.rsplit(":", 1)[-1]
+        if kind in MULTI_POD_SPEC_PATHS:
+            for role, path in MULTI_POD_SPEC_PATHS[kind].items():
+                spec = _at(resource.inputs, path)
+                if isinstance(spec, Mapping):
+                    pods.append(_object_pod(kind, f"{kind} {resource.name} {role}", spec))
+            continue
         if kind not in POD_SPEC_PATHS:
             continue
         spec = _at(resource.inputs, POD_SPEC_PATHS[kind])
         assert isinstance(spec, Mapping), f"{kind} {resource.name} renders no pod spec"
-        gpu = requests_gpus(spec)
-        # A pod pinned to one GPU pool (a validation Job) must fit that pool; other GPU pods any GPU pool.
-        pinned = (spec.get("nodeSelector") or {}).get("gpu-pool")
-        runs_on = f"pool:{pinned}" if pinned else "gpu" if gpu else None
-        pods.append(PodTemplate(f"{kind} {resource.name}", spec, runs_on, daemon=kind == "DaemonSet"))
+        pods.append(_object_pod(kind, f"{kind} {resource.name}", spec))
     return pods
 
 
@@ -806,7 +827,11 @@ def custom_resource_pod_templates(recording: Recording) -> tuple[list[PodTemplat
             pod = {"nodeSelector": spec.get("nodeLabels") or {}, "tolerations": spec.get("tolerations") or []}
             runs_on = f"pool:{pool}" if pool else None
             pods.append(PodTemplate(f"ResourceFlavor {resource.name}: admitted pods", pod, runs_on))
-        elif kind not in POD_SPEC_PATHS and _mentions_scheduling(resource.inputs.get("spec")):
+        elif (
+            kind not in POD_SPEC_PATHS
+            and kind not in MULTI_POD_SPEC_PATHS
+            and _mentions_scheduling(resource.inputs.get("spec"))
+        ):
             unread.append(f"{resource.type} {resource.name}")
     return pods, unread
 
