@@ -250,19 +250,21 @@ def _scraped(recording: Recording, model: str, replicas: list[tuple[float, float
 
 
 @pytest.mark.parametrize(
-    ("replicas", "expected", "why"),
+    ("stack", "model", "replicas", "expected", "why"),
     [
-        ([(1, 0.4), (2, 0.5)], 2, "3 waiting on 2 replicas is 1.5 per replica, under the target of 2: stay at 2"),
-        ([(4, 0.5), (5, 0.6)], 2, "9 waiting wants 5 replicas, capped at maxReplicas 2"),
-        ([(0, 0.1), (0, 0.1)], 1, "nothing waiting and a cold KV cache: back to minReplicas 1"),
+        ("dev", "qwen-small", [(1, 0.4), (2, 0.5)], 2, "3 waiting on 2 replicas: 1.5 each, under the target of 2"),
+        ("dev", "qwen-small", [(4, 0.5), (5, 0.6)], 2, "9 waiting wants 5 replicas, capped at maxReplicas 2"),
+        ("dev", "qwen-small", [(0, 0.1), (0, 0.1)], 1, "nothing waiting, a cold KV cache: back to minReplicas 1"),
+        ("prod", "llama-8b", [(2, 0.5), (3, 0.5)], 3, "5 waiting at 2 per replica wants 3 replicas, not 5"),
+        ("prod", "llama-8b", [(0, 0.9), (0, 1.0)], 3, "no queue but the KV cache at 95 % of 80 % target: 3"),
     ],
 )
 def test_keda_queries_match_the_scraped_series_and_give_the_right_replicas(
-    served: dict[str, Recording], replicas: list[tuple[float, float]], expected: int, why: str
+    served: dict[str, Recording], stack: str, model: str, replicas: list[tuple[float, float]], expected: int, why: str
 ) -> None:
-    recording = served["dev"]
-    series = _scraped(recording, "qwen-small", replicas)
-    (scaled,) = [s for s in _objects(recording, "ScaledObject") if s["metadata"]["name"] == "qwen-small-serving"]
+    recording = served[stack]
+    series = _scraped(recording, model, replicas)
+    (scaled,) = [s for s in _objects(recording, "ScaledObject") if s["metadata"]["name"] == f"{model}-serving"]
     triggers = []
     for trigger in scaled["spec"]["triggers"]:
         result = Evaluator(series).vector(trigger["metadata"]["query"])
@@ -323,7 +325,10 @@ def test_a_team_reaches_only_the_models_it_may_call(served: dict[str, Recording]
             f"a pod of team {team} must reach its own listener, or it cannot call the models it is allowed"
         )
     refused = connection_refusals(world, team_pod("team-vision"), listener("llm"))
-    assert refused, "team vision must not reach the llm listener: it would call llama-8b and llama-70b"
+    assert f"NetworkPolicy {GATEWAY_NAMESPACE}/team-listeners" in refused, (
+        f"the gateway's own policy must refuse team vision on the llm listener (got {refused}): a team's egress "
+        "policy is the team's to keep, the gateway must not rely on it"
+    )
     server = Endpoint("pod", 8000, namespace="models", labels=(("app.kubernetes.io/name", "vllm"),))
     assert connection_refusals(world, team_pod("team-vision"), server), (
         "a team pod must not bypass the gateway and call a model server directly"
