@@ -330,6 +330,8 @@ def test_a_team_reaches_only_the_models_it_may_call(served: dict[str, Recording]
         "policy is the team's to keep, the gateway must not rely on it"
     )
     server = Endpoint("pod", 8000, namespace="models", labels=(("app.kubernetes.io/name", "vllm"),))
-    assert connection_refusals(world, team_pod("team-vision"), server), (
-        "a team pod must not bypass the gateway and call a model server directly"
+    direct = connection_refusals(world, team_pod("team-vision"), server)
+    assert any(r.startswith("NetworkPolicy models/") for r in direct), (
+        f"the models namespace's own policies must refuse a team pod calling a model server directly, bypassing "
+        f"the gateway's per-team listeners (got {direct})"
     )
