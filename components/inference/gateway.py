@@ -15,8 +15,6 @@ Pins and what they follow (docs/charts.md, "Serving"):
   `gateway.networking.k8s.io/gateway-name: <gateway>`, and copies spec.infrastructure.annotations onto both.
 """
 
-from __future__ import annotations
-
 from collections.abc import Mapping, Sequence
 from typing import NotRequired, TypedDict
 

@@ -19,8 +19,6 @@ What it follows (docs/charts.md, "Serving"):
   servers themselves meet `restricted`.
 """
 
-from __future__ import annotations
-
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NotRequired, cast
@@ -367,6 +365,8 @@ class ServedModelArgs(KedaWiringArgs):
     """Read-only claim holding Blob weights."""
     depends_on: NotRequired[Sequence[pulumi.Resource]]
     """The gateway's CRDs and the namespace."""
+    scrape_dependencies: NotRequired[Sequence[pulumi.Resource]]
+    """What the PodMonitor waits for besides the cluster (the managed Prometheus add-on)."""
 
 
 class ServedModel(pulumi.ComponentResource):
@@ -473,7 +473,10 @@ class ServedModel(pulumi.ComponentResource):
             kind="PodMonitor",
             metadata={"name": f"vllm-{model.name}", "namespace": ns, "labels": labels},
             spec=pod_monitor(model, ns),
-            opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[handle.cluster])),
+            opts=pulumi.ResourceOptions.merge(
+                in_cluster,
+                pulumi.ResourceOptions(depends_on=[handle.cluster, *args.get("scrape_dependencies", [])]),
+            ),
         )
         object_name = f"{model.name}-serving"
         auth, _ = keda_trigger_authentication(self, name, args, f"id-model-{model.name}-keda", object_name, ns)
@@ -512,6 +515,8 @@ class ModelServingArgs(KedaWiringArgs):
     """The Azure Monitor workspace and the cluster (scopes of a Prometheus rule group)."""
     hugging_face_token: NotRequired[pulumi.Input[str] | None]
     """The stack secret `huggingFaceToken`, for models with tokenSecret."""
+    scrape_dependencies: Sequence[pulumi.Resource]
+    """What a PodMonitor waits for: the cluster and the managed Prometheus add-on that installs its CRD."""
     add_dashboard: NotRequired[Callable[[str, dict[str, Any]], None]]
     """Adds a dashboard to the platform's Grafana folder."""
 
@@ -596,6 +601,7 @@ class ModelServing(pulumi.ComponentResource):
                     "cache_gib": cache_gib(model),
                     "token_secret": token_secret,
                     "depends_on": crds,
+                    "scrape_dependencies": list(args["scrape_dependencies"]),
                 },
                 pulumi.ResourceOptions(parent=self),
             )

@@ -72,7 +72,8 @@ def build_inference(
                 if needs_token and cfg.hugging_face_token is not None
                 else None
             ),
-            "add_dashboard": monitoring.dashboards.add,
+            "scrape_dependencies": monitoring.scrape_dependencies,
+            "add_dashboard": monitoring.add_dashboard,
         },
         place.child("serving"),
     )

@@ -6,7 +6,7 @@ this component composes them on the running cluster.
 """
 
 from collections.abc import Sequence
-from typing import NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 import pulumi
 import pulumi_azure_native.alertsmanagement as alertsmanagement
@@ -91,8 +91,6 @@ class GpuMonitoring(pulumi.ComponentResource):
     """Action group every GPU alert notifies."""
     exporter_pod_labels: dict[str, str]
     """Labels of the DCGM exporter pods the PodMonitor selects."""
-    dashboards: GrafanaDashboards
-    """The platform's Grafana folder: other concerns add their dashboards to it."""
     dcgm_exporter: k8s.helm.v3.Release | None
     """Our DCGM exporter release; None in GPU Operator mode (the operator runs its own) and in aksManaged mode
     (AKS runs one on every node)."""
@@ -358,7 +356,7 @@ class GpuMonitoring(pulumi.ComponentResource):
         )
         self.grafana_endpoint = grafana.properties.apply(lambda p: p.endpoint or "")
         self.grafana_id = grafana.id
-        self.dashboards = GrafanaDashboards(
+        self._dashboards = GrafanaDashboards(
             f"{name}-dashboards",
             {
                 "grafana_id": grafana.id,
@@ -442,3 +440,7 @@ class GpuMonitoring(pulumi.ComponentResource):
                 "action_group_id": self.action_group_id,
             }
         )
+
+    def add_dashboard(self, resource: str, board: dict[str, Any]) -> None:
+        """Another dashboard in the platform's Grafana folder, from the concern that owns its series."""
+        self._dashboards.add(resource, board)

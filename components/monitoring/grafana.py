@@ -185,7 +185,7 @@ class GrafanaDashboards(pulumi.ComponentResource):
         # Editors (the deployer) keep Edit; the Viewer role, which every team member holds, gets nothing here.
         editors: grafana_oss.FolderPermissionPermissionArgsDict = {"role": "Editor", "permission": "Edit"}
         folder = grafana_oss.Folder(f"{name}-folder", title="AKS GPU platform", uid=FOLDER_UID, opts=in_grafana)
-        self.folder = folder
+        self._folder = folder
         grafana_oss.FolderPermission(
             f"{name}-folder-permissions", folder_uid=folder.uid, permissions=[editors], opts=in_grafana
         )
@@ -231,4 +231,4 @@ class GrafanaDashboards(pulumi.ComponentResource):
 
     def add(self, resource: str, board: dict[str, Any]) -> None:
         """Another dashboard in the platform folder, built by the concern that owns its series."""
-        self._dashboard(resource, board, self.folder)
+        self._dashboard(resource, board, self._folder)
