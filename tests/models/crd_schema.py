@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import celpy
+from celpy import celtypes
 import jsonschema
 import yaml
 from celpy.adapter import json_to_cel
@@ -69,8 +70,8 @@ def defaulted(value: Any, schema: dict[str, Any]) -> Any:
     return value
 
 
-def _split(text: celpy.celtypes.StringType, separator: celpy.celtypes.StringType) -> celpy.celtypes.ListType:
-    return celpy.celtypes.ListType([celpy.celtypes.StringType(part) for part in str(text).split(str(separator))])
+def _split(text: celtypes.StringType, separator: celtypes.StringType) -> celtypes.ListType:
+    return celtypes.ListType([celtypes.StringType(part) for part in str(text).split(str(separator))])
 
 
 # Kubernetes adds cel-go's strings extension (apiserver pkg/cel/environment/base.go, ext.Strings); the pinned CRDs'
@@ -84,7 +85,7 @@ def _cel_failures(value: Any, schema: dict[str, Any], path: str) -> list[str]:
         env = celpy.Environment()
         program = env.program(env.compile(rule["rule"]), functions=KUBERNETES_FUNCTIONS)
         result = program.evaluate({"self": json_to_cel(value)})
-        if not isinstance(result, celpy.celtypes.BoolType) or not bool(result):
+        if not isinstance(result, celtypes.BoolType) or not bool(result):
             found.append(f"{path or '<root>'}: {rule.get('message') or rule['rule']}")
     if isinstance(value, dict):
         for key, sub in (schema.get("properties") or {}).items():
