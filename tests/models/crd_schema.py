@@ -76,7 +76,7 @@ def _split(text: celtypes.StringType, separator: celtypes.StringType) -> celtype
 
 # Kubernetes adds cel-go's strings extension (apiserver pkg/cel/environment/base.go, ext.Strings); the pinned CRDs'
 # rules use `split` from it.
-KUBERNETES_FUNCTIONS = {"split": _split}
+KUBERNETES_FUNCTIONS: dict[str, Any] = {"split": _split}
 
 
 def _cel_failures(value: Any, schema: dict[str, Any], path: str) -> list[str]:
