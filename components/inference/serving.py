@@ -26,6 +26,7 @@ from typing import Any, NotRequired, cast
 import pulumi
 import pulumi_azure_native.alertsmanagement as alertsmanagement
 import pulumi_kubernetes as k8s
+import yaml
 
 from aks_gpu_platform.config.catalog.models import serving_dtype
 from aks_gpu_platform.config.gpu.scheduling import (
@@ -250,8 +251,67 @@ def cpu_pool_affinity() -> dict[str, Any]:
     return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}}
 
 
+PICKER_CONFIG_FILE = "serving-plugins.yaml"
+FLOW_CONTROL_METRIC = "inference_extension_flow_control_queue_size"
+"""The picker's gauge of requests it holds (pkg/epp/metrics/metrics.go l.428 at v1.5.0; labels fairness_id,
+priority, inference_pool, model_name, target_model_name)."""
+
+
+def picker_config(flow_control: bool) -> str:
+    """The picker's EndpointPickerConfig: the chart's default (epplib templates/_config.yaml at v1.5.0, vLLM over
+    HTTP, no latency predictor) plus, for a model that may scale to zero, the `flowControl` feature gate
+    (pkg/epp/config/loader/configloader.go): requests wait in the picker while no server is ready instead of
+    getting 503 at once (site-src/guides/flow-control.md, "Autoscaling: KEDA and Scale-to-Zero")."""
+    config: dict[str, Any] = {
+        "apiVersion": "inference.networking.x-k8s.io/v1alpha1",
+        "kind": "EndpointPickerConfig",
+        "plugins": [
+            {"type": "queue-scorer"},
+            {"type": "kv-cache-utilization-scorer"},
+            {"type": "prefix-cache-scorer"},
+            {
+                "type": "metrics-data-source",
+                "parameters": {"scheme": "http", "path": "/metrics", "insecureSkipVerify": True},
+            },
+            {"type": "core-metrics-extractor"},
+        ],
+        "schedulingProfiles": [
+            {
+                "name": "default",
+                "plugins": [
+                    {"pluginRef": "queue-scorer", "weight": 2},
+                    {"pluginRef": "kv-cache-utilization-scorer", "weight": 2},
+                    {"pluginRef": "prefix-cache-scorer", "weight": 3},
+                ],
+            }
+        ],
+    }
+    if flow_control:
+        config["featureGates"] = ["flowControl"]
+    return yaml.safe_dump(config, sort_keys=False)
+
+
+def picker_labels(model: str) -> dict[str, str]:
+    """The picker pod's selector labels (epplib templates/_helpers.tpl, InferencePool mode)."""
+    return {"inferencepool": f"{model.lower().strip()[:40]}-epp"}
+
+
+def held_requests_query(namespace: str, model: str) -> str:
+    """PromQL: requests the picker holds for the model's pool (one series; the only signal while at zero)."""
+    return f'sum({FLOW_CONTROL_METRIC}{{namespace="{namespace}",inference_pool="{model}"}})'
+
+
 def inference_pool_values(model: ServedModelConfig) -> dict[str, Any]:
     """inferencepool chart values: the pool over the model's serving pods, the picker on the CPU pool."""
+    wakes = model.min_replicas == 0
+    picker: dict[str, Any] = {}
+    if wakes:
+        picker = {
+            "pluginsConfigFile": PICKER_CONFIG_FILE,
+            "pluginsCustomConfig": {PICKER_CONFIG_FILE: picker_config(flow_control=True)},
+            # Managed Prometheus scrapes the picker's :9090 without a bearer token (--metrics-endpoint-auth=false).
+            "monitoring": {"prometheus": {"auth": {"enabled": False}}},
+        }
     return {
         "inferencePool": {
             "targetPorts": [{"number": VLLM_PORT}],
@@ -267,6 +327,7 @@ def inference_pool_values(model: ServedModelConfig) -> dict[str, Any]:
             # The chart's 4 CPU / 8 GiB is sized for high-QPS scale tests (values.yaml); one model's picker on the
             # small CPU pool needs a fraction of it. Memory limit kept well above the request.
             "resources": {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "2Gi"}},
+            **picker,
         },
     }
 
@@ -346,6 +407,25 @@ def scaled_object_spec(
                 },
                 "authenticationRef": ref,
             },
+            *(
+                [
+                    {
+                        "type": "prometheus",
+                        "name": "held-requests",
+                        "metricType": "AverageValue",
+                        "metadata": {
+                            "serverAddress": server_address,
+                            "query": held_requests_query(namespace, model.name),
+                            "threshold": "1",
+                            # Any held request wakes the model from zero.
+                            "activationThreshold": "0",
+                        },
+                        "authenticationRef": ref,
+                    }
+                ]
+                if model.min_replicas == 0
+                else []
+            ),
         ],
     }
 
@@ -478,6 +558,23 @@ class ServedModel(pulumi.ComponentResource):
                 pulumi.ResourceOptions(depends_on=[handle.cluster, *args.get("scrape_dependencies", [])]),
             ),
         )
+        if model.min_replicas == 0:
+            k8s.apiextensions.CustomResource(
+                f"{name}-picker-monitor",
+                api_version="azmonitoring.coreos.com/v1",
+                kind="PodMonitor",
+                metadata={"name": f"epp-{model.name}", "namespace": ns, "labels": labels},
+                spec={
+                    **SCRAPE_LABEL_LIMITS,
+                    "selector": {"matchLabels": picker_labels(model.name)},
+                    "namespaceSelector": {"matchNames": [ns]},
+                    "podMetricsEndpoints": [{"port": "metrics", "path": "/metrics", "interval": "15s"}],
+                },
+                opts=pulumi.ResourceOptions.merge(
+                    in_cluster,
+                    pulumi.ResourceOptions(depends_on=[handle.cluster, picker, *args.get("scrape_dependencies", [])]),
+                ),
+            )
         object_name = f"{model.name}-serving"
         auth, _ = keda_trigger_authentication(self, name, args, f"id-model-{model.name}-keda", object_name, ns)
         self.waiting_query = waiting_query(ns, model.name)

@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 import pytest
+import yaml
 
 from aks_gpu_platform.components.inference.gateway import GATEWAY_NAME, GATEWAY_NAMESPACE, GATEWAY_POD_LABEL
 from aks_gpu_platform.components.inference.model_dashboards import panel_queries, slo_alert
@@ -89,12 +90,20 @@ def _with_models(stack: str, models: list[dict[str, Any]]) -> dict[str, Any]:
     return config
 
 
+ZERO_MODEL = {**DEV_MODELS[0], "minReplicas": 0, "scaleToZero": True, "slo": {"timeToFirstTokenP90Seconds": 600}}
+
+
 @pytest.fixture(scope="module")
 def served() -> dict[str, Recording]:
     return {
         "dev": run_stack("dev", _with_models("dev", DEV_MODELS)),
         "prod": run_stack("prod", _with_models("prod", PROD_MODELS)),
     }
+
+
+@pytest.fixture(scope="module")
+def zero() -> Recording:
+    return run_stack("dev", _with_models("dev", [ZERO_MODEL]))
 
 
 def _objects(recording: Recording, kind: str) -> list[dict[str, Any]]:
@@ -335,3 +344,43 @@ def test_a_team_reaches_only_the_models_it_may_call(served: dict[str, Recording]
         f"the models namespace's own policies must refuse a team pod calling a model server directly, bypassing "
         f"the gateway's per-team listeners (got {direct})"
     )
+
+
+PICKER_EXPOSITION = """\
+# TYPE inference_extension_flow_control_queue_size gauge
+inference_extension_flow_control_queue_size{{fairness_id="",inference_pool="{pool}",model_name="{pool}",\
+priority="0",target_model_name="{pool}"}} {held}
+"""
+
+
+@pytest.mark.parametrize(("held", "wakes"), [(0, False), (1, True)])
+def test_a_model_at_zero_wakes_on_the_first_request_the_picker_holds(zero: Recording, held: int, wakes: bool) -> None:
+    (release,) = _pool_releases(zero)
+    values = release.inputs["values"]
+    picker = values["inferenceExtension"]
+    config = yaml.safe_load(picker["pluginsCustomConfig"][picker["pluginsConfigFile"]])
+    assert "flowControl" in config.get("featureGates", []), (
+        "without the picker's flow control a request to a model at zero gets 503 at once instead of waiting"
+    )
+    assert "metrics-endpoint-auth" in picker_flags(values), (
+        "managed Prometheus presents no token: the picker's metrics must be open to the scrape"
+    )
+    (monitor,) = [m for m in _objects(zero, "PodMonitor") if m["metadata"]["name"] == "epp-qwen-small"]
+    pod = Pod(
+        "models",
+        "qwen-small-epp-5c6d-x",
+        {"inferencepool": "qwen-small-epp"},
+        "cpu0",
+        "10.0.1.5",
+        (Container("epp", (Port("grpc", 9002), Port("grpc-health", 9003), Port("metrics", 9090))),),
+    )
+    (scrape_config,) = pod_monitor_scrape_configs(monitor)
+    (target,) = targets(scrape_config, [pod])
+    series = scrape(target, scrape_config, PICKER_EXPOSITION.format(pool="qwen-small", held=held), {}).series
+    (scaled,) = [s for s in _objects(zero, "ScaledObject") if s["metadata"]["name"] == "qwen-small-serving"]
+    assert scaled["spec"]["minReplicaCount"] == 0, "scaleToZero with minReplicas 0 lets KEDA park the model at zero"
+    (trigger,) = [t for t in scaled["spec"]["triggers"] if t["name"] == "held-requests"]
+    (value,) = Evaluator(series).vector(trigger["metadata"]["query"])
+    # KEDA activates a ScaledObject at zero when a trigger's value exceeds its activationThreshold.
+    active = value.value > float(trigger["metadata"].get("activationThreshold", "0"))
+    assert active is wakes, f"{held} held request(s): the model must {'wake' if wakes else 'stay at zero'}"
