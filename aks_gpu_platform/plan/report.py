@@ -442,6 +442,7 @@ def build_report(
         if team.unpriced:
             line += f"; no GPU-hour price for {', '.join(team.unpriced)} (not counted)"
         report.cost_lines.append(line + " held all month at list price")
+    report.cost_lines += [cost.model_cost_line(c) for c in cost.model_costs(cfg.inference.models, cfg.gpu_pools)]
 
     report.cold_start = cold_start.budgets(cfg, pools)
     streamed = [pool for pool in cfg.gpu_pools if pool.cold_start.artifact_streaming]
