@@ -20,7 +20,7 @@ from .errors import field_error
 from .gpu.health import GpuHealthConfig
 from .gpu.node_image import check_node_images
 from .gpu.section import GpuPoolConfig, GpuStackConfig
-from .inference.models import InferenceConfig, check_models, token_is_set
+from .inference.models import InferenceConfig, check_models
 from .inference.section import AutoscalingConfig
 from .monitoring.section import MonitoringConfig
 from .network.section import NETAPP_DELEGATION, NetworkConfig, usable_addresses
@@ -133,6 +133,12 @@ class PlatformConfig(ConfigModel):
         """Prod protects resources that hold data (Lustre, storage accounts, registry)."""
         return self.environment == "prod"
 
+    @field_validator("hugging_face_token", mode="before")
+    @classmethod
+    def _empty_token_is_unset(cls, token: object) -> object:
+        # Pulumi.yaml defaults the key to "" so the CLI does not ask every stack for it.
+        return None if token == "" else token
+
     @field_validator("location")
     @classmethod
     def _check_region(cls, location: str) -> str:
@@ -191,9 +197,7 @@ class PlatformConfig(ConfigModel):
 
     @model_validator(mode="after")
     def _check_inference(self) -> PlatformConfig:
-        check_models(
-            self.inference, self.gpu_pools, self.training, self.environment, token_is_set(self.hugging_face_token)
-        )
+        check_models(self.inference, self.gpu_pools, self.training, self.environment)
         return self
 
     @model_validator(mode="after")

@@ -210,7 +210,7 @@ def _wake_floor_seconds(pool: GpuPoolConfig) -> float:
     return (AUTOSCALER_GPU_DELAY.low_s or 0) + (provisioning.low_s or 0)
 
 
-def _check_model(i: int, model: ServedModelConfig, pool: GpuPoolConfig, environment: str, token_set: bool) -> None:
+def _check_model(i: int, model: ServedModelConfig, pool: GpuPoolConfig, environment: str) -> None:
     path = f"inference.models[{i}]"
     shape = model_shape(model.weights.model_id)
     if shape is None:
@@ -237,13 +237,6 @@ def _check_model(i: int, model: ServedModelConfig, pool: GpuPoolConfig, environm
             False,
             f"{shape.hub_id} is gated ({shape.license}): the Hub serves it only with a token of an account that "
             "accepted the licence; set tokenSecret: true and `pulumi config set --secret huggingFaceToken <token>`",
-        )
-    if model.weights.token_secret and not token_set:
-        raise field_error(
-            f"{path}.weights.tokenSecret",
-            True,
-            f"the stack has no secret {HUGGING_FACE_TOKEN_KEY}: run `pulumi config set --secret "
-            f"{HUGGING_FACE_TOKEN_KEY} <token>`",
         )
     if model.max_model_len > shape.max_position_embeddings:
         raise field_error(
@@ -307,9 +300,8 @@ def check_models(
     gpu_pools: Sequence[GpuPoolConfig],
     training: TrainingConfig,
     environment: str,
-    token_set: bool,
 ) -> None:
-    """Each model against the pools, the teams, the catalog and the stack's secrets, before any resource exists."""
+    """Each model against the pools, the teams and the catalog, before any resource exists."""
     pools = {p.name: p for p in gpu_pools}
     teams = [t.name for t in training.teams] if training.enabled else []
     for i, model in enumerate(inference.models):
@@ -328,8 +320,42 @@ def check_models(
                     team,
                     f"must name a team of training.teams (with training on): {teams}",
                 )
-        _check_model(i, model, pool, environment, token_set)
+        _check_model(i, model, pool, environment)
+    _check_kept_up_beside_quotas(inference, pools, training)
 
 
-def token_is_set(token: SecretStr | None) -> bool:
-    return token is not None and bool(token.get_secret_value())
+def _check_kept_up_beside_quotas(
+    inference: InferenceConfig, pools: dict[str, GpuPoolConfig], training: TrainingConfig
+) -> None:
+    """Nominal quota is a guarantee: a job using all of it must find the GPUs free. Replicas a model keeps up
+    (minReplicas) hold GPUs whenever it is idle, so they must fit beside the teams' nominal quotas on their pool."""
+    nominal: dict[str, int] = {}
+    for team in training.teams if training.enabled else []:
+        for quota in team.quotas:
+            nominal[quota.pool] = nominal.get(quota.pool, 0) + quota.gpus
+    kept: dict[str, int] = {}
+    for i, model in enumerate(inference.models):
+        kept[model.pool] = kept.get(model.pool, 0) + model.min_replicas * model.gpus_per_replica
+        pool = pools[model.pool]
+        if nominal.get(pool.name, 0) + kept[pool.name] > gpu_capacity(pool):
+            raise field_error(
+                f"inference.models[{i}].minReplicas",
+                model.min_replicas,
+                f"pool {pool.name} holds {gpu_capacity(pool)} GPUs; the teams' nominal quotas there take "
+                f"{nominal.get(pool.name, 0)} and the models' kept-up replicas {kept[pool.name]}: a job using its "
+                "whole quota would be admitted and never placed. Lower minReplicas or a quota, or raise maxCount",
+            )
+
+
+def missing_token(inference: InferenceConfig, token: SecretStr | None) -> list[str]:
+    """Problems for models that read the Hub with a token the stack does not hold. Checked for a real deployment
+    only (config/loader.py): the offline plan and the tests read stack files, where no secret is decrypted."""
+    if token is not None and token.get_secret_value():
+        return []
+    return [
+        f"inference.models[{i}].weights.tokenSecret: got True; the stack has no secret {HUGGING_FACE_TOKEN_KEY}: run "
+        f"`pulumi config set --secret {HUGGING_FACE_TOKEN_KEY} <token>` (a Hub token with read access to "
+        f"{model.weights.model_id})"
+        for i, model in enumerate(inference.models)
+        if model.weights.token_secret
+    ]

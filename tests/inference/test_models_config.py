@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from aks_gpu_platform.config import ConfigError, load_platform_config
+from aks_gpu_platform.config.loader import refuse_missing_secrets
 from aks_gpu_platform.config.platform import PlatformConfig
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import settings_of
@@ -67,7 +68,9 @@ def _refused(stack: str, *models: dict[str, Any], token: str | None = None) -> s
 
 
 def test_stacks_without_inference_deploy_no_model() -> None:
-    cfg = load_platform_config(copy.deepcopy(_stack("prod")))
+    settings = copy.deepcopy(_stack("prod"))
+    del settings["inference"]
+    cfg = load_platform_config(settings)
     assert cfg.inference.models == [], "a stack that never mentions inference must serve nothing"
     assert cfg.inference.gateway_internal, "the gateway must stay off the internet unless a stack asks"
 
@@ -141,11 +144,11 @@ def test_a_model_across_nodes_needs_infiniband() -> None:
 
 
 def test_max_replicas_must_fit_the_pool() -> None:
-    # gput4: maxCount 3 x 1 T4.
-    _load("dev", _model(maxReplicas=3))
-    problem = _refused("dev", _model(maxReplicas=4))
-    assert problem.startswith("inference.models[0].maxReplicas: got 4"), problem
-    assert "holds 3" in problem, f"says what the pool holds: {problem}"
+    # gput4: maxCount 4 x 1 T4.
+    _load("dev", _model(maxReplicas=4))
+    problem = _refused("dev", _model(maxReplicas=5))
+    assert problem.startswith("inference.models[0].maxReplicas: got 5"), problem
+    assert "holds 4" in problem, f"says what the pool holds: {problem}"
     # h100z1: 4 nodes x 8 = 32 GPUs; TP 8 x 5 replicas = 40.
     problem = _refused("prod", _prod_model(tensorParallel=8, maxReplicas=5), token="hf_x")
     assert "= 40, but pool h100z1 holds 32" in problem, problem
@@ -157,12 +160,17 @@ def test_a_gated_model_needs_the_token_secret() -> None:
     assert "gated" in problem, problem
 
 
-def test_the_token_secret_must_exist_in_the_stack() -> None:
-    problem = _refused("prod", _prod_model())
+def test_a_real_deployment_refuses_a_token_model_without_the_secret() -> None:
+    cfg = _load("prod", _prod_model())
+    with pytest.raises(ConfigError) as caught:
+        refuse_missing_secrets(cfg)
+    (problem,) = caught.value.problems
     assert problem.startswith("inference.models[0].weights.tokenSecret: got True"), problem
     assert "pulumi config set --secret huggingFaceToken" in problem, f"says how to set it: {problem}"
-    cfg = _load("prod", _prod_model(), token="hf_x")
-    assert cfg.hugging_face_token is not None and "hf_x" not in repr(cfg), "the token never shows in a dump"
+    with_token = _load("prod", _prod_model(), token="hf_x")
+    refuse_missing_secrets(with_token)
+    assert "hf_x" not in repr(with_token) and "hf_x" not in str(with_token.model_dump()), "the token never shows"
+    refuse_missing_secrets(_load("dev", _model()))
 
 
 def test_prod_pins_hub_weights_to_a_commit() -> None:
@@ -221,3 +229,14 @@ def test_max_model_len_within_the_model_context() -> None:
 def test_names_are_unique() -> None:
     problem = _refused("dev", _model(), _model(maxReplicas=1))
     assert problem.startswith("inference.models[1].name: got 'chat'"), problem
+
+
+def test_kept_up_replicas_fit_beside_the_team_quotas() -> None:
+    # h100z1: 4 x 8 = 32 GPUs, team llm's nominal quota 24: 8 left for kept-up replicas.
+    _load("prod", _prod_model(minReplicas=8, maxReplicas=8), token="hf_x")
+    problem = _refused("prod", _prod_model(minReplicas=9, maxReplicas=9), token="hf_x")
+    assert problem.startswith("inference.models[0].minReplicas: got 9"), problem
+    assert "quotas there take 24" in problem and "replicas 9" in problem, problem
+    two = [_prod_model(minReplicas=4, maxReplicas=4), _prod_model(name="chat2", minReplicas=5, maxReplicas=5)]
+    problem = _refused("prod", *two, token="hf_x")
+    assert problem.startswith("inference.models[1].minReplicas"), f"models on one pool add up: {problem}"
