@@ -615,6 +615,8 @@ class ModelServingArgs(KedaWiringArgs):
     cache_storage_class: str
     action_group_id: pulumi.Input[str]
     """Where the SLO alerts notify."""
+    alerts_enabled: bool
+    """`monitoring.alerts.enabled`: false keeps the SLO rules but stops them from firing."""
     rule_scopes: Sequence[pulumi.Input[str]]
     """The Azure Monitor workspace and the cluster (scopes of a Prometheus rule group)."""
     hugging_face_token: NotRequired[pulumi.Input[str] | None]
@@ -720,7 +722,7 @@ class ModelServing(pulumi.ComponentResource):
                 interval="PT1M",
                 enabled=True,
                 description=f"Time-to-first-token SLO of model {model.name}",
-                rules=alert_rules([spec], args["action_group_id"], True, {"model": model.name}),
+                rules=alert_rules([spec], args["action_group_id"], args["alerts_enabled"], {"model": model.name}),
                 tags=dict(handle.tags),
                 opts=pulumi.ResourceOptions(parent=self),
             )

@@ -66,6 +66,7 @@ def build_inference(
             "created_namespaces": dict(team_namespaces or {}),
             "cache_storage_class": cfg.storage.blob_classes.premium.name,
             "action_group_id": monitoring.action_group_id,
+            "alerts_enabled": cfg.monitoring.alerts.enabled,
             "rule_scopes": [monitoring.monitor_workspace_id, handle.cluster_id],
             "hugging_face_token": (
                 pulumi.Output.secret(cfg.hugging_face_token.get_secret_value())

@@ -7,8 +7,9 @@ is not the one the program meant. Here such a key is an error instead.
 Fixtures are JSON excerpts (`source` names the upstream file and commit) or an upstream CRD copied byte for byte as
 YAML (`<plural>-<tag>.yaml`, its sha256 in tests/fixtures/crds/SOURCES.md). CEL rules (`x-kubernetes-validations`)
 are evaluated as kubernetes/kubernetes v1.36 staging/src/k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel
-does: after defaulting (structural defaults of the schema, pkg/apiserver/schema/defaulting), with `self` the value
-at the rule's node, on every node present in the object.
+does on create: after defaulting (structural defaults of the schema, pkg/apiserver/schema/defaulting), with `self`
+the value at the rule's node, on every node present in the object; transition rules (those reading `oldSelf`) run
+on updates only.
 """
 
 from __future__ import annotations
@@ -82,6 +83,8 @@ KUBERNETES_FUNCTIONS: dict[str, Any] = {"split": _split}
 def _cel_failures(value: Any, schema: dict[str, Any], path: str) -> list[str]:
     found: list[str] = []
     for rule in schema.get("x-kubernetes-validations") or []:
+        if "oldSelf" in rule["rule"]:
+            continue  # a transition rule: evaluated on updates only, never on create
         env = celpy.Environment()
         program = env.program(env.compile(rule["rule"]), functions=KUBERNETES_FUNCTIONS)
         result = program.evaluate({"self": json_to_cel(value)})
