@@ -196,11 +196,6 @@ class PlatformConfig(ConfigModel):
         return self
 
     @model_validator(mode="after")
-    def _check_inference(self) -> PlatformConfig:
-        check_models(self.inference, self.gpu_pools, self.training, self.environment)
-        return self
-
-    @model_validator(mode="after")
     def _check_pod_security(self) -> PlatformConfig:
         check_pod_security_exclusions(self.security, self.training)
         check_rdma_pod_security(self.security, self.training, self.gpu_pools)
@@ -389,3 +384,10 @@ class PlatformConfig(ConfigModel):
                         "each team namespace gets its own claim on the filesystem)",
                     )
         return self
+
+    @model_validator(mode="after")
+    def _check_inference(self) -> PlatformConfig:
+        # Last: a model names pools and teams, so their own problems are the ones to report first.
+        check_models(self.inference, self.gpu_pools, self.training, self.environment)
+        return self
+
