@@ -153,9 +153,6 @@ STACKS = ("dev", "prod", *VARIANTS)
 def variant_config(name: str) -> dict[str, Any]:
     config = without_models(copy.deepcopy(load_stack_file("dev", REPO_ROOT)))
     VARIANTS[name](config)
-    # Variants reshape the GPU pools (shared, MIG, other sizes) that dev's model may not be served on; serving is
-    # checked on dev and prod themselves and in tests/inference.
-    config.pop("aks-gpu-platform:inference", None)
     return config
 
 

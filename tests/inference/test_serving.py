@@ -6,12 +6,18 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from typing import Any
 
 import pytest
 import yaml
 
-from aks_gpu_platform.components.inference.gateway import GATEWAY_NAME, GATEWAY_NAMESPACE, GATEWAY_POD_LABEL
+from aks_gpu_platform.components.inference.gateway import (
+    GATEWAY_NAME,
+    GATEWAY_NAMESPACE,
+    GATEWAY_POD_LABEL,
+    GATEWAY_SERVICE,
+)
 from aks_gpu_platform.components.inference.model_dashboards import panel_queries, slo_alert
 from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording, kubernetes_object
@@ -384,3 +390,31 @@ def test_a_model_at_zero_wakes_on_the_first_request_the_picker_holds(zero: Recor
     # KEDA activates a ScaledObject at zero when a trigger's value exceeds its activationThreshold.
     active = value.value > float(trigger["metadata"].get("activationThreshold", "0"))
     assert active is wakes, f"{held} held request(s): the model must {'wake' if wakes else 'stay at zero'}"
+
+
+def test_the_documented_call_reaches_the_dev_model(dev_recording: Recording) -> None:
+    """examples/llm-serving/chat-job.yaml (the call docs/for-ml-teams.md shows) against the dev stack's objects."""
+    job = yaml.safe_load((REPO_ROOT / "examples" / "llm-serving" / "chat-job.yaml").read_text())
+    (url,) = [a for a in job["spec"]["template"]["spec"]["containers"][0]["args"] if a.startswith("http://")]
+    body = json.loads(job["spec"]["template"]["spec"]["containers"][0]["args"][-1])
+    match = re.fullmatch(r"http://([^/:]+):(\d+)(/[^/]+)(/v1/chat/completions)", url)
+    assert match, f"{url}: the documented call must name the gateway, a port, the model prefix and the API path"
+    host, port, prefix, _ = match.groups()
+    assert host == f"{GATEWAY_SERVICE}.{GATEWAY_NAMESPACE}.svc.cluster.local", "the Service istiod creates"
+    (gateway,) = _objects(dev_recording, "Gateway")
+    listeners = {lst["port"]: lst["name"] for lst in gateway["spec"]["listeners"]}
+    namespace = job["metadata"]["namespace"]
+    assert int(port) in listeners, f"port {port} is no listener of the gateway: {listeners}"
+    routes = [
+        r
+        for r in _objects(dev_recording, "HTTPRoute")
+        if listeners[int(port)] in {p["sectionName"] for p in r["spec"]["parentRefs"]}
+        and any(m["path"]["value"] == prefix for rule in r["spec"]["rules"] for m in rule["matches"])
+    ]
+    assert routes, f"no route on listener {listeners[int(port)]} matches {prefix}: the call gets 404"
+    assert body["model"] == routes[0]["metadata"]["name"], "vLLM answers only its --served-model-name"
+    world = build_world(dev_recording, {"ml": (namespace, {"g-ml"})})
+    gateway_pod = Endpoint("pod", int(port), namespace=GATEWAY_NAMESPACE, labels=((GATEWAY_POD_LABEL, GATEWAY_NAME),))
+    assert connection_refusals(world, team_pod(namespace), gateway_pod) == [], (
+        f"a pod in {namespace} must reach its team's listener {port}"
+    )
