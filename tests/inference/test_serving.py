@@ -25,7 +25,7 @@ from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.models.autoscaler_template import scale_from_zero_problems
 from tests.models.crd_schema import crd_problems
 from tests.models.pod_security_standard import enforced_level, violations
-from tests.models.promql import Evaluator, selectors
+from tests.models.promql import Evaluator, History, selectors
 from tests.models.release_contract import release_problems
 from tests.models.scheduling import scheduling_check
 from tests.models.scrape import Container, Pod, Port, pod_monitor_scrape_configs, scrape, targets
@@ -418,3 +418,58 @@ def test_the_documented_call_reaches_the_dev_model(dev_recording: Recording) -> 
     assert connection_refusals(world, team_pod(namespace), gateway_pod) == [], (
         f"a pod in {namespace} must reach its team's listener {port}"
     )
+
+
+TTFT_BUCKETS = (0.25, 0.5, 1.0, 2.5, 5.0)  # a subset of vLLM 0.34.0's TTFT buckets (vllm/v1/metrics/buckets.py)
+
+
+def _ttft_histories(recording: Recording, model: str, share_at_or_below: dict[float, float]) -> list[History]:
+    """Bucket counters of one scraped replica serving 10 requests/s for 10 minutes, with the given share of
+    first tokens at or below each bucket bound; labels exactly as the scrape stores them."""
+    (monitor,) = [m for m in _objects(recording, "PodMonitor") if m["metadata"]["name"] == f"vllm-{model}"]
+    (deployment,) = [d for d in _objects(recording, "Deployment") if d["metadata"]["name"] == model]
+    template = deployment["spec"]["template"]
+    ports = tuple(Port(p["name"], p["containerPort"]) for p in template["spec"]["containers"][0]["ports"])
+    pod = Pod(
+        "models", f"{model}-7d9f-0", template["metadata"]["labels"], "node0", "10.0.0.10", (Container("vllm", ports),)
+    )
+    (config,) = pod_monitor_scrape_configs(monitor)
+    (target,) = targets(config, [pod])
+    text = "".join(
+        f'vllm:time_to_first_token_seconds_bucket{{engine="0",le="{le}",model_name="{model}"}} 0\n'
+        for le in [*map(str, TTFT_BUCKETS), "+Inf"]
+    )
+    histories = []
+    for sample in scrape(target, config, "# TYPE vllm:time_to_first_token_seconds histogram\n" + text, {}).series:
+        le = sample.labels["le"]
+        share = 1.0 if le == "+Inf" else share_at_or_below[float(le)]
+        history = History(sample.labels)
+        for at in range(0, 615, 15):
+            history.extend(at, 15, 1, 10.0 * share * at)
+        histories.append(history)
+    return histories
+
+
+@pytest.mark.parametrize(
+    ("shares", "fires"),
+    [
+        ({0.25: 0.5, 0.5: 0.7, 1.0: 0.8, 2.5: 1.0, 5.0: 1.0}, True),  # p90 ~1.75 s against the 1 s SLO
+        ({0.25: 0.6, 0.5: 0.95, 1.0: 1.0, 2.5: 1.0, 5.0: 1.0}, False),  # p90 under 0.5 s
+    ],
+)
+def test_the_slo_alert_fires_when_p90_time_to_first_token_exceeds_the_objective(
+    prod_recording: Recording, shares: dict[float, float], fires: bool
+) -> None:
+    (group,) = [
+        g
+        for g in prod_recording.of_type("azure-native:alertsmanagement:PrometheusRuleGroup")
+        if "qwen-1-5b-slo" in g.name
+    ]
+    (rule,) = group.inputs["rules"]
+    assert rule["for"] == "PT10M", "the objective must be missed for 10 minutes before anyone is paged"
+    evaluator = Evaluator(_ttft_histories(prod_recording, "qwen-1-5b", shares), at=600)
+    fired = evaluator.vector(rule["expression"])
+    assert evaluator.problems == [], (
+        f"the SLO expression groups or matches labels the series lack: {evaluator.problems}"
+    )
+    assert bool(fired) is fires, f"p90 TTFT {'above' if fires else 'within'} the 1 s objective: fired={fired}"
