@@ -56,7 +56,7 @@ PROD_MODELS = [
     {
         "name": "llama-8b",
         "weights": {"huggingFace": "meta-llama/Llama-3.1-8B-Instruct", "revision": REVISION, "tokenSecret": True},
-        "pool": "gpua100",
+        "pool": "h100z1",
         "maxModelLen": 16384,
         "minReplicas": 1,
         "maxReplicas": 4,
@@ -66,7 +66,7 @@ PROD_MODELS = [
     {
         "name": "qwen-1-5b",
         "weights": {"huggingFace": "Qwen/Qwen2.5-1.5B-Instruct", "revision": REVISION},
-        "pool": "gpua100",
+        "pool": "h100z2",
         "maxModelLen": 8192,
         "minReplicas": 1,
         "maxReplicas": 2,
@@ -76,7 +76,7 @@ PROD_MODELS = [
     {
         "name": "llama-70b",
         "weights": {"huggingFace": "meta-llama/Llama-3.1-70B-Instruct", "revision": REVISION, "tokenSecret": True},
-        "pool": "h100z1",
+        "pool": "h100z3",
         "tensorParallel": 8,
         "nodes": 2,
         "maxModelLen": 32768,
@@ -99,11 +99,20 @@ def _with_models(stack: str, models: list[dict[str, Any]]) -> dict[str, Any]:
 ZERO_MODEL = {**DEV_MODELS[0], "minReplicas": 0, "scaleToZero": True, "slo": {"timeToFirstTokenP90Seconds": 600}}
 
 
+def _prod_with_models() -> dict[str, Any]:
+    config = _with_models("prod", PROD_MODELS)
+    # Room on h100z3 for the multi-node model's kept-up group (16 GPUs) beside the teams' quotas there.
+    for pool in config[PREFIX + "gpuPools"]:
+        if pool["name"] == "h100z3":
+            pool["maxCount"] = 6
+    return config
+
+
 @pytest.fixture(scope="module")
 def served() -> dict[str, Recording]:
     return {
         "dev": run_stack("dev", _with_models("dev", DEV_MODELS)),
-        "prod": run_stack("prod", _with_models("prod", PROD_MODELS)),
+        "prod": run_stack("prod", _prod_with_models()),
     }
 
 
@@ -141,6 +150,9 @@ def test_gateway_routes_and_groups_validate_against_the_pinned_crds(served: dict
                 f"{kind} {obj['metadata']['name']} breaks the pinned CRD {crd}: the API server refuses or prunes it"
             )
     assert seen >= 2, "the gateway and at least one route must exist for the checks to mean anything"
+    if stack == "prod":
+        (group,) = _objects(recording, "LeaderWorkerSet")
+        assert group["spec"]["leaderWorkerTemplate"]["size"] == 2, "llama-70b spans two nodes: one group of two pods"
 
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])
