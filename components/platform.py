@@ -228,4 +228,6 @@ class AksGpuPlatform(pulumi.ComponentResource):
             outputs["teamData"] = self.team_storage.data
         if self.validation is not None:
             outputs["gpuValidation"] = self.validation.results
+        if self.model_serving is not None:
+            outputs["modelEndpoints"] = self.model_serving.endpoints
         return outputs

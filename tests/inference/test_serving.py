@@ -485,3 +485,19 @@ def test_the_slo_alert_fires_when_p90_time_to_first_token_exceeds_the_objective(
         f"the SLO expression groups or matches labels the series lack: {evaluator.problems}"
     )
     assert bool(fired) is fires, f"p90 TTFT {'above' if fires else 'within'} the 1 s objective: fired={fired}"
+
+
+def test_model_endpoints_output_names_each_teams_base_url(dev_recording: Recording) -> None:
+    (gateway,) = _objects(dev_recording, "Gateway")
+    ports = {lst["name"]: lst["port"] for lst in gateway["spec"]["listeners"]}
+    endpoints = dev_recording.stack_outputs["modelEndpoints"]
+    service = f"http://{GATEWAY_SERVICE}.{GATEWAY_NAMESPACE}.svc.cluster.local"
+    assert endpoints == {
+        route["metadata"]["name"]: {
+            ref["sectionName"].removeprefix(
+                "team-"
+            ): f"{service}:{ports[ref['sectionName']]}/{route['metadata']['name']}/v1"
+            for ref in route["spec"]["parentRefs"]
+        }
+        for route in _objects(dev_recording, "HTTPRoute")
+    }, "each team's base URL must be the listener its route attaches to and the route's prefix"
