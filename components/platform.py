@@ -30,6 +30,7 @@ from .gpu.nvidia_stack import NAMESPACE as DEVICE_PLUGIN_NAMESPACE
 from .gpu.stage import build_gpu_operations, build_gpu_pools, build_gpu_software
 from .gpu.validation import NAMESPACE as VALIDATION_NAMESPACE
 from .gpu.validation import GpuValidation
+from .inference.serving import check_servable
 from .inference.stage import build_inference
 from .monitoring.dcgm_exporter import EXPORTER_NAMESPACE
 from .monitoring.stage import build_monitoring
@@ -146,6 +147,7 @@ class AksGpuPlatform(pulumi.ComponentResource):
         """
         # Before anything is registered: an Arm64 pool must not get an x86-only platform image.
         check_arm64_images(config)
+        check_servable(config.inference.models)
         super().__init__("aks-gpu-platform:index:AksGpuPlatform", name, None, opts)
         cfg, place = config, Placement(self, name)
 

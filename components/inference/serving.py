@@ -29,6 +29,7 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from aks_gpu_platform.config.catalog.models import serving_dtype
+from aks_gpu_platform.config.errors import ConfigError
 from aks_gpu_platform.config.gpu.scheduling import (
     CPU_POOL_LABEL_VALUE,
     GPU_POOL_LABEL_KEY,
@@ -74,7 +75,6 @@ LWS_VERSION = "0.10.0"
 LWS_IMAGE_TAG = "v0.10.0"
 LWS_NAMESPACE = "lws-system"
 CACHE_MOUNT = "/cache"
-WEIGHTS_MOUNT = "/weights"
 REQUEST_TIMEOUT = "300s"
 """The route's request timeout: the chart's own default for its HTTPRoute (experimentalHttpRoute.requestTimeout)."""
 # KEDA triggers. The queue: vLLM's waiting requests (a replica only queues once its batch is full), as a target
@@ -128,7 +128,8 @@ def vllm_args(model: ServedModelConfig, gpu_model: str, multi_node: str | None =
     resolved for the pool's GPU (float16 below compute capability 8.0), so vLLM never picks bfloat16 on a T4."""
     weights = model.weights
     dtype = serving_dtype(model.dtype, gpu_model)
-    source = weights.hugging_face if weights.hugging_face else f"{WEIGHTS_MOUNT}/{weights.blob}"
+    source = weights.hugging_face
+    assert source is not None, "Blob weights are refused by check_servable"
     args = [
         str(source),
         "--served-model-name",
@@ -176,7 +177,6 @@ def vllm_pod_spec(
     model: ServedModelConfig,
     pool: GpuPoolConfig,
     cache_claim: str | None,
-    weights_claim: str | None,
     token_secret: str | None,
     multi_node: str | None = None,
 ) -> dict[str, Any]:
@@ -200,9 +200,6 @@ def vllm_pod_spec(
     else:
         volumes.append({"name": "cache", "emptyDir": {}})
         mounts.append({"name": "cache", "mountPath": CACHE_MOUNT})
-    if weights_claim:
-        mounts.append({"name": "weights", "mountPath": WEIGHTS_MOUNT, "readOnly": True})
-        volumes.append({"name": "weights", "persistentVolumeClaim": {"claimName": weights_claim, "readOnly": True}})
     if model.tensor_parallel > 1 or model.nodes > 1:
         # NCCL's shared memory between the ranks; the container runtime's default /dev/shm is 64 MiB.
         mounts.append({"name": "dshm", "mountPath": "/dev/shm"})
@@ -448,8 +445,6 @@ class ServedModelArgs(KedaWiringArgs):
     """Size of that cache."""
     token_secret: NotRequired[str | None]
     """Secret (key `token`) holding the Hub token, for gated models."""
-    weights_claim: NotRequired[str | None]
-    """Read-only claim holding Blob weights."""
     depends_on: NotRequired[Sequence[pulumi.Resource]]
     """The gateway's CRDs and the namespace."""
     scrape_dependencies: NotRequired[Sequence[pulumi.Resource]]
@@ -491,11 +486,10 @@ class ServedModel(pulumi.ComponentResource):
                 )
             )
         token = args.get("token_secret") if model.weights.token_secret else None
-        weights_claim = args.get("weights_claim")
 
         def pod(multi_node: str | None = None, role: str | None = None) -> dict[str, Any]:
             pod_labels = {**labels, **({"role": role} if role else {})}
-            spec = vllm_pod_spec(model, pool, cache_claim, weights_claim, token, multi_node)
+            spec = vllm_pod_spec(model, pool, cache_claim, token, multi_node)
             return {"metadata": {"labels": pod_labels}, "spec": spec}
 
         if model.nodes > 1:
@@ -744,6 +738,21 @@ def lws_values() -> dict[str, Any]:
         # The chart asks 1 CPU / 1 GiB; a controller reconciling a few groups needs a fraction on the small CPU pool.
         "resources": {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "1Gi"}},
     }
+
+
+def check_servable(models: Sequence[ServedModelConfig]) -> None:
+    """ConfigError, before anything registers, for models this release cannot serve: weights in Blob need a
+    read-only Blob CSI volume (account, container, the node identity's read grant) that the platform does not
+    create yet, and a server pointed at an empty path never becomes ready."""
+    problems = [
+        f"inference.models[{i}].weights.blob: got {m.weights.blob!r}; serving weights from Blob is not deployed by "
+        "this release (no read-only Blob mount yet): use huggingFace with a revision (weights are cached on a "
+        "ReadWriteMany claim and read from there by every replica)"
+        for i, m in enumerate(models)
+        if m.weights.blob is not None
+    ]
+    if problems:
+        raise ConfigError(problems, source="inference.models")
 
 
 def cache_gib(model: ServedModelConfig) -> int:
