@@ -29,6 +29,7 @@ from .gpu.nvidia_stack import NAMESPACE as DEVICE_PLUGIN_NAMESPACE
 from .gpu.stage import build_gpu_operations, build_gpu_pools, build_gpu_software
 from .gpu.validation import NAMESPACE as VALIDATION_NAMESPACE
 from .gpu.validation import GpuValidation
+from .inference.serving import check_servable
 from .inference.stage import build_inference
 from .monitoring.dcgm_exporter import EXPORTER_NAMESPACE
 from .monitoring.registry import Registry
@@ -146,6 +147,7 @@ class AksGpuPlatform(pulumi.ComponentResource):
         """
         # Before anything is registered: an Arm64 pool must not get an x86-only platform image.
         check_arm64_images(config)
+        check_servable(config.inference.models)
         super().__init__("aks-gpu-platform:index:AksGpuPlatform", name, None, opts)
         cfg, place = config, Placement(self, name)
 
@@ -161,10 +163,12 @@ class AksGpuPlatform(pulumi.ComponentResource):
         validation = build_gpu_operations(
             cfg, place, handle, aks, gpu_pools, gpu_stack, registry, monitoring, PLATFORM_NAMESPACES
         )
-        build_inference(cfg, place, handle, monitoring)
         lustre, netapp_files = build_storage(cfg, place, handle, site.network)
         training, team_storage = build_training(
             cfg, place, handle, lustre, monitoring, teams_submit_here=teams_submit_here
+        )
+        self.model_serving = build_inference(
+            cfg, place, handle, monitoring, training.namespaces if training is not None else None
         )
 
         self.resource_group_name = site.resource_group_name
@@ -227,4 +231,6 @@ class AksGpuPlatform(pulumi.ComponentResource):
             outputs["teamData"] = self.team_storage.data
         if self.validation is not None:
             outputs["gpuValidation"] = self.validation.results
+        if self.model_serving is not None:
+            outputs["modelEndpoints"] = self.model_serving.endpoints
         return outputs

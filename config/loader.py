@@ -15,6 +15,7 @@ from pydantic import BaseModel, ValidationError
 from .base import TEXT_SETTINGS_MODEL
 from .catalog.aks_versions import CATALOG_CHECKED_ON
 from .errors import ConfigError, problems_from
+from .inference.models import missing_token
 from .placeholders import refuse_placeholders
 from .platform import VERSION_DATE_CONTEXT, PlatformConfig
 
@@ -100,4 +101,12 @@ def load_deployment_config() -> PlatformConfig:
     cfg = load_platform_config()
     if running_under_engine():
         refuse_placeholders(cfg)
+        refuse_missing_secrets(cfg)
     return cfg
+
+
+def refuse_missing_secrets(cfg: PlatformConfig) -> None:
+    """Secrets a real deployment reads: the stack must hold them (`pulumi config set --secret`)."""
+    problems = missing_token(cfg.inference, cfg.hugging_face_token)
+    if problems:
+        raise ConfigError(problems, source="stack config for a real deployment")

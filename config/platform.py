@@ -7,7 +7,7 @@ import ipaddress
 from collections.abc import Mapping
 from typing import Literal, cast
 
-from pydantic import Field, ValidationInfo, field_validator, model_validator
+from pydantic import Field, SecretStr, ValidationInfo, field_validator, model_validator
 
 from .base import ConfigModel
 from .catalog.aks_versions import CATALOG_CHECKED_ON, why_not_creatable
@@ -20,6 +20,7 @@ from .errors import field_error
 from .gpu.health import GpuHealthConfig
 from .gpu.node_image import check_node_images
 from .gpu.section import GpuPoolConfig, GpuStackConfig
+from .inference.models import InferenceConfig, check_models
 from .inference.section import AutoscalingConfig
 from .monitoring.section import MonitoringConfig
 from .network.section import NETAPP_DELEGATION, NetworkConfig, usable_addresses
@@ -96,6 +97,16 @@ class PlatformConfig(ConfigModel):
         default_factory=AutoscalingConfig,
         description="KEDA add-on, Deployments scaled on GPU utilisation, the sample inference workload",
     )
+    inference: InferenceConfig = Field(
+        default_factory=InferenceConfig,
+        description="LLM serving: models (vLLM) behind the inference gateway, their pools, callers, replicas and SLO",
+    )
+    hugging_face_token: SecretStr | None = Field(
+        default=None,
+        alias="huggingFaceToken",
+        description="Hugging Face Hub token for models with weights.tokenSecret; set it only as a secret: "
+        "`pulumi config set --secret huggingFaceToken <token>`",
+    )
     storage: StorageConfig = Field(
         default_factory=StorageConfig,
         description="Shared storage: Azure Managed Lustre with Blob integration, NetApp Files, Blob and Disk classes",
@@ -128,6 +139,12 @@ class PlatformConfig(ConfigModel):
     def protect_stateful(self) -> bool:
         """Prod protects resources that hold data (Lustre, storage accounts, registry)."""
         return self.environment == "prod"
+
+    @field_validator("hugging_face_token", mode="before")
+    @classmethod
+    def _empty_token_is_unset(cls, token: object) -> object:
+        # Pulumi.yaml defaults the key to "" so the CLI does not ask every stack for it.
+        return None if token == "" else token
 
     @field_validator("location")
     @classmethod
@@ -374,3 +391,10 @@ class PlatformConfig(ConfigModel):
                         "each team namespace gets its own claim on the filesystem)",
                     )
         return self
+
+    @model_validator(mode="after")
+    def _check_inference(self) -> PlatformConfig:
+        # Last: a model names pools and teams, so their own problems are the ones to report first.
+        check_models(self.inference, self.gpu_pools, self.training, self.environment)
+        return self
+

@@ -52,6 +52,19 @@ EXCLUDED: dict[str, str] = {
         "through a `pulumi_type` and an installed pulumi-plugin.json, which our own components lack. "
         "It is a sample: other languages compose GpuAutoscaling with their own Deployment."
     ),
+    "ServedModel": (
+        "`depends_on` is a list of arbitrary resources (bare pulumi.Resource has no type token to reference); "
+        "ModelServing builds one per `inference.models` entry inside the platform stack."
+    ),
+    "InferenceGateway": (
+        "its `crds` output lists arbitrary resources (what an InferencePool or HTTPRoute waits for), which the "
+        "analyzer can reference only through a `pulumi_type`; ModelServing builds it inside the platform stack."
+    ),
+    "ModelServing": (
+        "its required `scrape_dependencies` are arbitrary Pulumi resources (what installs the monitoring CRDs); "
+        "the analyzer references a resource only through a `pulumi_type`. AksGpuPlatform builds it from "
+        "`inference.models`."
+    ),
     "ManagedGpuNodePool": (
         "its `agent_pool` output is a generic ARM resource (pulumi.CustomResource, no type token to reference); "
         "other languages create aksManaged pools with the azure-native SDK's generic Resource until the pinned "

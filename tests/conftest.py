@@ -82,6 +82,13 @@ def settings_of(config: dict[str, Any]) -> dict[str, Any]:
     return {k[len(prefix) :]: v for k, v in config.items() if k.startswith(prefix)}
 
 
+def without_models(config: dict[str, Any]) -> dict[str, Any]:
+    """`config` (a stack's config map) without its served models: for variants that reshape the pools or teams the
+    models name. The models' own rules against pools and teams are tests/inference/test_models_config.py's."""
+    config.pop("aks-gpu-platform:inference", None)
+    return config
+
+
 def set_path(settings: dict[str, Any], path: str, value: Any) -> None:
     """Set `a.b.0.c` in YAML-shaped settings, creating missing mappings on the way."""
     node: Any = settings

@@ -382,6 +382,10 @@ def _project_default(info: FieldInfo, declared: dict[str, Any]) -> Any:
     if declared["type"] == "array":
         return []
     value = info.get_default(call_default_factory=True, validated_data={})
+    if value is None and declared["type"] == "string":
+        # An optional text key (a secret set with `pulumi config set --secret`): "" means unset, and the CLI then
+        # does not require the key in every stack.
+        return ""
     return value if value is not None and value is not PydanticUndefined else None
 
 

@@ -28,13 +28,17 @@ from aks_gpu_platform.config.catalog.cold_start import (
     IMAGE_START_COLD,
     IMAGE_START_PRESENT,
     LUSTRE_SOURCE,
+    VLLM_ENGINE_START,
+    VLLM_IMAGE,
     Figure,
     local_nvme,
     node_provisioning,
 )
 from aks_gpu_platform.config.catalog.lustre_skus import AMLFS_SKUS
+from aks_gpu_platform.config.catalog.models import serving_dtype
 from aks_gpu_platform.config.catalog.prices import HOURS_PER_MONTH
 from aks_gpu_platform.config.gpu.section import ColdStartConfig, GpuPoolConfig
+from aks_gpu_platform.config.inference.models import ServedModelConfig
 
 from . import cost
 
@@ -296,6 +300,50 @@ def budgets(cfg: PlatformConfig, pools: Sequence[cost.PoolCapacity]) -> list[Poo
     """One budget per configured GPU pool, priced from the pool the program registers."""
     by_name = {p.labels.get("gpu-pool"): p for p in pools if p.labels.get("gpu-pool")}
     return [pool_budget(cfg, pool, by_name.get(pool.name)) for pool in cfg.gpu_pools]
+
+
+ENGINE_START, FIRST_TOKEN = "vLLM engine start", "first token"
+GIB = 1024**3
+
+
+def model_ready(cfg: PlatformConfig, model: ServedModelConfig) -> PoolBudget:
+    """A replica of `model` on a new node of its pool: the pool's node stages, the vLLM image, the weights read from
+    the cache (params x bytes of the serving dtype), the engine's start, and the first token (the SLO's target)."""
+    pool = next(p for p in cfg.gpu_pools if p.name == model.pool)
+    dtype = serving_dtype(model.dtype, pool.sku.gpu_model)
+    weights_gib = model.shape.weight_bytes(dtype) / GIB
+    node = stages(cfg, pool, pool.cold_start.model_copy(update={"weights_gib": weights_gib}))
+    image = VLLM_IMAGE
+    if pool.cold_start.pre_pull_images:
+        image = Figure(
+            None,
+            None,
+            VLLM_IMAGE.source,
+            VLLM_IMAGE.published,
+            VLLM_IMAGE.note + "; pre-pull starts it "
+            "at node Ready only if the pool's coldStart.prePullImages lists the vLLM image",
+        )
+    slo = model.slo.time_to_first_token_p90_seconds
+    first = Figure(None, slo, "inference.models[].slo", TODAY, "the SLO's p90 time to first token: a target")
+    ready = [s for s in node if s.name not in (WORKLOAD_IMAGE, WEIGHTS)] + [
+        Stage(WORKLOAD_IMAGE, image),
+        next(s for s in node if s.name == WEIGHTS),
+        Stage(ENGINE_START, VLLM_ENGINE_START),
+        Stage(FIRST_TOKEN, first),
+    ]
+    return PoolBudget(
+        model.name,
+        pool.vm_size,
+        ready,
+        notes=[
+            f"{weights_gib:.1f} GiB of {dtype} weights "
+            f"({model.shape.hub_id}) on {model.gpus_per_replica} GPU(s) of pool {pool.name}"
+        ],
+    )
+
+
+def models_ready(cfg: PlatformConfig) -> list[PoolBudget]:
+    return [model_ready(cfg, m) for m in cfg.inference.models]
 
 
 def seconds(figure: Figure) -> str:

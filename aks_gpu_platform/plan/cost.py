@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aks_gpu_platform.config.catalog.gpu_sizes import gpu_sku
+from aks_gpu_platform.config.catalog.models import serving_dtype
 from aks_gpu_platform.config.catalog.prices import (
     AKS_TIER_HOURLY,
     AMLFS_TIB_MONTHLY,
@@ -42,8 +43,11 @@ from aks_gpu_platform.config.catalog.prices import (
     region_note,
     regional_price,
 )
+from aks_gpu_platform.config.catalog.serving_benchmarks import ServingBenchmark, matching_benchmark, rows_for
 from aks_gpu_platform.config.catalog.vm_sizes import vcpus_and_quota_family
 from aks_gpu_platform.config.gpu.scheduling import GPU_RESOURCES, autoscaler_resource_tag
+from aks_gpu_platform.config.gpu.section import GpuPoolConfig
+from aks_gpu_platform.config.inference.models import ServedModelConfig
 from aks_gpu_platform.config.upgrade.section import surge_node_count
 from aks_gpu_platform.testing import RecordedResource, Recording
 
@@ -632,6 +636,98 @@ def team_quota_ceilings(recording: Recording, pools: Sequence[PoolCapacity]) -> 
                 estimate = estimate or price.estimate
         ceilings.append(TeamCeiling(queue.inputs["metadata"]["name"], gpus, total, estimate, tuple(unpriced)))
     return sorted(ceilings, key=lambda c: c.team)
+
+
+@dataclass(frozen=True)
+class ModelCost:
+    """What a served model's GPUs cost a month, and its price per million output tokens where a benchmark was
+    measured exactly as it serves (model, GPU, GPUs per replica, precision)."""
+
+    model: str
+    pool: str
+    gpus_per_replica: int
+    gpu_model: str
+    min_replicas: int
+    max_replicas: int
+    gpu_hour: Price | None
+    """One GPU-hour of the pool: the VM's hour shared by its GPUs (None when the size has no price)."""
+    benchmark: ServingBenchmark | None
+    no_benchmark: str
+    """Why no price per token is given ('' when one is)."""
+
+    def _monthly(self, replicas: int) -> float | None:
+        return None if self.gpu_hour is None else replicas * self.gpus_per_replica * self.gpu_hour.monthly
+
+    @property
+    def floor(self) -> float | None:
+        """minReplicas held all month: they stay up when idle."""
+        return self._monthly(self.min_replicas)
+
+    @property
+    def ceiling(self) -> float | None:
+        return self._monthly(self.max_replicas)
+
+    @property
+    def per_million_output_tokens(self) -> float | None:
+        """USD for a million output tokens from a replica kept busy at the benchmark's rate."""
+        if self.gpu_hour is None or self.benchmark is None:
+            return None
+        replica_hour = self.gpu_hour.usd * self.gpus_per_replica
+        return replica_hour / (self.benchmark.output_tokens_per_second * 3600) * 1_000_000
+
+
+def model_costs(models: Sequence[ServedModelConfig], gpu_pools: Sequence[GpuPoolConfig]) -> list[ModelCost]:
+    """Per served model: the GPU share it holds (tensorParallel x nodes GPUs per replica) at the pool's GPU-hour
+    price, the same price team chargeback uses, and the benchmark that prices its tokens, if one was measured so."""
+    pools = {p.name: p for p in gpu_pools}
+    costs: list[ModelCost] = []
+    for model in models:
+        pool = pools[model.pool]
+        gpu = pool.sku.gpu_model
+        gpus = model.gpus_per_replica
+        dtype = serving_dtype(model.dtype, gpu)
+        found = matching_benchmark(model.weights.model_id, gpu, gpus, dtype)
+        why = ""
+        if found is None:
+            why = f"no sourced benchmark for {model.weights.model_id} on {gpu}"
+            near = rows_for(model.weights.model_id, gpu)
+            if near:
+                measured = "; ".join(f"{b.name} measured {b.gpus} GPU(s) in {b.dtype}" for b in near)
+                why += f" served as {gpus} GPU(s) in {dtype} ({measured})"
+        costs.append(
+            ModelCost(
+                model.name,
+                pool.name,
+                gpus,
+                gpu,
+                model.min_replicas,
+                model.max_replicas,
+                gpu_hour_price(pool.vm_size, pool.sku.gpus_per_vm),
+                found,
+                why,
+            )
+        )
+    return costs
+
+
+def model_cost_line(cost: ModelCost) -> str:
+    """One plan line per model, printed beside the team chargeback lines."""
+    head = f"Model {cost.model} ({cost.gpus_per_replica} x {cost.gpu_model} per replica on pool {cost.pool}): "
+    if cost.floor is None or cost.ceiling is None:
+        return head + f"no GPU-hour price for the pool's size (not counted); {cost.no_benchmark or 'priced tokens'}"
+    marker = " (estimate)" if cost.gpu_hour is not None and cost.gpu_hour.estimate else ""
+    line = (
+        f"{head}floor {monthly_usd(cost.floor)}/month ({cost.min_replicas} replicas), ceiling "
+        f"{monthly_usd(cost.ceiling)}/month ({cost.max_replicas}){marker}; "
+    )
+    per_million = cost.per_million_output_tokens
+    if per_million is None or cost.benchmark is None:
+        return line + cost.no_benchmark
+    bench = cost.benchmark
+    return line + (
+        f"${per_million:,.2f} per million output tokens at {bench.output_tokens_per_second:,.2f} tokens/s "
+        f"({bench.name}, {bench.source})"
+    )
 
 
 def part_of(recording: Recording, prefix: str) -> Recording:

@@ -288,6 +288,8 @@ class Report:
     quota_rows: list[list[str]] = field(default_factory=list[list[str]])
     cost_rows: list[list[str]] = field(default_factory=list[list[str]])
     cost_lines: list[str] = field(default_factory=list[str])
+    # Before `cold_start`, whose name the class body rebinds to a field.
+    model_ready: list[cold_start.PoolBudget] = field(default_factory=list[cold_start.PoolBudget])
     cold_start: list[cold_start.PoolBudget] = field(default_factory=list[cold_start.PoolBudget])
     resource_counts: list[str] = field(default_factory=list[str])
     tree: list[str] = field(default_factory=list[str])
@@ -442,8 +444,10 @@ def build_report(
         if team.unpriced:
             line += f"; no GPU-hour price for {', '.join(team.unpriced)} (not counted)"
         report.cost_lines.append(line + " held all month at list price")
+    report.cost_lines += [cost.model_cost_line(c) for c in cost.model_costs(cfg.inference.models, cfg.gpu_pools)]
 
     report.cold_start = cold_start.budgets(cfg, pools)
+    report.model_ready = cold_start.models_ready(cfg)
     streamed = [pool for pool in cfg.gpu_pools if pool.cold_start.artifact_streaming]
     if streamed:
         # Artifact Streaming is GA, but the AgentPool API azure-native 3.29 sends (2025-09-01) has no
@@ -516,6 +520,10 @@ def _cold_start_title(budget: cold_start.PoolBudget) -> str:
     return f"Cold start of pool {budget.pool} ({budget.vm_size}): pending GPU pod to a running job"
 
 
+def _model_ready_title(budget: cold_start.PoolBudget) -> str:
+    return f"Model ready for {budget.pool} ({budget.vm_size}): a new replica on a new node to its first token"
+
+
 def _table(header: list[str], rows: list[list[str]], indent: str = "  ") -> list[str]:
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
     return [
@@ -542,6 +550,10 @@ def render_text(report: Report) -> str:
         lines += [f"  {_cold_start_title(budget)}:"]
         lines += _table(COLD_START_HEADER, _cold_start_rows(budget), "    ")
         lines += _table(SWITCH_HEADER, _switch_rows(budget), "    ")
+        lines += [line for n in _cold_start_sources(budget) for line in wrap(n, "      ")]
+    for budget in report.model_ready:
+        lines += [f"  {_model_ready_title(budget)}:"]
+        lines += _table(COLD_START_HEADER, _cold_start_rows(budget), "    ")
         lines += [line for n in _cold_start_sources(budget) for line in wrap(n, "      ")]
     lines += ["", "Detail", "  Resources:", *report.tree]
     lines += ["  Resources by type:", *report.resource_counts, *report.objects]
@@ -577,6 +589,9 @@ def render_markdown(report: Report) -> str:
     for budget in report.cold_start:
         lines += [f"#### {_cold_start_title(budget)}", "", *_md_table(COLD_START_HEADER, _cold_start_rows(budget)), ""]
         lines += [*_md_table(SWITCH_HEADER, _switch_rows(budget)), ""]
+        lines += [f"- {n}" for n in _cold_start_sources(budget)] + [""]
+    for budget in report.model_ready:
+        lines += [f"#### {_model_ready_title(budget)}", "", *_md_table(COLD_START_HEADER, _cold_start_rows(budget)), ""]
         lines += [f"- {n}" for n in _cold_start_sources(budget)] + [""]
     lines += _details(f"Resources ({report.resource_total}) by component", report.tree)
     lines += _details("Resources by type", report.resource_counts)

@@ -1,6 +1,6 @@
 """KEDA scaling of one Deployment on the GPU utilisation that DCGM reports to managed Prometheus."""
 
-from typing import NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -42,6 +42,51 @@ class KedaWiringArgs(TypedDict):
     """The workspace's Prometheus query endpoint, KEDA's `serverAddress`."""
 
 
+def keda_metadata(object_name: str, namespace: str) -> dict[str, object]:
+    return {"name": object_name, "namespace": namespace, "labels": {"app.kubernetes.io/managed-by": "pulumi"}}
+
+
+def keda_object_options(parent: pulumi.Resource, handle: ClusterHandle) -> pulumi.ResourceOptions:
+    """KEDA installs its CRDs; without the add-on (or before it exists) the objects cannot be created."""
+    return pulumi.ResourceOptions.merge(handle.k8s_options(parent), pulumi.ResourceOptions(depends_on=[handle.cluster]))
+
+
+def keda_trigger_authentication(
+    parent: pulumi.Resource, name: str, args: KedaWiringArgs, identity_name: str, object_name: str, namespace: str
+) -> tuple[k8s.apiextensions.CustomResource, Any]:
+    """The identity KEDA queries managed Prometheus as (Monitoring Data Reader on the workspace, federated to KEDA's
+    operator) and the TriggerAuthentication naming it; resources named `<name>-*` under `parent`."""
+    child = pulumi.ResourceOptions(parent=parent)
+    identity, credential = federated_identity(
+        f"{name}-identity",
+        f"{name}-keda-operator",
+        handle=args["cluster"],
+        namespace=KEDA_NAMESPACE,
+        service_account=KEDA_SERVICE_ACCOUNT,
+        opts=child,
+        azure_name=identity_name,
+    )
+    reader = roles.assign_role(
+        f"{name}-monitoring-data-reader",
+        role_guid=roles.MONITORING_DATA_READER,
+        principal_id=identity.principal_id,
+        scope=args["monitor_workspace_id"],
+        opts=child,
+    )
+    auth = k8s.apiextensions.CustomResource(
+        f"{name}-trigger-auth",
+        api_version=KEDA_API_VERSION,
+        kind="TriggerAuthentication",
+        metadata=keda_metadata(object_name, namespace),
+        spec={"podIdentity": {"provider": "azure-workload", "identityId": identity.client_id}},
+        # KEDA may only try the identity once the token exchange and the read grant are in place.
+        opts=pulumi.ResourceOptions.merge(
+            keda_object_options(parent, args["cluster"]), pulumi.ResourceOptions(depends_on=[credential, reader])
+        ),
+    )
+    return auth, identity
+
+
 class GpuAutoscalingArgs(KedaWiringArgs):
     settings: ScalingTargetConfig
     """One scaling target (namespace, deployment, replicas, thresholds) of `autoscaling.targets`."""
@@ -64,50 +109,17 @@ class GpuAutoscaling(pulumi.ComponentResource):
     def __init__(self, name: str, args: GpuAutoscalingArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("aks-gpu-platform:index:GpuAutoscaling", name, None, opts)
         target, handle = args["settings"], args["cluster"]
-        child = pulumi.ResourceOptions(parent=self)
-
-        identity, credential = federated_identity(
-            f"{name}-identity",
-            f"{name}-keda-operator",
-            handle=handle,
-            namespace=KEDA_NAMESPACE,
-            service_account=KEDA_SERVICE_ACCOUNT,
-            opts=child,
-            azure_name=args.get("identity_name", f"id-{name}-keda"),
-        )
-        reader = roles.assign_role(
-            f"{name}-monitoring-data-reader",
-            role_guid=roles.MONITORING_DATA_READER,
-            principal_id=identity.principal_id,
-            scope=args["monitor_workspace_id"],
-            opts=child,
-        )
-
         object_name = f"{target.deployment}-gpu-utilization"
-        metadata = {
-            "name": object_name,
-            "namespace": target.namespace,
-            "labels": {"app.kubernetes.io/managed-by": "pulumi"},
-        }
-        # KEDA installs these CRDs; without the add-on (or before it exists) the objects cannot be created.
-        in_cluster = pulumi.ResourceOptions.merge(
-            handle.k8s_options(self), pulumi.ResourceOptions(depends_on=[handle.cluster])
+        auth, identity = keda_trigger_authentication(
+            self, name, args, args.get("identity_name", f"id-{name}-keda"), object_name, target.namespace
         )
-        auth = k8s.apiextensions.CustomResource(
-            f"{name}-trigger-auth",
-            api_version=KEDA_API_VERSION,
-            kind="TriggerAuthentication",
-            metadata=metadata,
-            spec={"podIdentity": {"provider": "azure-workload", "identityId": identity.client_id}},
-            # KEDA may only try the identity once the token exchange and the read grant are in place.
-            opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[credential, reader])),
-        )
+        in_cluster = keda_object_options(self, handle)
         self.query = gpu_utilization_query(target.namespace, target.deployment)
         k8s.apiextensions.CustomResource(
             f"{name}-scaled-object",
             api_version=KEDA_API_VERSION,
             kind="ScaledObject",
-            metadata=metadata,
+            metadata=keda_metadata(object_name, target.namespace),
             spec={
                 "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target.deployment},
                 "minReplicaCount": target.min_replicas,

@@ -1,6 +1,11 @@
-"""The inference stage of AksGpuPlatform: KEDA scaling of the configured workloads and the sample server."""
+"""The inference stage of AksGpuPlatform: KEDA scaling of the configured workloads, the sample server, and the
+served models behind the inference gateway."""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pulumi
 
 from aks_gpu_platform.config.platform import PlatformConfig
 
@@ -8,10 +13,19 @@ from ..monitoring.gpu_monitoring import GpuMonitoring
 from ..shared.context import ClusterHandle
 from ..shared.placement import Placement
 from .autoscaling import GpuAutoscaling, KedaWiringArgs
+from .serving import ModelServing
 from .triton_sample import GpuInferenceSample
 
 
-def build_inference(cfg: PlatformConfig, place: Placement, handle: ClusterHandle, monitoring: GpuMonitoring) -> None:
+def build_inference(
+    cfg: PlatformConfig,
+    place: Placement,
+    handle: ClusterHandle,
+    monitoring: GpuMonitoring,
+    team_namespaces: Mapping[str, pulumi.Input[str]] | None = None,
+) -> ModelServing | None:
+    """`team_namespaces`: team -> its namespace as the training stage created it (the gateway egress lands there).
+    Returns the model serving, None without `inference.models`."""
     keda: KedaWiringArgs = {
         "cluster": handle,
         "monitor_workspace_id": monitoring.monitor_workspace_id,
@@ -38,3 +52,29 @@ def build_inference(cfg: PlatformConfig, place: Placement, handle: ClusterHandle
             },
             place.child("inference-sample"),
         )
+    if not cfg.inference.models:
+        return None
+    needs_token = any(m.weights.token_secret for m in cfg.inference.models)
+    return ModelServing(
+        place.role("serving"),
+        {
+            **keda,
+            "settings": cfg.inference,
+            "gpu_pools": cfg.gpu_pools,
+            "teams": [t.name for t in cfg.training.teams],
+            "team_namespaces": {t.name: t.namespace_name for t in cfg.training.teams},
+            "created_namespaces": dict(team_namespaces or {}),
+            "cache_storage_class": cfg.storage.blob_classes.premium.name,
+            "action_group_id": monitoring.action_group_id,
+            "alerts_enabled": cfg.monitoring.alerts.enabled,
+            "rule_scopes": [monitoring.monitor_workspace_id, handle.cluster_id],
+            "hugging_face_token": (
+                pulumi.Output.secret(cfg.hugging_face_token.get_secret_value())
+                if needs_token and cfg.hugging_face_token is not None
+                else None
+            ),
+            "scrape_dependencies": monitoring.scrape_dependencies,
+            "add_dashboard": monitoring.add_dashboard,
+        },
+        place.child("serving"),
+    )

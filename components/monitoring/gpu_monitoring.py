@@ -6,7 +6,7 @@ recording_rules, dcgm_exporter, grafana, alerts).
 """
 
 from collections.abc import Sequence
-from typing import NamedTuple, NotRequired, TypedDict
+from typing import Any, NamedTuple, NotRequired, TypedDict
 
 import pulumi
 import pulumi_azure_native.alertsmanagement as alertsmanagement
@@ -258,7 +258,7 @@ class GpuMonitoring(pulumi.ComponentResource):
             opts=child,
         )
         endpoint = grafana.properties.apply(lambda p: p.endpoint or "")
-        GrafanaDashboards(
+        self._dashboards = GrafanaDashboards(
             f"{name}-dashboards",
             {
                 "grafana_id": grafana.id,
@@ -415,3 +415,7 @@ def _pod_monitor(
             k8s_opts, pulumi.ResourceOptions(depends_on=[*scrape_dependencies, *exporter.dependencies])
         ),
     )
+
+    def add_dashboard(self, resource: str, board: dict[str, Any]) -> None:
+        """Another dashboard in the platform's Grafana folder, from the concern that owns its series."""
+        self._dashboards.add(resource, board)

@@ -179,20 +179,13 @@ class GrafanaDashboards(pulumi.ComponentResource):
         in_grafana = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[admin])
         self.dashboard_uids = []
 
-        def dashboard(resource: str, board: dict[str, Any], folder: grafana_oss.Folder) -> None:
-            grafana_oss.Dashboard(
-                resource,
-                config_json=json.dumps(board, sort_keys=True),
-                folder=folder.uid,
-                # A dashboard imported by hand before (same uid) is taken over instead of failing the update.
-                overwrite=True,
-                opts=in_grafana,
-            )
-            self.dashboard_uids.append(board["uid"])
+        self._in_grafana = in_grafana
+        dashboard = self._dashboard
 
         # Editors (the deployer) keep Edit; the Viewer role, which every team member holds, gets nothing here.
         editors: grafana_oss.FolderPermissionPermissionArgsDict = {"role": "Editor", "permission": "Edit"}
         folder = grafana_oss.Folder(f"{name}-folder", title="AKS GPU platform", uid=FOLDER_UID, opts=in_grafana)
+        self._folder = folder
         grafana_oss.FolderPermission(
             f"{name}-folder-permissions", folder_uid=folder.uid, permissions=[editors], opts=in_grafana
         )
@@ -224,3 +217,18 @@ class GrafanaDashboards(pulumi.ComponentResource):
             )
             dashboard(f"{prefix}-dashboard", team_dashboard(template, team["name"]), team_folder)
         self.register_outputs({"dashboard_uids": self.dashboard_uids})
+
+    def _dashboard(self, resource: str, board: dict[str, Any], folder: grafana_oss.Folder) -> None:
+        grafana_oss.Dashboard(
+            resource,
+            config_json=json.dumps(board, sort_keys=True),
+            folder=folder.uid,
+            # A dashboard imported by hand before (same uid) is taken over instead of failing the update.
+            overwrite=True,
+            opts=self._in_grafana,
+        )
+        self.dashboard_uids.append(board["uid"])
+
+    def add(self, resource: str, board: dict[str, Any]) -> None:
+        """Another dashboard in the platform folder, built by the concern that owns its series."""
+        self._dashboard(resource, board, self._folder)

@@ -155,6 +155,29 @@ IMAGE_START_PRESENT = Figure(
     datetime.date(2026, 9, 2),
     "mean container start of the same image already on the node",
 )
+# The vLLM server image (vllm/vllm-openai:v0.34.0): its size at that tag is not published where it could be read here.
+# Figures for the moving `latest` tag: "the image is around 12 GB" (vllm-project/vllm issue 27154, 2025-10-18) and
+# "Size of official out-of-the-box vllm-openai:latest docker image: 28.6 GB" (pull request 22377, updated
+# 2025-12-10; unpacked). No pull rate from ACR to an AKS GPU node is published, so the pull is not bounded.
+VLLM_IMAGE = Figure(
+    None,
+    None,
+    "https://github.com/vllm-project/vllm/issues/27154",
+    datetime.date(2025, 10, 18),
+    "vllm/vllm-openai: about 12 GB (latest, 2025-10-18) to 28.6 GB unpacked (latest, vllm-project/vllm pull request "
+    "22377, 2025-12-10); v0.34.0's size and an ACR-to-node pull rate are unpublished: measure one pull",
+)
+# vLLM compiles the model (torch.compile) and captures CUDA graphs before /health answers; its own cache under
+# VLLM_CACHE_ROOT skips the compile on a later start with the same model and flags. No published duration.
+VLLM_ENGINE_START = Figure(
+    None,
+    None,
+    "vLLM 0.34.0 vllm/compilation/backends.py (compile cache at VLLM_CACHE_ROOT/torch_compile_cache)",
+    datetime.date(2026, 12, 4),
+    "torch.compile and CUDA graph capture before /health answers; shorter when the compile cache survives on the "
+    "weights cache; no published figure",
+)
+
 # Artifact Streaming, GA since MicrosoftDocs/azure-aks-docs 879fbdd7b (2026-07-13), whose articles/aks/artifact-
 # streaming.md states the limits (Linux AMD64 images only, ARM64 images not supported; Premium registry; pulls by tag;
 # no imagePullSecrets or scope-mapped tokens). The GA page drops the measured figures; the last revision with them,

@@ -122,6 +122,10 @@ UNPINNED: dict[str, str] = {
     f"upstream; {_NO_RECORD}",
     "docker.io/ubuntu:*": f"AMD driver build base images: {_NO_RECORD}",
     "mcr.microsoft.com/azure-cli:2.74.0-azurelinux3.0": f"the AMD registry-secret Job: {_NO_RECORD}",
+    "vllm/vllm-openai:v0.34.0": f"the model servers (Docker Hub): {_NO_RECORD}",
+    "gcr.io/istio-release/*": f"Istio's istiod (pilot) and gateway (proxyv2) 1.30.3: {_NO_RECORD}",
+    "registry.k8s.io/gateway-api-inference-extension/epp:v1.5.0": f"the endpoint picker (chart default): {_NO_RECORD}",
+    "registry.k8s.io/lws/lws:v0.10.0": f"LeaderWorkerSet's controller: {_NO_RECORD}",
 }
 
 

@@ -71,6 +71,7 @@ def _clean(config: dict[str, Any]) -> dict[str, Any]:
     config[f"{PROJECT}:storage"]["lustre"]["hpcCacheProviderObjectId"] = str(uuid.uuid4())
     for team in config[f"{PROJECT}:training"]["teams"]:
         team["members"] = [str(uuid.uuid4()) for _ in team.get("members", [])]
+    config[f"{PROJECT}:huggingFaceToken"] = f"hf_{uuid.uuid4().hex}"
     return config
 
 
@@ -112,6 +113,19 @@ def test_a_clean_config_deploys_for_real(
     assert engine, "the evaluation must have run against the engine stand-in"
     assert "azure-native:containerservice:ManagedCluster" in engine[0].registered, "a clean config deploys"
     assert len(recording.of_type("azure-native:storagecache:AmlFilesystem")) == 1
+
+
+def test_a_real_deployment_needs_the_hub_token_its_models_read(
+    engine: list[EngineMonitor], stack_config: Callable[[str], dict[str, Any]]
+) -> None:
+    config = _clean(stack_config("prod"))
+    del config[f"{PROJECT}:huggingFaceToken"]
+    with pytest.raises(ConfigError) as caught:
+        run_stack("prod", config)
+    assert "pulumi config set --secret huggingFaceToken" in str(caught.value), (
+        "a gated model's weights cannot be read without the token: stop before any resource, saying how to set it"
+    )
+    assert not engine or not engine[0].registered, "nothing may reach Azure"
 
 
 def test_the_program_knows_mocks_from_the_engine(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -186,6 +200,7 @@ def test_team_members_of_a_switched_off_training_section_reach_nothing(
 ) -> None:
     config = stack_config("dev")
     config[f"{PROJECT}:training"]["kueue"]["enabled"] = False
+    del config[f"{PROJECT}:inference"]  # its callers are training teams
     members = [p for p in find_placeholders(load_platform_config(settings_of(config))) if ".members[" in p.path]
     assert members and not any(p.deployed for p in members), (
         "with Kueue off no team access is created, so its placeholder groups must not block a deploy"

@@ -32,7 +32,7 @@ from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.plan.render import render_and_validate
 from aks_gpu_platform.testing import Recording
 from aks_gpu_platform.testing.stack_files import load_stack_file
-from tests.conftest import assert_rejected, cluster_handle, settings_of
+from tests.conftest import assert_rejected, cluster_handle, settings_of, without_models
 from tests.models.gpu_metrics_world import GpuWorkload, MetricsWorld, build_world
 from tests.models.promql import Evaluator, matches, selectors
 from tests.models.scheduling import generic_agent_pools, node_templates, scheduling_check
@@ -52,7 +52,7 @@ AKS_EXPORTER_PORT = 19400
 
 def managed_config() -> dict[str, Any]:
     """dev on AKS-managed GPU: the T4 pool fixed at one node, plus a fixed A100 pool cut into MIG3g slices."""
-    config = copy.deepcopy(load_stack_file("dev", REPO_ROOT))
+    config = without_models(copy.deepcopy(load_stack_file("dev", REPO_ROOT)))
     config[PREFIX + "gpuStack"] = {"mode": "aksManaged", "smokeTest": True}
     config[PREFIX + "gpuPools"] = [
         {"name": "gput4", "vmSize": "Standard_NC4as_T4_v3", "zones": ["1"], "minCount": 1, "maxCount": 1},

@@ -19,7 +19,7 @@ from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording, kubernetes_object
 from aks_gpu_platform.testing.runtime import project_config
 from aks_gpu_platform.testing.stack_files import load_stack_file
-from tests.conftest import settings_of
+from tests.conftest import settings_of, without_models
 from tests.models.capacity import (
     SCALED_OBJECT,
     gpu_pools,
@@ -34,7 +34,11 @@ from tools import REPO_ROOT
 
 TEAM_PAGES = ("docs/for-ml-teams.md", "docs/training.md", "examples/README.md")
 # Each job file a team-facing page runs, and the stack the page runs it on.
-DOCUMENTED_JOBS = {"examples/team-jobset/jobset.yaml": "dev", "examples/team-jobset/copy-data.yaml": "dev"}
+DOCUMENTED_JOBS = {
+    "examples/team-jobset/jobset.yaml": "dev",
+    "examples/team-jobset/copy-data.yaml": "dev",
+    "examples/llm-serving/chat-job.yaml": "dev",
+}
 
 
 def documented_job_files() -> set[str]:
@@ -122,7 +126,7 @@ def test_the_contract_sees_the_inference_sample_take_a_gpu_the_job_needed(dev_re
 
 
 def test_the_config_refuses_quotas_the_pools_cannot_hold_beside_the_sample() -> None:
-    config = copy.deepcopy(settings_of(load_stack_file("dev", REPO_ROOT)))
+    config = copy.deepcopy(settings_of(without_models(load_stack_file("dev", REPO_ROOT))))
     (pool,) = config["gpuPools"]
     pool["maxCount"] = 2
     with pytest.raises(ConfigError) as refused:
@@ -171,8 +175,9 @@ def test_with_a_spare_pool_the_sample_stays_off_the_pool_a_team_holds_whole() ->
 
 def test_the_config_refuses_when_no_pool_has_room_for_every_kept_up_replica() -> None:
     """One free GPU on each of two pools does not hold two kept-up replicas: both may land on either pool."""
-    config = copy.deepcopy(settings_of(load_stack_file("dev", REPO_ROOT)))
+    config = copy.deepcopy(settings_of(without_models(load_stack_file("dev", REPO_ROOT))))
     (pool,) = config["gpuPools"]
+    pool["maxCount"] = 3
     config["gpuPools"].append({**copy.deepcopy(pool), "name": "gput4b", "maxCount": 2})
     (team,) = config["training"]["teams"]
     team["quotas"].append({"pool": "gput4b", "gpus": 1})  # gput4: 3 - 2 = 1 free; gput4b: 2 - 1 = 1 free

@@ -26,7 +26,7 @@ from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording, kubernetes_object
 from aks_gpu_platform.testing.checks import validate_object
 from aks_gpu_platform.testing.stack_files import load_stack_file
-from tests.conftest import STACKS, assert_rejected, cluster_handle, settings_of
+from tests.conftest import STACKS, assert_rejected, cluster_handle, settings_of, without_models
 from tests.models.scheduling import node_template, node_templates, release_pod_templates
 from tools import REPO_ROOT
 
@@ -143,7 +143,7 @@ def test_catalog_covers_the_supported_families() -> None:
 def test_nd_h100_and_h200_pools_accept_mig(
     stack_config: Callable[[str], dict[str, Any]], size: str, profile: str, slice_: str
 ) -> None:
-    settings = settings_of(stack_config("prod"))
+    settings = settings_of(without_models(stack_config("prod")))  # a model server needs whole GPUs
     h100 = next(p for p in settings["gpuPools"] if p["vmSize"] == "Standard_ND96isr_H100_v5")
     h100.update(vmSize=size, migProfile=profile)
     pool = next(p for p in load_platform_config(settings).gpu_pools if p.name == h100["name"])

@@ -23,7 +23,7 @@ from aks_gpu_platform.plan import cost
 from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import RecordedResource, Recording
 from aks_gpu_platform.testing.stack_files import load_stack_file
-from tests.conftest import assert_rejected, settings_of
+from tests.conftest import assert_rejected, settings_of, without_models
 from tests.gpu.test_scheduling import variant_config
 from tests.models.autoscaler_template import (
     DEVICE_PLUGIN_CONFIG_LABEL,
@@ -40,7 +40,7 @@ PREFIX = "aks-gpu-platform:"
 CLUSTER_QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"
 RULE_GROUP = "azure-native:alertsmanagement:PrometheusRuleGroup"
 GPU = "nvidia.com/gpu"
-DEV = settings_of(load_stack_file("dev", REPO_ROOT))
+DEV = settings_of(without_models(load_stack_file("dev", REPO_ROOT)))  # shared pools serve no model
 
 
 def _dev_with(**pool_changes: Any) -> dict[str, Any]:
@@ -75,7 +75,7 @@ def shared() -> Recording:
 
 @pytest.fixture(scope="module")
 def operator_shared() -> Recording:
-    config = copy.deepcopy(load_stack_file("dev", REPO_ROOT))
+    config = without_models(copy.deepcopy(load_stack_file("dev", REPO_ROOT)))
     _operator_time_sliced_mig(config)
     return run_stack("dev", config)
 

@@ -20,7 +20,7 @@ from aks_gpu_platform.config.catalog.gpu_sizes import GPU_SKUS, gpu_sku
 from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import RecordedResource, Recording
 from aks_gpu_platform.testing.stack_files import load_stack_file
-from tests.conftest import assert_rejected, settings_of
+from tests.conftest import assert_rejected, settings_of, without_models
 from tests.gpu.test_aks_managed import managed_config
 from tests.gpu.test_amd_gpu import amd_variant
 from tests.gpu.test_scheduling import VARIANTS, variant_config
@@ -289,7 +289,7 @@ MODES = ("devicePlugin", "gpuOperator", "aksManaged")
 
 
 def _one_pool_settings(vm_size: str, os_sku: str, mode: str, minor: str) -> dict[str, Any]:
-    settings = settings_of(copy.deepcopy(load_stack_file("dev", REPO_ROOT)))
+    settings = settings_of(without_models(copy.deepcopy(load_stack_file("dev", REPO_ROOT))))
     settings["cluster"]["kubernetesVersion"] = minor
     # LTS creates every catalogued minor on the catalogue's date, so only the node image decides.
     settings["upgrade"].update(tier="Premium", supportPlan="AKSLongTermSupport", autoUpgradeChannel="patch")

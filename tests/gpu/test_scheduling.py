@@ -24,7 +24,7 @@ from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.plan.render import render_and_validate
 from aks_gpu_platform.testing import RecordedResource, Recording, policy_verdicts
 from aks_gpu_platform.testing.stack_files import load_stack_file
-from tests.conftest import settings_of
+from tests.conftest import settings_of, without_models
 from tests.models.autoscaler_template import (
     NIC_CLUSTER_POLICY,
     advertised_rdma_resources,
@@ -151,7 +151,7 @@ STACKS = ("dev", "prod", *VARIANTS)
 
 
 def variant_config(name: str) -> dict[str, Any]:
-    config = copy.deepcopy(load_stack_file("dev", REPO_ROOT))
+    config = without_models(copy.deepcopy(load_stack_file("dev", REPO_ROOT)))
     VARIANTS[name](config)
     return config
 

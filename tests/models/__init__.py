@@ -11,7 +11,8 @@ version or commit (the module's docstring names them), never from the platform's
   member's attempts meet), `reachability.py` (network paths), `credential_lifetime.py`
 - APIs and releases: `crd_schema.py` and `kueue_schemas.py` (CRDs of the pinned releases), `arm_spec.py` (REST specs
   at the API version sent), `release_contract.py` (whether each Helm release can finish), `upgrade_owner.py`
-  (one owner per upgrade), `cli.py` (the kubectl and kueuectl commands the team pages name), `member_api.py`
+  (one owner per upgrade), `cli.py` (the kubectl and kueuectl commands the team pages name), `member_api.py`,
+  `serving.py` (the inferencepool chart's InferencePool and picker flags at v1.5.0, the HPA behind a KEDA trigger)
 - harness: `contract_stacks.py` (the stacks and variants every contract runs over), `fresh_install.py`,
   `checkov_scan.py`
 """

@@ -312,7 +312,8 @@ def build_world(
             for i, w in enumerate(workloads)
         ),
     ]
-    (monitor,) = recording.of_type(POD_MONITOR)
+    # The DCGM exporter's monitor (the served models' vLLM monitors scrape no GPU series).
+    (monitor,) = [m for m in recording.of_type(POD_MONITOR) if m.inputs["metadata"]["name"] == "dcgm-exporter"]
     series: list[Series] = []
     counters = _counters(recording)
     exporter_node_label = node_label(recording)

@@ -380,6 +380,46 @@ def _dra_driver(values: Mapping[str, Any]) -> ReleaseModel:
     return ReleaseModel(pods, (stage,))
 
 
+def _istio_base(values: Mapping[str, Any]) -> ReleaseModel:
+    # istio/istio 1.30.3 (56df41f6) manifests/charts/base: CRDs (as templates), webhook configuration, a service
+    # account; no pods, no hooks: Helm waits for nothing that starts.
+    return ReleaseModel((), (Stage("resources", 0, "CRDs and configuration only, no pods"),))
+
+
+def _istiod(values: Mapping[str, Any]) -> ReleaseModel:
+    # istio/istio 1.30.3 manifests/charts/istio-control/istio-discovery: templates/deployment.yaml image
+    # `<hub>/pilot:<tag>` (hub/tag: own values, else global), readinessProbe /ready initialDelaySeconds 1,
+    # periodSeconds 3; no hooks. The gateway pods (`<hub>/proxyv2:<tag>`) are istiod's, created from the Gateway
+    # after the release, and not waited on.
+    merged = helm_merge({"hub": "", "tag": "", "global": {"hub": "registry.istio.io/testing", "tag": "latest"}}, values)
+    hub, tag = merged["hub"] or merged["global"]["hub"], merged["tag"] or merged["global"]["tag"]
+    pod = ChartPod("istiod Deployment", (f"{hub}/pilot:{tag}", f"{hub}/proxyv2:{tag}"))
+    return ReleaseModel((pod,), (_pod_wait("istiod", 1, 3),))
+
+
+def _inferencepool(values: Mapping[str, Any]) -> ReleaseModel:
+    # kubernetes-sigs/gateway-api-inference-extension v1.5.0 (df9f8909) config/charts/inferencepool values.yaml
+    # (image registry.k8s.io/gateway-api-inference-extension/epp:v1.5.0) and epplib templates/_deployment.yaml
+    # (readinessProbe gRPC, no initial delay, periodSeconds 2); no hooks.
+    image = helm_merge(
+        {"registry": "registry.k8s.io", "repository": "gateway-api-inference-extension/epp", "tag": "v1.5.0"},
+        (values.get("inferenceExtension") or {}).get("image") or {},
+    )
+    pod = ChartPod("endpoint picker Deployment", (f"{image['registry']}/{image['repository']}:{image['tag']}",))
+    return ReleaseModel((pod,), (_pod_wait("endpoint picker", 0, 2),))
+
+
+def _lws(values: Mapping[str, Any]) -> ReleaseModel:
+    # kubernetes-sigs/lws v0.10.0 (2161f38f) charts/lws: values.yaml image.manager (repository
+    # registry.k8s.io/lws/lws; tag `main` in git, the release tag once published), templates/manager/
+    # deployment.yaml readinessProbe initialDelaySeconds 5, periodSeconds 10; no hooks.
+    manager = helm_merge(
+        {"repository": "registry.k8s.io/lws/lws", "tag": "main"}, (values.get("image") or {}).get("manager") or {}
+    )
+    pod = ChartPod("controller-manager Deployment", (f"{manager['repository']}:{manager['tag']}",))
+    return ReleaseModel((pod,), (_pod_wait("controller-manager", 5),))
+
+
 RELEASE_READERS: dict[str, ReleaseReader] = {
     "nvidia-device-plugin": ReleaseReader(frozenset({"0.20.0"}), _device_plugin),
     "gpu-operator": ReleaseReader(frozenset({"v26.7.0"}), _gpu_operator),
@@ -396,6 +436,12 @@ RELEASE_READERS: dict[str, ReleaseReader] = {
     "oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu": ReleaseReader(
         frozenset({"0.4.0"}), _dra_driver
     ),
+    "base": ReleaseReader(frozenset({"1.30.3"}), _istio_base),
+    "istiod": ReleaseReader(frozenset({"1.30.3"}), _istiod),
+    "oci://registry.k8s.io/gateway-api-inference-extension/charts/inferencepool": ReleaseReader(
+        frozenset({"v1.5.0"}), _inferencepool
+    ),
+    "oci://registry.k8s.io/lws/charts/lws": ReleaseReader(frozenset({"0.10.0"}), _lws),
 }
 
 

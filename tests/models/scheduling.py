@@ -220,20 +220,41 @@ def unmet_requests(spec: Mapping[str, Any], allocatable: Mapping[str, Fraction])
     ]
 
 
+# Kinds whose objects carry several pod templates. LeaderWorkerSet v1 (kubernetes-sigs/lws v0.10.0,
+# api/leaderworkerset/v1/leaderworkerset_types.go): the group's leader and its workers; the leader template
+# defaults to the worker's when absent.
+MULTI_POD_SPEC_PATHS: dict[str, dict[str, tuple[str, ...]]] = {
+    "LeaderWorkerSet": {
+        "leader": ("spec", "leaderWorkerTemplate", "leaderTemplate", "spec"),
+        "worker": ("spec", "leaderWorkerTemplate", "workerTemplate", "spec"),
+    },
+}
+
+
+def _object_pod(kind: str, source: str, spec: Mapping[str, Any]) -> PodTemplate:
+    gpu = requests_gpus(spec)
+    # A pod pinned to one GPU pool (a validation Job) must fit that pool; other GPU pods any GPU pool.
+    pinned = (spec.get("nodeSelector") or {}).get("gpu-pool")
+    runs_on = f"pool:{pinned}" if pinned else "gpu" if gpu else None
+    return PodTemplate(source, spec, runs_on, daemon=kind == "DaemonSet")
+
+
 def object_pod_templates(recording: Recording) -> list[PodTemplate]:
-    """The pod template of every plain Kubernetes object that has one."""
+    """The pod template of every plain Kubernetes object that has one (each of them, for a LeaderWorkerSet)."""
     pods: list[PodTemplate] = []
     for resource in recording.kubernetes_objects():
         kind = resource.type.rsplit(":", 1)[-1]
+        if kind in MULTI_POD_SPEC_PATHS:
+            for role, path in MULTI_POD_SPEC_PATHS[kind].items():
+                spec = _at(resource.inputs, path)
+                if isinstance(spec, Mapping):
+                    pods.append(_object_pod(kind, f"{kind} {resource.name} {role}", spec))
+            continue
         if kind not in POD_SPEC_PATHS:
             continue
         spec = _at(resource.inputs, POD_SPEC_PATHS[kind])
         assert isinstance(spec, Mapping), f"{kind} {resource.name} renders no pod spec"
-        gpu = requests_gpus(spec)
-        # A pod pinned to one GPU pool (a validation Job) must fit that pool; other GPU pods any GPU pool.
-        pinned = (spec.get("nodeSelector") or {}).get("gpu-pool")
-        runs_on = f"pool:{pinned}" if pinned else "gpu" if gpu else None
-        pods.append(PodTemplate(f"{kind} {resource.name}", spec, runs_on, daemon=kind == "DaemonSet"))
+        pods.append(_object_pod(kind, f"{kind} {resource.name}", spec))
     return pods
 
 
@@ -649,6 +670,35 @@ def _dra_driver(release: str, values: Mapping[str, Any]) -> list[PodTemplate]:
     return pods
 
 
+def _istio_base(release: str, values: Mapping[str, Any]) -> list[PodTemplate]:
+    # istio/istio 1.30.3 (56df41f6) manifests/charts/base/templates: CRDs, webhook configuration, a service
+    # account; no workload.
+    return []
+
+
+def _istiod(release: str, values: Mapping[str, Any]) -> list[PodTemplate]:
+    # istio/istio 1.30.3 manifests/charts/istio-control/istio-discovery/templates/deployment.yaml: nodeSelector and
+    # affinity from values (default {}), tolerations = `cni.istio.io/not-ready` Exists + values.tolerations.
+    merged = helm_merge({"nodeSelector": {}, "affinity": {}, "tolerations": []}, values)
+    spec = _scheduling(merged)
+    spec["tolerations"] = [{"key": "cni.istio.io/not-ready", "operator": "Exists"}, *merged["tolerations"]]
+    return [PodTemplate(f"{release}: istiod Deployment", spec, "cpu")]
+
+
+def _inferencepool(release: str, values: Mapping[str, Any]) -> list[PodTemplate]:
+    # kubernetes-sigs/gateway-api-inference-extension v1.5.0 (df9f8909) config/charts/epplib/templates/
+    # _deployment.yaml: affinity and tolerations from inferenceExtension (defaults {} and []); no nodeSelector key.
+    epp = helm_merge({"affinity": {}, "tolerations": []}, values.get("inferenceExtension") or {})
+    return [PodTemplate(f"{release}: endpoint picker Deployment", _scheduling(epp), "cpu")]
+
+
+def _lws(release: str, values: Mapping[str, Any]) -> list[PodTemplate]:
+    # kubernetes-sigs/lws v0.10.0 (2161f38f) charts/lws/templates/manager/deployment.yaml: nodeSelector, affinity,
+    # tolerations from values (defaults {}, {}, []).
+    merged = helm_merge({"nodeSelector": {}, "affinity": {}, "tolerations": []}, values)
+    return [PodTemplate(f"{release}: controller-manager Deployment", _scheduling(merged), "cpu")]
+
+
 CHART_READERS: dict[str, ChartReader] = {
     "nvidia-device-plugin": ChartReader(
         frozenset(
@@ -723,6 +773,12 @@ CHART_READERS: dict[str, ChartReader] = {
     "oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu": ChartReader(
         frozenset({"0.4.0"}), _dra_driver
     ),
+    "base": ChartReader(frozenset({"1.30.3"}), _istio_base),
+    "istiod": ChartReader(frozenset({"1.30.3"}), _istiod),
+    "oci://registry.k8s.io/gateway-api-inference-extension/charts/inferencepool": ChartReader(
+        frozenset({"v1.5.0"}), _inferencepool
+    ),
+    "oci://registry.k8s.io/lws/charts/lws": ChartReader(frozenset({"0.10.0"}), _lws),
 }
 
 
@@ -771,7 +827,11 @@ def custom_resource_pod_templates(recording: Recording) -> tuple[list[PodTemplat
             pod = {"nodeSelector": spec.get("nodeLabels") or {}, "tolerations": spec.get("tolerations") or []}
             runs_on = f"pool:{pool}" if pool else None
             pods.append(PodTemplate(f"ResourceFlavor {resource.name}: admitted pods", pod, runs_on))
-        elif kind not in POD_SPEC_PATHS and _mentions_scheduling(resource.inputs.get("spec")):
+        elif (
+            kind not in POD_SPEC_PATHS
+            and kind not in MULTI_POD_SPEC_PATHS
+            and _mentions_scheduling(resource.inputs.get("spec"))
+        ):
             unread.append(f"{resource.type} {resource.name}")
     return pods, unread
 

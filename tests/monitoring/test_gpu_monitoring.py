@@ -172,7 +172,8 @@ def test_recording_and_alert_rule_groups_are_scoped_to_workspace_and_cluster(
     recording = recordings[stack]
     workspace_id, cluster_id = _ids(recording)
     groups = recording.of_type(RULE_GROUP)
-    assert len(groups) == 5, "node, Kubernetes and chargeback recording rules, the GPU alerts and the GPU health alerts"
+    platform = [g for g in groups if "-slo" not in g.name]  # besides one SLO alert group per served model
+    assert len(platform) == 5, "node, Kubernetes and chargeback recording rules, the GPU alerts and the GPU health alerts"
     for group in groups:
         assert group.inputs["scopes"] == [workspace_id, cluster_id], f"{group.name} must evaluate our workspace"
         assert group.inputs["clusterName"] == recording.one(CLUSTER).outputs["name"]
@@ -309,7 +310,7 @@ def test_pod_monitor_selects_the_exporter_pods_after_the_crd_exists(
 ) -> None:
     recording = recordings[stack]
     release = recording.one(RELEASE, "dcgm")
-    monitor = recording.one(POD_MONITOR)
+    monitor = recording.one(POD_MONITOR, "dcgm")
     spec = monitor.inputs["spec"]
     # The chart labels its pods app.kubernetes.io/name=<nameOverride>, app.kubernetes.io/instance=<release name>.
     pod_labels = {
@@ -391,7 +392,7 @@ def operator_recording() -> Recording:
 def test_gpu_operator_mode_scrapes_the_operators_exporter(operator_recording: Recording) -> None:
     recording = operator_recording
     assert [r for r in recording.of_type(RELEASE) if "dcgm" in r.name] == [], "never two exporters on one GPU"
-    monitor = recording.one(POD_MONITOR).inputs
+    monitor = recording.one(POD_MONITOR, "dcgm").inputs
     assert monitor["spec"]["selector"]["matchLabels"] == {"app": "nvidia-dcgm-exporter"}
     assert monitor["metadata"]["namespace"] == "gpu-operator"
 
@@ -400,7 +401,7 @@ def test_pod_monitor_waits_for_whatever_creates_its_namespace(
     recordings: dict[str, Recording], operator_recording: Recording
 ) -> None:
     for stack, recording in {**recordings, "gpu-operator": operator_recording}.items():
-        monitor = recording.one(POD_MONITOR)
+        monitor = recording.one(POD_MONITOR, "dcgm")
         namespace = monitor.inputs["metadata"]["namespace"]
         creators = [
             r.urn
@@ -502,7 +503,7 @@ def test_gpu_operator_without_its_dcgm_keeps_our_exporter(stack_config: Callable
     config["aks-gpu-platform:gpuStack"] = {"mode": "gpuOperator", "operatorDcgm": False}
     recording = run_stack("dev", config)
     release = recording.one(RELEASE, "dcgm")
-    selector = recording.one(POD_MONITOR).inputs["spec"]["selector"]["matchLabels"]
+    selector = recording.one(POD_MONITOR, "dcgm").inputs["spec"]["selector"]["matchLabels"]
     assert selector["app.kubernetes.io/instance"] == release.inputs["name"], "GPUs must never go unobserved"
 
 
@@ -648,7 +649,7 @@ def test_exporter_down_alert_watches_the_up_series_of_every_exporter_target(
     )
     # Without the job relabeling the operator names the job <namespace>/<monitor>: the alert would watch nothing.
     unrelabelled = copy.deepcopy(recording)
-    monitor = unrelabelled.one(POD_MONITOR)
+    monitor = unrelabelled.one(POD_MONITOR, "dcgm")
     for endpoint in monitor.inputs["spec"]["podMetricsEndpoints"]:
         endpoint.pop("relabelings", None)
     assert Evaluator(build_world(unrelabelled, WORKLOADS).series).vector(rule["expression"]) == [], (
@@ -697,7 +698,8 @@ def test_disabling_alerts_leaves_no_alert_rule_that_can_fire(
     alert_rules = [r for g in recording.of_type(RULE_GROUP) for r in g.inputs["rules"] if "alert" in r]
     health = {r["alert"] for r in recording.one(RULE_GROUP, "gpu-health").inputs["rules"]}
     assert health, "the GPU health group holds alerts too"
-    assert {r["alert"] for r in alert_rules} == GPU_ALERTS | health, "the rules stay, ready to switch back on"
+    slo = {r["alert"] for g in recording.of_type(RULE_GROUP) if "-slo" in g.name for r in g.inputs["rules"]}
+    assert {r["alert"] for r in alert_rules} == GPU_ALERTS | health | slo, "the rules stay, ready to switch back on"
     assert all(r["enabled"] is False for r in alert_rules), "alerts.enabled: false must stop every alert firing"
     recording_rules = [r for g in recording.of_type(RULE_GROUP) for r in g.inputs["rules"] if "record" in r]
     assert recording_rules and all(r.get("enabled", True) for r in recording_rules), "dashboards keep their data"

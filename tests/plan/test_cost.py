@@ -66,7 +66,7 @@ def test_a_spot_gpu_pool_counts_against_the_low_priority_quota() -> None:
     recording = _variant("dev", lambda config: config["aks-gpu-platform:gpuPools"][0].update(priority="Spot"))
     needs = _needs(recording)
     assert "standardNCASv3_T4Family" not in needs, "Spot VMs do not use the family's Regular quota"
-    assert needs[cost.LOW_PRIORITY] == 3 * 4, "3 NC4as T4 v3 x 4 vCPUs, surge 0"
+    assert needs[cost.LOW_PRIORITY] == 4 * 4, "4 NC4as T4 v3 x 4 vCPUs, surge 0"
     assert needs[cost.TOTAL_REGIONAL] == (3 + 1) * 4 + (2 + 1) * 4, "only the CPU and system pools stay Regular"
 
 
@@ -86,8 +86,8 @@ def test_dev_floor_and_ceiling(dev_recording: Recording) -> None:
     aks_standard = 0.10 * MONTH
     # Floor: 1 CPU node, 1 system node, the T4 node the Triton sample keeps up, AKS Standard, ACR Premium.
     assert estimate.floor == pytest.approx(d4 + d4 + t4 + aks_standard + ACR_PREMIUM)
-    # Ceiling: 3 CPU, 3 T4, 2 system nodes (the held node is within the T4 pool's max).
-    assert estimate.ceiling == pytest.approx(3 * d4 + 3 * t4 + 2 * d4 + aks_standard + ACR_PREMIUM)
+    # Ceiling: 3 CPU, 4 T4, 2 system nodes (the held node is within the T4 pool's max).
+    assert estimate.ceiling == pytest.approx(3 * d4 + 4 * t4 + 2 * d4 + aks_standard + ACR_PREMIUM)
     assert all("no price for koreacentral" in item for item in estimate.unpriced), (
         "what bills from creation without a price is named per line with the region it lacks a price for"
     )
@@ -143,7 +143,7 @@ def test_a_size_without_a_price_is_named_and_left_out() -> None:
     estimate = cost.estimate_cost(recording, pools, cost.held_gpu_nodes(recording, pools))
     assert any("Standard_ND96isr_H200_v5 has no price" in item for item in estimate.unpriced), estimate.unpriced
     assert not any("H200" in line.item for line in estimate.lines), "an unknown price is never counted as zero"
-    assert _needs(recording)["standardNDISRH200V5Family"] == 3 * 96, "its quota is still counted"
+    assert _needs(recording)["standardNDISRH200V5Family"] == 4 * 96, "its quota is still counted"
 
 
 def _estimate(recording: Recording) -> cost.CostEstimate:

@@ -21,7 +21,7 @@ from aks_gpu_platform.plan.report import plan_summary
 from aks_gpu_platform.testing import Recording
 from aks_gpu_platform.testing.arm_paths import AZURE_PATH_PARAMETERS
 from aks_gpu_platform.testing.stack_files import load_stack_file
-from tests.conftest import STACKS
+from tests.conftest import STACKS, without_models
 from tools import REPO_ROOT
 
 AGENT_POOL = "azure-native:containerservice:AgentPool"
@@ -53,15 +53,17 @@ def _pool_change(diff: plan_diff.PlanDiff) -> plan_diff.ResourceChange:
 
 
 def test_resizing_a_gpu_pool_updates_it_in_place(dev_plan: dict[str, Any]) -> None:
+    max_count = load_stack_file("dev", REPO_ROOT)[GPU_POOLS][0]["maxCount"]
+
     def resize(config: dict[str, Any]) -> None:
-        config[GPU_POOLS][0]["maxCount"] = 4
+        config[GPU_POOLS][0]["maxCount"] = max_count + 1
         config[GPU_POOLS][0]["minCount"] = 1
 
     diff = plan_diff.diff_plans(dev_plan, _plan_with(resize))
     change = _pool_change(diff)
     assert change.op == "update", "autoscale bounds change in place: no new pool, no drained nodes"
     by_path = {c.path: (c.before, c.after) for c in change.changes}
-    assert by_path == {"maxCount": (3, 4), "minCount": (0, 1)}, (
+    assert by_path == {"maxCount": (max_count, max_count + 1), "minCount": (0, 1)}, (
         f"exactly the bounds change; count is ignored (the autoscaler owns it): {by_path}"
     )
     replaced = [(c.type, c.name) for c in diff.of("replace")]
@@ -169,7 +171,8 @@ def test_a_change_of_pool_capacity_shows_the_team_quotas_against_it(dev_plan: di
 
     change = _pool_change(plan_diff.diff_plans(dev_plan, _plan_with(shrink)))
     (capacity,) = [n for n in change.notes if n.startswith("GPU capacity")]
-    assert "3 -> 2" in capacity and "ml 1" in capacity, (
+    max_count = load_stack_file("dev", REPO_ROOT)[GPU_POOLS][0]["maxCount"]
+    assert f"{max_count} -> 2" in capacity and "ml 1" in capacity, (
         f"the reviewer compares the new capacity with what the teams are guaranteed on it: {capacity}"
     )
 
@@ -178,13 +181,15 @@ def test_the_capacity_beside_the_team_quotas_counts_what_the_nodes_advertise(dev
     """Quotas count the devices nodes advertise (shared replicas, MIG slices): the capacity beside them must too."""
 
     def time_sliced(config: dict[str, Any]) -> None:
+        without_models(config)  # a model server needs whole GPUs
         config[GPU_POOLS][0].update(maxCount=2, sharing={"mode": "timeSlicing", "replicas": 4})
         config["aks-gpu-platform:autoscaling"]["sampleInference"]["scaling"]["minReplicas"] = 0
         config["aks-gpu-platform:training"]["teams"][0]["quotas"][0]["gpus"] = 8
 
     change = _pool_change(plan_diff.diff_plans(dev_plan, _plan_with(time_sliced)))
     (capacity,) = [n for n in change.notes if n.startswith("GPU capacity")]
-    assert "3 -> 8" in capacity and "ml 8" in capacity, (
+    max_count = load_stack_file("dev", REPO_ROOT)[GPU_POOLS][0]["maxCount"]
+    assert f"{max_count} -> 8" in capacity and "ml 8" in capacity, (
         f"2 T4 nodes shared 4 ways advertise 8 nvidia.com/gpu, the 8 the team may hold; 2 GPUs beside a quota of 8 "
         f"would read as a quota the pool cannot hold: {capacity}"
     )

@@ -170,6 +170,12 @@ ANALYZER_REJECTION: dict[str, tuple[str | None, str]] = {
     "TokenRotation": ("kueue_release", r"resource reference for type 'Resource' used in '\w+\.kueue_release'"),
     "LargestJobPolicy": ("limits", r"Unsupported type 'tuple\[str, [\w.]+LargestJob\]' for '\w+\.limits'"),
     "ManagedGpuNodePool": (None, r"resource reference for type 'CustomResource' used in '\w+\.agent_pool'"),
+    "ServedModel": ("depends_on", r"resource reference for type 'Resource' used in '\w+\.depends_on'"),
+    "InferenceGateway": (None, r"resource reference for type '\w+' used in 'InferenceGateway\.\w+'"),
+    "ModelServing": (
+        "scrape_dependencies",
+        r"resource reference for type 'Resource' used in '\w+\.scrape_dependencies'",
+    ),
 }
 
 

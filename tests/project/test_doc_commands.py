@@ -23,6 +23,8 @@ TEAM_PAGES = {
     "docs/for-ml-teams.md": ("dev", "ml"),
     "docs/training.md": ("prod", "llm"),
     "examples/team-jobset/jobset.yaml": ("dev", "ml"),
+    "examples/llm-serving/chat-job.yaml": ("dev", "ml"),
+    "examples/llm-serving/README.md": ("dev", "ml"),
 }
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
+from aks_gpu_platform.components.inference.gateway import GATEWAY_NAME, GATEWAY_NAMESPACE, GATEWAY_POD_LABEL
 from aks_gpu_platform.components.training.team_admission import ANCESTRY_POLICY_NAME, POLICY_NAME
 from aks_gpu_platform.config.gpu.scheduling import GPU_TAINT, parse_taint
 from aks_gpu_platform.config.training.section import derived_team_id
@@ -162,6 +163,21 @@ def egress(w: World, team: str) -> str:
 
 def exists(namespace: str) -> Callable[[World, str], bool]:
     return lambda w, team: namespace in w.namespaces
+
+
+def gateway_listeners(w: World) -> dict[str, int]:
+    """Listener name -> port of the inference gateway (components/inference/gateway.py), none without models."""
+    return {lst["name"]: lst["port"] for g in w.of_kind("Gateway") for lst in g["spec"]["listeners"]}
+
+
+def other_listener(w: World, team: str) -> str | None:
+    """A gateway listener that is not the team's own: another team's models are behind it."""
+    return next((name for name in sorted(gateway_listeners(w)) if name != f"team-{team}"), None)
+
+
+def gateway_listener(w: World, listener: str) -> Endpoint:
+    port = gateway_listeners(w)[listener]
+    return Endpoint("pod", port, namespace=GATEWAY_NAMESPACE, labels=((GATEWAY_POD_LABEL, GATEWAY_NAME),))
 
 
 # A JobSet of the team that Kueue has admitted, as the API server returns it.
@@ -344,6 +360,20 @@ ATTEMPTS: list[Attempt] = [
         "a pod reads a node's kubelet or node exporter (AKS's host-network DCGM exporter too)",
         connect(lambda w, team: Endpoint("node", 10250, address="10.224.0.4")),
         lambda w, team: {egress(w, team)},
+    ),
+    Attempt(
+        "a pod calls a model on another team's gateway listener",
+        connect(lambda w, team: gateway_listener(w, other_listener(w, team) or "")),
+        lambda w, team: {egress(w, team), f"NetworkPolicy {GATEWAY_NAMESPACE}/team-listeners"},
+        applies=lambda w, team: other_listener(w, team) is not None,
+    ),
+    Attempt(
+        "a pod calls a model server directly, past the gateway's listeners",
+        connect(
+            lambda w, team: Endpoint("pod", 8000, namespace="models", labels=(("app.kubernetes.io/name", "vllm"),))
+        ),
+        lambda w, team: {egress(w, team), "NetworkPolicy models/from-inference-gateway"},
+        applies=exists("models"),
     ),
     Attempt(
         "a pod connects to another team's ranks",

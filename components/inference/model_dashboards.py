@@ -1,0 +1,109 @@
+"""What a served model's owners watch: a Grafana dashboard per model and an alert on its time-to-first-token SLO.
+
+Series (vLLM 0.34.0 vllm/v1/metrics/loggers.py, PrometheusStatLogger; counters carry `_total`, histograms
+`_bucket/_sum/_count`): vllm:request_success_total, vllm:time_to_first_token_seconds, vllm:inter_token_latency_seconds,
+vllm:generation_tokens_total, vllm:num_requests_waiting, vllm:num_requests_running, vllm:kv_cache_usage_perc; each
+labelled `model_name` (the served name) and, from the scrape, `namespace` and `pod` of the server. The model's GPUs
+join through the label contract (components/monitoring/metrics_labels.py): DCGM stores the pod holding a GPU as
+`exported_namespace`/`exported_pod`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..monitoring import metrics_labels as labels
+from ..monitoring.alerts import AlertSpec
+
+SLO_WINDOW = "5m"
+SLO_FOR = "PT10M"
+DASHBOARD_UID_PREFIX = "model-"
+
+
+def _selector(namespace: str, model: str) -> str:
+    return f'namespace="{namespace}",model_name="{model}"'
+
+
+def ttft_quantile(namespace: str, model: str, quantile: float, window: str = SLO_WINDOW) -> str:
+    """PromQL: the model's time to first token at `quantile` over `window`, all replicas together."""
+    buckets = f"vllm:time_to_first_token_seconds_bucket{{{_selector(namespace, model)}}}"
+    return f"histogram_quantile({quantile}, sum by (le) (rate({buckets}[{window}])))"
+
+
+def server_pods(model: str, multi_node: bool) -> str:
+    """Regex of the model's server pod names: a Deployment's `<name>-<hash>-<id>`, a LeaderWorkerSet's
+    `<name>-<group>` (leader) and `<name>-<group>-<index>` (workers)."""
+    return f"{model}-[0-9]+(-[0-9]+)?" if multi_node else f"{model}-[a-z0-9]+-[a-z0-9]+"
+
+
+def gpu_utilization(namespace: str, model: str, multi_node: bool) -> str:
+    """PromQL: GPU utilisation per server pod of the model, from DCGM under the label contract."""
+    matchers = f'{labels.WORKLOAD_NAMESPACE}="{namespace}",{labels.WORKLOAD_POD}=~"{server_pods(model, multi_node)}"'
+    return f"avg by ({labels.WORKLOAD_POD}) (DCGM_FI_DEV_GPU_UTIL{{{matchers}}})"
+
+
+def panel_queries(namespace: str, model: str, multi_node: bool = False) -> dict[str, tuple[str, str]]:
+    """Panel title -> (PromQL, unit)."""
+    sel = _selector(namespace, model)
+    return {
+        "Requests per second": (f"sum(rate(vllm:request_success_total{{{sel}}}[5m]))", "reqps"),
+        "Time to first token p50": (ttft_quantile(namespace, model, 0.5), "s"),
+        "Time to first token p90": (ttft_quantile(namespace, model, 0.9), "s"),
+        "Inter-token latency p50": (
+            f"histogram_quantile(0.5, sum by (le) (rate(vllm:inter_token_latency_seconds_bucket{{{sel}}}[5m])))",
+            "s",
+        ),
+        "Output tokens per second": (f"sum(rate(vllm:generation_tokens_total{{{sel}}}[5m]))", "none"),
+        "Requests waiting": (f"sum(vllm:num_requests_waiting{{{sel}}})", "none"),
+        "KV cache used": (f"avg(vllm:kv_cache_usage_perc{{{sel}}})", "percentunit"),
+        "Serving replicas": (f"count(vllm:num_requests_running{{{sel}}})", "none"),
+        "GPU utilisation per server": (gpu_utilization(namespace, model, multi_node), "percent"),
+    }
+
+
+def model_dashboard(namespace: str, model: str, slo_seconds: float, multi_node: bool = False) -> dict[str, Any]:
+    """The Grafana dashboard JSON of one model (datasource picked in Grafana, like the GPU dashboards)."""
+    datasource = {"type": "prometheus", "uid": "${datasource}"}
+    panels: list[dict[str, Any]] = []
+    for index, (title, (expr, unit)) in enumerate(panel_queries(namespace, model, multi_node).items()):
+        defaults: dict[str, Any] = {"unit": unit}
+        if title == "Time to first token p90":
+            steps = [{"color": "green", "value": None}, {"color": "red", "value": slo_seconds}]
+            defaults["thresholds"] = {"mode": "absolute", "steps": steps}
+        panels.append(
+            {
+                "id": index + 1,
+                "type": "timeseries",
+                "title": title,
+                "datasource": datasource,
+                "gridPos": {"x": (index % 3) * 8, "y": (index // 3) * 8, "w": 8, "h": 8},
+                "fieldConfig": {"defaults": defaults, "overrides": []},
+                "targets": [{"refId": "A", "datasource": datasource, "expr": expr, "legendFormat": ""}],
+            }
+        )
+    return {
+        "title": f"Model {model}",
+        "uid": f"{DASHBOARD_UID_PREFIX}{model}"[:40],
+        "schemaVersion": 39,
+        "version": 1,
+        "tags": ["aks-gpu-platform", "inference"],
+        "timezone": "utc",
+        "refresh": "1m",
+        "time": {"from": "now-6h", "to": "now"},
+        "templating": {
+            "list": [{"name": "datasource", "label": "Prometheus", "type": "datasource", "query": "prometheus"}]
+        },
+        "panels": panels,
+    }
+
+
+def slo_alert(namespace: str, model: str, slo_seconds: float) -> AlertSpec:
+    """TTFT p90 over 5 minutes above the SLO, for 10 minutes."""
+    return (
+        f"ModelTimeToFirstTokenSlo-{model}",
+        f"{ttft_quantile(namespace, model, 0.9)} > {slo_seconds:g}",
+        SLO_FOR,
+        2,
+        f"Model {model}: time to first token p90 over {SLO_WINDOW} is {{{{ $value }}}} s, above its SLO of "
+        f"{slo_seconds:g} s; check the queue and KV-cache panels and whether replicas are at maxReplicas",
+    )

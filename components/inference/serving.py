@@ -1,0 +1,780 @@
+"""One served model: vLLM replicas on its GPU pool, its InferencePool and endpoint picker, its route through the
+gateway, the scrape of its metrics and KEDA scaling on what its users wait for.
+
+What it follows (docs/charts.md, "Serving"):
+- vLLM 0.34.0 (PyPI sdist sha256 fcad848b...; paths inside it): `vllm serve` flags in vllm/engine/arg_utils.py
+  (--served-model-name, --tensor-parallel-size, --pipeline-parallel-size, --max-model-len, --dtype, --revision,
+  --quantization), port 8000 (vllm/entrypoints/common/cli_args.py), GET /health and /metrics on it; the image's
+  non-root user `vllm` is UID 2000, GID 0 (docs/deployment/docker.md "Run as a non-root user"); HF_HOME and
+  VLLM_CACHE_ROOT move the weights and the compile cache (docs/deployment/docker.md "Persist the compile cache").
+  Metrics: vllm/v1/metrics/loggers.py PrometheusStatLogger, every engine series labelled `model_name` (the served
+  name) and `engine`.
+- Multi-node (nodes > 1): LeaderWorkerSet v0.10.0 (kubernetes-sigs/lws commit 2161f38f) and vLLM's own
+  docs/deployment/frameworks/lws.md: TP inside a node, PP across the group, `--nnodes/--node-rank/--master-addr`
+  from LWS_GROUP_SIZE / LWS_WORKER_INDEX / LWS_LEADER_ADDRESS, workers `--headless`.
+- The `inferencepool` chart of gateway-api-inference-extension v1.5.0 (commit df9f8909, config/charts/inferencepool
+  and config/charts/epplib): the InferencePool is named after the release, the picker `<release>-epp`; the chart
+  has no nodeSelector key (affinity only) and renders no securityContext for the picker (epplib
+  templates/_deployment.yaml), so the models namespace enforces `baseline` and warns at `restricted`: the model
+  servers themselves meet `restricted`.
+"""
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NotRequired, cast
+
+import pulumi
+import pulumi_azure_native.alertsmanagement as alertsmanagement
+import pulumi_kubernetes as k8s
+import yaml
+
+from aks_gpu_platform.config.catalog.models import serving_dtype
+from aks_gpu_platform.config.errors import ConfigError
+from aks_gpu_platform.config.gpu.scheduling import (
+    CPU_POOL_LABEL_VALUE,
+    GPU_POOL_LABEL_KEY,
+    GPU_POOL_NAME_LABEL_KEY,
+    GPU_RESOURCE,
+    RESTRICTED_CONTAINER_SECURITY_CONTEXT,
+    cpu_node_selector,
+    gpu_pod_scheduling,
+)
+from aks_gpu_platform.config.gpu.section import GpuPoolConfig
+from aks_gpu_platform.config.inference.models import GIB, InferenceConfig, ServedModelConfig
+
+from ..monitoring.alerts import alert_rules
+from ..monitoring.dcgm_exporter import SCRAPE_LABEL_LIMITS
+from ..network.policies import NAMESPACE_NAME_LABEL, platform_ingress
+from .autoscaling import (
+    KEDA_API_VERSION,
+    KedaWiringArgs,
+    keda_metadata,
+    keda_object_options,
+    keda_trigger_authentication,
+)
+from .gateway import (
+    GATEWAY_NAME,
+    GATEWAY_NAMESPACE,
+    GATEWAY_POD_LABEL,
+    GATEWAY_SERVICE,
+    InferenceGateway,
+    team_listener,
+    team_ports,
+)
+from .model_dashboards import model_dashboard, slo_alert
+
+VLLM_IMAGE = "vllm/vllm-openai:v0.34.0"
+VLLM_PORT = 8000
+VLLM_UID, VLLM_GID = 2000, 0
+INFERENCE_POOL_CHART = "oci://registry.k8s.io/gateway-api-inference-extension/charts/inferencepool"
+INFERENCE_POOL_CHART_VERSION = "v1.5.0"
+EPP_GRPC_PORT = 9002
+LWS_API_VERSION = "leaderworkerset.x-k8s.io/v1"
+LWS_CHART = "oci://registry.k8s.io/lws/charts/lws"
+LWS_VERSION = "0.10.0"
+LWS_IMAGE_TAG = "v0.10.0"
+LWS_NAMESPACE = "lws-system"
+CACHE_MOUNT = "/cache"
+REQUEST_TIMEOUT = "300s"
+"""The route's request timeout: the chart's own default for its HTTPRoute (experimentalHttpRoute.requestTimeout)."""
+# KEDA triggers. The queue: vLLM's waiting requests (a replica only queues once its batch is full), as a target
+# average per replica. The KV cache: the EPP's own saturation point for it (kvCacheUtilThreshold 0.8, GAIE v1.5.0
+# site-src/guides/flow-control.md), as a Value the HPA compares to the fleet's average.
+WAITING_PER_REPLICA = 2
+KV_CACHE_TARGET = 0.8
+POLLING_SECONDS = 15
+COOLDOWN_SECONDS = 300
+# vLLM's --dtype names (vllm/config/model.py ModelDType); fp8 is a quantisation of bf16/fp16 weights, not a dtype.
+VLLM_DTYPE = {"bfloat16": "bfloat16", "float16": "half", "fp8": "auto"}
+HUGGING_FACE_SECRET = "hugging-face-token"
+# checkov skips, each with its reason (the scan in tests/platform/test_checkov.py reads them from the object).
+CHECKOV_SKIPS = {
+    "checkov.io/skip1": "CKV_K8S_43=vllm/vllm-openai:v0.34.0: no upstream file records its digest (images.py UNPINNED)",
+    "checkov.io/skip2": "CKV_K8S_15=IfNotPresent: a pinned multi-GB image; Always ties every replica to Docker Hub",
+    "checkov.io/skip3": "CKV_K8S_40=runs as the image's own non-root user vllm (UID 2000, GID 0)",
+    "checkov.io/skip4": "CKV_K8S_11=no CPU limit: CFS throttling stalls the engine's scheduler; requests reserve it",
+}
+# The inferencepool chart's picker has no securityContext (epplib templates/_deployment.yaml at v1.5.0): baseline
+# admits it; restricted is what the model servers meet, so warn and audit at it.
+MODELS_NAMESPACE_LABELS = {
+    "pod-security.kubernetes.io/enforce": "baseline",
+    "pod-security.kubernetes.io/warn": "restricted",
+    "pod-security.kubernetes.io/audit": "restricted",
+}
+
+
+def model_labels(model: str) -> dict[str, str]:
+    """Labels of a model's serving pods: the InferencePool, PodMonitor and Deployment select them."""
+    return {"app.kubernetes.io/name": "vllm", "app.kubernetes.io/instance": model}
+
+
+def pool_selector(model: ServedModelConfig) -> dict[str, str]:
+    """What the InferencePool selects: for a multi-node group only the leader, which serves the API."""
+    return {**model_labels(model.name), **({"role": "leader"} if model.nodes > 1 else {})}
+
+
+def waiting_query(namespace: str, model: str) -> str:
+    """PromQL: requests waiting in the model's servers, all replicas together (one series)."""
+    return f'sum(vllm:num_requests_waiting{{namespace="{namespace}",model_name="{model}"}})'
+
+
+def kv_cache_query(namespace: str, model: str) -> str:
+    """PromQL: the replicas' average KV-cache use, 0..1 (one series)."""
+    return f'avg(vllm:kv_cache_usage_perc{{namespace="{namespace}",model_name="{model}"}})'
+
+
+def vllm_args(model: ServedModelConfig, gpu_model: str, multi_node: str | None = None) -> list[str]:
+    """`vllm serve` arguments; `multi_node` is "leader" or "worker" in a LeaderWorkerSet group. The dtype is
+    resolved for the pool's GPU (float16 below compute capability 8.0), so vLLM never picks bfloat16 on a T4."""
+    weights = model.weights
+    dtype = serving_dtype(model.dtype, gpu_model)
+    source = weights.hugging_face
+    assert source is not None, "Blob weights are refused by check_servable"
+    args = [
+        str(source),
+        "--served-model-name",
+        model.name,
+        "--port",
+        str(VLLM_PORT),
+        "--tensor-parallel-size",
+        str(model.tensor_parallel),
+        "--max-model-len",
+        str(model.max_model_len),
+        "--dtype",
+        VLLM_DTYPE[dtype],
+    ]
+    if weights.hugging_face and weights.revision:
+        args += ["--revision", weights.revision]
+    if dtype == "fp8":
+        args += ["--quantization", "fp8"]
+    if multi_node:
+        args += [
+            "--pipeline-parallel-size",
+            "$(LWS_GROUP_SIZE)",
+            "--nnodes",
+            "$(LWS_GROUP_SIZE)",
+            "--node-rank",
+            "$(LWS_WORKER_INDEX)",
+            "--master-addr",
+            "$(LWS_LEADER_ADDRESS)",
+        ]
+        if multi_node == "worker":
+            args.append("--headless")
+    return args
+
+
+def pod_resources(pool: GpuPoolConfig, gpus: int) -> dict[str, str]:
+    """CPU and memory for `gpus` of the pool's GPUs: half their share of the VM, so the node's reserve and its
+    daemons fit beside a full node of model servers."""
+    sku = pool.sku
+    share = gpus / sku.gpus_per_vm
+    cpu = max(1, math.floor(sku.vcpus * share / 2))
+    memory = max(4, math.floor(sku.memory_gib * share / 2))
+    return {"cpu": str(cpu), "memory": f"{memory}Gi"}
+
+
+def vllm_pod_spec(
+    model: ServedModelConfig,
+    pool: GpuPoolConfig,
+    cache_claim: str | None,
+    token_secret: str | None,
+    multi_node: str | None = None,
+) -> dict[str, Any]:
+    """The model server's pod: restricted-compatible, on its pool, weights and caches on persistent storage."""
+    resources = pod_resources(pool, model.tensor_parallel)
+    env: list[dict[str, Any]] = [
+        # Everything vLLM, torch and Triton write besides the caches goes under HOME, an emptyDir: the image's
+        # root filesystem stays read-only.
+        {"name": "HOME", "value": "/tmp/home"},
+        {"name": "HF_HOME", "value": f"{CACHE_MOUNT}/huggingface"},
+        {"name": "VLLM_CACHE_ROOT", "value": f"{CACHE_MOUNT}/vllm"},
+    ]
+    if token_secret:
+        env.append({"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": token_secret, "key": "token"}}})
+    health = {"httpGet": {"path": "/health", "port": "http"}}
+    mounts: list[dict[str, Any]] = [{"name": "tmp", "mountPath": "/tmp"}]
+    volumes: list[dict[str, Any]] = [{"name": "tmp", "emptyDir": {"sizeLimit": "20Gi"}}]
+    if cache_claim:
+        mounts.append({"name": "cache", "mountPath": CACHE_MOUNT})
+        volumes.append({"name": "cache", "persistentVolumeClaim": {"claimName": cache_claim}})
+    else:
+        volumes.append({"name": "cache", "emptyDir": {}})
+        mounts.append({"name": "cache", "mountPath": CACHE_MOUNT})
+    if model.tensor_parallel > 1 or model.nodes > 1:
+        # NCCL's shared memory between the ranks; the container runtime's default /dev/shm is 64 MiB.
+        mounts.append({"name": "dshm", "mountPath": "/dev/shm"})
+        volumes.append({"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}})
+    gpus = str(model.tensor_parallel)
+    container: dict[str, Any] = {
+        "name": "vllm",
+        "image": VLLM_IMAGE,
+        "imagePullPolicy": "IfNotPresent",
+        "command": ["vllm", "serve"],
+        "args": vllm_args(model, pool.sku.gpu_model, multi_node),
+        "env": env,
+        "resources": {
+            "requests": {**resources, GPU_RESOURCE: gpus},
+            "limits": {"memory": resources["memory"], GPU_RESOURCE: gpus},
+        },
+        "securityContext": {
+            **RESTRICTED_CONTAINER_SECURITY_CONTEXT,
+            "runAsNonRoot": True,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "volumeMounts": mounts,
+    }
+    if multi_node != "worker":
+        container["ports"] = [{"name": "http", "containerPort": VLLM_PORT, "protocol": "TCP"}]
+        # The first start downloads the weights into the cache and compiles: up to 30 minutes before /health.
+        container["startupProbe"] = {**health, "periodSeconds": 10, "failureThreshold": 180}
+        container["readinessProbe"] = {**health, "periodSeconds": 5}
+        container["livenessProbe"] = {**health, "periodSeconds": 10, "failureThreshold": 3}
+    scheduling = gpu_pod_scheduling([pool])
+    return {
+        # Pinned to the model's pool by its name label; the pool's taints tolerated.
+        "nodeSelector": {**scheduling["nodeSelector"], GPU_POOL_NAME_LABEL_KEY: pool.name},
+        "tolerations": scheduling["tolerations"],
+        "automountServiceAccountToken": False,
+        # In-flight requests finish (the route's timeout) before the server stops.
+        "terminationGracePeriodSeconds": 120,
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": VLLM_UID,
+            "runAsGroup": VLLM_GID,
+            "fsGroup": VLLM_GID,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "containers": [container],
+        "volumes": volumes,
+    }
+
+
+def cpu_pool_affinity() -> dict[str, Any]:
+    """Required node affinity for the CPU pool (the inferencepool chart takes affinity, not nodeSelector)."""
+    term = {"matchExpressions": [{"key": GPU_POOL_LABEL_KEY, "operator": "In", "values": [CPU_POOL_LABEL_VALUE]}]}
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}}
+
+
+PICKER_CONFIG_FILE = "serving-plugins.yaml"
+FLOW_CONTROL_METRIC = "inference_extension_flow_control_queue_size"
+"""The picker's gauge of requests it holds (pkg/epp/metrics/metrics.go l.428 at v1.5.0; labels fairness_id,
+priority, inference_pool, model_name, target_model_name)."""
+
+
+def picker_config(flow_control: bool) -> str:
+    """The picker's EndpointPickerConfig: the chart's default (epplib templates/_config.yaml at v1.5.0, vLLM over
+    HTTP, no latency predictor) plus, for a model that may scale to zero, the `flowControl` feature gate
+    (pkg/epp/config/loader/configloader.go): requests wait in the picker while no server is ready instead of
+    getting 503 at once (site-src/guides/flow-control.md, "Autoscaling: KEDA and Scale-to-Zero")."""
+    config: dict[str, Any] = {
+        "apiVersion": "inference.networking.x-k8s.io/v1alpha1",
+        "kind": "EndpointPickerConfig",
+        "plugins": [
+            {"type": "queue-scorer"},
+            {"type": "kv-cache-utilization-scorer"},
+            {"type": "prefix-cache-scorer"},
+            {
+                "type": "metrics-data-source",
+                "parameters": {"scheme": "http", "path": "/metrics", "insecureSkipVerify": True},
+            },
+            {"type": "core-metrics-extractor"},
+        ],
+        "schedulingProfiles": [
+            {
+                "name": "default",
+                "plugins": [
+                    {"pluginRef": "queue-scorer", "weight": 2},
+                    {"pluginRef": "kv-cache-utilization-scorer", "weight": 2},
+                    {"pluginRef": "prefix-cache-scorer", "weight": 3},
+                ],
+            }
+        ],
+    }
+    if flow_control:
+        config["featureGates"] = ["flowControl"]
+    return yaml.safe_dump(config, sort_keys=False)
+
+
+def picker_labels(model: str) -> dict[str, str]:
+    """The picker pod's selector labels (epplib templates/_helpers.tpl, InferencePool mode)."""
+    return {"inferencepool": f"{model.lower().strip()[:40]}-epp"}
+
+
+def held_requests_query(namespace: str, model: str) -> str:
+    """PromQL: requests the picker holds for the model's pool (one series; the only signal while at zero)."""
+    return f'sum({FLOW_CONTROL_METRIC}{{namespace="{namespace}",inference_pool="{model}"}})'
+
+
+def inference_pool_values(model: ServedModelConfig) -> dict[str, Any]:
+    """inferencepool chart values: the pool over the model's serving pods, the picker on the CPU pool."""
+    wakes = model.min_replicas == 0
+    picker: dict[str, Any] = {}
+    if wakes:
+        picker = {
+            "pluginsConfigFile": PICKER_CONFIG_FILE,
+            "pluginsCustomConfig": {PICKER_CONFIG_FILE: picker_config(flow_control=True)},
+            # Managed Prometheus scrapes the picker's :9090 without a bearer token (--metrics-endpoint-auth=false).
+            "monitoring": {"prometheus": {"auth": {"enabled": False}}},
+        }
+    return {
+        "inferencePool": {
+            "targetPorts": [{"number": VLLM_PORT}],
+            "modelServerType": "vllm",
+            "modelServers": {"matchLabels": pool_selector(model)},
+        },
+        # Istio: a DestinationRule so the gateway speaks TLS to the picker's self-signed gRPC (templates/istio.yaml).
+        "provider": {"name": "istio"},
+        "inferenceExtension": {
+            "replicas": 1,
+            "image": {"pullPolicy": "IfNotPresent"},
+            "affinity": cpu_pool_affinity(),
+            # The chart's 4 CPU / 8 GiB is sized for high-QPS scale tests (values.yaml); one model's picker on the
+            # small CPU pool needs a fraction of it. Memory limit kept well above the request.
+            "resources": {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "2Gi"}},
+            **picker,
+        },
+    }
+
+
+def http_route(model: ServedModelConfig, namespace: str) -> dict[str, Any]:
+    """The model's route: `/<name>/...` on each of its teams' listeners, to its InferencePool."""
+    return {
+        "parentRefs": [
+            {
+                "group": "gateway.networking.k8s.io",
+                "kind": "Gateway",
+                "name": GATEWAY_NAME,
+                "namespace": GATEWAY_NAMESPACE,
+                "sectionName": team_listener(team),
+            }
+            for team in model.teams
+        ],
+        "rules": [
+            {
+                "matches": [{"path": {"type": "PathPrefix", "value": f"/{model.name}"}}],
+                # Clients use `http://<gateway>:<port>/<model>/v1` as the OpenAI base URL.
+                "filters": [
+                    {
+                        "type": "URLRewrite",
+                        "urlRewrite": {"path": {"type": "ReplacePrefixMatch", "replacePrefixMatch": "/"}},
+                    }
+                ],
+                "backendRefs": [{"group": "inference.networking.k8s.io", "kind": "InferencePool", "name": model.name}],
+                "timeouts": {"request": REQUEST_TIMEOUT},
+            }
+        ],
+    }
+
+
+def pod_monitor(model: ServedModelConfig, namespace: str) -> dict[str, Any]:
+    """Managed Prometheus scrapes each serving pod's /metrics (the leader's in a group)."""
+    return {
+        **SCRAPE_LABEL_LIMITS,
+        "selector": {"matchLabels": pool_selector(model)},
+        "namespaceSelector": {"matchNames": [namespace]},
+        "podMetricsEndpoints": [{"port": "http", "path": "/metrics", "interval": "15s"}],
+    }
+
+
+def scaled_object_spec(
+    model: ServedModelConfig, namespace: str, server_address: pulumi.Input[str], auth: str
+) -> dict[str, Any]:
+    """KEDA: replicas on the queue (per replica) and the KV cache (fleet average), within the configured range."""
+    kind = ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet") if model.nodes > 1 else ("apps/v1", "Deployment")
+    ref = {"name": auth, "kind": "TriggerAuthentication"}
+    return {
+        "scaleTargetRef": {"apiVersion": kind[0], "kind": kind[1], "name": model.name},
+        "minReplicaCount": model.min_replicas,
+        "maxReplicaCount": model.max_replicas,
+        "pollingInterval": POLLING_SECONDS,
+        "cooldownPeriod": COOLDOWN_SECONDS,
+        "triggers": [
+            {
+                "type": "prometheus",
+                "name": "waiting-requests",
+                "metricType": "AverageValue",
+                "metadata": {
+                    "serverAddress": server_address,
+                    "query": waiting_query(namespace, model.name),
+                    "threshold": str(WAITING_PER_REPLICA),
+                },
+                "authenticationRef": ref,
+            },
+            {
+                "type": "prometheus",
+                "name": "kv-cache",
+                "metricType": "Value",
+                "metadata": {
+                    "serverAddress": server_address,
+                    "query": kv_cache_query(namespace, model.name),
+                    "threshold": str(KV_CACHE_TARGET),
+                },
+                "authenticationRef": ref,
+            },
+            *(
+                [
+                    {
+                        "type": "prometheus",
+                        "name": "held-requests",
+                        "metricType": "AverageValue",
+                        "metadata": {
+                            "serverAddress": server_address,
+                            "query": held_requests_query(namespace, model.name),
+                            "threshold": "1",
+                            # Any held request wakes the model from zero.
+                            "activationThreshold": "0",
+                        },
+                        "authenticationRef": ref,
+                    }
+                ]
+                if model.min_replicas == 0
+                else []
+            ),
+        ],
+    }
+
+
+class ServedModelArgs(KedaWiringArgs):
+    settings: ServedModelConfig
+    pool: GpuPoolConfig
+    """The model's GPU pool."""
+    namespace: str
+    cache_storage_class: str
+    """ReadWriteMany class of the per-model weights cache (Hub weights)."""
+    cache_gib: int
+    """Size of that cache."""
+    token_secret: NotRequired[str | None]
+    """Secret (key `token`) holding the Hub token, for gated models."""
+    depends_on: NotRequired[Sequence[pulumi.Resource]]
+    """The gateway's CRDs and the namespace."""
+    scrape_dependencies: NotRequired[Sequence[pulumi.Resource]]
+    """What the PodMonitor waits for besides the cluster (the managed Prometheus add-on)."""
+
+
+class ServedModel(pulumi.ComponentResource):
+    """A model's servers, InferencePool + picker, HTTPRoute, PodMonitor and ScaledObject."""
+
+    waiting_query: str
+    kv_cache_query: str
+
+    def __init__(self, name: str, args: ServedModelArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("aks-gpu-platform:index:ServedModel", name, None, opts)
+        model, pool, ns, handle = args["settings"], args["pool"], args["namespace"], args["cluster"]
+        in_cluster = pulumi.ResourceOptions.merge(
+            handle.k8s_options(self), pulumi.ResourceOptions(depends_on=list(args.get("depends_on", [])))
+        )
+
+        def after(*resources: pulumi.Resource) -> pulumi.ResourceOptions:
+            return pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=list(resources)))
+
+        labels = model_labels(model.name)
+        cache_claim = None
+        waits: list[pulumi.Resource] = []
+        if model.weights.hugging_face:
+            cache_claim = f"weights-cache-{model.name}"
+            waits.append(
+                k8s.core.v1.PersistentVolumeClaim(
+                    f"{name}-weights-cache",
+                    metadata={"name": cache_claim, "namespace": ns, "labels": labels},
+                    spec={
+                        "access_modes": ["ReadWriteMany"],
+                        "storage_class_name": args["cache_storage_class"],
+                        "resources": {"requests": {"storage": f"{args['cache_gib']}Gi"}},
+                    },
+                    # The downloaded weights outlive every replica: a new one loads them instead of the Hub's.
+                    opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(protect=handle.protect)),
+                )
+            )
+        token = args.get("token_secret") if model.weights.token_secret else None
+
+        def pod(multi_node: str | None = None, role: str | None = None) -> dict[str, Any]:
+            pod_labels = {**labels, **({"role": role} if role else {})}
+            spec = vllm_pod_spec(model, pool, cache_claim, token, multi_node)
+            return {"metadata": {"labels": pod_labels}, "spec": spec}
+
+        if model.nodes > 1:
+            server: pulumi.Resource = k8s.apiextensions.CustomResource(
+                f"{name}-servers",
+                api_version=LWS_API_VERSION,
+                kind="LeaderWorkerSet",
+                metadata={"name": model.name, "namespace": ns, "labels": labels},
+                spec={
+                    "replicas": model.min_replicas,
+                    "startupPolicy": "LeaderReady",
+                    "leaderWorkerTemplate": {
+                        "size": model.nodes,
+                        "restartPolicy": "RecreateGroupOnPodRestart",
+                        "leaderTemplate": pod("leader", "leader"),
+                        "workerTemplate": pod("worker", "worker"),
+                    },
+                },
+                opts=pulumi.ResourceOptions.merge(
+                    after(*waits), pulumi.ResourceOptions(ignore_changes=["spec.replicas"])
+                ),
+            )
+        else:
+            server = k8s.apps.v1.Deployment(
+                f"{name}-servers",
+                metadata={"name": model.name, "namespace": ns, "labels": labels, "annotations": CHECKOV_SKIPS},
+                spec=cast(
+                    k8s.apps.v1.DeploymentSpecArgsDict,
+                    {
+                        "replicas": model.min_replicas,
+                        "selector": {"matchLabels": labels},
+                        # No surge: a surge pod would need spare GPUs, often a new node.
+                        "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}},
+                        "template": pod(),
+                    },
+                ),
+                # KEDA owns the replica count once the ScaledObject exists.
+                opts=pulumi.ResourceOptions.merge(
+                    after(*waits), pulumi.ResourceOptions(ignore_changes=["spec.replicas"])
+                ),
+            )
+        picker = k8s.helm.v3.Release(
+            f"{name}-pool",
+            name=model.name,
+            chart=INFERENCE_POOL_CHART,
+            version=INFERENCE_POOL_CHART_VERSION,
+            namespace=ns,
+            values=inference_pool_values(model),
+            opts=in_cluster,
+        )
+        k8s.apiextensions.CustomResource(
+            f"{name}-route",
+            api_version="gateway.networking.k8s.io/v1",
+            kind="HTTPRoute",
+            metadata={"name": model.name, "namespace": ns, "labels": labels},
+            spec=http_route(model, ns),
+            opts=after(picker),
+        )
+        k8s.apiextensions.CustomResource(
+            f"{name}-pod-monitor",
+            api_version="azmonitoring.coreos.com/v1",
+            kind="PodMonitor",
+            metadata={"name": f"vllm-{model.name}", "namespace": ns, "labels": labels},
+            spec=pod_monitor(model, ns),
+            opts=pulumi.ResourceOptions.merge(
+                in_cluster,
+                pulumi.ResourceOptions(depends_on=[handle.cluster, *args.get("scrape_dependencies", [])]),
+            ),
+        )
+        if model.min_replicas == 0:
+            k8s.apiextensions.CustomResource(
+                f"{name}-picker-monitor",
+                api_version="azmonitoring.coreos.com/v1",
+                kind="PodMonitor",
+                metadata={"name": f"epp-{model.name}", "namespace": ns, "labels": labels},
+                spec={
+                    **SCRAPE_LABEL_LIMITS,
+                    "selector": {"matchLabels": picker_labels(model.name)},
+                    "namespaceSelector": {"matchNames": [ns]},
+                    "podMetricsEndpoints": [{"port": "metrics", "path": "/metrics", "interval": "15s"}],
+                },
+                opts=pulumi.ResourceOptions.merge(
+                    in_cluster,
+                    pulumi.ResourceOptions(depends_on=[handle.cluster, picker, *args.get("scrape_dependencies", [])]),
+                ),
+            )
+        object_name = f"{model.name}-serving"
+        auth, _ = keda_trigger_authentication(self, name, args, f"id-model-{model.name}-keda", object_name, ns)
+        self.waiting_query = waiting_query(ns, model.name)
+        self.kv_cache_query = kv_cache_query(ns, model.name)
+        k8s.apiextensions.CustomResource(
+            f"{name}-scaled-object",
+            api_version=KEDA_API_VERSION,
+            kind="ScaledObject",
+            metadata=keda_metadata(object_name, ns),
+            spec=scaled_object_spec(model, ns, args["prometheus_query_endpoint"], object_name),
+            opts=pulumi.ResourceOptions.merge(
+                keda_object_options(self, handle), pulumi.ResourceOptions(depends_on=[auth, server])
+            ),
+        )
+        self.register_outputs({"waiting_query": self.waiting_query, "kv_cache_query": self.kv_cache_query})
+
+
+def team_namespaces_of(models: Sequence[ServedModelConfig], namespaces: Mapping[str, str]) -> dict[str, str]:
+    return {team: namespaces[team] for model in models for team in model.teams}
+
+
+class ModelServingArgs(KedaWiringArgs):
+    settings: InferenceConfig
+    gpu_pools: Sequence[GpuPoolConfig]
+    teams: Sequence[str]
+    """`training.teams[].name` in config order: a team's listener port follows its place."""
+    team_namespaces: Mapping[str, str]
+    """Namespace of every training team."""
+    created_namespaces: NotRequired[Mapping[str, pulumi.Input[str]]]
+    """Team -> namespace name output of the resource creating it (the training stage's)."""
+    cache_storage_class: str
+    action_group_id: pulumi.Input[str]
+    """Where the SLO alerts notify."""
+    alerts_enabled: bool
+    """`monitoring.alerts.enabled`: false keeps the SLO rules but stops them from firing."""
+    rule_scopes: Sequence[pulumi.Input[str]]
+    """The Azure Monitor workspace and the cluster (scopes of a Prometheus rule group)."""
+    hugging_face_token: NotRequired[pulumi.Input[str] | None]
+    """The stack secret `huggingFaceToken`, for models with tokenSecret."""
+    scrape_dependencies: Sequence[pulumi.Resource]
+    """What a PodMonitor waits for: the cluster and the managed Prometheus add-on that installs its CRD."""
+    add_dashboard: NotRequired[Callable[[str, dict[str, Any]], None]]
+    """Adds a dashboard to the platform's Grafana folder."""
+
+
+class ModelServing(pulumi.ComponentResource):
+    """The models namespace, the gateway, and every configured model with its dashboard and SLO alert."""
+
+    endpoints: dict[str, dict[str, str]]
+    """Model -> team -> base URL of the OpenAI-compatible API for that team."""
+
+    def __init__(self, name: str, args: ModelServingArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("aks-gpu-platform:index:ModelServing", name, None, opts)
+        cfg, handle = args["settings"], args["cluster"]
+        ns = cfg.namespace
+        in_cluster = handle.k8s_options(self)
+        calling = [team for model in cfg.models for team in model.teams]
+        ports = team_ports(list(args["teams"]), calling)
+        gateway = InferenceGateway(
+            f"{name}-gateway",
+            {
+                "cluster": handle,
+                "models_namespace": ns,
+                "team_ports": ports,
+                "team_namespaces": {team: args["team_namespaces"][team] for team in ports},
+                "internal": cfg.gateway_internal,
+                "created_namespaces": args.get("created_namespaces", {}),
+            },
+            pulumi.ResourceOptions(parent=self),
+        )
+        namespace = k8s.core.v1.Namespace(
+            f"{name}-namespace",
+            metadata={"name": ns, "labels": MODELS_NAMESPACE_LABELS},
+            opts=in_cluster,
+        )
+        after_namespace = pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[namespace]))
+        platform_ingress(f"{name}-{ns}", ns, after_namespace)
+        k8s.networking.v1.NetworkPolicy(
+            f"{name}-from-gateway",
+            metadata={"name": "from-inference-gateway", "namespace": ns},
+            spec=models_ingress(),
+            opts=after_namespace,
+        )
+        token_secret = None
+        token = args.get("hugging_face_token")
+        if token is not None and any(m.weights.token_secret for m in cfg.models):
+            token_secret = HUGGING_FACE_SECRET
+            k8s.core.v1.Secret(
+                f"{name}-hugging-face-token",
+                metadata={"name": HUGGING_FACE_SECRET, "namespace": ns},
+                string_data={"token": pulumi.Output.secret(token)},
+                opts=after_namespace,
+            )
+        pools = {pool.name: pool for pool in args["gpu_pools"]}
+        base = handle.cluster_name
+        crds: list[pulumi.Resource] = [namespace, *gateway.crds]
+        if any(model.nodes > 1 for model in cfg.models):
+            crds.append(
+                k8s.helm.v3.Release(
+                    f"{name}-lws",
+                    name="lws",
+                    chart=LWS_CHART,
+                    version=LWS_VERSION,
+                    namespace=LWS_NAMESPACE,
+                    create_namespace=True,
+                    values=lws_values(),
+                    opts=in_cluster,
+                )
+            )
+        self.endpoints = {}
+        for model in cfg.models:
+            pool = pools[model.pool]
+            ServedModel(
+                f"{name}-{model.name}",
+                {
+                    "cluster": handle,
+                    "monitor_workspace_id": args["monitor_workspace_id"],
+                    "prometheus_query_endpoint": args["prometheus_query_endpoint"],
+                    "settings": model,
+                    "pool": pool,
+                    "namespace": ns,
+                    "cache_storage_class": args["cache_storage_class"],
+                    "cache_gib": cache_gib(model),
+                    "token_secret": token_secret,
+                    "depends_on": crds,
+                    "scrape_dependencies": list(args["scrape_dependencies"]),
+                },
+                pulumi.ResourceOptions(parent=self),
+            )
+            spec = slo_alert(ns, model.name, model.slo.time_to_first_token_p90_seconds)
+            alertsmanagement.PrometheusRuleGroup(
+                f"{name}-{model.name}-slo",
+                resource_group_name=handle.resource_group_name,
+                location=handle.location,
+                rule_group_name=base.apply(lambda cluster, m=model.name: f"ModelSlo-{m}-{cluster}"[:260]),
+                cluster_name=base,
+                scopes=list(args["rule_scopes"]),
+                interval="PT1M",
+                enabled=True,
+                description=f"Time-to-first-token SLO of model {model.name}",
+                rules=alert_rules([spec], args["action_group_id"], args["alerts_enabled"], {"model": model.name}),
+                tags=dict(handle.tags),
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            add_dashboard = args.get("add_dashboard")
+            if add_dashboard is not None:
+                board = model_dashboard(ns, model.name, model.slo.time_to_first_token_p90_seconds, model.nodes > 1)
+                add_dashboard(f"{name}-{model.name}-dashboard", board)
+            service = f"http://{GATEWAY_SERVICE}.{GATEWAY_NAMESPACE}.svc.cluster.local"
+            self.endpoints[model.name] = {team: f"{service}:{ports[team]}/{model.name}/v1" for team in model.teams}
+        self.register_outputs({"endpoints": self.endpoints})
+
+
+def lws_values() -> dict[str, Any]:
+    """LeaderWorkerSet chart values (charts/lws/values.yaml at v0.10.0): in git the image tag is `main`; the
+    published chart is stamped with the release tag (hack/push-chart.sh), set here all the same."""
+    return {
+        "image": {"manager": {"tag": LWS_IMAGE_TAG, "pullPolicy": "IfNotPresent"}},
+        "nodeSelector": cpu_node_selector(),
+        # The chart asks 1 CPU / 1 GiB; a controller reconciling a few groups needs a fraction on the small CPU pool.
+        "resources": {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "1Gi"}},
+    }
+
+
+def check_servable(models: Sequence[ServedModelConfig]) -> None:
+    """ConfigError, before anything registers, for models this release cannot serve: weights in Blob need a
+    read-only Blob CSI volume (account, container, the node identity's read grant) that the platform does not
+    create yet, and a server pointed at an empty path never becomes ready."""
+    problems = [
+        f"inference.models[{i}].weights.blob: got {m.weights.blob!r}; serving weights from Blob is not deployed by "
+        "this release (no read-only Blob mount yet): use huggingFace with a revision (weights are cached on a "
+        "ReadWriteMany claim and read from there by every replica)"
+        for i, m in enumerate(models)
+        if m.weights.blob is not None
+    ]
+    if problems:
+        raise ConfigError(problems, source="inference.models")
+
+
+def cache_gib(model: ServedModelConfig) -> int:
+    """Room for the Hub download (the checkpoint as published, 16-bit) and vLLM's compile cache, with margin."""
+    checkpoint = model.shape.weight_bytes("bfloat16") / GIB
+    return max(10, math.ceil(checkpoint * 1.5) + 5)
+
+
+def models_ingress() -> k8s.networking.v1.NetworkPolicySpecArgsDict:
+    """The gateway pods reach the model servers' API and the pickers' ext_proc port, nothing else of the namespace."""
+    return {
+        "pod_selector": {},
+        "policy_types": ["Ingress"],
+        "ingress": [
+            {
+                "from_": [
+                    {
+                        "namespace_selector": {"match_labels": {NAMESPACE_NAME_LABEL: GATEWAY_NAMESPACE}},
+                        "pod_selector": {"match_labels": {GATEWAY_POD_LABEL: GATEWAY_NAME}},
+                    }
+                ],
+                "ports": [{"protocol": "TCP", "port": VLLM_PORT}, {"protocol": "TCP", "port": EPP_GRPC_PORT}],
+            }
+        ],
+    }

@@ -1,0 +1,113 @@
+"""Model shapes the serving rules size GPUs from, keyed by Hugging Face Hub id, and the GPUs' compute capability.
+
+Weights take params x bytes per parameter of the serving dtype; the KV cache takes, per token,
+2 (K and V) x layers x KV heads x head dim x bytes (16-bit: fp8 weights keep a 16-bit KV cache unless
+vLLM's --kv-cache-dtype says otherwise, which the platform does not set). A model must hold its weights
+plus the KV cache of one sequence of maxModelLen on its GPUs at GPU_MEMORY_BUDGET of their memory.
+
+Architecture fields are the models' `config.json` (num_hidden_layers, num_attention_heads,
+num_key_value_heads, hidden_size, head_dim), read 2026-12-04 from Hugging Face repositories that
+re-publish the official configs (the official pages could not be read offline): Qwen2.5-0.5B-Instruct
+huggingface.co/unsloth/Qwen2.5-0.5B-Instruct config.json (`_name_or_path: Qwen/Qwen2.5-0.5B-Instruct`),
+Qwen2.5-1.5B-Instruct huggingface.co/onnx-community/Qwen2.5-1.5B-Instruct at 94677ac9 config.json,
+Llama-3.1-8B huggingface.co/NbAiLab/nb-llama-3.1-8B config.json (`_name_or_path: meta-llama/Llama-3.1-8B`),
+Llama-3.1-70B: the Llama-3-70B shape (huggingface.co/nvidia/Llama3-ChatQA-1.5-70B config.json; 3.1 changes only
+rope scaling and context). Parameter counts are the safetensors totals the model pages show (0.49 B, 1.54 B,
+8.03 B, 70.6 B), which the fields above reproduce for the Llama/Qwen2 layout. Re-read the official config.json
+at the revision a stack pins before adding a row.
+"""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass
+from typing import Literal
+
+ServingDtype = Literal["bfloat16", "float16", "fp8"]
+
+MODEL_CATALOG_READ_ON = datetime.date(2026, 12, 4)
+
+GPU_MEMORY_BUDGET = 0.90
+"""Share of each GPU's memory a model's weights and KV cache may fill. vLLM 0.34.0 defaults
+--gpu-memory-utilization to 0.92 (1.0 with its extensible KV cache; vllm/config/cache.py
+CacheConfig.DEFAULT_GPU_MEMORY_UTILIZATION); 0.90 leaves the rest for activations and CUDA graphs."""
+
+BF16_MIN_COMPUTE_CAPABILITY = (8, 0)
+"""vLLM refuses bfloat16 below compute capability 8.0: "Bfloat16 is only supported on GPUs with compute
+capability of at least 8.0" (vllm 0.34.0 vllm/platforms/cuda.py CudaPlatform.check_if_supports_dtype)."""
+
+# NVIDIA's "CUDA GPUs - Compute Capability" table, https://developer.nvidia.com/cuda-gpus (read 2026-12-04),
+# keyed by the GPU catalog's gpu_model (config/catalog/gpu_sizes.py).
+COMPUTE_CAPABILITY: dict[str, tuple[int, int]] = {
+    "T4": (7, 5),
+    "A10": (8, 6),
+    "A100-40GB": (8, 0),
+    "A100-80GB": (8, 0),
+    "H100-NVL": (9, 0),
+    "H100-80GB": (9, 0),
+    "H200-141GB": (9, 0),
+    "GB200": (10, 0),
+    "GB300": (10, 3),
+}
+
+# Bytes per weight; fp8 is vLLM's online fp8 quantization (--quantization fp8), 1 byte per weight.
+WEIGHT_BYTES: dict[ServingDtype, float] = {"bfloat16": 2, "float16": 2, "fp8": 1}
+KV_BYTES = 2
+"""Bytes per KV-cache element: the activation dtype (16-bit) for every serving dtype here."""
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """What sizing a model on GPUs needs, from its config.json."""
+
+    hub_id: str
+    params: int
+    """Parameters (safetensors total)."""
+    layers: int
+    attention_heads: int
+    kv_heads: int
+    head_dim: int
+    max_position_embeddings: int
+    """The longest context the model is built for: maxModelLen may not exceed it."""
+    gated: bool
+    """The Hub serves the weights only to accounts that accepted the licence: a token is needed."""
+    license: str
+
+    def weight_bytes(self, dtype: ServingDtype) -> float:
+        return self.params * WEIGHT_BYTES[dtype]
+
+    @property
+    def kv_bytes_per_token(self) -> int:
+        """K and V of every layer and KV head for one token."""
+        return 2 * self.layers * self.kv_heads * self.head_dim * KV_BYTES
+
+
+MODELS: dict[str, ModelShape] = {
+    m.hub_id: m
+    for m in (
+        ModelShape("Qwen/Qwen2.5-0.5B-Instruct", 494_032_768, 24, 14, 2, 64, 32768, False, "Apache-2.0"),
+        ModelShape("Qwen/Qwen2.5-1.5B-Instruct", 1_543_714_304, 28, 12, 2, 128, 32768, False, "Apache-2.0"),
+        ModelShape(
+            "meta-llama/Llama-3.1-8B-Instruct", 8_030_261_248, 32, 32, 8, 128, 131072, True, "Llama 3.1 Community"
+        ),
+        ModelShape(
+            "meta-llama/Llama-3.1-70B-Instruct", 70_553_706_496, 80, 64, 8, 128, 131072, True, "Llama 3.1 Community"
+        ),
+    )
+}
+
+
+def model_shape(hub_id: str) -> ModelShape | None:
+    return MODELS.get(hub_id)
+
+
+def serving_dtype(dtype: str, gpu_model: str) -> ServingDtype:
+    """What `auto` becomes on a GPU: bfloat16 where it computes it (cc >= 8.0), float16 else."""
+    explicit: dict[str, ServingDtype] = {"bfloat16": "bfloat16", "float16": "float16", "fp8": "fp8"}
+    if dtype in explicit:
+        return explicit[dtype]
+    return "bfloat16" if computes_bfloat16(gpu_model) else "float16"
+
+
+def computes_bfloat16(gpu_model: str) -> bool:
+    return COMPUTE_CAPABILITY.get(gpu_model, (0, 0)) >= BF16_MIN_COMPUTE_CAPABILITY

@@ -1,0 +1,86 @@
+"""Cost per served model in the plan: floor and ceiling from the GPUs it holds, price per million output tokens only
+where a benchmark measured that model on that GPU, figures computed by hand."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aks_gpu_platform.config import load_platform_config
+from aks_gpu_platform.config.platform import PlatformConfig
+from aks_gpu_platform.plan import cost
+from aks_gpu_platform.plan.mock_values import MockValueMarker
+from aks_gpu_platform.plan.report import build_report
+from aks_gpu_platform.testing import Recording
+from aks_gpu_platform.testing.stack_files import load_stack_file
+from tests.conftest import settings_of
+from tools import REPO_ROOT
+
+MONTH = 730
+# Standard_ND96isr_H100_v5 at 98.32 USD/hour (eastus, config/catalog/prices.py) over its 8 GPUs.
+H100_GPU_HOUR = 98.32 / 8  # 12.29
+LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
+COMMIT = "0e9e39f249a16976918f6564b8830bc894c89659"
+
+
+def _prod(**llama: Any) -> PlatformConfig:
+    settings = settings_of(copy.deepcopy(load_stack_file("prod", REPO_ROOT)))
+    settings["inference"]["models"][0].update(llama)
+    return load_platform_config(settings)
+
+
+def _costs(cfg: PlatformConfig) -> dict[str, cost.ModelCost]:
+    return {c.model: c for c in cost.model_costs(cfg.inference.models, cfg.gpu_pools)}
+
+
+def test_floor_and_ceiling_hold_the_model_gpus_at_the_pool_gpu_hour() -> None:
+    llama = _costs(_prod(minReplicas=2, maxReplicas=8, tensorParallel=1))["llama-3-1-8b"]
+    assert llama.floor == pytest.approx(2 * 1 * 12.29 * MONTH), "minReplicas stay up all month: 2 GPUs x 730 h"
+    assert llama.floor == pytest.approx(17_943.40)
+    assert llama.ceiling == pytest.approx(8 * 12.29 * MONTH) == pytest.approx(71_773.60)
+    wide = _costs(_prod(minReplicas=1, maxReplicas=4, tensorParallel=4))["llama-3-1-8b"]
+    assert wide.floor == pytest.approx(4 * 12.29 * MONTH), "a TP 4 replica holds 4 GPUs"
+    assert wide.ceiling == pytest.approx(16 * 12.29 * MONTH) == pytest.approx(143_547.20)
+
+
+def test_the_price_per_million_output_tokens_comes_from_the_matching_benchmark() -> None:
+    llama = _costs(_prod())["llama-3-1-8b"]
+    # 12.29 USD per GPU-hour / (5,103.99 output tokens/s x 3,600 s) x 10^6 = 0.66887 USD.
+    assert llama.per_million_output_tokens == pytest.approx(12.29 / (5103.99 * 3600) * 1e6)
+    assert llama.per_million_output_tokens == pytest.approx(0.66887, abs=1e-5)
+    line = cost.model_cost_line(llama)
+    assert "$0.67 per million output tokens" in line and "5.1-0083" in line, f"names the figure and source: {line}"
+    assert "github.com/mlcommons/inference_results_v5.1" in line, line
+
+
+@pytest.mark.parametrize(
+    ("change", "gpu"),
+    [
+        ({"dtype": "bfloat16"}, "H100-80GB"),  # measured in fp8
+        ({"tensorParallel": 2, "maxReplicas": 4}, "H100-80GB"),  # measured on one GPU
+        (
+            {"pool": "gpua100", "minReplicas": 0, "scaleToZero": True, "slo": {"timeToFirstTokenP90Seconds": 60}},
+            "A100-80GB",
+        ),
+    ],
+)
+def test_no_figure_is_carried_to_another_gpu_size_or_precision(change: dict[str, Any], gpu: str) -> None:
+    llama = _costs(_prod(**change))["llama-3-1-8b"]
+    assert llama.per_million_output_tokens is None, "a benchmark of another setup must never price these tokens"
+    line = cost.model_cost_line(llama)
+    assert f"no sourced benchmark for {LLAMA} on {gpu}" in line, line
+    assert "per million" not in line, line
+
+
+def test_the_plan_prints_each_model_beside_the_team_chargeback(prod_recording: Recording, tmp_path: Path) -> None:
+    cfg = load_platform_config(settings_of(load_stack_file("prod", REPO_ROOT)))
+    report = build_report("prod", cfg, prod_recording, [], [], MockValueMarker(prod_recording.mock_values), tmp_path)
+    teams = [i for i, line in enumerate(report.cost_lines) if line.startswith("Team ")]
+    models = [i for i, line in enumerate(report.cost_lines) if line.startswith("Model ")]
+    assert teams and len(models) == len(cfg.inference.models), f"one line per model: {report.cost_lines}"
+    assert models[0] == teams[-1] + 1, "model lines follow the team chargeback lines"
+    qwen = report.cost_lines[models[1]]
+    assert "no sourced benchmark for Qwen/Qwen2.5-1.5B-Instruct on H100-80GB" in qwen, qwen

@@ -1,0 +1,73 @@
+"""Model ready: the pool's node stages, the vLLM image, the weights read from the cache, the engine start and the
+first token, per model, each with its source; unknown stays unknown."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aks_gpu_platform.config import load_platform_config
+from aks_gpu_platform.config.platform import PlatformConfig
+from aks_gpu_platform.plan import cold_start
+from aks_gpu_platform.plan.mock_values import MockValueMarker
+from aks_gpu_platform.plan.report import build_report, render_text
+from aks_gpu_platform.testing import Recording
+from aks_gpu_platform.testing.stack_files import load_stack_file
+from tests.conftest import settings_of
+from tools import REPO_ROOT
+
+
+def _prod(**llama: Any) -> PlatformConfig:
+    settings = settings_of(copy.deepcopy(load_stack_file("prod", REPO_ROOT)))
+    settings["inference"]["models"][0].update(llama)
+    return load_platform_config(settings)
+
+
+def _stage(budget: cold_start.PoolBudget, name: str) -> cold_start.Stage:
+    return budget.stage(name)
+
+
+@pytest.mark.parametrize(("dtype", "seconds"), [("fp8", 0.5), ("bfloat16", 1.0)])
+def test_weights_load_is_the_weight_bytes_over_the_cache_throughput(dtype: str, seconds: float) -> None:
+    # 8,030,261,248 params x 1 or 2 B = 8,030 or 16,061 MB; prod's Lustre: 64 TiB x 250 MB/s per TiB = 16,000 MB/s.
+    budget = cold_start.model_ready(_prod(dtype=dtype), _prod(dtype=dtype).inference.models[0])
+    weights = _stage(budget, cold_start.WEIGHTS).figure
+    assert weights.low_s == seconds, f"{dtype} weights over 16,000 MB/s take {seconds} s at best"
+    assert weights.high_s is None, "one node reads at most its NIC's bandwidth: the figure is a floor"
+    assert "Lustre 64 TiB AMLFS-Durable-Premium-250 at 16,000 MB/s" in weights.note, weights.note
+
+
+def test_the_node_stages_are_the_pool_budget() -> None:
+    cfg = _prod()
+    model = cfg.inference.models[0]
+    pool = next(p for p in cfg.gpu_pools if p.name == model.pool)
+    ready = cold_start.model_ready(cfg, model)
+    pool_budget = cold_start.pool_budget(cfg, pool, None)
+    for name in (cold_start.AUTOSCALER, cold_start.PROVISIONING, cold_start.DRIVER, cold_start.PLATFORM_IMAGES):
+        assert _stage(ready, name).figure == _stage(pool_budget, name).figure, f"{name}: the model waits for the node"
+
+
+def test_unsourced_stages_stay_unknown_and_the_first_token_is_the_slo() -> None:
+    cfg = _prod(slo={"timeToFirstTokenP90Seconds": 1.5})
+    ready = cold_start.model_ready(cfg, cfg.inference.models[0])
+    for name in (cold_start.WORKLOAD_IMAGE, cold_start.ENGINE_START):
+        figure = _stage(ready, name).figure
+        assert (figure.low_s, figure.high_s) == (None, None), f"{name}: no published figure, so no guess"
+        assert figure.source, f"{name}: says what was looked for"
+    first = _stage(ready, cold_start.FIRST_TOKEN).figure
+    assert first.high_s == 1.5, "the first token is budgeted at the SLO the alert holds the model to"
+    assert ready.high_s is None, "a total with unknown stages is only a lower bound"
+    assert cold_start.total(ready).startswith(">= "), cold_start.total(ready)
+
+
+def test_the_plan_prints_model_ready_per_model(prod_recording: Recording, tmp_path: Path) -> None:
+    cfg = load_platform_config(settings_of(load_stack_file("prod", REPO_ROOT)))
+    report = build_report("prod", cfg, prod_recording, [], [], MockValueMarker(prod_recording.mock_values), tmp_path)
+    assert [b.pool for b in report.model_ready] == [m.name for m in cfg.inference.models], "one budget per model"
+    text = render_text(report)
+    for model in cfg.inference.models:
+        assert f"Model ready for {model.name}" in text, f"{model.name}'s budget is printed"
+    assert "vllm/vllm-openai" in text and "github.com/vllm-project/vllm/issues/27154" in text, "image source shown"
