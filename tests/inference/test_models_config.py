@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from aks_gpu_platform.config import ConfigError, load_platform_config
+from aks_gpu_platform.config.catalog.models import serving_dtype
 from aks_gpu_platform.config.loader import refuse_missing_secrets
 from aks_gpu_platform.config.platform import PlatformConfig
 from aks_gpu_platform.testing.stack_files import load_stack_file
@@ -114,7 +115,10 @@ def test_bfloat16_is_refused_below_compute_capability_8() -> None:
     problem = _refused("dev", _model(dtype="bfloat16"))
     assert problem.startswith("inference.models[0].dtype: got 'bfloat16'"), problem
     assert "float16" in problem, f"says what to use instead: {problem}"
-    assert _load("dev", _model(dtype="auto")).inference.models[0].dtype == "auto", "auto picks float16 on a T4"
+    cfg = _load("dev", _model(dtype="auto"))
+    (pool,) = cfg.gpu_pools
+    assert serving_dtype(cfg.inference.models[0].dtype, pool.sku.gpu_model) == "float16", "auto is float16 on a T4"
+    assert serving_dtype("auto", "H100-80GB") == "bfloat16", "and bfloat16 where the GPU computes it"
 
 
 @pytest.mark.parametrize(("tp", "ok"), [(1, True), (2, True), (4, True), (8, True), (3, False), (16, False)])
