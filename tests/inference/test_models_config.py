@@ -7,6 +7,7 @@ from functools import cache
 from typing import Any
 
 import pytest
+import yaml
 
 from aks_gpu_platform.config import ConfigError, load_platform_config
 from aks_gpu_platform.config.catalog.models import serving_dtype
@@ -244,3 +245,13 @@ def test_kept_up_replicas_fit_beside_the_team_quotas() -> None:
     two = [_prod_model(minReplicas=4, maxReplicas=4), _prod_model(name="chat2", minReplicas=5, maxReplicas=5)]
     problem = _refused("prod", *two, token="hf_x")
     assert problem.startswith("inference.models[1].minReplicas"), f"models on one pool add up: {problem}"
+
+
+def test_the_llm_serving_example_excerpt_validates_on_dev() -> None:
+    excerpt = yaml.safe_load((REPO_ROOT / "examples" / "llm-serving" / "inference.yaml").read_text())["config"]
+    settings = copy.deepcopy(_stack("dev"))
+    settings["inference"] = excerpt["aks-gpu-platform:inference"]
+    (model,) = load_platform_config(settings).inference.models
+    assert model.name in (REPO_ROOT / "examples" / "llm-serving" / "chat-job.yaml").read_text(), (
+        "the example's job asks for the model the excerpt serves"
+    )
