@@ -397,4 +397,3 @@ class PlatformConfig(ConfigModel):
         # Last: a model names pools and teams, so their own problems are the ones to report first.
         check_models(self.inference, self.gpu_pools, self.training, self.environment)
         return self
-

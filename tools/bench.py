@@ -100,6 +100,7 @@ SLOW_S = 120
 def large_config(pools: int = 16, targets: int = SCALED_TARGETS) -> dict[str, Any]:
     """The prod stack with `pools` GPU pools (copies of its first pool) and `targets` KEDA-scaled Deployments."""
     config = copy.deepcopy(load_stack_file("prod", REPO_ROOT))
+    config.pop(f"{PROJECT}:inference", None)  # its models name prod's pools, which the copies replace
     template = config[GPU_POOLS_KEY][0]
     config[GPU_POOLS_KEY] = [{**template, "name": f"gpu{i:02d}"} for i in range(1, pools + 1)]
     # Two teams sharing every pool (6 + 6 of a copied pool's 12 GPUs), so queues scale with the pools.

@@ -358,12 +358,14 @@ def seconds(figure: Figure) -> str:
     return f"{low:g} s" if low == high else f"{low:g}-{high:g} s"
 
 
-def total(budget: PoolBudget) -> str:
+def total(budget: PoolBudget, name_unbounded: bool = True) -> str:
+    """The budget's range; a lower bound names its unbounded stages (or counts them, where the rows show them)."""
     high = budget.high_s
     unknown = [s.name for s in budget.stages if s.figure.high_s is None]
     if high is not None:
         return f"{budget.low_s:g}-{high:g} s" if budget.low_s != high else f"{high:g} s"
-    return f">= {budget.low_s:g} s ({', '.join(unknown)} unbounded)"
+    named = ", ".join(unknown) if name_unbounded else f"{len(unknown)} stages"
+    return f">= {budget.low_s:g} s ({named} unbounded)"
 
 
 def as_document(budget: PoolBudget) -> dict[str, Any]:

@@ -491,9 +491,9 @@ COLD_START_HEADER = ["stage", "time", "see"]
 SWITCH_HEADER = ["switch", "now", "stage", "off", "on"]
 
 
-def _cold_start_rows(budget: cold_start.PoolBudget) -> list[list[str]]:
+def _cold_start_rows(budget: cold_start.PoolBudget, name_unbounded: bool = True) -> list[list[str]]:
     return [[s.name, cold_start.seconds(s.figure), f"[{i}]"] for i, s in enumerate(budget.stages, 1)] + [
-        ["total", cold_start.total(budget), ""]
+        ["total", cold_start.total(budget, name_unbounded), ""]
     ]
 
 
@@ -553,7 +553,8 @@ def render_text(report: Report) -> str:
         lines += [line for n in _cold_start_sources(budget) for line in wrap(n, "      ")]
     for budget in report.model_ready:
         lines += [f"  {_model_ready_title(budget)}:"]
-        lines += _table(COLD_START_HEADER, _cold_start_rows(budget), "    ")
+        # Most of a model's stages are unpublished: the total counts them, the rows name them.
+        lines += _table(COLD_START_HEADER, _cold_start_rows(budget, name_unbounded=False), "    ")
         lines += [line for n in _cold_start_sources(budget) for line in wrap(n, "      ")]
     lines += ["", "Detail", "  Resources:", *report.tree]
     lines += ["  Resources by type:", *report.resource_counts, *report.objects]
@@ -591,7 +592,8 @@ def render_markdown(report: Report) -> str:
         lines += [*_md_table(SWITCH_HEADER, _switch_rows(budget)), ""]
         lines += [f"- {n}" for n in _cold_start_sources(budget)] + [""]
     for budget in report.model_ready:
-        lines += [f"#### {_model_ready_title(budget)}", "", *_md_table(COLD_START_HEADER, _cold_start_rows(budget)), ""]
+        rows = _cold_start_rows(budget, name_unbounded=False)
+        lines += [f"#### {_model_ready_title(budget)}", "", *_md_table(COLD_START_HEADER, rows), ""]
         lines += [f"- {n}" for n in _cold_start_sources(budget)] + [""]
     lines += _details(f"Resources ({report.resource_total}) by component", report.tree)
     lines += _details("Resources by type", report.resource_counts)

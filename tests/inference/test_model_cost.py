@@ -4,12 +4,14 @@ where a benchmark measured that model on that GPU, figures computed by hand."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from aks_gpu_platform.config import load_platform_config
+from aks_gpu_platform.config.catalog import serving_benchmarks
 from aks_gpu_platform.config.platform import PlatformConfig
 from aks_gpu_platform.plan import cost
 from aks_gpu_platform.plan.mock_values import MockValueMarker
@@ -84,3 +86,14 @@ def test_the_plan_prints_each_model_beside_the_team_chargeback(prod_recording: R
     assert models[0] == teams[-1] + 1, "model lines follow the team chargeback lines"
     qwen = report.cost_lines[models[1]]
     assert "no sourced benchmark for Qwen/Qwen2.5-1.5B-Instruct on H100-80GB" in qwen, qwen
+
+
+def test_a_replica_of_several_gpus_pays_for_all_of_them_per_token(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A row measured on 2 GPUs (as a future sourced row would be): its tokens/s is the replica's, so a million
+    # tokens cost 2 GPU-hours' worth per that rate: 2 x 12.29 / (6,000 x 3,600) x 10^6 = 1.13796 USD.
+    two = dataclasses.replace(serving_benchmarks.BENCHMARKS[0], gpus=2, output_tokens_per_second=6000.0)
+    monkeypatch.setattr(serving_benchmarks, "BENCHMARKS", (two,))
+    llama = _costs(_prod(tensorParallel=2, maxReplicas=4))["llama-3-1-8b"]
+    assert llama.per_million_output_tokens == pytest.approx(2 * 12.29 / (6000 * 3600) * 1e6), (
+        "a replica holds tensorParallel GPUs: its hour costs all of them"
+    )

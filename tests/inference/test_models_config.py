@@ -7,8 +7,10 @@ from functools import cache
 from typing import Any
 
 import pytest
+import yaml
 
 from aks_gpu_platform.config import ConfigError, load_platform_config
+from aks_gpu_platform.config.catalog.models import serving_dtype
 from aks_gpu_platform.config.loader import refuse_missing_secrets
 from aks_gpu_platform.config.platform import PlatformConfig
 from aks_gpu_platform.testing.stack_files import load_stack_file
@@ -114,7 +116,10 @@ def test_bfloat16_is_refused_below_compute_capability_8() -> None:
     problem = _refused("dev", _model(dtype="bfloat16"))
     assert problem.startswith("inference.models[0].dtype: got 'bfloat16'"), problem
     assert "float16" in problem, f"says what to use instead: {problem}"
-    assert _load("dev", _model(dtype="auto")).inference.models[0].dtype == "auto", "auto picks float16 on a T4"
+    cfg = _load("dev", _model(dtype="auto"))
+    (pool,) = cfg.gpu_pools
+    assert serving_dtype(cfg.inference.models[0].dtype, pool.sku.gpu_model) == "float16", "auto is float16 on a T4"
+    assert serving_dtype("auto", "H100-80GB") == "bfloat16", "and bfloat16 where the GPU computes it"
 
 
 @pytest.mark.parametrize(("tp", "ok"), [(1, True), (2, True), (4, True), (8, True), (3, False), (16, False)])
@@ -240,3 +245,13 @@ def test_kept_up_replicas_fit_beside_the_team_quotas() -> None:
     two = [_prod_model(minReplicas=4, maxReplicas=4), _prod_model(name="chat2", minReplicas=5, maxReplicas=5)]
     problem = _refused("prod", *two, token="hf_x")
     assert problem.startswith("inference.models[1].minReplicas"), f"models on one pool add up: {problem}"
+
+
+def test_the_llm_serving_example_excerpt_validates_on_dev() -> None:
+    excerpt = yaml.safe_load((REPO_ROOT / "examples" / "llm-serving" / "inference.yaml").read_text())["config"]
+    settings = copy.deepcopy(_stack("dev"))
+    settings["inference"] = excerpt["aks-gpu-platform:inference"]
+    (model,) = load_platform_config(settings).inference.models
+    assert model.name in (REPO_ROOT / "examples" / "llm-serving" / "chat-job.yaml").read_text(), (
+        "the example's job asks for the model the excerpt serves"
+    )

@@ -493,14 +493,14 @@ def test_the_node_subnet_must_hold_each_pools_upgrade_surge(
 ) -> None:
     settings = settings_of(stack_config("dev"))
     settings["network"]["subnets"]["nodes"] = "10.40.0.0/27"  # 27 usable addresses
-    settings["cpuPool"]["maxCount"] = 12  # 17 nodes at most, +1 system surge, +4 or +12 CPU surge, GPU surges none
+    settings["cpuPool"]["maxCount"] = 12  # 18 nodes at most, +1 system surge, +4 or +12 CPU surge, GPU surges none
     settings["upgrade"]["cpuPool"]["maxSurge"] = surge
     if fits:
         assert load_platform_config(settings).upgrade.cpu_pool.surge_nodes(12) == 4, "33% of 12 rounds up to 4"
         return
     with pytest.raises(ConfigError) as caught:
         load_platform_config(settings)
-    assert "network.subnets.nodes:" in str(caught.value) and "need 30" in str(caught.value), (
+    assert "network.subnets.nodes:" in str(caught.value) and "need 31" in str(caught.value), (
         "a surge the subnet cannot address fails the upgrade halfway"
     )
 
