@@ -331,6 +331,10 @@ class GpuMonitoring(pulumi.ComponentResource):
         )
         return action_group.id, rules
 
+    def add_dashboard(self, resource: str, board: dict[str, Any]) -> None:
+        """Another dashboard in the platform's Grafana folder, from the concern that owns its series."""
+        self._dashboards.add(resource, board)
+
 
 class _Exporter(NamedTuple):
     namespace: str
@@ -415,7 +419,3 @@ def _pod_monitor(
             k8s_opts, pulumi.ResourceOptions(depends_on=[*scrape_dependencies, *exporter.dependencies])
         ),
     )
-
-    def add_dashboard(self, resource: str, board: dict[str, Any]) -> None:
-        """Another dashboard in the platform's Grafana folder, from the concern that owns its series."""
-        self._dashboards.add(resource, board)

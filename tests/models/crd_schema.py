@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import celpy
-from celpy import celtypes
 import jsonschema
 import yaml
+from celpy import celtypes
 from celpy.adapter import json_to_cel
 
 CRDS = Path(__file__).parent.parent / "fixtures" / "crds"

@@ -173,7 +173,9 @@ def test_recording_and_alert_rule_groups_are_scoped_to_workspace_and_cluster(
     workspace_id, cluster_id = _ids(recording)
     groups = recording.of_type(RULE_GROUP)
     platform = [g for g in groups if "-slo" not in g.name]  # besides one SLO alert group per served model
-    assert len(platform) == 5, "node, Kubernetes and chargeback recording rules, the GPU alerts and the GPU health alerts"
+    assert len(platform) == 5, (
+        "node, Kubernetes and chargeback recording rules, the GPU alerts and the GPU health alerts"
+    )
     for group in groups:
         assert group.inputs["scopes"] == [workspace_id, cluster_id], f"{group.name} must evaluate our workspace"
         assert group.inputs["clusterName"] == recording.one(CLUSTER).outputs["name"]

@@ -168,7 +168,7 @@ def test_a_name_no_concern_package_holds_fails_at_import_naming_it(package: str)
     with pytest.raises(AttributeError, match=f"{package}.*NoSuchName"):
         module.NoSuchName  # noqa: B018
     with pytest.raises(ImportError, match="NoSuchName"):
-        exec(f"from {package} import NoSuchName", {})  # noqa: S102
+        exec(f"from {package} import NoSuchName", {})
 
 
 def test_a_rule_that_left_a_concern_package_is_gone_from_it() -> None:
