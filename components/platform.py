@@ -30,7 +30,7 @@ from .gpu.stage import build_gpu_operations, build_gpu_pools, build_gpu_software
 from .gpu.validation import NAMESPACE as VALIDATION_NAMESPACE
 from .gpu.validation import GpuValidation
 from .inference.serving import check_servable
-from .inference.stage import build_inference
+from .inference.stage import build_inference, serving_namespaces
 from .monitoring.dcgm_exporter import EXPORTER_NAMESPACE
 from .monitoring.registry import Registry
 from .monitoring.stage import build_logs, build_monitoring
@@ -151,9 +151,13 @@ class AksGpuPlatform(pulumi.ComponentResource):
         super().__init__("aks-gpu-platform:index:AksGpuPlatform", name, None, opts)
         cfg, place = config, Placement(self, name)
 
+        serving_controllers, serving_own = serving_namespaces(cfg)
+        undrained = (*PLATFORM_NAMESPACES, *serving_controllers)
         site = build_site(cfg, place)
         logs, cluster_monitoring = build_logs(cfg, place, site)
-        aks, handle = build_cluster(cfg, place, site, cluster_monitoring, api_server_sources, OWN_NAMESPACES)
+        aks, handle = build_cluster(
+            cfg, place, site, cluster_monitoring, api_server_sources, (*OWN_NAMESPACES, *serving_own)
+        )
         joins = pool_placement(cfg, handle, site.network)
         cpu_pool = build_cpu_pool(cfg, place, joins)
         gpu_pools = build_gpu_pools(cfg, place, joins)
@@ -161,7 +165,7 @@ class AksGpuPlatform(pulumi.ComponentResource):
         upgrades = build_upgrade(cfg, place, handle)
         registry, monitoring = build_monitoring(cfg, place, handle, site, logs, aks, gpu_stack.driver_runtime)
         validation = build_gpu_operations(
-            cfg, place, handle, aks, gpu_pools, gpu_stack, registry, monitoring, PLATFORM_NAMESPACES
+            cfg, place, handle, aks, gpu_pools, gpu_stack, registry, monitoring, undrained
         )
         lustre, netapp_files = build_storage(cfg, place, handle, site.network)
         training, team_storage = build_training(

@@ -146,8 +146,11 @@ def _options(r: RecordedResource) -> pulumi.ResourceOptions:
 
 def _register(r: RecordedResource, opts: pulumi.ResourceOptions) -> pulumi.Resource:
     if not r.custom:
-        component = pulumi.ComponentResource(r.type, r.name, None, opts)
-        component.register_outputs({})
+        # A component with a provider of its own is a provider's (multi-language) component, e.g. yaml/v2 ConfigFile.
+        remote = bool(r.provider)
+        component = pulumi.ComponentResource(r.type, r.name, r.inputs if remote else None, opts, remote=remote)
+        if not remote:
+            component.register_outputs({})
         return component
     if r.type.startswith(PROVIDER_PREFIX):
         return pulumi.ProviderResource(r.type.removeprefix(PROVIDER_PREFIX), r.name, r.inputs, opts)

@@ -114,13 +114,14 @@ def test_the_training_job_example_runs_on_the_platform_stack_its_stack_file_name
 
 
 def test_the_contract_sees_the_inference_sample_take_a_gpu_the_job_needed(dev_recording: Recording) -> None:
-    # Today's dev: the sample's minimum replica is on the T4 pool the team's job uses.
-    assert [p.replicas for p in pinned_gpu_workloads(dev_recording)] == [1], "the dev sample keeps one GPU pod up"
+    # Today's dev: the sample's and the served model's minimum replicas are on the T4 pool the team's job uses.
+    kept = sorted((p.source.split("/")[-1], p.replicas) for p in pinned_gpu_workloads(dev_recording))
+    assert [n for _, n in kept] == [1, 1], f"the dev sample and the dev model each keep one GPU pod up: {kept}"
     pool = gpu_pools(dev_recording)["gput4"]
     recording = copy.deepcopy(dev_recording)
     for r in recording.of_type("azure-native:containerservice:AgentPool"):
         if r.inputs.get("agentPoolName") == pool.name:
-            r.inputs["maxCount"] = 2  # the pool as it was: 2 nodes for a 2-node job and the sample
+            r.inputs["maxCount"] = 3  # one node short: 2 for the 2-node job, 1 each for the sample and the model
     problems = check_job(recording, "examples/team-jobset/jobset.yaml")
     assert problems and "holds 1 of the job's 2 pods" in problems[0], problems
 
@@ -141,7 +142,7 @@ def test_the_config_refuses_quotas_the_pools_cannot_hold_beside_the_sample() -> 
 
 def test_what_the_stack_keeps_up_is_the_autoscalers_floor_not_the_deployment(dev_recording: Recording) -> None:
     """KEDA owns the sample's replicas (the Deployment states none): its minReplicaCount is what holds GPUs."""
-    recording = copy.deepcopy(dev_recording)
+    recording = run_stack("dev", without_models(load_stack_file("dev", REPO_ROOT)), project_dir=REPO_ROOT)
     pool = gpu_pools(recording)["gput4"]
     for r in recording.of_type("azure-native:containerservice:AgentPool"):
         if r.inputs.get("agentPoolName") == pool.name:
@@ -164,7 +165,7 @@ def test_no_pinned_pod_can_take_a_gpu_a_teams_quota_guarantees(recordings: dict[
 def test_with_a_spare_pool_the_sample_stays_off_the_pool_a_team_holds_whole() -> None:
     """Two T4 pools: the team holds all of gput4, gput4b is spare. The sample's kept-up pod must go to gput4b;
     left free to pick, the scheduler may put it on gput4, and the team's 3-GPU job is admitted and never placed."""
-    config = copy.deepcopy(load_stack_file("dev", REPO_ROOT))
+    config = without_models(copy.deepcopy(load_stack_file("dev", REPO_ROOT)))
     (pool,) = config["aks-gpu-platform:gpuPools"]
     config["aks-gpu-platform:gpuPools"].append({**copy.deepcopy(pool), "name": "gput4b", "maxCount": 1})
     config["aks-gpu-platform:training"]["teams"][0]["quotas"][0]["gpus"] = 3

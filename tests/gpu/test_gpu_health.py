@@ -305,9 +305,17 @@ def test_the_drain_leaves_every_platform_namespace_alone_and_drains_team_work() 
         if r.type.endswith(":Job")
         and (r.inputs["spec"]["template"]["spec"].get("nodeSelector") or {}) != cpu_node_selector()
     }
-    platform = {str(r.inputs["namespace"]) for r in recording.of_type(RELEASE)} | (jobs - teams)
+    # Model servers are GPU work like a team's: a drain must move them off a failing node.
+    models = (
+        {str(config.get(PREFIX + "inference", {}).get("namespace", "models"))}
+        if config.get(PREFIX + "inference")
+        else set()
+    )
+    platform = {str(r.inputs["namespace"]) for r in recording.of_type(RELEASE)} - models | (jobs - teams)
     assert "gpu-validation" in platform, "the check must see the validation Jobs' namespace"
     undrained = sorted(ns for ns in platform if not re.fullmatch(pattern, ns))
     assert not undrained, f"a drain would evict the platform's own pods in {undrained} (systemNamespaces {pattern})"
-    drained = sorted(ns for ns in teams if re.fullmatch(pattern, ns))
-    assert teams and not drained, f"team namespaces {drained} would never be drained: a faulty GPU node keeps its jobs"
+    drained = sorted(ns for ns in teams | models if re.fullmatch(pattern, ns))
+    assert teams and models and not drained, (
+        f"namespaces {drained} would never be drained: a faulty GPU node keeps its jobs or model servers"
+    )

@@ -84,8 +84,9 @@ def test_dev_floor_and_ceiling(dev_recording: Recording) -> None:
     d4 = DDSV5_PER_VCPU * 4 * MONTH + P10_DISK  # a D4ds_v5 node with its managed OS disk
     t4 = 0.526 * MONTH + P10_DISK
     aks_standard = 0.10 * MONTH
-    # Floor: 1 CPU node, 1 system node, the T4 node the Triton sample keeps up, AKS Standard, ACR Premium.
-    assert estimate.floor == pytest.approx(d4 + d4 + t4 + aks_standard + ACR_PREMIUM)
+    # Floor: 1 CPU node, 1 system node, the T4 nodes the Triton sample and the served model (minReplicas 1, one
+    # GPU each) keep up, AKS Standard, ACR Premium.
+    assert estimate.floor == pytest.approx(d4 + d4 + 2 * t4 + aks_standard + ACR_PREMIUM)
     # Ceiling: 3 CPU, 4 T4, 2 system nodes (the held node is within the T4 pool's max).
     assert estimate.ceiling == pytest.approx(3 * d4 + 4 * t4 + 2 * d4 + aks_standard + ACR_PREMIUM)
     assert all("no price for koreacentral" in item for item in estimate.unpriced), (
@@ -100,7 +101,9 @@ def test_prod_floor_and_ceiling(prod_recording: Recording) -> None:
     a100 = 3.673 * MONTH + P10_DISK
     h100 = 98.32 * MONTH  # ephemeral OS disk
     fixed = 0.60 * MONTH + ACR_PREMIUM + 2 * 0.01 * MONTH  # AKS Premium, ACR Premium, two private endpoints
-    assert estimate.floor == pytest.approx(3 * d16 + 3 * d8 + fixed), "GPU pools scale from zero in prod"
+    # GPU pools scale from zero, but for the served models' kept-up replicas: llama-3-1-8b's 2 one-GPU replicas
+    # share one 8-GPU node of h100z1, qwen-1-5b's 1 replica holds one node of h100z2.
+    assert estimate.floor == pytest.approx(3 * d16 + 3 * d8 + 2 * h100 + fixed), "only the models' floor holds GPUs"
     assert estimate.ceiling == pytest.approx(20 * d16 + 12 * a100 + 3 * 4 * h100 + 6 * d8 + fixed)
     assert any("Lustre 64 TiB AMLFS-Durable-Premium-250: no price for koreacentral" in i for i in estimate.unpriced), (
         "Lustre bills its whole capacity by tier from creation: without a price it is named, not counted as zero"
@@ -110,15 +113,19 @@ def test_prod_floor_and_ceiling(prod_recording: Recording) -> None:
 def test_a_gpu_workload_that_never_scales_to_zero_holds_a_node(dev_recording: Recording) -> None:
     pools = cost.pool_capacities(dev_recording)
     held = cost.held_gpu_nodes(dev_recording, pools)
-    assert [(h.workload, h.pool.vm_size, h.nodes) for h in held] == [
-        ("gpu-inference-sample/triton", "Standard_NC4as_T4_v3", 1)
-    ], "KEDA minReplicaCount 1 keeps one T4 node of a minCount 0 pool running"
+    assert sorted((h.workload, h.pool.vm_size, h.nodes) for h in held) == [
+        ("gpu-inference-sample/triton", "Standard_NC4as_T4_v3", 1),
+        ("models/qwen-0-5b", "Standard_NC4as_T4_v3", 1),
+    ], "KEDA minReplicaCount 1 keeps one T4 node of a minCount 0 pool running, for the sample and for the model"
 
     def park(config: dict[str, Any]) -> None:
         config["aks-gpu-platform:autoscaling"]["sampleInference"]["scaling"]["minReplicas"] = 0
+        config.pop("aks-gpu-platform:inference")  # dev's model has an SLO no cold start meets: it stays up
 
     parked = _variant("dev", park)
-    assert cost.held_gpu_nodes(parked, cost.pool_capacities(parked)) == [], "minReplicas 0 lets the pool reach zero"
+    assert cost.held_gpu_nodes(parked, cost.pool_capacities(parked)) == [], (
+        "minReplicas 0 and no kept-up model let the pool reach zero"
+    )
 
 
 def test_a_gpu_pool_with_a_minimum_is_warned_about(tmp_path: Path) -> None:
@@ -261,7 +268,8 @@ def test_defender_names_the_vcores_it_bills(prod_recording: Recording) -> None:
 def test_metrics_ingestion_is_a_stated_estimate(prod_recording: Recording) -> None:
     [samples] = [v for v in _estimate(prod_recording).volumes if v.startswith("Managed Prometheus")]
     gpus = 12 * 1 + 3 * 4 * 8  # A100 pool 12 x 1 GPU, three H100 pools 4 x 8 GPUs
-    assert f"x 0-{gpus} GPUs x 87,600 scrapes a month (30s)" in samples, (
+    kept_up = 2 * 8  # the two H100 nodes the served models keep up
+    assert f"x {kept_up}-{gpus} GPUs x 87,600 scrapes a month (30s)" in samples, (
         "the sample volume follows the GPUs at floor and ceiling and prod's 30 s DCGM scrape"
     )
 
