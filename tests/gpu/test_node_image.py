@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import itertools
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 import pytest
@@ -288,8 +289,14 @@ OS_SKUS = ("Ubuntu", "Ubuntu2204", "AzureLinux")
 MODES = ("devicePlugin", "gpuOperator", "aksManaged")
 
 
+@cache
+def _dev_config() -> dict[str, Any]:
+    """dev's stack file, parsed once: the product below builds ~1,000 pools on it (each test takes a deep copy)."""
+    return load_stack_file("dev", REPO_ROOT)
+
+
 def _one_pool_settings(vm_size: str, os_sku: str, mode: str, minor: str) -> dict[str, Any]:
-    settings = settings_of(without_models(copy.deepcopy(load_stack_file("dev", REPO_ROOT))))
+    settings = settings_of(without_models(copy.deepcopy(_dev_config())))
     settings["cluster"]["kubernetesVersion"] = minor
     # LTS creates every catalogued minor on the catalogue's date, so only the node image decides.
     settings["upgrade"].update(tier="Premium", supportPlan="AKSLongTermSupport", autoUpgradeChannel="patch")

@@ -16,7 +16,10 @@ each modelled after its upstream and each answering with the rule that refused i
   does not reach node ports. Ingress from the node itself (kubelet probes) is not modelled: Cilium admits it.
 
 Rules are named `<kind> <namespace>/<name>` (a policy validation: `... #<index>`), so an attempt states the rules
-that must refuse it and a test can remove any one rule and see a case fail. Storage attempts (a claim on a shared
+that must refuse it and a test can remove any one rule and see a case fail. Each refusal also carries its grounds:
+the boundary rules (as `boundary_rules` in the test names them) any one of which, removed or widened alone, withdraws
+it. Every layer is evaluated whole (every validation, every policy, every binding), so one evaluation of an attempt
+answers what removing each rule would do to it. Storage attempts (a claim on a shared
 class, another team's Lustre directory) are rows of the same table, with the storage layer added to `refusals`.
 """
 
@@ -136,12 +139,71 @@ def rule_name(obj: Mapping[str, Any]) -> str:
     return f"{obj['kind']} {namespace + '/' if namespace else ''}{obj['metadata']['name']}"
 
 
+class Refusal(str):
+    """A rule that refuses an attempt (the string is its name) and `grounds`: the boundary rules any one of which,
+    taken away alone, withdraws this refusal (a policy validation: itself, and its binding when no other binding
+    enforces it there)."""
+
+    grounds: frozenset[str]
+
+    def __new__(cls, name: str, grounds: Iterable[str]) -> Refusal:
+        refusal = super().__new__(cls, name)
+        refusal.grounds = frozenset(grounds)
+        return refusal
+
+
+def pod_security_label_rule(namespace: str) -> str:
+    return f"Pod Security label of {namespace}"
+
+
+def azure_pod_security_rule(namespace: str) -> str:
+    return f"Azure Policy pod security on {namespace}"
+
+
+def widened_rule(binding: Mapping[str, Any]) -> str:
+    return f"{rule_name(binding)} bound cluster-wide"
+
+
+def bound_roles(objects: list[dict[str, Any]], binding: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The Roles of the binding's namespace that its roleRef names."""
+    namespace, name = binding["metadata"].get("namespace"), binding["roleRef"]["name"]
+    return [
+        o
+        for o in objects
+        if o.get("kind") == "Role" and o["metadata"]["name"] == name and o["metadata"].get("namespace") == namespace
+    ]
+
+
+def widened(objects: list[dict[str, Any]], index: int) -> list[dict[str, Any]]:
+    """The objects with the RoleBinding at `index` bound cluster-wide: a ClusterRoleBinding to a ClusterRole copied
+    from its Role (what a binding written one level too wide grants)."""
+    binding = objects[index]
+    name = binding["roleRef"]["name"]
+    (role,) = bound_roles(objects, binding)
+    wide = {**binding, "kind": "ClusterRoleBinding", "roleRef": {**binding["roleRef"], "kind": "ClusterRole"}}
+    cluster_role = {**role, "kind": "ClusterRole", "metadata": {"name": name}}
+    return [*objects[:index], wide, *objects[index + 1 :], cluster_role]
+
+
 # --- the API request ---------------------------------------------------------------------------------------
 
 
+RBAC_KINDS = ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding")
+
+
 def api_refusals(w: World, groups: set[str], request: Request) -> list[str]:
-    rbac = [o for o in w.objects if o.get("kind") in ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding")]
-    return [] if allowed(rbac, w.assignments, w.cluster_id, groups, request) else ["RBAC"]
+    """`RBAC` when no grant allows the request; its grounds: each RoleBinding to a Role that, bound cluster-wide
+    (`widened`), would allow it."""
+    if allowed([o for o in w.objects if o.get("kind") in RBAC_KINDS], w.assignments, w.cluster_id, groups, request):
+        return []
+    grounds = []
+    for i, binding in enumerate(w.objects):
+        if binding.get("kind") != "RoleBinding" or len(bound_roles(w.objects, binding)) != 1:
+            continue
+        wide = [o for o in widened(w.objects, i) if o.get("kind") in RBAC_KINDS]
+        if allowed(wide, w.assignments, w.cluster_id, groups, request):
+            grounds.append(widened_rule(binding))
+    return [Refusal("RBAC", grounds)]
 
 
 # --- a pod at admission --------------------------------------------------------------------------------------
@@ -189,7 +251,7 @@ def policy_refusals(
     """The ValidatingAdmissionPolicy validations that refuse `operation` on `obj` in `namespace` (Deny bindings)."""
     labels = w.namespace_labels(namespace)
     policies = {p["metadata"]["name"]: p for p in w.of_kind("ValidatingAdmissionPolicy")}
-    refused: list[str] = []
+    enforcers: dict[str, list[str]] = {}
     for binding in w.of_kind("ValidatingAdmissionPolicyBinding"):
         spec = binding["spec"]
         policy = policies.get(spec["policyName"])
@@ -203,8 +265,9 @@ def policy_refusals(
         for index, validation in enumerate(policy["spec"]["validations"]):
             single = {**policy, "spec": {**policy["spec"], "validations": [validation]}}
             if admission_cel.verdict(single, dict(obj), operation=operation) is not None:
-                refused.append(f"{rule_name(policy)} #{index}")
-    return refused
+                enforcers.setdefault(f"{rule_name(policy)} #{index}", []).append(rule_name(binding))
+    # A validation enforced through two bindings stays when one of them goes.
+    return [Refusal(name, {name, *(by if len(by) == 1 else ())}) for name, by in enforcers.items()]
 
 
 def quota_refusals(w: World, namespace: str, spec: Mapping[str, Any]) -> list[str]:
@@ -221,7 +284,7 @@ def quota_refusals(w: World, namespace: str, spec: Mapping[str, Any]) -> list[st
             value = spec.get("priorityClassName")
             matches &= value in e.get("values", []) if e["operator"] == "In" else value not in e.get("values", [])
         if matches and int(hard["pods"]) < 1:
-            refused.append(rule_name(quota))
+            refused.append(Refusal(rule_name(quota), [rule_name(quota)]))
     return refused
 
 
@@ -230,9 +293,14 @@ def pod_refusals(w: World, namespace: str, spec: Mapping[str, Any]) -> list[str]
     refused: list[str] = []
     level = w.namespace_labels(namespace).get(PSS_ENFORCE, "privileged")
     if level in ("baseline", "restricted") and baseline_violations(spec):
-        refused.append(f"PodSecurity {namespace}/{level}")
-    if pod_security_policy_model.admission(w.pod_security, namespace, spec).denied:
-        refused.append(f"AzurePolicy {namespace}")
+        refused.append(Refusal(f"PodSecurity {namespace}/{level}", [pod_security_label_rule(namespace)]))
+    denying = [a for a in w.pod_security if pod_security_policy_model.admission([a], namespace, spec).denied]
+    if denying:
+        # Taking Azure Policy off a namespace takes off every assignment covering it, and so from the other
+        # namespaces those assignments cover.
+        covered = sorted(w.namespaces | {n for n, _ in w.teams.values()})
+        grounds = [azure_pod_security_rule(n) for n in covered if all(a.covers(n) for a in denying)]
+        refused.append(Refusal(f"AzurePolicy {namespace}", grounds))
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": namespace}, "spec": dict(spec)}
     refused += policy_refusals(w, namespace, pod, "", "pods")
     refused += quota_refusals(w, namespace, spec)
@@ -301,7 +369,7 @@ def connection_refusals(w: World, source: Endpoint, to: Endpoint) -> list[str]:
         for p in egress
         for rule in p["spec"].get("egress") or []
     ):
-        refused += [rule_name(p) for p in egress]
+        refused += [Refusal(rule_name(p), [rule_name(p)]) for p in egress]
     if to.kind == "pod":
         ingress = _policies(w, to.namespace, dict(to.labels), "Ingress")
         if ingress and not any(
@@ -310,7 +378,7 @@ def connection_refusals(w: World, source: Endpoint, to: Endpoint) -> list[str]:
             for p in ingress
             for rule in p["spec"].get("ingress") or []
         ):
-            refused += [rule_name(p) for p in ingress]
+            refused += [Refusal(rule_name(p), [rule_name(p)]) for p in ingress]
     return refused
 
 

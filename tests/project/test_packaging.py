@@ -285,8 +285,8 @@ def test_a_fresh_virtualenv_installs_one_package_that_another_project_builds(
     stray = [f for f in files if not f.startswith((f"{PACKAGE}/", f"{PACKAGE}-{VERSION}.dist-info/", console))]
     assert not stray, f"only {PACKAGE}/ is installed, no generic top-level package (config, components): {stray}"
     linked = ("components/gpu/node_pool.py", "config/loader.py", "config/gpu/scheduling.py")
-    installed = {f"{PACKAGE}/{path}" for path in linked}
-    assert installed <= set(files), "the linked components/ and config/ and their packages are installed as files"
+    linked_files = {f"{PACKAGE}/{path}" for path in linked}
+    assert linked_files <= set(files), "the linked components/ and config/ and their packages are installed as files"
     assert f"{PACKAGE}/py.typed" in files, "the wheel marks itself typed (PEP 561), so editors read our annotations"
     top_level = (site / f"{PACKAGE}-{VERSION}.dist-info" / "top_level.txt").read_text().split()
     assert top_level == [PACKAGE], "the distribution declares one top-level name"

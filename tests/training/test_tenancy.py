@@ -24,14 +24,20 @@ from tests.models.tenancy import (
     PSS_ENFORCE,
     Attempt,
     Endpoint,
+    Refusal,
     World,
     api_refusals,
+    azure_pod_security_rule,
+    bound_roles,
     build_world,
     connection_refusals,
     pod_refusals,
+    pod_security_label_rule,
     policy_refusals,
     rule_name,
     team_pod,
+    widened,
+    widened_rule,
 )
 from tests.training.test_team_access import raw_teams, two_team_config
 from tools import REPO_ROOT
@@ -385,17 +391,35 @@ ATTEMPTS: list[Attempt] = [
 """Storage attempts (a claim on a shared Files class, another team's Lustre directory) are added here as rows."""
 
 
-def failures(w: World) -> list[str]:
+Outcome = tuple[str, Attempt, set[str]]
+"""A team, an attempt of its member, and the rules that refuse it (each a Refusal with its grounds)."""
+
+
+def outcomes(w: World, attempts: list[Attempt] | None = None) -> list[Outcome]:
+    """Every attempt that applies, evaluated once per team."""
+    return [
+        (team, attempt, set(attempt.refusals(w, team)))
+        for team in sorted(w.teams)
+        for attempt in (ATTEMPTS if attempts is None else attempts)
+        if attempt.applies(w, team)
+    ]
+
+
+def grounds(refusal: str) -> frozenset[str]:
+    assert isinstance(refusal, Refusal), f"{refusal}: a refusal must name the rules it rests on"
+    return refusal.grounds
+
+
+def failures(w: World, evaluated: list[Outcome] | None = None) -> list[str]:
+    """The attempts not refused by every rule stated for them. `evaluated`: refusals already known (the rule
+    stated may depend on the world: an InfiniBand team's namespace is guarded by Azure Policy, not its label)."""
     found: list[str] = []
-    for team in sorted(w.teams):
-        for attempt in ATTEMPTS:
-            if not attempt.applies(w, team):
-                continue
-            refused, wanted = set(attempt.refusals(w, team)), attempt.expected(w, team)
-            if not wanted <= refused:
-                found.append(
-                    f"{team}: {attempt.what}: must be refused by {sorted(wanted - refused)} (got {sorted(refused)})"
-                )
+    for team, attempt, refused in outcomes(w) if evaluated is None else evaluated:
+        wanted = attempt.expected(w, team)
+        if not wanted <= refused:
+            found.append(
+                f"{team}: {attempt.what}: must be refused by {sorted(wanted - refused)} (got {sorted(refused)})"
+            )
     return found
 
 
@@ -579,21 +603,16 @@ def boundary_rules(w: World) -> list[tuple[str, Callable[[World], object]]]:
                 continue  # the attempts reach the exporter and Kueue; the other platform namespaces share the rule
             removals.append((rule_name(obj), lambda x, i=i: x.objects.pop(i)))
         elif kind == "RoleBinding" and namespace in team_namespaces and _binds_members(w, obj):
-            widen = {**obj, "kind": "ClusterRoleBinding", "roleRef": {**obj["roleRef"], "kind": "ClusterRole"}}
-            (role,) = [o for o in w.of_kind("Role", namespace) if o["metadata"]["name"] == obj["roleRef"]["name"]]
-            cluster_role = {**role, "kind": "ClusterRole", "metadata": {"name": obj["roleRef"]["name"]}}
+            assert len(bound_roles(w.objects, obj)) == 1, f"{rule_name(obj)} binds one Role of its namespace"
             removals.append(
-                (
-                    f"{rule_name(obj)} bound cluster-wide",
-                    lambda x, i=i, b=widen, r=cluster_role: x.objects.__setitem__(i, b) or x.objects.append(r),
-                )
+                (widened_rule(obj), lambda x, i=i: x.objects.__setitem__(slice(None), widened(x.objects, i)))
             )
         elif kind == "Namespace" and obj["metadata"]["name"] in team_namespaces:
             labels = obj["metadata"].get("labels") or {}
             if labels.get(PSS_ENFORCE) != "baseline":  # an InfiniBand team's: Azure Policy's baseline guards it
                 removals.append(
                     (
-                        f"Azure Policy pod security on {obj['metadata']['name']}",
+                        azure_pod_security_rule(obj["metadata"]["name"]),
                         lambda x, n=obj["metadata"]["name"]: setattr(
                             x, "pod_security", tuple(a for a in x.pod_security if not a.covers(n))
                         ),
@@ -602,27 +621,67 @@ def boundary_rules(w: World) -> list[tuple[str, Callable[[World], object]]]:
                 continue
             removals.append(
                 (
-                    f"Pod Security label of {obj['metadata']['name']}",
+                    pod_security_label_rule(obj["metadata"]["name"]),
                     lambda x, i=i: x.objects[i]["metadata"]["labels"].pop("pod-security.kubernetes.io/enforce"),
                 )
             )
     return removals
 
 
+def _selectors(w: World) -> list[dict[str, Any]]:
+    """Every namespaceSelector the admission and network layers match namespace labels with."""
+    found = [
+        (b["spec"].get("matchResources") or {}).get("namespaceSelector") or {}
+        for b in w.of_kind("ValidatingAdmissionPolicyBinding")
+    ]
+    for policy in w.of_kind("NetworkPolicy"):
+        for rule in [*(policy["spec"].get("ingress") or []), *(policy["spec"].get("egress") or [])]:
+            found += [
+                p["namespaceSelector"]
+                for p in [*(rule.get("from") or []), *(rule.get("to") or [])]
+                if "namespaceSelector" in p
+            ]
+    return found
+
+
+def _selector_keys(selector: dict[str, Any]) -> set[str]:
+    return set(selector.get("matchLabels") or {}) | {e["key"] for e in selector.get("matchExpressions") or []}
+
+
+def unneeded_rules(w: World, attempts: list[Attempt] | None = None) -> list[str]:
+    """The boundary rules whose removal lets no attempt through. Each attempt is evaluated once, with every rule that
+    refuses it and each refusal's grounds; removing a rule withdraws the refusals that rest on it alone. What the
+    attempts state may follow the world (which layer guards an InfiniBand namespace), so it is read from the world
+    without the rule."""
+    evaluated = outcomes(w, attempts)
+    assert not failures(w, evaluated), "the contract holds before anything is removed"
+    pod_security_selectors = [s for s in _selectors(w) if PSS_ENFORCE in _selector_keys(s)]
+    assert not pod_security_selectors, (
+        f"a selector reads the Pod Security label ({pod_security_selectors}): removing the label would change more "
+        "than the namespace's level, which the grounds do not model"
+    )
+    unneeded: list[str] = []
+    for label, remove in boundary_rules(w):
+        smaller = w.copy()
+        remove(smaller)
+        left = [
+            (team, attempt, {r for r in refused if label not in grounds(r)}) for team, attempt, refused in evaluated
+        ]
+        if not failures(smaller, left):
+            unneeded.append(f"without {label} no attempt gets through: the rule is untested or not needed")
+    return unneeded
+
+
 def test_removing_any_one_boundary_rule_lets_some_attempt_through(w: World) -> None:
-    assert not failures(w), "the contract holds before anything is removed"
-    rules = boundary_rules(w)
-    kinds = {label.split(" ", 1)[0] for label, _ in rules}
+    kinds = {label.split(" ", 1)[0] for label, _ in boundary_rules(w)}
     assert {
         "ValidatingAdmissionPolicy",
         "ValidatingAdmissionPolicyBinding",
         "ResourceQuota",
         "NetworkPolicy",
     } <= kinds, f"every layer of the boundary must be rendered here, got {sorted(kinds)}"
-    for label, remove in rules:
-        smaller = w.copy()
-        remove(smaller)
-        assert failures(smaller), f"without {label} no attempt gets through: the rule is untested or not needed"
+    unneeded = unneeded_rules(w)
+    assert not unneeded, "\n".join(unneeded)
 
 
 @pytest.mark.parametrize("stack", ["dev", "prod", "fleet-krc", "fleet-jpe"])
@@ -703,3 +762,31 @@ def test_an_infiniband_team_locks_memory_as_root_with_ipc_lock_and_nothing_more(
     for team in dev.teams:
         refused = pod_refusals(dev, ns(dev, team), _nccl_pod(dev, team, 0, ["IPC_LOCK"]))
         assert refused, f"{team}: without InfiniBand quota a team's pods never run as root"
+
+
+def test_the_rule_removal_check_reports_a_binding_that_a_second_identical_binding_makes_redundant() -> None:
+    """The check must fail on a redundant rule: with the team policy bound twice, removing one binding lets nothing
+    through, and the check has to say so (a refusal kept by the other binding must not count as withdrawn)."""
+    w = world("dev").copy()
+    (binding,) = [b for b in w.of_kind("ValidatingAdmissionPolicyBinding") if b["metadata"]["name"] == POLICY_NAME]
+    w.objects.append({**binding, "metadata": {**binding["metadata"], "name": f"{POLICY_NAME}-again"}})
+    unneeded = unneeded_rules(w)
+    assert unneeded == [
+        f"without ValidatingAdmissionPolicyBinding {POLICY_NAME} no attempt gets through: "
+        "the rule is untested or not needed"
+    ], f"only the doubled binding is redundant, got {unneeded}"
+
+
+def test_the_rule_removal_check_reports_a_rule_no_attempt_states() -> None:
+    """The check must fail on a rule no attempt rests on: without the priority attempts' quota, the quota that
+    refuses system priorities is untested."""
+    w = world("dev")
+    attempts = [
+        Attempt(a.what, a.refusals, lambda w, team: {PRIORITY_CHECK}) if "preempts" in a.what else a for a in ATTEMPTS
+    ]
+    unneeded = unneeded_rules(w, attempts)
+    (team_namespace,) = [n for n, _ in w.teams.values()]
+    assert unneeded == [
+        f"without ResourceQuota {team_namespace}/no-system-priority no attempt gets through: "
+        "the rule is untested or not needed"
+    ], f"only the quota is left unstated, got {unneeded}"
