@@ -20,6 +20,8 @@ from aks_gpu_platform.components.inference.gateway import (
 )
 from aks_gpu_platform.components.inference.model_dashboards import panel_queries, slo_alert
 from aks_gpu_platform.config import ConfigError
+from aks_gpu_platform.config.catalog.cold_start import node_provisioning
+from aks_gpu_platform.config.catalog.gpu_sizes import GPU_SKUS
 from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording, kubernetes_object
 from aks_gpu_platform.testing.stack_files import load_stack_file
@@ -335,6 +337,35 @@ def test_serving_pods_fit_pass_pod_security_and_their_pools_scale_from_zero(
 def test_the_serving_releases_can_finish(served: dict[str, Recording], stack: str) -> None:
     ours = [p for p in release_problems(served[stack], "") if "serving" in p]
     assert ours == [], f"a serving release would fail its first `pulumi up`: {ours}"
+
+
+PULUMI_DEPLOYMENT_AWAIT_DEFAULT = 600
+"""pulumi-kubernetes waits 10 minutes for a Deployment unless `pulumi.com/timeoutSeconds` says otherwise
+(provider/pkg/await/deployment.go DefaultDeploymentTimeoutMins, provider/pkg/metadata/overrides.go)."""
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_pulumi_waits_as_long_as_a_new_replica_may_take_to_be_ready(served: dict[str, Recording], stack: str) -> None:
+    pools = {p["name"]: p for p in load_stack_file(stack, REPO_ROOT)[PREFIX + "gpuPools"]}
+    servers = [d for d in _objects(served[stack], "Deployment") if d["metadata"]["namespace"] == "models"]
+    assert servers, "the single-node models' Deployments must be seen"
+    for deployment in servers:
+        pod = deployment["spec"]["template"]["spec"]
+        pool = pools[pod["nodeSelector"]["gpu-pool"]]
+        (server,) = [c for c in pod["containers"] if c.get("startupProbe")]
+        probe = server["startupProbe"]
+        # The pod's own allowance after it starts, plus a node of its pool from zero (the slowest published figure).
+        node = node_provisioning(GPU_SKUS[pool["vmSize"]].family).high_s or 0
+        needed = probe["periodSeconds"] * probe["failureThreshold"] + node
+        waits = int(
+            (deployment["metadata"].get("annotations") or {}).get(
+                "pulumi.com/timeoutSeconds", PULUMI_DEPLOYMENT_AWAIT_DEFAULT
+            )
+        )
+        assert waits >= needed, (
+            f"{deployment['metadata']['name']}: pulumi up gives up after {waits} s, but a replica on a new "
+            f"{pool['vmSize']} node may take {needed:.0f} s (node + startup probe) to be ready: the first deploy fails"
+        )
 
 
 def test_a_team_reaches_only_the_models_it_may_call(served: dict[str, Recording]) -> None:
