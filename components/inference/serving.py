@@ -519,7 +519,9 @@ class ServedModel(pulumi.ComponentResource):
                 metadata={"name": model.name, "namespace": ns, "labels": labels},
                 spec={
                     "replicas": model.min_replicas,
-                    "startupPolicy": "LeaderReady",
+                    # The leader's vLLM answers /health only once every worker has joined (--nnodes): its
+                    # workers must start beside it, not after it is Ready (lws pkg/controllers/pod_controller.go).
+                    "startupPolicy": "LeaderCreated",
                     "leaderWorkerTemplate": {
                         "size": model.nodes,
                         "restartPolicy": "RecreateGroupOnPodRestart",

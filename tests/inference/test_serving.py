@@ -339,6 +339,31 @@ def test_the_serving_releases_can_finish(served: dict[str, Recording], stack: st
     assert ours == [], f"a serving release would fail its first `pulumi up`: {ours}"
 
 
+def _group_becomes_ready(group: dict[str, Any]) -> bool:
+    """Start one LeaderWorkerSet group as LWS v0.10.0 does (pkg/controllers/pod_controller.go: with startupPolicy
+    LeaderReady the workers' StatefulSet is created only once the leader pod is Ready; LeaderCreated, the CRD's
+    default, creates it at once) with vLLM 0.34.0's multi-node start (vllm/v1/executor/multiproc_executor.py: the
+    node-rank-0 engine waits for every remote worker's queue before the API server, hence /health, comes up)."""
+    template = group["spec"]["leaderWorkerTemplate"]
+    leader_args = [a for c in template["leaderTemplate"]["spec"]["containers"] for a in c.get("args", [])]
+    waits_for_workers = "--nnodes" in leader_args and template["size"] > 1
+    leader_ready, workers_exist = False, False
+    for _ in range(3):  # until nothing changes
+        workers_exist = (
+            workers_exist or group["spec"].get("startupPolicy", "LeaderCreated") != "LeaderReady" or leader_ready
+        )
+        leader_ready = workers_exist or not waits_for_workers
+    return leader_ready
+
+
+def test_a_multi_node_group_starts(served: dict[str, Recording]) -> None:
+    (group,) = _objects(served["prod"], "LeaderWorkerSet")
+    assert _group_becomes_ready(group), (
+        f"{group['metadata']['name']}: the leader waits for its workers and the workers wait for the leader to be "
+        "Ready: the group never serves"
+    )
+
+
 PULUMI_DEPLOYMENT_AWAIT_DEFAULT = 600
 """pulumi-kubernetes waits 10 minutes for a Deployment unless `pulumi.com/timeoutSeconds` says otherwise
 (provider/pkg/await/deployment.go DefaultDeploymentTimeoutMins, provider/pkg/metadata/overrides.go)."""
