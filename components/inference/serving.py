@@ -151,7 +151,9 @@ def vllm_args(model: ServedModelConfig, gpu_model: str, multi_node: str | None =
     if weights.hugging_face and weights.revision:
         args += ["--revision", weights.revision]
     if dtype == "fp8":
-        args += ["--quantization", "fp8"]
+        # Online fp8 of the 16-bit checkpoint; the bare `fp8` alias for it is deprecated at 0.34.0
+        # (vllm/model_executor/model_loader/weight_utils.py get_quant_config).
+        args += ["--quantization", "fp8_per_tensor"]
     if multi_node:
         args += [
             "--pipeline-parallel-size",

@@ -364,6 +364,25 @@ def test_a_multi_node_group_starts(served: dict[str, Recording]) -> None:
     )
 
 
+# vLLM 0.34.0 for a checkpoint without a quantization config (vllm/model_executor/model_loader/weight_utils.py
+# get_quant_config): the online shorthands (vllm/config/quantization.py _ONLINE_SHORTHANDS, listed in
+# vllm/model_executor/layers/quantization/__init__.py) quantise at load; bare `fp8` still does, with a deprecation
+# warning naming fp8_per_tensor, and any other method looks for a quantization config the Hub checkpoint lacks.
+VLLM_ONLINE_QUANTIZATION = {"fp8_per_tensor", "fp8_per_block", "fp8_per_channel", "mxfp8"}
+
+
+def test_fp8_models_ask_vllm_for_a_supported_online_quantisation() -> None:
+    config = _prod_with_models()
+    config[PREFIX + "inference"]["models"][0]["dtype"] = "fp8"
+    servers = [d for d in _objects(run_stack("prod", config), "Deployment") if d["metadata"]["name"] == "llama-8b"]
+    (args,) = [c["args"] for d in servers for c in d["spec"]["template"]["spec"]["containers"]]
+    method = args[args.index("--quantization") + 1]
+    assert method in VLLM_ONLINE_QUANTIZATION, (
+        f"--quantization {method}: the 16-bit Hub checkpoint needs one of vLLM 0.34.0's online schemes "
+        f"{sorted(VLLM_ONLINE_QUANTIZATION)}; a deprecated alias disappears on the next vLLM"
+    )
+
+
 PULUMI_DEPLOYMENT_AWAIT_DEFAULT = 600
 """pulumi-kubernetes waits 10 minutes for a Deployment unless `pulumi.com/timeoutSeconds` says otherwise
 (provider/pkg/await/deployment.go DefaultDeploymentTimeoutMins, provider/pkg/metadata/overrides.go)."""
