@@ -299,20 +299,29 @@ class PlatformConfig(ConfigModel):
                 nominal[quota.pool] = nominal.get(quota.pool, 0) + quota.gpus
         return nominal
 
+    def _models_kept_gpus(self) -> dict[str, int]:
+        """Pool name -> the GPUs the served models' kept-up replicas (minReplicas) hold there."""
+        kept: dict[str, int] = {}
+        for model in self.inference.models:
+            kept[model.pool] = kept.get(model.pool, 0) + model.min_replicas * model.gpus_per_replica
+        return kept
+
     def sample_inference_pools(self) -> list[str] | None:
         """The GPU pools the sample inference server's kept-up replicas may run on, or None for any GPU pool.
 
         Nominal quota is a guarantee: a job using all of it must find the GPUs free. The scheduler and the
         autoscaler may put every kept-up replica on any pool the sample's nodeSelector reaches, so only pools
-        with no team quota, or with room for all of them beside the quotas, may take them."""
+        with no team quota, or with room for all of them beside the quotas and the served models' kept-up replicas,
+        may take them."""
         sample = self.autoscaling.sample_inference
         if not sample.enabled or sample.scaling.min_replicas == 0:
             return None
-        nominal = self._team_nominal_gpus()
+        nominal, models = self._team_nominal_gpus(), self._models_kept_gpus()
         kept_up = sample.scaling.min_replicas
 
         def takes_it(pool: GpuPoolConfig) -> bool:
-            room = (gpu_capacity(pool) - nominal.get(pool.name, 0)) // sample.gpus_per_pod
+            free = gpu_capacity(pool) - nominal.get(pool.name, 0) - models.get(pool.name, 0)
+            room = max(0, free) // sample.gpus_per_pod
             return not nominal.get(pool.name) or room >= kept_up
 
         allowed = [p.name for p in self.gpu_pools if takes_it(p)]
@@ -341,7 +350,8 @@ class PlatformConfig(ConfigModel):
             f"pool {pool.name} holds {gpu_capacity(pool)} GPUs (maxCount {pool.max_count} x {gpus_per_node(pool)}); "
             f"teams {holders[pool.name]} ask {nominal[pool.name]} in nominal quota while "
             f"autoscaling.sampleInference keeps {pinned} GPU(s) up (minReplicas {sample.scaling.min_replicas} x "
-            f"gpusPerPod {sample.gpus_per_pod}) and no GPU pool has room for them beside the team quotas: a job "
+            f"gpusPerPod {sample.gpus_per_pod}) and no GPU pool has room for them beside the team quotas and the "
+            f"served models' kept-up replicas ({self._models_kept_gpus().get(pool.name, 0)} GPU(s) here): a job "
             "using the whole quota would be admitted and never placed. "
             "Lower the quota, raise the pool's maxCount, or set the sample's minReplicas to 0",
         )

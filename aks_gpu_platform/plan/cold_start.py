@@ -306,13 +306,26 @@ ENGINE_START, FIRST_TOKEN = "vLLM engine start", "first token"
 GIB = 1024**3
 
 
+def _served_weights(checkpoint_gib: float, dtype: str) -> Figure:
+    """A replica reads the checkpoint as the Hub publishes it (16-bit) from its model's weights cache, a Blob claim
+    (components/inference/serving.py), whatever Lustre the stack has; vLLM quantises fp8 after loading the 16-bit
+    weights (vllm 0.34.0 docs/features/quantization/online.md, vllm/model_executor/model_loader/weight_utils.py)."""
+    rate = BLOB_ACCOUNT_EGRESS.mbps
+    note = (
+        f"{checkpoint_gib:.1f} GiB of 16-bit checkpoint (served as {dtype}) from the model's Blob weights cache at "
+        f"the account's {rate:,.0f} MB/s egress target: a floor, one node reads at most its NIC's bandwidth"
+    )
+    seconds = round(checkpoint_gib * MB_PER_GIB / rate, 1)
+    return Figure(seconds, None, BLOB_ACCOUNT_EGRESS.source, BLOB_ACCOUNT_EGRESS.published, note)
+
+
 def model_ready(cfg: PlatformConfig, model: ServedModelConfig) -> PoolBudget:
     """A replica of `model` on a new node of its pool: the pool's node stages, the vLLM image, the weights read from
     the cache (params x bytes of the serving dtype), the engine's start, and the first token (the SLO's target)."""
     pool = next(p for p in cfg.gpu_pools if p.name == model.pool)
     dtype = serving_dtype(model.dtype, pool.sku.gpu_model)
-    weights_gib = model.shape.weight_bytes(dtype) / GIB
-    node = stages(cfg, pool, pool.cold_start.model_copy(update={"weights_gib": weights_gib}))
+    checkpoint_gib = model.shape.weight_bytes("bfloat16") / GIB
+    node = stages(cfg, pool, pool.cold_start)
     image = VLLM_IMAGE
     if pool.cold_start.pre_pull_images:
         image = Figure(
@@ -327,7 +340,7 @@ def model_ready(cfg: PlatformConfig, model: ServedModelConfig) -> PoolBudget:
     first = Figure(None, slo, "inference.models[].slo", TODAY, "the SLO's p90 time to first token: a target")
     ready = [s for s in node if s.name not in (WORKLOAD_IMAGE, WEIGHTS)] + [
         Stage(WORKLOAD_IMAGE, image),
-        next(s for s in node if s.name == WEIGHTS),
+        Stage(WEIGHTS, _served_weights(checkpoint_gib, dtype)),
         Stage(ENGINE_START, VLLM_ENGINE_START),
         Stage(FIRST_TOKEN, first),
     ]
@@ -336,7 +349,7 @@ def model_ready(cfg: PlatformConfig, model: ServedModelConfig) -> PoolBudget:
         pool.vm_size,
         ready,
         notes=[
-            f"{weights_gib:.1f} GiB of {dtype} weights "
+            f"{checkpoint_gib:.1f} GiB checkpoint served as {dtype} "
             f"({model.shape.hub_id}) on {model.gpus_per_replica} GPU(s) of pool {pool.name}"
         ],
     )

@@ -28,6 +28,7 @@ import pulumi_azure_native.alertsmanagement as alertsmanagement
 import pulumi_kubernetes as k8s
 import yaml
 
+from aks_gpu_platform.config.catalog.cold_start import AUTOSCALER_GPU_DELAY, NODE_PROVISIONING, node_provisioning
 from aks_gpu_platform.config.catalog.models import serving_dtype
 from aks_gpu_platform.config.errors import ConfigError
 from aks_gpu_platform.config.gpu.scheduling import (
@@ -75,6 +76,10 @@ LWS_VERSION = "0.10.0"
 LWS_IMAGE_TAG = "v0.10.0"
 LWS_NAMESPACE = "lws-system"
 CACHE_MOUNT = "/cache"
+# The first start downloads the weights into the cache and compiles: up to 30 minutes before /health.
+STARTUP_PERIOD_SECONDS, STARTUP_FAILURES = 10, 180
+IMAGE_PULL_ALLOWANCE_SECONDS = 900
+"""A first pull of vllm/vllm-openai (12 to 28.6 GB, config/catalog/cold_start.py VLLM_IMAGE; no published pull rate)."""
 REQUEST_TIMEOUT = "300s"
 """The route's request timeout: the chart's own default for its HTTPRoute (experimentalHttpRoute.requestTimeout)."""
 # KEDA triggers. The queue: vLLM's waiting requests (a replica only queues once its batch is full), as a target
@@ -146,7 +151,9 @@ def vllm_args(model: ServedModelConfig, gpu_model: str, multi_node: str | None =
     if weights.hugging_face and weights.revision:
         args += ["--revision", weights.revision]
     if dtype == "fp8":
-        args += ["--quantization", "fp8"]
+        # Online fp8 of the 16-bit checkpoint; the bare `fp8` alias for it is deprecated at 0.34.0
+        # (vllm/model_executor/model_loader/weight_utils.py get_quant_config).
+        args += ["--quantization", "fp8_per_tensor"]
     if multi_node:
         args += [
             "--pipeline-parallel-size",
@@ -225,8 +232,11 @@ def vllm_pod_spec(
     }
     if multi_node != "worker":
         container["ports"] = [{"name": "http", "containerPort": VLLM_PORT, "protocol": "TCP"}]
-        # The first start downloads the weights into the cache and compiles: up to 30 minutes before /health.
-        container["startupProbe"] = {**health, "periodSeconds": 10, "failureThreshold": 180}
+        container["startupProbe"] = {
+            **health,
+            "periodSeconds": STARTUP_PERIOD_SECONDS,
+            "failureThreshold": STARTUP_FAILURES,
+        }
         container["readinessProbe"] = {**health, "periodSeconds": 5}
         container["livenessProbe"] = {**health, "periodSeconds": 10, "failureThreshold": 3}
     scheduling = gpu_pod_scheduling([pool])
@@ -247,6 +257,17 @@ def vllm_pod_spec(
         "containers": [container],
         "volumes": volumes,
     }
+
+
+def ready_timeout_seconds(pool: GpuPoolConfig) -> int:
+    """How long `pulumi up` waits for a model's replicas (`pulumi.com/timeoutSeconds`; pulumi-kubernetes gives a
+    Deployment 10 minutes otherwise, provider/pkg/await/deployment.go): a new node of the pool (the autoscaler's
+    delay and the slowest published provisioning, the slowest of any family where the pool's has none), the image
+    pull, then the startup probe's own budget."""
+    published = [f.high_s for f in NODE_PROVISIONING.values() if f.high_s is not None]
+    node = node_provisioning(pool.sku.family).high_s or max(published)
+    startup = STARTUP_PERIOD_SECONDS * STARTUP_FAILURES
+    return math.ceil((AUTOSCALER_GPU_DELAY.high_s or 0) + node + IMAGE_PULL_ALLOWANCE_SECONDS + startup)
 
 
 def cpu_pool_affinity() -> dict[str, Any]:
@@ -500,7 +521,9 @@ class ServedModel(pulumi.ComponentResource):
                 metadata={"name": model.name, "namespace": ns, "labels": labels},
                 spec={
                     "replicas": model.min_replicas,
-                    "startupPolicy": "LeaderReady",
+                    # The leader's vLLM answers /health only once every worker has joined (--nnodes): its
+                    # workers must start beside it, not after it is Ready (lws pkg/controllers/pod_controller.go).
+                    "startupPolicy": "LeaderCreated",
                     "leaderWorkerTemplate": {
                         "size": model.nodes,
                         "restartPolicy": "RecreateGroupOnPodRestart",
@@ -515,7 +538,12 @@ class ServedModel(pulumi.ComponentResource):
         else:
             server = k8s.apps.v1.Deployment(
                 f"{name}-servers",
-                metadata={"name": model.name, "namespace": ns, "labels": labels, "annotations": CHECKOV_SKIPS},
+                metadata={
+                    "name": model.name,
+                    "namespace": ns,
+                    "labels": labels,
+                    "annotations": {**CHECKOV_SKIPS, "pulumi.com/timeoutSeconds": str(ready_timeout_seconds(pool))},
+                },
                 spec=cast(
                     k8s.apps.v1.DeploymentSpecArgsDict,
                     {

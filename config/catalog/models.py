@@ -50,7 +50,7 @@ COMPUTE_CAPABILITY: dict[str, tuple[int, int]] = {
     "GB300": (10, 3),
 }
 
-# Bytes per weight; fp8 is vLLM's online fp8 quantization (--quantization fp8), 1 byte per weight.
+# Bytes per weight; fp8 is vLLM's online fp8 quantization (--quantization fp8_per_tensor), 1 byte per weight.
 WEIGHT_BYTES: dict[ServingDtype, float] = {"bfloat16": 2, "float16": 2, "fp8": 1}
 KV_BYTES = 2
 """Bytes per KV-cache element: the activation dtype (16-bit) for every serving dtype here."""

@@ -30,14 +30,16 @@ def _stage(budget: cold_start.PoolBudget, name: str) -> cold_start.Stage:
     return budget.stage(name)
 
 
-@pytest.mark.parametrize(("dtype", "seconds"), [("fp8", 0.5), ("bfloat16", 1.0)])
-def test_weights_load_is_the_weight_bytes_over_the_cache_throughput(dtype: str, seconds: float) -> None:
-    # 8,030,261,248 params x 1 or 2 B = 8,030 or 16,061 MB; prod's Lustre: 64 TiB x 250 MB/s per TiB = 16,000 MB/s.
-    budget = cold_start.model_ready(_prod(dtype=dtype), _prod(dtype=dtype).inference.models[0])
+@pytest.mark.parametrize("dtype", ["fp8", "bfloat16"])
+def test_weights_load_is_the_checkpoint_over_the_weights_cache_throughput(dtype: str) -> None:
+    # A replica reads the Hub checkpoint (16-bit: 8,030,261,248 params x 2 B = 16,061 MB) from its Blob weights cache
+    # (the claim the Deployment mounts), not from Lustre; fp8 is quantised after loading. Blob: 25,000 MB/s.
+    cfg = _prod(dtype=dtype)
+    budget = cold_start.model_ready(cfg, cfg.inference.models[0])
     weights = _stage(budget, cold_start.WEIGHTS).figure
-    assert weights.low_s == seconds, f"{dtype} weights over 16,000 MB/s take {seconds} s at best"
+    assert weights.low_s == 0.6, f"{dtype}: 16,061 MB of checkpoint over 25,000 MB/s take 0.6 s at best"
     assert weights.high_s is None, "one node reads at most its NIC's bandwidth: the figure is a floor"
-    assert "Lustre 64 TiB AMLFS-Durable-Premium-250 at 16,000 MB/s" in weights.note, weights.note
+    assert "Blob" in weights.note and "Lustre" not in weights.note, f"the cache is a Blob claim: {weights.note}"
 
 
 def test_the_node_stages_are_the_pool_budget() -> None:

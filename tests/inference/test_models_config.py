@@ -247,6 +247,23 @@ def test_kept_up_replicas_fit_beside_the_team_quotas() -> None:
     assert problem.startswith("inference.models[1].minReplicas"), f"models on one pool add up: {problem}"
 
 
+def test_the_sample_server_does_not_take_the_gpus_quotas_and_kept_up_models_hold() -> None:
+    # dev's gput4 at maxCount 3 holds 3 GPUs: team ml's nominal quota 2 and the model's kept-up replica 1. The
+    # inference sample keeps one more GPU up; if it may land there, a job using ml's whole quota never places.
+    settings = copy.deepcopy(_stack("dev"))
+    (gput4,) = [p for p in settings["gpuPools"] if p["name"] == "gput4"]
+    gput4["maxCount"] = 3
+    settings["inference"] = {"models": [_model(minReplicas=1, maxReplicas=1)]}
+    with pytest.raises(ConfigError) as caught:
+        cfg = load_platform_config(settings)
+        allowed = cfg.sample_inference_pools()
+        kept = cfg.autoscaling.sample_inference.scaling.min_replicas * cfg.autoscaling.sample_inference.gpus_per_pod
+        held = 2 + 1 + (kept if allowed is None or "gput4" in allowed else 0)
+        assert held <= 3, f"gput4 would hold {held} GPUs kept or guaranteed out of 3: ml's quota is not a guarantee"
+    (problem,) = caught.value.problems
+    assert "kept-up replicas (1 GPU(s) here)" in problem, f"the refusal names what holds the GPUs: {problem}"
+
+
 def test_the_llm_serving_example_excerpt_validates_on_dev() -> None:
     excerpt = yaml.safe_load((REPO_ROOT / "examples" / "llm-serving" / "inference.yaml").read_text())["config"]
     settings = copy.deepcopy(_stack("dev"))

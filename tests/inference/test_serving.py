@@ -20,6 +20,8 @@ from aks_gpu_platform.components.inference.gateway import (
 )
 from aks_gpu_platform.components.inference.model_dashboards import panel_queries, slo_alert
 from aks_gpu_platform.config import ConfigError
+from aks_gpu_platform.config.catalog.cold_start import node_provisioning
+from aks_gpu_platform.config.catalog.gpu_sizes import GPU_SKUS
 from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording, kubernetes_object
 from aks_gpu_platform.testing.stack_files import load_stack_file
@@ -335,6 +337,79 @@ def test_serving_pods_fit_pass_pod_security_and_their_pools_scale_from_zero(
 def test_the_serving_releases_can_finish(served: dict[str, Recording], stack: str) -> None:
     ours = [p for p in release_problems(served[stack], "") if "serving" in p]
     assert ours == [], f"a serving release would fail its first `pulumi up`: {ours}"
+
+
+def _group_becomes_ready(group: dict[str, Any]) -> bool:
+    """Start one LeaderWorkerSet group as LWS v0.10.0 does (pkg/controllers/pod_controller.go: with startupPolicy
+    LeaderReady the workers' StatefulSet is created only once the leader pod is Ready; LeaderCreated, the CRD's
+    default, creates it at once) with vLLM 0.34.0's multi-node start (vllm/v1/executor/multiproc_executor.py: the
+    node-rank-0 engine waits for every remote worker's queue before the API server, hence /health, comes up)."""
+    template = group["spec"]["leaderWorkerTemplate"]
+    leader_args = [a for c in template["leaderTemplate"]["spec"]["containers"] for a in c.get("args", [])]
+    waits_for_workers = "--nnodes" in leader_args and template["size"] > 1
+    leader_ready, workers_exist = False, False
+    for _ in range(3):  # until nothing changes
+        workers_exist = (
+            workers_exist or group["spec"].get("startupPolicy", "LeaderCreated") != "LeaderReady" or leader_ready
+        )
+        leader_ready = workers_exist or not waits_for_workers
+    return leader_ready
+
+
+def test_a_multi_node_group_starts(served: dict[str, Recording]) -> None:
+    (group,) = _objects(served["prod"], "LeaderWorkerSet")
+    assert _group_becomes_ready(group), (
+        f"{group['metadata']['name']}: the leader waits for its workers and the workers wait for the leader to be "
+        "Ready: the group never serves"
+    )
+
+
+# vLLM 0.34.0 for a checkpoint without a quantization config (vllm/model_executor/model_loader/weight_utils.py
+# get_quant_config): the online shorthands (vllm/config/quantization.py _ONLINE_SHORTHANDS, listed in
+# vllm/model_executor/layers/quantization/__init__.py) quantise at load; bare `fp8` still does, with a deprecation
+# warning naming fp8_per_tensor, and any other method looks for a quantization config the Hub checkpoint lacks.
+VLLM_ONLINE_QUANTIZATION = {"fp8_per_tensor", "fp8_per_block", "fp8_per_channel", "mxfp8"}
+
+
+def test_fp8_models_ask_vllm_for_a_supported_online_quantisation() -> None:
+    config = _prod_with_models()
+    config[PREFIX + "inference"]["models"][0]["dtype"] = "fp8"
+    servers = [d for d in _objects(run_stack("prod", config), "Deployment") if d["metadata"]["name"] == "llama-8b"]
+    (args,) = [c["args"] for d in servers for c in d["spec"]["template"]["spec"]["containers"]]
+    method = args[args.index("--quantization") + 1]
+    assert method in VLLM_ONLINE_QUANTIZATION, (
+        f"--quantization {method}: the 16-bit Hub checkpoint needs one of vLLM 0.34.0's online schemes "
+        f"{sorted(VLLM_ONLINE_QUANTIZATION)}; a deprecated alias disappears on the next vLLM"
+    )
+
+
+PULUMI_DEPLOYMENT_AWAIT_DEFAULT = 600
+"""pulumi-kubernetes waits 10 minutes for a Deployment unless `pulumi.com/timeoutSeconds` says otherwise
+(provider/pkg/await/deployment.go DefaultDeploymentTimeoutMins, provider/pkg/metadata/overrides.go)."""
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_pulumi_waits_as_long_as_a_new_replica_may_take_to_be_ready(served: dict[str, Recording], stack: str) -> None:
+    pools = {p["name"]: p for p in load_stack_file(stack, REPO_ROOT)[PREFIX + "gpuPools"]}
+    servers = [d for d in _objects(served[stack], "Deployment") if d["metadata"]["namespace"] == "models"]
+    assert servers, "the single-node models' Deployments must be seen"
+    for deployment in servers:
+        pod = deployment["spec"]["template"]["spec"]
+        pool = pools[pod["nodeSelector"]["gpu-pool"]]
+        (server,) = [c for c in pod["containers"] if c.get("startupProbe")]
+        probe = server["startupProbe"]
+        # The pod's own allowance after it starts, plus a node of its pool from zero (the slowest published figure).
+        node = node_provisioning(GPU_SKUS[pool["vmSize"]].family).high_s or 0
+        needed = probe["periodSeconds"] * probe["failureThreshold"] + node
+        waits = int(
+            (deployment["metadata"].get("annotations") or {}).get(
+                "pulumi.com/timeoutSeconds", PULUMI_DEPLOYMENT_AWAIT_DEFAULT
+            )
+        )
+        assert waits >= needed, (
+            f"{deployment['metadata']['name']}: pulumi up gives up after {waits} s, but a replica on a new "
+            f"{pool['vmSize']} node may take {needed:.0f} s (node + startup probe) to be ready: the first deploy fails"
+        )
 
 
 def test_a_team_reaches_only_the_models_it_may_call(served: dict[str, Recording]) -> None:
