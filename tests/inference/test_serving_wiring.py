@@ -1,0 +1,166 @@
+"""What each model server is started with and who finds it: vLLM shards the model over exactly the GPUs its pod
+holds, loads it in the precision the memory check sized, and the InferencePool, its scrape and the gateway's path
+to the picker reach the right pods.
+
+Upstream facts used (docs/charts.md, "Serving"):
+- vLLM 0.34.0 `vllm serve` flags (vllm/engine/arg_utils.py) and `--dtype` names (vllm/config/model.py: `half` and
+  `float16` are float16, `bfloat16` bfloat16, `float`/`float32` float32; `auto` with `--quantization fp8` keeps the
+  checkpoint's 16-bit type and quantises the weights to fp8).
+- LeaderWorkerSet v0.10.0: every pod of a group gets LWS_GROUP_SIZE = leaderWorkerTemplate.size.
+- The inferencepool chart v1.5.0 (tests/models/serving.py): the pool's endpointPickerRef port and the picker's
+  `inferencepool: <release>-epp` pod label.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from aks_gpu_platform.components.inference.gateway import GATEWAY_NAME, GATEWAY_NAMESPACE, GATEWAY_POD_LABEL
+from aks_gpu_platform.config.gpu.scheduling import GPU_RESOURCE
+from aks_gpu_platform.plan.offline import run_stack
+from aks_gpu_platform.testing import Recording, kubernetes_object
+from tests.inference.test_serving import DEV_MODELS, PROD_MODELS, _prod_with_models, _with_models
+from tests.models.serving import picker_name, rendered_inference_pool
+from tests.models.tenancy import Endpoint, build_world, connection_refusals
+
+POOL_CHART = "oci://registry.k8s.io/gateway-api-inference-extension/charts/inferencepool"
+# vllm/config/model.py at 0.34.0: the torch type behind each --dtype name.
+VLLM_DTYPE_BITS = {"half": 16, "float16": 16, "bfloat16": 16, "float": 32, "float32": 32}
+
+
+@pytest.fixture(scope="module")
+def served() -> dict[str, Recording]:
+    # The T4 model left at `auto`: what vLLM is told must still be float16, the type the T4 computes.
+    dev = [{**DEV_MODELS[0], "dtype": "auto"}]
+    return {"dev": run_stack("dev", _with_models("dev", dev)), "prod": run_stack("prod", _prod_with_models())}
+
+
+def _objects(recording: Recording, kind: str) -> list[dict[str, Any]]:
+    return [o for o in map(kubernetes_object, recording.kubernetes_objects()) if o.get("kind") == kind]
+
+
+def _server_pods(recording: Recording) -> dict[str, list[tuple[dict[str, Any], int]]]:
+    """Model name -> (pod template, pods of that template in one replica) of its servers."""
+    pods: dict[str, list[tuple[dict[str, Any], int]]] = {}
+    for deployment in _objects(recording, "Deployment"):
+        if deployment["metadata"]["namespace"] == "models":
+            pods[deployment["metadata"]["name"]] = [(deployment["spec"]["template"], 1)]
+    for group in _objects(recording, "LeaderWorkerSet"):
+        template = group["spec"]["leaderWorkerTemplate"]
+        size = int(template["size"])
+        pods[group["metadata"]["name"]] = [(template["leaderTemplate"], 1), (template["workerTemplate"], size - 1)]
+    return pods
+
+
+def _flags(args: list[str], env: Mapping[str, str]) -> dict[str, str]:
+    """`--flag value` pairs of a `vllm serve` command line, with Kubernetes' $(VAR) expansion applied."""
+    flags: dict[str, str] = {}
+    for i, arg in enumerate(args):
+        if arg.startswith("--"):
+            value = args[i + 1] if i + 1 < len(args) and not args[i + 1].startswith("--") else ""
+            for name, resolved in env.items():
+                value = value.replace(f"$({name})", resolved)
+            flags[arg[2:]] = value
+    return flags
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_vllm_shards_each_replica_over_exactly_the_gpus_it_holds(served: dict[str, Recording], stack: str) -> None:
+    models = {m["name"]: m for m in (DEV_MODELS if stack == "dev" else PROD_MODELS)}
+    pods = _server_pods(served[stack])
+    assert set(pods) == set(models), f"every configured model gets its servers: {sorted(pods)}"
+    for name, templates in pods.items():
+        model = models[name]
+        want = model.get("tensorParallel", 1) * model.get("nodes", 1)
+        held = 0
+        for template, count in templates:
+            (container,) = template["spec"]["containers"]
+            gpus = int(container["resources"]["limits"][GPU_RESOURCE])
+            held += gpus * count
+            group = {"LWS_GROUP_SIZE": str(sum(c for _, c in templates))}
+            flags = _flags(container["args"], group)
+            tensor = int(flags.get("tensor-parallel-size", "1"))
+            pipeline = int(flags.get("pipeline-parallel-size", "1"))
+            assert tensor == gpus, (
+                f"{name}: vLLM shards over {tensor} GPU(s) but the pod holds {gpus}: the others idle, or the "
+                "weights sized for the whole replica do not fit one GPU"
+            )
+            assert tensor * pipeline == want, (
+                f"{name}: tensor {tensor} x pipeline {pipeline} ranks, but a replica is tensorParallel x nodes = "
+                f"{want} GPUs: the group waits for ranks that never join"
+            )
+            assert flags.get("served-model-name") == name, f"{name}: clients call the model by its configured name"
+        assert held == want, f"{name}: one replica's pods hold {held} GPUs, the config and the cost count {want}"
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_vllm_loads_the_weights_in_the_precision_the_memory_check_sized(
+    served: dict[str, Recording], stack: str
+) -> None:
+    for name, templates in _server_pods(served[stack]).items():
+        for template, _ in templates:
+            (container,) = template["spec"]["containers"]
+            dtype = _flags(container["args"], {})["dtype"]
+            assert VLLM_DTYPE_BITS.get(dtype) == 16 or dtype == "auto", (
+                f"{name}: --dtype {dtype} is not a 16-bit type vLLM knows: the weights take twice the memory the "
+                "config checked, or vLLM exits on an unknown name"
+            )
+            if stack == "dev":
+                assert dtype in ("half", "float16"), (
+                    f"{name}: a T4 (compute capability 7.5) has no bfloat16; `auto` must reach vLLM as float16, not "
+                    f"{dtype}"
+                )
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_each_inference_pool_and_scrape_select_only_their_own_models_api_servers(
+    served: dict[str, Recording], stack: str
+) -> None:
+    recording = served[stack]
+    pods = _server_pods(recording)
+    monitors = {m["metadata"]["name"]: m for m in _objects(recording, "PodMonitor")}
+    releases = [r for r in recording.of_type("kubernetes:helm.sh/v3:Release") if r.inputs.get("chart") == POOL_CHART]
+    assert {str(r.inputs["name"]) for r in releases} == set(pods), "one InferencePool per model"
+
+    def selects(selector: Mapping[str, str], template: dict[str, Any]) -> bool:
+        labels = template["metadata"].get("labels") or {}
+        return all(labels.get(k) == v for k, v in selector.items())
+
+    for release in releases:
+        name = str(release.inputs["name"])
+        pool = rendered_inference_pool(name, str(release.inputs["namespace"]), release.inputs.get("values") or {})
+        monitor = monitors[f"vllm-{name}"]["spec"]["selector"]["matchLabels"]
+        for selector, what in ((pool["spec"]["selector"]["matchLabels"], "InferencePool"), (monitor, "PodMonitor")):
+            for other, templates in pods.items():
+                serving = [t for t, _ in templates if t["spec"]["containers"][0].get("ports")]
+                chosen = [t for t, _ in templates if selects(selector, t)]
+                if other == name:
+                    assert chosen and all(t in serving for t in chosen), (
+                        f"{what} {name} must select its own API servers only (not a group's headless workers): "
+                        f"{selector}"
+                    )
+                else:
+                    assert chosen == [], (
+                        f"{what} {name} also selects model {other}'s pods: requests for {name} reach a server that "
+                        "answers another model (404), and its metrics mix into this model's"
+                    )
+
+
+def test_the_gateway_reaches_each_models_endpoint_picker(served: dict[str, Recording]) -> None:
+    recording = served["prod"]
+    world = build_world(recording, {})
+    gateway = Endpoint("pod", 0, namespace=GATEWAY_NAMESPACE, labels=((GATEWAY_POD_LABEL, GATEWAY_NAME),))
+    releases = [r for r in recording.of_type("kubernetes:helm.sh/v3:Release") if r.inputs.get("chart") == POOL_CHART]
+    assert releases, "prod serves models"
+    for release in releases:
+        name, namespace = str(release.inputs["name"]), str(release.inputs["namespace"])
+        pool = rendered_inference_pool(name, namespace, release.inputs.get("values") or {})
+        port = int(pool["spec"]["endpointPickerRef"]["port"]["number"])
+        picker = Endpoint("pod", port, namespace=namespace, labels=(("inferencepool", picker_name(name)),))
+        assert connection_refusals(world, gateway, picker) == [], (
+            f"the gateway must reach {name}'s picker on its ext_proc port {port}, or every request to the model "
+            "fails open to a random server or is refused"
+        )
