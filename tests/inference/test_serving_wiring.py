@@ -13,18 +13,21 @@ Upstream facts used (docs/charts.md, "Serving"):
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
 import pytest
 
 from aks_gpu_platform.components.inference.gateway import GATEWAY_NAME, GATEWAY_NAMESPACE, GATEWAY_POD_LABEL
-from aks_gpu_platform.config.gpu.scheduling import GPU_RESOURCE
+from aks_gpu_platform.config.gpu.scheduling import GPU_POOL_NAME_LABEL_KEY, GPU_RESOURCE
 from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording, kubernetes_object
-from tests.inference.test_serving import DEV_MODELS, PROD_MODELS, _prod_with_models, _with_models
+from tests.inference.test_serving import DEV_MODELS, PROD_MODELS, REVISION, _prod_with_models, _with_models
+from tests.models.scheduling import node_templates
 from tests.models.serving import picker_name, rendered_inference_pool
 from tests.models.tenancy import Endpoint, build_world, connection_refusals
+from tools import REPO_ROOT
 
 POOL_CHART = "oci://registry.k8s.io/gateway-api-inference-extension/charts/inferencepool"
 # vllm/config/model.py at 0.34.0: the torch type behind each --dtype name.
@@ -163,4 +166,97 @@ def test_the_gateway_reaches_each_models_endpoint_picker(served: dict[str, Recor
         assert connection_refusals(world, gateway, picker) == [], (
             f"the gateway must reach {name}'s picker on its ext_proc port {port}, or every request to the model "
             "fails open to a random server or is refused"
+        )
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_each_scaled_object_scales_its_models_servers(served: dict[str, Recording], stack: str) -> None:
+    recording = served[stack]
+    servers = {
+        (o["apiVersion"], o["kind"], o["metadata"]["name"])
+        for kind in ("Deployment", "LeaderWorkerSet")
+        for o in _objects(recording, kind)
+        if o["metadata"]["namespace"] == "models"
+    }
+    scaled = [s for s in _objects(recording, "ScaledObject") if s["metadata"]["namespace"] == "models"]
+    assert len(scaled) == len(servers), "one ScaledObject per model"
+    for obj in scaled:
+        ref = obj["spec"]["scaleTargetRef"]
+        assert (ref["apiVersion"], ref["kind"], ref["name"]) in servers, (
+            f"{obj['metadata']['name']} scales {ref}, which does not exist: KEDA reports the target missing and the "
+            f"model never grows past its minReplicas (servers: {sorted(servers)})"
+        )
+
+
+def _rewritten(path: str, prefix: str, replacement: str) -> str:
+    """Gateway API ReplacePrefixMatch, by the table in its doc comment (kubernetes-sigs/gateway-api
+    apis/v1/httproute_types.go, HTTPPathModifier): the matched prefix is replaced on a segment boundary, so
+    `/foo/bar` with prefix `/foo` and replacement `/` becomes `/bar`."""
+    assert path == prefix or path.startswith(prefix.rstrip("/") + "/"), f"{path} does not match {prefix}"
+    return (replacement.rstrip("/") + path[len(prefix.rstrip("/")) :]) or "/"
+
+
+def test_the_route_hands_vllm_the_openai_path_the_documented_call_uses(dev_recording: Recording) -> None:
+    job = (REPO_ROOT / "examples" / "llm-serving" / "chat-job.yaml").read_text()
+    (url,) = re.findall(r"http://\S+/v1/chat/completions", job)
+    path = "/" + url.split("/", 3)[3]
+    matched = []
+    for route in _objects(dev_recording, "HTTPRoute"):
+        for rule in route["spec"]["rules"]:
+            prefixes = [m["path"]["value"] for m in rule["matches"] if path.startswith(m["path"]["value"] + "/")]
+            for prefix in prefixes:
+                (rewrite,) = [f["urlRewrite"]["path"] for f in rule.get("filters", []) if f["type"] == "URLRewrite"]
+                assert rewrite["type"] == "ReplacePrefixMatch", rewrite
+                matched.append(_rewritten(path, prefix, rewrite["replacePrefixMatch"]))
+    # vLLM 0.34.0 serves the OpenAI API under /v1 (vllm/entrypoints/openai/api_server.py).
+    assert matched == ["/v1/chat/completions"], (
+        f"{path} reaches vLLM as {matched}: anything but /v1/chat/completions is a 404 from the server"
+    )
+
+
+def test_prod_servers_load_the_pinned_weights_revision(served: dict[str, Recording]) -> None:
+    for name, templates in _server_pods(served["prod"]).items():
+        for template, _ in templates:
+            (container,) = template["spec"]["containers"]
+            revision = _flags(container["args"], {}).get("revision")
+            assert revision == REVISION, (
+                f"{name}: vLLM reads the Hub at {revision!r}, not the configured commit: a new push to the model "
+                "changes what prod serves"
+            )
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_model_servers_land_only_on_their_configured_pool(served: dict[str, Recording], stack: str) -> None:
+    models = {m["name"]: m for m in (DEV_MODELS if stack == "dev" else PROD_MODELS)}
+    nodes = node_templates(served[stack])
+    for name, templates in _server_pods(served[stack]).items():
+        for template, _ in templates:
+            selector = template["spec"]["nodeSelector"]
+            pools = {n.labels.get(GPU_POOL_NAME_LABEL_KEY) for n in nodes if _subset(selector, n.labels)}
+            assert pools == {models[name]["pool"]}, (
+                f"{name} may land on pools {pools}: the config sized its memory, tensor parallel and cost for "
+                f"{models[name]['pool']}'s GPUs only"
+            )
+
+
+def _subset(selector: Mapping[str, str], labels: Mapping[str, str]) -> bool:
+    return all(labels.get(k) == v for k, v in selector.items())
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_every_replica_can_mount_the_weights_cache(served: dict[str, Recording], stack: str) -> None:
+    recording = served[stack]
+    classes = {o["metadata"]["name"]: o for o in _objects(recording, "StorageClass")}
+    claims = [c for c in _objects(recording, "PersistentVolumeClaim") if c["metadata"]["namespace"] == "models"]
+    assert claims, "Hub weights are cached on a claim"
+    for claim in claims:
+        spec = claim["spec"]
+        assert "ReadWriteMany" in spec["accessModes"], (
+            f"{claim['metadata']['name']}: replicas on other nodes (and every pod of a group) mount the same cache; "
+            f"{spec['accessModes']} lets one node attach it and the others stay ContainerCreating"
+        )
+        provisioner = classes[spec["storageClassName"]]["provisioner"]
+        # Azure Blob and Azure Files CSI drivers are the AKS ones that mount a volume on many nodes at once.
+        assert provisioner in ("blob.csi.azure.com", "file.csi.azure.com"), (
+            f"{claim['metadata']['name']}: class {spec['storageClassName']} ({provisioner}) cannot serve ReadWriteMany"
         )
