@@ -13,6 +13,7 @@ Upstream facts used (docs/charts.md, "Serving"):
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -20,11 +21,14 @@ from typing import Any
 import pytest
 
 from aks_gpu_platform.components.inference.gateway import GATEWAY_NAME, GATEWAY_NAMESPACE, GATEWAY_POD_LABEL
+from aks_gpu_platform.components.monitoring import metrics_labels as labels
 from aks_gpu_platform.config.gpu.scheduling import GPU_POOL_NAME_LABEL_KEY, GPU_RESOURCE
 from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording, kubernetes_object
 from tests.inference.test_serving import DEV_MODELS, PROD_MODELS, REVISION, _prod_with_models, _with_models
+from tests.models.promql import Evaluator
 from tests.models.scheduling import node_templates
+from tests.models.scrape import Series
 from tests.models.serving import picker_name, rendered_inference_pool
 from tests.models.tenancy import Endpoint, build_world, connection_refusals
 from tools import REPO_ROOT
@@ -260,3 +264,52 @@ def test_every_replica_can_mount_the_weights_cache(served: dict[str, Recording],
         assert provisioner in ("blob.csi.azure.com", "file.csi.azure.com"), (
             f"{claim['metadata']['name']}: class {spec['storageClassName']} ({provisioner}) cannot serve ReadWriteMany"
         )
+
+
+def _gpu_panel(recording: Recording, model: str) -> str:
+    (board,) = [
+        json.loads(str(d.inputs["configJson"]))
+        for d in recording.of_type("grafana:oss/dashboard:Dashboard")
+        if d.name.endswith(f"-{model}-dashboard")
+    ]
+    (panel,) = [p for p in board["panels"] if p["title"] == "GPU utilisation per server"]
+    return str(panel["targets"][0]["expr"])
+
+
+@pytest.mark.parametrize(
+    ("stack", "model", "own", "others"),
+    [
+        # kubernetes-sigs/lws (docs, "LeaderWorkerSet"): a group's leader is <name>-<group>, its workers
+        # <name>-<group>-<index>.
+        (
+            "prod",
+            "llama-70b",
+            ["llama-70b-0", "llama-70b-0-1", "llama-70b-1", "llama-70b-1-1"],
+            ["llama-8b-6d5f9-x2kq"],
+        ),
+        # A Deployment's pods: <name>-<ReplicaSet hash>-<suffix>.
+        ("dev", "qwen-small", ["qwen-small-7d9f8b6c5-abcde"], ["qwen-small-epp-5c6d-x"]),
+    ],
+)
+def test_the_gpu_panel_shows_every_server_pod_of_the_model(
+    served: dict[str, Recording], stack: str, model: str, own: list[str], others: list[str]
+) -> None:
+    series = [
+        Series(
+            {
+                "__name__": "DCGM_FI_DEV_GPU_UTIL",
+                labels.WORKLOAD_NAMESPACE: "models",
+                labels.WORKLOAD_POD: pod,
+                "gpu": "0",
+                "namespace": "gpu-operator",
+                "pod": "nvidia-dcgm-exporter-abcde",
+            },
+            50.0,
+        )
+        for pod in own + others
+    ]
+    shown = {s.labels[labels.WORKLOAD_POD] for s in Evaluator(series).vector(_gpu_panel(served[stack], model))}
+    assert shown == set(own), (
+        f"{model}'s GPU panel shows {sorted(shown)}: every server pod of the model (a group's leader and workers) and "
+        "no other pod, or an idle or saturated GPU goes unseen"
+    )
