@@ -42,6 +42,20 @@ def test_weights_load_is_the_checkpoint_over_the_weights_cache_throughput(dtype:
     assert "Blob" in weights.note and "Lustre" not in weights.note, f"the cache is a Blob claim: {weights.note}"
 
 
+def test_a_replica_over_several_gpus_still_reads_the_whole_checkpoint() -> None:
+    # Tensor parallel splits the weights between the ranks, not the bytes read: the eight ranks of a TP-8 replica
+    # read the 16,061 MB of 16-bit weights between them, from the same weights cache at the same rate.
+    one = _prod(dtype="bfloat16")
+    eight = _prod(dtype="bfloat16", tensorParallel=8, minReplicas=1, maxReplicas=1)
+    assert eight.inference.models[0].gpus_per_replica == 8, "the replica spans a whole node"
+    single = _stage(cold_start.model_ready(one, one.inference.models[0]), cold_start.WEIGHTS).figure
+    sharded = _stage(cold_start.model_ready(eight, eight.inference.models[0]), cold_start.WEIGHTS).figure
+    assert sharded.low_s == single.low_s and single.low_s > 0, (
+        f"a TP-8 replica waits {sharded.low_s} s for its weights, as long as one GPU's ({single.low_s} s): the "
+        "budget must not promise a faster start for a model spread over more GPUs"
+    )
+
+
 def test_the_node_stages_are_the_pool_budget() -> None:
     cfg = _prod()
     model = cfg.inference.models[0]

@@ -159,6 +159,16 @@ def test_max_replicas_must_fit_the_pool() -> None:
     assert "= 40, but pool h100z1 holds 32" in problem, problem
 
 
+def test_a_replica_across_nodes_counts_the_gpus_of_every_node() -> None:
+    # h100z1: 4 nodes x 8 = 32 GPUs; a replica of TP 4 over 2 nodes holds 8: 4 replicas fit, 5 (40 GPUs) do not.
+    _load("prod", _prod_model(tensorParallel=4, nodes=2, maxReplicas=4), token="hf_x")
+    problem = _refused("prod", _prod_model(tensorParallel=4, nodes=2, maxReplicas=5), token="hf_x")
+    assert problem.startswith("inference.models[0].maxReplicas: got 5"), (
+        f"five 8-GPU replicas need 40 GPUs of a 32-GPU pool: the fifth group would stay pending: {problem}"
+    )
+    assert "5 replicas x 8 GPUs = 40" in problem, f"shows the arithmetic over both nodes: {problem}"
+
+
 def test_a_gated_model_needs_the_token_secret() -> None:
     problem = _refused("prod", _prod_model(weights={"huggingFace": LLAMA_8B, "revision": COMMIT}), token="hf_x")
     assert problem.startswith("inference.models[0].weights.tokenSecret: got False"), problem
@@ -262,6 +272,16 @@ def test_the_sample_server_does_not_take_the_gpus_quotas_and_kept_up_models_hold
         assert held <= 3, f"gput4 would hold {held} GPUs kept or guaranteed out of 3: ml's quota is not a guarantee"
     (problem,) = caught.value.problems
     assert "kept-up replicas (1 GPU(s) here)" in problem, f"the refusal names what holds the GPUs: {problem}"
+
+
+def test_kept_up_replicas_hold_all_their_gpus_beside_the_quotas() -> None:
+    # h100z1: 32 GPUs, team llm's nominal quota 24: one TP-8 replica (8 GPUs) fits beside it, two (16) do not.
+    _load("prod", _prod_model(tensorParallel=8, minReplicas=1, maxReplicas=1), token="hf_x")
+    problem = _refused("prod", _prod_model(tensorParallel=8, minReplicas=2, maxReplicas=2), token="hf_x")
+    assert problem.startswith("inference.models[0].minReplicas: got 2"), (
+        f"two kept-up TP-8 replicas hold 16 GPUs, leaving 16 for a 24-GPU quota: a full-quota job never runs: {problem}"
+    )
+    assert "replicas 16" in problem, f"counts tensorParallel x nodes GPUs per kept-up replica: {problem}"
 
 
 def test_the_llm_serving_example_excerpt_validates_on_dev() -> None:
