@@ -166,13 +166,14 @@ def test_a_vm_size_with_more_gpus_per_node_shows_the_team_quotas_against_the_new
 
 def test_a_change_of_pool_capacity_shows_the_team_quotas_against_it(dev_plan: dict[str, Any]) -> None:
     def shrink(config: dict[str, Any]) -> None:
-        config[GPU_POOLS][0]["maxCount"] = 2
+        # One node fewer than dev's: the team's 1 GPU beside the sample's and the model's kept-up replicas.
+        config[GPU_POOLS][0]["maxCount"] = 3
         config["aks-gpu-platform:training"]["teams"][0]["quotas"][0]["gpus"] = 1
 
     change = _pool_change(plan_diff.diff_plans(dev_plan, _plan_with(shrink)))
     (capacity,) = [n for n in change.notes if n.startswith("GPU capacity")]
     max_count = load_stack_file("dev", REPO_ROOT)[GPU_POOLS][0]["maxCount"]
-    assert f"{max_count} -> 2" in capacity and "ml 1" in capacity, (
+    assert f"{max_count} -> 3" in capacity and "ml 1" in capacity, (
         f"the reviewer compares the new capacity with what the teams are guaranteed on it: {capacity}"
     )
 
