@@ -32,11 +32,10 @@ from aks_gpu_platform.config.catalog.cold_start import AUTOSCALER_GPU_DELAY, NOD
 from aks_gpu_platform.config.catalog.models import serving_dtype
 from aks_gpu_platform.config.errors import ConfigError
 from aks_gpu_platform.config.gpu.scheduling import (
-    CPU_POOL_LABEL_VALUE,
-    GPU_POOL_LABEL_KEY,
     GPU_POOL_NAME_LABEL_KEY,
     GPU_RESOURCE,
     RESTRICTED_CONTAINER_SECURITY_CONTEXT,
+    cpu_node_affinity,
     cpu_node_selector,
     gpu_pod_scheduling,
 )
@@ -270,12 +269,6 @@ def ready_timeout_seconds(pool: GpuPoolConfig) -> int:
     return math.ceil((AUTOSCALER_GPU_DELAY.high_s or 0) + node + IMAGE_PULL_ALLOWANCE_SECONDS + startup)
 
 
-def cpu_pool_affinity() -> dict[str, Any]:
-    """Required node affinity for the CPU pool (the inferencepool chart takes affinity, not nodeSelector)."""
-    term = {"matchExpressions": [{"key": GPU_POOL_LABEL_KEY, "operator": "In", "values": [CPU_POOL_LABEL_VALUE]}]}
-    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}}
-
-
 PICKER_CONFIG_FILE = "serving-plugins.yaml"
 FLOW_CONTROL_METRIC = "inference_extension_flow_control_queue_size"
 """The picker's gauge of requests it holds (pkg/epp/metrics/metrics.go l.428 at v1.5.0; labels fairness_id,
@@ -348,7 +341,7 @@ def inference_pool_values(model: ServedModelConfig) -> dict[str, Any]:
         "inferenceExtension": {
             "replicas": 1,
             "image": {"pullPolicy": "IfNotPresent"},
-            "affinity": cpu_pool_affinity(),
+            "affinity": cpu_node_affinity(),
             # The chart's 4 CPU / 8 GiB is sized for high-QPS scale tests (values.yaml); one model's picker on the
             # small CPU pool needs a fraction of it. Memory limit kept well above the request.
             "resources": {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "2Gi"}},

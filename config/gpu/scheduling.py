@@ -178,6 +178,14 @@ def sharing_node_labels(pool: GpuPoolConfig, stack_mode: str) -> dict[str, str]:
     return labels
 
 
+def cpu_node_affinity() -> dict[str, Any]:
+    """`cpu_node_selector` as a required node affinity, for charts that take affinity and no nodeSelector."""
+    terms = [
+        {"matchExpressions": [{"key": k, "operator": "In", "values": [v]} for k, v in cpu_node_selector().items()]}
+    ]
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}
+
+
 def cpu_node_selector() -> dict[str, str]:
     """Selects the CPU user pool (monitoring, log collection, API servers, preprocessing)."""
     return {GPU_POOL_LABEL_KEY: CPU_POOL_LABEL_VALUE}
