@@ -10,12 +10,13 @@ STAMP := $(VENV)/.installed
 TOOLS := .venv-tools
 TOOLS_STAMP := $(TOOLS)/.installed
 
-# Virtualenvs are built by uv (seconds instead of minutes) from the same pinned requirement files;
-# `INSTALLER=pip` or a machine where uv cannot be had falls back to `python -m venv` + pip.
-# uv comes from PATH, else a private copy in .venv-uv installed once with pip.
+# Every virtualenv installs from its lock in locks/: the whole dependency closure, each file pinned by hash, one set
+# for every machine and every later day. The requirement files say what we ask for; `make lock` resolves them into
+# locks/, keeping every version the lock already has; `make lock UPGRADE=1` takes the newest each file allows.
+# Virtualenvs are built by uv (seconds instead of minutes); `INSTALLER=pip` or a machine where uv cannot be had
+# falls back to `python -m venv` + pip, from the same locks. uv comes from PATH, else a private copy in .venv-uv
+# installed once with pip from locks/uv.txt.
 INSTALLER ?= uv
-# PyPI uv 0.13.8 (2026-11)
-UV_VERSION := 0.13.8
 UV_HOME := .venv-uv
 UV = $(or $(shell command -v uv 2>/dev/null),$(UV_HOME)/bin/uv)
 # uv must use the interpreter make was given and never download one of its own.
@@ -25,35 +26,43 @@ export UV_PYTHON_DOWNLOADS := never
 # parse them again (make plan: ~4.5 s becomes ~9 s), so make's commands run without it.
 unexport PYTHONDONTWRITEBYTECODE
 
-# $(call venv,DIR,PIP-INSTALL-ARGS): create DIR if missing and install the pinned requirements into it.
-# --seed puts pip in a uv-built venv too, so `pulumi install` (Pulumi.yaml's pip toolchain) keeps working.
+# $(call venv,DIR,LOCK): create DIR if missing and make its packages exactly LOCK's (uv removes anything else).
 define venv
 	@set -e; if [ "$(INSTALLER)" = uv ] && [ -x "$(UV)" ]; then \
-		test -x $(1)/bin/python || "$(UV)" venv --quiet --seed --python "$(PYTHON)" $(1); \
-		echo "uv pip install $(2) -> $(1)" >&2; \
-		"$(UV)" pip install --quiet --python $(1)/bin/python $(2); \
+		test -x $(1)/bin/python || "$(UV)" venv --quiet --python "$(PYTHON)" $(1); \
+		echo "uv pip sync $(2) -> $(1)" >&2; \
+		"$(UV)" pip sync --quiet --require-hashes --python $(1)/bin/python $(2); \
 	else \
 		test -x $(1)/bin/python || $(PYTHON) -m venv $(1); \
-		echo "pip install $(2) -> $(1)" >&2; \
-		$(1)/bin/python -m pip install --quiet --upgrade pip; \
-		$(1)/bin/python -m pip install --quiet $(2); \
+		echo "pip install -r $(2) -> $(1)" >&2; \
+		$(1)/bin/python -m pip install --quiet --disable-pip-version-check --require-hashes --no-deps -r $(2); \
 	fi
 	@touch $(1)/.installed
 endef
+
+# $(call lock,REQUIREMENTS,LOCK): resolve REQUIREMENTS for every Python from 3.11 and every platform, with hashes.
+LOCK_UPGRADE = $(if $(UPGRADE),--upgrade)
+define lock
+	"$(UV)" pip compile --quiet --universal --python-version 3.11 --generate-hashes $(LOCK_UPGRADE) \
+		--custom-compile-command "make lock" -o $(2) $(1)
+
+endef
+LOCKS := requirements-dev.txt:locks/venv.txt policy/requirements.txt:locks/policy.txt \
+	requirements-tools.txt:locks/tools.txt requirements-checkov.txt:locks/checkov.txt requirements-uv.txt:locks/uv.txt
 
 ## help: list these targets (the default)
 help:
 	@sed -n 's/^## \([a-z-]*\): /\1\t/p' $(MAKEFILE_LIST) | awk -F'\t' '{printf "  make %-14s %s\n", $$1, $$2}'
 
-.PHONY: help plan plan-diff test lint typecheck unit workflows bench clean policy-venv checkov-venv venvs uv-bootstrap docs
+.PHONY: help plan plan-diff test lint typecheck unit workflows bench clean policy-venv checkov-venv venvs uv-bootstrap docs lock
 
 # Tried once (the marker stays on failure too): a machine without uv goes on with pip, never retrying.
 UV_MARK := $(UV_HOME)/.tried
 $(UV_MARK):
 	@if [ "$(INSTALLER)" = uv ] && ! command -v uv >/dev/null 2>&1; then \
-		$(PYTHON) -m pip install --quiet --target $(UV_HOME) uv==$(UV_VERSION) 2>/dev/null || \
+		$(PYTHON) -m pip install --quiet --require-hashes --target $(UV_HOME) -r locks/uv.txt 2>/dev/null || \
 		{ rm -rf $(UV_HOME) && $(PYTHON) -m venv $(UV_HOME) && \
-			$(UV_HOME)/bin/python -m pip install --quiet uv==$(UV_VERSION); } || \
+			$(UV_HOME)/bin/python -m pip install --quiet --require-hashes -r locks/uv.txt; } || \
 		echo "uv could not be installed; building virtualenvs with pip" >&2; \
 	fi
 	@mkdir -p $(UV_HOME) && touch $(UV_MARK)
@@ -61,18 +70,18 @@ $(UV_MARK):
 ## uv-bootstrap: install uv into .venv-uv unless it is on PATH
 uv-bootstrap: $(UV_MARK)
 
-$(STAMP): requirements.txt requirements-dev.txt | $(UV_MARK)
-	$(call venv,$(VENV),-r requirements-dev.txt)
+$(STAMP): locks/venv.txt | $(UV_MARK)
+	$(call venv,$(VENV),locks/venv.txt)
 
 # The CrossGuard pack's own virtualenv (PulumiPolicy.yaml names it): pulumi-policy pins protobuf apart from ours.
 POLICY_STAMP := policy/venv/.installed
-$(POLICY_STAMP): policy/requirements.txt | $(UV_MARK)
-	$(call venv,policy/venv,-r policy/requirements.txt)
+$(POLICY_STAMP): locks/policy.txt | $(UV_MARK)
+	$(call venv,policy/venv,locks/policy.txt)
 
 # checkov's own virtualenv: checkov pins packaging and others apart from the project's pins.
 CHECKOV_STAMP := .venv-checkov/.installed
-$(CHECKOV_STAMP): | $(UV_MARK)
-	$(call venv,.venv-checkov,checkov==3.3.30)
+$(CHECKOV_STAMP): locks/checkov.txt | $(UV_MARK)
+	$(call venv,.venv-checkov,locks/checkov.txt)
 
 ## checkov-venv: create checkov's virtualenv (the test suite scans rendered objects with it)
 checkov-venv: $(CHECKOV_STAMP)
@@ -120,8 +129,15 @@ typecheck: $(STAMP)
 unit: $(STAMP) $(POLICY_STAMP) $(CHECKOV_STAMP)
 	$(BIN)/pytest -n auto --dist loadfile
 
-$(TOOLS_STAMP): requirements-tools.txt | $(UV_MARK)
-	$(call venv,$(TOOLS),-r requirements-tools.txt)
+$(TOOLS_STAMP): locks/tools.txt | $(UV_MARK)
+	$(call venv,$(TOOLS),locks/tools.txt)
+
+## lock: resolve the requirement files into locks/ (UPGRADE=1 takes the newest versions they allow), then rebuild
+lock: $(UV_MARK)
+	@test -x "$(UV)" || { echo "make lock needs uv (make uv-bootstrap, or uv on PATH)" >&2; exit 2; }
+	$(foreach pair,$(LOCKS),$(call lock,$(word 1,$(subst :, ,$(pair))),$(word 2,$(subst :, ,$(pair)))))
+	@$(MAKE) --no-print-directory -j4 venvs
+	$(BIN)/python -m tools.constraints
 
 ## venvs: build all four virtualenvs (make -j4 venvs builds them side by side)
 venvs: $(STAMP) $(POLICY_STAMP) $(CHECKOV_STAMP) $(TOOLS_STAMP)

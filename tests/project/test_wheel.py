@@ -28,7 +28,7 @@ from tests.models.fresh_install import (
     install_into,
     repository_copy,
 )
-from tools import REPO_ROOT, constraints
+from tools import REPO_ROOT, locks
 
 PYPROJECT = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
 IMPORTER_PAGES = (
@@ -140,33 +140,18 @@ def test_the_plan_without_its_extra_says_what_to_install_before_evaluating(wheel
     assert not (project / "out").exists(), "it stops before evaluating the stack (seconds, not a whole plan)"
 
 
-def _pins(path: Path) -> dict[str, str]:
-    pins: dict[str, str] = {}
-    for line in path.read_text().splitlines():
-        line = line.split("#", 1)[0].strip()
-        if line and not line.startswith("-"):
-            requirement = Requirement(line)
-            (spec,) = requirement.specifier
-            assert spec.operator == "==", f"{path.name}: {line} is an exact pin"
-            pins[canonicalize_name(requirement.name)] = spec.version
-    return pins
-
-
 def test_runtime_dependencies_are_declared_once_and_pinned_to_the_tested_versions() -> None:
     declared = {canonicalize_name(Requirement(r).name): Requirement(r) for r in PYPROJECT["dependencies"]}
-    pinned = _pins(REPO_ROOT / "requirements.txt")
+    pinned = locks.requirement_pins(REPO_ROOT / "requirements.txt")
     assert set(pinned) == set(declared), (
         "requirements.txt pins exactly pyproject.toml's dependencies (the one list of what the package needs): "
         f"only pinned {sorted(set(pinned) - set(declared))}, only declared {sorted(set(declared) - set(pinned))}"
     )
     outside = {name: v for name, v in pinned.items() if not declared[canonicalize_name(name)].specifier.contains(v)}
     assert not outside, f"each pin satisfies pyproject.toml's range, or the tested set is not installable: {outside}"
-    shipped = _pins(REPO_ROOT / PACKAGE / "constraints.txt")
+    shipped = locks.requirement_pins(REPO_ROOT / PACKAGE / "constraints.txt")
     assert all(shipped.get(name) == version for name, version in pinned.items()), (
         "the shipped constraints pin the same versions as requirements.txt"
-    )
-    assert (REPO_ROOT / PACKAGE / "constraints.txt").read_text() == constraints.constraints_text(), (
-        "constraints.txt is the tested virtualenv's versions of every dependency: run `make docs`"
     )
 
 
