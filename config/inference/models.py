@@ -198,7 +198,7 @@ class InferenceConfig(ConfigModel):
                     f"models[{i}].name",
                     model.name,
                     f"{len(model.name)} characters; at most {HELM_RELEASE_NAME_MAX}: it names the model's "
-                    "inferencepool Helm release, and Helm refuses longer release names (pkg/chartutil/validate_name.go)",
+                    "inferencepool Helm release, and Helm refuses longer ones (pkg/chartutil/validate_name.go)",
                 )
             prefix = model.name[:PICKER_NAME_PREFIX]
             if prefix in pickers:

@@ -63,8 +63,8 @@ def test_the_weights_cache_claims_a_storage_class_the_stack_creates(blob_classes
         c for c in _objects(recording, "PersistentVolumeClaim") if c["metadata"]["name"] == "weights-cache-chat"
     ]
     assert claim["spec"]["storageClassName"] in created, (
-        f"the weights cache names class {claim['spec']['storageClassName']!r}, but the stack creates {sorted(created)}: "
-        "the claim never binds and the model's pods stay Pending"
+        f"the weights cache names class {claim['spec']['storageClassName']!r}, but the stack creates "
+        f"{sorted(created)}: the claim never binds and the model's pods stay Pending"
     )
 
 
