@@ -341,6 +341,25 @@ def _price_basis(estimate: cost.CostEstimate) -> str:
     )
 
 
+def serving_warnings(models: Sequence[ServedModelConfig]) -> list[str]:
+    """What a served model does not get yet, said before it is deployed."""
+    found: list[str] = []
+    for model in models:
+        found.append(
+            f"model {model.name}: its time-to-first-token SLO alert reads vLLM's vllm:time_to_first_token_seconds, "
+            "whose clock starts in the engine: time a request waits in the gateway or the endpoint picker "
+            + ("(flow control while the model wakes from zero, the wake itself) " if model.scale_to_zero else "")
+            + "is not in it, so callers can wait longer than the alert shows"
+        )
+        if model.nodes > 1:
+            found.append(
+                f"model {model.name}: spans {model.nodes} nodes, but its pods request no RDMA device and the models "
+                "namespace enforces Pod Security baseline, which refuses IPC_LOCK: NCCL between its nodes runs over "
+                "TCP on the node network, not InfiniBand"
+            )
+    return found
+
+
 def build_report(
     stack: str,
     cfg: PlatformConfig,
@@ -736,22 +755,3 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
-
-
-def serving_warnings(models: Sequence[ServedModelConfig]) -> list[str]:
-    """What a served model does not get yet, said before it is deployed."""
-    found: list[str] = []
-    for model in models:
-        found.append(
-            f"model {model.name}: its time-to-first-token SLO alert reads vLLM's vllm:time_to_first_token_seconds, "
-            "whose clock starts in the engine: time a request waits in the gateway or the endpoint picker "
-            + ("(flow control while the model wakes from zero, the wake itself) " if model.scale_to_zero else "")
-            + "is not in it, so callers can wait longer than the alert shows"
-        )
-        if model.nodes > 1:
-            found.append(
-                f"model {model.name}: spans {model.nodes} nodes, but its pods request no RDMA device and the models "
-                "namespace enforces Pod Security baseline, which refuses IPC_LOCK: NCCL between its nodes runs over "
-                "TCP on the node network, not InfiniBand"
-            )
-    return found
