@@ -31,6 +31,8 @@ from .rules import (
     check_pod_security_exclusions,
     check_pool_validation,
     check_rdma_pod_security,
+    check_weights_cache_class,
+    weights_cache_class,
 )
 from .storage.section import LUSTRE_CLIENT_OS_SKUS, StorageConfig, nid_list_covers, nid_list_for
 from .training.section import FLAVOR_MAX_TAINTS, TrainingConfig, gpu_capacity, gpus_per_node
@@ -306,6 +308,13 @@ class PlatformConfig(ConfigModel):
             kept[model.pool] = kept.get(model.pool, 0) + model.min_replicas * model.gpus_per_replica
         return kept
 
+    @property
+    def weights_cache_class(self) -> str:
+        """The StorageClass of the served models' weights caches (checked to exist when models are served)."""
+        found = weights_cache_class(self.storage.blob_classes)
+        assert found is not None, "checked by check_weights_cache_class"
+        return found
+
     def sample_inference_pools(self) -> list[str] | None:
         """The GPU pools the sample inference server's kept-up replicas may run on, or None for any GPU pool.
 
@@ -406,4 +415,5 @@ class PlatformConfig(ConfigModel):
     def _check_inference(self) -> PlatformConfig:
         # Last: a model names pools and teams, so their own problems are the ones to report first.
         check_models(self.inference, self.gpu_pools, self.training, self.environment)
+        check_weights_cache_class(self.inference, self.storage.blob_classes)
         return self

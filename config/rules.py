@@ -17,7 +17,9 @@ from .errors import field_error
 from .gpu.health import GpuHealthConfig
 from .gpu.section import GpuPoolConfig, GpuStackConfig
 from .gpu.validation import nccl_baseline
+from .inference.models import InferenceConfig
 from .inference.section import AutoscalingConfig
+from .storage.section import BlobClassesConfig
 from .training.section import TrainingConfig
 
 
@@ -202,4 +204,25 @@ def check_rdma_pod_security(
             f"teams {teams} have quota on InfiniBand pools: their NCCL pods add IPC_LOCK, which Kubernetes' baseline "
             "refuses, so their namespaces' pod security comes from the Azure Policy baseline with IPC_LOCK allowed; "
             "keep it enabled (with azurePolicy)",
+        )
+
+
+def weights_cache_class(blob_classes: BlobClassesConfig) -> str | None:
+    """The ReadWriteMany class a served model's weights cache claims: the premium Blob class the stack creates
+    (a start reads many shards), else its standard one; None when `storage.blobClasses` creates neither."""
+    for blob_class in (blob_classes.premium, blob_classes.standard):
+        if blob_class.enabled:
+            return blob_class.name
+    return None
+
+
+def check_weights_cache_class(inference: InferenceConfig, blob_classes: BlobClassesConfig) -> None:
+    """A claim naming a class nobody creates never binds: the model's pods stay Pending and `pulumi up` waits out
+    its timeout. Served models need one Blob class the stack creates."""
+    if inference.models and weights_cache_class(blob_classes) is None:
+        raise field_error(
+            "storage.blobClasses.premium.enabled",
+            False,
+            f"inference.models {[m.name for m in inference.models]} cache their weights on a ReadWriteMany Blob "
+            "claim, and both storage.blobClasses.premium and .standard are disabled: enable one of them",
         )

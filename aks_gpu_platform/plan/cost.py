@@ -640,8 +640,8 @@ def team_quota_ceilings(recording: Recording, pools: Sequence[PoolCapacity]) -> 
 
 @dataclass(frozen=True)
 class ModelCost:
-    """What a served model's GPUs cost a month, and its price per million output tokens where a benchmark was
-    measured exactly as it serves (model, GPU, GPUs per replica, precision)."""
+    """What a served model's GPUs cost a month, and its price per million output tokens where a benchmark
+    measured the same model, GPU, GPUs per replica and precision."""
 
     model: str
     pool: str
@@ -654,6 +654,10 @@ class ModelCost:
     benchmark: ServingBenchmark | None
     no_benchmark: str
     """Why no price per token is given ('' when one is)."""
+    vm_size: str = ""
+    gpus_per_vm: int = 1
+    nodes_per_replica: int = 1
+    """Whole nodes one replica spans (`nodes`); a single-node replica still keeps its node billed."""
 
     def _monthly(self, replicas: int) -> float | None:
         return None if self.gpu_hour is None else replicas * self.gpus_per_replica * self.gpu_hour.monthly
@@ -668,12 +672,31 @@ class ModelCost:
         return self._monthly(self.max_replicas)
 
     @property
-    def per_million_output_tokens(self) -> float | None:
-        """USD for a million output tokens from a replica kept busy at the benchmark's rate."""
-        if self.gpu_hour is None or self.benchmark is None:
+    def node_hour(self) -> float | None:
+        """USD for one of the pool's nodes an hour: the pool bills whole VMs, however few GPUs are busy."""
+        return None if self.gpu_hour is None else self.gpu_hour.usd * self.gpus_per_vm
+
+    @property
+    def replicas_per_node(self) -> int:
+        """Replicas that fill a node (one for a multi-node replica)."""
+        return 1 if self.nodes_per_replica > 1 else max(1, self.gpus_per_vm // self.gpus_per_replica)
+
+    def _per_million(self, replicas: int) -> float | None:
+        if self.node_hour is None or self.benchmark is None:
             return None
-        replica_hour = self.gpu_hour.usd * self.gpus_per_replica
-        return replica_hour / (self.benchmark.output_tokens_per_second * 3600) * 1_000_000
+        tokens_per_hour = replicas * self.benchmark.output_tokens_per_second * 3600
+        return self.node_hour * self.nodes_per_replica / tokens_per_hour * 1_000_000
+
+    @property
+    def per_million_output_tokens(self) -> float | None:
+        """USD for a million output tokens from one replica kept busy at the benchmark's rate, paying for the whole
+        nodes it runs on (the pool's bill while it is the only replica there)."""
+        return self._per_million(1)
+
+    @property
+    def per_million_full_node(self) -> float | None:
+        """The same with its nodes full of busy replicas: the least a token can cost."""
+        return self._per_million(self.replicas_per_node)
 
 
 def model_costs(models: Sequence[ServedModelConfig], gpu_pools: Sequence[GpuPoolConfig]) -> list[ModelCost]:
@@ -705,6 +728,9 @@ def model_costs(models: Sequence[ServedModelConfig], gpu_pools: Sequence[GpuPool
                 gpu_hour_price(pool.vm_size, pool.sku.gpus_per_vm),
                 found,
                 why,
+                pool.vm_size,
+                pool.sku.gpus_per_vm,
+                model.nodes,
             )
         )
     return costs
@@ -720,14 +746,20 @@ def model_cost_line(cost: ModelCost) -> str:
         f"{head}floor {monthly_usd(cost.floor)}/month ({cost.min_replicas} replicas), ceiling "
         f"{monthly_usd(cost.ceiling)}/month ({cost.max_replicas}){marker}; "
     )
-    per_million = cost.per_million_output_tokens
-    if per_million is None or cost.benchmark is None:
+    per_million, full = cost.per_million_output_tokens, cost.per_million_full_node
+    if per_million is None or full is None or cost.node_hour is None or cost.benchmark is None:
         return line + cost.no_benchmark
     bench = cost.benchmark
-    return line + (
-        f"${per_million:,.2f} per million output tokens at {bench.output_tokens_per_second:,.2f} tokens/s "
-        f"({bench.name}, {bench.source})"
+    nodes = cost.nodes_per_replica
+    price = (
+        f"${per_million:,.2f} per million output tokens from one replica busy at {bench.output_tokens_per_second:,.2f} "
+        f"tokens/s on its {nodes} x {cost.vm_size} node{'s' if nodes > 1 else ''} "
+        f"(${cost.node_hour * nodes:,.2f}/hour, billed whole)"
     )
+    if cost.replicas_per_node > 1:
+        price += f", ${full:,.2f} with {cost.replicas_per_node} busy replicas filling the node"
+    differences = "; ".join(bench.differences) or "no difference recorded"
+    return line + f"{price}; as measured by {bench.name} ({bench.source}), not as served here: {differences}"
 
 
 def part_of(recording: Recording, prefix: str) -> Recording:

@@ -40,7 +40,7 @@ from aks_gpu_platform.config.gpu.scheduling import (
     gpu_pod_scheduling,
 )
 from aks_gpu_platform.config.gpu.section import GpuPoolConfig
-from aks_gpu_platform.config.inference.models import GIB, InferenceConfig, ServedModelConfig
+from aks_gpu_platform.config.inference.models import GIB, PICKER_NAME_PREFIX, InferenceConfig, ServedModelConfig
 
 from ..monitoring.alerts import alert_rules
 from ..monitoring.dcgm_exporter import SCRAPE_LABEL_LIMITS
@@ -311,7 +311,7 @@ def picker_config(flow_control: bool) -> str:
 
 def picker_labels(model: str) -> dict[str, str]:
     """The picker pod's selector labels (epplib templates/_helpers.tpl, InferencePool mode)."""
-    return {"inferencepool": f"{model.lower().strip()[:40]}-epp"}
+    return {"inferencepool": f"{model.lower().strip()[:PICKER_NAME_PREFIX]}-epp"}
 
 
 def held_requests_query(namespace: str, model: str) -> str:

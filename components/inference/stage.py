@@ -75,7 +75,7 @@ def build_inference(
             "teams": [t.name for t in cfg.training.teams],
             "team_namespaces": {t.name: t.namespace_name for t in cfg.training.teams},
             "created_namespaces": dict(team_namespaces or {}),
-            "cache_storage_class": cfg.storage.blob_classes.premium.name,
+            "cache_storage_class": cfg.weights_cache_class,
             "action_group_id": monitoring.action_group_id,
             "alerts_enabled": cfg.monitoring.alerts.enabled,
             "rule_scopes": [monitoring.monitor_workspace_id, handle.cluster_id],

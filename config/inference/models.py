@@ -29,6 +29,13 @@ HUB_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$"
 BLOB_PATH = r"^[a-z0-9]([a-z0-9-]{1,61}[a-z0-9])?/[^\s]+$"
 HUGGING_FACE_TOKEN_KEY = "huggingFaceToken"
 GIB = 1024**3
+HELM_RELEASE_NAME_MAX = 53
+"""A model's name is its inferencepool Helm release's: Helm refuses a longer one (helm/helm v3.17.0
+pkg/chartutil/validate_name.go maxReleaseNameLen, "reserve 10 chars" under the 63 of a DNS label)."""
+PICKER_NAME_PREFIX = 40
+"""The inferencepool chart names the picker's Deployment, Service, ConfigMap, ServiceAccount and RBAC after the first
+40 characters of the release name plus `-epp` (gateway-api-inference-extension v1.5.0
+config/charts/epplib/templates/_helpers.tpl, `trunc 40`): two models sharing those collide."""
 
 
 class ModelWeightsConfig(ConfigModel):
@@ -98,7 +105,10 @@ class ModelSloConfig(ConfigModel):
 class ServedModelConfig(ConfigModel):
     """One model served by vLLM behind the inference gateway, callable by its teams."""
 
-    name: KubernetesName = Field(description="Served model name (the API's `model`), route and label; unique")
+    name: KubernetesName = Field(
+        description="Served model name (the API's `model`), route and label; unique, at most 53 characters (its Helm "
+        "release) and unique in its first 40 (its endpoint picker's name)"
+    )
     weights: ModelWeightsConfig = Field(description="Where the weights come from")
     engine: Literal["vllm"] = Field(default="vllm", description="Serving engine, pinned in config/catalog/images.py")
     pool: str = Field(description="The gpuPools[].name (NVIDIA) the replicas run on")
@@ -178,10 +188,30 @@ class InferenceConfig(ConfigModel):
     @model_validator(mode="after")
     def _check_names(self) -> InferenceConfig:
         seen: dict[str, int] = {}
+        pickers: dict[str, int] = {}
         for i, model in enumerate(self.models):
             if model.name in seen:
                 raise field_error(f"models[{i}].name", model.name, f"must be unique; models[{seen[model.name]}] has it")
             seen[model.name] = i
+            if len(model.name) > HELM_RELEASE_NAME_MAX:
+                raise field_error(
+                    f"models[{i}].name",
+                    model.name,
+                    f"{len(model.name)} characters; at most {HELM_RELEASE_NAME_MAX}: it names the model's "
+                    "inferencepool Helm release, and Helm refuses longer ones (pkg/chartutil/validate_name.go)",
+                )
+            prefix = model.name[:PICKER_NAME_PREFIX]
+            if prefix in pickers:
+                other = self.models[pickers[prefix]].name
+                raise field_error(
+                    f"models[{i}].name",
+                    model.name,
+                    f"shares its first {PICKER_NAME_PREFIX} characters with models[{pickers[prefix]}] ({other!r}): "
+                    f"the inferencepool chart names each picker `<first {PICKER_NAME_PREFIX} characters>-epp` "
+                    "(epplib templates/_helpers.tpl), so both would write one picker Deployment, Service and "
+                    "ConfigMap; make the names differ within their first 40 characters",
+                )
+            pickers[prefix] = i
         return self
 
 

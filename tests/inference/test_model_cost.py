@@ -23,7 +23,8 @@ from tools import REPO_ROOT
 
 MONTH = 730
 # Standard_ND96isr_H100_v5 at 98.32 USD/hour (eastus, config/catalog/prices.py) over its 8 GPUs.
-H100_GPU_HOUR = 98.32 / 8  # 12.29
+H100_NODE_HOUR = 98.32
+H100_GPU_HOUR = H100_NODE_HOUR / 8  # 12.29
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 COMMIT = "0e9e39f249a16976918f6564b8830bc894c89659"
 
@@ -50,12 +51,27 @@ def test_floor_and_ceiling_hold_the_model_gpus_at_the_pool_gpu_hour() -> None:
 
 def test_the_price_per_million_output_tokens_comes_from_the_matching_benchmark() -> None:
     llama = _costs(_prod())["llama-3-1-8b"]
-    # 12.29 USD per GPU-hour / (5,103.99 output tokens/s x 3,600 s) x 10^6 = 0.66887 USD.
-    assert llama.per_million_output_tokens == pytest.approx(12.29 / (5103.99 * 3600) * 1e6)
-    assert llama.per_million_output_tokens == pytest.approx(0.66887, abs=1e-5)
+    # One replica on its own node keeps the whole VM billed: 98.32 USD / (5,103.99 tokens/s x 3,600 s) x 10^6.
+    assert llama.per_million_output_tokens == pytest.approx(H100_NODE_HOUR / (5103.99 * 3600) * 1e6)
+    assert llama.per_million_output_tokens == pytest.approx(5.35093, abs=1e-5)
+    # Eight busy replicas share the node: 12.29 USD per GPU-hour, 0.66887 USD.
+    assert llama.per_million_full_node == pytest.approx(0.66887, abs=1e-5)
     line = cost.model_cost_line(llama)
-    assert "$0.67 per million output tokens" in line and "5.1-0083" in line, f"names the figure and source: {line}"
-    assert "github.com/mlcommons/inference_results_v5.1" in line, line
+    assert "5.1-0083" in line and "github.com/mlcommons/inference_results_v5.1" in line, line
+
+
+def test_the_plan_prints_the_token_price_of_whole_nodes_and_how_the_benchmark_differs(
+    prod_recording: Recording, tmp_path: Path
+) -> None:
+    cfg = load_platform_config(settings_of(load_stack_file("prod", REPO_ROOT)))
+    report = build_report("prod", cfg, prod_recording, [], [], MockValueMarker(prod_recording.mock_values), tmp_path)
+    (line,) = [line for line in report.cost_lines if line.startswith("Model llama-3-1-8b ")]
+    assert "$5.35 per million output tokens from one replica" in line, f"the pool bills the whole node: {line}"
+    assert "1 x Standard_ND96isr_H100_v5 node ($98.32/hour" in line, f"names the node-level unit: {line}"
+    assert "$0.67 with 8 busy replicas filling the node" in line, line
+    for difference in ("calibration", "vLLM 0.10.0", "vLLM 0.34.0", "at most 128 output tokens"):
+        assert difference in line, f"the measurement's difference {difference!r} must be named: {line}"
+    assert "as it was measured" not in line and "measured exactly" not in line, line
 
 
 @pytest.mark.parametrize(
@@ -89,11 +105,13 @@ def test_the_plan_prints_each_model_beside_the_team_chargeback(prod_recording: R
 
 
 def test_a_replica_of_several_gpus_pays_for_all_of_them_per_token(monkeypatch: pytest.MonkeyPatch) -> None:
-    # A row measured on 2 GPUs (as a future sourced row would be): its tokens/s is the replica's, so a million
-    # tokens cost 2 GPU-hours' worth per that rate: 2 x 12.29 / (6,000 x 3,600) x 10^6 = 1.13796 USD.
+    # A row measured on 2 GPUs (as a future sourced row would be): its tokens/s is the replica's. Alone on its node
+    # it pays the whole node, 98.32 / (6,000 x 3,600) x 10^6 = 4.55185 USD; four such replicas fill the node, each
+    # paying 2 GPU-hours, 2 x 12.29 / (6,000 x 3,600) x 10^6 = 1.13796 USD.
     two = dataclasses.replace(serving_benchmarks.BENCHMARKS[0], gpus=2, output_tokens_per_second=6000.0)
     monkeypatch.setattr(serving_benchmarks, "BENCHMARKS", (two,))
     llama = _costs(_prod(tensorParallel=2, maxReplicas=4))["llama-3-1-8b"]
-    assert llama.per_million_output_tokens == pytest.approx(2 * 12.29 / (6000 * 3600) * 1e6), (
+    assert llama.per_million_output_tokens == pytest.approx(H100_NODE_HOUR / (6000 * 3600) * 1e6)
+    assert llama.per_million_full_node == pytest.approx(2 * 12.29 / (6000 * 3600) * 1e6), (
         "a replica holds tensorParallel GPUs: its hour costs all of them"
     )

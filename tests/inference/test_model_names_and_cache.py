@@ -1,0 +1,127 @@
+"""A served model's weights cache binds, and its name fits every system that reads it: Helm's release names and the
+inferencepool chart's picker names."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from aks_gpu_platform.config import ConfigError
+from aks_gpu_platform.plan.offline import run_stack
+from aks_gpu_platform.testing import Recording, kubernetes_object
+from aks_gpu_platform.testing.stack_files import load_stack_file
+from tests.models.names import INFERENCE_POOL_CHART, helm_release_problem, inference_pool_chart_objects
+from tools import REPO_ROOT
+
+PREFIX = "aks-gpu-platform:"
+RELEASE = "kubernetes:helm.sh/v3:Release"
+
+
+def _model(name: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "weights": {"huggingFace": "Qwen/Qwen2.5-0.5B-Instruct"},
+        "pool": "gput4",
+        "dtype": "float16",
+        "maxModelLen": 4096,
+        "minReplicas": 0,
+        "scaleToZero": True,
+        "maxReplicas": 1,
+        "teams": ["ml"],
+        "slo": {"timeToFirstTokenP90Seconds": 600},
+    }
+
+
+def _dev(models: list[dict[str, Any]], blob_classes: dict[str, Any] | None = None) -> dict[str, Any]:
+    config = copy.deepcopy(load_stack_file("dev", REPO_ROOT))
+    config[PREFIX + "inference"] = {"models": models}
+    if blob_classes is not None:
+        storage = config.setdefault(PREFIX + "storage", {})
+        storage["blobClasses"] = {**storage.get("blobClasses", {}), **blob_classes}
+    return config
+
+
+def _objects(recording: Recording, kind: str) -> list[dict[str, Any]]:
+    return [o for o in map(kubernetes_object, recording.kubernetes_objects()) if o.get("kind") == kind]
+
+
+@pytest.mark.parametrize(
+    "blob_classes",
+    [
+        {},
+        {"premium": {"enabled": False, "name": "blob-premium", "skuName": "Premium_LRS"}},
+        {"standard": {"enabled": False, "name": "blob-standard", "skuName": "Standard_LRS"}},
+    ],
+    ids=["both", "premium-off", "standard-off"],
+)
+def test_the_weights_cache_claims_a_storage_class_the_stack_creates(blob_classes: dict[str, Any]) -> None:
+    recording = run_stack("dev", _dev([_model("chat")], blob_classes))
+    created = {c["metadata"]["name"] for c in _objects(recording, "StorageClass")}
+    (claim,) = [
+        c for c in _objects(recording, "PersistentVolumeClaim") if c["metadata"]["name"] == "weights-cache-chat"
+    ]
+    assert claim["spec"]["storageClassName"] in created, (
+        f"the weights cache names class {claim['spec']['storageClassName']!r}, but the stack creates "
+        f"{sorted(created)}: the claim never binds and the model's pods stay Pending"
+    )
+
+
+def test_served_models_without_any_blob_class_are_refused_naming_the_setting() -> None:
+    off = {
+        "premium": {"enabled": False, "name": "blob-premium", "skuName": "Premium_LRS"},
+        "standard": {"enabled": False, "name": "blob-standard", "skuName": "Standard_LRS"},
+    }
+    with pytest.raises(ConfigError) as refused:
+        run_stack("dev", _dev([_model("chat")], off))
+    assert "storage.blobClasses" in str(refused.value) and "enable" in str(refused.value), str(refused.value)
+
+
+NAME_53 = "chat-" + "q" * 48  # 53 characters
+
+
+def _pool_releases(recording: Recording) -> list[Any]:
+    return [r for r in recording.of_type(RELEASE) if r.inputs.get("chart") == INFERENCE_POOL_CHART]
+
+
+def test_a_model_name_at_helms_limit_renders_a_release_helm_accepts() -> None:
+    assert len(NAME_53) == 53
+    recording = run_stack("dev", _dev([_model(NAME_53)]))
+    (release,) = _pool_releases(recording)
+    assert helm_release_problem(release.inputs["name"]) is None
+
+
+def test_a_model_name_past_helms_limit_is_refused_naming_the_limit() -> None:
+    name = NAME_53 + "x"
+    assert helm_release_problem(name) is not None, "the model of Helm must refuse 54 characters"
+    with pytest.raises(ConfigError) as refused:
+        run_stack("dev", _dev([_model(name)]))
+    message = str(refused.value)
+    assert "inference.models[0].name" in message and "53" in message and "Helm" in message, message
+
+
+def _shared(prefix_length: int) -> list[str]:
+    stem = ("qwen-small-instruct-" * 3)[:prefix_length]
+    return [f"{stem}{'a' * (45 - prefix_length)}", f"{stem}{'b' * (45 - prefix_length)}"]
+
+
+def test_models_differing_within_their_first_40_characters_get_distinct_pickers() -> None:
+    names = _shared(39)
+    recording = run_stack("dev", _dev([_model(n) for n in names]))
+    rendered = [
+        (kind, name)
+        for r in _pool_releases(recording)
+        for kind, name in inference_pool_chart_objects(r.inputs["name"], r.inputs["values"])
+    ]
+    assert len(rendered) == len(set(rendered)), f"two releases render one object: {sorted(rendered)}"
+
+
+def test_models_sharing_their_first_40_characters_are_refused() -> None:
+    names = _shared(40)
+    pickers = [inference_pool_chart_objects(n, {})[2] for n in names]
+    assert pickers[0] == pickers[1], "the chart model must show the collision this refusal prevents"
+    with pytest.raises(ConfigError) as refused:
+        run_stack("dev", _dev([_model(n) for n in names]))
+    message = str(refused.value)
+    assert "inference.models[1].name" in message and "40" in message and "-epp" in message, message
