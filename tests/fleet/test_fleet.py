@@ -28,11 +28,13 @@ from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import settings_of
 from tests.models import admission_cel as admission
 from tests.models import rbac as rbac_model
+from tests.models import upgrade_owner
 from tests.models.arm_spec import load_specs, request_problems
 from tests.models.autoscaler_template import pods_that_bring_up_nodes, scale_from_zero_problems
 from tests.models.kueue_schemas import cel_violations, schema_errors
 from tests.models.member_api import member_api
 from tests.models.scheduling import scheduling_check
+from tests.models.upgrade_owner import KUBERNETES
 from tools import REPO_ROOT
 
 KUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:"
@@ -721,6 +723,32 @@ def test_updates_run_the_canary_region_first_then_the_rest_after_a_wait(fleet_re
     assert member_urns <= set(strategy.depends_on), (
         "a group must match an existing member's group: the strategy waits for the members it names"
     )
+
+
+@pytest.mark.parametrize("selection", ["Consistent", "Latest"])
+def test_the_configured_node_image_selection_reaches_the_kubernetes_upgrade_runs(
+    selection: str, fleet_recording: Recording
+) -> None:
+    """A Kubernetes upgrade rolls node images too: the selection set in fleet.updates decides which images the
+    members get (Consistent: one image everywhere), so it must sit on the profile whose runs use it."""
+    if selection == load_fleet(settings()).fleet.updates.node_image_selection:
+        recording = fleet_recording
+    else:
+        config = copy.deepcopy(load_stack_file("fleet", REPO_ROOT))
+        config["aks-gpu-platform:fleet"]["updates"]["nodeImageSelection"] = selection
+        recording = run_stack("fleet", config)
+    channels = {
+        p.inputs["resourceName"]: p.inputs["properties"]["channel"]
+        for p in fleet_bodies(recording)
+        if p.inputs["resourceType"] == "autoUpgradeProfiles"
+    }
+    kubernetes = [name for name, channel in channels.items() if upgrade_owner.FLEET_CHANNELS[channel] == KUBERNETES]
+    assert kubernetes, f"a profile must move Kubernetes versions: {channels}"
+    runs = upgrade_owner.run_node_image_selections(recording)
+    for name in kubernetes:
+        assert runs[name] == selection, (
+            f"{name} ({channels[name]}) runs upgrade node images with {runs[name]}, not the configured {selection}"
+        )
 
 
 def test_members_leave_upgrades_to_the_fleet_and_a_channel_left_on_is_refused() -> None:
