@@ -14,8 +14,9 @@ Pods and exposition follow upstream, not the program:
   `controllers/object_controls.go` `TransformDCGMExporter`);
 - /metrics: DCGM exporter `internal/pkg/rendermetrics/render_metrics.go`: per GPU `gpu`, `UUID`, `pci_bus_id`,
   `device`, `modelName`, for a MIG instance `GPU_I_PROFILE` and `GPU_I_ID` (tag 4.5.3-4.8.2), and the node, then
-  the pod mapping (`internal/pkg/transformation/kubernetes.go`, keys of a Go map, so sorted): `container`, `namespace`, `pod`. The node label is `Hostname` up to exporter 4.8.2 and
-  `hostname` from 4.8.3 on (PR #655, merged 2026-05-12 after tag 4.5.3-4.8.2; tag 4.6.0-4.8.3 = commit 7ad58324);
+  the pod mapping (`internal/pkg/transformation/kubernetes.go`, keys of a Go map, so sorted): `container`,
+  `namespace`, `pod`. The node label is `Hostname` up to exporter 4.8.2 and `hostname` from 4.8.3 on (PR #655,
+  merged 2026-05-12 after tag 4.5.3-4.8.2; tag 4.6.0-4.8.3 = commit 7ad58324);
 - values: a held GPU's DCGM_FI_DEV_GPU_UTIL is its workload's utilisation and DCGM_FI_PROF_GR_ENGINE_ACTIVE the same
   as a 0-1 ratio; a MIG slice (`GpuWorkload.mig_profile`) has the ratio and no DCGM_FI_DEV_GPU_UTIL ("not supported
   for MIG instances": NVIDIA/dcgm-exporter issues #50, #430).
