@@ -37,6 +37,7 @@ from aks_gpu_platform.config.catalog.lustre_skus import AMLFS_SKUS
 from aks_gpu_platform.config.catalog.prices import HOURS_PER_MONTH
 from aks_gpu_platform.config.fleet.section import FleetPlan, is_fleet_stack, load_fleet
 from aks_gpu_platform.config.inference.models import ServedModelConfig
+from aks_gpu_platform.config.known_limits import FLEET_LIMITS, PLATFORM_LIMITS, hit
 from aks_gpu_platform.config.loader import PROJECT, settings_from_runtime_config
 from aks_gpu_platform.config.placeholders import find_placeholders
 from aks_gpu_platform.policy_rules import Policy, Violation
@@ -401,6 +402,7 @@ def build_report(
         )
 
     report.warnings += docker_hub_warnings(recording)
+    report.warnings += hit(PLATFORM_LIMITS, cfg)
     federated = recording.of_type("azure-native:managedidentity:FederatedIdentityCredential")
     if any(f.inputs.get("subject") == KEDA_OPERATOR_SUBJECT for f in federated):
         # Microsoft's KEDA add-on workload-identity guide: the operator gets its identity environment at pod start.
@@ -668,6 +670,14 @@ def fleet_lines(parts: Sequence[cost.FleetPart]) -> list[str]:
     return lines
 
 
+def fleet_verdict_lines(plan: FleetPlan) -> list[str]:
+    """The known limitations the fleet and each member platform hit (config/known_limits.py)."""
+    warnings = hit(FLEET_LIMITS, plan)
+    warnings += [f"member {m}: {w}" for m, cfg in plan.members.items() for w in hit(PLATFORM_LIMITS, cfg)]
+    lines = ["Verdicts", *(line for w in warnings for line in wrap(f"warning: {w}", "  "))]
+    return [*lines, "  no warnings"] if not warnings else lines
+
+
 def fleet_main(stack: str, stack_config: dict[str, Any], plan: FleetPlan, out: Path | None, project: Path) -> int:
     """The offline plan of a fleet stack: every Kubernetes object validated, then quota and cost per region."""
     started = time.perf_counter()
@@ -680,6 +690,7 @@ def fleet_main(stack: str, stack_config: dict[str, Any], plan: FleetPlan, out: P
     verdicts = render_and_validate(recording, out_dir, plan.training.cluster.schema_version, marker)
     write_plan(plan_document(recording, stack, marker), out_dir)
     owners = {"manager": plan.fleet.manager.location, **{m: c.location for m, c in plan.members.items()}}
+    print("\n".join(fleet_verdict_lines(plan)))
     print("\n".join(fleet_lines(cost.fleet_parts(recording, "fleet", owners))))
     invalid = [v for v in verdicts if v.status == "invalid"]
     if invalid:

@@ -71,11 +71,21 @@ def update_stages(plan: FleetPlan) -> list[dict[str, Any]]:
 
 
 def auto_upgrade_profiles(plan: FleetPlan) -> dict[str, dict[str, Any]]:
-    """Profile name -> properties besides the strategy: Kubernetes versions, and node images."""
+    """Profile name -> properties besides the strategy: Kubernetes versions, and node images.
+
+    The node image selection goes on the Kubernetes profile: "If you select either the Stable, Rapid, or Target
+    Kubernetes version channel, you can choose how node image updates are applied", while "The Node image channel
+    always uses consistent image" (MicrosoftDocs/azure-aks-docs 02d016f03, articles/kubernetes-fleet/
+    update-automation.md). The 2026-06-01 spec accepts the field on any channel (AutoUpgradeProfileProperties
+    .nodeImageSelection, no rule per channel), so on NodeImage it would be sent and ignored.
+    """
     updates = plan.fleet.updates
     return {
-        "kubernetes": {"channel": updates.kubernetes_channel},
-        "node-image": {"channel": "NodeImage", "nodeImageSelection": {"type": updates.node_image_selection}},
+        "kubernetes": {
+            "channel": updates.kubernetes_channel,
+            "nodeImageSelection": {"type": updates.node_image_selection},
+        },
+        "node-image": {"channel": "NodeImage"},
     }
 
 

@@ -9,6 +9,7 @@ from aks_gpu_platform.config.gpu.scheduling import GPU_POOL_LABEL_KEY, GPU_POOL_
 from aks_gpu_platform.config.monitoring.section import AlertThresholdsConfig
 
 from . import metrics_labels as labels
+from .recording_rules import held_utilization_percent
 
 AlertSpec = tuple[str, str, str, int, str]
 """(alert name, PromQL expression, ISO 8601 `for` duration, severity 0-4, description)."""
@@ -79,12 +80,11 @@ def gpu_alert_rules(
         ),
         (
             "GpuAllocatedButIdle",
-            f'avg_over_time(DCGM_FI_DEV_GPU_UTIL{{{labels.WORKLOAD_POD}!=""}}[{t.idle_minutes}m])'
-            f" < {t.idle_utilization_percent}",
+            f"({held_utilization_percent(f'{t.idle_minutes}m')}) < {t.idle_utilization_percent}",
             "PT5M",
             3,
-            f"Pod {holder} holds a GPU below {t.idle_utilization_percent}% utilisation for {t.idle_minutes} min: "
-            "paid for, unused",
+            f"Pod {holder} holds a GPU or MIG slice below {t.idle_utilization_percent}% utilisation for "
+            f"{t.idle_minutes} min: paid for, unused",
         ),
         (
             "GpuNodeNotReportingMetrics",

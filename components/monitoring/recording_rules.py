@@ -166,6 +166,27 @@ GPU_UTILIZATION = "DCGM_FI_DEV_GPU_UTIL"
 """Percent busy of a whole GPU (AMD's `gpu_gfx_activity` is stored under this name)."""
 MIG_UTILIZATION = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
 """Ratio of time a GPU's or a MIG slice's graphics engine is active, 0-1: the utilisation of a MIG slice."""
+
+
+def held_utilization_percent(window: str | None = None, matchers: str = "") -> str:
+    """Percent busy of each device a pod holds, a whole GPU or a MIG slice, averaged over `window` (instant without).
+
+    The graphics engine's active ratio where DCGM reports it: for every NVIDIA GPU and, unlike
+    DCGM_FI_DEV_GPU_UTIL, for each MIG instance (enabled in NVIDIA/dcgm-exporter 4.5.3-4.8.2
+    etc/default-counters.csv, "Datacenter Profiling (DCP) metrics"; a MIG instance's series carries `GPU_I_ID` and
+    `GPU_I_PROFILE`, internal/pkg/rendermetrics/render_metrics.go). DCGM_FI_DEV_GPU_UTIL where it does not (AMD's
+    activity, stored under that name). `or` keeps the first of two series with the same labels, so a GPU's own
+    DCGM_FI_DEV_GPU_UTIL, or a 0 reported for a MIG slice, never hides its engine's ratio.
+    """
+    selector = f'{{{WORKLOAD_POD}!=""{matchers}}}'
+    if window is None:
+        return f"{MIG_UTILIZATION}{selector} * 100 or {GPU_UTILIZATION}{selector}"
+    return (
+        f"avg_over_time({MIG_UTILIZATION}{selector}[{window}]) * 100"
+        f" or avg_over_time({GPU_UTILIZATION}{selector}[{window}])"
+    )
+
+
 GPU_RESOURCES_STORED = tuple(re.sub(r"[^a-zA-Z0-9_]", "_", r) for r in (GPU_RESOURCE, AMD_GPU_RESOURCE))
 """The GPU extended resources as kube-state-metrics stores them in `resource` (`nvidia_com_gpu`, `amd_com_gpu`)."""
 

@@ -124,7 +124,9 @@ class UpdateStrategyConfig(ConfigModel):
     )
     node_image_selection: Literal["Latest", "Consistent"] = Field(
         default="Consistent",
-        description="Node image auto-upgrades: Consistent takes the newest image every member's region has",
+        description="How the Kubernetes auto-upgrade runs (kubernetesChannel) pick node images: Consistent takes "
+        "the newest image every member's region has, Latest the newest of each region. Fleet's NodeImage channel "
+        "always uses Consistent, whatever is set here",
     )
 
 

@@ -27,12 +27,14 @@ from aks_gpu_platform.testing import RecordedResource, Recording, kubernetes_obj
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import settings_of
 from tests.models import admission_cel as admission
+from tests.models import cron, upgrade_owner
 from tests.models import rbac as rbac_model
 from tests.models.arm_spec import load_specs, request_problems
 from tests.models.autoscaler_template import pods_that_bring_up_nodes, scale_from_zero_problems
 from tests.models.kueue_schemas import cel_violations, schema_errors
 from tests.models.member_api import member_api
 from tests.models.scheduling import scheduling_check
+from tests.models.upgrade_owner import KUBERNETES
 from tools import REPO_ROOT
 
 KUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:"
@@ -476,8 +478,10 @@ def test_the_rotation_program_asks_a_short_token_and_writes_the_secret_kueue_rea
     assert pod["metadata"]["labels"]["azure.workload.identity/use"] == "true", "the program signs in as its identity"
     seconds = int(env["TOKEN_SECONDS"])
     assert 600 <= seconds <= 3600, "TokenRequest takes at least 600 s; a token must not outlive an hour"
-    minutes = int(job["spec"]["schedule"].split()[0].removeprefix("*/"))
-    assert minutes * 60 * 3 <= seconds, "a token must survive a few missed runs before Kueue loses the member"
+    gap = cron.parse(job["spec"]["schedule"]).longest_gap_seconds()
+    assert gap * 3 <= seconds, (
+        f"runs up to {gap} s apart: a {seconds} s token must survive two missed runs before Kueue loses the member"
+    )
     request = multikueue_token_rotator.token_request(seconds)
     assert request["spec"] == {"expirationSeconds": seconds}, "a TokenRequest bound to nothing but time"
     secrets = {
@@ -485,6 +489,28 @@ def test_the_rotation_program_asks_a_short_token_and_writes_the_secret_kueue_rea
         for c in cluster_objects(fleet_recording, "dispatch", "MultiKueueCluster")
     }
     assert {m["secret"] for m in json.loads(env["MEMBERS"])} == secrets, "the program writes what Kueue reads"
+
+
+@pytest.mark.parametrize(
+    ("schedule", "gap_minutes"),
+    [
+        ("*/10 * * * *", 10),
+        ("0 * * * *", 60),  # "0" is minute 0 of every hour, not every 0 minutes
+        ("@hourly", 60),
+        ("5,35 * * * *", 30),
+        ("0-50/25 * * * *", 25),  # 0, 25, 50
+        ("*/10 9-17 * * MON-FRI", 63 * 60 + 10),  # Friday 17:50 to Monday 09:00
+        ("0 0 1 * 1", 7 * 24 * 60),  # day of month and day of week both set: either (both: months apart)
+    ],
+)
+def test_the_cron_model_reads_every_field_as_the_cronjob_controller_does(schedule: str, gap_minutes: int) -> None:
+    assert cron.parse(schedule).longest_gap_seconds() == gap_minutes * 60
+
+
+@pytest.mark.parametrize("schedule", ["*/10 * * *", "60 * * * *", "* 24 * * *", "*/0 * * * *", "5-1 * * * *"])
+def test_the_cron_model_refuses_what_the_cronjob_controller_refuses(schedule: str) -> None:
+    with pytest.raises(cron.CronError):
+        cron.parse(schedule)
 
 
 # --- teams --------------------------------------------------------------------------------------------------------
@@ -721,6 +747,32 @@ def test_updates_run_the_canary_region_first_then_the_rest_after_a_wait(fleet_re
     assert member_urns <= set(strategy.depends_on), (
         "a group must match an existing member's group: the strategy waits for the members it names"
     )
+
+
+@pytest.mark.parametrize("selection", ["Consistent", "Latest"])
+def test_the_configured_node_image_selection_reaches_the_kubernetes_upgrade_runs(
+    selection: str, fleet_recording: Recording
+) -> None:
+    """A Kubernetes upgrade rolls node images too: the selection set in fleet.updates decides which images the
+    members get (Consistent: one image everywhere), so it must sit on the profile whose runs use it."""
+    if selection == load_fleet(settings()).fleet.updates.node_image_selection:
+        recording = fleet_recording
+    else:
+        config = copy.deepcopy(load_stack_file("fleet", REPO_ROOT))
+        config["aks-gpu-platform:fleet"]["updates"]["nodeImageSelection"] = selection
+        recording = run_stack("fleet", config)
+    channels = {
+        p.inputs["resourceName"]: p.inputs["properties"]["channel"]
+        for p in fleet_bodies(recording)
+        if p.inputs["resourceType"] == "autoUpgradeProfiles"
+    }
+    kubernetes = [name for name, channel in channels.items() if upgrade_owner.FLEET_CHANNELS[channel] == KUBERNETES]
+    assert kubernetes, f"a profile must move Kubernetes versions: {channels}"
+    runs = upgrade_owner.run_node_image_selections(recording)
+    for name in kubernetes:
+        assert runs[name] == selection, (
+            f"{name} ({channels[name]}) runs upgrade node images with {runs[name]}, not the configured {selection}"
+        )
 
 
 def test_members_leave_upgrades_to_the_fleet_and_a_channel_left_on_is_refused() -> None:

@@ -13,9 +13,13 @@ Pods and exposition follow upstream, not the program:
   `dcgmExporter.config` ConfigMap when one is named (`templates/dcgm_exporter_config.yaml`,
   `controllers/object_controls.go` `TransformDCGMExporter`);
 - /metrics: DCGM exporter `internal/pkg/rendermetrics/render_metrics.go`: per GPU `gpu`, `UUID`, `pci_bus_id`,
-  `device`, `modelName` and the node, then the pod mapping (`internal/pkg/transformation/kubernetes.go`, keys of
-  a Go map, so sorted): `container`, `namespace`, `pod`. The node label is `Hostname` up to exporter 4.8.2 and
-  `hostname` from 4.8.3 on (PR #655, merged 2026-05-12 after tag 4.5.3-4.8.2; tag 4.6.0-4.8.3 = commit 7ad58324);
+  `device`, `modelName`, for a MIG instance `GPU_I_PROFILE` and `GPU_I_ID` (tag 4.5.3-4.8.2), and the node, then
+  the pod mapping (`internal/pkg/transformation/kubernetes.go`, keys of a Go map, so sorted): `container`,
+  `namespace`, `pod`. The node label is `Hostname` up to exporter 4.8.2 and `hostname` from 4.8.3 on (PR #655,
+  merged 2026-05-12 after tag 4.5.3-4.8.2; tag 4.6.0-4.8.3 = commit 7ad58324);
+- values: a held GPU's DCGM_FI_DEV_GPU_UTIL is its workload's utilisation and DCGM_FI_PROF_GR_ENGINE_ACTIVE the same
+  as a 0-1 ratio; a MIG slice (`GpuWorkload.mig_profile`) has the ratio and no DCGM_FI_DEV_GPU_UTIL ("not supported
+  for MIG instances": NVIDIA/dcgm-exporter issues #50, #430).
 - Azure's kube-state-metrics job (Azure/prometheus-collector v7.1.1-main-07-21-2026-39583fd5
   `otelcollector/configmapparser/default-prom-configs/kubestateDefault.yml`): a static target, so only
   `job` and `instance` are added; `kube_node_labels` carries `node` and `label_<key>` for allowlisted keys.
@@ -98,6 +102,8 @@ class GpuWorkload:
     gpus: int = 1
     utilization: float = 50.0
     container: str = "main"
+    mig_profile: str | None = None
+    """The MIG profile of the slice it holds (e.g. `3g.40gb`), None for a whole GPU."""
 
 
 @dataclass
@@ -223,6 +229,11 @@ def dcgm_exposition(
                 f'pci_bus_id="00000001:0{index}:00.0",device="nvidia{index}",modelName="NVIDIA A100 80GB PCIe",'
                 f'{node_label}="{node}"'
             )
+            if holder is not None and holder.mig_profile:
+                if counter == "DCGM_FI_DEV_GPU_UTIL":
+                    continue  # not reported per MIG instance
+                insert = labels.index(f",{node_label}=")
+                labels = f'{labels[:insert]},GPU_I_PROFILE="{holder.mig_profile}",GPU_I_ID="1"{labels[insert:]}'
             if holder is not None:
                 labels += f',container="{holder.container}",namespace="{holder.namespace}",pod="{holder.pod}"'
             lines.append(f"{counter}{{{labels}}} {value_of(counter, holder)}")
@@ -232,6 +243,8 @@ def dcgm_exposition(
 def _default_value(counter: str, holder: GpuWorkload | None) -> float:
     if counter == "DCGM_FI_DEV_GPU_UTIL":
         return holder.utilization if holder else 0.0
+    if counter == "DCGM_FI_PROF_GR_ENGINE_ACTIVE":
+        return holder.utilization / 100 if holder else 0.0
     return {"DCGM_FI_DEV_FB_USED": 70000.0, "DCGM_FI_DEV_FB_FREE": 10000.0, "DCGM_FI_DEV_GPU_TEMP": 65.0}.get(
         counter, 1.0
     )

@@ -323,6 +323,8 @@ def _spans(events: Iterable[int]) -> list[tuple[int, int]]:
 def _exporter_value(counter: str, holder: GpuWorkload | None) -> float:
     if counter == "DCGM_FI_DEV_GPU_UTIL":
         return holder.utilization if holder else 0.0
+    if counter == "DCGM_FI_PROF_GR_ENGINE_ACTIVE":
+        return holder.utilization / 100 if holder else 0.0
     return {"DCGM_FI_DEV_FB_USED": 70000.0, "DCGM_FI_DEV_FB_FREE": 10000.0, "DCGM_FI_DEV_GPU_TEMP": 65.0}.get(
         counter, 1.0
     )

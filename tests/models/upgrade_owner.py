@@ -16,6 +16,10 @@ Built from the recorded resources, following:
   node images (articles/kubernetes-fleet/concepts-update-orchestration.md, "Planned maintenance windows"; a member
   without one "is upgraded immediately when the update run reaches the cluster"); AKS's own channels use the same
   two (articles/aks/planned-maintenance.md).
+- Node image selection: "If you select either the Stable, Rapid, or Target Kubernetes version channel, you can
+  choose how node image updates are applied"; "The Node image channel always uses consistent image"
+  (MicrosoftDocs/azure-aks-docs 02d016f03, articles/kubernetes-fleet/update-automation.md). The spec takes
+  `nodeImageSelection` on any channel and states no default, so a Kubernetes profile without one is left to Fleet.
 - Versions: whoever moves the Kubernetes version, the cluster's `kubernetesVersion` and every pool's
   `orchestratorVersion` must stay out of the program's diff (re-sending the pinned minor is a downgrade).
 """
@@ -78,6 +82,24 @@ def _fleet_owners(recording: Recording) -> dict[str, list[tuple[str, str]]]:
                     (FLEET_CHANNELS[properties["channel"]], profile.inputs["resourceName"])
                 )
     return covered
+
+
+UNSET = "unset (Fleet's choice)"
+
+
+def run_node_image_selections(recording: Recording) -> dict[str, str]:
+    """Enabled Fleet profile name -> the node image selection the update runs it generates use."""
+    selections: dict[str, str] = {}
+    for profile in _generic(recording, "autoUpgradeProfiles"):
+        properties = profile.inputs["properties"]
+        if properties.get("disabled"):
+            continue
+        if properties["channel"] == "NodeImage":
+            selection = "Consistent"
+        else:
+            selection = (properties.get("nodeImageSelection") or {}).get("type", UNSET)
+        selections[profile.inputs["resourceName"]] = selection
+    return selections
 
 
 def ownerships(recording: Recording) -> list[Ownership]:

@@ -259,7 +259,7 @@ def test_gpu_alerts_cover_faults_heat_memory_waste_and_silence(prod_recording: R
     assert "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL" in alerts["GpuDoubleBitEccErrors"]["expression"]
     assert alerts["GpuMemoryNearlyFull"]["expression"].endswith("> 95")
     assert "DCGM_FI_DEV_FB_FREE" in alerts["GpuMemoryNearlyFull"]["expression"]
-    assert "[60m]) < 5" in alerts["GpuAllocatedButIdle"]["expression"]
+    assert alerts["GpuAllocatedButIdle"]["expression"].endswith("[60m])) < 5"), "prod: under 5 % for 60 min"
     assert 'label_pool="gpu"' in alerts["GpuNodeNotReportingMetrics"]["expression"]
     action_group = prod_recording.one("azure-native:monitor:ActionGroup")
     assert alerts, "the GPU alert group must hold rules"
@@ -809,3 +809,37 @@ def test_kueue_metrics_are_scraped_from_the_charts_metrics_service(
     ), "the ServiceMonitor CRD comes with the add-on and the namespace with the release"
     config = yaml.safe_load(kueue.inputs["values"]["managerConfig"]["controllerManagerConfigYaml"])
     assert config["metrics"]["enableClusterQueueResources"] is True, "quota used per ClusterQueue needs it"
+
+
+# --- MIG slices: DCGM reports DCGM_FI_DEV_GPU_UTIL per GPU, not per MIG instance -------------------------------------
+
+
+@pytest.mark.parametrize(("stack", "profile"), [("gpu-operator-mig", "3g.40gb"), ("dev", None)], ids=["mig", "whole"])
+def test_a_teams_idle_device_alerts_and_its_team_panel_shows_its_utilisation(stack: str, profile: str | None) -> None:
+    """A team holding one idle and one busy device, MIG slices or whole GPUs: the idle alert names the idle pod and
+    only it, and the teams dashboard shows the team's utilisation (chargeback bills the idle slice either way)."""
+    from tests.models.contract_stacks import platform_recording
+    from tests.models.metrics_day import team_quotas
+
+    recording = platform_recording(stack)
+    team, (namespace, _) = sorted(team_quotas(recording).items())[0]
+    idle = GpuWorkload(namespace, f"{team}-idle-0", utilization=1.0, mig_profile=profile)
+    busy = GpuWorkload(namespace, f"{team}-busy-0", utilization=80.0, mig_profile=profile)
+    world = build_world(recording, (idle, busy))
+    (rule,) = [
+        r for r in recording.one(RULE_GROUP, "gpu-alerts").inputs["rules"] if r.get("alert") == "GpuAllocatedButIdle"
+    ]
+    fired = Evaluator(world.series, thresholds_crossed=False).vector(rule["expression"])
+    assert {s.labels[metrics_labels.WORKLOAD_POD] for s in fired} == {idle.pod}, (
+        f"only the idle {'MIG slice' if profile else 'GPU'} alerts: {[s.labels for s in fired]}"
+    )
+    cluster = recording.one(CLUSTER).outputs["name"]
+    team_info = Series({"__name__": "team_namespace:info", "team": team, "namespace": namespace}, 1.0)
+    board = json.loads((DASHBOARD.parent / "gpu-teams.json").read_text())
+    (panel,) = [p for p in board["panels"] if p["title"] == "GPU utilisation per team"]
+    (target,) = panel["targets"]
+    query = panel_query(board, target["expr"], cluster).replace("$team", team)
+    shown = Evaluator([*world.series, team_info]).vector(query)
+    assert [s.value for s in shown] == [pytest.approx((idle.utilization + busy.utilization) / 2)], (
+        f"the team's panel must show its devices' utilisation, not {[(s.labels, s.value) for s in shown]}"
+    )

@@ -334,6 +334,9 @@ def _attempts(own: TeamConfig, other_uid: int, other_gid: int) -> dict[str, dict
         "the other team's gid as a supplemental group": team_pod(
             uid, gid, securityContext={**pod["securityContext"], "supplementalGroups": [other_gid]}
         ),
+        "its own gid and the other team's as supplemental groups": team_pod(
+            uid, gid, securityContext={**pod["securityContext"], "supplementalGroups": [gid, other_gid]}
+        ),
         "the other team's gid as fsGroup": team_pod(
             uid, gid, securityContext={**pod["securityContext"], "fsGroup": other_gid}
         ),

@@ -758,6 +758,8 @@ def test_an_infiniband_team_locks_memory_as_root_with_ipc_lock_and_nothing_more(
         assert refused, f"{team}: any capability beyond IPC_LOCK must be refused (SYS_ADMIN mounts any filesystem)"
         refused = pod_refusals(prod, namespace, _nccl_pod(prod, team, 0, ["IPC_LOCK"], drop=()))
         assert refused, f"{team}: root that drops nothing keeps SETUID, DAC_OVERRIDE and NET_RAW beside IPC_LOCK"
+        refused = pod_refusals(prod, namespace, _nccl_pod(prod, team, 0, ["IPC_LOCK"], drop=("NET_RAW",)))
+        assert refused, f"{team}: root that drops only NET_RAW keeps SETUID and DAC_OVERRIDE beside IPC_LOCK"
     dev = world("dev")
     for team in dev.teams:
         refused = pod_refusals(dev, ns(dev, team), _nccl_pod(dev, team, 0, ["IPC_LOCK"]))

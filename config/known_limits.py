@@ -1,0 +1,55 @@
+"""Known limitations: what the platform does not do for a valid config, said by the plan instead of left silent.
+
+A config the platform cannot serve is refused (ConfigError); a config it serves with a known gap is accepted and
+the plan prints one warning per gap it hits (`known limit <name>: <sentence>`). Each entry is a predicate over the
+validated config and a sentence that names the gap and what to do. To add one: append a `KnownLimit` to
+`PLATFORM_LIMITS` (over `PlatformConfig`) or `FLEET_LIMITS` (over `FleetPlan`, the fleet stack), with a unique
+`name`, and a test that a config hits it and one that does not (tests/plan/test_known_limits.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from .fleet.section import FleetPlan
+from .platform import PlatformConfig
+
+Config = TypeVar("Config")
+
+
+@dataclass(frozen=True)
+class KnownLimit(Generic[Config]):
+    name: str
+    """Short, unique, kebab-case: what the warning starts with."""
+    applies: Callable[[Config], bool]
+    """True when the validated config hits the limitation."""
+    sentence: str
+    """What does not work, and what to do about it."""
+
+
+PLATFORM_LIMITS: list[KnownLimit[PlatformConfig]] = [
+    KnownLimit(
+        "aks-managed-idle-unseen",
+        lambda cfg: cfg.gpu_stack.mode == "aksManaged" and bool(cfg.gpu_pools),
+        "gpuStack.mode aksManaged: AKS's DCGM exporter maps no GPU to its pod, so the idle-GPU alert never fires "
+        "and chargeback records no idle device-hours (docs/monitoring.md); use devicePlugin or gpuOperator where "
+        "idle GPUs must be seen",
+    ),
+]
+
+FLEET_LIMITS: list[KnownLimit[FleetPlan]] = [
+    KnownLimit(
+        "fleet-node-image-channel-consistent",
+        lambda plan: plan.fleet.updates.node_image_selection == "Latest",
+        "fleet.updates.nodeImageSelection Latest applies to the Kubernetes upgrade runs only: Fleet's NodeImage "
+        "channel always uses Consistent, so node-image-only runs give every region the newest image all of them "
+        "have (docs/fleet.md)",
+    ),
+]
+
+
+def hit(limits: Sequence[KnownLimit[Config]], config: Config) -> list[str]:
+    """The plan's warning for every limitation `config` hits, in registry order."""
+    return [f"known limit {limit.name}: {limit.sentence}" for limit in limits if limit.applies(config)]
