@@ -31,6 +31,7 @@ from typing import Any
 from aks_gpu_platform.components.gpu.amd_stack import AMD_DOCKER_HUB_IMAGES, AMD_GPU_OPERATOR_CHART
 from aks_gpu_platform.components.gpu.health import NVSENTINEL_CHART, NVSENTINEL_DOCKER_HUB_IMAGES
 from aks_gpu_platform.components.inference.autoscaling import KEDA_OPERATOR_SUBJECT
+from aks_gpu_platform.components.monitoring.grafana import GRAFANA_TEAM_PREFIX
 from aks_gpu_platform.components.shared.roles import ROLE_NAMES
 from aks_gpu_platform.config import ConfigError, PlatformConfig, load_platform_config
 from aks_gpu_platform.config.catalog.lustre_skus import AMLFS_SKUS
@@ -277,6 +278,27 @@ def docker_hub_warnings(recording: Recording) -> list[str]:
     ]
 
 
+def shared_metrics_warnings(recording: Recording) -> list[str]:
+    """Managed Grafana has no data source permissions: with two teams signed in as Viewers, each can query the
+    other's series through the one Prometheus data source (docs/security.md, "What a team sees in Grafana")."""
+    teams = sorted(
+        {
+            str(team.inputs["name"]).removeprefix(GRAFANA_TEAM_PREFIX)
+            for team in recording.of_type("grafana:oss/team:Team")
+            if team.inputs.get("teamSync", {}).get("groups")
+        }
+    )
+    if len(teams) < 2:
+        return []
+    return [
+        f"Grafana: the members of teams {', '.join(teams)} sign in to one Managed Grafana as Viewers, and a Viewer "
+        "can query every series of its Prometheus data source through Grafana's API: each team can read the "
+        "others' namespaces, pod and Job names, GPU use, queues and chargeback figures, whatever the folders "
+        "show. Managed Grafana has no data source permissions; keep confidential names out of labels, or give "
+        "such a team a platform of its own (docs/security.md#what-a-team-sees-in-grafana)"
+    ]
+
+
 @dataclass
 class Report:
     """Everything the plan shows, gathered once and rendered as text or markdown."""
@@ -403,6 +425,7 @@ def build_report(
 
     report.warnings += docker_hub_warnings(recording)
     report.warnings += hit(PLATFORM_LIMITS, cfg)
+    report.warnings += shared_metrics_warnings(recording)
     federated = recording.of_type("azure-native:managedidentity:FederatedIdentityCredential")
     if any(f.inputs.get("subject") == KEDA_OPERATOR_SUBJECT for f in federated):
         # Microsoft's KEDA add-on workload-identity guide: the operator gets its identity environment at pod start.

@@ -19,7 +19,8 @@ The platform folder
 (every team's data, the fleet of GPUs) is open to Grafana Editors and Admins only; each team gets a folder with
 its own dashboard, open to a Grafana team synced from its Entra ID groups (Managed Grafana's team sync,
 learn.microsoft.com/azure/managed-grafana/how-to-sync-teams-with-azure-ad-groups). Grafana OSS has no data-source
-permissions: a Viewer can still query every series of the Prometheus data source through the API (docs/security.md).
+permissions: a Viewer can still query every series of the Prometheus data source through the API (docs/security.md;
+the plan warns when more than one team signs in).
 The deploying identity gets Grafana Admin on the instance: creating teams and setting folder permissions is an
 organisation administrator's right in Grafana.
 """
@@ -44,6 +45,8 @@ DASHBOARDS_DIR = Path(__file__).resolve().parent / "dashboards"
 GRAFANA_AUDIENCE = "https://dashboard.azure.com"
 FOLDER_UID = "aks-gpu-platform"
 TEAM_TEMPLATE = "gpu-teams"
+GRAFANA_TEAM_PREFIX = "gpu-platform-"
+"""A team's Grafana team is this prefix and the team's name."""
 """The dashboard each team gets a copy of, with `$team` fixed to the team."""
 # Grafana limits dashboard and folder uids to 40 characters (pkg/util/shortid_generator.go, MaxUIDLength).
 MAX_UID_LENGTH = 40
@@ -206,7 +209,7 @@ class GrafanaDashboards(pulumi.ComponentResource):
             if team["member_groups"]:
                 members = grafana_oss.Team(
                     f"{prefix}-members",
-                    name=f"gpu-platform-{team['name']}",
+                    name=f"{GRAFANA_TEAM_PREFIX}{team['name']}",
                     # Kept in step with the Entra ID groups by Managed Grafana's team sync at each sign-in.
                     team_sync={"groups": list(team["member_groups"])},
                     opts=in_grafana,

@@ -88,10 +88,12 @@ TEAM_DATA_NOMINAL_SIZE = "1Ti"  # Blob has no size; the claim counts this agains
 BLOB_DATA_MOUNT_OPTIONS = ["-o allow_other", "--file-cache-timeout-in-seconds=120", "--cancel-list-on-mount-seconds=10"]
 # Volume kinds a team pod may use: Pod Security `restricted`'s list. `baseline` also allows inline nfs, iscsi,
 # cephfs...: an NFS export open to the node subnet (NetApp Files, Blob NFS) would be mounted past every claim.
-# Inline csi stays: the Lustre driver serves persistent volumes only (deploy/csi-azurelustre-driver.yaml declares
-# no Ephemeral mode), and the Azure Files and Blob drivers read an inline volume's key only from the pod's own
-# namespace (pkg/azurefile/nodeserver.go, pkg/blob/nodeserver.go at the same commits: an ephemeral volume's
-# secretNamespace is set to the pod's namespace).
+# Inline csi is `restricted`'s too, but the Azure Files and Blob drivers accept inline (ephemeral) volumes that name
+# a share or container and a key Secret, and older Files driver releases read that Secret from a namespace the pod
+# names: an inline volume reaches storage past the claims and quotas. Only the Secrets Store driver is left: it
+# reads the SecretProviderClass from the pod's own namespace (kubernetes-sigs/secrets-store-csi-driver
+# pkg/secrets-store/nodeserver.go at b151e713, NodePublishVolume: getSecretProviderItem(..., podNamespace)) and
+# mounts a tmpfs of the secrets that class names, with the pod's own service account token.
 TEAM_VOLUME_KINDS = (
     "persistentVolumeClaim",
     "ephemeral",
@@ -100,8 +102,8 @@ TEAM_VOLUME_KINDS = (
     "emptyDir",
     "projected",
     "downwardAPI",
-    "csi",
 )
+TEAM_INLINE_CSI_DRIVERS = ("secrets-store.csi.k8s.io",)
 
 
 def team_lustre_class(team: str) -> str:
@@ -238,9 +240,12 @@ def identity_policy_spec(team: TeamConfig, memory_locking: bool = False) -> dict
             {
                 "expression": "!has(object.spec.volumes) || object.spec.volumes.all(v, "
                 + " || ".join(f"has(v.{kind})" for kind in TEAM_VOLUME_KINDS)
-                + ")",
-                "message": f"volumes in a team namespace are one of {', '.join(TEAM_VOLUME_KINDS)}: an inline nfs "
-                "(or other network) volume reaches storage past the claims and quotas that keep teams apart",
+                + " || (has(v.csi) && v.csi.driver in ["
+                + ", ".join(f"'{driver}'" for driver in TEAM_INLINE_CSI_DRIVERS)
+                + "]))",
+                "message": f"volumes in a team namespace are one of {', '.join(TEAM_VOLUME_KINDS)}, or csi with the "
+                f"driver {', '.join(TEAM_INLINE_CSI_DRIVERS)}: an inline nfs, Azure Files or Blob volume reaches "
+                "storage past the claims and quotas that keep teams apart; mount shared storage through a claim",
                 "reason": "Forbidden",
             },
         ],

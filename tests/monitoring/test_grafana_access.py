@@ -12,7 +12,13 @@ A small model of Grafana's folder permissions, as the recorded objects set them:
   learn.microsoft.com/azure/managed-grafana/how-to-sync-teams-with-azure-ad-groups);
 - `grafana_folder_permission` replaces the folder's whole list (terraform-provider-grafana v4.44.0
   internal/resources/grafana/resource_folder_permission.go: "Items that are omitted from the list will be
-  removed"), so Grafana's default Viewer/Editor items are gone.
+  removed"), so Grafana's default Viewer/Editor items are gone;
+- data sources: any user with an organisation role may query every data source through Grafana's API. Data source
+  permissions are Grafana Enterprise's only (grafana.com/docs/grafana/latest, HTTP API "Data source permissions":
+  "only available in Grafana Enterprise"), served by the RBAC API (`/api/access-control/datasources/:uid`), which
+  Managed Grafana disables (learn.microsoft.com/azure/managed-grafana/known-limitations: "doesn't currently support
+  the Grafana Role Based Access Control (RBAC) feature ... the RBAC API is therefore disabled"). The Prometheus data
+  source of each integrated Azure Monitor workspace returns every series the workspace holds.
 """
 
 from __future__ import annotations
@@ -20,14 +26,19 @@ from __future__ import annotations
 import base64
 import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from aks_gpu_platform.components.monitoring import grafana as gd
+from aks_gpu_platform.config import load_platform_config
+from aks_gpu_platform.plan.mock_values import MockValueMarker
 from aks_gpu_platform.plan.offline import run_stack
+from aks_gpu_platform.plan.report import build_report, shared_metrics_warnings
 from aks_gpu_platform.testing import Recording
 from aks_gpu_platform.testing.stack_files import load_stack_file
+from tests.conftest import settings_of
 from tests.models.contract_stacks import contract_recording
 from tests.models.rbac import azure_allows
 from tests.training.test_team_access import FLEET_MEMBERS, raw_teams, two_team_config
@@ -81,6 +92,13 @@ class GrafanaWorld:
                 visible.add(json.loads(board.inputs["configJson"])["uid"])
         return visible
 
+    def queryable_teams(self, groups: set[str]) -> set[str]:
+        """Teams whose series the user reads through the data sources: every team whose namespace sends to an
+        integrated workspace (one per cluster, every namespace's series), when the user has any role."""
+        grafana = next(g for g in self.recording.of_type(GRAFANA) if g.outputs["id"] == self.grafana_id)
+        integrated = grafana.inputs["properties"]["grafanaIntegrations"]["azureMonitorWorkspaceIntegrations"]
+        return set(self.teams) if self.org_role(groups) and integrated else set()
+
 
 def _world(recording: Recording, teams: dict[str, tuple[str, set[str]]]) -> GrafanaWorld:
     return GrafanaWorld(recording, recording.one(GRAFANA).outputs["id"], teams)
@@ -121,6 +139,32 @@ def test_platform_admins_see_every_dashboard(worlds: dict[str, GrafanaWorld], st
     everything = {json.loads(d.inputs["configJson"])["uid"] for d in world.recording.of_type(DASHBOARD)}
     for group in admins["adminGroupObjectIDs"]:
         assert world.visible_dashboards({group}) == everything
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod", "two-teams", *FLEET_MEMBERS])
+def test_the_plan_warns_when_a_team_member_can_query_another_team_s_series(
+    worlds: dict[str, GrafanaWorld], stack: str
+) -> None:
+    """Folders hide dashboards, not series: with Managed Grafana's one data source open to every Viewer, a second
+    team reads the first's. The platform cannot close that inside one Grafana, so the plan says so."""
+    world = worlds[stack]
+    exposed = {team for team, (_, groups) in world.teams.items() if world.queryable_teams(groups) - {team}}
+    warnings = shared_metrics_warnings(world.recording)
+    if exposed:
+        (warning,) = warnings
+        assert all(f"{team}" in warning for team in world.teams) and "docs/security.md" in warning, warning
+    else:
+        assert warnings == [], f"{stack}: one team shares its series with nobody"
+    assert bool(exposed) == (len(world.teams) > 1), f"{stack}: the model has every team's series in one workspace"
+
+
+def test_the_shared_series_warning_is_in_the_plan_of_two_teams_and_not_of_one(tmp_path: Path) -> None:
+    for config, teams in ((two_team_config(), 2), (load_stack_file("dev", REPO_ROOT), 1)):
+        recording = run_stack("dev", config)
+        cfg = load_platform_config(settings_of(config))
+        report = build_report("dev", cfg, recording, [], [], MockValueMarker(recording.mock_values), tmp_path)
+        shared = [w for w in report.warnings if w.startswith("Grafana: the members of teams")]
+        assert len(shared) == (teams > 1), f"{teams} team(s): {report.warnings}"
 
 
 def test_each_team_dashboard_is_the_teams_dashboard_fixed_to_that_team() -> None:

@@ -19,6 +19,7 @@ import yaml
 
 from aks_gpu_platform.plan import pr_comment, preview_report
 from aks_gpu_platform.testing.stack_files import load_stack_file
+from tests.models import github_environments
 from tools import REPO_ROOT, runner_access
 from tools.e2e_stack import validate
 
@@ -65,10 +66,14 @@ def _preview_jobs() -> list[tuple[str, str, dict[str, Any]]]:
 
 
 def _stacks_and_environments(job: dict[str, Any]) -> list[tuple[str, str]]:
-    """(stack, GitHub environment) for each run of the job: a matrix over `stack` expands both."""
-    stacks = (job.get("strategy") or {}).get("matrix", {}).get("stack") or [job.get("env", {}).get("STACK", "")]
-    expand = lambda text, stack: str(text).replace("${{ matrix.stack }}", stack)  # noqa: E731
-    return [(expand(job.get("env", {}).get("STACK", ""), stack), expand(job["environment"], stack)) for stack in stacks]
+    """(stack, GitHub environment) for each run of the job: a matrix (`stack: [...]` or `include`) expands both."""
+    matrix = (job.get("strategy") or {}).get("matrix", {})
+    runs = matrix.get("include") or [{"stack": s} for s in matrix.get("stack") or [job.get("env", {}).get("STACK", "")]]
+
+    def expand(text: object, run: dict[str, str]) -> str:
+        return re.sub(r"\$\{\{ matrix\.(\w+) \}\}", lambda m: run[m.group(1)], str(text))
+
+    return [(expand(job.get("env", {}).get("STACK", ""), run), expand(job["environment"], run)) for run in runs]
 
 
 def _workflow(name: str) -> dict[Any, Any]:
@@ -89,7 +94,7 @@ def test_every_job_that_talks_to_the_cluster_installs_kubelogin_first() -> None:
 def test_preview_jobs_use_the_read_only_preview_identity_only() -> None:
     for file, name, job in _preview_jobs():
         for stack, environment in _stacks_and_environments(job):
-            assert environment == f"preview-{stack}", (
+            assert environment.startswith(f"preview-{stack}"), (
                 f"{file}:{name}: the preview of {stack} runs in that stack's read-only environment, got {environment}"
             )
         logins = [s["with"] for s in job["steps"] if str(s.get("uses", "")).startswith("azure/login@")]
@@ -193,7 +198,7 @@ def _environment_credentials() -> dict[str, set[tuple[str, str]]]:
 
 def test_each_environment_has_its_own_identity_and_pulumi_token() -> None:
     found = _environment_credentials()
-    assert set(found) == {"dev", "prod", "preview-dev", "preview-prod", "e2e"}, found
+    assert set(found) == {"dev", "prod", "preview-dev", "preview-prod", "preview-prod-pull-request", "e2e"}, found
     for environment, pairs in found.items():
         assert len(pairs) == 1, f"{environment}: its jobs use one identity and one token, got {pairs}"
     # The two preview environments name the same read-only variables, each set on its own environment; a deploy
@@ -207,14 +212,15 @@ def test_each_environment_has_its_own_identity_and_pulumi_token() -> None:
 
 def test_jobs_behind_a_deploy_environment_run_from_main_only() -> None:
     for file, name, job in _jobs():
-        environment = job.get("environment")
-        if environment is None or str(environment).startswith("preview-"):
-            continue
-        assert MAIN_ONLY in str(job.get("if", "")), (
-            f"{file}:{name}: the {environment} identity is for main; a dispatch from another branch must not reach it"
-        )
+        environments = [e for _, e in _stacks_and_environments(job)] if "environment" in job else []
+        for environment in (e for e in environments if not e.startswith("preview-")):
+            assert MAIN_ONLY in str(job.get("if", "")), (
+                f"{file}:{name}: the {environment} identity is for main; a dispatch from another branch must not "
+                "reach it"
+            )
     for name, job in _workflow("pull-request.yml")["jobs"].items():
-        assert str(job.get("environment", "preview-")).startswith("preview-"), (
+        environments = [e for _, e in _stacks_and_environments(job)] if "environment" in job else []
+        assert all(e.startswith("preview-") for e in environments), (
             f"pull-request.yml:{name}: pull requests get the read-only preview environments only"
         )
 
@@ -372,6 +378,132 @@ def test_the_setup_docs_name_each_environments_identity_token_and_branch_rule() 
     used = {m for path in WORKFLOWS.glob("*.yml") for m in re.findall(r"(?:vars|secrets)\.(\w+)", path.read_text())}
     documented = delivery + (REPO_ROOT / "docs" / "e2e.md").read_text()
     assert not {u for u in used if f"`{u}`" not in documented}, "every variable and secret a workflow reads"
+
+
+# --- prod's secrets: no run of a branch but main reads them without a reviewer ------------------------------
+
+DOCUMENTED_REPOSITORY = "<org>/<repo>"  # docs/delivery.md's placeholder in the subjects it lists
+A_PUSHED_BRANCH = "any-branch"  # whoever may push a branch writes its workflows: any event, any environment
+Job = tuple[str, str, dict[str, Any]]
+
+
+def _documented_environments(delivery: str) -> dict[str, tuple[github_environments.Environment, str]]:
+    """docs/delivery.md's setup table: per environment, its GitHub protection and its federated credential's subject."""
+    found: dict[str, tuple[github_environments.Environment, str]] = {}
+    for line in delivery.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 6 or not re.fullmatch(r"`[\w-]+`", cells[0]) or not cells[3].startswith("`repo:"):
+            continue
+        name = cells[0].strip("`")
+        branches = frozenset({"main"}) if cells[4].startswith("`main` only") else None
+        protection = github_environments.Environment(name, branches, "required reviewers" in cells[5])
+        found[name] = (protection, cells[3].strip("`"))
+    return found
+
+
+def _pulumi_subjects(delivery: str, team: str) -> set[str]:
+    """The OIDC subjects Pulumi Cloud's documented authorization policy issues `team`'s token to."""
+    return set(re.findall(rf"^\s*\| `{re.escape(team)}` \| `([^`]+)` \|", delivery, re.M))
+
+
+def _prod_read_unreviewed(jobs: list[Job], delivery: str) -> list[str]:
+    """Why a run of a branch other than main could read prod's state (and so decrypt its secrets) with nobody's
+    approval: an environment that holds prod's read-only credentials and admits the branch without a reviewer."""
+    environments = _documented_environments(delivery)
+    problems: list[str] = []
+    reading = {
+        env for _, _, job in jobs if "environment" in job for s, env in _stacks_and_environments(job) if s == "prod"
+    }
+    for subject in _pulumi_subjects(delivery, "aks-gpu-preview-prod"):
+        name = subject.partition(":environment:")[2]
+        if not name:
+            problems.append(f"prod's Pulumi token is issued to {subject}, which no environment protects")
+        reading.add(name)
+    for name in sorted(reading):
+        if name not in environments:
+            problems.append(f"{name}: reads prod and is not in the setup table")
+            continue
+        protection, subject = environments[name]
+        if subject != github_environments.subject(DOCUMENTED_REPOSITORY, name):
+            problems.append(f"{name}: its federated credential's subject {subject} is not the environment's")
+        if github_environments.runs_unreviewed(protection, A_PUSHED_BRANCH):
+            problems.append(f"{name}: a run of any branch gets prod's read credentials without a reviewer")
+    return problems
+
+
+def test_no_run_of_a_branch_but_main_reads_prod_s_secrets_without_a_reviewer() -> None:
+    delivery = (REPO_ROOT / "docs" / "delivery.md").read_text()
+    jobs = list(_jobs())
+    assert _prod_read_unreviewed(jobs, delivery) == []
+    environments = _documented_environments(delivery)
+    unreviewed = github_environments.runs_unreviewed
+    # Positive controls: what the workflows rely on still runs, and where it is meant to, without waiting.
+    assert unreviewed(environments["preview-dev"][0], A_PUSHED_BRANCH), "dev's preview of a pull request"
+    assert unreviewed(environments["preview-prod"][0], "main"), "deploy's prod-preview, check-prod"
+    prod_subjects = _pulumi_subjects(delivery, "aks-gpu-preview-prod")
+    for file, name, job in jobs:
+        pull_request = "pull_request" in _workflow(file)[True]
+        for stack, environment in _stacks_and_environments(job) if "environment" in job else []:
+            protection, _ = environments[environment]
+            if pull_request:
+                assert protection.branches is None, f"{file}:{name}: {environment} must admit a pull request's branch"
+            if protection.branches == frozenset({"main"}):
+                assert MAIN_ONLY in str(job.get("if", "")), f"{file}:{name}: {environment} admits main only"
+            if stack == "prod" and environment.startswith("preview-"):
+                subject = github_environments.subject(DOCUMENTED_REPOSITORY, environment)
+                assert subject in prod_subjects, f"{file}:{name}: Pulumi Cloud issues prod's token to {subject}"
+
+
+def _moved_prod_pull_request_preview(jobs: list[Job], environment: str) -> list[Job]:
+    moved = copy.deepcopy(jobs)
+    for file, name, job in moved:
+        if (file, name) == ("pull-request.yml", "preview"):
+            for run in job["strategy"]["matrix"]["include"]:
+                run["environment"] = environment if run["stack"] == "prod" else run["environment"]
+    return moved
+
+
+@pytest.mark.parametrize(
+    ("attack", "docs_from", "docs_to", "environment"),
+    [
+        (
+            "preview-prod admits every branch again (no approval needed to look)",
+            "| `main` only (`prod-preview`, `check-prod`) |",
+            "| all (pull requests and `prod-preview` use it) |",
+            None,
+        ),
+        (
+            "preview-prod-pull-request without its required reviewers",
+            "| required reviewers (they read the change first); prevent self-review |",
+            "| read-only by its roles |",
+            None,
+        ),
+        (
+            "prod's Pulumi token issued to every pull request's job",
+            "| `aks-gpu-preview-prod` | `repo:<org>/<repo>:environment:preview-prod-pull-request` |",
+            "| `aks-gpu-preview-prod` | `repo:<org>/<repo>:pull_request` |",
+            None,
+        ),
+        (
+            "prod's Pulumi token issued to dev's preview environment",
+            "| `aks-gpu-preview-prod` | `repo:<org>/<repo>:environment:preview-prod-pull-request` |",
+            "| `aks-gpu-preview-prod` | `repo:<org>/<repo>:environment:preview-dev` |",
+            None,
+        ),
+        ("prod's preview of a pull request in dev's preview environment", "", "", "preview-dev"),
+    ],
+)
+def test_a_branch_would_read_prod_s_secrets_unreviewed_without_each_rule(
+    attack: str, docs_from: str, docs_to: str, environment: str | None
+) -> None:
+    delivery = (REPO_ROOT / "docs" / "delivery.md").read_text()
+    assert docs_from in delivery, f"{attack}: the rule is documented as {docs_from!r}"
+    jobs = list(_jobs())
+    if environment:
+        jobs = _moved_prod_pull_request_preview(jobs, environment)
+    assert _prod_read_unreviewed(jobs, delivery.replace(docs_from, docs_to)), (
+        f"{attack}: a pushed branch's job would decrypt prod's secrets, and the check did not say so"
+    )
 
 
 def test_every_action_is_pinned_by_sha() -> None:

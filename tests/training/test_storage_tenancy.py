@@ -323,6 +323,14 @@ def _attempts(own: TeamConfig, other_uid: int, other_gid: int) -> dict[str, dict
     ]
     nfs = copy.deepcopy(pod)
     nfs["volumes"] = [{"name": "data", "nfs": {"server": "10.0.0.4", "path": "/volume"}}]
+    # Inline (ephemeral) Azure Files and Blob volumes name a share or container and a key Secret; older Files
+    # driver releases read that Secret from whichever namespace the volume names.
+    files = copy.deepcopy(pod)
+    files["volumes"] = [{"name": "data", "csi": {"driver": "file.csi.azure.com", "volumeAttributes": _OTHER_SHARE}}]
+    blob = copy.deepcopy(pod)
+    blob["volumes"] = [{"name": "data", "csi": {"driver": "blob.csi.azure.com", "volumeAttributes": _OTHER_BLOB}}]
+    among_good = _with_secrets_store(pod)
+    among_good["volumes"].insert(1, {"name": "other", "csi": {"driver": "blob.csi.azure.com"}})
     return {
         "the other team's uid": team_pod(other_uid, gid),
         "the other team's gid": team_pod(uid, other_gid),
@@ -345,7 +353,35 @@ def _attempts(own: TeamConfig, other_uid: int, other_gid: int) -> dict[str, dict
         "privilege escalation (setuid binaries)": escalating,
         "an added capability": capable,
         "an inline NFS volume": nfs,
+        "an inline Azure Files volume": files,
+        "an inline Blob volume": blob,
+        "an inline Blob volume among a claim and a Secrets Store volume": among_good,
     }
+
+
+_OTHER_SHARE = {"shareName": "team-b", "secretName": "azure-storage-account", "secretNamespace": "team-b"}
+_OTHER_BLOB = {"containerName": "team-b", "secretName": "azure-storage-account", "secretNamespace": "team-b"}
+
+
+def _with_secrets_store(pod: dict[str, Any]) -> dict[str, Any]:
+    """The pod with the team's own Key Vault secrets mounted inline through a SecretProviderClass of its namespace."""
+    mounted = copy.deepcopy(pod)
+    inline = {"driver": "secrets-store.csi.k8s.io", "readOnly": True}
+    inline["volumeAttributes"] = {"secretProviderClass": "team-keys"}
+    mounted["volumes"].append({"name": "keys", "csi": inline})
+    mounted["containers"][0]["volumeMounts"].append({"name": "keys", "mountPath": "/keys", "readOnly": True})
+    return mounted
+
+
+@pytest.mark.parametrize("stack", ["prod", "dev-lustre"])
+def test_a_team_pod_mounts_its_own_key_vault_secrets_inline_beside_its_claims(stack: str) -> None:
+    """The Secrets Store driver reads the SecretProviderClass from the pod's own namespace: the one inline csi driver
+    a team pod keeps."""
+    recording = recording_of(stack)
+    teams = teams_of(stack)
+    for name, namespace in team_namespaces(recording).items():
+        pod = _with_secrets_store(team_pod(teams[name].run_as_user, teams[name].run_as_group))
+        assert pod_refusal(recording, namespace, pod) is None, pod_refusal(recording, namespace, pod)
 
 
 @pytest.mark.parametrize("stack", [*STACKS, "dev-lustre"])
