@@ -12,11 +12,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .catalog.lustre_skus import LUSTRE_STARTUP_TAINT_KEY
+from .cluster.section import AutoscalerProfileConfig
 from .cluster.security import SecurityConfig
 from .errors import field_error
 from .gpu.health import GpuHealthConfig
 from .gpu.section import GpuPoolConfig, GpuStackConfig
 from .gpu.validation import nccl_baseline
+from .inference.models import InferenceConfig
+from .inference.runtime import (
+    ENDPOINT_REMOVAL_SECONDS,
+    REQUEST_TIMEOUT_SECONDS,
+    TEARDOWN_SECONDS,
+    TERMINATION_GRACE_SECONDS,
+)
 from .inference.section import AutoscalingConfig
 from .training.section import TrainingConfig
 
@@ -202,4 +210,17 @@ def check_rdma_pod_security(
             f"teams {teams} have quota on InfiniBand pools: their NCCL pods add IPC_LOCK, which Kubernetes' baseline "
             "refuses, so their namespaces' pod security comes from the Azure Policy baseline with IPC_LOCK allowed; "
             "keep it enabled (with azurePolicy)",
+        )
+
+
+def check_model_drain(autoscaler: AutoscalerProfileConfig, inference: InferenceConfig) -> None:
+    """A node the cluster autoscaler removes gives its pods at most maxGracefulTerminationSeconds: a model server
+    there must still drain every request the route allows (config/inference/runtime.py), or scale-down cuts them."""
+    if inference.models and autoscaler.max_graceful_termination_seconds < TERMINATION_GRACE_SECONDS:
+        raise field_error(
+            "cluster.autoscalerProfile.maxGracefulTerminationSeconds",
+            autoscaler.max_graceful_termination_seconds,
+            f"served models drain for up to {TERMINATION_GRACE_SECONDS} s (a {ENDPOINT_REMOVAL_SECONDS} s pause, the "
+            f"route's {REQUEST_TIMEOUT_SECONDS} s request timeout, {TEARDOWN_SECONDS} s teardown): a scale-down "
+            f"would cut their streams; set at least {TERMINATION_GRACE_SECONDS}",
         )
