@@ -4,9 +4,10 @@ gateway, the scrape of its metrics and KEDA scaling on what its users wait for.
 What it follows (docs/charts.md, "Serving"):
 - vLLM 0.34.0 (PyPI sdist sha256 fcad848b...; paths inside it): `vllm serve` flags in vllm/engine/arg_utils.py
   (--served-model-name, --tensor-parallel-size, --pipeline-parallel-size, --max-model-len, --dtype, --revision,
-  --quantization, --gpu-memory-utilization, --shutdown-timeout), port 8000 (vllm/entrypoints/common/cli_args.py), GET /health and /metrics on it; the image's
-  non-root user `vllm` is UID 2000, GID 0 (docs/deployment/docker.md "Run as a non-root user"); HF_HOME and
-  VLLM_CACHE_ROOT move the weights and the compile cache (docs/deployment/docker.md "Persist the compile cache").
+  --quantization, --gpu-memory-utilization, --shutdown-timeout), port 8000 (vllm/entrypoints/common/cli_args.py),
+  GET /health and /metrics on it; the image's non-root user `vllm` is UID 2000, GID 0 (docs/deployment/docker.md
+  "Run as a non-root user"); HF_HOME and VLLM_CACHE_ROOT move the weights and the compile cache
+  (docs/deployment/docker.md "Persist the compile cache").
   Metrics: vllm/v1/metrics/loggers.py PrometheusStatLogger, every engine series labelled `model_name` (the served
   name) and `engine`.
 - Multi-node (nodes > 1): LeaderWorkerSet v0.10.0 (kubernetes-sigs/lws commit 2161f38f) and vLLM's own
