@@ -28,6 +28,7 @@ from .rules import (
     check_aks_managed,
     check_amd_pools,
     check_lustre_startup_taint,
+    check_model_drain,
     check_pod_security_exclusions,
     check_pool_validation,
     check_rdma_pod_security,
@@ -416,4 +417,5 @@ class PlatformConfig(ConfigModel):
         # Last: a model names pools and teams, so their own problems are the ones to report first.
         check_models(self.inference, self.gpu_pools, self.training, self.environment)
         check_weights_cache_class(self.inference, self.storage.blob_classes)
+        check_model_drain(self.cluster.autoscaler_profile, self.inference)
         return self

@@ -12,12 +12,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .catalog.lustre_skus import LUSTRE_STARTUP_TAINT_KEY
+from .cluster.section import AutoscalerProfileConfig
 from .cluster.security import SecurityConfig
 from .errors import field_error
 from .gpu.health import GpuHealthConfig
 from .gpu.section import GpuPoolConfig, GpuStackConfig
 from .gpu.validation import nccl_baseline
 from .inference.models import InferenceConfig
+from .inference.runtime import (
+    ENDPOINT_REMOVAL_SECONDS,
+    REQUEST_TIMEOUT_SECONDS,
+    TEARDOWN_SECONDS,
+    TERMINATION_GRACE_SECONDS,
+)
 from .inference.section import AutoscalingConfig
 from .storage.section import BlobClassesConfig
 from .training.section import TrainingConfig
@@ -225,4 +232,17 @@ def check_weights_cache_class(inference: InferenceConfig, blob_classes: BlobClas
             False,
             f"inference.models {[m.name for m in inference.models]} cache their weights on a ReadWriteMany Blob "
             "claim, and both storage.blobClasses.premium and .standard are disabled: enable one of them",
+        )
+
+
+def check_model_drain(autoscaler: AutoscalerProfileConfig, inference: InferenceConfig) -> None:
+    """A node the cluster autoscaler removes gives its pods at most maxGracefulTerminationSeconds: a model server
+    there must still drain every request the route allows (config/inference/runtime.py), or scale-down cuts them."""
+    if inference.models and autoscaler.max_graceful_termination_seconds < TERMINATION_GRACE_SECONDS:
+        raise field_error(
+            "cluster.autoscalerProfile.maxGracefulTerminationSeconds",
+            autoscaler.max_graceful_termination_seconds,
+            f"served models drain for up to {TERMINATION_GRACE_SECONDS} s (a {ENDPOINT_REMOVAL_SECONDS} s pause, the "
+            f"route's {REQUEST_TIMEOUT_SECONDS} s request timeout, {TEARDOWN_SECONDS} s teardown): a scale-down "
+            f"would cut their streams; set at least {TERMINATION_GRACE_SECONDS}",
         )

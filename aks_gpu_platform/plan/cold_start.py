@@ -35,10 +35,11 @@ from aks_gpu_platform.config.catalog.cold_start import (
     node_provisioning,
 )
 from aks_gpu_platform.config.catalog.lustre_skus import AMLFS_SKUS
-from aks_gpu_platform.config.catalog.models import serving_dtype
+from aks_gpu_platform.config.catalog.models import ACTIVATION_AND_GRAPHS_GIB, device_memory_mib, serving_dtype
 from aks_gpu_platform.config.catalog.prices import HOURS_PER_MONTH
 from aks_gpu_platform.config.gpu.section import ColdStartConfig, GpuPoolConfig
 from aks_gpu_platform.config.inference.models import ServedModelConfig
+from aks_gpu_platform.config.inference.runtime import CACHE_READ_MBPS, ENGINE_START_SECONDS, HUB_DOWNLOAD_MBPS
 
 from . import cost
 
@@ -411,3 +412,27 @@ def as_document(budget: PoolBudget) -> dict[str, Any]:
         "warmStandbyMonthlyUsd": budget.warm_standby_monthly,
         "hoursPerMonth": HOURS_PER_MONTH,
     }
+
+
+def unsourced_serving_facts(cfg: PlatformConfig) -> list[str]:
+    """Plan warnings for what the served models' memory fit and startup budgets assume without an upstream figure
+    (tests/models/engine_semantics.py UNSOURCED_FACTS)."""
+    if not cfg.inference.models:
+        return []
+    warnings = [
+        f"served models: stated, not published: the weights cache read at {CACHE_READ_MBPS:g} MB/s per replica and "
+        f"{ENGINE_START_SECONDS} s of engine start (startup probe, VLLM_ENGINE_READY_TIMEOUT_S), the Hub download at "
+        f"{HUB_DOWNLOAD_MBPS:g} MB/s (staging Job deadline), {ACTIVATION_AND_GRAPHS_GIB:g} GiB per GPU for "
+        "activations and CUDA graphs (memory fit); compare with the staging Job's duration and vLLM's "
+        "'Available KV cache memory' log line"
+    ]
+    pools = {p.name: p for p in cfg.gpu_pools}
+    for model in cfg.inference.models:
+        sku = pools[model.pool].sku
+        reported, sourced = device_memory_mib(sku.gpu_model, sku.gpu_memory_gib)
+        if not sourced:
+            warnings.append(
+                f"model {model.name}: no published figure for the memory a {sku.gpu_model} reports; the fit check "
+                f"assumes {reported:,} MiB (the nominal {sku.gpu_memory_gib} GiB less the 1/16 ECC reserve)"
+            )
+    return warnings

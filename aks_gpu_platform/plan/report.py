@@ -494,6 +494,7 @@ def build_report(
 
     report.cold_start = cold_start.budgets(cfg, pools)
     report.model_ready = cold_start.models_ready(cfg)
+    report.warnings += cold_start.unsourced_serving_facts(cfg)
     streamed = [pool for pool in cfg.gpu_pools if pool.cold_start.artifact_streaming]
     if streamed:
         # Artifact Streaming is GA, but the AgentPool API azure-native 3.29 sends (2025-09-01) has no

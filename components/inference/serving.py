@@ -4,9 +4,10 @@ gateway, the scrape of its metrics and KEDA scaling on what its users wait for.
 What it follows (docs/charts.md, "Serving"):
 - vLLM 0.34.0 (PyPI sdist sha256 fcad848b...; paths inside it): `vllm serve` flags in vllm/engine/arg_utils.py
   (--served-model-name, --tensor-parallel-size, --pipeline-parallel-size, --max-model-len, --dtype, --revision,
-  --quantization), port 8000 (vllm/entrypoints/common/cli_args.py), GET /health and /metrics on it; the image's
-  non-root user `vllm` is UID 2000, GID 0 (docs/deployment/docker.md "Run as a non-root user"); HF_HOME and
-  VLLM_CACHE_ROOT move the weights and the compile cache (docs/deployment/docker.md "Persist the compile cache").
+  --quantization, --gpu-memory-utilization, --shutdown-timeout), port 8000 (vllm/entrypoints/common/cli_args.py),
+  GET /health and /metrics on it; the image's non-root user `vllm` is UID 2000, GID 0 (docs/deployment/docker.md
+  "Run as a non-root user"); HF_HOME and VLLM_CACHE_ROOT move the weights and the compile cache
+  (docs/deployment/docker.md "Persist the compile cache").
   Metrics: vllm/v1/metrics/loggers.py PrometheusStatLogger, every engine series labelled `model_name` (the served
   name) and `engine`.
 - Multi-node (nodes > 1): LeaderWorkerSet v0.10.0 (kubernetes-sigs/lws commit 2161f38f) and vLLM's own
@@ -29,7 +30,7 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from aks_gpu_platform.config.catalog.cold_start import AUTOSCALER_GPU_DELAY, NODE_PROVISIONING, node_provisioning
-from aks_gpu_platform.config.catalog.models import serving_dtype
+from aks_gpu_platform.config.catalog.models import GPU_MEMORY_UTILIZATION, serving_dtype
 from aks_gpu_platform.config.errors import ConfigError
 from aks_gpu_platform.config.gpu.scheduling import (
     GPU_POOL_NAME_LABEL_KEY,
@@ -41,6 +42,16 @@ from aks_gpu_platform.config.gpu.scheduling import (
 )
 from aks_gpu_platform.config.gpu.section import GpuPoolConfig
 from aks_gpu_platform.config.inference.models import GIB, PICKER_NAME_PREFIX, InferenceConfig, ServedModelConfig
+from aks_gpu_platform.config.inference.runtime import (
+    DRAIN_SECONDS,
+    ENDPOINT_REMOVAL_SECONDS,
+    REQUEST_TIMEOUT_SECONDS,
+    STARTUP_PERIOD_SECONDS,
+    TERMINATION_GRACE_SECONDS,
+    staging_seconds,
+    startup_budget_seconds,
+    startup_failures,
+)
 
 from ..monitoring.alerts import alert_rules
 from ..monitoring.dcgm_exporter import SCRAPE_LABEL_LIMITS
@@ -75,12 +86,10 @@ LWS_VERSION = "0.10.0"
 LWS_IMAGE_TAG = "v0.10.0"
 LWS_NAMESPACE = "lws-system"
 CACHE_MOUNT = "/cache"
-# The first start downloads the weights into the cache and compiles: up to 30 minutes before /health.
-STARTUP_PERIOD_SECONDS, STARTUP_FAILURES = 10, 180
 IMAGE_PULL_ALLOWANCE_SECONDS = 900
 """A first pull of vllm/vllm-openai (12 to 28.6 GB, config/catalog/cold_start.py VLLM_IMAGE; no published pull rate)."""
-REQUEST_TIMEOUT = "300s"
-"""The route's request timeout: the chart's own default for its HTTPRoute (experimentalHttpRoute.requestTimeout)."""
+REQUEST_TIMEOUT = f"{REQUEST_TIMEOUT_SECONDS}s"
+"""The route's request timeout, which bounds a streamed response too (config/inference/runtime.py)."""
 # KEDA triggers. The queue: vLLM's waiting requests (a replica only queues once its batch is full), as a target
 # average per replica. The KV cache: the EPP's own saturation point for it (kvCacheUtilThreshold 0.8, GAIE v1.5.0
 # site-src/guides/flow-control.md), as a Value the HPA compares to the fleet's average.
@@ -91,6 +100,7 @@ COOLDOWN_SECONDS = 300
 # vLLM's --dtype names (vllm/config/model.py ModelDType); fp8 is a quantisation of bf16/fp16 weights, not a dtype.
 VLLM_DTYPE = {"bfloat16": "bfloat16", "float16": "half", "fp8": "auto"}
 HUGGING_FACE_SECRET = "hugging-face-token"
+HUGGING_FACE_SECRET_KEY = "token"
 # checkov skips, each with its reason (the scan in tests/platform/test_checkov.py reads them from the object).
 CHECKOV_SKIPS = {
     "checkov.io/skip1": "CKV_K8S_43=vllm/vllm-openai:v0.34.0: no upstream file records its digest (images.py UNPINNED)",
@@ -140,6 +150,12 @@ def vllm_args(model: ServedModelConfig, gpu_model: str, multi_node: str | None =
         model.name,
         "--port",
         str(VLLM_PORT),
+        # The budget the memory check sized the model against (config/inference/models.py engine_memory_budget).
+        "--gpu-memory-utilization",
+        str(GPU_MEMORY_UTILIZATION),
+        # Drain on SIGTERM: 0, the default, aborts every in-flight request (vllm/v1/engine/core.py _handle_shutdown).
+        "--shutdown-timeout",
+        str(DRAIN_SECONDS),
         "--tensor-parallel-size",
         str(model.tensor_parallel),
         "--max-model-len",
@@ -183,10 +199,11 @@ def vllm_pod_spec(
     model: ServedModelConfig,
     pool: GpuPoolConfig,
     cache_claim: str | None,
-    token_secret: str | None,
     multi_node: str | None = None,
 ) -> dict[str, Any]:
-    """The model server's pod: restricted-compatible, on its pool, weights and caches on persistent storage."""
+    """The model server's pod: restricted-compatible, on its pool, weights and caches on persistent storage. The
+    weights are staged into the cache before it starts (staging_job_spec): it reads the Hub cache offline, so no
+    replica downloads, and the Hub token stays with the staging Job."""
     resources = pod_resources(pool, model.tensor_parallel)
     env: list[dict[str, Any]] = [
         # Everything vLLM, torch and Triton write besides the caches goes under HOME, an emptyDir: the image's
@@ -194,9 +211,12 @@ def vllm_pod_spec(
         {"name": "HOME", "value": "/tmp/home"},
         {"name": "HF_HOME", "value": f"{CACHE_MOUNT}/huggingface"},
         {"name": "VLLM_CACHE_ROOT", "value": f"{CACHE_MOUNT}/vllm"},
+        # vLLM gives up on its engine after VLLM_ENGINE_READY_TIMEOUT_S (600 s, vllm/envs.py), weights included:
+        # the startup budget, so a large checkpoint read from the cache is not cut short by the engine itself.
+        {"name": "VLLM_ENGINE_READY_TIMEOUT_S", "value": str(startup_budget_seconds(model.shape))},
     ]
-    if token_secret:
-        env.append({"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": token_secret, "key": "token"}}})
+    if cache_claim:
+        env.append({"name": "HF_HUB_OFFLINE", "value": "1"})
     health = {"httpGet": {"path": "/health", "port": "http"}}
     mounts: list[dict[str, Any]] = [{"name": "tmp", "mountPath": "/tmp"}]
     volumes: list[dict[str, Any]] = [{"name": "tmp", "emptyDir": {"sizeLimit": "20Gi"}}]
@@ -228,13 +248,16 @@ def vllm_pod_spec(
             "seccompProfile": {"type": "RuntimeDefault"},
         },
         "volumeMounts": mounts,
+        # The picker stops choosing a pod once it is deleted; the pause lets requests it chose just before arrive
+        # while the server still accepts them (vLLM refuses new requests once it drains).
+        "lifecycle": {"preStop": {"sleep": {"seconds": ENDPOINT_REMOVAL_SECONDS}}},
     }
     if multi_node != "worker":
         container["ports"] = [{"name": "http", "containerPort": VLLM_PORT, "protocol": "TCP"}]
         container["startupProbe"] = {
             **health,
             "periodSeconds": STARTUP_PERIOD_SECONDS,
-            "failureThreshold": STARTUP_FAILURES,
+            "failureThreshold": startup_failures(model.shape),
         }
         container["readinessProbe"] = {**health, "periodSeconds": 5}
         container["livenessProbe"] = {**health, "periodSeconds": 10, "failureThreshold": 3}
@@ -244,8 +267,8 @@ def vllm_pod_spec(
         "nodeSelector": {**scheduling["nodeSelector"], GPU_POOL_NAME_LABEL_KEY: pool.name},
         "tolerations": scheduling["tolerations"],
         "automountServiceAccountToken": False,
-        # In-flight requests finish (the route's timeout) before the server stops.
-        "terminationGracePeriodSeconds": 120,
+        # The preStop pause, the whole drain and the engine's teardown (config/inference/runtime.py).
+        "terminationGracePeriodSeconds": TERMINATION_GRACE_SECONDS,
         "securityContext": {
             "runAsNonRoot": True,
             "runAsUser": VLLM_UID,
@@ -258,15 +281,78 @@ def vllm_pod_spec(
     }
 
 
-def ready_timeout_seconds(pool: GpuPoolConfig) -> int:
+def ready_timeout_seconds(pool: GpuPoolConfig, model: ServedModelConfig) -> int:
     """How long `pulumi up` waits for a model's replicas (`pulumi.com/timeoutSeconds`; pulumi-kubernetes gives a
     Deployment 10 minutes otherwise, provider/pkg/await/deployment.go): a new node of the pool (the autoscaler's
     delay and the slowest published provisioning, the slowest of any family where the pool's has none), the image
-    pull, then the startup probe's own budget."""
+    pull, then the startup probe's own budget, which grows with the checkpoint. The weights are staged before."""
     published = [f.high_s for f in NODE_PROVISIONING.values() if f.high_s is not None]
     node = node_provisioning(pool.sku.family).high_s or max(published)
-    startup = STARTUP_PERIOD_SECONDS * STARTUP_FAILURES
+    startup = STARTUP_PERIOD_SECONDS * startup_failures(model.shape)
     return math.ceil((AUTOSCALER_GPU_DELAY.high_s or 0) + node + IMAGE_PULL_ALLOWANCE_SECONDS + startup)
+
+
+def staging_job_spec(model: ServedModelConfig, cache_claim: str, token_secret: str | None) -> dict[str, Any]:
+    """The Job that downloads a model's checkpoint into its weights cache once, before any server starts: one
+    writer, so replicas never race on the Hub library's per-node file locks or its renames (a copy and a delete on
+    a flat Blob namespace), and a large download is not restarted by a server's startup probe. On the CPU pool,
+    with the vLLM image's own Hub client (`hf download`, huggingface_hub >= 2.0 at vLLM 0.34.0); a retried pod
+    resumes the files already there."""
+    source = model.weights.hugging_face
+    assert source is not None, "Blob weights are refused by check_servable"
+    args = ["download", source]
+    if model.weights.revision:
+        args += ["--revision", model.weights.revision]
+    env: list[dict[str, Any]] = [
+        {"name": "HOME", "value": "/tmp/home"},
+        {"name": "HF_HOME", "value": f"{CACHE_MOUNT}/huggingface"},
+    ]
+    if token_secret:
+        env.append(
+            {
+                "name": "HF_TOKEN",
+                "valueFrom": {"secretKeyRef": {"name": token_secret, "key": HUGGING_FACE_SECRET_KEY}},
+            }
+        )
+    container: dict[str, Any] = {
+        "name": "stage-weights",
+        "image": VLLM_IMAGE,
+        "imagePullPolicy": "IfNotPresent",
+        "command": ["hf"],
+        "args": args,
+        "env": env,
+        "resources": {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"memory": "4Gi"}},
+        "securityContext": {
+            **RESTRICTED_CONTAINER_SECURITY_CONTEXT,
+            "runAsNonRoot": True,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "volumeMounts": [{"name": "cache", "mountPath": CACHE_MOUNT}, {"name": "tmp", "mountPath": "/tmp"}],
+    }
+    return {
+        "backoffLimit": 3,
+        "activeDeadlineSeconds": staging_seconds(model.shape),
+        "template": {
+            "metadata": {"labels": {**model_labels(model.name), "app.kubernetes.io/component": "weights"}},
+            "spec": {
+                "restartPolicy": "OnFailure",
+                "nodeSelector": cpu_node_selector(),
+                "automountServiceAccountToken": False,
+                "securityContext": {
+                    "runAsNonRoot": True,
+                    "runAsUser": VLLM_UID,
+                    "runAsGroup": VLLM_GID,
+                    "fsGroup": VLLM_GID,
+                    "seccompProfile": {"type": "RuntimeDefault"},
+                },
+                "containers": [container],
+                "volumes": [
+                    {"name": "cache", "persistentVolumeClaim": {"claimName": cache_claim}},
+                    {"name": "tmp", "emptyDir": {"sizeLimit": "5Gi"}},
+                ],
+            },
+        },
+    }
 
 
 PICKER_CONFIG_FILE = "serving-plugins.yaml"
@@ -457,8 +543,8 @@ class ServedModelArgs(KedaWiringArgs):
     """ReadWriteMany class of the per-model weights cache (Hub weights)."""
     cache_gib: int
     """Size of that cache."""
-    token_secret: NotRequired[str | None]
-    """Secret (key `token`) holding the Hub token, for gated models."""
+    token_secret: NotRequired[k8s.core.v1.Secret | None]
+    """The Secret (key HUGGING_FACE_SECRET_KEY) holding the Hub token, for gated models: its readers wait for it."""
     depends_on: NotRequired[Sequence[pulumi.Resource]]
     """The gateway's CRDs and the namespace."""
     scrape_dependencies: NotRequired[Sequence[pulumi.Resource]]
@@ -499,11 +585,38 @@ class ServedModel(pulumi.ComponentResource):
                     opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(protect=handle.protect)),
                 )
             )
-        token = args.get("token_secret") if model.weights.token_secret else None
+        secret = args.get("token_secret") if model.weights.token_secret else None
+        if cache_claim:
+            # The servers wait for the checkpoint in the cache; the download waits for the token it reads.
+            waits.append(
+                k8s.batch.v1.Job(
+                    f"{name}-weights-stage",
+                    metadata={
+                        "name": f"weights-stage-{model.name}",
+                        "namespace": ns,
+                        "labels": labels,
+                        "annotations": {
+                            **CHECKOV_SKIPS,
+                            "pulumi.com/timeoutSeconds": str(
+                                IMAGE_PULL_ALLOWANCE_SECONDS + staging_seconds(model.shape)
+                            ),
+                        },
+                    },
+                    spec=cast(
+                        k8s.batch.v1.JobSpecArgsDict,
+                        staging_job_spec(model, cache_claim, HUGGING_FACE_SECRET if secret else None),
+                    ),
+                    opts=pulumi.ResourceOptions.merge(
+                        after(*waits, *([secret] if secret else [])),
+                        # A Job's pod template is immutable: a new revision replaces it under the same name.
+                        pulumi.ResourceOptions(delete_before_replace=True),
+                    ),
+                )
+            )
 
         def pod(multi_node: str | None = None, role: str | None = None) -> dict[str, Any]:
             pod_labels = {**labels, **({"role": role} if role else {})}
-            spec = vllm_pod_spec(model, pool, cache_claim, token, multi_node)
+            spec = vllm_pod_spec(model, pool, cache_claim, multi_node)
             return {"metadata": {"labels": pod_labels}, "spec": spec}
 
         if model.nodes > 1:
@@ -535,7 +648,10 @@ class ServedModel(pulumi.ComponentResource):
                     "name": model.name,
                     "namespace": ns,
                     "labels": labels,
-                    "annotations": {**CHECKOV_SKIPS, "pulumi.com/timeoutSeconds": str(ready_timeout_seconds(pool))},
+                    "annotations": {
+                        **CHECKOV_SKIPS,
+                        "pulumi.com/timeoutSeconds": str(ready_timeout_seconds(pool, model)),
+                    },
                 },
                 spec=cast(
                     k8s.apps.v1.DeploymentSpecArgsDict,
@@ -683,11 +799,10 @@ class ModelServing(pulumi.ComponentResource):
         token_secret = None
         token = args.get("hugging_face_token")
         if token is not None and any(m.weights.token_secret for m in cfg.models):
-            token_secret = HUGGING_FACE_SECRET
-            k8s.core.v1.Secret(
+            token_secret = k8s.core.v1.Secret(
                 f"{name}-hugging-face-token",
                 metadata={"name": HUGGING_FACE_SECRET, "namespace": ns},
-                string_data={"token": pulumi.Output.secret(token)},
+                string_data={HUGGING_FACE_SECRET_KEY: pulumi.Output.secret(token)},
                 opts=after_namespace,
             )
         pools = {pool.name: pool for pool in args["gpu_pools"]}

@@ -3,7 +3,8 @@
 Weights take params x bytes per parameter of the serving dtype; the KV cache takes, per token,
 2 (K and V) x layers x KV heads x head dim x bytes (16-bit: fp8 weights keep a 16-bit KV cache unless
 vLLM's --kv-cache-dtype says otherwise, which the platform does not set). A model must hold its weights
-plus the KV cache of one sequence of maxModelLen on its GPUs at GPU_MEMORY_BUDGET of their memory.
+plus the KV cache of one sequence of maxModelLen within vLLM's own budget of its GPUs (GPU_MEMORY_UTILIZATION of the
+memory each device reports, less ACTIVATION_AND_GRAPHS_GIB).
 
 Architecture fields are the models' `config.json` (num_hidden_layers, num_attention_heads,
 num_key_value_heads, hidden_size, head_dim), read 2026-12-04 from Hugging Face repositories that
@@ -27,10 +28,43 @@ ServingDtype = Literal["bfloat16", "float16", "fp8"]
 
 MODEL_CATALOG_READ_ON = datetime.date(2026, 12, 4)
 
-GPU_MEMORY_BUDGET = 0.90
-"""Share of each GPU's memory a model's weights and KV cache may fill. vLLM 0.34.0 defaults
---gpu-memory-utilization to 0.92 (1.0 with its extensible KV cache; vllm/config/cache.py
-CacheConfig.DEFAULT_GPU_MEMORY_UTILIZATION); 0.90 leaves the rest for activations and CUDA graphs."""
+GPU_MEMORY_UTILIZATION = 0.90
+"""`--gpu-memory-utilization` every server is started with: vLLM 0.34.0 budgets ceil(total x this) of each GPU
+(vllm/v1/worker/utils.py request_memory, total = the memory the device reports), and gives the KV cache what is left
+after the weights, the profiled activation peak and its CUDA-graph estimate (vllm/v1/worker/gpu_worker.py
+determine_available_memory). Set explicitly: its own default is 0.92, or 1.0 with the extensible KV cache
+(vllm/config/cache.py CacheConfig.resolved_gpu_memory_utilization), which leaves nothing for a second process."""
+
+ACTIVATION_AND_GRAPHS_GIB = 2.0
+"""Per GPU, the activation peak of vLLM's profile run, its CUDA-graph capture and the CUDA/NCCL context, all inside
+the budget above. No upstream figure: vLLM measures them at start (it logs "Available KV cache memory"); a stated
+margin, which the plan reports as unsourced."""
+
+MIB = 1024**2
+
+DEVICE_MEMORY_MIB: dict[str, int] = {
+    "T4": 15_360,
+    "A10": 23_028,
+    "A100-40GB": 40_960,
+    "A100-80GB": 81_920,
+    "H100-80GB": 81_559,
+    "H100-NVL": 95_830,
+}
+"""What `nvidia-smi` reports as a GPU's total memory (what CUDA and vLLM see), not the marketed GB: a T4 sold as
+16 GB reports 15,360 MiB (its GDDR6 ECC reserve is 1/16 of it). Sources: modal-labs/modal-client pull request 2797
+(nvidia-smi totals of T4, A10, A100 40GB and 80GB, H100 80GB; read 2026-12-06), google/gvisor issue 10413 (H100
+80GB HBM3, 81559MiB), NVIDIA/gpu-admin-tools issue 4 (H100 NVL, 95830MiB). H200, GB200 and GB300 have no figure
+here: `device_memory_mib` falls back to the catalog's nominal GiB less the same 1/16, and the plan says so."""
+
+ECC_RESERVE = 1 / 16
+
+
+def device_memory_mib(gpu_model: str, nominal_gib: int) -> tuple[int, bool]:
+    """(MiB the device reports, whether that figure is sourced)."""
+    if gpu_model in DEVICE_MEMORY_MIB:
+        return DEVICE_MEMORY_MIB[gpu_model], True
+    return int(nominal_gib * 1024 * (1 - ECC_RESERVE)), False
+
 
 BF16_MIN_COMPUTE_CAPABILITY = (8, 0)
 """vLLM refuses bfloat16 below compute capability 8.0: "Bfloat16 is only supported on GPUs with compute

@@ -1,12 +1,13 @@
 """Models served from the GPU pools (`inference.models`): weights, engine, pool, parallelism, replicas, callers, SLO.
 
 The sizing rules follow config/catalog/models.py: weights plus the KV cache of one maxModelLen sequence must fit
-tensorParallel x nodes GPUs at GPU_MEMORY_BUDGET of their memory. A model not in that catalog is refused with the
+vLLM's own budget of tensorParallel x nodes GPUs (engine_memory_budget). A model not in that catalog is refused with the
 list of catalogued ones (no guessed shapes): add a sourced row to serve another.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from typing import Literal
@@ -16,7 +17,17 @@ from pydantic import Field, SecretStr, model_validator
 from ..base import ConfigModel
 from ..catalog.cold_start import AUTOSCALER_GPU_DELAY, node_provisioning
 from ..catalog.gpu_sizes import GPU_SKUS
-from ..catalog.models import GPU_MEMORY_BUDGET, MODELS, ModelShape, computes_bfloat16, model_shape, serving_dtype
+from ..catalog.models import (
+    ACTIVATION_AND_GRAPHS_GIB,
+    GPU_MEMORY_UTILIZATION,
+    MIB,
+    MODELS,
+    ModelShape,
+    computes_bfloat16,
+    device_memory_mib,
+    model_shape,
+    serving_dtype,
+)
 from ..errors import field_error
 from ..gpu.section import GpuPoolConfig
 from ..training.section import TrainingConfig, gpu_capacity, gpus_per_node
@@ -215,6 +226,15 @@ class InferenceConfig(ConfigModel):
         return self
 
 
+def engine_memory_budget(model: ServedModelConfig, pool: GpuPoolConfig) -> float:
+    """Bytes vLLM 0.34.0 leaves for the weights and the KV cache over a replica's GPUs: per GPU,
+    ceil(reported total x --gpu-memory-utilization) (vllm/v1/worker/utils.py request_memory) less the activation
+    peak, CUDA graphs and context (vllm/v1/worker/gpu_worker.py determine_available_memory; a stated margin)."""
+    reported, _ = device_memory_mib(pool.sku.gpu_model, pool.sku.gpu_memory_gib)
+    per_gpu = math.ceil(reported * MIB * GPU_MEMORY_UTILIZATION) - ACTIVATION_AND_GRAPHS_GIB * GIB
+    return model.gpus_per_replica * per_gpu
+
+
 def _memory_fit(model: ServedModelConfig, pool: GpuPoolConfig) -> str | None:
     """Why the model does not fit its GPUs, or None."""
     shape = model.shape
@@ -222,14 +242,17 @@ def _memory_fit(model: ServedModelConfig, pool: GpuPoolConfig) -> str | None:
     weights = shape.weight_bytes(dtype)
     kv = shape.kv_bytes_per_token * model.max_model_len
     gpus = model.gpus_per_replica
-    usable = gpus * pool.sku.gpu_memory_gib * GIB * GPU_MEMORY_BUDGET
+    usable = engine_memory_budget(model, pool)
     if weights + kv <= usable:
         return None
+    reported, _ = device_memory_mib(pool.sku.gpu_model, pool.sku.gpu_memory_gib)
     return (
         f"{shape.hub_id} in {dtype} needs {weights / GIB:.1f} GiB of weights + {kv / GIB:.1f} GiB of KV cache for "
         f"maxModelLen {model.max_model_len} ({shape.kv_bytes_per_token} B/token) = {(weights + kv) / GIB:.1f} GiB, "
-        f"but {gpus} x {pool.sku.gpu_model} ({pool.sku.gpu_memory_gib} GiB) at {GPU_MEMORY_BUDGET:.0%} hold "
-        f"{usable / GIB:.1f} GiB: lower maxModelLen, raise tensorParallel/nodes, use fp8 or a larger GPU"
+        f"but vLLM's budget on {gpus} x {pool.sku.gpu_model} ({reported:,} MiB reported each, "
+        f"--gpu-memory-utilization {GPU_MEMORY_UTILIZATION}, less {ACTIVATION_AND_GRAPHS_GIB:g} GiB per GPU for "
+        f"activations and CUDA graphs) is {usable / GIB:.1f} GiB: lower maxModelLen, raise tensorParallel/nodes, "
+        "use fp8 or a larger GPU"
     )
 
 

@@ -391,7 +391,7 @@ def test_gpu_operator_mode_installs_only_the_operator(build: Callable[[Callable[
 
 
 def test_smoke_test_job_is_restricted_and_waits_for_gpus_and_stack(dev_recording: Recording) -> None:
-    job = dev_recording.one(JOB)
+    job = dev_recording.one(JOB, "smoke-test")
     manifest = kubernetes_object(job)
     assert validate_object(manifest, "1.33.0") == ("valid", ""), "the Job must pass the upstream schema"
     assert "pulumi.com/skipAwait" not in (manifest["metadata"].get("annotations") or {}), "pulumi must wait for it"
@@ -432,7 +432,8 @@ def test_smoke_test_name_follows_the_gpu_settings(stack_config: Callable[[str], 
 def test_smoke_test_can_be_switched_off(stack_config: Callable[[str], dict[str, Any]]) -> None:
     config = stack_config("dev")
     config["aks-gpu-platform:gpuStack"]["smokeTest"] = False
-    assert not run_stack("dev", config=config).of_type(JOB), "smokeTest: false creates no Job"
+    jobs = [j.name for j in run_stack("dev", config=config).of_type(JOB)]
+    assert not [j for j in jobs if "smoke-test" in j], f"smokeTest: false creates no smoke test Job: {jobs}"
 
 
 def test_pool_name_output_is_the_azure_pool_name(build: Callable[[Callable[[], Any]], Recording]) -> None:

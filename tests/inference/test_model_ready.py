@@ -87,3 +87,37 @@ def test_the_plan_prints_model_ready_per_model(prod_recording: Recording, tmp_pa
     for model in cfg.inference.models:
         assert f"Model ready for {model.name}" in text, f"{model.name}'s budget is printed"
     assert "vllm/vllm-openai" in text and "github.com/vllm-project/vllm/issues/27154" in text, "image source shown"
+
+
+def test_the_weights_stage_reads_every_byte_of_the_checkpoint_at_the_stated_rate() -> None:
+    # 70,553,706,496 params x 2 B = 141,107 MB (10^6 B) of checkpoint over 25,000 MB/s = 5.64 s. The checkpoint is
+    # 131.4 GiB: counting a GiB as 1,000 MB would promise 5.26 s, a start the cache cannot give.
+    cfg = _prod(
+        weights={"huggingFace": "meta-llama/Llama-3.1-70B-Instruct", "revision": "0" * 40, "tokenSecret": True},
+        dtype="bfloat16",
+        tensorParallel=8,
+        maxModelLen=8192,
+        minReplicas=1,
+        maxReplicas=1,
+    )
+    model = cfg.inference.models[0]
+    weights = _stage(cold_start.model_ready(cfg, model), cold_start.WEIGHTS).figure
+    megabytes = model.shape.params * 2 / 10**6
+    assert weights.low_s is not None and abs(weights.low_s - megabytes / 25_000) < 0.05, (
+        f"{megabytes:,.0f} MB at 25,000 MB/s take {megabytes / 25_000:.2f} s, the budget says {weights.low_s} s"
+    )
+
+
+def test_the_plan_warns_of_what_the_serving_budgets_assume_without_a_source() -> None:
+    cfg = _prod()
+    (stated,) = [w for w in cold_start.unsourced_serving_facts(cfg) if w.startswith("served models:")]
+    assert "MB/s" in stated and "GiB per GPU" in stated, f"names the stated rates and margin: {stated}"
+    settings = settings_of(copy.deepcopy(load_stack_file("prod", REPO_ROOT)))
+    h200 = {**settings["gpuPools"][0], "name": "h200", "vmSize": "Standard_ND96isr_H200_v5"}
+    settings["gpuPools"].append(h200)
+    settings["inference"]["models"][0].update(
+        pool="h200", minReplicas=0, scaleToZero=True, slo={"timeToFirstTokenP90Seconds": 600}
+    )
+    h200_cfg = load_platform_config(settings)
+    warned = [w for w in cold_start.unsourced_serving_facts(h200_cfg) if "H200" in w]
+    assert warned and cfg.inference.models[0].name in warned[0], "a GPU whose reported memory is unknown is named"

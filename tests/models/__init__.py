@@ -12,7 +12,9 @@ version or commit (the module's docstring names them), never from the platform's
 - APIs and releases: `crd_schema.py` and `kueue_schemas.py` (CRDs of the pinned releases), `arm_spec.py` (REST specs
   at the API version sent), `release_contract.py` (whether each Helm release can finish), `upgrade_owner.py`
   (one owner per upgrade), `cli.py` (the kubectl and kueuectl commands the team pages name), `member_api.py`,
-  `serving.py` (the inferencepool chart's InferencePool and picker flags at v1.5.0, the HPA behind a KEDA trigger)
+  `serving.py` (the inferencepool chart's InferencePool and picker flags at v1.5.0, the HPA behind a KEDA trigger),
+  `engine_semantics.py` (vLLM 0.34.0, Triton 25.01 and the endpoint picker at v1.5.0: what SIGTERM does, the memory
+  vLLM budgets, where latency clocks start, the gateway's request timeout on a stream)
 - harness: `contract_stacks.py` (the stacks and variants every contract runs over), `fresh_install.py`,
   `checkov_scan.py`
 """
