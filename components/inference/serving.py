@@ -333,7 +333,11 @@ def staging_job_spec(model: ServedModelConfig, cache_claim: str, token_secret: s
         "backoffLimit": 3,
         "activeDeadlineSeconds": staging_seconds(model.shape),
         "template": {
-            "metadata": {"labels": {**model_labels(model.name), "app.kubernetes.io/component": "weights"}},
+            # Not the servers' labels: the Deployment, InferencePool and PodMonitor select those, and the picker would
+            # count this pod among the model's endpoints.
+            "metadata": {
+                "labels": {"app.kubernetes.io/name": "weights-stage", "app.kubernetes.io/instance": model.name}
+            },
             "spec": {
                 "restartPolicy": "OnFailure",
                 "nodeSelector": cpu_node_selector(),
