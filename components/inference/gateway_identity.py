@@ -158,3 +158,15 @@ def gateway_identity(
             spec=team_rate_limit(gateway, team, port, requests_per_minute),
             opts=opts,
         )
+
+
+def shared_prefix_cache_warnings(models: Sequence[tuple[str, Sequence[str]]]) -> list[str]:
+    """One plan warning per (model, its teams) that more than one team calls."""
+    return [
+        f"model {model} is called by teams {', '.join(teams)} and they share its vLLM prefix cache: the gateway "
+        "cannot set vLLM's per-request cache_salt (a JSON body field), so one team can tell from response times "
+        "whether another sent a prompt starting the same way; give a team whose prompts must stay private a model "
+        'of its own (docs/security.md, "Served models")'
+        for model, teams in models
+        if len(teams) > 1
+    ]
