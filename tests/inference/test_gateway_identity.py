@@ -5,11 +5,13 @@ Per-team rate limits sit on each team's listener; a model shared by teams is fla
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from aks_gpu_platform.config import load_platform_config
 from aks_gpu_platform.plan.mock_values import MockValueMarker
@@ -237,3 +239,33 @@ def test_the_plan_warns_of_each_model_whose_prefix_cache_teams_share(tmp_path: P
     shared = [w for w in plan_warnings("prod", tmp_path) if "prefix cache" in w]
     assert len(shared) == 1 and "llama-3-1-8b" in shared[0] and "llm, vision" in shared[0], shared
     assert not [w for w in plan_warnings("dev", tmp_path) if "prefix cache" in w]
+
+
+def test_the_documented_call_carries_a_token_the_gateway_admits() -> None:
+    """examples/llm-serving/chat-job.yaml: the projected token its curl sends is the job's service account's, with
+    the audience of the volume; the gateway serves the model the call names on the port it dials."""
+    dev = Stack("dev")
+    job = yaml.safe_load((REPO_ROOT / "examples" / "llm-serving" / "chat-job.yaml").read_text())
+    pod = job["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    args = container["args"]
+    (mount,) = container["volumeMounts"]
+    (volume,) = [v for v in pod["volumes"] if v["name"] == mount["name"]]
+    (source,) = volume["projected"]["sources"]
+    token_file = f"{mount['mountPath']}/{source['serviceAccountToken']['path']}"
+    # curl 8.x: `--variable name@file` reads the file, `--expand-header` puts it (trimmed) in the header.
+    variable = args[args.index("--variable") + 1]
+    assert variable == f"token@{token_file}"
+    assert args[args.index("--expand-header") + 1] == "Authorization: Bearer {{token:trim}}"
+    (url,) = [a for a in args if a.startswith("http://")]
+    port, path = re.fullmatch(r"http://[^/:]+:(\d+)(/.*)", url).groups()  # type: ignore[union-attr]
+    namespace = job["metadata"]["namespace"]
+    account = pod.get("serviceAccountName", "default")
+    token = Token(
+        issuer_of(dev.recording),
+        (source["serviceAccountToken"]["audience"],),
+        f"system:serviceaccount:{namespace}:{account}",
+    )
+    verdict = decide(dev.world, Request(int(port), path, token))
+    assert verdict.status == 200, verdict
+    assert decide(dev.world, Request(int(port), path)).status == 403, "the same call without its token"
