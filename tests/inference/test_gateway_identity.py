@@ -59,8 +59,9 @@ def team_ports(objects: list[dict[str, Any]], namespaces: dict[str, str]) -> dic
 
 
 class Stack:
-    def __init__(self, name: str) -> None:
-        self.recording = run_stack(name)
+    def __init__(self, name: str, recording: Recording) -> None:
+        self.name = name
+        self.recording = recording
         config = load_stack_file(name, REPO_ROOT)
         self.models: dict[str, list[str]] = {
             m["name"]: list(m["teams"]) for m in config["aks-gpu-platform:inference"]["models"]
@@ -80,9 +81,14 @@ class Stack:
                 yield team, model
 
 
-@pytest.fixture(scope="module", params=STACKS)
-def stack(request: pytest.FixtureRequest) -> Stack:
-    return Stack(request.param)
+@pytest.fixture(scope="module")
+def stacks(recordings: dict[str, Recording]) -> dict[str, Stack]:
+    return {name: Stack(name, recordings[name]) for name in STACKS}
+
+
+@pytest.fixture(params=STACKS)
+def stack(request: pytest.FixtureRequest, stacks: dict[str, Stack]) -> Stack:
+    return stacks[request.param]
 
 
 def test_each_team_calls_each_model_that_lists_it_with_its_token(stack: Stack) -> None:
@@ -114,10 +120,10 @@ def test_another_teams_token_on_a_teams_listener_is_denied(stack: Stack) -> None
             assert verdict.status == 403, f"{namespace}'s token on {team}'s listener reached {model}: {verdict}"
 
 
-def test_a_team_cannot_call_a_model_whose_config_does_not_list_it() -> None:
+def test_a_team_cannot_call_a_model_whose_config_does_not_list_it(stacks: dict[str, Stack]) -> None:
     """prod: qwen-1-5b lists vision only; llm's own token on its own listener is refused, by the policy and the
     route each on its own."""
-    prod = Stack("prod")
+    prod = stacks["prod"]
     assert "llm" not in prod.models["qwen-1-5b"]
     request = Request(prod.ports["llm"], "/qwen-1-5b/v1/completions", prod.token("llm"))
     assert decide(prod.world, request).status in (403, 404)
@@ -212,7 +218,7 @@ def per_minute(bucket: dict[str, Any]) -> float:
 
 def test_every_team_listener_has_its_own_rate_limit_at_the_configured_rate(stack: Stack) -> None:
     limits = rate_limits(stack.objects)
-    config = load_stack_file("prod" if "qwen-1-5b" in stack.models else "dev", REPO_ROOT)
+    config = load_stack_file(stack.name, REPO_ROOT)
     configured = config["aks-gpu-platform:inference"].get("teamRequestsPerMinute", 600)
     for team, port in stack.ports.items():
         assert port in limits, f"{team}'s listener {port} has no rate limit"
@@ -228,23 +234,23 @@ def test_the_rate_limit_follows_the_configured_budget() -> None:
     assert limits and all(per_minute(bucket) == 42 for bucket in limits.values())
 
 
-def plan_warnings(name: str, tmp_path: Path) -> list[str]:
-    config = load_stack_file(name, REPO_ROOT)
-    recording = run_stack(name, config)
+def plan_warnings(stack: Stack, tmp_path: Path) -> list[str]:
+    config = load_stack_file(stack.name, REPO_ROOT)
     cfg = load_platform_config(settings_of(config))
-    return build_report(name, cfg, recording, [], [], MockValueMarker(recording.mock_values), tmp_path).warnings
+    marker = MockValueMarker(stack.recording.mock_values)
+    return build_report(stack.name, cfg, stack.recording, [], [], marker, tmp_path).warnings
 
 
-def test_the_plan_warns_of_each_model_whose_prefix_cache_teams_share(tmp_path: Path) -> None:
-    shared = [w for w in plan_warnings("prod", tmp_path) if "prefix cache" in w]
+def test_the_plan_warns_of_each_model_whose_prefix_cache_teams_share(stacks: dict[str, Stack], tmp_path: Path) -> None:
+    shared = [w for w in plan_warnings(stacks["prod"], tmp_path) if "prefix cache" in w]
     assert len(shared) == 1 and "llama-3-1-8b" in shared[0] and "llm, vision" in shared[0], shared
-    assert not [w for w in plan_warnings("dev", tmp_path) if "prefix cache" in w]
+    assert not [w for w in plan_warnings(stacks["dev"], tmp_path) if "prefix cache" in w]
 
 
-def test_the_documented_call_carries_a_token_the_gateway_admits() -> None:
+def test_the_documented_call_carries_a_token_the_gateway_admits(stacks: dict[str, Stack]) -> None:
     """examples/llm-serving/chat-job.yaml: the projected token its curl sends is the job's service account's, with
     the audience of the volume; the gateway serves the model the call names on the port it dials."""
-    dev = Stack("dev")
+    dev = stacks["dev"]
     job = yaml.safe_load((REPO_ROOT / "examples" / "llm-serving" / "chat-job.yaml").read_text())
     pod = job["spec"]["template"]["spec"]
     (container,) = pod["containers"]
@@ -258,7 +264,9 @@ def test_the_documented_call_carries_a_token_the_gateway_admits() -> None:
     assert variable == f"token@{token_file}"
     assert args[args.index("--expand-header") + 1] == "Authorization: Bearer {{token:trim}}"
     (url,) = [a for a in args if a.startswith("http://")]
-    port, path = re.fullmatch(r"http://[^/:]+:(\d+)(/.*)", url).groups()  # type: ignore[union-attr]
+    match = re.fullmatch(r"http://[^/:]+:(\d+)(/.*)", url)
+    assert match, url
+    port, path = match.groups()
     namespace = job["metadata"]["namespace"]
     account = pod.get("serviceAccountName", "default")
     token = Token(

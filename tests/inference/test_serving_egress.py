@@ -40,11 +40,16 @@ def _config(name: str) -> dict[str, Any]:
     return _prod_with_models() if name == "prod-multi-node" else load_stack_file(name, REPO_ROOT)
 
 
-@pytest.fixture(scope="module", params=STACKS)
-def stack(request: pytest.FixtureRequest) -> tuple[World, Recording]:
-    config = _config(request.param)
-    recording = run_stack("prod" if request.param.startswith("prod") else request.param, config)
-    return build_world(recording, raw_teams(config)), recording
+@pytest.fixture(scope="module")
+def worlds(recordings: dict[str, Recording]) -> dict[str, World]:
+    found = {name: build_world(recordings[name], raw_teams(_config(name))) for name in ("dev", "prod")}
+    multi = _config("prod-multi-node")
+    return {**found, "prod-multi-node": build_world(run_stack("prod", multi), raw_teams(multi))}
+
+
+@pytest.fixture(params=STACKS)
+def w(request: pytest.FixtureRequest, worlds: dict[str, World]) -> World:
+    return worlds[request.param]
 
 
 def server_pods(w: World) -> dict[str, list[dict[str, Any]]]:
@@ -70,8 +75,7 @@ def picker(model: str, port: int = 0) -> Endpoint:
     return Endpoint("pod", port, namespace=MODELS, labels=(("inferencepool", f"{model[:40]}-epp"),))
 
 
-def test_a_model_server_reaches_dns_and_the_weights_source_and_nothing_else(stack: tuple[World, Recording]) -> None:
-    w, _ = stack
+def test_a_model_server_reaches_dns_and_the_weights_source_and_nothing_else(w: World) -> None:
     assert server_pods(w)
     for model, templates in server_pods(w).items():
         for template in templates:
@@ -97,8 +101,7 @@ def test_a_model_server_reaches_dns_and_the_weights_source_and_nothing_else(stac
                 assert connection_refusals(w, source, to), f"{model} server reaches {why}"
 
 
-def test_a_multi_node_group_reaches_its_own_pods_only(stack: tuple[World, Recording]) -> None:
-    w, _ = stack
+def test_a_multi_node_group_reaches_its_own_pods_only(w: World) -> None:
     groups = {m: t for m, t in server_pods(w).items() if len(t) > 1}
     singles = {m: t for m, t in server_pods(w).items() if len(t) == 1}
     for model, (leader, worker) in groups.items():
@@ -108,8 +111,7 @@ def test_a_multi_node_group_reaches_its_own_pods_only(stack: tuple[World, Record
             assert connection_refusals(w, pod_of(worker), pod_of(template, 8000)), f"{model} worker -> {other}"
 
 
-def test_pickers_and_the_gateway_reach_their_backends_and_nothing_more(stack: tuple[World, Recording]) -> None:
-    w, _ = stack
+def test_pickers_and_the_gateway_reach_their_backends_and_nothing_more(w: World) -> None:
     servers = server_pods(w)
     for model, templates in servers.items():
         leader = pod_of(templates[0], 8000)
@@ -135,8 +137,7 @@ def test_pickers_and_the_gateway_reach_their_backends_and_nothing_more(stack: tu
         assert connection_refusals(w, GATEWAY, to), f"the gateway reaches {why}"
 
 
-def test_the_hugging_face_token_is_read_by_no_team_and_only_by_vllm(stack: tuple[World, Recording]) -> None:
-    w, _ = stack
+def test_the_hugging_face_token_is_read_by_no_team_and_only_by_vllm(w: World) -> None:
     for team, (_, groups) in w.teams.items():
         for verb in ("get", "list", "watch"):
             assert api_refusals(w, groups, Request(verb, "", "secrets", MODELS)), f"{team} may {verb} secrets"
@@ -154,10 +155,9 @@ def test_the_hugging_face_token_is_read_by_no_team_and_only_by_vllm(stack: tuple
     assert readers <= {"vllm"}, readers
 
 
-def test_vllm_usage_statistics_are_off_in_every_server_container(stack: tuple[World, Recording]) -> None:
+def test_vllm_usage_statistics_are_off_in_every_server_container(w: World) -> None:
     """vllm/usage/usage_lib.py at v0.34.0: off when VLLM_NO_USAGE_STATS, VLLM_DO_NOT_TRACK or DO_NOT_TRACK is
     "1" (vllm/envs.py compares the string)."""
-    w, _ = stack
     for model, templates in server_pods(w).items():
         for template in templates:
             for container in template["spec"]["containers"]:
@@ -167,10 +167,9 @@ def test_vllm_usage_statistics_are_off_in_every_server_container(stack: tuple[Wo
                 )
 
 
-def test_without_the_serving_egress_policies_a_model_server_reaches_imds() -> None:
+def test_without_the_serving_egress_policies_a_model_server_reaches_imds(worlds: dict[str, World]) -> None:
     """The rule that closes the hole: with the models namespace's egress policies gone, IMDS is reachable."""
-    config = load_stack_file("dev", REPO_ROOT)
-    w = build_world(run_stack("dev", config), raw_teams(config))
+    w = worlds["dev"].copy()
     _, (template,) = next(iter(server_pods(w).items()))
     imds = Endpoint("external", 80, address=IMDS)
     assert connection_refusals(w, pod_of(template), imds)
