@@ -31,6 +31,7 @@ from typing import Any
 from aks_gpu_platform.components.gpu.amd_stack import AMD_DOCKER_HUB_IMAGES, AMD_GPU_OPERATOR_CHART
 from aks_gpu_platform.components.gpu.health import NVSENTINEL_CHART, NVSENTINEL_DOCKER_HUB_IMAGES
 from aks_gpu_platform.components.inference.autoscaling import KEDA_OPERATOR_SUBJECT
+from aks_gpu_platform.components.inference.gateway_identity import shared_prefix_cache_warnings
 from aks_gpu_platform.components.monitoring.grafana import GRAFANA_TEAM_PREFIX
 from aks_gpu_platform.components.shared.roles import ROLE_NAMES
 from aks_gpu_platform.config import ConfigError, PlatformConfig, load_platform_config
@@ -426,6 +427,7 @@ def build_report(
     report.warnings += docker_hub_warnings(recording)
     report.warnings += hit(PLATFORM_LIMITS, cfg)
     report.warnings += shared_metrics_warnings(recording)
+    report.warnings += shared_prefix_cache_warnings([(m.name, m.teams) for m in cfg.inference.models])
     federated = recording.of_type("azure-native:managedidentity:FederatedIdentityCredential")
     if any(f.inputs.get("subject") == KEDA_OPERATOR_SUBJECT for f in federated):
         # Microsoft's KEDA add-on workload-identity guide: the operator gets its identity environment at pod start.

@@ -25,6 +25,8 @@ from aks_gpu_platform.config.gpu.scheduling import cpu_node_selector
 
 from ..network.policies import NAMESPACE_NAME_LABEL
 from ..shared.context import ClusterHandle
+from .egress import gateway_namespace_egress
+from .gateway_identity import gateway_identity
 
 GATEWAY_API_VERSION = "v1.5.1"
 GATEWAY_API_CRDS_URL = (
@@ -145,6 +147,12 @@ class InferenceGatewayArgs(TypedDict):
     """Internal Azure load balancer (`inference.gatewayInternal`)."""
     created_namespaces: NotRequired[Mapping[str, pulumi.Input[str]]]
     """Team -> its namespace's name as the resource that creates it outputs: the team's egress policy waits for it."""
+    team_models: Mapping[str, Sequence[str]]
+    """Team -> the models whose config lists it (what its callers policy lets through)."""
+    backend_ports: Sequence[int]
+    """The model servers' and pickers' ports in the models namespace (the gateway's egress)."""
+    requests_per_minute: int
+    """Each team's request budget per gateway pod (`inference.teamRequestsPerMinute`)."""
 
 
 class InferenceGateway(pulumi.ComponentResource):
@@ -205,6 +213,23 @@ class InferenceGateway(pulumi.ComponentResource):
             metadata={"name": "team-listeners", "namespace": GATEWAY_NAMESPACE},
             spec=gateway_ingress(ports, args["team_namespaces"]),
             opts=after(namespace),
+        )
+        gateway_namespace_egress(
+            name,
+            GATEWAY_NAMESPACE,
+            {GATEWAY_POD_LABEL: GATEWAY_NAME},
+            args["models_namespace"],
+            args["backend_ports"],
+            after(namespace),
+        )
+        gateway_identity(
+            name,
+            GATEWAY_NAMESPACE,
+            GATEWAY_NAME,
+            args["cluster"].oidc_issuer_url,
+            {team: (args["team_namespaces"][team], port, args["team_models"][team]) for team, port in ports.items()},
+            args["requests_per_minute"],
+            after(namespace, istiod),
         )
         for team, port in ports.items():
             k8s.networking.v1.NetworkPolicy(

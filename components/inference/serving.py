@@ -63,6 +63,7 @@ from .autoscaling import (
     keda_object_options,
     keda_trigger_authentication,
 )
+from .egress import SERVER_LABELS, USAGE_STATS_OFF, ModelPods, models_egress
 from .gateway import (
     GATEWAY_NAME,
     GATEWAY_NAMESPACE,
@@ -119,7 +120,7 @@ MODELS_NAMESPACE_LABELS = {
 
 def model_labels(model: str) -> dict[str, str]:
     """Labels of a model's serving pods: the InferencePool, PodMonitor and Deployment select them."""
-    return {"app.kubernetes.io/name": "vllm", "app.kubernetes.io/instance": model}
+    return {**SERVER_LABELS, "app.kubernetes.io/instance": model}
 
 
 def pool_selector(model: ServedModelConfig) -> dict[str, str]:
@@ -214,6 +215,7 @@ def vllm_pod_spec(
         # vLLM gives up on its engine after VLLM_ENGINE_READY_TIMEOUT_S (600 s, vllm/envs.py), weights included:
         # the startup budget, so a large checkpoint read from the cache is not cut short by the engine itself.
         {"name": "VLLM_ENGINE_READY_TIMEOUT_S", "value": str(startup_budget_seconds(model.shape))},
+        *USAGE_STATS_OFF,
     ]
     if cache_claim:
         env.append({"name": "HF_HUB_OFFLINE", "value": "1"})
@@ -784,6 +786,9 @@ class ModelServing(pulumi.ComponentResource):
                 "team_namespaces": {team: args["team_namespaces"][team] for team in ports},
                 "internal": cfg.gateway_internal,
                 "created_namespaces": args.get("created_namespaces", {}),
+                "team_models": {team: [m.name for m in cfg.models if team in m.teams] for team in ports},
+                "backend_ports": [VLLM_PORT, EPP_GRPC_PORT],
+                "requests_per_minute": cfg.team_requests_per_minute,
             },
             pulumi.ResourceOptions(parent=self),
         )
@@ -794,6 +799,8 @@ class ModelServing(pulumi.ComponentResource):
         )
         after_namespace = pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[namespace]))
         platform_ingress(f"{name}-{ns}", ns, after_namespace)
+        pods = {m.name: ModelPods(model_labels(m.name), picker_labels(m.name), m.nodes > 1) for m in cfg.models}
+        models_egress(f"{name}-{ns}", ns, pods, VLLM_PORT, after_namespace)
         k8s.networking.v1.NetworkPolicy(
             f"{name}-from-gateway",
             metadata={"name": "from-inference-gateway", "namespace": ns},

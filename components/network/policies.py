@@ -31,6 +31,9 @@ DNS_POD_LABELS = {"k8s-app": "kube-dns"}  # CoreDNS on AKS
 IMDS = "169.254.169.254/32"
 WIRESERVER = "168.63.129.16/32"
 OUTSIDE_THE_CLUSTER = "0.0.0.0/0"
+LINK_LOCAL = "169.254.0.0/16"
+# RFC 1918 and the shared range (RFC 6598): the VNet, peered networks and on-premises links, never the internet.
+PRIVATE_RANGES = ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10")
 # Managed Prometheus (ama-metrics) and the konnectivity agents run there.
 PLATFORM_CALLERS_NAMESPACE = "kube-system"
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
@@ -48,12 +51,29 @@ def team_egress(file_servers: Sequence[str] = ()) -> list[k8s.networking.v1.Netw
     the node's kernel mounts them for the claims, which no pod policy applies to."""
     return [
         {"to": [{"pod_selector": {}}]},
-        {
-            "to": [{"namespace_selector": _namespace(DNS_NAMESPACE), "pod_selector": {"match_labels": DNS_POD_LABELS}}],
-            "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}],
-        },
+        dns_egress(),
         {"to": [{"ip_block": {"cidr": OUTSIDE_THE_CLUSTER, "except_": [IMDS, WIRESERVER, *file_servers]}}]},
     ]
+
+
+def dns_egress() -> k8s.networking.v1.NetworkPolicyEgressRuleArgsDict:
+    """CoreDNS in kube-system, UDP and TCP 53."""
+    return {
+        "to": [{"namespace_selector": _namespace(DNS_NAMESPACE), "pod_selector": {"match_labels": DNS_POD_LABELS}}],
+        "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}],
+    }
+
+
+def internet_https_egress() -> k8s.networking.v1.NetworkPolicyEgressRuleArgsDict:
+    """TCP 443 to public addresses only: not IMDS or the WireServer (named even though the ranges below hold
+    them), not link-local, not the private ranges (the VNet, its private endpoints and file servers). A
+    Kubernetes NetworkPolicy cannot name a host (FQDN), so this is as close as it gets to one HTTPS service on
+    the internet; Cilium matches an `ipBlock` only outside the cluster (module doc)."""
+    blocked = [IMDS, WIRESERVER, LINK_LOCAL, *PRIVATE_RANGES]
+    return {
+        "to": [{"ip_block": {"cidr": OUTSIDE_THE_CLUSTER, "except_": blocked}}],
+        "ports": [{"protocol": "TCP", "port": 443}],
+    }
 
 
 def platform_ingress(

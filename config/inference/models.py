@@ -195,6 +195,13 @@ class InferenceConfig(ConfigModel):
     namespace: KubernetesName = Field(
         default="models", description="Namespace of the model servers, their pools and endpoint pickers"
     )
+    team_requests_per_minute: int = Field(
+        default=600,
+        ge=1,
+        le=1_000_000,
+        description="Requests a team may send through the gateway per minute, across its models (each gateway pod "
+        "counts its own); past it the gateway answers 429",
+    )
 
     @model_validator(mode="after")
     def _check_names(self) -> InferenceConfig:
