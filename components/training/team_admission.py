@@ -83,6 +83,8 @@ VISIBLE_DEVICES_ENV = "NVIDIA_VISIBLE_DEVICES"
 # The toolkit's "no device, act as runc" value (internal/config/image/devices.go NewVisibleDevices).
 NO_VISIBLE_DEVICES = "void"
 MESSAGE_PREFIX = "team namespaces run pods on GPU nodes only through the queue: "
+# Other teams' pods run on the same nodes, under the same kernel.
+KERNEL_MESSAGE_PREFIX = "team pods share their node's kernel with other teams: "
 
 
 def gpu_taints(pools: Iterable[GpuPoolConfig]) -> list[dict[str, str]]:
@@ -275,8 +277,8 @@ def _stays_off_the_host() -> str:
     )
 
 
-def _message(why: str, fix: str) -> str:
-    return f"{MESSAGE_PREFIX}{why}; {fix}"
+def _message(why: str, fix: str, prefix: str = MESSAGE_PREFIX) -> str:
+    return f"{prefix}{why}; {fix}"
 
 
 def pod_boundary_policy_spec(pools: Sequence[GpuPoolConfig]) -> dict[str, Any]:
@@ -379,6 +381,7 @@ def pod_boundary_policy_spec(pools: Sequence[GpuPoolConfig]) -> dict[str, Any]:
                     "a pod without a seccomp profile runs Unconfined (the nodes set no default) and reaches every "
                     "system call of a kernel other teams share",
                     "set securityContext.seccompProfile.type: RuntimeDefault on the pod (or Localhost)",
+                    KERNEL_MESSAGE_PREFIX,
                 ),
                 "reason": "Forbidden",
             },
@@ -387,13 +390,16 @@ def pod_boundary_policy_spec(pools: Sequence[GpuPoolConfig]) -> dict[str, Any]:
                 "message": _message(
                     "an Unconfined AppArmor profile lifts the runtime's limits on /proc, /sys and mounts",
                     "leave appArmorProfile unset or RuntimeDefault",
+                    KERNEL_MESSAGE_PREFIX,
                 ),
                 "reason": "Forbidden",
             },
             {
                 "expression": f"variables.specs.all(s, {_proc_masked()})",
                 "message": _message(
-                    "procMount Unmasked shows the node's /proc paths the runtime masks", "leave procMount unset"
+                    "procMount Unmasked shows the node's /proc paths the runtime masks",
+                    "leave procMount unset",
+                    KERNEL_MESSAGE_PREFIX,
                 ),
                 "reason": "Forbidden",
             },
@@ -402,6 +408,7 @@ def pod_boundary_policy_spec(pools: Sequence[GpuPoolConfig]) -> dict[str, Any]:
                 "message": _message(
                     "a sysctl outside Kubernetes' safe set changes the kernel for every pod of the node",
                     f"use only {', '.join(SAFE_SYSCTLS)}",
+                    KERNEL_MESSAGE_PREFIX,
                 ),
                 "reason": "Forbidden",
             },
