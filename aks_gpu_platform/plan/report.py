@@ -384,6 +384,25 @@ def serving_warnings(models: Sequence[ServedModelConfig]) -> list[str]:
     return found
 
 
+def shared_infiniband_warnings(cfg: PlatformConfig) -> list[str]:
+    """One warning per InfiniBand pool on which two or more teams have quota: their pods share its nodes and HCAs,
+    and what passes between them over RDMA no NetworkPolicy sees (docs/security.md, "InfiniBand between teams")."""
+    if not cfg.training.enabled:
+        return []
+    found: list[str] = []
+    for pool in cfg.gpu_pools:
+        if not pool.infiniband:
+            continue
+        teams = sorted({t.name for t in cfg.training.teams for q in t.quotas if q.pool == pool.name})
+        if len(teams) > 1:
+            found.append(
+                f"InfiniBand pool {pool.name} is shared by teams {', '.join(teams)}: their pods' RDMA traffic on "
+                "its nodes passes no NetworkPolicy (the fabric has no partition per team) and RDMA devices are "
+                "not metered by Kueue; give each team an InfiniBand pool of its own to keep them apart"
+            )
+    return found
+
+
 def build_report(
     stack: str,
     cfg: PlatformConfig,
@@ -428,6 +447,7 @@ def build_report(
     report.warnings += hit(PLATFORM_LIMITS, cfg)
     report.warnings += shared_metrics_warnings(recording)
     report.warnings += shared_prefix_cache_warnings([(m.name, m.teams) for m in cfg.inference.models])
+    report.warnings += shared_infiniband_warnings(cfg)
     federated = recording.of_type("azure-native:managedidentity:FederatedIdentityCredential")
     if any(f.inputs.get("subject") == KEDA_OPERATOR_SUBJECT for f in federated):
         # Microsoft's KEDA add-on workload-identity guide: the operator gets its identity environment at pod start.

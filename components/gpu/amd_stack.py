@@ -58,6 +58,7 @@ from ..monitoring import metrics_labels as labels
 from ..monitoring.dcgm_exporter import SCRAPE_LABEL_LIMITS
 from ..shared.context import ClusterHandle
 from ..shared.workload_identity import AZURE_CLI_IMAGE, federated_identity, identity_service_account, python_program_pod
+from ..shared.workloads import platform_namespace
 from . import amd_registry_secret_job
 from .health import cert_manager_release
 
@@ -261,16 +262,17 @@ class AmdGpuStack(pulumi.ComponentResource):
         token = self._driver_build_token(name, args)
         cert_manager = cert_manager_release(f"{name}-cert-manager", k8s_opts)
         repo, chart, version = AMD_GPU_OPERATOR_CHART
+        # The operator's device plugin, node labeller and KMM driver loader mount the node's paths, privileged.
+        namespace = platform_namespace(f"{name}-namespace", AMD_GPU_OPERATOR_NAMESPACE, "privileged", k8s_opts)
         self.release = k8s.helm.v3.Release(
             f"{name}-gpu-operator",
             chart=chart,
             version=version,
             repository_opts={"repo": repo},
             namespace=AMD_GPU_OPERATOR_NAMESPACE,
-            create_namespace=True,
             values=amd_gpu_operator_values(args["pools"], args["registry_login_server"]),
             # The KMM subchart's Issuer and Certificate need cert-manager's CRDs and webhook first.
-            opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[cert_manager])),
+            opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[cert_manager, namespace])),
         )
         k8s.apiextensions.CustomResource(
             f"{name}-exporter-pod-monitor",

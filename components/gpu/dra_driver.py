@@ -36,6 +36,8 @@ import pulumi_kubernetes as k8s
 from aks_gpu_platform.config.gpu.scheduling import GPU_POOL_NAME_LABEL_KEY, cpu_node_selector, gpu_tolerations
 from aks_gpu_platform.config.gpu.section import GpuPoolConfig, GpuStackMode
 
+from ..shared.workloads import platform_namespace
+
 DRA_DRIVER_CHART = "oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu"
 DRA_DRIVER_VERSION = "0.4.0"
 # values.yaml image.repository; the tag is "v" + appVersion (templates/_helpers.tpl fullimage).
@@ -89,13 +91,14 @@ def dra_driver_release(
     nvlink_pools = multi_node_nvlink_pools(pools)
     if not nvlink_pools:
         return None
+    # The kubelet plugin is privileged and mounts the node's plugin and CDI directories.
+    namespace = platform_namespace(f"{name}-namespace", DRA_DRIVER_NAMESPACE, "privileged", opts)
     return k8s.helm.v3.Release(
         name,
         chart=DRA_DRIVER_CHART,
         version=DRA_DRIVER_VERSION,
         namespace=DRA_DRIVER_NAMESPACE,
-        create_namespace=True,
         timeout=RELEASE_TIMEOUT_SECONDS,
         values=dra_driver_values(mode, nvlink_pools, pools),
-        opts=opts,
+        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[namespace])),
     )

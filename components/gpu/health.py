@@ -50,6 +50,7 @@ from aks_gpu_platform.config.monitoring.section import derived_name
 from ..monitoring import metrics_labels as labels
 from ..monitoring.alerts import AlertSpec, alert_rules
 from ..shared.context import ClusterHandle
+from ..shared.workloads import platform_namespace, pod_security_labels
 
 NAMESPACE = "nvsentinel"  # mongodb-store's values hard-code this namespace in the exporter's MongoDB URI
 # github.com/NVIDIA/NVSentinel v1.19.0 (README install command at fork lalitadithya/NVSentinel@e002c5dc, 2026-08-17)
@@ -267,6 +268,7 @@ def cert_manager_values() -> dict[str, Any]:
 def cert_manager_release(resource_name: str, opts: pulumi.ResourceOptions) -> k8s.helm.v3.Release:
     """The cluster's one cert-manager release (NVSentinel's MongoDB and AMD's KMM webhook issue through it)."""
     repo, chart, version = CERT_MANAGER_CHART
+    namespace = platform_namespace(f"{resource_name}-namespace", CERT_MANAGER_NAMESPACE, "baseline", opts)
     return k8s.helm.v3.Release(
         resource_name,
         name="cert-manager",
@@ -274,9 +276,8 @@ def cert_manager_release(resource_name: str, opts: pulumi.ResourceOptions) -> k8
         version=version,
         repository_opts={"repo": repo},
         namespace=CERT_MANAGER_NAMESPACE,
-        create_namespace=True,
         values=cert_manager_values(),
-        opts=opts,
+        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[namespace])),
     )
 
 
@@ -346,7 +347,7 @@ class GpuHealth(pulumi.ComponentResource):
         namespace = k8s.core.v1.Namespace(
             f"{name}-namespace",
             # Node agents read the host journal and run on the host network.
-            metadata={"name": NAMESPACE, "labels": {"pod-security.kubernetes.io/enforce": "privileged"}},
+            metadata={"name": NAMESPACE, "labels": pod_security_labels("privileged")},
             opts=in_cluster,
         )
         nvsentinel = k8s.helm.v3.Release(

@@ -42,6 +42,7 @@ from aks_gpu_platform.config.gpu.section import GpuPoolConfig, GpuStackConfig
 from ..monitoring.dcgm_exporter import operator_exporter_config
 from ..network.policies import platform_ingress
 from ..shared.context import ClusterHandle
+from ..shared.workloads import platform_namespace, pod_security_labels
 from .dra_driver import dra_driver_release
 
 NAMESPACE = "gpu-resources"
@@ -147,8 +148,9 @@ def _release(
     namespace: str,
     values: dict[str, Any],
     opts: pulumi.ResourceOptions,
-    create_namespace: bool = True,
+    created: k8s.core.v1.Namespace,
 ) -> k8s.helm.v3.Release:
+    """A release into `namespace`, after `created`, the Namespace the stack made for it with its Pod Security labels."""
     repo, chart_name, version = chart
     return k8s.helm.v3.Release(
         name,
@@ -156,9 +158,8 @@ def _release(
         version=version,
         repository_opts={"repo": repo},
         namespace=namespace,
-        create_namespace=create_namespace,
         values=values,
-        opts=opts,
+        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[created])),
     )
 
 
@@ -272,7 +273,11 @@ class GpuStack(pulumi.ComponentResource):
 
         namespace = k8s.core.v1.Namespace(
             f"{name}-namespace",
-            metadata={"name": NAMESPACE, "labels": {"app.kubernetes.io/part-of": "gpu-stack"}},
+            # The device plugin mounts the kubelet's device-plugin directory from the node.
+            metadata={
+                "name": NAMESPACE,
+                "labels": {"app.kubernetes.io/part-of": "gpu-stack", **pod_security_labels("privileged")},
+            },
             opts=k8s_opts,
         )
         self.namespace = namespace.metadata.apply(lambda m: m.name or NAMESPACE)
@@ -296,8 +301,8 @@ class GpuStack(pulumi.ComponentResource):
                     "image": {"tag": pinned_tag(DEVICE_PLUGIN_IMAGE, f"v{DEVICE_PLUGIN_CHART[2]}")},
                     **device_plugin_sharing_values(device_plugin_configs(pools)),
                 },
-                pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[namespace])),
-                create_namespace=False,
+                k8s_opts,
+                namespace,
             )
         elif cfg.mode == "aksManaged":
             self.gpu_release = None  # AKS runs the device plugin on every managed node
@@ -308,6 +313,8 @@ class GpuStack(pulumi.ComponentResource):
                 GPU_OPERATOR_NAMESPACE,
                 gpu_operator_values(self.mig_strategy, cfg.operator_dcgm, tolerations, device_plugin_configs(pools)),
                 k8s_opts,
+                # Driver, toolkit and plugin operands run privileged on the host.
+                platform_namespace(f"{name}-gpu-operator-namespace", GPU_OPERATOR_NAMESPACE, "privileged", k8s_opts),
             )
         self.releases = [self.gpu_release] if self.gpu_release is not None else []
         # Multi-node NVLink pools: ComputeDomains through NVIDIA's DRA driver (components/gpu/dra_driver.py), after the
@@ -335,6 +342,10 @@ class GpuStack(pulumi.ComponentResource):
                 pulumi.ResourceOptions.merge(
                     k8s_opts,
                     pulumi.ResourceOptions(depends_on=self.releases if nfd_from_gpu_operator else []),
+                ),
+                # The RDMA shared device plugin and the NFD worker mount host paths.
+                platform_namespace(
+                    f"{name}-network-operator-namespace", NETWORK_OPERATOR_NAMESPACE, "privileged", k8s_opts
                 ),
             )
             self.releases.append(network_operator)

@@ -41,6 +41,7 @@ from aks_gpu_platform.config.gpu.section import GpuPoolConfig
 from aks_gpu_platform.config.gpu.validation import TopologyFile, nccl_baseline
 
 from ..shared.context import ClusterHandle
+from ..shared.workloads import pod_security_labels
 
 NAMESPACE = "gpu-validation"
 # `dcgmi diag` loads its tests from /usr/libexec/datacenter-gpu-manager-4/plugins/cuda<N>, shipped only by the
@@ -289,7 +290,7 @@ class GpuValidation(pulumi.ComponentResource):
         namespace = k8s.core.v1.Namespace(
             f"{name}-namespace",
             # DCGM diagnostics need SYS_ADMIN and NCCL over RDMA IPC_LOCK: beyond the baseline profile.
-            metadata={"name": NAMESPACE, "labels": {"pod-security.kubernetes.io/enforce": "privileged"}},
+            metadata={"name": NAMESPACE, "labels": pod_security_labels("privileged")},
             opts=in_cluster,
         )
         after = pulumi.ResourceOptions(depends_on=[namespace, *args.get("depends_on", [])])

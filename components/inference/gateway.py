@@ -25,6 +25,7 @@ from aks_gpu_platform.config.gpu.scheduling import cpu_node_selector
 
 from ..network.policies import NAMESPACE_NAME_LABEL
 from ..shared.context import ClusterHandle
+from ..shared.workloads import platform_namespace, pod_security_labels
 from .egress import gateway_namespace_egress
 from .gateway_identity import gateway_identity
 
@@ -171,6 +172,7 @@ class InferenceGateway(pulumi.ComponentResource):
 
         gateway_api = k8s.yaml.v2.ConfigFile(f"{name}-gateway-api-crds", file=GATEWAY_API_CRDS_URL, opts=in_cluster)
         pool_crd = k8s.yaml.v2.ConfigFile(f"{name}-inferencepool-crd", file=INFERENCE_POOL_CRD_URL, opts=in_cluster)
+        istio_namespace = platform_namespace(f"{name}-istio-namespace", ISTIO_NAMESPACE, "baseline", in_cluster)
         base = k8s.helm.v3.Release(
             f"{name}-istio-base",
             name="istio-base",
@@ -178,9 +180,8 @@ class InferenceGateway(pulumi.ComponentResource):
             version=ISTIO_VERSION,
             repository_opts={"repo": ISTIO_CHART_REPO},
             namespace=ISTIO_NAMESPACE,
-            create_namespace=True,
             values={"defaultRevision": "default"},
-            opts=in_cluster,
+            opts=after(istio_namespace),
         )
         # istiod watches the Gateway API and InferencePool kinds it finds at start.
         istiod = k8s.helm.v3.Release(
@@ -196,7 +197,7 @@ class InferenceGateway(pulumi.ComponentResource):
         self.crds = [gateway_api, pool_crd, istiod]
         namespace = k8s.core.v1.Namespace(
             f"{name}-namespace",
-            metadata={"name": GATEWAY_NAMESPACE, "labels": {"pod-security.kubernetes.io/enforce": "restricted"}},
+            metadata={"name": GATEWAY_NAMESPACE, "labels": pod_security_labels("restricted")},
             opts=in_cluster,
         )
         ports = args["team_ports"]

@@ -56,6 +56,7 @@ from aks_gpu_platform.config.inference.runtime import (
 from ..monitoring.alerts import alert_rules
 from ..monitoring.dcgm_exporter import SCRAPE_LABEL_LIMITS
 from ..network.policies import NAMESPACE_NAME_LABEL, platform_ingress
+from ..shared.workloads import platform_namespace
 from .autoscaling import (
     KEDA_API_VERSION,
     KedaWiringArgs,
@@ -820,6 +821,7 @@ class ModelServing(pulumi.ComponentResource):
         base = handle.cluster_name
         crds: list[pulumi.Resource] = [namespace, *gateway.crds]
         if any(model.nodes > 1 for model in cfg.models):
+            lws_namespace = platform_namespace(f"{name}-lws-namespace", LWS_NAMESPACE, "baseline", in_cluster)
             crds.append(
                 k8s.helm.v3.Release(
                     f"{name}-lws",
@@ -827,9 +829,8 @@ class ModelServing(pulumi.ComponentResource):
                     chart=LWS_CHART,
                     version=LWS_VERSION,
                     namespace=LWS_NAMESPACE,
-                    create_namespace=True,
                     values=lws_values(),
-                    opts=in_cluster,
+                    opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[lws_namespace])),
                 )
             )
         self.endpoints = {}

@@ -15,6 +15,7 @@ from aks_gpu_platform.config.gpu.scheduling import (
 from aks_gpu_platform.config.gpu.section import GpuPoolConfig
 from aks_gpu_platform.config.inference.section import SampleInferenceConfig, ScalingTargetConfig
 
+from ..shared.workloads import pod_security_labels
 from .autoscaling import GpuAutoscaling, KedaWiringArgs
 
 HTTP_PORT = 8000
@@ -105,7 +106,7 @@ class GpuInferenceSample(pulumi.ComponentResource):
 
         namespace = k8s.core.v1.Namespace(
             f"{name}-namespace",
-            metadata={"name": cfg.namespace, "labels": {"pod-security.kubernetes.io/enforce": "restricted"}},
+            metadata={"name": cfg.namespace, "labels": pod_security_labels("restricted")},
             opts=in_cluster,
         )
         deployment = k8s.apps.v1.Deployment(

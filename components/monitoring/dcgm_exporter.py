@@ -13,6 +13,7 @@ from aks_gpu_platform.config.gpu.section import GpuPoolConfig
 from aks_gpu_platform.config.monitoring.section import DcgmExporterConfig
 
 from ..network.policies import platform_ingress
+from ..shared.workloads import pod_security_labels
 from . import metrics_labels as labels
 from .registry import DCGM_UPSTREAM
 
@@ -83,7 +84,7 @@ def dcgm_exporter_release(
     default runtime does not (the chart's default, none, relies on AKS's NVIDIA default runtime)."""
     namespace = k8s.core.v1.Namespace(
         f"{name}-namespace",
-        metadata={"name": EXPORTER_NAMESPACE, "labels": {"pod-security.kubernetes.io/enforce": "privileged"}},
+        metadata={"name": EXPORTER_NAMESPACE, "labels": pod_security_labels("privileged")},
         opts=k8s_opts,
     )
     # The exporter lists every pod on its node: only managed Prometheus (kube-system) scrapes it.

@@ -28,6 +28,7 @@ from aks_gpu_platform.config.training.section import TeamConfig, gpus_per_node
 from ..network.policies import platform_ingress
 from ..shared import roles
 from ..shared.context import ClusterHandle
+from ..shared.workloads import pod_security_labels
 from . import metrics_labels as labels
 from .aks_exporter import ANCHOR_LABELS, managed_exporter_anchor
 from .alerts import gpu_alert_rules
@@ -360,7 +361,7 @@ def _exporter(
         # AKS's exporter on each node, reached through an anchor pod (components/gpu/aks_managed.py).
         namespace = k8s.core.v1.Namespace(
             f"{name}-namespace",
-            metadata={"name": EXPORTER_NAMESPACE, "labels": {"pod-security.kubernetes.io/enforce": "privileged"}},
+            metadata={"name": EXPORTER_NAMESPACE, "labels": pod_security_labels("privileged")},
             opts=k8s_opts,
         )
         platform_ingress(name, namespace.metadata["name"], k8s_opts)

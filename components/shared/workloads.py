@@ -3,7 +3,7 @@ one-shot pods that prove a storage claim mounts."""
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -14,19 +14,35 @@ from aks_gpu_platform.config.gpu.scheduling import (
     restricted_pod_security_context,
 )
 
+PodSecurityLevel = Literal["privileged", "baseline", "restricted"]
+
+
+def pod_security_labels(enforce: PodSecurityLevel) -> dict[str, str]:
+    """The three Pod Security labels of a namespace the platform creates: `enforce` at the level its pods need,
+    `audit` and `warn` at `restricted`, so every pod short of restricted is recorded and named at apply."""
+    return {
+        "pod-security.kubernetes.io/enforce": enforce,
+        "pod-security.kubernetes.io/audit": "restricted",
+        "pod-security.kubernetes.io/warn": "restricted",
+    }
+
+
+def platform_namespace(
+    name: str, namespace: str, enforce: PodSecurityLevel, opts: pulumi.ResourceOptions
+) -> k8s.core.v1.Namespace:
+    """A namespace a chart installs into, created here with its Pod Security labels before the release (Helm's
+    `create_namespace` would create it bare, enforcing nothing). Node agents' namespaces enforce `privileged`
+    (host paths, host network, privileged containers), controllers' `baseline`."""
+    return k8s.core.v1.Namespace(name, metadata={"name": namespace, "labels": pod_security_labels(enforce)}, opts=opts)
+
+
 # Training images often run as root: enforce baseline, warn where a pod is not restricted.
-TRAINING_POD_SECURITY = {
-    "pod-security.kubernetes.io/enforce": "baseline",
-    "pod-security.kubernetes.io/warn": "restricted",
-}
+TRAINING_POD_SECURITY = pod_security_labels("baseline")
 # NCCL over RDMA adds IPC_LOCK, which `baseline` refuses (kubernetes/kubernetes v1.36 staging/src/k8s.io/
 # pod-security-admission/policy/check_capabilities_baseline.go) and no level between baseline and privileged allows.
 # Such a namespace is left to Azure Policy's baseline with IPC_LOCK added, always Deny
 # (components/cluster/azure_policy.py).
-MEMORY_LOCKING_POD_SECURITY = {
-    "pod-security.kubernetes.io/enforce": "privileged",
-    "pod-security.kubernetes.io/warn": "restricted",
-}
+MEMORY_LOCKING_POD_SECURITY = pod_security_labels("privileged")
 NOBODY = 65534  # the verification pods need no identity of their own
 
 

@@ -36,7 +36,7 @@ from aks_gpu_platform.config.training.section import TeamConfig, TeamQuotaConfig
 from ..gpu.dra_driver import CHANNEL_DEVICE_CLASS
 from ..network.policies import platform_ingress
 from ..shared.context import ClusterHandle
-from ..shared.workloads import training_namespace
+from ..shared.workloads import platform_namespace, training_namespace
 
 # oci://registry.k8s.io/kueue/charts/kueue: kubernetes-sigs/kueue tag v0.19.2 (2026-08-20), charts/kueue;
 # the released chart points at registry.k8s.io/kueue/kueue:v0.19.2 (hack/helm-chart-package.sh).
@@ -321,26 +321,26 @@ class TrainingQueues(pulumi.ComponentResource):
         self.jobset_release = None
         kueue_after: list[pulumi.Resource] = []
         if settings.jobset.enabled:
+            jobset_namespace = platform_namespace(f"{name}-jobset-namespace", JOBSET_NAMESPACE, "baseline", in_cluster)
             self.jobset_release = k8s.helm.v3.Release(
                 f"{name}-jobset",
                 name="jobset",
                 chart=JOBSET_CHART,
                 version=JOBSET_VERSION,
                 namespace=JOBSET_NAMESPACE,
-                create_namespace=True,
                 values={"controller": {"nodeSelector": cpu_node_selector()}},
-                opts=in_cluster,
+                opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[jobset_namespace])),
             )
             # Kueue sets up its JobSet integration at start when the JobSet CRD is there.
             kueue_after.append(self.jobset_release)
         replicas = settings.kueue.replicas
+        kueue_after.append(platform_namespace(f"{name}-kueue-namespace", KUEUE_NAMESPACE, "baseline", in_cluster))
         self.kueue_release = k8s.helm.v3.Release(
             f"{name}-kueue",
             name=KUEUE_RELEASE,
             chart=KUEUE_CHART,
             version=KUEUE_VERSION,
             namespace=KUEUE_NAMESPACE,
-            create_namespace=True,
             values={
                 "controllerManager": {
                     "replicas": replicas,

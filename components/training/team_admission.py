@@ -11,10 +11,18 @@ refuses a pod (and, for an early message, a Job or JobSet template) that
   `amd.com/gpu` keys, or every taint through `operator: Exists` without a key) or selects GPU nodes by their labels,
   without asking for a GPU (`nvidia.com/gpu` or `amd.com/gpu`);
 - names its node;
-- sets `NVIDIA_VISIBLE_DEVICES` itself (with the toolkit's default, the variable picks devices the plugin did not
-  allocate);
+- sets `NVIDIA_VISIBLE_DEVICES` itself on a container that asks for GPUs (with the toolkit's default, the variable
+  picks devices the plugin did not allocate);
+- asks for a GPU in one container and leaves another (init containers too) that asks for none without
+  `NVIDIA_VISIBLE_DEVICES=void`: that container gets no device from the plugin, so the runtime reads the variable
+  from its image, and every `nvidia/cuda` image sets `all` (see "Which GPUs a container sees" below);
 - asks for no GPU and does not select the CPU pool (`pool: cpu`): Kueue tries a team's flavors in order, and a
   GPU-less pod set that outgrew the CPU flavor's quota would be given a GPU flavor and its tolerations;
+- widens its kernel surface on nodes other teams share: no seccomp profile, or `Unconfined` (Pod Security
+  `restricted`'s rule: the kubelet's default is Unconfined, and AKS offers `seccompDefault` only in preview API
+  versions), an AppArmor profile other than RuntimeDefault or Localhost, an unmasked /proc, or a sysctl outside
+  the safe set (Pod Security `baseline`'s rules). A team namespace whose NCCL pods add IPC_LOCK enforces Pod
+  Security `privileged`, so these are checked here for every team namespace alike;
 - uses a `system-*` PriorityClass (these preempt any other pod; Kubernetes accepts them in every namespace since
   1.17, kubernetes/kubernetes plugin/pkg/admission/priority/admission.go). A ResourceQuota per team namespace with
   `pods: 0` in that PriorityClass scope refuses the same pods again (components/training/team_tenancy.py), so the
@@ -27,6 +35,19 @@ RunWithPodSetsInfo, v0.19.2) before any pod exists, so the pods carry what Kueue
 (a GPU flavor is assigned only to a pod set that asks for GPUs: every GPU flavor meters them). The policy follows
 kubernetes v1.36 staging/src/k8s.io/apiserver/pkg/admission/plugin/policy/validating; its CEL uses only the
 standard macros and the Kubernetes list library's `sum()` (pkg/cel/library/lists.go).
+
+Which GPUs a container sees. The device plugin answers an allocation only for containers that ask for GPUs: with
+the `envvar` strategy (the device plugin chart's default, NVIDIA/k8s-device-plugin v0.20.0 internal/plugin/server.go
+getAllocateResponse) it sets `NVIDIA_VISIBLE_DEVICES` to the allocated IDs, which the kubelet puts before the pod
+spec's own env and the runtime lays over the image's, so the spec's value wins, then the plugin's, then the image's.
+The container toolkit reads the final value (NVIDIA/nvidia-container-toolkit v1.20.0 internal/config/image/
+cuda_image.go VisibleDevices): `all` is every GPU of the node, also in an unprivileged container, since
+`accept-nvidia-visible-devices-envvar-when-unprivileged` defaults to true (api/config/v1/config.go GetDefault);
+`void` (or unset, or empty) is none, the runtime then acting as runc. The toolkit's setting lives on the node: AKS
+writes it in devicePlugin and aksManaged modes and offers no way to change it, and the GPU Operator's CDI mode
+(v26.7.0) leaves it at the default for its `nvidia` RuntimeClass, which any pod may name. So the rule is admission's,
+the same in every GPU mode: a container that asks for no GPU, in a pod that runs on a GPU node, states `void`,
+which beats its image. `none` would still inject the driver and its control devices; only `void` is accepted.
 """
 
 from collections.abc import Iterable, Sequence
@@ -59,7 +80,11 @@ GPU_RESOURCES = (GPU_RESOURCE, AMD_GPU_RESOURCE)
 # GPU docs taint GPU pools.
 GPU_TAINT_KEYS = GPU_RESOURCES
 VISIBLE_DEVICES_ENV = "NVIDIA_VISIBLE_DEVICES"
+# The toolkit's "no device, act as runc" value (internal/config/image/devices.go NewVisibleDevices).
+NO_VISIBLE_DEVICES = "void"
 MESSAGE_PREFIX = "team namespaces run pods on GPU nodes only through the queue: "
+# Other teams' pods run on the same nodes, under the same kernel.
+KERNEL_MESSAGE_PREFIX = "team pods share their node's kernel with other teams: "
 
 
 def gpu_taints(pools: Iterable[GpuPoolConfig]) -> list[dict[str, str]]:
@@ -122,10 +147,111 @@ def _asks_gpus() -> str:
     return f"(s.containers.exists(c, {one} > 0) || {init})"
 
 
-def _containers_set_visible_devices() -> str:
-    env = f"has(c.env) && c.env.exists(e, e.name == {_quote(VISIBLE_DEVICES_ENV)})"
-    init = f"(has(s.initContainers) && s.initContainers.exists(c, {env}))"
-    return f"(s.containers.exists(c, {env}) || {init})"
+def _every_container(condition: str) -> str:
+    """CEL over pod spec `s`: `condition` (over container `c`) holds for every container, init and ephemeral one (as
+    pod-security-admission policy/visitor.go visitContainers walks them)."""
+    return (
+        f"(s.containers.all(c, {condition}) && (!has(s.initContainers) || s.initContainers.all(c, {condition})) && "
+        f"(!has(s.ephemeralContainers) || s.ephemeralContainers.all(c, {condition})))"
+    )
+
+
+def _sets_visible_devices() -> str:
+    """CEL over container `c`: its env names NVIDIA_VISIBLE_DEVICES."""
+    return f"(has(c.env) && c.env.exists(e, e.name == {_quote(VISIBLE_DEVICES_ENV)}))"
+
+
+def _gpu_containers_leave_visible_devices() -> str:
+    """CEL over pod spec `s`: no container that asks for GPUs sets NVIDIA_VISIBLE_DEVICES (the plugin's value)."""
+    return _every_container(f"({container_gpus(GPU_RESOURCES)}) == 0 || !{_sets_visible_devices()}")
+
+
+def _gpu_less_containers_see_no_device() -> str:
+    """CEL over pod spec `s`: in a pod that asks for a GPU, every container that asks for none sets
+    NVIDIA_VISIBLE_DEVICES, and only to `void` (a later duplicate or a valueFrom would win over an earlier value)."""
+    void = (
+        f"c.env.all(e, e.name != {_quote(VISIBLE_DEVICES_ENV)} || "
+        f"(has(e.value) && e.value == {_quote(NO_VISIBLE_DEVICES)}))"
+    )
+    each = f"({container_gpus(GPU_RESOURCES)}) > 0 || ({_sets_visible_devices()} && {void})"
+    return f"(!{_asks_gpus()} || {_every_container(each)})"
+
+
+# pod-security-admission v0.36.2 policy/check_seccompProfile_baseline.go validSeccomp.
+VALID_SECCOMP = ("RuntimeDefault", "Localhost")
+# policy/check_appArmorProfile.go allowedProfileType, and for the beta annotations allowedAnnotationValue.
+VALID_APPARMOR = ("RuntimeDefault", "Localhost")
+APPARMOR_ANNOTATION_PREFIX = "container.apparmor.security.beta.kubernetes.io/"
+# policy/check_sysctls.go sysctlsAllowedV1Dot32 (the set from Kubernetes 1.32 on; AKS creates no older minor here).
+SAFE_SYSCTLS = (
+    "kernel.shm_rmid_forced",
+    "net.ipv4.ip_local_port_range",
+    "net.ipv4.tcp_syncookies",
+    "net.ipv4.ping_group_range",
+    "net.ipv4.ip_unprivileged_port_start",
+    "net.ipv4.ip_local_reserved_ports",
+    "net.ipv4.tcp_keepalive_time",
+    "net.ipv4.tcp_fin_timeout",
+    "net.ipv4.tcp_keepalive_intvl",
+    "net.ipv4.tcp_keepalive_probes",
+    "net.ipv4.tcp_rmem",
+    "net.ipv4.tcp_wmem",
+)
+
+
+def _in(values: Sequence[str]) -> str:
+    return "[" + ", ".join(_quote(v) for v in values) + "]"
+
+
+def _seccomp_confined() -> str:
+    """CEL over pod spec `s`: Pod Security restricted's seccomp rule (policy/check_seccompProfile_restricted.go
+    seccompProfileRestricted_1_19): the pod's profile, if set, is RuntimeDefault or Localhost, and so is each
+    container's own, or, where a container sets none, the pod's. Windows pods are not exempted: no pool runs them."""
+    pod_set = "(has(s.securityContext) && has(s.securityContext.seccompProfile))"
+    pod_valid = f"s.securityContext.seccompProfile.type in {_in(VALID_SECCOMP)}"
+    own = "(has(c.securityContext) && has(c.securityContext.seccompProfile))"
+    container = f"({own} ? c.securityContext.seccompProfile.type in {_in(VALID_SECCOMP)} : ({pod_set} && {pod_valid}))"
+    return f"((!{pod_set} || {pod_valid}) && {_every_container(container)})"
+
+
+def _apparmor_confined() -> str:
+    """CEL over pod spec `s` and the object: Pod Security baseline's AppArmor rule (policy/check_appArmorProfile.go):
+    the pod's and each container's profile type, where set, is RuntimeDefault or Localhost; on a Pod, the beta
+    annotations are empty, `runtime/default` or `localhost/...`."""
+    pod = (
+        "(!has(s.securityContext) || !has(s.securityContext.appArmorProfile) || "
+        f"s.securityContext.appArmorProfile.type in {_in(VALID_APPARMOR)})"
+    )
+    container = (
+        "(!has(c.securityContext) || !has(c.securityContext.appArmorProfile) || "
+        f"c.securityContext.appArmorProfile.type in {_in(VALID_APPARMOR)})"
+    )
+    return f"({pod} && {_every_container(container)})"
+
+
+# On a Pod only: Jobs' and JobSets' pods are checked when the Job controller creates them.
+APPARMOR_ANNOTATIONS = (
+    "object.kind != 'Pod' || !has(object.metadata.annotations) || object.metadata.annotations.all(k, "
+    f"!k.startsWith({_quote(APPARMOR_ANNOTATION_PREFIX)}) || object.metadata.annotations[k] in ['', 'runtime/default'] "
+    "|| object.metadata.annotations[k].startsWith('localhost/'))"
+)
+
+
+def _proc_masked() -> str:
+    """CEL over pod spec `s`: Pod Security baseline's procMount rule from 1.35 (policy/check_procMount_baseline.go
+    procMount1_35baseline): every container's procMount is Default, unless the pod runs in a user namespace."""
+    container = (
+        "(!has(c.securityContext) || !has(c.securityContext.procMount) || c.securityContext.procMount == 'Default')"
+    )
+    return f"((has(s.hostUsers) && !s.hostUsers) || {_every_container(container)})"
+
+
+def _safe_sysctls() -> str:
+    """CEL over pod spec `s`: Pod Security baseline's sysctls rule (policy/check_sysctls.go): only the safe set."""
+    return (
+        "(!has(s.securityContext) || !has(s.securityContext.sysctls) || "
+        f"s.securityContext.sysctls.all(x, x.name in {_in(SAFE_SYSCTLS)}))"
+    )
 
 
 # The pod specs of the object under admission: a Pod's own, a Job's template, each replicated Job's template.
@@ -151,8 +277,8 @@ def _stays_off_the_host() -> str:
     )
 
 
-def _message(why: str, fix: str) -> str:
-    return f"{MESSAGE_PREFIX}{why}; {fix}"
+def _message(why: str, fix: str, prefix: str = MESSAGE_PREFIX) -> str:
+    return f"{prefix}{why}; {fix}"
 
 
 def pod_boundary_policy_spec(pools: Sequence[GpuPoolConfig]) -> dict[str, Any]:
@@ -194,9 +320,10 @@ def pod_boundary_policy_spec(pools: Sequence[GpuPoolConfig]) -> dict[str, Any]:
                 "reason": "Forbidden",
             },
             {
-                "expression": f"variables.specs.all(s, !{_containers_set_visible_devices()})",
+                "expression": f"variables.specs.all(s, {_gpu_containers_leave_visible_devices()})",
                 "message": _message(
-                    f"{VISIBLE_DEVICES_ENV} set on a container picks GPUs the device plugin did not allocate",
+                    f"{VISIBLE_DEVICES_ENV} set on a container that asks for GPUs picks GPUs the device plugin did not "
+                    "allocate",
                     f"ask for GPUs through resources.limits ({GPU_RESOURCE}) and leave the variable to the plugin",
                 ),
                 "reason": "Forbidden",
@@ -235,6 +362,53 @@ def pod_boundary_policy_spec(pools: Sequence[GpuPoolConfig]) -> dict[str, Any]:
                     "host network, PID or IPC namespaces, privileged containers, hostPath volumes and host ports "
                     "reach the node, the instance metadata service and other teams' pods past every team boundary",
                     "drop them: ranks talk over the pod network and RDMA devices come from the device plugin",
+                ),
+                "reason": "Forbidden",
+            },
+            {
+                "expression": f"variables.specs.all(s, {_gpu_less_containers_see_no_device()})",
+                "message": _message(
+                    "a container that asks for no GPU, beside one that does, sees every GPU of the node when its "
+                    f"image sets {VISIBLE_DEVICES_ENV}=all (every nvidia/cuda image does)",
+                    f"set env {VISIBLE_DEVICES_ENV}={NO_VISIBLE_DEVICES} on each such container, init containers "
+                    "too, or give it a GPU of its own",
+                ),
+                "reason": "Forbidden",
+            },
+            {
+                "expression": f"variables.specs.all(s, {_seccomp_confined()})",
+                "message": _message(
+                    "a pod without a seccomp profile runs Unconfined (the nodes set no default) and reaches every "
+                    "system call of a kernel other teams share",
+                    "set securityContext.seccompProfile.type: RuntimeDefault on the pod (or Localhost)",
+                    KERNEL_MESSAGE_PREFIX,
+                ),
+                "reason": "Forbidden",
+            },
+            {
+                "expression": f"variables.specs.all(s, {_apparmor_confined()}) && ({APPARMOR_ANNOTATIONS})",
+                "message": _message(
+                    "an Unconfined AppArmor profile lifts the runtime's limits on /proc, /sys and mounts",
+                    "leave appArmorProfile unset or RuntimeDefault",
+                    KERNEL_MESSAGE_PREFIX,
+                ),
+                "reason": "Forbidden",
+            },
+            {
+                "expression": f"variables.specs.all(s, {_proc_masked()})",
+                "message": _message(
+                    "procMount Unmasked shows the node's /proc paths the runtime masks",
+                    "leave procMount unset",
+                    KERNEL_MESSAGE_PREFIX,
+                ),
+                "reason": "Forbidden",
+            },
+            {
+                "expression": f"variables.specs.all(s, {_safe_sysctls()})",
+                "message": _message(
+                    "a sysctl outside Kubernetes' safe set changes the kernel for every pod of the node",
+                    f"use only {', '.join(SAFE_SYSCTLS)}",
+                    KERNEL_MESSAGE_PREFIX,
                 ),
                 "reason": "Forbidden",
             },

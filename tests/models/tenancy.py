@@ -5,11 +5,12 @@ each modelled after its upstream and each answering with the rule that refused i
 
 - the API request: Kubernetes RBAC and Azure RBAC (tests/models/rbac.py), for the groups a member's token carries;
 - a pod reaching the API server (whoever creates it: the Job controller for a team's Job): the namespace's Pod
-  Security level (kubernetes/pod-security-admission v0.36 policy/check_*.go, the baseline checks the attempts
-  touch: privileged, host namespaces, hostPath volumes, host ports), every ValidatingAdmissionPolicy whose binding
-  selects the namespace (CEL evaluated by tests/models/admission_cel.py), and the namespace's ResourceQuotas with a
-  PriorityClass scope (kubernetes pkg/quota/v1/evaluator/core/pods.go podMatchesScopeFunc: `In` over the pod's
-  priorityClassName; a pod matched by a quota whose `hard.pods` it would exceed is refused);
+  Security level (kubernetes/pod-security-admission v0.36.2 policy/check_*.go, the baseline checks the attempts
+  touch: privileged, host namespaces, hostPath volumes, host ports, seccomp, AppArmor, procMount, sysctls), every
+  ValidatingAdmissionPolicy whose binding selects the namespace (CEL evaluated by tests/models/admission_cel.py),
+  and the namespace's ResourceQuotas with a PriorityClass scope (kubernetes pkg/quota/v1/evaluator/core/pods.go
+  podMatchesScopeFunc: `In` over the pod's priorityClassName; a pod matched by a quota whose `hard.pods` it would
+  exceed is refused);
 - a connection from a team pod: NetworkPolicy (networking.k8s.io/v1) with Cilium's semantics
   (components/network/policies.py): an `ipBlock` selects only addresses outside the cluster; pods are selected by
   namespace and labels; nodes by nothing a Kubernetes NetworkPolicy can write, so a pod under an egress policy
@@ -209,14 +210,56 @@ def api_refusals(w: World, groups: set[str], request: Request) -> list[str]:
 # --- a pod at admission --------------------------------------------------------------------------------------
 
 
-# pod-security-admission v0.36 baseline: policy/check_privileged.go, check_hostNamespaces.go,
-# check_hostPathVolumes.go, check_hostPorts.go.
-def baseline_violations(spec: Mapping[str, Any]) -> list[str]:
+# pod-security-admission v0.36.2 baseline: policy/check_privileged.go, check_hostNamespaces.go,
+# check_hostPathVolumes.go, check_hostPorts.go, check_seccompProfile_baseline.go (1.19: an explicit profile other than
+# RuntimeDefault or Localhost), check_appArmorProfile.go, check_procMount_baseline.go (1.35: relaxed in a user
+# namespace), check_sysctls.go (sysctlsAllowedV1Dot32). Capabilities and SELinux are left out: no attempt touches them.
+SAFE_SYSCTLS = frozenset(
+    {
+        "kernel.shm_rmid_forced",
+        "net.ipv4.ip_local_port_range",
+        "net.ipv4.tcp_syncookies",
+        "net.ipv4.ping_group_range",
+        "net.ipv4.ip_unprivileged_port_start",
+        "net.ipv4.ip_local_reserved_ports",
+        "net.ipv4.tcp_keepalive_time",
+        "net.ipv4.tcp_fin_timeout",
+        "net.ipv4.tcp_keepalive_intvl",
+        "net.ipv4.tcp_keepalive_probes",
+        "net.ipv4.tcp_rmem",
+        "net.ipv4.tcp_wmem",
+    }
+)
+CONFINING = ("RuntimeDefault", "Localhost")
+
+
+def baseline_violations(spec: Mapping[str, Any], annotations: Mapping[str, str] | None = None) -> list[str]:
     containers = [c for key in ("containers", "initContainers", "ephemeralContainers") for c in spec.get(key) or []]
+    pod_context = spec.get("securityContext") or {}
+    contexts = [("pod", pod_context), *((c["name"], c.get("securityContext") or {}) for c in containers)]
     found = [f"{c['name']}: privileged" for c in containers if (c.get("securityContext") or {}).get("privileged")]
     found += [key for key in ("hostNetwork", "hostPID", "hostIPC") if spec.get(key)]
     found += [f"hostPath {v['name']}" for v in spec.get("volumes") or [] if "hostPath" in v]
     found += [f"hostPort {p['hostPort']}" for c in containers for p in c.get("ports") or [] if p.get("hostPort")]
+    for field_name in ("seccompProfile", "appArmorProfile"):
+        found += [
+            f"{who}: {field_name} {ctx[field_name]['type']}"
+            for who, ctx in contexts
+            if field_name in ctx and ctx[field_name]["type"] not in CONFINING
+        ]
+    found += [
+        f"annotation {k}={v}"
+        for k, v in (annotations or {}).items()
+        if k.startswith("container.apparmor.security.beta.kubernetes.io/")
+        and not (v in ("", "runtime/default") or v.startswith("localhost/"))
+    ]
+    if spec.get("hostUsers") is not False:
+        found += [
+            f"{who}: procMount {ctx['procMount']}"
+            for who, ctx in contexts[1:]
+            if ctx.get("procMount", "Default") != "Default"
+        ]
+    found += [f"sysctl {x['name']}" for x in pod_context.get("sysctls") or [] if x["name"] not in SAFE_SYSCTLS]
     return found
 
 
@@ -288,11 +331,13 @@ def quota_refusals(w: World, namespace: str, spec: Mapping[str, Any]) -> list[st
     return refused
 
 
-def pod_refusals(w: World, namespace: str, spec: Mapping[str, Any]) -> list[str]:
-    """Why the API server refuses a pod with `spec` in `namespace` (empty: admitted)."""
+def pod_refusals(
+    w: World, namespace: str, spec: Mapping[str, Any], annotations: Mapping[str, str] | None = None
+) -> list[str]:
+    """Why the API server refuses a pod with `spec` (and `annotations`) in `namespace` (empty: admitted)."""
     refused: list[str] = []
     level = w.namespace_labels(namespace).get(PSS_ENFORCE, "privileged")
-    if level in ("baseline", "restricted") and baseline_violations(spec):
+    if level in ("baseline", "restricted") and baseline_violations(spec, annotations):
         refused.append(Refusal(f"PodSecurity {namespace}/{level}", [pod_security_label_rule(namespace)]))
     denying = [a for a in w.pod_security if pod_security_policy_model.admission([a], namespace, spec).denied]
     if denying:
@@ -301,7 +346,8 @@ def pod_refusals(w: World, namespace: str, spec: Mapping[str, Any]) -> list[str]
         covered = sorted(w.namespaces | {n for n, _ in w.teams.values()})
         grounds = [azure_pod_security_rule(n) for n in covered if all(a.covers(n) for a in denying)]
         refused.append(Refusal(f"AzurePolicy {namespace}", grounds))
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": namespace}, "spec": dict(spec)}
+    metadata = {"namespace": namespace, **({"annotations": dict(annotations)} if annotations else {})}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": dict(spec)}
     refused += policy_refusals(w, namespace, pod, "", "pods")
     refused += quota_refusals(w, namespace, spec)
     return refused

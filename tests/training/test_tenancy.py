@@ -4,6 +4,7 @@ the rules stated, and what the platform's own jobs, DNS and scraping need still 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from functools import cache
 from typing import Any
 
@@ -17,7 +18,7 @@ from aks_gpu_platform.config.training.section import derived_team_id
 from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording
 from aks_gpu_platform.testing.stack_files import load_stack_file
-from tests.models import admission_cel
+from tests.models import admission_cel, gpu_visibility
 from tests.models.contract_stacks import contract_recording
 from tests.models.rbac import Request
 from tests.models.tenancy import (
@@ -45,9 +46,19 @@ from tools import REPO_ROOT
 WORLDS = ("dev", "dev-two-teams", "prod", "fleet-manager", "fleet-krc", "fleet-jpe")
 POLICY = f"ValidatingAdmissionPolicy {POLICY_NAME}"
 ANCESTRY_CHECK = f"ValidatingAdmissionPolicy {ANCESTRY_POLICY_NAME} #0"
-GPU_CHECK, NODE_NAME_CHECK, VISIBLE_DEVICES_CHECK, PRIORITY_CHECK, CPU_POOL_CHECK, HOST_CHECK = (
-    f"{POLICY} #{i}" for i in range(6)
-)
+(
+    GPU_CHECK,
+    NODE_NAME_CHECK,
+    VISIBLE_DEVICES_CHECK,
+    PRIORITY_CHECK,
+    CPU_POOL_CHECK,
+    HOST_CHECK,
+    NO_DEVICE_CHECK,
+    SECCOMP_CHECK,
+    APPARMOR_CHECK,
+    PROC_MOUNT_CHECK,
+    SYSCTL_CHECK,
+) = (f"{POLICY} #{i}" for i in range(11))
 ON_CPU_POOL = {"pool": "cpu"}
 EXPORTER_NAMESPACE = "gpu-monitoring"
 KUEUE_NAMESPACE = "kueue-system"
@@ -99,6 +110,7 @@ def as_team(w: World, team: str, spec: dict[str, Any]) -> dict[str, Any]:
     """A pod spec as a member writes it for the team: its uid and gid, as docs/for-ml-teams.md says."""
     uid, gid = w.identities[team]
     context = {
+        "seccompProfile": {"type": "RuntimeDefault"},
         **(spec.get("securityContext") or {}),
         "runAsUser": uid,
         "runAsGroup": gid,
@@ -106,11 +118,15 @@ def as_team(w: World, team: str, spec: dict[str, Any]) -> dict[str, Any]:
     }
     if "fsGroup" in context:
         context["fsGroup"] = gid
-    containers = [
-        {**c, "securityContext": {**(c.get("securityContext") or {}), "allowPrivilegeEscalation": False}}
-        for c in spec["containers"]
-    ]
-    return {**spec, "securityContext": context, "containers": containers}
+    contained = {
+        key: [
+            {**c, "securityContext": {**(c.get("securityContext") or {}), "allowPrivilegeEscalation": False}}
+            for c in spec[key]
+        ]
+        for key in ("initContainers", "containers")
+        if key in spec
+    }
+    return {**spec, "securityContext": context, **contained}
 
 
 @pytest.fixture(params=WORLDS)
@@ -143,6 +159,112 @@ def gpu_container(**extra: Any) -> dict[str, Any]:
 
 
 GPU_TOLERATION = {**parse_taint(GPU_TAINT), "operator": "Equal"}
+# An NVIDIA CUDA base image: its Dockerfile sets ENV NVIDIA_VISIBLE_DEVICES=all (gitlab.com/nvidia/container-images/cuda
+# dist/*/base/Dockerfile), as every nvidia/cuda and NGC framework image inherits.
+CUDA_IMAGE = "nvidia/cuda:12.9.1-base-ubuntu24.04"
+IMAGE_ENV = {CUDA_IMAGE: ["NVIDIA_VISIBLE_DEVICES=all", "NVIDIA_DRIVER_CAPABILITIES=compute,utility"]}
+NO_DEVICE = {"name": "NVIDIA_VISIBLE_DEVICES", "value": "void"}
+CONFINED = {"securityContext": {"seccompProfile": {"type": "RuntimeDefault"}}}
+
+
+def cuda_sidecar(**extra: Any) -> dict[str, Any]:
+    """A container that asks for no GPU, from an image whose env sets NVIDIA_VISIBLE_DEVICES=all."""
+    return {"name": "sidecar", "image": CUDA_IMAGE, "resources": {"requests": {"cpu": "1"}}, **extra}
+
+
+# The GPU-visibility attacks: (what, pod spec). Each is refused by NO_DEVICE_CHECK and, without it, sees every GPU.
+IMAGE_ENV_ATTACKS: list[tuple[str, dict[str, Any]]] = [
+    (
+        "a one-GPU pod with a second container that asks for none, from an image that sets "
+        "NVIDIA_VISIBLE_DEVICES=all, sees every GPU of its node while Kueue charges one",
+        {**CONFINED, "containers": [gpu_container(), cuda_sidecar()], "tolerations": [GPU_TOLERATION]},
+    ),
+    (
+        "a one-GPU pod whose GPU-less init container runs an image that sets NVIDIA_VISIBLE_DEVICES=all",
+        {
+            **CONFINED,
+            "initContainers": [cuda_sidecar(name="fetch")],
+            "containers": [gpu_container()],
+            "tolerations": [GPU_TOLERATION],
+        },
+    ),
+    (
+        "a one-GPU pod whose GPU-less container states void, then all (the later entry wins)",
+        {
+            **CONFINED,
+            "containers": [
+                gpu_container(),
+                cuda_sidecar(env=[NO_DEVICE, {"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]),
+            ],
+            "tolerations": [GPU_TOLERATION],
+        },
+    ),
+]
+
+# The kernel attacks: (what, pod spec, pod annotations, the check that refuses it).
+KERNEL_ATTACKS: list[tuple[str, dict[str, Any], dict[str, str], str]] = [
+    (
+        "a pod with no seccomp profile runs Unconfined (no kubelet default) on a node other teams share",
+        {"containers": [cpu_container()], "nodeSelector": ON_CPU_POOL},
+        {},
+        SECCOMP_CHECK,
+    ),
+    (
+        "a pod that confines itself with RuntimeDefault but sets one container's seccomp Unconfined",
+        {
+            **CONFINED,
+            "containers": [
+                cpu_container(),
+                {**cpu_container(), "name": "loose", "securityContext": {"seccompProfile": {"type": "Unconfined"}}},
+            ],
+            "nodeSelector": ON_CPU_POOL,
+        },
+        {},
+        SECCOMP_CHECK,
+    ),
+    (
+        "a pod whose container's AppArmor profile is Unconfined",
+        {
+            **CONFINED,
+            "containers": [{**cpu_container(), "securityContext": {"appArmorProfile": {"type": "Unconfined"}}}],
+            "nodeSelector": ON_CPU_POOL,
+        },
+        {},
+        APPARMOR_CHECK,
+    ),
+    (
+        "a pod whose AppArmor beta annotation unconfines a container",
+        {**CONFINED, "containers": [cpu_container()], "nodeSelector": ON_CPU_POOL},
+        {"container.apparmor.security.beta.kubernetes.io/work": "unconfined"},
+        APPARMOR_CHECK,
+    ),
+    (
+        "a pod that unmasks /proc (procMount Unmasked)",
+        {
+            **CONFINED,
+            "containers": [{**cpu_container(), "securityContext": {"procMount": "Unmasked"}}],
+            "nodeSelector": ON_CPU_POOL,
+        },
+        {},
+        PROC_MOUNT_CHECK,
+    ),
+    (
+        "a pod that sets an unsafe sysctl (kernel.msgmax) beside a safe one",
+        {
+            "securityContext": {
+                **CONFINED["securityContext"],
+                "sysctls": [
+                    {"name": "net.ipv4.tcp_keepalive_time", "value": "600"},
+                    {"name": "kernel.msgmax", "value": "65536"},
+                ],
+            },
+            "containers": [cpu_container()],
+            "nodeSelector": ON_CPU_POOL,
+        },
+        {},
+        SYSCTL_CHECK,
+    ),
+]
 
 
 def pod_attempt(what: str, spec: dict[str, Any], expected: Callable[[World, str], set[str]]) -> Attempt:
@@ -263,6 +385,15 @@ ATTEMPTS: list[Attempt] = [
         "a one-GPU pod that sets NVIDIA_VISIBLE_DEVICES=all sees every GPU of its node",
         {"containers": [gpu_container(env=[{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}])]},
         lambda w, team: {VISIBLE_DEVICES_CHECK},
+    ),
+    *(pod_attempt(what, spec, lambda w, team: {NO_DEVICE_CHECK}) for what, spec in IMAGE_ENV_ATTACKS),
+    *(
+        Attempt(
+            what,
+            lambda w, team, spec=spec, annotations=annotations: pod_refusals(w, ns(w, team), spec, annotations),
+            lambda w, team, check=check: {check},
+        )
+        for what, spec, annotations, check in KERNEL_ATTACKS
     ),
     *(
         pod_attempt(
@@ -480,7 +611,7 @@ def test_the_documented_team_jobset_and_its_pods_are_admitted_in_every_team_name
 
 def test_a_gpu_less_job_on_the_cpu_pool_is_admitted_in_every_team_namespace(w: World) -> None:
     """Copying a dataset into the team's claim is a Job without GPUs: it runs, on the CPU pool."""
-    spec = {"containers": [cpu_container()], "nodeSelector": ON_CPU_POOL, "restartPolicy": "Never"}
+    spec = {**CONFINED, "containers": [cpu_container()], "nodeSelector": ON_CPU_POOL, "restartPolicy": "Never"}
     job = {"apiVersion": "batch/v1", "kind": "Job", "spec": {"template": {"spec": spec}}}
     for team, (namespace, _) in w.teams.items():
         assert not policy_refusals(w, namespace, job, "batch", "jobs"), f"{team}: a CPU job must be accepted"
@@ -792,3 +923,101 @@ def test_the_rule_removal_check_reports_a_rule_no_attempt_states() -> None:
         f"without ResourceQuota {team_namespace}/no-system-priority no attempt gets through: "
         "the rule is untested or not needed"
     ], f"only the quota is left unstated, got {unneeded}"
+
+
+def without_check(w: World, check: str) -> World:
+    """The world with one validation of the team policy taken out."""
+    index = int(check.rsplit("#", 1)[1])
+    smaller = w.copy()
+    (policy,) = [p for p in smaller.of_kind("ValidatingAdmissionPolicy") if p["metadata"]["name"] == POLICY_NAME]
+    policy["spec"]["validations"].pop(index)
+    return smaller
+
+
+GPU_MODES = ("devicePlugin", "aksManaged", "gpuOperator")
+
+
+def on_gpu_node(mode: str, spec: dict[str, Any]) -> dict[str, set[str]]:
+    """The GPUs each container sees on an eight-GPU node of `mode`. Under the GPU Operator containerd's default
+    runtime is runc, which reads no env: the attacker names the operator's `nvidia` RuntimeClass, as any pod may."""
+    placed = {**spec, "runtimeClassName": "nvidia"} if mode == "gpuOperator" else spec
+    return gpu_visibility.gpus_seen(gpu_visibility.node(mode), placed, IMAGE_ENV)
+
+
+@pytest.mark.parametrize("what, spec", IMAGE_ENV_ATTACKS, ids=[w[:60] for w, _ in IMAGE_ENV_ATTACKS])
+def test_a_gpu_less_container_beside_a_gpu_one_is_refused_and_without_the_rule_sees_every_gpu(
+    what: str, spec: dict[str, Any]
+) -> None:
+    for name in ("dev", "prod"):
+        w = world(name)
+        for team in w.teams:
+            pod = as_team(w, team, spec)
+            assert NO_DEVICE_CHECK in pod_refusals(w, ns(w, team), pod), f"{name}/{team}: {what}: must be refused"
+            assert not pod_refusals(without_check(w, NO_DEVICE_CHECK), ns(w, team), pod), (
+                f"{name}/{team}: {what}: only the no-device rule refuses it"
+            )
+    for mode in GPU_MODES:
+        seen = on_gpu_node(mode, spec)
+        assert max(len(gpus) for gpus in seen.values()) == 8, f"{mode}: {what}: admitted, it would see all eight GPUs"
+
+
+def test_the_same_pods_with_void_on_the_gpu_less_containers_are_admitted_and_see_only_their_allocation() -> None:
+    """The fix the refusal names, and the ordinary pods, pass: each container sees what it asked for, in every mode."""
+    fixed = {
+        **CONFINED,
+        "initContainers": [cuda_sidecar(name="fetch", env=[NO_DEVICE])],
+        "containers": [gpu_container(), cuda_sidecar(env=[{"name": "LOG", "value": "1"}, NO_DEVICE])],
+        "tolerations": [GPU_TOLERATION],
+    }
+    one_gpu = {"containers": [gpu_container(image=CUDA_IMAGE)], "tolerations": [GPU_TOLERATION]}
+    cpu_only = {"containers": [cpu_container()], "nodeSelector": ON_CPU_POOL}
+    for name in ("dev", "prod"):
+        w = world(name)
+        for team in w.teams:
+            for what, spec in (("the fixed pod", fixed), ("a one-GPU pod", one_gpu), ("a CPU-only pod", cpu_only)):
+                assert not pod_refusals(w, ns(w, team), as_team(w, team, spec)), f"{name}/{team}: {what} is admitted"
+    for mode in GPU_MODES:
+        assert {c: len(g) for c, g in on_gpu_node(mode, fixed).items()} == {"fetch": 0, "train": 1, "sidecar": 0}, (
+            f"{mode}: the GPU container sees its one GPU, the others none"
+        )
+        assert {c: len(g) for c, g in on_gpu_node(mode, one_gpu).items()} == {"train": 1}, (
+            f"{mode}: a one-GPU container from a CUDA image sees its one GPU: the plugin's answer beats the image"
+        )
+
+
+def test_the_toolkit_model_reads_the_variable_as_its_source_does() -> None:
+    """Boundary values of internal/config/image/cuda_image.go at v1.20.0, so the attacks above rest on them."""
+    n = gpu_visibility.node("devicePlugin")
+
+    def devices(value: str | None, **node: Any) -> list[str]:
+        env = {} if value is None else {"NVIDIA_VISIBLE_DEVICES": value}
+        return gpu_visibility.toolkit_devices(replace(n, **node), env, {}, [], privileged=False)
+
+    assert devices("all") == ["all"] and devices("GPU-3") == ["GPU-3"]
+    assert devices(None) == devices("") == devices("void") == devices("none") == []
+    assert devices("GPU-1,void") == [], "void anywhere in the list wins"
+    assert devices("all", accept_envvar_unprivileged=False) == [], "the setting AKS does not let us change"
+    annotated = gpu_visibility.toolkit_devices(
+        n, {"NVIDIA_VISIBLE_DEVICES": "all"}, {"cdi.k8s.io/x": "g=GPU-2"}, [], False
+    )
+    assert annotated == ["g=GPU-2"], "CDI annotations come before the variable"
+
+
+@pytest.mark.parametrize("what, spec, annotations, check", KERNEL_ATTACKS, ids=[a[0][:60] for a in KERNEL_ATTACKS])
+def test_each_kernel_rule_refuses_its_attack_in_every_team_namespace_and_alone_guards_infiniband_teams(
+    what: str, spec: dict[str, Any], annotations: dict[str, str], check: str
+) -> None:
+    """prod's teams have InfiniBand quota: their namespaces enforce Pod Security `privileged`, so without the rule
+    the pod is admitted there and runs on GPU nodes other teams share."""
+    for name in ("dev", "prod"):
+        w = world(name)
+        for team in w.teams:
+            pod = as_team(w, team, spec)
+            if "seccompProfile" not in str(spec):  # as_team confines the pod as the guide says; this one does not
+                context = {k: v for k, v in pod["securityContext"].items() if k != "seccompProfile"}
+                pod = {**pod, "securityContext": context}
+            assert check in pod_refusals(w, ns(w, team), pod, annotations), f"{name}/{team}: {what}: must be refused"
+            if name == "prod":
+                assert not pod_refusals(without_check(w, check), ns(w, team), pod, annotations), (
+                    f"{team}: {what}: in an InfiniBand namespace the rule is the only guard"
+                )
