@@ -371,3 +371,106 @@ def test_plan_diff_plans_a_git_ref_in_a_temporary_worktree() -> None:
     assert f"## Plan diff for stack 'dev': HEAD ({head.stdout.strip()[:12]}) -> the working tree" in result.stdout
     assert "to create" in result.stdout and "unchanged" in result.stdout
     assert _worktrees() <= before, "the temporary worktree of the base is removed again"
+
+
+def _chargeback_edited(plan: dict[str, Any], edit: Callable[[dict[str, Any]], None]) -> tuple[str, dict[str, Any]]:
+    head = copy.deepcopy(plan)
+    urn = next(u for u, e in head["resources"].items() if e["name"] == "platform-monitoring-chargeback-recording-rules")
+    edit(head["resources"][urn]["inputs"])
+    return urn, head
+
+
+def _text_of(base: dict[str, Any], head: dict[str, Any]) -> str:
+    return plan_diff.render(plan_diff.diff_plans(base, head), "t")
+
+
+def test_an_element_inserted_at_the_front_of_a_list_reads_as_one_insertion(dev_plan: dict[str, Any]) -> None:
+    spot = {
+        "effect": "NoSchedule",
+        "key": "kubernetes.azure.com/scalesetpriority",
+        "operator": "Equal",
+        "value": "spot",
+    }
+    rule = {"record": "gpu_pool:new_rule:sum", "expression": "vector(1)"}
+
+    def prepend(inputs: dict[str, Any]) -> None:
+        inputs["rules"].insert(0, rule)
+
+    urn, head = _chargeback_edited(dev_plan, prepend)
+    tolerations = head["resources"][
+        next(u for u, e in sorted(head["resources"].items()) if e["name"] == "platform-inference-sample-deployment")
+    ]["inputs"]["spec"]["template"]["spec"]["tolerations"]
+    assert len(tolerations) >= 1, "the sample tolerates the GPU taint already: an insertion goes before it"
+    tolerations.insert(0, spot)
+    diff = plan_diff.diff_plans(dev_plan, head)
+    (rules,) = [c for c in diff.changes if c.urn == urn]
+    assert [(p.path, p.before) for p in rules.changes] == [("rules[record=gpu_pool:new_rule:sum]", plan_diff.ABSENT)], (
+        f"one rule added, not every rule after it changed: {[p.path for p in rules.changes]}"
+    )
+    text = _text_of(dev_plan, head)
+    assert "rules[record=gpu_pool:new_rule:sum]: added" in text, text
+    added = [line for line in text.splitlines() if "tolerations" in line]
+    assert len(added) == 1 and "[key=kubernetes.azure.com/scalesetpriority,effect=NoSchedule]: added" in added[0], (
+        f"the Spot toleration reads as one insertion, the GPU toleration after it as unchanged: {added}"
+    )
+
+
+def test_a_change_past_a_long_common_prefix_shows_the_part_that_differs(dev_plan: dict[str, Any]) -> None:
+    opening = 'label_replace(vector(0.526), "gpu_pool", "gput4", "", "") or ' * 3
+
+    def priced(usd: str) -> Callable[[dict[str, Any]], None]:
+        def edit(inputs: dict[str, Any]) -> None:
+            for rule in inputs["rules"]:
+                if rule.get("record") == "gpu_pool:gpu_hour_price_usd:info":
+                    rule["expression"] = f'{opening}label_replace(vector({usd}), "gpu_pool", "gpua100", "", "")'
+
+        return edit
+
+    _, base = _chargeback_edited(dev_plan, priced("0.4444"))
+    _, head = _chargeback_edited(dev_plan, priced("3.673"))
+    (line,) = [line for line in _text_of(base, head).splitlines() if "gpu_hour_price_usd" in line]
+    before, after = line.split(": ", 1)[1].split(" -> ")
+    assert "0.4444" in before and "3.673" in after, f"the changed price is what a reviewer sees: {line}"
+    assert before.startswith("...") and len(line) < 160, f"the shared opening is elided: {line}"
+
+
+def test_a_spot_a100_pool_with_a_team_quota_and_a_model_reads_as_its_reviewer_needs(tmp_path: Path) -> None:
+    """The whole path a reviewer takes: plan the base and the head with the CLI, diff the two plan.json files."""
+    import yaml
+
+    from aks_gpu_platform.plan import report
+
+    base = load_stack_file("dev", REPO_ROOT)
+    head = copy.deepcopy(base)
+    head[GPU_POOLS].append(
+        {"name": "gpua100", "vmSize": "Standard_NC24ads_A100_v4", "priority": "Spot", "minCount": 0, "maxCount": 3}
+    )
+    head["aks-gpu-platform:training"]["teams"][0]["quotas"].append({"pool": "gpua100", "gpus": 2})
+    model = copy.deepcopy(head["aks-gpu-platform:inference"]["models"][0])
+    model.update(name="qwen-a100", pool="gpua100", dtype="bfloat16")
+    head["aks-gpu-platform:inference"]["models"].append(model)
+    for name, config in (("base", base), ("head", head)):
+        (tmp_path / f"{name}.yaml").write_text(yaml.safe_dump({"config": config}))
+        with redirect_stdout(io.StringIO()):
+            code = report.main(
+                ["--stack", "dev", "--config-file", str(tmp_path / f"{name}.yaml"), "--out", str(tmp_path / name)]
+            )
+        assert code == 0
+    printed = io.StringIO()
+    with redirect_stdout(printed):
+        plan_diff.main(
+            ["--base-plan", str(tmp_path / "base" / "plan.json"), "--head-plan", str(tmp_path / "head" / "plan.json")]
+        )
+    text = printed.getvalue()
+    summary = text.split("\n\n")[2]
+    assert "Team ml: quota 2 GPUs" in summary and "-> quota 4 GPUs" in summary, f"the team's quota change:\n{summary}"
+    assert "Model qwen-a100: no model -> floor $" in summary, f"the new model's cost:\n{summary}"
+    new = [line for line in summary.splitlines() if line.startswith("New warning:")]
+    assert any("qwen-a100" in line and "around the clock" in line for line in new), (
+        f"the new model keeps an A100 up: a verdict the base did not have, listed:\n{summary}"
+    )
+    assert not any("qwen-0-5b" in line for line in new), f"verdicts both plans have are not new:\n{summary}"
+    pool = text.split("create azure-native:containerservice:AgentPool platform-gpu-gpua100-pool\n", 1)[1]
+    assert pool.startswith("    caused by: aks-gpu-platform:gpuPools[name=gpua100] (added)"), text
+    head_plan = read_plan(tmp_path / "head" / "plan.json")
+    assert head_plan["summary"]["teams"]["ml"]["estimate"] is False, "a sourced Spot price is no estimate"
