@@ -1,6 +1,7 @@
 """`make plan-diff BASE=<ref>`: what a change does to a stack, before any cloud call.
 
-    aks-gpu-platform plan-diff --stack dev --base main          # the working tree against main
+    aks-gpu-platform plan-diff --stack dev                      # the working tree against the default branch
+    aks-gpu-platform plan-diff --stack dev --base v1.2.0        # ... against any commit, branch or tag
     aks-gpu-platform plan-diff --base-plan a.json --head-plan b.json
 
 The offline counterpart of `pulumi preview` on a pull request. It plans the working tree and the
@@ -823,11 +824,57 @@ def plan_at(project: Path, stack: str, out_dir: Path) -> Path:
     return path
 
 
+NAME_THE_BASE = "name the ref to compare against with --base REF (make plan-diff BASE=REF)"
+
+
+def _has_commit(repository: Path, ref: str) -> bool:
+    found = subprocess.run(
+        ["git", "-C", str(repository), "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"],
+        capture_output=True,
+        check=False,
+    )
+    return found.returncode == 0
+
+
+def _repository(project: Path) -> Path:
+    try:
+        return Path(_git(project, "rev-parse", "--show-toplevel"))
+    except RuntimeError as err:
+        raise RuntimeError(
+            f"plan-diff compares the working tree with a git ref, and {project} is not in a git repository: "
+            "commit your project to git first, or compare two plan files with --base-plan and --head-plan"
+        ) from err
+
+
+def default_base(project: Path) -> str:
+    """The branch a change is compared against when --base is not given: the remote's default branch
+    (origin/HEAD), else a local main, master or the branch `init.defaultBranch` names, whichever exists first."""
+    top = _repository(project)
+    remote = subprocess.run(
+        ["git", "-C", str(top), "symbolic-ref", "--quiet", "--short", "refs/remotes/origin/HEAD"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
+    configured = subprocess.run(
+        ["git", "-C", str(top), "config", "--get", "init.defaultBranch"], capture_output=True, text=True, check=False
+    ).stdout.strip()
+    for candidate in (remote, "main", "master", configured):
+        if candidate and _has_commit(top, candidate):
+            return candidate
+    raise RuntimeError(
+        f"no default branch to compare against in {top} (no origin/HEAD, and no main, master or init.defaultBranch "
+        f"branch with a commit): {NAME_THE_BASE}"
+    )
+
+
 def base_plan(ref: str, stack: str, scratch: Path, project: Path) -> tuple[Path, str]:
     """Check `ref` of the repository holding `project` out into a temporary worktree, plan the project there,
     remove the worktree; (plan.json, commit)."""
-    top = Path(_git(project, "rev-parse", "--show-toplevel"))
+    top = _repository(project)
     inside = project.resolve().relative_to(top.resolve())
+    if not _has_commit(top, ref):
+        raise RuntimeError(f"{ref} is no commit, branch or tag of {top}: {NAME_THE_BASE}")
     commit = _git(top, "rev-parse", "--verify", f"{ref}^{{commit}}")
     if inside == Path(".") and (top / "aks_gpu_platform" / "__init__.py").is_file():
         has_writer = [
@@ -848,7 +895,11 @@ def base_plan(ref: str, stack: str, scratch: Path, project: Path) -> tuple[Path,
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--stack", default="dev")
-    parser.add_argument("--base", default="main", help="git ref to compare against (default main)")
+    parser.add_argument(
+        "--base",
+        default=None,
+        help="git ref to compare against (default: origin/HEAD, else main, master or init.defaultBranch)",
+    )
     parser.add_argument("--base-plan", type=Path, help="compare this plan.json instead of planning --base")
     parser.add_argument("--head-plan", type=Path, help="compare this plan.json instead of planning the working tree")
     parser.add_argument("--format", choices=("text", "markdown"), default="text")
@@ -866,8 +917,10 @@ def main(argv: list[str] | None = None) -> int:
             if options.base_plan:
                 base_path, base_name = options.base_plan, str(options.base_plan)
             else:
-                base_path, commit = base_plan(options.base, options.stack, scratch, project or find_project())
-                base_name = f"{options.base} ({commit[:12]})"
+                where = project or find_project()
+                ref = options.base or default_base(where)
+                base_path, commit = base_plan(ref, options.stack, scratch, where)
+                base_name = f"{ref} ({commit[:12]})"
             if options.head_plan:
                 head_path, head_name = options.head_plan, str(options.head_plan)
             else:

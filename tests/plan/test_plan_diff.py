@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import io
 import subprocess
@@ -474,3 +475,46 @@ def test_a_spot_a100_pool_with_a_team_quota_and_a_model_reads_as_its_reviewer_ne
     assert pool.startswith("    caused by: aks-gpu-platform:gpuPools[name=gpua100] (added)"), text
     head_plan = read_plan(tmp_path / "head" / "plan.json")
     assert head_plan["summary"]["teams"]["ml"]["estimate"] is False, "a sourced Spot price is no estimate"
+
+
+def _repo(path: Path, branch: str, *config: str) -> Path:
+    """A git repository whose first commit is on `branch`, as `git init` makes one where that is the default."""
+    path.mkdir()
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(path), *config, *args], check=True, capture_output=True)
+
+    git("init", "--initial-branch", branch)
+    (path / "Pulumi.yaml").write_text("name: consumer\nruntime: python\n")
+    git("add", "Pulumi.yaml")
+    git("-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-m", "first")
+    return path
+
+
+def test_plan_diff_compares_against_master_where_git_init_made_master(tmp_path: Path) -> None:
+    repo = _repo(tmp_path / "consumer", "master")
+    assert plan_diff.default_base(repo) == "master", "a repository without main compares against its master"
+    subprocess.run(["git", "-C", str(repo), "branch", "main"], check=True)
+    assert plan_diff.default_base(repo) == "main", "main, where it exists, before master"
+    subprocess.run(["git", "-C", str(repo), "update-ref", "refs/remotes/origin/trunk", "HEAD"], check=True)
+    subprocess.run(
+        ["git", "-C", str(repo), "symbolic-ref", "refs/remotes/origin/HEAD", "refs/remotes/origin/trunk"], check=True
+    )
+    assert plan_diff.default_base(repo) == "origin/trunk", "the remote's default branch before any local guess"
+
+
+def test_plan_diff_names_the_option_when_no_default_branch_exists(tmp_path: Path) -> None:
+    repo = _repo(tmp_path / "consumer", "develop")
+    with pytest.raises(RuntimeError, match=r"--base REF"):
+        plan_diff.default_base(repo)
+    subprocess.run(["git", "-C", str(repo), "config", "init.defaultBranch", "develop"], check=True)
+    assert plan_diff.default_base(repo) == "develop", "the branch init.defaultBranch names"
+    not_git = tmp_path / "plain"
+    not_git.mkdir()
+    (not_git / "Pulumi.yaml").write_text("name: consumer\nruntime: python\n")
+    errors = io.StringIO()
+    with contextlib.redirect_stderr(errors):
+        code = plan_diff.main(["--project-dir", str(not_git), "--base", "main"])
+    assert code == 2 and "not in a git repository" in errors.getvalue() and "--base-plan" in errors.getvalue(), (
+        errors.getvalue()
+    )
