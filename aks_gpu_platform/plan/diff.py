@@ -597,7 +597,8 @@ def _mentions(text: str, word: str) -> bool:
 
 def _causes(change: ResourceChange, config: Sequence[PropertyChange]) -> tuple[str, ...]:
     """The config keys behind a resource change: a changed key whose pool, team or model (the list element it sits
-    in) the resource is named after or its changed values name; else one whose new value its changed values hold."""
+    in) the resource is named after or its changed values name, or whose new value its changed values hold; else
+    the one config change, when there is only one."""
     seen = " ".join([change.name, *(f"{_text(p.before)} {_text(p.after)}" for p in change.changes)])
     found: list[str] = []
     for item in config:
@@ -609,9 +610,15 @@ def _causes(change: ResourceChange, config: Sequence[PropertyChange]) -> tuple[s
         words = [v for v in value.values() if isinstance(v, str)] if isinstance(value, dict) else [_text(value)]
         valued = any(len(w) >= 4 and not w.isdigit() and _mentions(seen.lower(), w.lower()) for w in words)
         if named or valued:
-            what = "added" if item.before == ABSENT else "removed" if item.after == ABSENT else "changed"
-            found.append(f"{item.path} ({what})")
+            found.append(f"{item.path} ({_what(item)})")
+    if not found and len(config) == 1:
+        # Nothing names the resource, but nothing else changed: a name hashed from the config (the GPU smoke test's).
+        found.append(f"{config[0].path} ({_what(config[0])}; the only config change)")
     return tuple(found)
+
+
+def _what(item: PropertyChange) -> str:
+    return "added" if item.before == ABSENT else "removed" if item.after == ABSENT else "changed"
 
 
 def _unpriced_added(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
@@ -770,8 +777,8 @@ def render(diff: PlanDiff, title: str, markdown: bool = False) -> str:
     if diff.outputs_changed:
         lines += ["", "Stack outputs that change: " + ", ".join(diff.outputs_changed)]
     if diff.config_changes:
-        lines += ["", "Stack config that changes:"]
-        lines += [f"  {show_change(c)}" for c in diff.config_changes]
+        lines += ["", "Stack config that changes:", *(["```text"] if markdown else [])]
+        lines += [f"  {show_change(c)}" for c in diff.config_changes] + (["```"] if markdown else [])
     if diff.refused:
         names = ", ".join(c.name for c in diff.refused)
         lines += ["", f"Refused: Azure rejects the update of {names}; `pulumi up` would stop halfway."]

@@ -33,18 +33,18 @@ BEFORE_PLAN_JSON = "dacfd162d249041640751e2822e5e9c1218be838"
 
 @pytest.fixture(scope="module")
 def dev_plan() -> dict[str, Any]:
-    return _document(run_stack("dev"))
+    return _document(run_stack("dev"), load_stack_file("dev", REPO_ROOT))
 
 
-def _document(recording: Recording) -> dict[str, Any]:
-    """plan.json as `make plan` writes it, summary included."""
-    return plan_document(recording, "dev", summary=plan_summary(recording))
+def _document(recording: Recording, config: dict[str, Any]) -> dict[str, Any]:
+    """plan.json as `make plan` writes it, summary and stack config included."""
+    return plan_document(recording, "dev", summary=plan_summary(recording), config=config)
 
 
 def _plan_with(change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
     config = copy.deepcopy(load_stack_file("dev", REPO_ROOT))
     change(config)
-    return _document(run_stack("dev", config))
+    return _document(run_stack("dev", config), config)
 
 
 def _pool_change(diff: plan_diff.PlanDiff) -> plan_diff.ResourceChange:
@@ -518,3 +518,18 @@ def test_plan_diff_names_the_option_when_no_default_branch_exists(tmp_path: Path
     assert code == 2 and "not in a git repository" in errors.getvalue() and "--base-plan" in errors.getvalue(), (
         errors.getvalue()
     )
+
+
+def test_a_change_no_resource_names_is_put_down_to_the_only_config_change(dev_plan: dict[str, Any]) -> None:
+    def add_a10(config: dict[str, Any]) -> None:
+        config[GPU_POOLS].append({"name": "gpua10", "vmSize": "Standard_NV36ads_A10_v5", "minCount": 0, "maxCount": 1})
+
+    diff = plan_diff.diff_plans(dev_plan, _plan_with(add_a10))
+    (job,) = [c for c in diff.changes if c.name == "platform-gpu-smoke-test-job"]
+    assert job.causes == ("aks-gpu-platform:gpuPools[name=gpua10] (added; the only config change)",), (
+        f"the smoke test's name hashes the pools: nothing in it names the new pool, the one change explains it: "
+        f"{job.causes}"
+    )
+    assert any("runs again" in n and "GPU node" in n for n in job.notes), f"re-running it pulls a GPU node: {job.notes}"
+    (pool,) = [c for c in diff.changes if c.type == AGENT_POOL and c.op == "create"]
+    assert pool.causes == ("aks-gpu-platform:gpuPools[name=gpua10] (added)",), pool.causes
