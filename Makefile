@@ -4,7 +4,7 @@ VENV := venv
 BIN := $(VENV)/bin
 STACK ?= dev
 FORMAT ?= text
-BASE ?= main
+BASE ?=
 STAMP := $(VENV)/.installed
 # Workflow linters live in their own venv so their dependencies never move the stack's pins.
 TOOLS := .venv-tools
@@ -93,9 +93,9 @@ policy-venv: $(POLICY_STAMP)
 plan: $(STAMP)
 	@$(BIN)/python -m aks_gpu_platform.plan plan --stack $(STACK) --format $(FORMAT)
 
-## plan-diff: what the working tree changes against git ref BASE (default main): creates, updates, replaces, deletes
+## plan-diff: what the working tree changes against git ref BASE (default: origin/HEAD, main or master): creates, updates, replaces, deletes
 plan-diff: $(STAMP)
-	@$(BIN)/python -m aks_gpu_platform.plan plan-diff --stack $(STACK) --base $(BASE) --format $(FORMAT)
+	@$(BIN)/python -m aks_gpu_platform.plan plan-diff --stack $(STACK) $(if $(BASE),--base $(BASE)) --format $(FORMAT)
 
 ## docs: regenerate docs/config-reference.md, the stack-file schema, Pulumi.yaml's config: block, provider/adapters.py, the tested pins (constraints.txt) and the team pool tables of docs/for-ml-teams.md
 docs: $(STAMP)

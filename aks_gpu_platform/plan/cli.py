@@ -1,7 +1,7 @@
 """`aks-gpu-platform`: the package's console command.
 
     aks-gpu-platform plan [--stack dev] [--format markdown] [--project-dir DIR]
-    aks-gpu-platform plan-diff [--stack dev] [--base main] [--project-dir DIR]
+    aks-gpu-platform plan-diff [--stack dev] [--base REF] [--project-dir DIR]
     aks-gpu-platform schema [--write stack-config.schema.json]
     aks-gpu-platform constraints [--write constraints.txt]
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from aks_gpu_platform.config.catalog.gpu_sizes import gpu_sku
@@ -36,6 +36,7 @@ from aks_gpu_platform.config.catalog.prices import (
     PRIVATE_DNS_ZONE_MONTHLY,
     PRIVATE_ENDPOINT_HOURLY,
     REGISTRY_DAILY,
+    SPOT_HOURLY_BY_REGION,
     VM_HOURLY_BY_REGION,
     Price,
     RegionalTable,
@@ -426,6 +427,9 @@ def node_monthly(pool: PoolCapacity, region: str = "") -> tuple[float, tuple[Pri
     price = regional_price(VM_HOURLY_BY_REGION, pool.vm_size, region)
     if price is None:
         return f"{pool.vm_size} has no price in config/catalog/prices.py"
+    if pool.spot:
+        # A Spot VM bills its Spot price; without a sourced one, on-demand (its most) as an estimate.
+        price = regional_price(SPOT_HOURLY_BY_REGION, pool.vm_size, region) or replace(price, estimate=True)
     if pool.managed_os_disk_gib is None:
         return price.monthly, (price,)
     disk = _os_disk_price(pool.managed_os_disk_gib, region)
@@ -458,7 +462,7 @@ def _nodes(
             estimate.costed_types.add(type_token)
             continue
         monthly, prices = per_node
-        spot = " Spot (at most on-demand)" if pool.spot else ""
+        spot = (" Spot (at most on-demand, estimate)" if prices[0].estimate else " Spot") if pool.spot else ""
         item = f"pool {pool.pool}: {pool.min_count}-{pool.max_count} x {pool.vm_size}{spot}"
         estimate.add(type_token, item, pool.min_count * monthly, pool.max_count * monthly, prices)
     if any(r.inputs.get("resourceType") == "agentPools" for r in recording.of_type(GENERIC_RESOURCE)):
@@ -627,7 +631,7 @@ def team_quota_ceilings(recording: Recording, pools: Sequence[PoolCapacity]) -> 
                 if quota == 0:
                     continue  # the CPU pool's flavor, or a pool the team only borrows on: no GPU-hour to price
                 pool = by_label.get(flavor["name"])
-                price = gpu_hour_price(pool.vm_size, pool.gpu_devices_per_vm) if pool else None
+                price = gpu_hour_price(pool.vm_size, pool.gpu_devices_per_vm, pool.spot) if pool else None
                 gpus += quota
                 if price is None:
                     unpriced.append(flavor["name"])
@@ -725,7 +729,7 @@ def model_costs(models: Sequence[ServedModelConfig], gpu_pools: Sequence[GpuPool
                 gpu,
                 model.min_replicas,
                 model.max_replicas,
-                gpu_hour_price(pool.vm_size, pool.sku.gpus_per_vm),
+                gpu_hour_price(pool.vm_size, pool.sku.gpus_per_vm, pool.priority == "Spot"),
                 found,
                 why,
                 pool.vm_size,

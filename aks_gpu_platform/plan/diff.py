@@ -1,6 +1,7 @@
 """`make plan-diff BASE=<ref>`: what a change does to a stack, before any cloud call.
 
-    aks-gpu-platform plan-diff --stack dev --base main          # the working tree against main
+    aks-gpu-platform plan-diff --stack dev                      # the working tree against the default branch
+    aks-gpu-platform plan-diff --stack dev --base v1.2.0        # ... against any commit, branch or tag
     aks-gpu-platform plan-diff --base-plan a.json --head-plan b.json
 
 The offline counterpart of `pulumi preview` on a pull request. It plans the working tree and the
@@ -30,6 +31,7 @@ they never show up as changes by themselves.
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import re
 import subprocess
@@ -171,6 +173,8 @@ class ResourceChange:
     order: Order | None = None
     order_why: str = ""
     notes: tuple[str, ...] = ()
+    causes: tuple[str, ...] = ()
+    """The stack-config keys whose change this resource's change follows from, where the plans tell."""
 
 
 @dataclass(frozen=True)
@@ -187,6 +191,16 @@ class FigureChange:
 
 
 @dataclass(frozen=True)
+class EntityChange:
+    """A team's (GPUs of nominal quota, monthly ceiling) or a model's (monthly floor and ceiling) figures, before and
+    after; None on the side that lacks the team or model."""
+
+    name: str
+    before: Mapping[str, Any] | None
+    after: Mapping[str, Any] | None
+
+
+@dataclass(frozen=True)
 class PlanDiff:
     changes: list[ResourceChange]
     unchanged: int
@@ -197,6 +211,15 @@ class PlanDiff:
     """The base plan predates summaries: quota and cost deltas cannot be shown."""
     unpriced_added: list[str] = field(default_factory=lambda: list[str]())
     """Items the head plan bills but cannot price that the base did not have: not in the cost figures."""
+    verdicts_added: list[str] = field(default_factory=lambda: list[str]())
+    """Errors and warnings of the head plan the base did not have (`error: ...`, `warning: ...`)."""
+    verdicts_removed: list[str] = field(default_factory=lambda: list[str]())
+    teams: list[EntityChange] = field(default_factory=lambda: list[EntityChange]())
+    models: list[EntityChange] = field(default_factory=lambda: list[EntityChange]())
+    config_changes: list[PropertyChange] = field(default_factory=lambda: list[PropertyChange]())
+    """What differs between the stack configs the two plans ran with (empty when a plan predates carrying it)."""
+    summary_parts_missing: tuple[str, ...] = ()
+    """Parts of the summary the base plan predates (verdicts, models, teams, config): not compared."""
 
     def of(self, op: Op) -> list[ResourceChange]:
         return [c for c in self.changes if c.op == op]
@@ -207,17 +230,79 @@ class PlanDiff:
         return [c for c in self.changes if any(p.refused for p in c.changes)]
 
 
+# What identifies an element of a list of objects, most specific first: a container, a pool, a team, a Prometheus
+# rule (record or alert), a Kueue flavor, a toleration (key and effect). A list whose elements all carry one of these,
+# each value once, is compared element by element by it, so an insertion reads as one insertion.
+LIST_KEYS: tuple[tuple[str, ...], ...] = (
+    ("name",),
+    ("record",),
+    ("alert",),
+    ("pool",),
+    ("team",),
+    ("key", "effect"),
+    ("key",),
+    ("type",),
+)
+
+
+def _list_key(*lists: Sequence[Any]) -> tuple[str, ...] | None:
+    """The fields that tell apart the elements of each of `lists`, or None (matched by position and content)."""
+    items = [item for each in lists for item in each]
+    if not items or not all(isinstance(item, dict) for item in items):
+        return None
+    for fields in LIST_KEYS:
+        keyed = [[tuple(item.get(f) for f in fields) for item in each] for each in lists]
+        if all(isinstance(v, str) for each in keyed for key in each for v in key) and all(
+            len(set(each)) == len(each) for each in keyed
+        ):
+            return fields
+    return None
+
+
+def _element(path: str, fields: tuple[str, ...], item: Mapping[str, Any]) -> str:
+    return f"{path}[{','.join(f'{f}={item[f]}' for f in fields)}]"
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
+def _list_leaves(before: Sequence[Any], after: Sequence[Any], path: str) -> Iterator[tuple[str, Any, Any]]:
+    """Lists of objects with a stable key are matched by it; other lists by their longest common run of equal
+    elements (difflib), so an element inserted or removed anywhere is one change, not a change of every index
+    after it."""
+    fields = _list_key(before, after)
+    if fields is not None:
+        old = {tuple(item[f] for f in fields): item for item in before}
+        new = {tuple(item[f] for f in fields): item for item in after}
+        for key in [*old, *(k for k in new if k not in old)]:
+            item = old.get(key) or new[key]
+            yield from _leaves(old.get(key, ABSENT), new.get(key, ABSENT), _element(path, fields, item))
+        return
+    matcher = difflib.SequenceMatcher(None, [_canonical(v) for v in before], [_canonical(v) for v in after], False)
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        if op == "equal":
+            continue
+        if op == "replace" and i2 - i1 == j2 - j1:
+            for offset in range(i2 - i1):
+                yield from _leaves(before[i1 + offset], after[j1 + offset], f"{path}[{j1 + offset}]")
+            continue
+        for index in range(i1, i2):
+            yield f"{path}[{index}]", before[index], ABSENT
+        for index in range(j1, j2):
+            yield f"{path}[{index}]", ABSENT, after[index]
+
+
 def _leaves(before: Any, after: Any, path: str = "") -> Iterator[tuple[str, Any, Any]]:
-    """(path, before, after) of every difference; lists of different length differ as a whole."""
+    """(path, before, after) of every difference; ABSENT on the side that lacks a key or list element."""
     if isinstance(before, dict) and isinstance(after, dict):
         before_map: Mapping[str, Any] = before
         after_map: Mapping[str, Any] = after
         for key in sorted(set(before_map) | set(after_map)):
             child = f"{path}.{key}" if path else key
             yield from _leaves(before_map.get(key, ABSENT), after_map.get(key, ABSENT), child)
-    elif isinstance(before, list) and isinstance(after, list) and len(before) == len(after):  # pyright: ignore[reportUnknownArgumentType]
-        for index, (old, new) in enumerate(zip(before, after, strict=True)):  # pyright: ignore[reportUnknownArgumentType]
-            yield from _leaves(old, new, f"{path}[{index}]")
+    elif isinstance(before, list) and isinstance(after, list):
+        yield from _list_leaves(before, after, path)  # pyright: ignore[reportUnknownArgumentType]
     elif before != after:
         yield path, before, after
 
@@ -226,7 +311,7 @@ def _rule_pattern(rule: str) -> re.Pattern[str]:
     """A Pulumi property path (`spec.template`, `containers[*].image`, `*`) matching it and what is under it."""
     if rule == "*":
         return re.compile(".*")
-    body = re.escape(rule).replace(r"\[\*\]", r"\[[0-9]+\]")
+    body = re.escape(rule).replace(r"\[\*\]", r"\[[^\]]+\]")
     return re.compile(rf"^{body}(?:[.\[]|$)")
 
 
@@ -394,6 +479,29 @@ def _pool_notes(
     return tuple(notes)
 
 
+JOB = "kubernetes:batch/v1:Job"
+
+
+def _job_notes(after: Mapping[str, Any]) -> tuple[str, ...]:
+    """A replaced Job runs again: one whose pods request GPUs brings up a GPU node where none is running."""
+    spec = after["inputs"].get("spec") or {}
+    pod = (spec.get("template") or {}).get("spec") or {}
+    gpus = sum(
+        int(limits.get(resource) or 0)
+        for container in pod.get("containers") or []
+        for limits in [(container.get("resources") or {}).get("limits") or {}]
+        for resource in cost.GPU_RESOURCE_NAMES
+        if not isinstance(limits.get(resource), str) or str(limits.get(resource)).isdigit()
+    )
+    if not gpus:
+        return ()
+    pods = int(spec.get("parallelism") or 1)
+    return (
+        f"the replacement Job runs again: {pods} pod(s) of {gpus} GPU each, so the autoscaler starts a GPU node on "
+        "a pool scaled to zero and it bills until the Job ends and the node scales down",
+    )
+
+
 def diff_plans(base: Mapping[str, Any], head: Mapping[str, Any]) -> PlanDiff:
     old, new = base["resources"], head["resources"]
     changes: list[ResourceChange] = []
@@ -417,6 +525,8 @@ def diff_plans(base: Mapping[str, Any], head: Mapping[str, Any]) -> PlanDiff:
             change = ResourceChange(urn, after["type"], after["name"], "update", tuple(found))
         if after["type"] == AGENT_POOL:
             change = replace(change, notes=change.notes + _pool_notes(before, after, change, head))
+        if after["type"] == JOB and change.op == "replace":
+            change = replace(change, notes=change.notes + _job_notes(after))
         changes.append(change)
     for urn in created:
         twin = next((d for d in deleted if _same_target(old[d], new[urn])), None)
@@ -438,6 +548,16 @@ def diff_plans(base: Mapping[str, Any], head: Mapping[str, Any]) -> PlanDiff:
     rank = {"replace": 0, "delete": 1, "create": 2, "update": 3}
     changes.sort(key=lambda c: (rank[c.op], c.type, c.urn))
     old_summary, new_summary = base.get("summary") or {}, head.get("summary") or {}
+    config_changes = [PropertyChange(p, b, a, None) for p, b, a in _leaves(base.get("config"), head.get("config"))]
+    if "config" in base and "config" in head:
+        changes = [replace(c, causes=_causes(c, config_changes)) for c in changes]
+    else:
+        config_changes = []
+    old_verdicts, new_verdicts = _verdicts(old_summary), _verdicts(new_summary)
+    missing = tuple(
+        part for part in ("verdicts", "teams", "models") if part not in old_summary or part not in new_summary
+    )
+    missing += () if "config" in base and "config" in head else ("config",)
     return PlanDiff(
         changes,
         unchanged,
@@ -446,7 +566,59 @@ def diff_plans(base: Mapping[str, Any], head: Mapping[str, Any]) -> PlanDiff:
         monthly=_figures(old_summary.get("monthly") or {}, new_summary.get("monthly") or {}, keep_equal=True),
         summary_missing=not old_summary or not new_summary,
         unpriced_added=_unpriced_added(old_summary, new_summary),
+        verdicts_added=[v for v in new_verdicts if v not in old_verdicts] if "verdicts" in old_summary else [],
+        verdicts_removed=[v for v in old_verdicts if v not in new_verdicts] if "verdicts" in new_summary else [],
+        teams=_entity_changes(old_summary.get("teams"), new_summary.get("teams")),
+        models=_entity_changes(old_summary.get("models"), new_summary.get("models")),
+        config_changes=config_changes,
+        summary_parts_missing=missing,
     )
+
+
+def _verdicts(summary: Mapping[str, Any]) -> list[str]:
+    found = summary.get("verdicts") or {}
+    return [f"error: {v}" for v in found.get("errors") or []] + [f"warning: {v}" for v in found.get("warnings") or []]
+
+
+def _entity_changes(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) -> list[EntityChange]:
+    """Per team (model) whose figures differ, before and after; nothing when either plan lacks them."""
+    if before is None or after is None:
+        return []
+    names = sorted(set(before) | set(after))
+    return [EntityChange(n, before.get(n), after.get(n)) for n in names if before.get(n) != after.get(n)]
+
+
+_ENTITY = re.compile(r"\[[^\]=]+=([^\],]+)(?:,[^\]]*)?\]")
+
+
+def _mentions(text: str, word: str) -> bool:
+    return re.search(rf"(?<![A-Za-z0-9]){re.escape(word)}(?![A-Za-z0-9])", text) is not None
+
+
+def _causes(change: ResourceChange, config: Sequence[PropertyChange]) -> tuple[str, ...]:
+    """The config keys behind a resource change: a changed key whose pool, team or model (the list element it sits
+    in) the resource is named after or its changed values name, or whose new value its changed values hold; else
+    the one config change, when there is only one."""
+    seen = " ".join([change.name, *(f"{_text(p.before)} {_text(p.after)}" for p in change.changes)])
+    found: list[str] = []
+    for item in config:
+        entities = _ENTITY.findall(item.path)
+        value = item.after if item.after != ABSENT else item.before
+        named = any(_mentions(seen, e) for e in entities)
+        # An element added or removed whole (a pool, a team) also shows through its settings: a Spot pool's
+        # `priority: Spot` as the Spot toleration it adds to every GPU workload.
+        words = [v for v in value.values() if isinstance(v, str)] if isinstance(value, dict) else [_text(value)]
+        valued = any(len(w) >= 4 and not w.isdigit() and _mentions(seen.lower(), w.lower()) for w in words)
+        if named or valued:
+            found.append(f"{item.path} ({_what(item)})")
+    if not found and len(config) == 1:
+        # Nothing names the resource, but nothing else changed: a name hashed from the config (the GPU smoke test's).
+        found.append(f"{config[0].path} ({_what(config[0])}; the only config change)")
+    return tuple(found)
+
+
+def _what(item: PropertyChange) -> str:
+    return "added" if item.before == ABSENT else "removed" if item.after == ABSENT else "changed"
 
 
 def _unpriced_added(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
@@ -496,12 +668,86 @@ def summary_lines(diff: PlanDiff) -> list[str]:
         )
     else:
         lines.append("vCPU quota at peak: unchanged")
+    lines += [
+        f"Team {c.name}: {_team_figure(c.before)} -> {_team_figure(c.after)}{_delta(c, 'monthly')}" for c in diff.teams
+    ]
+    lines += [f"Model {c.name}: {_model_figure(c.before)} -> {_model_figure(c.after)}" for c in diff.models]
+    lines += [f"New {v}" for v in diff.verdicts_added]
+    lines += [f"Gone {v}" for v in diff.verdicts_removed]
+    if diff.summary_parts_missing:
+        lines.append(f"Not compared (a plan made before plans carried them): {', '.join(diff.summary_parts_missing)}")
     return lines
 
 
-def _show(value: Any, width: int = 60) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+def _estimate(figures: Mapping[str, Any]) -> str:
+    return " (estimate)" if figures.get("estimate") else ""
+
+
+def _team_figure(figures: Mapping[str, Any] | None) -> str:
+    if figures is None:
+        return "no team"
+    return f"quota {figures['gpus']} GPUs, ceiling ${figures['monthly']:,.0f}/month{_estimate(figures)}"
+
+
+def _model_figure(figures: Mapping[str, Any] | None) -> str:
+    if figures is None:
+        return "no model"
+    if figures.get("floor") is None or figures.get("ceiling") is None:
+        return "unpriced"
+    return f"floor ${figures['floor']:,.0f}, ceiling ${figures['ceiling']:,.0f}/month{_estimate(figures)}"
+
+
+def _delta(change: EntityChange, figure: str) -> str:
+    before = (change.before or {}).get(figure) or 0
+    after = (change.after or {}).get(figure) or 0
+    return f" ({_signed(after - before, '/month')})"
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+
+
+def _cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
+
+
+DIFF_CONTEXT = 12
+"""Characters kept on each side of the part of a long value that differs."""
+
+
+def _common_start(a: str, b: str) -> int:
+    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+
+
+def _differing(before: str, after: str, width: int) -> tuple[str, str]:
+    """The two texts cut to the part that differs: the common prefix and suffix elided with `...` (keeping
+    `DIFF_CONTEXT` characters of each), so the change is what shows, never a shared opening."""
+    prefix = _common_start(before, after)
+    suffix = _common_start(before[prefix:][::-1], after[prefix:][::-1])
+    start = max(prefix - DIFF_CONTEXT, 0)
+
+    def middle(text: str) -> str:
+        end = min(len(text) - suffix + DIFF_CONTEXT, len(text))
+        body = text[start:end]
+        if len(body) > width:
+            keep = width // 2
+            body = body[:keep] + "..." + body[-keep:]
+        return ("..." if start else "") + body + ("..." if end < len(text) else "")
+
+    return middle(before), middle(after)
+
+
+def show_change(prop: PropertyChange, width: int = 60) -> str:
+    """`path: before -> after` as a reviewer reads it: a long value shows the part that differs; an element or
+    key present on one side only reads `added` or `removed`."""
+    if prop.before == ABSENT:
+        return f"{prop.path}: added {_cut(_text(prop.after), 2 * width)}"
+    if prop.after == ABSENT:
+        return f"{prop.path}: removed {_cut(_text(prop.before), 2 * width)}"
+    before, after = _text(prop.before), _text(prop.after)
+    if len(before) > width or len(after) > width:
+        before, after = _differing(before, after, width)
+    return f"{prop.path}: {before} -> {after}"
 
 
 MAX_CHANGES_SHOWN = 12
@@ -519,16 +765,20 @@ def render(diff: PlanDiff, title: str, markdown: bool = False) -> str:
         for prop in change.changes[:MAX_CHANGES_SHOWN]:
             forced = f"  [forces replacement: {prop.replaces}]" if prop.replaces else ""
             forced = f"  [refused by Azure: {prop.refused}]" if prop.refused else forced
-            lines.append(f"    {prop.path}: {_show(prop.before)} -> {_show(prop.after)}{forced}")
+            lines.append(f"    {show_change(prop)}{forced}")
         if len(change.changes) > MAX_CHANGES_SHOWN:
             lines.append(f"    ... and {len(change.changes) - MAX_CHANGES_SHOWN} more")
         if change.order_why:
             lines.append(f"    order: {change.order_why}")
         lines.extend(f"    note: {note}" for note in change.notes)
+        lines.extend(f"    caused by: {cause}" for cause in change.causes)
     if markdown and diff.changes:
         lines.append("```")
     if diff.outputs_changed:
         lines += ["", "Stack outputs that change: " + ", ".join(diff.outputs_changed)]
+    if diff.config_changes:
+        lines += ["", "Stack config that changes:", *(["```text"] if markdown else [])]
+        lines += [f"  {show_change(c)}" for c in diff.config_changes] + (["```"] if markdown else [])
     if diff.refused:
         names = ", ".join(c.name for c in diff.refused)
         lines += ["", f"Refused: Azure rejects the update of {names}; `pulumi up` would stop halfway."]
@@ -581,11 +831,57 @@ def plan_at(project: Path, stack: str, out_dir: Path) -> Path:
     return path
 
 
+NAME_THE_BASE = "name the ref to compare against with --base REF (make plan-diff BASE=REF)"
+
+
+def _has_commit(repository: Path, ref: str) -> bool:
+    found = subprocess.run(
+        ["git", "-C", str(repository), "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"],
+        capture_output=True,
+        check=False,
+    )
+    return found.returncode == 0
+
+
+def _repository(project: Path) -> Path:
+    try:
+        return Path(_git(project, "rev-parse", "--show-toplevel"))
+    except RuntimeError as err:
+        raise RuntimeError(
+            f"plan-diff compares the working tree with a git ref, and {project} is not in a git repository: "
+            "commit your project to git first, or compare two plan files with --base-plan and --head-plan"
+        ) from err
+
+
+def default_base(project: Path) -> str:
+    """The branch a change is compared against when --base is not given: the remote's default branch
+    (origin/HEAD), else a local main, master or the branch `init.defaultBranch` names, whichever exists first."""
+    top = _repository(project)
+    remote = subprocess.run(
+        ["git", "-C", str(top), "symbolic-ref", "--quiet", "--short", "refs/remotes/origin/HEAD"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
+    configured = subprocess.run(
+        ["git", "-C", str(top), "config", "--get", "init.defaultBranch"], capture_output=True, text=True, check=False
+    ).stdout.strip()
+    for candidate in (remote, "main", "master", configured):
+        if candidate and _has_commit(top, candidate):
+            return candidate
+    raise RuntimeError(
+        f"no default branch to compare against in {top} (no origin/HEAD, and no main, master or init.defaultBranch "
+        f"branch with a commit): {NAME_THE_BASE}"
+    )
+
+
 def base_plan(ref: str, stack: str, scratch: Path, project: Path) -> tuple[Path, str]:
     """Check `ref` of the repository holding `project` out into a temporary worktree, plan the project there,
     remove the worktree; (plan.json, commit)."""
-    top = Path(_git(project, "rev-parse", "--show-toplevel"))
+    top = _repository(project)
     inside = project.resolve().relative_to(top.resolve())
+    if not _has_commit(top, ref):
+        raise RuntimeError(f"{ref} is no commit, branch or tag of {top}: {NAME_THE_BASE}")
     commit = _git(top, "rev-parse", "--verify", f"{ref}^{{commit}}")
     if inside == Path(".") and (top / "aks_gpu_platform" / "__init__.py").is_file():
         has_writer = [
@@ -606,7 +902,11 @@ def base_plan(ref: str, stack: str, scratch: Path, project: Path) -> tuple[Path,
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--stack", default="dev")
-    parser.add_argument("--base", default="main", help="git ref to compare against (default main)")
+    parser.add_argument(
+        "--base",
+        default=None,
+        help="git ref to compare against (default: origin/HEAD, else main, master or init.defaultBranch)",
+    )
     parser.add_argument("--base-plan", type=Path, help="compare this plan.json instead of planning --base")
     parser.add_argument("--head-plan", type=Path, help="compare this plan.json instead of planning the working tree")
     parser.add_argument("--format", choices=("text", "markdown"), default="text")
@@ -624,8 +924,10 @@ def main(argv: list[str] | None = None) -> int:
             if options.base_plan:
                 base_path, base_name = options.base_plan, str(options.base_plan)
             else:
-                base_path, commit = base_plan(options.base, options.stack, scratch, project or find_project())
-                base_name = f"{options.base} ({commit[:12]})"
+                where = project or find_project()
+                ref = options.base or default_base(where)
+                base_path, commit = base_plan(ref, options.stack, scratch, where)
+                base_name = f"{ref} ({commit[:12]})"
             if options.head_plan:
                 head_path, head_name = options.head_plan, str(options.head_plan)
             else:

@@ -67,12 +67,15 @@ def plan_document(
     marker: MockValueMarker | None = None,
     summary: dict[str, Any] | None = None,
     cold_start: list[dict[str, Any]] | None = None,
+    config: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """`summary`: the figures a reviewer compares (vCPU quota per family, monthly floor and ceiling); `cold_start`:
-    the per-GPU-pool cold-start budget (aks_gpu_platform/plan/cold_start.py), when computed."""
+    the per-GPU-pool cold-start budget (aks_gpu_platform/plan/cold_start.py), when computed; `config`: the stack
+    file's `config` map the plan ran with (secure values withheld), from which a diff names the key behind a change."""
     marker = marker or MockValueMarker(recording.mock_values)
     return {
         **({"coldStart": cold_start} if cold_start is not None else {}),
+        **({"config": _withhold_secure(config)} if config is not None else {}),
         "format": PLAN_FORMAT,
         "stack": stack,
         "summary": summary or {},
@@ -82,6 +85,17 @@ def plan_document(
             for name, value in sorted(recording.stack_outputs.items())
         },
     }
+
+
+def _withhold_secure(value: Any) -> Any:
+    """The stack config with every `secure:` value (Pulumi's encrypted form) replaced by WITHHELD."""
+    if isinstance(value, dict):
+        if set(value) == {"secure"}:  # pyright: ignore[reportUnknownArgumentType]
+            return WITHHELD
+        return {k: _withhold_secure(v) for k, v in value.items()}  # pyright: ignore[reportUnknownVariableType]
+    if isinstance(value, list):
+        return [_withhold_secure(v) for v in value]  # pyright: ignore[reportUnknownVariableType]
+    return value
 
 
 def dumps(document: dict[str, Any]) -> str:

@@ -672,17 +672,32 @@ def render_markdown(report: Report) -> str:
     return "\n".join(lines)
 
 
-def plan_summary(recording: Recording) -> dict[str, Any]:
-    """What a reviewer compares between two plans: vCPU quota per family at peak, monthly floor and ceiling, and
-    what is billed but has no price."""
+def plan_summary(
+    recording: Recording, cfg: PlatformConfig | None = None, report: Report | None = None
+) -> dict[str, Any]:
+    """What a reviewer compares between two plans: vCPU quota per family at peak, monthly floor and ceiling, what
+    is billed but has no price, each team's quota ceiling; with `cfg` each model's cost, with `report` its
+    verdicts (errors and warnings)."""
     pools = cost.pool_capacities(recording)
     needs, _ = cost.quota_needs(pools)
     estimate = cost.estimate_cost(recording, pools, cost.held_gpu_nodes(recording, pools))
-    return {
+    summary: dict[str, Any] = {
         "quota": {n.quota: n.vcpus for n in needs},
         "monthly": {"floor": round(estimate.floor, 2), "ceiling": round(estimate.ceiling, 2)},
         "unpriced": sorted(set(estimate.unpriced)),
+        "teams": {
+            t.team: {"gpus": t.gpus, "monthly": round(t.monthly, 2), "estimate": t.estimate}
+            for t in cost.team_quota_ceilings(recording, pools)
+        },
     }
+    if cfg is not None:
+        summary["models"] = {
+            m.model: {"floor": m.floor, "ceiling": m.ceiling, "estimate": bool(m.gpu_hour and m.gpu_hour.estimate)}
+            for m in cost.model_costs(cfg.inference.models, cfg.gpu_pools)
+        }
+    if report is not None:
+        summary["verdicts"] = {"errors": list(report.errors), "warnings": list(report.warnings)}
+    return summary
 
 
 def fleet_lines(parts: Sequence[cost.FleetPart]) -> list[str]:
@@ -789,13 +804,12 @@ def main(argv: list[str] | None = None) -> int:
     marker = MockValueMarker(recording.mock_values)
     verdicts = render_and_validate(recording, out_dir, cfg.cluster.schema_version, marker)
     budgets = cold_start.budgets(cfg, cost.pool_capacities(recording))
-    document = plan_document(
-        recording, options.stack, marker, plan_summary(recording), [cold_start.as_document(b) for b in budgets]
-    )
-    write_plan(document, out_dir)
     policies = policy_verdicts(recording, cfg.environment)
     secrets = secret_paths(stack_config)
     report = build_report(options.stack, cfg, recording, verdicts, policies, marker, out_dir, secrets)
+    summary = plan_summary(recording, cfg, report)
+    budget_rows = [cold_start.as_document(b) for b in budgets]
+    write_plan(plan_document(recording, options.stack, marker, summary, budget_rows, stack_config), out_dir)
     sys.stdout.write(render_markdown(report) if options.format == "markdown" else render_text(report))
 
     failed = 0

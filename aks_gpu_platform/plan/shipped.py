@@ -8,6 +8,8 @@ aks-gpu-platform constraints --write constraints.txt       # then: pip install -
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import sys
 from pathlib import Path
 
@@ -18,7 +20,8 @@ CONSTRAINTS = PACKAGE_DIR / "constraints.txt"
 """The exact versions this release was tested with: the runtime dependencies and the `testing` extra."""
 
 
-def _emit(path: Path, argv: list[str] | None, what: str) -> int:
+def _emit(path: Path, argv: list[str] | None, what: str) -> Path | None:
+    """Print the file, or write it where --write says; the path written, if any."""
     parser = argparse.ArgumentParser(description=f"Print {what}, or write it to a file.")
     parser.add_argument("--write", type=Path, default=None, metavar="PATH", help="write to PATH instead of stdout")
     options = parser.parse_args(argv)
@@ -27,12 +30,36 @@ def _emit(path: Path, argv: list[str] | None, what: str) -> int:
         sys.stdout.write(text)
     else:
         options.write.write_text(text)
-    return 0
+    return options.write
+
+
+SCHEMA_LINE = re.compile(r"^#\s*yaml-language-server:\s*\$schema=(?P<target>\S+)")
+
+
+def stale_schema_references(folder: Path, schema: Path) -> list[str]:
+    """Stack files in `folder` whose `$schema` line points at no file (one copied from the platform's repository
+    points into its tree), each with the line that points at `schema` instead."""
+    found: list[str] = []
+    for stack_file in sorted(folder.glob("Pulumi.*.yaml")):
+        lines = stack_file.read_text().splitlines()
+        match = SCHEMA_LINE.match(lines[0]) if lines else None
+        if match and not (stack_file.parent / match["target"]).is_file():
+            target = os.path.relpath(schema.resolve(), stack_file.parent.resolve())
+            found.append(
+                f"{stack_file.name}: $schema={match['target']} is no file here; make its first line "
+                f"`# yaml-language-server: $schema=./{target}`"
+            )
+    return found
 
 
 def schema_main(argv: list[str] | None = None) -> int:
-    return _emit(SCHEMA, argv, "the JSON Schema of the stack file's aks-gpu-platform:* keys")
+    written = _emit(SCHEMA, argv, "the JSON Schema of the stack file's aks-gpu-platform:* keys")
+    if written is not None:
+        for problem in stale_schema_references(Path.cwd(), written):
+            sys.stderr.write(problem + "\n")
+    return 0
 
 
 def constraints_main(argv: list[str] | None = None) -> int:
-    return _emit(CONSTRAINTS, argv, "the pins of the tested dependency set (a pip constraints file)")
+    _emit(CONSTRAINTS, argv, "the pins of the tested dependency set (a pip constraints file)")
+    return 0

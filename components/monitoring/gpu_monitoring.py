@@ -171,7 +171,7 @@ class GpuMonitoring(pulumi.ComponentResource):
         prices = {
             pool.name: (price.usd, price.estimate)
             for pool in gpu_pools
-            if (price := gpu_hour_price(pool.vm_size, gpus_per_node(pool))) is not None
+            if (price := gpu_hour_price(pool.vm_size, gpus_per_node(pool), pool.priority == "Spot")) is not None
         }
         self._rule_group(
             f"{name}-chargeback-recording-rules",

@@ -19,7 +19,7 @@ counted in the floor or ceiling; the plan states their estimated volume where th
 from __future__ import annotations
 
 import datetime
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 HOURS_PER_MONTH = 730
@@ -103,12 +103,40 @@ VM_HOURLY: dict[str, Price] = {
 }
 
 
-def gpu_hour_price(vm_size: str, gpus_per_vm: int) -> Price | None:
+# Spot (scaleSetPriority Spot) hourly prices, East US Linux, from the same SkyPilot copy's SpotPrice column. Spot
+# prices move with spare capacity: these are that copy's figures, not a promise. Sizes whose copy gives a Spot price
+# equal to on-demand (the H100 sizes) or none are left out: a Spot pool of them is priced at on-demand, as an estimate.
+SPOT_HOURLY: dict[str, Price] = {
+    "Standard_NC4as_T4_v3": _eastus(0.062699),
+    "Standard_NC8as_T4_v3": _eastus(0.089638),
+    "Standard_NC16as_T4_v3": _eastus(0.143517),
+    "Standard_NC64as_T4_v3": _eastus(0.518758),
+    "Standard_NV36ads_A10_v5": _eastus(0.8),
+    "Standard_NV36adms_A10_v5": _eastus(1.13),
+    "Standard_NV72ads_A10_v5": _eastus(1.63),
+    "Standard_NC24ads_A100_v4": _eastus(0.444433),
+    "Standard_NC48ads_A100_v4": _eastus(0.888866),
+    "Standard_NC96ads_A100_v4": _eastus(1.777732),
+    "Standard_ND96asr_v4": _eastus(2.99167),
+    "Standard_ND96amsr_A100_v4": _eastus(3.6047),
+}
+
+
+def vm_hour_price(vm_size: str, spot: bool = False) -> Price | None:
+    """One VM-hour of `vm_size`; for a Spot pool its sourced Spot price, else on-demand marked as an estimate
+    (Spot never bills more than on-demand: Azure evicts a Spot VM whose price would exceed it)."""
+    on_demand = VM_HOURLY.get(vm_size)
+    if not spot or on_demand is None:
+        return on_demand
+    return SPOT_HOURLY.get(vm_size) or replace(on_demand, estimate=True)
+
+
+def gpu_hour_price(vm_size: str, gpus_per_vm: int, spot: bool = False) -> Price | None:
     """List price of one GPU-hour on `vm_size`: the VM's hourly price shared by its GPUs (None when unpriced).
 
     Chargeback bills a team for the GPUs it holds, so a GPU-hour carries its share of the whole VM
-    (CPU, memory, disks and network included)."""
-    vm = VM_HOURLY.get(vm_size)
+    (CPU, memory, disks and network included); on a Spot pool, of the Spot VM-hour."""
+    vm = vm_hour_price(vm_size, spot)
     if vm is None or gpus_per_vm <= 0:
         return None
     return Price(round(vm.usd / gpus_per_vm, 4), "hour", vm.region, vm.source, vm.read_on, vm.estimate)
@@ -124,6 +152,7 @@ RegionalTable = dict[str, dict[str, Price]]
 """region -> item -> price."""
 
 VM_HOURLY_BY_REGION: RegionalTable = {EASTUS: VM_HOURLY}
+SPOT_HOURLY_BY_REGION: RegionalTable = {EASTUS: SPOT_HOURLY}
 
 # AKS cluster management fee per cluster-hour (https://azure.microsoft.com/pricing/details/kubernetes-service/).
 # Standard's 0.10 is quoted from that page by a secondary source (techmarmot.com, AKS pricing tiers, read
@@ -219,6 +248,7 @@ PRIVATE_DNS_ZONE_MONTHLY: RegionalTable = {}
 
 PRICE_TABLES: dict[str, RegionalTable] = {
     "VM": VM_HOURLY_BY_REGION,
+    "Spot VM": SPOT_HOURLY_BY_REGION,
     "AKS tier": AKS_TIER_HOURLY,
     "managed OS disk": MANAGED_OS_DISK_MONTHLY,
     "container registry": REGISTRY_DAILY,

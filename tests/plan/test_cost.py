@@ -27,6 +27,7 @@ MONTH = 730  # hours, Azure's pricing calculator month
 P10_DISK = 19.71  # USD a month, managed OS disk up to 128 GiB
 ACR_PREMIUM = 1.667 * MONTH / 24  # USD a day
 DDSV5_PER_VCPU = 0.0565  # USD per vCPU-hour, eastus Ddsv5
+PROMETHEUS_RULE_GROUP = "azure-native:alertsmanagement:PrometheusRuleGroup"
 
 
 def _needs(recording: Recording) -> dict[str, int]:
@@ -284,3 +285,42 @@ def test_the_plan_prints_each_lines_price_basis(recordings: dict[str, Recording]
             f"{item}: every cost row says whose price it is and marks another region's, got {basis!r}"
         )
     assert any("no price for koreacentral" in line for line in report.cost_lines), "unpriced lines are printed"
+
+
+def _chargeback_price(recording: Recording, pool: str) -> str:
+    """The `gpu_pool:gpu_hour_price_usd:info` term the chargeback rules record for `pool`: value and estimate."""
+    (group,) = [g for g in recording.of_type(PROMETHEUS_RULE_GROUP) if "chargeback" in g.name]
+    (rule,) = [r for r in group.inputs["rules"] if r.get("record") == "gpu_pool:gpu_hour_price_usd:info"]
+    (term,) = [t for t in rule["expression"].split(" or ") if f'"gpu_pool", "{pool}"' in t]
+    return term
+
+
+def test_a_spot_pool_is_billed_and_charged_back_at_the_sourced_spot_price() -> None:
+    recording = _variant("dev", lambda config: config["aks-gpu-platform:gpuPools"][0].update(priority="Spot"))
+    pools = cost.pool_capacities(recording)
+    estimate = cost.estimate_cost(recording, pools, cost.held_gpu_nodes(recording, pools))
+    (line,) = [c for c in estimate.lines if c.item.startswith("pool gput4") and "kept up" not in c.item]
+    assert line.item.endswith("x Standard_NC4as_T4_v3 Spot"), line.item
+    assert line.ceiling == pytest.approx(4 * (0.062699 * MONTH + P10_DISK)), (
+        "4 Spot T4 nodes at the catalog's East US Spot price (0.062699 USD/h), not the 0.526 on-demand rate"
+    )
+    assert not line.prices[0].estimate, "a sourced Spot price is no estimate"
+    term = _chargeback_price(recording, "gput4")
+    assert "vector(0.0627)" in term and '"estimate", "false"' in term, (
+        f"teams are charged back the Spot GPU-hour their pods run on: {term}"
+    )
+
+
+def test_a_spot_pool_without_a_sourced_spot_price_is_an_estimate_in_the_plan_and_in_chargeback() -> None:
+    def spot_h100(config: dict[str, Any]) -> None:
+        config["aks-gpu-platform:gpuPools"][0].update(priority="Spot", vmSize="Standard_NC40ads_H100_v5")
+
+    recording = _variant("dev", spot_h100)
+    pools = cost.pool_capacities(recording)
+    estimate = cost.estimate_cost(recording, pools, cost.held_gpu_nodes(recording, pools))
+    (line,) = [c for c in estimate.lines if c.item.startswith("pool gput4") and "kept up" not in c.item]
+    assert "Spot (at most on-demand, estimate)" in line.item and line.prices[0].estimate, line.item
+    term = _chargeback_price(recording, "gput4")
+    assert "vector(6.98)" in term and '"estimate", "true"' in term, (
+        f"no Spot price is sourced for H100: charged back at on-demand, labelled an estimate: {term}"
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import io
 import subprocess
@@ -32,18 +33,18 @@ BEFORE_PLAN_JSON = "dacfd162d249041640751e2822e5e9c1218be838"
 
 @pytest.fixture(scope="module")
 def dev_plan() -> dict[str, Any]:
-    return _document(run_stack("dev"))
+    return _document(run_stack("dev"), load_stack_file("dev", REPO_ROOT))
 
 
-def _document(recording: Recording) -> dict[str, Any]:
-    """plan.json as `make plan` writes it, summary included."""
-    return plan_document(recording, "dev", summary=plan_summary(recording))
+def _document(recording: Recording, config: dict[str, Any]) -> dict[str, Any]:
+    """plan.json as `make plan` writes it, summary and stack config included."""
+    return plan_document(recording, "dev", summary=plan_summary(recording), config=config)
 
 
 def _plan_with(change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
     config = copy.deepcopy(load_stack_file("dev", REPO_ROOT))
     change(config)
-    return _document(run_stack("dev", config))
+    return _document(run_stack("dev", config), config)
 
 
 def _pool_change(diff: plan_diff.PlanDiff) -> plan_diff.ResourceChange:
@@ -371,3 +372,164 @@ def test_plan_diff_plans_a_git_ref_in_a_temporary_worktree() -> None:
     assert f"## Plan diff for stack 'dev': HEAD ({head.stdout.strip()[:12]}) -> the working tree" in result.stdout
     assert "to create" in result.stdout and "unchanged" in result.stdout
     assert _worktrees() <= before, "the temporary worktree of the base is removed again"
+
+
+def _chargeback_edited(plan: dict[str, Any], edit: Callable[[dict[str, Any]], None]) -> tuple[str, dict[str, Any]]:
+    head = copy.deepcopy(plan)
+    urn = next(u for u, e in head["resources"].items() if e["name"] == "platform-monitoring-chargeback-recording-rules")
+    edit(head["resources"][urn]["inputs"])
+    return urn, head
+
+
+def _text_of(base: dict[str, Any], head: dict[str, Any]) -> str:
+    return plan_diff.render(plan_diff.diff_plans(base, head), "t")
+
+
+def test_an_element_inserted_at_the_front_of_a_list_reads_as_one_insertion(dev_plan: dict[str, Any]) -> None:
+    spot = {
+        "effect": "NoSchedule",
+        "key": "kubernetes.azure.com/scalesetpriority",
+        "operator": "Equal",
+        "value": "spot",
+    }
+    rule = {"record": "gpu_pool:new_rule:sum", "expression": "vector(1)"}
+
+    def prepend(inputs: dict[str, Any]) -> None:
+        inputs["rules"].insert(0, rule)
+
+    urn, head = _chargeback_edited(dev_plan, prepend)
+    tolerations = head["resources"][
+        next(u for u, e in sorted(head["resources"].items()) if e["name"] == "platform-inference-sample-deployment")
+    ]["inputs"]["spec"]["template"]["spec"]["tolerations"]
+    assert len(tolerations) >= 1, "the sample tolerates the GPU taint already: an insertion goes before it"
+    tolerations.insert(0, spot)
+    diff = plan_diff.diff_plans(dev_plan, head)
+    (rules,) = [c for c in diff.changes if c.urn == urn]
+    assert [(p.path, p.before) for p in rules.changes] == [("rules[record=gpu_pool:new_rule:sum]", plan_diff.ABSENT)], (
+        f"one rule added, not every rule after it changed: {[p.path for p in rules.changes]}"
+    )
+    text = _text_of(dev_plan, head)
+    assert "rules[record=gpu_pool:new_rule:sum]: added" in text, text
+    added = [line for line in text.splitlines() if "tolerations" in line]
+    assert len(added) == 1 and "[key=kubernetes.azure.com/scalesetpriority,effect=NoSchedule]: added" in added[0], (
+        f"the Spot toleration reads as one insertion, the GPU toleration after it as unchanged: {added}"
+    )
+
+
+def test_a_change_past_a_long_common_prefix_shows_the_part_that_differs(dev_plan: dict[str, Any]) -> None:
+    opening = 'label_replace(vector(0.526), "gpu_pool", "gput4", "", "") or ' * 3
+
+    def priced(usd: str) -> Callable[[dict[str, Any]], None]:
+        def edit(inputs: dict[str, Any]) -> None:
+            for rule in inputs["rules"]:
+                if rule.get("record") == "gpu_pool:gpu_hour_price_usd:info":
+                    rule["expression"] = f'{opening}label_replace(vector({usd}), "gpu_pool", "gpua100", "", "")'
+
+        return edit
+
+    _, base = _chargeback_edited(dev_plan, priced("0.4444"))
+    _, head = _chargeback_edited(dev_plan, priced("3.673"))
+    (line,) = [line for line in _text_of(base, head).splitlines() if "gpu_hour_price_usd" in line]
+    before, after = line.split(": ", 1)[1].split(" -> ")
+    assert "0.4444" in before and "3.673" in after, f"the changed price is what a reviewer sees: {line}"
+    assert before.startswith("...") and len(line) < 160, f"the shared opening is elided: {line}"
+
+
+def test_a_spot_a100_pool_with_a_team_quota_and_a_model_reads_as_its_reviewer_needs(tmp_path: Path) -> None:
+    """The whole path a reviewer takes: plan the base and the head with the CLI, diff the two plan.json files."""
+    import yaml
+
+    from aks_gpu_platform.plan import report
+
+    base = load_stack_file("dev", REPO_ROOT)
+    head = copy.deepcopy(base)
+    head[GPU_POOLS].append(
+        {"name": "gpua100", "vmSize": "Standard_NC24ads_A100_v4", "priority": "Spot", "minCount": 0, "maxCount": 3}
+    )
+    head["aks-gpu-platform:training"]["teams"][0]["quotas"].append({"pool": "gpua100", "gpus": 2})
+    model = copy.deepcopy(head["aks-gpu-platform:inference"]["models"][0])
+    model.update(name="qwen-a100", pool="gpua100", dtype="bfloat16")
+    head["aks-gpu-platform:inference"]["models"].append(model)
+    for name, config in (("base", base), ("head", head)):
+        (tmp_path / f"{name}.yaml").write_text(yaml.safe_dump({"config": config}))
+        with redirect_stdout(io.StringIO()):
+            code = report.main(
+                ["--stack", "dev", "--config-file", str(tmp_path / f"{name}.yaml"), "--out", str(tmp_path / name)]
+            )
+        assert code == 0
+    printed = io.StringIO()
+    with redirect_stdout(printed):
+        plan_diff.main(
+            ["--base-plan", str(tmp_path / "base" / "plan.json"), "--head-plan", str(tmp_path / "head" / "plan.json")]
+        )
+    text = printed.getvalue()
+    summary = text.split("\n\n")[2]
+    assert "Team ml: quota 2 GPUs" in summary and "-> quota 4 GPUs" in summary, f"the team's quota change:\n{summary}"
+    assert "Model qwen-a100: no model -> floor $" in summary, f"the new model's cost:\n{summary}"
+    new = [line for line in summary.splitlines() if line.startswith("New warning:")]
+    assert any("qwen-a100" in line and "around the clock" in line for line in new), (
+        f"the new model keeps an A100 up: a verdict the base did not have, listed:\n{summary}"
+    )
+    assert not any("qwen-0-5b" in line for line in new), f"verdicts both plans have are not new:\n{summary}"
+    pool = text.split("create azure-native:containerservice:AgentPool platform-gpu-gpua100-pool\n", 1)[1]
+    assert pool.startswith("    caused by: aks-gpu-platform:gpuPools[name=gpua100] (added)"), text
+    head_plan = read_plan(tmp_path / "head" / "plan.json")
+    assert head_plan["summary"]["teams"]["ml"]["estimate"] is False, "a sourced Spot price is no estimate"
+
+
+def _repo(path: Path, branch: str, *config: str) -> Path:
+    """A git repository whose first commit is on `branch`, as `git init` makes one where that is the default."""
+    path.mkdir()
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(path), *config, *args], check=True, capture_output=True)
+
+    git("init", "--initial-branch", branch)
+    (path / "Pulumi.yaml").write_text("name: consumer\nruntime: python\n")
+    git("add", "Pulumi.yaml")
+    git("-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-m", "first")
+    return path
+
+
+def test_plan_diff_compares_against_master_where_git_init_made_master(tmp_path: Path) -> None:
+    repo = _repo(tmp_path / "consumer", "master")
+    assert plan_diff.default_base(repo) == "master", "a repository without main compares against its master"
+    subprocess.run(["git", "-C", str(repo), "branch", "main"], check=True)
+    assert plan_diff.default_base(repo) == "main", "main, where it exists, before master"
+    subprocess.run(["git", "-C", str(repo), "update-ref", "refs/remotes/origin/trunk", "HEAD"], check=True)
+    subprocess.run(
+        ["git", "-C", str(repo), "symbolic-ref", "refs/remotes/origin/HEAD", "refs/remotes/origin/trunk"], check=True
+    )
+    assert plan_diff.default_base(repo) == "origin/trunk", "the remote's default branch before any local guess"
+
+
+def test_plan_diff_names_the_option_when_no_default_branch_exists(tmp_path: Path) -> None:
+    repo = _repo(tmp_path / "consumer", "develop")
+    with pytest.raises(RuntimeError, match=r"--base REF"):
+        plan_diff.default_base(repo)
+    subprocess.run(["git", "-C", str(repo), "config", "init.defaultBranch", "develop"], check=True)
+    assert plan_diff.default_base(repo) == "develop", "the branch init.defaultBranch names"
+    not_git = tmp_path / "plain"
+    not_git.mkdir()
+    (not_git / "Pulumi.yaml").write_text("name: consumer\nruntime: python\n")
+    errors = io.StringIO()
+    with contextlib.redirect_stderr(errors):
+        code = plan_diff.main(["--project-dir", str(not_git), "--base", "main"])
+    assert code == 2 and "not in a git repository" in errors.getvalue() and "--base-plan" in errors.getvalue(), (
+        errors.getvalue()
+    )
+
+
+def test_a_change_no_resource_names_is_put_down_to_the_only_config_change(dev_plan: dict[str, Any]) -> None:
+    def add_a10(config: dict[str, Any]) -> None:
+        config[GPU_POOLS].append({"name": "gpua10", "vmSize": "Standard_NV36ads_A10_v5", "minCount": 0, "maxCount": 1})
+
+    diff = plan_diff.diff_plans(dev_plan, _plan_with(add_a10))
+    (job,) = [c for c in diff.changes if c.name == "platform-gpu-smoke-test-job"]
+    assert job.causes == ("aks-gpu-platform:gpuPools[name=gpua10] (added; the only config change)",), (
+        f"the smoke test's name hashes the pools: nothing in it names the new pool, the one change explains it: "
+        f"{job.causes}"
+    )
+    assert any("runs again" in n and "GPU node" in n for n in job.notes), f"re-running it pulls a GPU node: {job.notes}"
+    (pool,) = [c for c in diff.changes if c.type == AGENT_POOL and c.op == "create"]
+    assert pool.causes == ("aks-gpu-platform:gpuPools[name=gpua10] (added)",), pool.causes
