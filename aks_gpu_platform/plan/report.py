@@ -26,13 +26,14 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from aks_gpu_platform.components.gpu.amd_stack import AMD_DOCKER_HUB_IMAGES, AMD_GPU_OPERATOR_CHART
 from aks_gpu_platform.components.gpu.health import NVSENTINEL_CHART, NVSENTINEL_DOCKER_HUB_IMAGES
 from aks_gpu_platform.components.inference.autoscaling import KEDA_OPERATOR_SUBJECT
 from aks_gpu_platform.components.shared.roles import ROLE_NAMES
 from aks_gpu_platform.config import ConfigError, PlatformConfig, load_platform_config
+from aks_gpu_platform.config.catalog.images import FROM_UPSTREAM, unpinned_reason
 from aks_gpu_platform.config.catalog.lustre_skus import AMLFS_SKUS
 from aks_gpu_platform.config.catalog.prices import HOURS_PER_MONTH
 from aks_gpu_platform.config.fleet.section import FleetPlan, is_fleet_stack, load_fleet
@@ -264,6 +265,45 @@ DOCKER_HUB_PULLS = {
 }
 
 
+def _images_in(value: Any, found: set[str]) -> None:
+    """Every string under an `image` key (a container's image, a chart's `image.repository:tag` pair)."""
+    if isinstance(value, dict):
+        for key, inner in cast(dict[str, Any], value).items():
+            if key == "image" and isinstance(inner, str) and "/" in inner:
+                found.add(inner)
+            elif key == "image" and isinstance(inner, dict) and {"repository", "tag"} <= set(inner):
+                image = cast(dict[str, Any], inner)
+                if isinstance(image["repository"], str) and isinstance(image["tag"], str):
+                    registry = f"{image['registry']}/" if isinstance(image.get("registry"), str) else ""
+                    found.add(f"{registry}{image['repository']}:{image['tag']}")
+            else:
+                _images_in(inner, found)
+    elif isinstance(value, list):
+        for inner in cast(list[Any], value):
+            _images_in(inner, found)
+
+
+def wrap_all(lines: Sequence[str]) -> list[str]:
+    return [wrapped for line in lines for wrapped in wrap(line, DETAIL_INDENT)]
+
+
+def image_lines(recording: Recording) -> list[str]:
+    """One line per image the stack's objects and chart values name: its digest, or `unpinned` and why."""
+    found: set[str] = set()
+    for resource in recording.resources:
+        if resource.type.startswith("kubernetes:"):
+            _images_in(resource.inputs, found)
+    lines: list[str] = []
+    for image in sorted(found):
+        tagged, _, digest = image.partition("@")
+        if digest:
+            lines.append(f"{tagged} {digest}")
+        else:
+            upstream = tagged.split("/", 1)[1] if ".azurecr.io/" in tagged else tagged
+            lines.append(f"{tagged} unpinned: {unpinned_reason(upstream) or 'the stack file names it'}")
+    return lines
+
+
 def docker_hub_warnings(recording: Recording) -> list[str]:
     """One warning per release that pulls images anonymously from Docker Hub, naming each image."""
     return [
@@ -295,6 +335,7 @@ class Report:
     tree: list[str] = field(default_factory=list[str])
     objects: list[str] = field(default_factory=list[str])
     policies: list[str] = field(default_factory=list[str])
+    images: list[str] = field(default_factory=list[str])
     outputs: str = ""
     written_to: str = ""
 
@@ -381,6 +422,11 @@ def build_report(
         )
 
     report.warnings += docker_hub_warnings(recording)
+    report.images = image_lines(recording)
+    report.warnings.append(
+        "chart defaults the nodes still pull from public registries, not through the platform's registry, where "
+        "their release is installed: " + "; ".join(f"{pattern} ({who})" for pattern, who in FROM_UPSTREAM.items())
+    )
     federated = recording.of_type("azure-native:managedidentity:FederatedIdentityCredential")
     if any(f.inputs.get("subject") == KEDA_OPERATOR_SUBJECT for f in federated):
         # Microsoft's KEDA add-on workload-identity guide: the operator gets its identity environment at pod start.
@@ -559,6 +605,7 @@ def render_text(report: Report) -> str:
     lines += ["", "Detail", "  Resources:", *report.tree]
     lines += ["  Resources by type:", *report.resource_counts, *report.objects]
     lines += ["  Policy verdicts (the rules `pulumi preview --policy-pack policy` runs):", *report.policies]
+    lines += ["  Images (each with its digest, or unpinned and why):", *wrap_all(report.images)]
     lines += wrap(report.outputs, "  ")
     lines.append(f"  Rendered objects, Helm values and plan.json written to {report.written_to}")
     return "\n".join(lines) + "\n"
@@ -599,6 +646,7 @@ def render_markdown(report: Report) -> str:
     lines += _details("Resources by type", report.resource_counts)
     lines += _details("Kubernetes objects", report.objects)
     lines += _details("Policy verdicts", report.policies)
+    lines += _details("Images (each with its digest, or unpinned and why)", report.images)
     lines += [report.outputs, ""]
     return "\n".join(lines)
 

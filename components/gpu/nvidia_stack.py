@@ -24,7 +24,11 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
-from aks_gpu_platform.config.catalog.images import gpu_operator_image_values, pinned_tag
+from aks_gpu_platform.config.catalog.images import (
+    gpu_operator_image_values,
+    mirrored_repository,
+    mirrored_repository_and_tag,
+)
 from aks_gpu_platform.config.gpu.scheduling import (
     GPU_POOL_LABEL_KEY,
     GPU_POOL_LABEL_VALUE,
@@ -293,7 +297,7 @@ class GpuStack(pulumi.ComponentResource):
                     "priorityClassName": SYSTEM_NODE_CRITICAL,
                     "migStrategy": self.mig_strategy,
                     # The chart joins image.repository and image.tag: `tag@digest` pulls the digest.
-                    "image": {"tag": pinned_tag(DEVICE_PLUGIN_IMAGE, f"v{DEVICE_PLUGIN_CHART[2]}")},
+                    "image": mirrored_repository_and_tag(f"{DEVICE_PLUGIN_IMAGE}:v{DEVICE_PLUGIN_CHART[2]}"),
                     **device_plugin_sharing_values(device_plugin_configs(pools)),
                 },
                 pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[namespace])),
@@ -356,7 +360,11 @@ class GpuStack(pulumi.ComponentResource):
                 spec={
                     "nodeAffinity": gpu_node_affinity(ib_pools),
                     "tolerations": tolerations,
-                    "rdmaSharedDevicePlugin": {**RDMA_SHARED_DEVICE_PLUGIN, "config": json.dumps(device_config)},
+                    "rdmaSharedDevicePlugin": {
+                        **RDMA_SHARED_DEVICE_PLUGIN,
+                        "repository": mirrored_repository(RDMA_SHARED_DEVICE_PLUGIN["repository"]),
+                        "config": json.dumps(device_config),
+                    },
                 },
                 # The NicClusterPolicy CRD is in the Network Operator chart's crds/: Helm installs it
                 # before the release's templates, so the finished release is enough to wait for.

@@ -29,6 +29,7 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from aks_gpu_platform.config.catalog.cold_start import AUTOSCALER_GPU_DELAY, NODE_PROVISIONING, node_provisioning
+from aks_gpu_platform.config.catalog.images import mirrored, mirrored_parts, mirrored_repository_and_tag
 from aks_gpu_platform.config.catalog.models import serving_dtype
 from aks_gpu_platform.config.errors import ConfigError
 from aks_gpu_platform.config.gpu.scheduling import (
@@ -68,11 +69,14 @@ VLLM_PORT = 8000
 VLLM_UID, VLLM_GID = 2000, 0
 INFERENCE_POOL_CHART = "oci://registry.k8s.io/gateway-api-inference-extension/charts/inferencepool"
 INFERENCE_POOL_CHART_VERSION = "v1.5.0"
+# The endpoint picker the chart runs by default (config/charts/inferencepool/values.yaml at v1.5.0).
+PICKER_IMAGE = f"registry.k8s.io/gateway-api-inference-extension/epp:{INFERENCE_POOL_CHART_VERSION}"
 EPP_GRPC_PORT = 9002
 LWS_API_VERSION = "leaderworkerset.x-k8s.io/v1"
 LWS_CHART = "oci://registry.k8s.io/lws/charts/lws"
 LWS_VERSION = "0.10.0"
 LWS_IMAGE_TAG = "v0.10.0"
+LWS_IMAGE = f"registry.k8s.io/lws/lws:{LWS_IMAGE_TAG}"
 LWS_NAMESPACE = "lws-system"
 CACHE_MOUNT = "/cache"
 # The first start downloads the weights into the cache and compiles: up to 30 minutes before /health.
@@ -213,7 +217,7 @@ def vllm_pod_spec(
     gpus = str(model.tensor_parallel)
     container: dict[str, Any] = {
         "name": "vllm",
-        "image": VLLM_IMAGE,
+        "image": mirrored(VLLM_IMAGE),
         "imagePullPolicy": "IfNotPresent",
         "command": ["vllm", "serve"],
         "args": vllm_args(model, pool.sku.gpu_model, multi_node),
@@ -340,7 +344,7 @@ def inference_pool_values(model: ServedModelConfig) -> dict[str, Any]:
         "provider": {"name": "istio"},
         "inferenceExtension": {
             "replicas": 1,
-            "image": {"pullPolicy": "IfNotPresent"},
+            "image": {**mirrored_parts(PICKER_IMAGE), "pullPolicy": "IfNotPresent"},
             "affinity": cpu_node_affinity(),
             # The chart's 4 CPU / 8 GiB is sized for high-QPS scale tests (values.yaml); one model's picker on the
             # small CPU pool needs a fraction of it. Memory limit kept well above the request.
@@ -754,7 +758,7 @@ def lws_values() -> dict[str, Any]:
     """LeaderWorkerSet chart values (charts/lws/values.yaml at v0.10.0): in git the image tag is `main`; the
     published chart is stamped with the release tag (hack/push-chart.sh), set here all the same."""
     return {
-        "image": {"manager": {"tag": LWS_IMAGE_TAG, "pullPolicy": "IfNotPresent"}},
+        "image": {"manager": {**mirrored_repository_and_tag(LWS_IMAGE), "pullPolicy": "IfNotPresent"}},
         "nodeSelector": cpu_node_selector(),
         # The chart asks 1 CPU / 1 GiB; a controller reconciling a few groups needs a fraction on the small CPU pool.
         "resources": {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "1Gi"}},

@@ -106,8 +106,10 @@ def _device_plugin(values: Mapping[str, Any]) -> ReleaseModel:
     # NVIDIA/k8s-device-plugin v0.20.0 deployments/helm/nvidia-device-plugin: values.yaml (image
     # nvcr.io/nvidia/k8s-device-plugin, tag = appVersion; runtimeClassName null), daemonset-device-plugin.yml (no
     # readiness probe; no hooks in templates/).
-    merged = helm_merge({"runtimeClassName": None}, values)
-    pod = ChartPod("device plugin DaemonSet", ("nvcr.io/nvidia/k8s-device-plugin:v0.20.0",), merged["runtimeClassName"])
+    defaults = {"runtimeClassName": None, "image": {"repository": "nvcr.io/nvidia/k8s-device-plugin", "tag": "v0.20.0"}}
+    merged = helm_merge(defaults, values)
+    image = f"{merged['image']['repository']}:{merged['image']['tag']}"
+    pod = ChartPod("device plugin DaemonSet", (image,), merged["runtimeClassName"])
     return ReleaseModel((pod,), (Stage("resources", POD_START_SECONDS, "DaemonSet without readiness probe"),))
 
 
@@ -116,22 +118,33 @@ def _gpu_operator(values: Mapping[str, Any]) -> ReleaseModel:
     # node-feature-discovery subchart (registry.k8s.io/nfd/node-feature-discovery, readiness 5 s); the only hooks
     # are pre-upgrade/pre-delete/post-delete. The operands (driver, toolkit, ...) are the operator's objects, not
     # the release's: Helm does not wait for them. The operator creates RuntimeClass `operator.runtimeClass`.
-    merged = helm_merge({"operator": {"runtimeClass": "nvidia"}, "dcgmExporter": {"enabled": True}}, values)
-    # The ClusterPolicy's operands at the chart's values.yaml defaults (repository/image:version of driver.manager,
-    # toolkit, devicePlugin and gfd, validator = the operator image, migManager; dcgm and dcgmExporter when on). The
-    # driver container's tag ends in the node's OS (resolveDriverTag): tests/gpu/test_grace_blackwell.py checks it.
-    operands = [
-        "nvcr.io/nvidia/cloud-native/k8s-driver-manager:v0.12.0",
-        "nvcr.io/nvidia/k8s/container-toolkit:v1.20.0",
-        "nvcr.io/nvidia/k8s-device-plugin:v0.20.0",
-        "nvcr.io/nvidia/gpu-operator:v26.7.0",
-        "nvcr.io/nvidia/cloud-native/k8s-mig-manager:v0.15.0",
-    ]
+    # The ClusterPolicy's operands: `<repository>/<image>:<version>` of each values.yaml section (defaults below);
+    # validator = the operator image; dcgm and dcgmExporter when on. The driver container's tag ends in the node's OS
+    # (resolveDriverTag): tests/gpu/test_grace_blackwell.py checks it.
+    def operand(repository: str, image: str, version: str) -> dict[str, str]:
+        return {"repository": repository, "image": image, "version": version}
+
+    defaults = {
+        "operator": {"runtimeClass": "nvidia"},
+        "dcgmExporter": {
+            "enabled": True,
+            **operand("nvcr.io/nvidia/k8s", "dcgm-exporter", "4.6.0-4.8.3-distroless"),
+        },
+        "driver": {"manager": operand("nvcr.io/nvidia/cloud-native", "k8s-driver-manager", "v0.12.0")},
+        "toolkit": operand("nvcr.io/nvidia/k8s", "container-toolkit", "v1.20.0"),
+        "devicePlugin": operand("nvcr.io/nvidia", "k8s-device-plugin", "v0.20.0"),
+        "gfd": operand("nvcr.io/nvidia", "k8s-device-plugin", "v0.20.0"),
+        "migManager": operand("nvcr.io/nvidia/cloud-native", "k8s-mig-manager", "v0.15.0"),
+    }
+    merged = helm_merge(defaults, values)
+
+    def joined(section: Mapping[str, Any]) -> str:
+        return f"{section['repository']}/{section['image']}:{section['version']}"
+
+    sections = [merged["driver"]["manager"], *(merged[k] for k in ("toolkit", "devicePlugin", "gfd", "migManager"))]
+    operands = [joined(s) for s in sections] + ["nvcr.io/nvidia/gpu-operator:v26.7.0"]
     if merged["dcgmExporter"]["enabled"]:
-        operands += [
-            "nvcr.io/nvidia/cloud-native/dcgm:4.6.0-1-ubuntu24.04",
-            "nvcr.io/nvidia/k8s/dcgm-exporter:4.6.0-4.8.3-distroless",
-        ]
+        operands += ["nvcr.io/nvidia/cloud-native/dcgm:4.6.0-1-ubuntu24.04", joined(merged["dcgmExporter"])]
     pods = (
         ChartPod("operator Deployment", ("nvcr.io/nvidia/gpu-operator:v26.7.0",)),
         # The subchart's image tag defaults to its appVersion (charts/node-feature-discovery/Chart.yaml: v0.19.0).

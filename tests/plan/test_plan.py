@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -213,3 +214,15 @@ def test_plan_tells_to_restart_the_keda_operator_once_its_credential_exists(
     assert ("rollout restart deployment keda-operator" in out) == bool(keda), (
         "without the restart, every GPU ScaledObject fails to authenticate and nothing scales"
     )
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_plan_lists_every_image_with_its_digest_or_unpinned(plan_runs: dict[str, TwoRuns], stack: str) -> None:
+    out = plan_runs[stack].first.stdout
+    section = out.split("Images (each with its digest, or unpinned and why):", 1)[1].split("Rendered objects", 1)[0]
+    lines = " ".join(section.split())
+    # The model server and the smoke test: Docker Hub images by tag, through the registry, listed as unpinned.
+    assert re.search(r"\S+\.azurecr\.io/docker\.io/vllm/vllm-openai:v0\.34\.0 unpinned: the model servers", lines)
+    assert re.search(r"\.azurecr\.io/docker\.io/nvidia/cuda:12\.4\.1-base-ubuntu22\.04 unpinned: the GPU smoke", lines)
+    # Pinned images print the digest an upstream file records (the device plugin's, from the GPU Operator bundle).
+    assert re.search(r"\.azurecr\.io/nvcr\.io/nvidia/k8s-device-plugin:v0\.20\.0 sha256:a61ba9fd", lines), lines
