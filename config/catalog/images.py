@@ -10,7 +10,7 @@ docs/security.md lists them ("Image digests").
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Generator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -246,7 +246,7 @@ _LOGIN_SERVER: ContextVar[str | None] = ContextVar("registry_login_server", defa
 
 
 @contextmanager
-def pulled_through(login_server: str) -> Iterator[None]:
+def pulled_through(login_server: str) -> Generator[None]:
     """Within this block `mirrored` rewrites every reference to `login_server` (one platform's ACR)."""
     token = _LOGIN_SERVER.set(login_server)
     try:
