@@ -15,7 +15,6 @@ import pytest
 
 from aks_gpu_platform.components.gpu.node_images import GPU_OPERATOR_OPERANDS as GPU_OPERATOR_CHART_OPERANDS
 from aks_gpu_platform.components.monitoring import grafana as gd
-from aks_gpu_platform.components.monitoring.registry import REGISTRY
 from aks_gpu_platform.components.shared import roles
 from aks_gpu_platform.config import ConfigError, load_platform_config
 from aks_gpu_platform.config.catalog.images import (
@@ -43,6 +42,7 @@ from tests.models.abac import (
     role_assignment_write,
 )
 from tests.models.arm_spec import load_specs, schema_problems
+from tests.models.artifact_cache import cached_upstream
 from tests.models.pod_security_policy import INITIATIVE, POLICY_ASSIGNMENT, admission
 from tests.models.pod_security_policy import assignments as pod_security_assignments
 from tests.models.pod_security_standard import enforced_level
@@ -53,7 +53,6 @@ from tests.models.scheduling import _at as pod_spec_at
 from tools import REPO_ROOT, deploy_identity
 from tools.arm import arm_resource
 
-CACHE_RULE = "azure-native:containerregistry:CacheRule"
 CLUSTER = "azure-native:containerservice:ManagedCluster"
 AGENT_POOL = "azure-native:containerservice:AgentPool"
 STORAGE_ACCOUNT = "azure-native:storage:StorageAccount"
@@ -694,24 +693,6 @@ def _sourced(reference: str) -> str | None:
     return None if recorded.digest == digest else f"{reference}: not the digest {recorded.source} records"
 
 
-def _through_cache(image: str, recording: Recording) -> str | None:
-    """The upstream reference ACR's artifact cache pulls for `image`, from the stack's registries and cache rules
-    (a static rule maps its one repository, a wildcard `<prefix>/*` everything under the prefix: learn.microsoft.com/
-    azure/container-registry/wildcards-artifact-cache), or None when no rule of the stack's registries serves it."""
-    for registry in recording.of_type(REGISTRY):
-        server = f"{str(registry.inputs['registryName']).lower()}.azurecr.io"
-        if not image.startswith(f"{server}/"):
-            continue
-        repository, tail = re.split(r"(?=[:@])", image.removeprefix(f"{server}/"), maxsplit=1)
-        for rule in recording.of_type(CACHE_RULE):
-            target, source = str(rule.inputs["targetRepository"]), str(rule.inputs["sourceRepository"])
-            if target.endswith("/*") and repository.startswith(target[:-1]):
-                return source[:-1] + repository.removeprefix(target[:-1]) + tail
-            if repository == target:
-                return source + tail
-    return None
-
-
 def _images(recording: Recording) -> list[tuple[str, str, bool]]:
     """(object URN, image, set by a chart's default) for every image a rendered object runs: the pod specs, the RDMA
     plugin the network operator runs, and each release's pods as the chart at its pin renders them."""
@@ -744,7 +725,7 @@ def test_every_image_the_platform_runs_comes_through_its_registry_and_is_in_the_
         where = urn.rsplit("::", 1)[1]
         if f'"{image}"' in config_text:
             continue  # the user's image (inference sample, verification pods, pre-pull list): theirs to place
-        upstream = _through_cache(image, recording)
+        upstream = cached_upstream(image, recording)
         if upstream is None:
             # Outside a platform (a fleet's manager cluster) there is no registry to pull through.
             in_platform = "aks-gpu-platform:index:AksGpuPlatform" in urn
