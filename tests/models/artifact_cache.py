@@ -11,29 +11,35 @@ from __future__ import annotations
 
 import re
 
-from aks_gpu_platform.testing import Recording
+from aks_gpu_platform.testing import RecordedResource, Recording
 
 REGISTRY = "azure-native:containerregistry:Registry"
 CACHE_RULE = "azure-native:containerregistry:CacheRule"
 
 
-def cached_upstream(image: str, recording: Recording) -> str | None:
-    """The upstream reference the recorded registries' cache rules fetch for `image`
-    (`<login server>/<repository>[:tag][@digest]`), or None when no registry of the recording serves it."""
+def serving_rule(image: str, recording: Recording) -> tuple[RecordedResource, str] | None:
+    """The cache rule of a recorded registry that serves `image` (`<login server>/<repository>[:tag][@digest]`),
+    and the upstream reference it fetches; None when no rule does."""
     for registry in recording.of_type(REGISTRY):
-        server = f"{str(registry.inputs['registryName']).lower()}.azurecr.io"
+        name = str(registry.inputs["registryName"])
+        server = f"{name.lower()}.azurecr.io"
         if not image.startswith(f"{server}/"):
             continue
         path = image.removeprefix(f"{server}/")
         repository = re.split(r"[:@]", path, maxsplit=1)[0]
         tail = path.removeprefix(repository)  # `:tag`, `@digest` or both: passed upstream as given
-        rule_registry = registry.outputs.get("name", registry.inputs["registryName"])
         for rule in recording.of_type(CACHE_RULE):
-            if rule.inputs.get("registryName") not in (rule_registry, registry.inputs["registryName"]):
+            if rule.inputs.get("registryName") not in (name, registry.outputs.get("name")):
                 continue
             target, source = str(rule.inputs["targetRepository"]), str(rule.inputs["sourceRepository"])
             if target.endswith("/*") and repository.startswith(target[:-1]):
-                return source[:-1] + repository.removeprefix(target[:-1]) + tail
+                return rule, source[:-1] + repository.removeprefix(target[:-1]) + tail
             if repository == target:
-                return source + tail
+                return rule, source + tail
     return None
+
+
+def cached_upstream(image: str, recording: Recording) -> str | None:
+    """The upstream reference the recorded registries' cache rules fetch for `image`, or None when none serves it."""
+    served = serving_rule(image, recording)
+    return served[1] if served else None
