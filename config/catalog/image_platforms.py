@@ -27,8 +27,8 @@ class ImagePlatforms:
 
 _BOTH = frozenset({"amd64", ARM64})
 
-# Keyed by repository (registry/path, no tag; Docker Hub's spelled `docker.io/...`), or by a prefix ending in `/` for every repository under it; the
-# frozenset lists the tags the source was read at.
+# Keyed by repository (registry/path, no tag; Docker Hub's spelled `docker.io/...`), or by a prefix ending in `/`
+# for every repository under it; the frozenset lists the tags the source was read at.
 IMAGE_PLATFORMS: dict[str, tuple[frozenset[str], ImagePlatforms]] = {
     "nvcr.io/nvidia/k8s-device-plugin": (
         frozenset({"v0.20.0"}),
