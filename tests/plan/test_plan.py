@@ -19,6 +19,7 @@ from aks_gpu_platform.plan.mock_values import distinctive
 from aks_gpu_platform.plan.recording_cache import RECORDING_CACHE
 from aks_gpu_platform.testing import Recording
 from tests.conftest import STACKS, plan_in_process
+from tests.models.scheduling import object_pod_templates
 from tools import REPO_ROOT
 
 # A pull-request comment and a terminal both show lines as they are.
@@ -217,10 +218,26 @@ def test_plan_tells_to_restart_the_keda_operator_once_its_credential_exists(
 
 
 @pytest.mark.parametrize("stack", STACKS)
-def test_the_plan_lists_every_image_with_its_digest_or_unpinned(plan_runs: dict[str, TwoRuns], stack: str) -> None:
+def test_the_plan_lists_every_image_with_its_digest_or_unpinned(
+    plan_runs: dict[str, TwoRuns], recordings: dict[str, Recording], stack: str
+) -> None:
     out = plan_runs[stack].first.stdout
     section = out.split("Images (each with its digest, or unpinned and why):", 1)[1].split("Rendered objects", 1)[0]
     lines = " ".join(section.split())
+    # Every container the stack's objects run is listed: `image sha256:...`, or `image unpinned: why`.
+    containers = [
+        str(c["image"])
+        for pod in object_pod_templates(recordings[stack])
+        for c in [*(pod.spec.get("containers") or []), *(pod.spec.get("initContainers") or [])]
+    ]
+    assert containers, "every stack runs pods of its own"
+    missing: list[str] = []
+    for image in containers:
+        tagged, _, digest = image.partition("@")
+        listed = f"{tagged} {digest}" if digest else f"{image} unpinned: "
+        if listed not in lines:
+            missing.append(image)
+    assert not missing, f"images the plan does not list with a digest or `unpinned`: {sorted(set(missing))}"
     # The model server and the smoke test: Docker Hub images by tag, through the registry, listed as unpinned.
     assert re.search(r"\S+\.azurecr\.io/docker\.io/vllm/vllm-openai:v0\.34\.0 unpinned: the model servers", lines)
     assert re.search(r"\.azurecr\.io/docker\.io/nvidia/cuda:12\.4\.1-base-ubuntu22\.04 unpinned: the GPU smoke", lines)
