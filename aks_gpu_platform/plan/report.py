@@ -33,7 +33,7 @@ from aks_gpu_platform.components.gpu.health import NVSENTINEL_CHART, NVSENTINEL_
 from aks_gpu_platform.components.inference.autoscaling import KEDA_OPERATOR_SUBJECT
 from aks_gpu_platform.components.shared.roles import ROLE_NAMES
 from aks_gpu_platform.config import ConfigError, PlatformConfig, load_platform_config
-from aks_gpu_platform.config.catalog.images import FROM_UPSTREAM, unpinned_reason
+from aks_gpu_platform.config.catalog.images import FROM_UPSTREAM, UPSTREAMS, unpinned_reason
 from aks_gpu_platform.config.catalog.lustre_skus import AMLFS_SKUS
 from aks_gpu_platform.config.catalog.prices import HOURS_PER_MONTH
 from aks_gpu_platform.config.fleet.section import FleetPlan, is_fleet_stack, load_fleet
@@ -287,14 +287,19 @@ def wrap_all(lines: Sequence[str]) -> list[str]:
     return [wrapped for line in lines for wrapped in wrap(line, DETAIL_INDENT)]
 
 
-def image_lines(recording: Recording) -> list[str]:
-    """One line per image the stack's objects and chart values name: its digest, or `unpinned` and why."""
+def image_references(recording: Recording) -> set[str]:
+    """Every image the stack's objects and chart values name."""
     found: set[str] = set()
     for resource in recording.resources:
         if resource.type.startswith("kubernetes:"):
             _images_in(resource.inputs, found)
+    return found
+
+
+def image_lines(recording: Recording) -> list[str]:
+    """One line per image the stack's objects and chart values name: its digest, or `unpinned` and why."""
     lines: list[str] = []
-    for image in sorted(found):
+    for image in sorted(image_references(recording)):
         tagged, _, digest = image.partition("@")
         if digest:
             lines.append(f"{tagged} {digest}")
@@ -302,6 +307,24 @@ def image_lines(recording: Recording) -> list[str]:
             upstream = tagged.split("/", 1)[1] if ".azurecr.io/" in tagged else tagged
             lines.append(f"{tagged} unpinned: {unpinned_reason(upstream) or 'the stack file names it'}")
     return lines
+
+
+def anonymous_cache_warnings(recording: Recording) -> list[str]:
+    """One warning per rate-limited registry's cache rule without a credential set that the stack pulls through."""
+    warnings: list[str] = []
+    for rule in recording.of_type("azure-native:containerregistry:CacheRule"):
+        host = str(rule.inputs.get("sourceRepository", "")).removesuffix("/*")
+        upstream = UPSTREAMS.get(host)
+        if upstream is None or not upstream.rate_limited or rule.inputs.get("credentialSetResourceId"):
+            continue
+        pulled = sorted(i for i in image_references(recording) if f".azurecr.io/{upstream.target}/" in i)
+        if pulled:
+            warnings.append(
+                f"the registry's cache rule {rule.inputs.get('cacheRuleName')} pulls {host} anonymously (no credential "
+                f"set): its limit of anonymous pulls applies to the registry's first pull of each image, not to every "
+                f"node, and a new tag pulls again; {len(pulled)} images come through it: {', '.join(pulled)}"
+            )
+    return warnings
 
 
 def docker_hub_warnings(recording: Recording) -> list[str]:
@@ -427,6 +450,7 @@ def build_report(
         "chart defaults the nodes still pull from public registries, not through the platform's registry, where "
         "their release is installed: " + "; ".join(f"{pattern} ({who})" for pattern, who in FROM_UPSTREAM.items())
     )
+    report.warnings += anonymous_cache_warnings(recording)
     federated = recording.of_type("azure-native:managedidentity:FederatedIdentityCredential")
     if any(f.inputs.get("subject") == KEDA_OPERATOR_SUBJECT for f in federated):
         # Microsoft's KEDA add-on workload-identity guide: the operator gets its identity environment at pod start.

@@ -161,10 +161,26 @@ GPU_OPERATOR_OPERANDS: dict[str, PinnedImage] = {
 }
 
 
+# The GPU Operator's images that run by tag (UNPINNED says why), by values key: only their `repository` is set, so
+# the chart's image name and version stay (values.yaml at v26.7.0; the validator and operator default to the chart's
+# appVersion, the driver's version gets the node's OS appended).
+GPU_OPERATOR_REPOSITORIES: dict[str, str] = {
+    "operator": "nvcr.io/nvidia",
+    "validator": "nvcr.io/nvidia",
+    "driver": "nvcr.io/nvidia",
+    "dcgm": "nvcr.io/nvidia/cloud-native",
+}
+# Its node-feature-discovery subchart: `image.repository`, the tag its appVersion.
+GPU_OPERATOR_NFD_REPOSITORY = "registry.k8s.io/nfd/node-feature-discovery"
+
+
 def gpu_operator_image_values() -> dict[str, dict[str, object]]:
     """GPU Operator values that pin each operand above (`driver.manager` nests under `driver`), each pulled
     through the platform's registry (`repository` is the part before `/image`)."""
-    values: dict[str, dict[str, object]] = {}
+    values: dict[str, dict[str, object]] = {
+        key: {"repository": mirrored_repository(repository)} for key, repository in GPU_OPERATOR_REPOSITORIES.items()
+    }
+    values["node-feature-discovery"] = {"image": {"repository": mirrored_repository(GPU_OPERATOR_NFD_REPOSITORY)}}
     for key, image in GPU_OPERATOR_OPERANDS.items():
         top, _, inner = key.partition(".")
         section = values.setdefault(top, {})
@@ -293,25 +309,22 @@ def mirrored_repository_and_tag(reference: str) -> dict[str, str]:
 # Images charts run at their own image defaults (the values that would point them at the registry are not set yet),
 # so the nodes still pull them from upstream: `make plan` lists them, each with the release that runs it.
 FROM_UPSTREAM: dict[str, str] = {
-    "nvcr.io/nvidia/gpu-operator:*": "gpu-operator: the operator and its validator",
-    "nvcr.io/nvidia/cloud-native/dcgm:*": "gpu-operator: DCGM",
-    "nvcr.io/nvidia/driver:*": "gpu-operator: the driver container",
-    "registry.k8s.io/nfd/*": "gpu-operator and AMD GPU Operator: node-feature-discovery",
-    "nvcr.io/nvidia/cloud-native/network-operator*": "network-operator: the operator and its CRD hook",
-    "nvcr.io/nvidia/mellanox/node-feature-discovery*": "network-operator: node-feature-discovery",
-    "mcr.microsoft.com/oss/v2/kubernetes-csi/*": "azurelustre-csi-driver",
-    "registry.k8s.io/kueue/*": "kueue",
-    "registry.k8s.io/jobset/*": "jobset",
-    "quay.io/jetstack/*": "cert-manager",
+    "registry.k8s.io/nfd/*": "AMD GPU Operator: node-feature-discovery",
+    "mcr.microsoft.com/oss/v2/kubernetes-csi/*": "azurelustre-csi-driver (its 0.6.0 chart is published without "
+    "source: the values keys that would move its images are unread)",
     "ghcr.io/nvidia/nvsentinel/*": "nvsentinel",
     "docker.io/bitnamilegacy/*": "nvsentinel: MongoDB, its exporter, nginx and kubectl",
-    "registry.k8s.io/dra-driver-nvidia/*": "dra-driver-nvidia-gpu",
     "docker.io/rocm/*": "AMD GPU Operator, KMM and their operands",
     "rocm/*": "AMD GPU Operator: device plugin and node labeller",
     "gcr.io/kaniko-project/*": "AMD GPU Operator: KMM's driver builder",
     "docker.io/ubuntu:*": "AMD GPU Operator: the driver build's base image",
     "docker.io/library/busybox:*": "AMD GPU Operator: the operands' init container",
-    "mcr.microsoft.com/azure-cli:*": "the fleet manager's token rotation (the manager cluster has no registry)",
+}
+# What a fleet's manager cluster pulls from upstream: it has no registry to pull through.
+MANAGER_FROM_UPSTREAM: dict[str, str] = {
+    "mcr.microsoft.com/azure-cli:*": "the fleet manager's token rotation",
+    "registry.k8s.io/kueue/*": "the fleet manager's Kueue",
+    "registry.k8s.io/jobset/*": "the fleet manager's JobSet",
 }
 
 
@@ -319,6 +332,8 @@ def _matches(reference: str, pattern: str) -> bool:
     return reference == pattern or (pattern.endswith("*") and reference.startswith(pattern[:-1]))
 
 
-def from_upstream(reference: str) -> str | None:
-    """The release that pulls `reference` from upstream (its `FROM_UPSTREAM` entry), or None."""
-    return next((who for pattern, who in FROM_UPSTREAM.items() if _matches(reference, pattern)), None)
+def from_upstream(reference: str, in_platform: bool = True) -> str | None:
+    """The release that pulls `reference` from upstream (its `FROM_UPSTREAM` entry, or outside a platform its
+    `MANAGER_FROM_UPSTREAM` entry), or None."""
+    entries = FROM_UPSTREAM if in_platform else {**FROM_UPSTREAM, **MANAGER_FROM_UPSTREAM}
+    return next((who for pattern, who in entries.items() if _matches(reference, pattern)), None)

@@ -729,7 +729,8 @@ def test_every_image_the_platform_runs_comes_through_its_registry_and_is_in_the_
         if upstream is None:
             # Outside a platform (a fleet's manager cluster) there is no registry to pull through.
             in_platform = "aks-gpu-platform:index:AksGpuPlatform" in urn
-            if (in_platform and not chart_default) or not from_upstream(qualified(image.partition("@")[0])):
+            known = from_upstream(qualified(image.partition("@")[0]), in_platform)
+            if (in_platform and not chart_default) or not known:
                 problems.append(f"{where}: {image} is pulled from outside the platform's registry")
                 continue
             upstream = qualified(image)

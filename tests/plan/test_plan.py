@@ -243,3 +243,11 @@ def test_the_plan_lists_every_image_with_its_digest_or_unpinned(
     assert re.search(r"\.azurecr\.io/docker\.io/nvidia/cuda:12\.4\.1-base-ubuntu22\.04 unpinned: the GPU smoke", lines)
     # Pinned images print the digest an upstream file records (the device plugin's, from the GPU Operator bundle).
     assert re.search(r"\.azurecr\.io/nvcr\.io/nvidia/k8s-device-plugin:v0\.20\.0 sha256:a61ba9fd", lines), lines
+
+
+def test_the_plan_warns_that_docker_hub_is_pulled_anonymously_through_the_cache(plan_runs: dict[str, TwoRuns]) -> None:
+    # dev runs the model server and the smoke test from Docker Hub; the docker-hub rule has no credential set.
+    lines = " ".join(plan_runs["dev"].first.stdout.split())
+    warning = re.search(r"cache rule docker-hub pulls docker\.io anonymously \(no credential set\)[^!]*", lines)
+    assert warning, "a rate-limited upstream pulled without credentials is named in the plan"
+    assert "docker.io/vllm/vllm-openai:v0.34.0" in warning[0] and "docker.io/nvidia/cuda:" in warning[0], warning[0]
