@@ -9,11 +9,13 @@ Every child is named `<platform name>-<role>` (components/shared/placement.py), 
 never collide, and keeps the URN it had when it sat at the top of the stack.
 """
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
 import pulumi
 
+from aks_gpu_platform.config.catalog.images import pulled_through
 from aks_gpu_platform.config.gpu.scheduling import gpu_tolerations
 from aks_gpu_platform.config.platform import PlatformConfig
 
@@ -32,8 +34,8 @@ from .gpu.validation import GpuValidation
 from .inference.serving import check_servable
 from .inference.stage import build_inference, serving_namespaces
 from .monitoring.dcgm_exporter import EXPORTER_NAMESPACE
-from .monitoring.registry import Registry
-from .monitoring.stage import build_logs, build_monitoring
+from .monitoring.registry import Registry, login_server_of
+from .monitoring.stage import build_logs, build_monitoring, build_registry
 from .network.vnet import Network
 from .shared.context import ClusterHandle
 from .shared.placement import Placement
@@ -161,19 +163,23 @@ class AksGpuPlatform(pulumi.ComponentResource):
         joins = pool_placement(cfg, handle, site.network)
         cpu_pool = build_cpu_pool(cfg, place, joins)
         gpu_pools = build_gpu_pools(cfg, place, joins)
-        gpu_stack = build_gpu_software(cfg, place, handle, gpu_pools)
-        upgrades = build_upgrade(cfg, place, handle)
-        registry, monitoring = build_monitoring(cfg, place, handle, site, logs, aks, gpu_stack.driver_runtime)
-        validation = build_gpu_operations(
-            cfg, place, handle, aks, gpu_pools, gpu_stack, registry, monitoring, undrained
-        )
-        lustre, netapp_files = build_storage(cfg, place, handle, site.network)
-        training, team_storage = build_training(
-            cfg, place, handle, lustre, monitoring, teams_submit_here=teams_submit_here
-        )
-        self.model_serving = build_inference(
-            cfg, place, handle, monitoring, training.namespaces if training is not None else None
-        )
+        registry = build_registry(cfg, place, handle, site, aks)
+        # Every in-cluster object waits for the pulls through the registry; every image is rewritten to it.
+        handle = dataclasses.replace(handle, image_pulls=registry.pulls_ready)
+        with pulled_through(login_server_of(cfg.monitoring.registry, cfg.cluster.name)):
+            gpu_stack = build_gpu_software(cfg, place, handle, gpu_pools)
+            upgrades = build_upgrade(cfg, place, handle)
+            monitoring = build_monitoring(cfg, place, handle, registry, logs, gpu_stack.driver_runtime)
+            validation = build_gpu_operations(
+                cfg, place, handle, aks, gpu_pools, gpu_stack, registry, monitoring, undrained
+            )
+            lustre, netapp_files = build_storage(cfg, place, handle, site.network)
+            training, team_storage = build_training(
+                cfg, place, handle, lustre, monitoring, teams_submit_here=teams_submit_here
+            )
+            self.model_serving = build_inference(
+                cfg, place, handle, monitoring, training.namespaces if training is not None else None
+            )
 
         self.resource_group_name = site.resource_group_name
         self.network, self.cluster, self.handle, self.registry = site.network, aks, handle, registry

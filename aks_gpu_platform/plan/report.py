@@ -26,7 +26,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from aks_gpu_platform.components.gpu.amd_stack import AMD_DOCKER_HUB_IMAGES, AMD_GPU_OPERATOR_CHART
 from aks_gpu_platform.components.gpu.health import NVSENTINEL_CHART, NVSENTINEL_DOCKER_HUB_IMAGES
@@ -35,6 +35,7 @@ from aks_gpu_platform.components.inference.gateway_identity import shared_prefix
 from aks_gpu_platform.components.monitoring.grafana import GRAFANA_TEAM_PREFIX
 from aks_gpu_platform.components.shared.roles import ROLE_NAMES
 from aks_gpu_platform.config import ConfigError, PlatformConfig, load_platform_config
+from aks_gpu_platform.config.catalog.images import FROM_UPSTREAM, UPSTREAMS, unpinned_reason
 from aks_gpu_platform.config.catalog.lustre_skus import AMLFS_SKUS
 from aks_gpu_platform.config.catalog.prices import HOURS_PER_MONTH
 from aks_gpu_platform.config.fleet.section import FleetPlan, is_fleet_stack, load_fleet
@@ -268,6 +269,68 @@ DOCKER_HUB_PULLS = {
 }
 
 
+def _images_in(value: Any, found: set[str]) -> None:
+    """Every string under an `image` key (a container's image, a chart's `image.repository:tag` pair)."""
+    if isinstance(value, dict):
+        for key, inner in cast(dict[str, Any], value).items():
+            if key == "image" and isinstance(inner, str) and "/" in inner:
+                found.add(inner)
+            elif key == "image" and isinstance(inner, dict) and {"repository", "tag"} <= set(inner):
+                image = cast(dict[str, Any], inner)
+                if isinstance(image["repository"], str) and isinstance(image["tag"], str):
+                    registry = f"{image['registry']}/" if isinstance(image.get("registry"), str) else ""
+                    found.add(f"{registry}{image['repository']}:{image['tag']}")
+            else:
+                _images_in(inner, found)
+    elif isinstance(value, list):
+        for inner in cast(list[Any], value):
+            _images_in(inner, found)
+
+
+def wrap_all(lines: Sequence[str]) -> list[str]:
+    return [wrapped for line in lines for wrapped in wrap(line, DETAIL_INDENT)]
+
+
+def image_references(recording: Recording) -> set[str]:
+    """Every image the stack's objects and chart values name."""
+    found: set[str] = set()
+    for resource in recording.resources:
+        if resource.type.startswith("kubernetes:"):
+            _images_in(resource.inputs, found)
+    return found
+
+
+def image_lines(recording: Recording) -> list[str]:
+    """One line per image the stack's objects and chart values name: its digest, or `unpinned` and why."""
+    lines: list[str] = []
+    for image in sorted(image_references(recording)):
+        tagged, _, digest = image.partition("@")
+        if digest:
+            lines.append(f"{tagged} {digest}")
+        else:
+            upstream = tagged.split("/", 1)[1] if ".azurecr.io/" in tagged else tagged
+            lines.append(f"{tagged} unpinned: {unpinned_reason(upstream) or 'the stack file names it'}")
+    return lines
+
+
+def anonymous_cache_warnings(recording: Recording) -> list[str]:
+    """One warning per rate-limited registry's cache rule without a credential set that the stack pulls through."""
+    warnings: list[str] = []
+    for rule in recording.of_type("azure-native:containerregistry:CacheRule"):
+        host = str(rule.inputs.get("sourceRepository", "")).removesuffix("/*")
+        upstream = UPSTREAMS.get(host)
+        if upstream is None or not upstream.rate_limited or rule.inputs.get("credentialSetResourceId"):
+            continue
+        pulled = sorted(i for i in image_references(recording) if f".azurecr.io/{upstream.target}/" in i)
+        if pulled:
+            warnings.append(
+                f"the registry's cache rule {rule.inputs.get('cacheRuleName')} pulls {host} anonymously (no credential "
+                f"set): its limit of anonymous pulls applies to the registry's first pull of each image, not to every "
+                f"node, and a new tag pulls again; {len(pulled)} images come through it: {', '.join(pulled)}"
+            )
+    return warnings
+
+
 def docker_hub_warnings(recording: Recording) -> list[str]:
     """One warning per release that pulls images anonymously from Docker Hub, naming each image."""
     return [
@@ -320,6 +383,7 @@ class Report:
     tree: list[str] = field(default_factory=list[str])
     objects: list[str] = field(default_factory=list[str])
     policies: list[str] = field(default_factory=list[str])
+    images: list[str] = field(default_factory=list[str])
     outputs: str = ""
     written_to: str = ""
 
@@ -448,6 +512,12 @@ def build_report(
     report.warnings += shared_metrics_warnings(recording)
     report.warnings += shared_prefix_cache_warnings([(m.name, m.teams) for m in cfg.inference.models])
     report.warnings += shared_infiniband_warnings(cfg)
+    report.images = image_lines(recording)
+    report.warnings.append(
+        "chart defaults the nodes still pull from public registries, not through the platform's registry, where "
+        "their release is installed: " + "; ".join(f"{pattern} ({who})" for pattern, who in FROM_UPSTREAM.items())
+    )
+    report.warnings += anonymous_cache_warnings(recording)
     federated = recording.of_type("azure-native:managedidentity:FederatedIdentityCredential")
     if any(f.inputs.get("subject") == KEDA_OPERATOR_SUBJECT for f in federated):
         # Microsoft's KEDA add-on workload-identity guide: the operator gets its identity environment at pod start.
@@ -628,6 +698,7 @@ def render_text(report: Report) -> str:
     lines += ["", "Detail", "  Resources:", *report.tree]
     lines += ["  Resources by type:", *report.resource_counts, *report.objects]
     lines += ["  Policy verdicts (the rules `pulumi preview --policy-pack policy` runs):", *report.policies]
+    lines += ["  Images (each with its digest, or unpinned and why):", *wrap_all(report.images)]
     lines += wrap(report.outputs, "  ")
     lines.append(f"  Rendered objects, Helm values and plan.json written to {report.written_to}")
     return "\n".join(lines) + "\n"
@@ -668,6 +739,7 @@ def render_markdown(report: Report) -> str:
     lines += _details("Resources by type", report.resource_counts)
     lines += _details("Kubernetes objects", report.objects)
     lines += _details("Policy verdicts", report.policies)
+    lines += _details("Images (each with its digest, or unpinned and why)", report.images)
     lines += [report.outputs, ""]
     return "\n".join(lines)
 

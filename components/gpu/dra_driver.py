@@ -33,6 +33,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from aks_gpu_platform.config.catalog.images import mirrored_repository_and_tag
 from aks_gpu_platform.config.gpu.scheduling import GPU_POOL_NAME_LABEL_KEY, cpu_node_selector, gpu_tolerations
 from aks_gpu_platform.config.gpu.section import GpuPoolConfig, GpuStackMode
 
@@ -75,6 +76,8 @@ def dra_driver_values(
         "resources": {"gpus": {"enabled": False}, "computeDomains": {"enabled": True}},
         "resourceApiVersion": RESOURCE_API_VERSION,
         "nvidiaDriverRoot": DRIVER_ROOT[mode],
+        # One image for every pod (templates/_helpers.tpl fullimage: image.repository:image.tag).
+        "image": mirrored_repository_and_tag(DRA_DRIVER_IMAGE),
         "controller": {"nodeSelector": cpu_node_selector()},
         "kubeletPlugin": {
             "affinity": {"nodeAffinity": _on_pools([p.name for p in nvlink_pools])},

@@ -32,6 +32,7 @@ import pulumi
 import pulumi_azure_native.alertsmanagement as alertsmanagement
 import pulumi_kubernetes as k8s
 
+from aks_gpu_platform.config.catalog.images import mirrored_parts
 from aks_gpu_platform.config.gpu.health import (
     FATAL_GPU_CONDITIONS,
     WARNING_GPU_CONDITIONS,
@@ -261,8 +262,11 @@ def nvsentinel_values(
 
 def cert_manager_values() -> dict[str, Any]:
     """cert-manager v1.21.1: CRDs with the release, every pod on the CPU pool (global.nodeSelector is merged into
-    the controller's, webhook's, cainjector's and startupapicheck's own nodeSelector)."""
-    return {"crds": {"enabled": True}, "global": {"nodeSelector": cpu_node_selector()}}
+    the controller's, webhook's, cainjector's and startupapicheck's own nodeSelector). `imageRegistry` prefixes
+    every component's `jetstack/<name>` (templates/_helpers.tpl "cert-manager.image"): through the platform's
+    registry."""
+    registry = mirrored_parts(f"quay.io/jetstack/cert-manager-controller:{CERT_MANAGER_CHART[2]}")["registry"]
+    return {"crds": {"enabled": True}, "global": {"nodeSelector": cpu_node_selector()}, "imageRegistry": registry}
 
 
 def cert_manager_release(resource_name: str, opts: pulumi.ResourceOptions) -> k8s.helm.v3.Release:

@@ -15,7 +15,7 @@ from typing import TypedDict
 import pulumi
 import pulumi_kubernetes as k8s
 
-from aks_gpu_platform.config.catalog.images import pinned
+from aks_gpu_platform.config.catalog.images import mirrored
 from aks_gpu_platform.config.gpu.scheduling import (
     GPU_POOL_NAME_LABEL_KEY,
     SCANNED_CONTAINER_SECURITY_CONTEXT,
@@ -76,7 +76,7 @@ def prepull_pod_spec(pool: GpuPoolConfig, gpu_pools: Sequence[GpuPoolConfig]) ->
         "containers": [
             {
                 "name": "pause",
-                "image": pinned(PAUSE_IMAGE),
+                "image": mirrored(PAUSE_IMAGE),
                 "imagePullPolicy": "IfNotPresent",
                 "resources": SMALL,
                 "securityContext": dict(SCANNED_CONTAINER_SECURITY_CONTEXT),

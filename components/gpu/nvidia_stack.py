@@ -24,7 +24,11 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
-from aks_gpu_platform.config.catalog.images import gpu_operator_image_values, pinned_tag
+from aks_gpu_platform.config.catalog.images import (
+    gpu_operator_image_values,
+    mirrored_repository,
+    mirrored_repository_and_tag,
+)
 from aks_gpu_platform.config.gpu.scheduling import (
     GPU_POOL_LABEL_KEY,
     GPU_POOL_LABEL_VALUE,
@@ -65,6 +69,7 @@ RDMA_SHARED_DEVICE_PLUGIN = {
     "repository": "nvcr.io/nvidia/mellanox",
     "version": "network-operator-v26.4.1",
 }
+NETWORK_OPERATOR_REPOSITORY = "nvcr.io/nvidia/cloud-native"
 # The chart's own node-feature-discovery worker (runs on the InfiniBand nodes unless the GPU Operator's NFD serves):
 # deployment/network-operator values.yaml tags it `network-operator-v<release>` (README table at 25.7.0).
 NETWORK_OPERATOR_NFD_IMAGE = (
@@ -202,12 +207,14 @@ def gpu_operator_values(
             # The image's default counters leave the ECC, NVLink and throttling alerts blind.
             **({"config": operator_exporter_config()} if operator_dcgm else {}),
         },
-        "dcgm": {"enabled": operator_dcgm},
+        "dcgm": {"enabled": operator_dcgm, **images["dcgm"]},
+        "operator": images["operator"],
+        "validator": images["validator"],
         "mig": {"strategy": mig_strategy},
         # ClusterPolicy spec.daemonsets: every operand DaemonSet (driver, toolkit, plugin, GFD, DCGM, MIG).
         "daemonsets": {"tolerations": tolerations, "priorityClassName": SYSTEM_NODE_CRITICAL},
         # The subchart is not aliased: its values live under its own name.
-        "node-feature-discovery": {"worker": {"tolerations": tolerations}},
+        "node-feature-discovery": {**images["node-feature-discovery"], "worker": {"tolerations": tolerations}},
     }
     values["migManager"] = images["migManager"]
     if mig_strategy != "none":
@@ -223,11 +230,18 @@ def network_operator_values(own_nfd: bool, tolerations: list[dict[str, str]]) ->
     the GPU taint there would let the controller sit on (and keep awake) a GPU node. The RDMA plugin
     DaemonSet takes its tolerations from the NicClusterPolicy.
     """
-    values: dict[str, Any] = {"nfd": {"enabled": own_nfd}}
+    # The operator and its CRD hooks run `operator.repository`/network-operator (values.yaml); through the registry.
+    values: dict[str, Any] = {
+        "nfd": {"enabled": own_nfd},
+        "operator": {"repository": mirrored_repository(NETWORK_OPERATOR_REPOSITORY)},
+    }
     if own_nfd:
         # The RDMA plugin DaemonSet selects feature.node.kubernetes.io/pci-15b3.present=true, a label
         # only an NFD worker on the node writes; the chart's worker does not tolerate the GPU taint.
-        values["node-feature-discovery"] = {"worker": {"tolerations": tolerations}}
+        values["node-feature-discovery"] = {
+            "image": {"repository": mirrored_repository(NETWORK_OPERATOR_NFD_IMAGE.rsplit(":", 1)[0])},
+            "worker": {"tolerations": tolerations},
+        }
     return values
 
 
@@ -298,7 +312,7 @@ class GpuStack(pulumi.ComponentResource):
                     "priorityClassName": SYSTEM_NODE_CRITICAL,
                     "migStrategy": self.mig_strategy,
                     # The chart joins image.repository and image.tag: `tag@digest` pulls the digest.
-                    "image": {"tag": pinned_tag(DEVICE_PLUGIN_IMAGE, f"v{DEVICE_PLUGIN_CHART[2]}")},
+                    "image": mirrored_repository_and_tag(f"{DEVICE_PLUGIN_IMAGE}:v{DEVICE_PLUGIN_CHART[2]}"),
                     **device_plugin_sharing_values(device_plugin_configs(pools)),
                 },
                 k8s_opts,
@@ -367,7 +381,11 @@ class GpuStack(pulumi.ComponentResource):
                 spec={
                     "nodeAffinity": gpu_node_affinity(ib_pools),
                     "tolerations": tolerations,
-                    "rdmaSharedDevicePlugin": {**RDMA_SHARED_DEVICE_PLUGIN, "config": json.dumps(device_config)},
+                    "rdmaSharedDevicePlugin": {
+                        **RDMA_SHARED_DEVICE_PLUGIN,
+                        "repository": mirrored_repository(RDMA_SHARED_DEVICE_PLUGIN["repository"]),
+                        "config": json.dumps(device_config),
+                    },
                 },
                 # The NicClusterPolicy CRD is in the Network Operator chart's crds/: Helm installs it
                 # before the release's templates, so the finished release is enough to wait for.

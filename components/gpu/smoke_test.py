@@ -15,6 +15,7 @@ from typing import Any, TypedDict, cast
 import pulumi
 import pulumi_kubernetes as k8s
 
+from aks_gpu_platform.config.catalog.images import mirrored
 from aks_gpu_platform.config.gpu.scheduling import (
     GPU_RESOURCE,
     SCANNED_CONTAINER_SECURITY_CONTEXT,
@@ -64,7 +65,7 @@ def smoke_test_pod_spec(gpu_pools: Sequence[GpuPoolConfig]) -> dict[str, Any]:
         "containers": [
             {
                 "name": "nvidia-smi",
-                "image": CUDA_IMAGE,
+                "image": mirrored(CUDA_IMAGE),
                 "imagePullPolicy": "Always",
                 "command": ["nvidia-smi"],
                 "resources": {

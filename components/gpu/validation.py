@@ -30,6 +30,7 @@ from typing import Any, NotRequired, TypedDict, cast
 import pulumi
 import pulumi_kubernetes as k8s
 
+from aks_gpu_platform.config.catalog.images import mirrored
 from aks_gpu_platform.config.gpu.scheduling import (
     GPU_POOL_NAME_LABEL_KEY,
     GPU_RESOURCE,
@@ -126,7 +127,7 @@ def dcgm_diag_pod_spec(pool: GpuPoolConfig) -> dict[str, Any]:
         "containers": [
             {
                 "name": "dcgm-diag",
-                "image": DCGM_IMAGE,
+                "image": mirrored(DCGM_IMAGE),
                 "imagePullPolicy": "Always",
                 "command": ["bash", "-c", DCGM_DIAG_SCRIPT],
                 "env": [
@@ -168,7 +169,7 @@ def topology_init_container(topology: TopologyFile) -> dict[str, Any]:
     }
     return {
         "name": "topology",
-        "image": PYTORCH_IMAGE,  # already pulled for the probe; python3 and its TLS roots are in it
+        "image": mirrored(PYTORCH_IMAGE),  # already pulled for the probe; python3 and its TLS roots are in it
         "imagePullPolicy": "Always",
         "command": ["python3", "-c", TOPOLOGY_FETCH_SCRIPT],
         "env": [{"name": k, "value": v} for k, v in env.items()],
@@ -245,7 +246,7 @@ def nccl_pod_spec(
         "containers": [
             {
                 "name": "nccl",
-                "image": PYTORCH_IMAGE,
+                "image": mirrored(PYTORCH_IMAGE),
                 "imagePullPolicy": "Always",
                 "command": ["bash", "-c", f"set -eu; exec {torchrun}"],
                 "env": [{"name": k, "value": v} for k, v in env.items()],

@@ -2,8 +2,9 @@
 and nothing else (NetworkPolicy as Cilium enforces it, components/network/policies.py).
 
 Every pod of the models and gateway namespaces: cluster DNS only. On top of that, by role:
-- model servers: HTTPS to public addresses, for the weights download from the Hugging Face Hub (huggingface.co
-  and the CDN it redirects to). The cluster runs Cilium without Advanced Container Networking Services, so no
+- weights staging Jobs: HTTPS to public addresses, for the weights download from the Hugging Face Hub (huggingface.co
+  and the CDN it redirects to). The model servers load the staged copy with the Hub offline and reach nothing
+  outside the cluster. The cluster runs Cilium without Advanced Container Networking Services, so no
   FQDN policy exists and a Kubernetes NetworkPolicy cannot name a host: the rule is TCP 443 to the internet with
   IMDS (169.254.169.254: its token endpoint hands out the node identity's token), the WireServer (168.63.129.16),
   link-local and the private ranges (the VNet, private endpoints, file servers) taken out. A multi-node model's
@@ -33,6 +34,8 @@ USAGE_STATS_OFF: list[dict[str, str]] = [
 ]
 SERVER_LABELS = {"app.kubernetes.io/name": "vllm"}
 """What every model server pod carries (a model's own pods add their instance label)."""
+WEIGHTS_STAGE_LABELS = {"app.kubernetes.io/name": "weights-stage"}
+"""What every weights staging pod carries (with its model's instance label): the only pods that download."""
 ISTIO_NAMESPACE_LABELS = {NAMESPACE_NAME_LABEL: "istio-system"}
 ISTIOD_LABELS = {"app": "istiod"}  # manifests/charts/istio-control/istio-discovery templates/deployment.yaml
 ISTIOD_XDS_PORT = 15012
@@ -52,10 +55,11 @@ def dns_only() -> k8s.networking.v1.NetworkPolicySpecArgsDict:
     return {"pod_selector": {}, "policy_types": ["Egress"], "egress": [dns_egress()]}
 
 
-def server_egress() -> k8s.networking.v1.NetworkPolicySpecArgsDict:
-    """Model servers: the weights source (HTTPS on the internet)."""
+def weights_stage_egress() -> k8s.networking.v1.NetworkPolicySpecArgsDict:
+    """The weights staging Jobs: the weights source (HTTPS on the internet). The servers themselves load the staged
+    copy with the Hub offline (HF_HUB_OFFLINE), so they reach nothing outside the cluster."""
     return {
-        "pod_selector": {"match_labels": SERVER_LABELS},
+        "pod_selector": {"match_labels": WEIGHTS_STAGE_LABELS},
         "policy_types": ["Egress"],
         "egress": [internet_https_egress()],
     }
@@ -125,7 +129,7 @@ def models_egress(
 ) -> None:
     """The models namespace's egress policies."""
     _policy(f"{name}-egress-dns-only", "egress-dns-only", namespace, dns_only(), opts)
-    _policy(f"{name}-egress-servers", "egress-model-servers", namespace, server_egress(), opts)
+    _policy(f"{name}-egress-weights-stage", "egress-weights-stage", namespace, weights_stage_egress(), opts)
     for model, pods in models.items():
         _policy(
             f"{name}-egress-picker-{model}", f"egress-picker-{model}", namespace, picker_egress(pods, server_port), opts

@@ -21,6 +21,7 @@ from typing import NotRequired, TypedDict
 import pulumi
 import pulumi_kubernetes as k8s
 
+from aks_gpu_platform.config.catalog.images import mirrored_repository
 from aks_gpu_platform.config.gpu.scheduling import cpu_node_selector
 
 from ..network.policies import NAMESPACE_NAME_LABEL
@@ -124,7 +125,7 @@ def istiod_values() -> dict[str, object]:
     """istiod chart values (flat: `pilot.` is istioctl's prefix only)."""
     runtime_default = {"type": "RuntimeDefault"}
     return {
-        "global": {"hub": ISTIO_HUB, "tag": ISTIO_VERSION},
+        "global": {"hub": mirrored_repository(ISTIO_HUB), "tag": ISTIO_VERSION},
         "env": {"ENABLE_GATEWAY_API_INFERENCE_EXTENSION": "true"},
         "nodeSelector": cpu_node_selector(),
         # One replica on the small CPU pool; the HPA the chart adds by default would only grow it.

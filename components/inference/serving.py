@@ -30,6 +30,7 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from aks_gpu_platform.config.catalog.cold_start import AUTOSCALER_GPU_DELAY, NODE_PROVISIONING, node_provisioning
+from aks_gpu_platform.config.catalog.images import mirrored, mirrored_parts, mirrored_repository_and_tag
 from aks_gpu_platform.config.catalog.models import GPU_MEMORY_UTILIZATION, serving_dtype
 from aks_gpu_platform.config.errors import ConfigError
 from aks_gpu_platform.config.gpu.scheduling import (
@@ -64,7 +65,7 @@ from .autoscaling import (
     keda_object_options,
     keda_trigger_authentication,
 )
-from .egress import SERVER_LABELS, USAGE_STATS_OFF, ModelPods, models_egress
+from .egress import SERVER_LABELS, USAGE_STATS_OFF, WEIGHTS_STAGE_LABELS, ModelPods, models_egress
 from .gateway import (
     GATEWAY_NAME,
     GATEWAY_NAMESPACE,
@@ -81,11 +82,14 @@ VLLM_PORT = 8000
 VLLM_UID, VLLM_GID = 2000, 0
 INFERENCE_POOL_CHART = "oci://registry.k8s.io/gateway-api-inference-extension/charts/inferencepool"
 INFERENCE_POOL_CHART_VERSION = "v1.5.0"
+# The endpoint picker the chart runs by default (config/charts/inferencepool/values.yaml at v1.5.0).
+PICKER_IMAGE = f"registry.k8s.io/gateway-api-inference-extension/epp:{INFERENCE_POOL_CHART_VERSION}"
 EPP_GRPC_PORT = 9002
 LWS_API_VERSION = "leaderworkerset.x-k8s.io/v1"
 LWS_CHART = "oci://registry.k8s.io/lws/charts/lws"
 LWS_VERSION = "0.10.0"
 LWS_IMAGE_TAG = "v0.10.0"
+LWS_IMAGE = f"registry.k8s.io/lws/lws:{LWS_IMAGE_TAG}"
 LWS_NAMESPACE = "lws-system"
 CACHE_MOUNT = "/cache"
 IMAGE_PULL_ALLOWANCE_SECONDS = 900
@@ -236,7 +240,7 @@ def vllm_pod_spec(
     gpus = str(model.tensor_parallel)
     container: dict[str, Any] = {
         "name": "vllm",
-        "image": VLLM_IMAGE,
+        "image": mirrored(VLLM_IMAGE),
         "imagePullPolicy": "IfNotPresent",
         "command": ["vllm", "serve"],
         "args": vllm_args(model, pool.sku.gpu_model, multi_node),
@@ -319,7 +323,7 @@ def staging_job_spec(model: ServedModelConfig, cache_claim: str, token_secret: s
         )
     container: dict[str, Any] = {
         "name": "stage-weights",
-        "image": VLLM_IMAGE,
+        "image": mirrored(VLLM_IMAGE),
         "imagePullPolicy": "IfNotPresent",
         "command": ["hf"],
         "args": args,
@@ -338,9 +342,7 @@ def staging_job_spec(model: ServedModelConfig, cache_claim: str, token_secret: s
         "template": {
             # Not the servers' labels: the Deployment, InferencePool and PodMonitor select those, and the picker would
             # count this pod among the model's endpoints.
-            "metadata": {
-                "labels": {"app.kubernetes.io/name": "weights-stage", "app.kubernetes.io/instance": model.name}
-            },
+            "metadata": {"labels": {**WEIGHTS_STAGE_LABELS, "app.kubernetes.io/instance": model.name}},
             "spec": {
                 "restartPolicy": "OnFailure",
                 "nodeSelector": cpu_node_selector(),
@@ -433,7 +435,7 @@ def inference_pool_values(model: ServedModelConfig) -> dict[str, Any]:
         "provider": {"name": "istio"},
         "inferenceExtension": {
             "replicas": 1,
-            "image": {"pullPolicy": "IfNotPresent"},
+            "image": {**mirrored_parts(PICKER_IMAGE), "pullPolicy": "IfNotPresent"},
             "affinity": cpu_node_affinity(),
             # The chart's 4 CPU / 8 GiB is sized for high-QPS scale tests (values.yaml); one model's picker on the
             # small CPU pool needs a fraction of it. Memory limit kept well above the request.
@@ -881,7 +883,7 @@ def lws_values() -> dict[str, Any]:
     """LeaderWorkerSet chart values (charts/lws/values.yaml at v0.10.0): in git the image tag is `main`; the
     published chart is stamped with the release tag (hack/push-chart.sh), set here all the same."""
     return {
-        "image": {"manager": {"tag": LWS_IMAGE_TAG, "pullPolicy": "IfNotPresent"}},
+        "image": {"manager": {**mirrored_repository_and_tag(LWS_IMAGE), "pullPolicy": "IfNotPresent"}},
         "nodeSelector": cpu_node_selector(),
         # The chart asks 1 CPU / 1 GiB; a controller reconciling a few groups needs a fraction on the small CPU pool.
         "resources": {"requests": {"cpu": "250m", "memory": "512Mi"}, "limits": {"memory": "1Gi"}},

@@ -18,7 +18,7 @@ from typing import cast
 import pulumi
 import pulumi_kubernetes as k8s
 
-from aks_gpu_platform.config.catalog.images import pinned
+from aks_gpu_platform.config.catalog.images import mirrored
 from aks_gpu_platform.config.gpu.scheduling import gpu_tolerations
 from aks_gpu_platform.config.gpu.section import GpuPoolConfig
 
@@ -61,7 +61,7 @@ def managed_exporter_anchor(
         "containers": [
             {
                 "name": "anchor",
-                "image": pinned(PAUSE_IMAGE),
+                "image": mirrored(PAUSE_IMAGE),
                 # Declared, never bound: the exporter service on the node owns the port.
                 "ports": [{"name": port_name, "container_port": MANAGED_EXPORTER_PORT, "protocol": "TCP"}],
                 "resources": {"requests": {"cpu": "1m", "memory": "4Mi"}, "limits": {"cpu": "10m", "memory": "16Mi"}},

@@ -5,6 +5,7 @@ from typing import TypedDict
 import pulumi
 import pulumi_azure_native.containerregistry as containerregistry
 
+from aks_gpu_platform.config.catalog.images import UPSTREAMS
 from aks_gpu_platform.config.monitoring.section import RegistryConfig, derived_name
 
 from ..network.private_endpoint import private_endpoint
@@ -42,6 +43,12 @@ DCGM_UPSTREAM = "nvcr.io/nvidia/k8s/dcgm-exporter"
 def registry_name_of(settings: RegistryConfig, base_name: str) -> str:
     """The registry's Azure name: the configured one, else derived from the cluster name."""
     return derived_name(settings.name, "acr", base_name, 50, alphanumeric=True)
+
+
+def login_server_of(settings: RegistryConfig, base_name: str) -> str:
+    """`<name>.azurecr.io`, known before the registry exists: ACR's login server is its name in lower case under
+    azurecr.io (the registry keeps the default, unscoped domain name label), so image references are plain text."""
+    return f"{registry_name_of(settings, base_name).lower()}.azurecr.io"
 
 
 class RegistryArgs(TypedDict):
@@ -117,6 +124,19 @@ class Registry(pulumi.ComponentResource):
             target_repository=cfg.dcgm_cache_repository,
             opts=child,
         )
+        # Every other image: one wildcard rule per upstream registry (`<host>/*` in the registry caches `<host>/*`).
+        self.upstream_cache_rules = [
+            containerregistry.CacheRule(
+                f"{name}-cache-{upstream.rule_name}",
+                resource_group_name=rg,
+                registry_name=self.registry.name,
+                cache_rule_name=upstream.rule_name,
+                source_repository=f"{upstream.host}/*",
+                target_repository=f"{upstream.target}/*",
+                opts=child,
+            )
+            for upstream in UPSTREAMS.values()
+        ]
         self.acr_pull = roles.assign_role(
             f"{name}-kubelet-acr-pull",
             role_guid=roles.ACR_PULL,
@@ -129,6 +149,9 @@ class Registry(pulumi.ComponentResource):
         self.dcgm_exporter_repository = pulumi.Output.all(
             self.registry.login_server, self.cache_rule.target_repository, self.acr_pull.id
         ).apply(lambda parts: f"{parts[0]}/{parts[1]}")
+
+        self.pulls_ready: list[pulumi.Resource] = [self.acr_pull, *self.upstream_cache_rules]
+        """What a pod pulling through the registry waits for: the kubelet's AcrPull and the cache rules."""
 
         self.private_endpoint_id = None
         if not public:
@@ -147,6 +170,7 @@ class Registry(pulumi.ComponentResource):
                 tags=tags,
             )
             self.private_endpoint_id = link.endpoint.id
+            self.pulls_ready += link.ready
 
         self.register_outputs(
             {

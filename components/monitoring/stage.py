@@ -1,5 +1,5 @@
-"""The monitoring stages of AksGpuPlatform: Log Analytics before the cluster; after it, the registry that serves
-the DCGM exporter image, then metrics, alerts and Grafana."""
+"""The monitoring stages of AksGpuPlatform: Log Analytics before the cluster; after it, the registry every image is
+pulled through, then (after the GPU software) metrics, alerts and Grafana."""
 
 from __future__ import annotations
 
@@ -38,16 +38,11 @@ def build_logs(cfg: PlatformConfig, place: Placement, site: Site) -> tuple[LogWo
     }
 
 
-def build_monitoring(
-    cfg: PlatformConfig,
-    place: Placement,
-    handle: ClusterHandle,
-    site: Site,
-    logs: LogWorkspace,
-    aks: AksCluster,
-    driver_runtime: tuple[k8s.helm.v3.Release, str] | None,
-) -> tuple[Registry, GpuMonitoring]:
-    acr = Registry(
+def build_registry(
+    cfg: PlatformConfig, place: Placement, handle: ClusterHandle, site: Site, aks: AksCluster
+) -> Registry:
+    """The registry every in-cluster image is pulled through: before anything that runs a pod."""
+    return Registry(
         place.role("registry"),
         {
             "cluster": handle,
@@ -59,6 +54,16 @@ def build_monitoring(
         },
         place.child("registry"),
     )
+
+
+def build_monitoring(
+    cfg: PlatformConfig,
+    place: Placement,
+    handle: ClusterHandle,
+    acr: Registry,
+    logs: LogWorkspace,
+    driver_runtime: tuple[k8s.helm.v3.Release, str] | None,
+) -> GpuMonitoring:
     operator_release, runtime_class = driver_runtime if driver_runtime is not None else (None, None)
     monitoring = GpuMonitoring(
         place.role("monitoring"),
@@ -79,4 +84,4 @@ def build_monitoring(
         },
         place.child("monitoring"),
     )
-    return acr, monitoring
+    return monitoring

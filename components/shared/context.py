@@ -1,6 +1,6 @@
 """What in-cluster and Azure children need from the cluster, passed as one handle."""
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import pulumi
@@ -30,8 +30,13 @@ class ClusterHandle:
     """The cluster's OIDC issuer (workload identity federation)."""
     protect: bool
     """Protect stateful resources (prod)."""
+    image_pulls: Sequence[pulumi.Resource] = ()
+    """What an in-cluster object waits for so its pods can pull through the platform's registry (the kubelet's
+    AcrPull, the cache rules, the private endpoint); empty before the registry exists."""
 
     def k8s_options(self, parent: pulumi.Resource | None = None) -> pulumi.ResourceOptions:
         """Options for an in-cluster object: the cluster's provider, deleted with the cluster; under `parent`
         when given (a component's child), at the top of the stack otherwise."""
-        return pulumi.ResourceOptions(parent=parent, provider=self.provider, deleted_with=self.cluster)
+        return pulumi.ResourceOptions(
+            parent=parent, provider=self.provider, deleted_with=self.cluster, depends_on=list(self.image_pulls) or None
+        )

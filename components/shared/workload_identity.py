@@ -7,6 +7,7 @@ import pulumi
 import pulumi_azure_native.managedidentity as managedidentity
 import pulumi_kubernetes as k8s
 
+from aks_gpu_platform.config.catalog.images import mirrored
 from aks_gpu_platform.config.gpu.scheduling import (
     SCANNED_CONTAINER_SECURITY_CONTEXT,
     cpu_node_selector,
@@ -80,7 +81,7 @@ def python_program_pod(
         "containers": [
             {
                 "name": container,
-                "image": AZURE_CLI_IMAGE,
+                "image": mirrored(AZURE_CLI_IMAGE),
                 "imagePullPolicy": "Always",
                 "command": ["python3", "-c", program],
                 "env": [{"name": key, "value": value} for key, value in env.items()],

@@ -20,6 +20,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
+from aks_gpu_platform.config.catalog.images import mirrored_repository_and_tag
 from aks_gpu_platform.config.errors import ConfigError
 from aks_gpu_platform.config.gpu.scheduling import (
     GPU_RESOURCE,
@@ -47,6 +48,9 @@ KUEUE_RELEASE = "kueue"
 # oci://registry.k8s.io/jobset/charts/jobset: kubernetes-sigs/jobset tag v0.12.0 (2026-05-08), charts/jobset.
 JOBSET_CHART = "oci://registry.k8s.io/jobset/charts/jobset"
 JOBSET_VERSION = "0.12.0"
+# The release images (hack/helm-chart-package.sh stamps them into the published chart; git's values name staging).
+KUEUE_IMAGE = f"registry.k8s.io/kueue/kueue:v{KUEUE_VERSION}"
+JOBSET_IMAGE = f"registry.k8s.io/jobset/jobset:v{JOBSET_VERSION}"
 JOBSET_NAMESPACE = "jobset-system"
 
 KUEUE_API_VERSION = "kueue.x-k8s.io/v1beta2"
@@ -328,7 +332,11 @@ class TrainingQueues(pulumi.ComponentResource):
                 chart=JOBSET_CHART,
                 version=JOBSET_VERSION,
                 namespace=JOBSET_NAMESPACE,
-                values={"controller": {"nodeSelector": cpu_node_selector()}},
+                # charts/jobset values.yaml at git names a staging image; the release image, through the registry.
+                values={
+                    "controller": {"nodeSelector": cpu_node_selector()},
+                    "image": mirrored_repository_and_tag(JOBSET_IMAGE),
+                },
                 opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[jobset_namespace])),
             )
             # Kueue sets up its JobSet integration at start when the JobSet CRD is there.
@@ -347,6 +355,7 @@ class TrainingQueues(pulumi.ComponentResource):
                     "nodeSelector": cpu_node_selector(),
                     # A PDB with minAvailable equal to the replicas would block every node drain.
                     "podDisruptionBudget": {"enabled": replicas > 1, "minAvailable": 1},
+                    "manager": {"image": mirrored_repository_and_tag(KUEUE_IMAGE)},
                 },
                 "managerConfig": {
                     "controllerManagerConfigYaml": yaml.safe_dump(

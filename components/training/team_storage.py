@@ -40,6 +40,7 @@ import pulumi_azure_native.authorization as authorization
 import pulumi_azure_native.storage as storage
 import pulumi_kubernetes as k8s
 
+from aks_gpu_platform.config.catalog.images import mirrored
 from aks_gpu_platform.config.gpu.scheduling import cpu_node_selector
 from aks_gpu_platform.config.training.section import TeamConfig, TrainingConfig
 
@@ -520,7 +521,7 @@ class TeamStorage(pulumi.ComponentResource):
     ) -> k8s.batch.v1.Job:
         container: Mapping[str, Any] = {
             "name": "directory",
-            "image": DIRECTORY_JOB_IMAGE,
+            "image": mirrored(DIRECTORY_JOB_IMAGE),
             "image_pull_policy": "Always",
             "command": ["sh", "-c", directory_script(team)],
             "volume_mounts": [{"name": "lustre", "mount_path": ROOT_MOUNT}],

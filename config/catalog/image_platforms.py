@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..errors import ConfigError
+from .images import qualified
 
 ARM64 = "arm64"
 
@@ -26,8 +27,8 @@ class ImagePlatforms:
 
 _BOTH = frozenset({"amd64", ARM64})
 
-# Keyed by repository (registry/path, no tag), or by a prefix ending in `/` for every repository under it; the
-# frozenset lists the tags the source was read at.
+# Keyed by repository (registry/path, no tag; Docker Hub's spelled `docker.io/...`), or by a prefix ending in `/`
+# for every repository under it; the frozenset lists the tags the source was read at.
 IMAGE_PLATFORMS: dict[str, tuple[frozenset[str], ImagePlatforms]] = {
     "nvcr.io/nvidia/k8s-device-plugin": (
         frozenset({"v0.20.0"}),
@@ -63,7 +64,7 @@ IMAGE_PLATFORMS: dict[str, tuple[frozenset[str], ImagePlatforms]] = {
         ),
     ),
     # docker.io; NVIDIA's build repository is gitlab.com/nvidia/container-images/cuda, read through its GitHub mirror.
-    "nvidia/cuda": (
+    "docker.io/nvidia/cuda": (
         frozenset({"12.4.1-base-ubuntu22.04"}),
         ImagePlatforms(
             _BOTH,
@@ -155,7 +156,7 @@ IMAGE_PLATFORMS: dict[str, tuple[frozenset[str], ImagePlatforms]] = {
 def image_platforms(image: str) -> ImagePlatforms | None:
     """The platforms of a pinned image reference (`repo:tag`), or None when no row covers that tag."""
     # `repo:tag@sha256:...` (config/catalog/images.py pins multi-architecture index digests): the tag's platforms.
-    tagged = image.split("@", 1)[0]
+    tagged = qualified(image.split("@", 1)[0])  # `nvidia/cuda` and `docker.io/nvidia/cuda` are one repository
     repository, _, tag = tagged.rpartition(":") if ":" in tagged.rsplit("/", 1)[-1] else (tagged, "", "")
     row = IMAGE_PLATFORMS.get(repository) or IMAGE_PLATFORMS.get(repository.rsplit("/", 1)[0] + "/")
     # A tag the source was not read at may be built differently (NVIDIA dropped arm64 from some CUDA tags).

@@ -10,6 +10,9 @@ docs/security.md lists them ("Image digests").
 from __future__ import annotations
 
 import re
+from collections.abc import Generator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
@@ -113,7 +116,6 @@ UNPINNED: dict[str, str] = {
     "registry.k8s.io/kueue/*": f"Kueue (chart defaults): {_NO_RECORD}",
     "registry.k8s.io/jobset/*": f"JobSet (chart defaults): {_NO_RECORD}",
     "quay.io/jetstack/cert-manager-*": f"cert-manager (chart defaults): {_NO_RECORD}",
-    "mcr.microsoft.com/oss/v2/kubernetes-csi/azurelustre-csi:*": f"the Lustre CSI driver: {_NO_RECORD}",
     "ghcr.io/nvidia/nvsentinel/*": f"NVSentinel's agents (chart defaults): {_NO_RECORD}",
     "docker.io/bitnamilegacy/*": "NVSentinel's MongoDB, its exporter, nginx and kubectl: Bitnami froze these "
     f"repositories (no more updates, security fixes included); {_NO_RECORD}",
@@ -121,7 +123,11 @@ UNPINNED: dict[str, str] = {
     "gcr.io/kaniko-project/executor:v1.23.2": "KMM's driver builder for AMD pools: the kaniko project is archived "
     f"upstream; {_NO_RECORD}",
     "docker.io/ubuntu:*": f"AMD driver build base images: {_NO_RECORD}",
-    "mcr.microsoft.com/azure-cli:2.74.0-azurelinux3.0": f"the AMD registry-secret Job: {_NO_RECORD}",
+    "docker.io/library/busybox:*": f"the AMD GPU Operator's init container: {_NO_RECORD}",
+    "nvcr.io/nvidia/cloud-native/network-operator*": f"the Network Operator and its CRD hook: {_NO_RECORD}",
+    "mcr.microsoft.com/oss/v2/kubernetes-csi/azurelustre-csi*": f"the Lustre CSI driver: {_NO_RECORD}",
+    "mcr.microsoft.com/azure-cli:2.74.0-azurelinux3.0": "the AMD registry-secret Job, the team directory Job and the "
+    f"fleet's token rotation: {_NO_RECORD}",
     "vllm/vllm-openai:v0.34.0": f"the model servers (Docker Hub): {_NO_RECORD}",
     "gcr.io/istio-release/*": f"Istio's istiod (pilot) and gateway (proxyv2) 1.30.3: {_NO_RECORD}",
     "registry.k8s.io/gateway-api-inference-extension/epp:v1.5.0": f"the endpoint picker (chart default): {_NO_RECORD}",
@@ -155,22 +161,179 @@ GPU_OPERATOR_OPERANDS: dict[str, PinnedImage] = {
 }
 
 
+# The GPU Operator's images that run by tag (UNPINNED says why), by values key: only their `repository` is set, so
+# the chart's image name and version stay (values.yaml at v26.7.0; the validator and operator default to the chart's
+# appVersion, the driver's version gets the node's OS appended).
+GPU_OPERATOR_REPOSITORIES: dict[str, str] = {
+    "operator": "nvcr.io/nvidia",
+    "validator": "nvcr.io/nvidia",
+    "driver": "nvcr.io/nvidia",
+    "dcgm": "nvcr.io/nvidia/cloud-native",
+}
+# Its node-feature-discovery subchart: `image.repository`, the tag its appVersion.
+GPU_OPERATOR_NFD_REPOSITORY = "registry.k8s.io/nfd/node-feature-discovery"
+
+
 def gpu_operator_image_values() -> dict[str, dict[str, object]]:
-    """GPU Operator values that pin each operand above (`driver.manager` nests under `driver`)."""
-    values: dict[str, dict[str, object]] = {}
+    """GPU Operator values that pin each operand above (`driver.manager` nests under `driver`), each pulled
+    through the platform's registry (`repository` is the part before `/image`)."""
+    values: dict[str, dict[str, object]] = {
+        key: {"repository": mirrored_repository(repository)} for key, repository in GPU_OPERATOR_REPOSITORIES.items()
+    }
+    values["node-feature-discovery"] = {"image": {"repository": mirrored_repository(GPU_OPERATOR_NFD_REPOSITORY)}}
     for key, image in GPU_OPERATOR_OPERANDS.items():
         top, _, inner = key.partition(".")
         section = values.setdefault(top, {})
+        operand = {"repository": mirrored_repository(image.repository.rsplit("/", 1)[0]), "version": image.pinned_tag}
         if inner:
-            section[inner] = {"version": image.pinned_tag}
+            section[inner] = operand
         else:
-            section["version"] = image.pinned_tag
+            section.update(operand)
     return values
 
 
 def unpinned_reason(reference: str) -> str | None:
     """Why `reference` runs by tag (its `UNPINNED` entry), or None when no entry covers it."""
+    qualified_reference = qualified(reference)
     for pattern, why in UNPINNED.items():
-        if reference == pattern or (pattern.endswith("*") and reference.startswith(pattern[:-1])):
+        if _matches(reference, pattern) or _matches(qualified_reference, qualified(pattern)):
             return why
     return None
+
+
+# --- pulled through the platform's registry ---------------------------------------------------------------------
+#
+# Nodes pull nothing from a public registry: every image comes from the platform's ACR, whose artifact cache pulls
+# it from upstream on first use (one repository-level wildcard cache rule per upstream registry,
+# `<host>/* => <upstream>/*`: learn.microsoft.com/azure/container-registry/wildcards-artifact-cache). Docker Hub
+# limits anonymous pulls, so its rule authenticates with a credential set when the stack holds credentials.
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """A public registry the platform's images come from, and the cache rule that mirrors it."""
+
+    host: str
+    """Registry host as it appears in an image reference (`docker.io` for Docker Hub)."""
+    rule_name: str
+    """Cache rule name in the ACR (letters, digits and dashes)."""
+    rate_limited: bool = False
+    """The registry limits anonymous pulls: its cache rule should authenticate."""
+
+    @property
+    def target(self) -> str:
+        """The ACR repository prefix the upstream's repositories land under: the upstream host itself."""
+        return self.host
+
+
+UPSTREAMS: dict[str, Upstream] = {
+    u.host: u
+    for u in (
+        # docs.docker.com/docker-hub/usage/: 10 anonymous pulls per hour per IPv4 address.
+        Upstream("docker.io", "docker-hub", rate_limited=True),
+        Upstream("nvcr.io", "nvcr"),
+        Upstream("registry.k8s.io", "registry-k8s"),
+        Upstream("mcr.microsoft.com", "mcr"),
+        Upstream("quay.io", "quay"),
+        Upstream("ghcr.io", "ghcr"),
+        Upstream("gcr.io", "gcr"),
+    )
+}
+
+
+def qualified(reference: str) -> str:
+    """`reference` with its registry spelled out (Docker's rule: a first part without a dot, colon or `localhost`
+    is a Docker Hub repository; a single name is under `library/`)."""
+    first, _, rest = reference.partition("/")
+    if rest and ("." in first or ":" in first or first == "localhost"):
+        return reference
+    return f"docker.io/{reference if rest else 'library/' + reference}"
+
+
+def upstream_of(reference: str) -> Upstream:
+    """The upstream registry `reference` pulls from; a ValueError names the registries the platform mirrors."""
+    host = qualified(reference).split("/", 1)[0]
+    if host not in UPSTREAMS:
+        raise ValueError(f"{reference}: registry {host} has no cache rule; mirrored registries: {sorted(UPSTREAMS)}")
+    return UPSTREAMS[host]
+
+
+_LOGIN_SERVER: ContextVar[str | None] = ContextVar("registry_login_server", default=None)
+
+
+@contextmanager
+def pulled_through(login_server: str) -> Generator[None]:
+    """Within this block `mirrored` rewrites every reference to `login_server` (one platform's ACR)."""
+    token = _LOGIN_SERVER.set(login_server)
+    try:
+        yield
+    finally:
+        _LOGIN_SERVER.reset(token)
+
+
+def mirrored_repository(repository: str) -> str:
+    """`<login server>/<upstream host>/<path>` for charts that take repository (or hub) and tag apart; the upstream
+    repository as given outside a platform (a component built on its own)."""
+    login_server = _LOGIN_SERVER.get()
+    if login_server is None:
+        return repository
+    full = qualified(f"{repository}:_").rsplit(":", 1)[0]
+    return f"{login_server}/{upstream_of(full).target}/{full.split('/', 1)[1]}"
+
+
+def mirrored(reference: str) -> str:
+    """The image to pull for upstream `reference` (`registry/repository:tag`): through the platform's registry,
+    by the digest an upstream source records (`PINNED`), else by tag (then `UNPINNED` says why)."""
+    repository, _, tag = reference.rpartition(":")
+    pinned_reference = PINNED.get(qualified(reference))
+    suffix = f"{tag}@{pinned_reference.digest}" if pinned_reference else tag
+    return f"{mirrored_repository(repository)}:{suffix}"
+
+
+def mirrored_parts(reference: str) -> dict[str, str]:
+    """`registry`, `repository` and `tag` of the image to pull for `reference`, for charts that join
+    `registry/repository:tag`: the registry is `<login server>/<upstream host>` inside a platform."""
+    qualified_reference = qualified(reference)
+    host, _, path = qualified_reference.partition("/")
+    repository, _, _ = path.rpartition(":")
+    registry = mirrored_repository(f"{host}/{repository}").removesuffix(f"/{repository}")
+    return {"registry": registry, "repository": repository, "tag": mirrored(qualified_reference).rsplit(":", 1)[1]}
+
+
+def mirrored_repository_and_tag(reference: str) -> dict[str, str]:
+    """`repository` and `tag` of the image to pull for `reference`, for charts that join `repository:tag`."""
+    repository, _, tag = mirrored(reference).rpartition(":")
+    return {"repository": repository, "tag": tag}
+
+
+# Images charts run at their own image defaults (the values that would point them at the registry are not set yet),
+# so the nodes still pull them from upstream: `make plan` lists them, each with the release that runs it.
+FROM_UPSTREAM: dict[str, str] = {
+    "registry.k8s.io/nfd/*": "AMD GPU Operator: node-feature-discovery",
+    "mcr.microsoft.com/oss/v2/kubernetes-csi/*": "azurelustre-csi-driver (its 0.6.0 chart is published without "
+    "source: the values keys that would move its images are unread)",
+    "ghcr.io/nvidia/nvsentinel/*": "nvsentinel",
+    "docker.io/bitnamilegacy/*": "nvsentinel: MongoDB, its exporter, nginx and kubectl",
+    "docker.io/rocm/*": "AMD GPU Operator, KMM and their operands",
+    "rocm/*": "AMD GPU Operator: device plugin and node labeller",
+    "gcr.io/kaniko-project/*": "AMD GPU Operator: KMM's driver builder",
+    "docker.io/ubuntu:*": "AMD GPU Operator: the driver build's base image",
+    "docker.io/library/busybox:*": "AMD GPU Operator: the operands' init container",
+}
+# What a fleet's manager cluster pulls from upstream: it has no registry to pull through.
+MANAGER_FROM_UPSTREAM: dict[str, str] = {
+    "mcr.microsoft.com/azure-cli:*": "the fleet manager's token rotation",
+    "registry.k8s.io/kueue/*": "the fleet manager's Kueue",
+    "registry.k8s.io/jobset/*": "the fleet manager's JobSet",
+}
+
+
+def _matches(reference: str, pattern: str) -> bool:
+    return reference == pattern or (pattern.endswith("*") and reference.startswith(pattern[:-1]))
+
+
+def from_upstream(reference: str, in_platform: bool = True) -> str | None:
+    """The release that pulls `reference` from upstream (its `FROM_UPSTREAM` entry, or outside a platform its
+    `MANAGER_FROM_UPSTREAM` entry), or None."""
+    entries = FROM_UPSTREAM if in_platform else {**FROM_UPSTREAM, **MANAGER_FROM_UPSTREAM}
+    return next((who for pattern, who in entries.items() if _matches(reference, pattern)), None)

@@ -14,12 +14,17 @@ from typing import Any
 import pytest
 
 from aks_gpu_platform.components.gpu.node_images import GPU_OPERATOR_OPERANDS as GPU_OPERATOR_CHART_OPERANDS
-from aks_gpu_platform.components.gpu.nvidia_stack import DEVICE_PLUGIN_IMAGE
 from aks_gpu_platform.components.monitoring import grafana as gd
-from aks_gpu_platform.components.monitoring.registry import DCGM_UPSTREAM
 from aks_gpu_platform.components.shared import roles
 from aks_gpu_platform.config import ConfigError, load_platform_config
-from aks_gpu_platform.config.catalog.images import GPU_OPERATOR_OPERANDS, PINNED, UNPINNED, unpinned_reason
+from aks_gpu_platform.config.catalog.images import (
+    GPU_OPERATOR_OPERANDS,
+    PINNED,
+    UNPINNED,
+    from_upstream,
+    qualified,
+    unpinned_reason,
+)
 from aks_gpu_platform.config.catalog.vm_sizes import ephemeral_os_disk_limit_gib
 from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording
@@ -37,10 +42,12 @@ from tests.models.abac import (
     role_assignment_write,
 )
 from tests.models.arm_spec import load_specs, schema_problems
+from tests.models.artifact_cache import cached_upstream
 from tests.models.pod_security_policy import INITIATIVE, POLICY_ASSIGNMENT, admission
 from tests.models.pod_security_policy import assignments as pod_security_assignments
 from tests.models.pod_security_standard import enforced_level
 from tests.models.pod_security_standard import violations as pss_violations
+from tests.models.release_contract import release_facts
 from tests.models.scheduling import POD_SPEC_PATHS, RELEASE
 from tests.models.scheduling import _at as pod_spec_at
 from tools import REPO_ROOT, deploy_identity
@@ -675,57 +682,65 @@ def image_stacks(policy_stacks: dict[str, Recording]) -> dict[str, tuple[Recordi
 
 
 def _sourced(reference: str) -> str | None:
-    """What is wrong with a `repo:tag@sha256:...` reference, or None when its digest is the recorded one."""
+    """What is wrong with an upstream `repo:tag[@sha256:...]` reference: a digest no upstream source records, or a
+    tag with no reason in `UNPINNED`; None when it is in the catalog."""
     tagged, _, digest = reference.partition("@")
-    recorded = PINNED.get(tagged)
+    if not digest:
+        return None if unpinned_reason(tagged) else f"{reference}: runs by tag with no reason in UNPINNED"
+    recorded = PINNED.get(qualified(tagged))
     if recorded is None:
         return f"{reference}: a digest no upstream source in config/catalog/images.py records"
     return None if recorded.digest == digest else f"{reference}: not the digest {recorded.source} records"
 
 
+def _images(recording: Recording) -> list[tuple[str, str, bool]]:
+    """(object URN, image, set by a chart's default) for every image a rendered object runs: the pod specs, the RDMA
+    plugin the network operator runs, and each release's pods as the chart at its pin renders them."""
+    found: list[tuple[str, str, bool]] = []
+    for resource in recording.kubernetes_objects():
+        kind = resource.type.rsplit(":", 1)[-1]
+        if kind == "NicClusterPolicy":
+            plugin = resource.inputs["spec"]["rdmaSharedDevicePlugin"]
+            found.append((resource.urn, f"{plugin['repository']}/{plugin['image']}:{plugin['version']}", False))
+        if kind not in POD_SPEC_PATHS:
+            continue
+        spec = pod_spec_at(resource.inputs, POD_SPEC_PATHS[kind])
+        containers = [*(spec.get("initContainers") or []), *spec["containers"]]
+        found += [(resource.urn, str(c["image"]), False) for c in containers]
+    facts, unread = release_facts(recording)
+    assert not unread, f"releases no model renders: {unread}"
+    urns = {r.name: r.urn for r in recording.of_type(RELEASE)}
+    found += [(urns[f.release], image, True) for f in facts for pod in f.model.pods for image in pod.images]
+    return found
+
+
 @pytest.mark.parametrize("stack", IMAGE_STACKS)
-def test_every_image_the_platform_runs_is_pinned_by_a_sourced_digest_or_says_why_not(
+def test_every_image_the_platform_runs_comes_through_its_registry_and_is_in_the_catalog(
     image_stacks: dict[str, tuple[Recording, str]], stack: str
 ) -> None:
     recording, config_text = image_stacks[stack]
     problems: list[str] = []
-    pinned_count = 0
-    for resource in recording.kubernetes_objects():
-        kind = resource.type.rsplit(":", 1)[-1]
-        if kind not in POD_SPEC_PATHS:
-            continue
-        spec = pod_spec_at(resource.inputs, POD_SPEC_PATHS[kind])
-        for container in [*(spec.get("initContainers") or []), *spec["containers"]]:
-            image = str(container["image"])
-            if "@sha256:" in image:
-                pinned_count += 1
-                problems += [f"{resource.name}: {p}" for p in [_sourced(image)] if p]
-            elif f'"{image}"' not in config_text and unpinned_reason(image) is None:
-                problems.append(
-                    f"{resource.name}: {image} runs by tag with no reason in config/catalog/images.py UNPINNED"
-                )
-    for release in recording.of_type(RELEASE):
-        chart, values = str(release.inputs["chart"]), release.inputs.get("values") or {}
-        if chart == "nvidia-device-plugin":
-            references = [f"{DEVICE_PLUGIN_IMAGE}:{values['image']['tag']}"]
-        elif chart == "gpu-operator":
-            # The operator joins each operand's repository/image (the chart's defaults) and version.
-            versions = {key: values[key]["version"] for key in ("toolkit", "devicePlugin", "gfd", "migManager")}
-            versions["driver.manager"] = values["driver"]["manager"]["version"]
-            if values["dcgmExporter"]["enabled"]:
-                versions["dcgmExporter"] = values["dcgmExporter"]["version"]
-            references = [f"{GPU_OPERATOR_OPERANDS[key].repository}:{v}" for key, v in versions.items()]
-        elif chart == "dcgm-exporter":
-            references = [f"{DCGM_UPSTREAM}:{values['image']['tag']}"]
+    through_registry = 0
+    for urn, image, chart_default in _images(recording):
+        where = urn.rsplit("::", 1)[1]
+        if f'"{image}"' in config_text:
+            continue  # the user's image (inference sample, verification pods, pre-pull list): theirs to place
+        upstream = cached_upstream(image, recording)
+        if upstream is None:
+            # Outside a platform (a fleet's manager cluster) there is no registry to pull through.
+            in_platform = "aks-gpu-platform:index:AksGpuPlatform" in urn
+            known = from_upstream(qualified(image.partition("@")[0]), in_platform)
+            if (in_platform and not chart_default) or not known:
+                problems.append(f"{where}: {image} is pulled from outside the platform's registry")
+                continue
+            upstream = qualified(image)
         else:
-            continue
-        for reference in references:
-            pinned_count += 1
-            problems += [f"{release.name}: {p}" for p in [_sourced(reference) if "@" in reference else reference] if p]
-    assert pinned_count, "some image this stack runs is pinned"
+            through_registry += 1
+        problems += [f"{where}: {p}" for p in [_sourced(upstream)] if p]
+    assert through_registry, "the stack pulls through its registry"
     assert not problems, (
-        "a tag can be pushed again: pull what runs on the nodes by a digest an upstream file records, or list it "
-        "in UNPINNED with why:\n" + "\n".join(problems)
+        "a node pulls through the platform's registry (cache rules, config/catalog/images.py UPSTREAMS), by a digest "
+        "an upstream file records, or the catalog says why not (UNPINNED, FROM_UPSTREAM):\n" + "\n".join(problems)
     )
 
 

@@ -27,6 +27,7 @@ from aks_gpu_platform.testing import Recording, kubernetes_object
 from aks_gpu_platform.testing.checks import validate_object
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import STACKS, assert_rejected, cluster_handle, settings_of, without_models
+from tests.models.artifact_cache import cached_upstream
 from tests.models.scheduling import node_template, node_templates, release_pod_templates
 from tools import REPO_ROOT
 
@@ -402,7 +403,9 @@ def test_smoke_test_job_is_restricted_and_waits_for_gpus_and_stack(dev_recording
         assert pod_fits_node(pod, node.labels, node.taints), f"the test must be able to run on {node.pool}"
     container = pod["containers"][0]
     assert container["command"] == ["nvidia-smi"]
-    assert container["image"].startswith("nvidia/cuda:12.") and container["image"].endswith("-base-ubuntu22.04")
+    image = cached_upstream(container["image"], dev_recording)
+    assert image is not None, f"{container['image']} must come through the platform's registry"
+    assert image.startswith("docker.io/nvidia/cuda:12.") and image.endswith("-base-ubuntu22.04")
     assert container["resources"]["limits"][GPU_RESOURCE] == "1"
     assert (
         pod["securityContext"]["runAsNonRoot"] and pod["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault"

@@ -16,19 +16,19 @@ import yaml
 from aks_gpu_platform.components.gpu.node_images import check_arm64_images, gpu_pool_images
 from aks_gpu_platform.config import ConfigError, load_platform_config
 from aks_gpu_platform.config.catalog.image_platforms import require_arm64, runs_on_arm64
+from aks_gpu_platform.config.catalog.images import qualified
 from aks_gpu_platform.config.gpu.scheduling import pod_fits_node
 from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording
 from tests.conftest import assert_rejected, set_path, settings_of
 from tests.gpu.test_scheduling import variant_config
+from tests.models.artifact_cache import cached_upstream
 from tests.models.node_image import node_image
 from tests.models.release_contract import RELEASE_READERS, release_problems
 from tests.models.scheduling import RELEASE, chart_name, node_templates, object_pod_templates, release_pod_templates
 
 VARIANT = "grace-blackwell"
 DRA_CHART = "oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu"
-CACHE_RULE = "azure-native:containerregistry:CacheRule"
-REGISTRY = "azure-native:containerregistry:Registry"
 AGENT_POOL = "azure-native:containerservice:AgentPool"
 
 
@@ -50,13 +50,7 @@ def test_grace_blackwell_nodes_are_arm64(recording: Recording) -> None:
 
 def _upstream(image: str, recording: Recording) -> str:
     """An image pulled through the platform's registry cache, as the upstream reference the cache rule pulls."""
-    for rule in recording.of_type(CACHE_RULE):
-        target = str(rule.inputs["targetRepository"])
-        reference, at, digest = image.partition("@")  # a digest pulls through the cache as it is
-        repository, _, tag = reference.rpartition(":")
-        if repository.endswith("/" + target):
-            return f"{rule.inputs['sourceRepository']}:{tag}{at}{digest}"
-    return image
+    return cached_upstream(image, recording) or image
 
 
 def _images_on_the_grace_node(recording: Recording) -> dict[str, str]:
@@ -90,8 +84,9 @@ def test_the_plan_checks_every_image_the_platform_places_on_the_arm64_pool(recor
     # The plan refuses an x86-only image before anything deploys only if gpu_pool_images names it; an image it
     # misses reaches the node and crash-loops there when its tag changes.
     cfg = load_platform_config(_settings())
-    checked = {image.split("@", 1)[0] for image in gpu_pool_images(cfg, cfg.gpu_pools[0]).values()}
-    placed = {where: image.split("@", 1)[0] for where, image in _images_on_the_grace_node(recording).items()}
+    # Docker Hub's `nvidia/cuda` is `docker.io/nvidia/cuda` (the cache rule's spelling); the check reads the tag.
+    checked = {qualified(image.split("@", 1)[0]) for image in gpu_pool_images(cfg, cfg.gpu_pools[0]).values()}
+    placed = {w: qualified(image.split("@", 1)[0]) for w, image in _images_on_the_grace_node(recording).items()}
     unchecked = {where: image for where, image in placed.items() if image not in checked}
     assert not unchecked, f"images on the Grace node the plan's arm64 check never sees: {unchecked}"
 
@@ -283,7 +278,13 @@ def test_the_plan_s_arm64_check_covers_every_image_the_gpu_operator_runs_on_the_
     # release model (tests/models/release_contract.py, read from the chart) must be among them.
     (release,) = [r for r in recording.of_type(RELEASE) if chart_name(r) == "gpu-operator"]
     model = RELEASE_READERS["gpu-operator"].read(release.inputs.get("values") or {})
-    on_nodes = {i for pod in model.pods if pod.source != "operator Deployment" for i in pod.images}
+    # Through the registry's cache; the check reads each tag's platforms (a pinned digest is the tag's index).
+    on_nodes = {
+        _upstream(i, recording).split("@", 1)[0]
+        for pod in model.pods
+        if pod.source != "operator Deployment"
+        for i in pod.images
+    }
     cfg = load_platform_config(_settings())
-    checked = set(gpu_pool_images(cfg, cfg.gpu_pools[0]).values())
+    checked = {i.split("@", 1)[0] for i in gpu_pool_images(cfg, cfg.gpu_pools[0]).values()}
     assert on_nodes <= checked, f"images on the Grace nodes the plan never checks for arm64: {on_nodes - checked}"

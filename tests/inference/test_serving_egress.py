@@ -75,30 +75,51 @@ def picker(model: str, port: int = 0) -> Endpoint:
     return Endpoint("pod", port, namespace=MODELS, labels=(("inferencepool", f"{model[:40]}-epp"),))
 
 
-def test_a_model_server_reaches_dns_and_the_weights_source_and_nothing_else(w: World) -> None:
+def staging_pods(w: World) -> dict[str, dict[str, Any]]:
+    """Model -> the pod template of its weights staging Job."""
+    return {
+        o["metadata"]["name"]: o["spec"]["template"]
+        for o in w.objects
+        if o["metadata"].get("namespace") == MODELS and o.get("kind") == "Job"
+    }
+
+
+def _refused_outside(w: World) -> list[tuple[str, Endpoint]]:
+    """What no pod of the models namespace may reach, whatever its role."""
+    return [
+        ("IMDS", Endpoint("external", 80, address=IMDS)),
+        ("the WireServer", Endpoint("external", 80, address=WIRESERVER)),
+        ("the WireServer's host plugin", Endpoint("external", 32526, address=WIRESERVER)),
+        ("plain HTTP on the internet", Endpoint("external", 80, address=HUB)),
+        ("a team's pods", team_pod(next(iter(w.teams.values()))[0])),
+        ("kube-system beside DNS", SCRAPER),
+        ("the gateway", GATEWAY),
+        ("istiod", ISTIOD),
+        *((f"the private endpoint {name}", Endpoint("external", 443, address=a)) for name, a in w.private_endpoints),
+        *((f"the file server {name}", Endpoint("external", 443, address=a)) for name, a in w.storage_servers),
+    ]
+
+
+def test_a_model_server_reaches_dns_and_nothing_outside_the_cluster(w: World) -> None:
+    """The servers load the staged weights with the Hub offline: they hold the prompts and reach no host."""
     assert server_pods(w)
     for model, templates in server_pods(w).items():
         for template in templates:
             source = pod_of(template)
             assert not connection_refusals(w, source, DNS), f"{model}: DNS"
-            assert not connection_refusals(w, source, Endpoint("external", 443, address=HUB)), f"{model}: the Hub"
-            refused = [
-                ("IMDS", Endpoint("external", 80, address=IMDS)),
-                ("the WireServer", Endpoint("external", 80, address=WIRESERVER)),
-                ("the WireServer's host plugin", Endpoint("external", 32526, address=WIRESERVER)),
-                ("plain HTTP on the internet", Endpoint("external", 80, address=HUB)),
-                ("a team's pods", team_pod(next(iter(w.teams.values()))[0])),
-                ("kube-system beside DNS", SCRAPER),
-                ("the gateway", GATEWAY),
-                ("istiod", ISTIOD),
-                *(
-                    (f"the private endpoint {name}", Endpoint("external", 443, address=a))
-                    for name, a in w.private_endpoints
-                ),
-                *((f"the file server {name}", Endpoint("external", 443, address=a)) for name, a in w.storage_servers),
-            ]
-            for why, to in refused:
+            assert connection_refusals(w, source, Endpoint("external", 443, address=HUB)), f"{model} reaches the Hub"
+            for why, to in _refused_outside(w):
                 assert connection_refusals(w, source, to), f"{model} server reaches {why}"
+
+
+def test_a_weights_staging_pod_reaches_dns_and_the_weights_source_and_nothing_else(w: World) -> None:
+    assert staging_pods(w), "every Hub model stages its weights"
+    for job, template in staging_pods(w).items():
+        source = pod_of(template)
+        assert not connection_refusals(w, source, DNS), f"{job}: DNS"
+        assert not connection_refusals(w, source, Endpoint("external", 443, address=HUB)), f"{job}: the Hub"
+        for why, to in _refused_outside(w):
+            assert connection_refusals(w, source, to), f"{job} reaches {why}"
 
 
 def test_a_multi_node_group_reaches_its_own_pods_only(w: World) -> None:
@@ -137,22 +158,22 @@ def test_pickers_and_the_gateway_reach_their_backends_and_nothing_more(w: World)
         assert connection_refusals(w, GATEWAY, to), f"the gateway reaches {why}"
 
 
-def test_the_hugging_face_token_is_read_by_no_team_and_only_by_vllm(w: World) -> None:
+def test_the_hugging_face_token_is_read_by_no_team_and_only_by_the_weights_stage(w: World) -> None:
     for team, (_, groups) in w.teams.items():
         for verb in ("get", "list", "watch"):
             assert api_refusals(w, groups, Request(verb, "", "secrets", MODELS)), f"{team} may {verb} secrets"
     secrets = {o["metadata"]["name"] for o in w.of_kind("Secret", MODELS)}
     readers: set[str] = set()
-    for templates in server_pods(w).values():
-        for template in templates:
-            spec = template["spec"]
-            assert spec.get("automountServiceAccountToken") is False
-            for container in [*spec.get("containers", []), *spec.get("initContainers", [])]:
-                for env in container.get("env") or []:
-                    if ((env.get("valueFrom") or {}).get("secretKeyRef") or {}).get("name") in secrets:
-                        readers.add(container["name"])
-            assert not [v for v in spec.get("volumes", []) if "secret" in v or "projected" in v]
-    assert readers <= {"vllm"}, readers
+    templates = [t for ts in server_pods(w).values() for t in ts] + list(staging_pods(w).values())
+    for template in templates:
+        spec = template["spec"]
+        assert spec.get("automountServiceAccountToken") is False
+        for container in [*spec.get("containers", []), *spec.get("initContainers", [])]:
+            for env in container.get("env") or []:
+                if ((env.get("valueFrom") or {}).get("secretKeyRef") or {}).get("name") in secrets:
+                    readers.add(container["name"])
+        assert not [v for v in spec.get("volumes", []) if "secret" in v or "projected" in v]
+    assert readers <= {"stage-weights"}, f"only the weights staging container reads the token: {readers}"
 
 
 def test_vllm_usage_statistics_are_off_in_every_server_container(w: World) -> None:

@@ -106,8 +106,10 @@ def _device_plugin(values: Mapping[str, Any]) -> ReleaseModel:
     # NVIDIA/k8s-device-plugin v0.20.0 deployments/helm/nvidia-device-plugin: values.yaml (image
     # nvcr.io/nvidia/k8s-device-plugin, tag = appVersion; runtimeClassName null), daemonset-device-plugin.yml (no
     # readiness probe; no hooks in templates/).
-    merged = helm_merge({"runtimeClassName": None}, values)
-    pod = ChartPod("device plugin DaemonSet", ("nvcr.io/nvidia/k8s-device-plugin:v0.20.0",), merged["runtimeClassName"])
+    defaults = {"runtimeClassName": None, "image": {"repository": "nvcr.io/nvidia/k8s-device-plugin", "tag": "v0.20.0"}}
+    merged = helm_merge(defaults, values)
+    image = f"{merged['image']['repository']}:{merged['image']['tag']}"
+    pod = ChartPod("device plugin DaemonSet", (image,), merged["runtimeClassName"])
     return ReleaseModel((pod,), (Stage("resources", POD_START_SECONDS, "DaemonSet without readiness probe"),))
 
 
@@ -116,26 +118,43 @@ def _gpu_operator(values: Mapping[str, Any]) -> ReleaseModel:
     # node-feature-discovery subchart (registry.k8s.io/nfd/node-feature-discovery, readiness 5 s); the only hooks
     # are pre-upgrade/pre-delete/post-delete. The operands (driver, toolkit, ...) are the operator's objects, not
     # the release's: Helm does not wait for them. The operator creates RuntimeClass `operator.runtimeClass`.
-    merged = helm_merge({"operator": {"runtimeClass": "nvidia"}, "dcgmExporter": {"enabled": True}}, values)
-    # The ClusterPolicy's operands at the chart's values.yaml defaults (repository/image:version of driver.manager,
-    # toolkit, devicePlugin and gfd, validator = the operator image, migManager; dcgm and dcgmExporter when on). The
-    # driver container's tag ends in the node's OS (resolveDriverTag): tests/gpu/test_grace_blackwell.py checks it.
-    operands = [
-        "nvcr.io/nvidia/cloud-native/k8s-driver-manager:v0.12.0",
-        "nvcr.io/nvidia/k8s/container-toolkit:v1.20.0",
-        "nvcr.io/nvidia/k8s-device-plugin:v0.20.0",
-        "nvcr.io/nvidia/gpu-operator:v26.7.0",
-        "nvcr.io/nvidia/cloud-native/k8s-mig-manager:v0.15.0",
-    ]
+    # The ClusterPolicy's operands: `<repository>/<image>:<version>` of each values.yaml section (defaults below);
+    # validator = the operator image; dcgm and dcgmExporter when on. The driver container's tag ends in the node's OS
+    # (resolveDriverTag): tests/gpu/test_grace_blackwell.py checks it.
+    def operand(repository: str, image: str, version: str) -> dict[str, str]:
+        return {"repository": repository, "image": image, "version": version}
+
+    defaults = {
+        "operator": {"runtimeClass": "nvidia", "repository": "nvcr.io/nvidia", "image": "gpu-operator"},
+        "validator": {"repository": "nvcr.io/nvidia", "image": "gpu-operator"},
+        "dcgm": operand("nvcr.io/nvidia/cloud-native", "dcgm", "4.6.0-1-ubuntu24.04"),
+        "node-feature-discovery": {"image": {"repository": "registry.k8s.io/nfd/node-feature-discovery"}},
+        "dcgmExporter": {
+            "enabled": True,
+            **operand("nvcr.io/nvidia/k8s", "dcgm-exporter", "4.6.0-4.8.3-distroless"),
+        },
+        "driver": {"manager": operand("nvcr.io/nvidia/cloud-native", "k8s-driver-manager", "v0.12.0")},
+        "toolkit": operand("nvcr.io/nvidia/k8s", "container-toolkit", "v1.20.0"),
+        "devicePlugin": operand("nvcr.io/nvidia", "k8s-device-plugin", "v0.20.0"),
+        "gfd": operand("nvcr.io/nvidia", "k8s-device-plugin", "v0.20.0"),
+        "migManager": operand("nvcr.io/nvidia/cloud-native", "k8s-mig-manager", "v0.15.0"),
+    }
+    merged = helm_merge(defaults, values)
+
+    def joined(section: Mapping[str, Any]) -> str:
+        return f"{section['repository']}/{section['image']}:{section['version']}"
+
+    # The operator and the validator default their version to the chart's appVersion.
+    operator, validator = ({**merged[k], "version": "v26.7.0"} for k in ("operator", "validator"))
+    sections = [merged["driver"]["manager"], *(merged[k] for k in ("toolkit", "devicePlugin", "gfd", "migManager"))]
+    operands = [joined(s) for s in sections] + [joined(validator)]
     if merged["dcgmExporter"]["enabled"]:
-        operands += [
-            "nvcr.io/nvidia/cloud-native/dcgm:4.6.0-1-ubuntu24.04",
-            "nvcr.io/nvidia/k8s/dcgm-exporter:4.6.0-4.8.3-distroless",
-        ]
+        operands += [joined(merged["dcgm"]), joined(merged["dcgmExporter"])]
+    nfd = merged["node-feature-discovery"]["image"]["repository"]
     pods = (
-        ChartPod("operator Deployment", ("nvcr.io/nvidia/gpu-operator:v26.7.0",)),
+        ChartPod("operator Deployment", (joined(operator),)),
         # The subchart's image tag defaults to its appVersion (charts/node-feature-discovery/Chart.yaml: v0.19.0).
-        ChartPod("node-feature-discovery", ("registry.k8s.io/nfd/node-feature-discovery:v0.19.0",)),
+        ChartPod("node-feature-discovery", (f"{nfd}:v0.19.0",)),
         ChartPod("operand DaemonSets", tuple(operands)),
     )
     return ReleaseModel(pods, (_pod_wait("operator, NFD", 5),), (merged["operator"]["runtimeClass"],))
@@ -224,10 +243,21 @@ def _network_operator(values: Mapping[str, Any]) -> ReleaseModel:
     # Mellanox/network-operator v26.4.1 deployment/network-operator: templates/upgrade-crd-hook.yaml is a
     # pre-install,pre-upgrade Job (kubectl apply of the CRDs); templates/operator.yaml readiness 5 s; images
     # nvcr.io/nvidia/cloud-native/network-operator and nvcr.io/nvidia/mellanox/node-feature-discovery.
+    # The operator Deployment and the CRD hooks run `operator.repository/operator.image:<appVersion>`; the NFD
+    # subchart `node-feature-discovery.image.repository:tag` (values.yaml).
+    defaults = {
+        "operator": {"repository": "nvcr.io/nvidia/cloud-native", "image": "network-operator"},
+        "node-feature-discovery": {
+            "image": {"repository": "nvcr.io/nvidia/mellanox/node-feature-discovery", "tag": "network-operator-v26.4.1"}
+        },
+    }
+    merged = helm_merge(defaults, values)
+    operator = f"{merged['operator']['repository']}/{merged['operator']['image']}:v26.4.1"
+    nfd = merged["node-feature-discovery"]["image"]
     pods = (
-        ChartPod("operator Deployment", ("nvcr.io/nvidia/cloud-native/network-operator:v26.4.1",)),
-        ChartPod("CRD upgrade hook Job", ("nvcr.io/nvidia/cloud-native/network-operator-init-container",)),
-        ChartPod("node-feature-discovery", ("nvcr.io/nvidia/mellanox/node-feature-discovery",)),
+        ChartPod("operator Deployment", (operator,)),
+        ChartPod("CRD upgrade hook Job", (operator,)),
+        ChartPod("node-feature-discovery", (f"{nfd['repository']}:{nfd['tag']}",)),
     )
     hook = Stage("pre-install hooks", POD_START_SECONDS, "CRD upgrade Job: pod start, kubectl apply")
     return ReleaseModel(pods, (hook, _pod_wait("operator, NFD", 5)))
@@ -256,13 +286,20 @@ def _lustre_csi(values: Mapping[str, Any]) -> ReleaseModel:
 
 def _kueue(values: Mapping[str, Any]) -> ReleaseModel:
     # kubernetes-sigs/kueue v0.19.2 charts/kueue: values.yaml readinessProbe initialDelaySeconds 5; no hooks.
-    pod = ChartPod("controller-manager Deployment", ("registry.k8s.io/kueue/kueue:v0.19.2",))
+    # The published chart's image (hack/helm-chart-package.sh stamps registry.k8s.io/kueue and the tag).
+    image = helm_merge(
+        {"controllerManager": {"manager": {"image": {"repository": "registry.k8s.io/kueue/kueue", "tag": "v0.19.2"}}}},
+        values,
+    )["controllerManager"]["manager"]["image"]
+    pod = ChartPod("controller-manager Deployment", (f"{image['repository']}:{image['tag']}",))
     return ReleaseModel((pod,), (_pod_wait("controller-manager", 5),))
 
 
 def _jobset(values: Mapping[str, Any]) -> ReleaseModel:
     # kubernetes-sigs/jobset v0.12.0 charts/jobset: templates/controller/deployment.yaml readiness 5 s; no hooks.
-    pod = ChartPod("controller Deployment", ("registry.k8s.io/jobset/jobset:v0.12.0",))
+    # The published chart's image (hack/helm-chart-package.sh stamps registry.k8s.io/jobset and the tag).
+    image = helm_merge({"image": {"repository": "registry.k8s.io/jobset/jobset", "tag": "v0.12.0"}}, values)["image"]
+    pod = ChartPod("controller Deployment", (f"{image['repository']}:{image['tag']}",))
     return ReleaseModel((pod,), (_pod_wait("controller", 5),))
 
 
@@ -270,10 +307,18 @@ def _cert_manager(values: Mapping[str, Any]) -> ReleaseModel:
     # cert-manager/cert-manager v1.21.1 deploy/charts/cert-manager: values.yaml imageRegistry quay.io,
     # imageNamespace jetstack; webhook readiness 5 s, period 5 s; startupapicheck is a post-install hook Job running
     # `check api --wait=<startupapicheck.timeout>` (1m). runtimeClassName: per component, else global (all "").
-    merged = helm_merge({"global": {"runtimeClassName": ""}, "startupapicheck": {"timeout": "1m"}}, values)
+    # Each image is `<imageRegistry>/<imageNamespace>/cert-manager-<component>` (templates/_helpers.tpl).
+    defaults = {
+        "global": {"runtimeClassName": ""},
+        "startupapicheck": {"timeout": "1m"},
+        "imageRegistry": "quay.io",
+        "imageNamespace": "jetstack",
+    }
+    merged = helm_merge(defaults, values)
     runtime = merged["global"]["runtimeClassName"] or None
     components = ("controller", "webhook", "cainjector", "startupapicheck")
-    pods = tuple(ChartPod(c, (f"quay.io/jetstack/cert-manager-{c}:v1.21.1",), runtime) for c in components)
+    prefix = f"{merged['imageRegistry']}/{merged['imageNamespace']}"
+    pods = tuple(ChartPod(c, (f"{prefix}/cert-manager-{c}:v1.21.1",), runtime) for c in components)
     check = merged["startupapicheck"]["timeout"]
     check_seconds = int(check[:-1]) * {"s": 1, "m": 60}[check[-1]]
     stages = (
@@ -371,7 +416,9 @@ def _dra_driver(values: Mapping[str, Any]) -> ReleaseModel:
     # plugin (values.yaml image.repository, tag "v" + appVersion); no runtimeClassName in any template; no hooks.
     # templates/kubeletplugin.yaml: the compute-domains container's startupProbe allows failureThreshold 600 x
     # periodSeconds 1 before the DaemonSet pod is Ready; templates/controller.yaml has no readiness probe.
-    image = "registry.k8s.io/dra-driver-nvidia/dra-driver-nvidia-gpu:v0.4.0"
+    defaults = {"image": {"repository": "registry.k8s.io/dra-driver-nvidia/dra-driver-nvidia-gpu", "tag": ""}}
+    chosen = helm_merge(defaults, values)["image"]
+    image = f"{chosen['repository']}:{chosen['tag'] or 'v0.4.0'}"  # an empty tag is "v" + appVersion
     pods = (ChartPod("controller Deployment and kubelet plugin DaemonSet", (image,)),)
     startup = 600 * 1
     stage = Stage(

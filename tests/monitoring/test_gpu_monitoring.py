@@ -21,6 +21,7 @@ from aks_gpu_platform.config.monitoring.section import RegistryConfig
 from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import RecordedResource, Recording
 from tests.conftest import STACKS, assert_rejected, cluster_handle, set_path, settings_of
+from tests.models.artifact_cache import cached_upstream
 from tests.models.gpu_metrics_world import GpuWorkload, MetricsWorld, build_world, panel_query
 from tests.models.promql import Evaluator, matches, selectors
 from tests.models.scheduling import node_templates
@@ -60,11 +61,15 @@ def test_registry_is_premium_without_admin_user_or_anonymous_pull(recordings: di
 @pytest.mark.parametrize("stack", STACKS)
 def test_dcgm_image_is_cached_from_nvidia_into_the_registry(recordings: dict[str, Recording], stack: str) -> None:
     recording = recordings[stack]
-    rule = recording.one("azure-native:containerregistry:CacheRule").inputs
-    assert rule["sourceRepository"] == "nvcr.io/nvidia/k8s/dcgm-exporter"
-    assert rule["registryName"] == recording.one(REGISTRY).outputs["name"], "the cache rule must live in our registry"
-    repository = recording.one(RELEASE, "dcgm").inputs["values"]["image"]["repository"]
-    assert repository.split("/", 1)[1] == rule["targetRepository"], "the exporter must pull the cached repository"
+    registry = recording.one(REGISTRY).outputs["name"]
+    for rule in recording.of_type("azure-native:containerregistry:CacheRule"):
+        assert rule.inputs["registryName"] == registry, f"{rule.name} must live in our registry"
+    image = recording.one(RELEASE, "dcgm").inputs["values"]["image"]
+    upstream = cached_upstream(f"{image['repository']}:{image['tag']}", recording)
+    assert upstream is not None, f"the exporter must pull a repository a cache rule serves: {image['repository']}"
+    assert upstream.startswith("nvcr.io/nvidia/k8s/dcgm-exporter:"), (
+        f"the cache must fetch NVIDIA's exporter: {upstream}"
+    )
 
 
 @pytest.mark.parametrize("stack", STACKS)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from aks_gpu_platform.plan.mock_values import distinctive
 from aks_gpu_platform.plan.recording_cache import RECORDING_CACHE
 from aks_gpu_platform.testing import Recording
 from tests.conftest import STACKS, plan_in_process
+from tests.models.scheduling import object_pod_templates
 from tools import REPO_ROOT
 
 # A pull-request comment and a terminal both show lines as they are.
@@ -213,3 +215,39 @@ def test_plan_tells_to_restart_the_keda_operator_once_its_credential_exists(
     assert ("rollout restart deployment keda-operator" in out) == bool(keda), (
         "without the restart, every GPU ScaledObject fails to authenticate and nothing scales"
     )
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_the_plan_lists_every_image_with_its_digest_or_unpinned(
+    plan_runs: dict[str, TwoRuns], recordings: dict[str, Recording], stack: str
+) -> None:
+    out = plan_runs[stack].first.stdout
+    section = out.split("Images (each with its digest, or unpinned and why):", 1)[1].split("Rendered objects", 1)[0]
+    lines = " ".join(section.split())
+    # Every container the stack's objects run is listed: `image sha256:...`, or `image unpinned: why`.
+    containers = [
+        str(c["image"])
+        for pod in object_pod_templates(recordings[stack])
+        for c in [*(pod.spec.get("containers") or []), *(pod.spec.get("initContainers") or [])]
+    ]
+    assert containers, "every stack runs pods of its own"
+    missing: list[str] = []
+    for image in containers:
+        tagged, _, digest = image.partition("@")
+        listed = f"{tagged} {digest}" if digest else f"{image} unpinned: "
+        if listed not in lines:
+            missing.append(image)
+    assert not missing, f"images the plan does not list with a digest or `unpinned`: {sorted(set(missing))}"
+    # The model server and the smoke test: Docker Hub images by tag, through the registry, listed as unpinned.
+    assert re.search(r"\S+\.azurecr\.io/docker\.io/vllm/vllm-openai:v0\.34\.0 unpinned: the model servers", lines)
+    assert re.search(r"\.azurecr\.io/docker\.io/nvidia/cuda:12\.4\.1-base-ubuntu22\.04 unpinned: the GPU smoke", lines)
+    # Pinned images print the digest an upstream file records (the device plugin's, from the GPU Operator bundle).
+    assert re.search(r"\.azurecr\.io/nvcr\.io/nvidia/k8s-device-plugin:v0\.20\.0 sha256:a61ba9fd", lines), lines
+
+
+def test_the_plan_warns_that_docker_hub_is_pulled_anonymously_through_the_cache(plan_runs: dict[str, TwoRuns]) -> None:
+    # dev runs the model server and the smoke test from Docker Hub; the docker-hub rule has no credential set.
+    lines = " ".join(plan_runs["dev"].first.stdout.split())
+    warning = re.search(r"cache rule docker-hub pulls docker\.io anonymously \(no credential set\)[^!]*", lines)
+    assert warning, "a rate-limited upstream pulled without credentials is named in the plan"
+    assert "docker.io/vllm/vllm-openai:v0.34.0" in warning[0] and "docker.io/nvidia/cuda:" in warning[0], warning[0]

@@ -23,6 +23,7 @@ from aks_gpu_platform.config.gpu.section import GpuPoolConfig, GpuStackConfig
 from aks_gpu_platform.config.loader import validate_section
 from aks_gpu_platform.testing import Recording, evaluate
 from tests.conftest import assert_rejected, cluster_handle, settings_of
+from tests.models.artifact_cache import cached_upstream, serving_rule
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 AGENT_POOL = "azure-native:containerservice:AgentPool"
@@ -160,8 +161,10 @@ def test_nic_cluster_policy_uses_the_release_matched_rdma_plugin(prod_recording:
     policy = prod_recording.one("kubernetes:mellanox.com/v1alpha1:NicClusterPolicy")
     plugin = policy.inputs["spec"]["rdmaSharedDevicePlugin"]
     version = _release(prod_recording, "network-operator").inputs["version"]
-    assert plugin["repository"] == "nvcr.io/nvidia/mellanox" and plugin["version"] == f"network-operator-v{version}", (
-        "the operator is tested with the plugin image of its own release (hack/release.yaml)"
+    # The operator joins repository/image:version; the nodes pull it through the platform's registry cache.
+    pulled = cached_upstream(f"{plugin['repository']}/{plugin['image']}:{plugin['version']}", prod_recording)
+    assert pulled == f"nvcr.io/nvidia/mellanox/k8s-rdma-shared-dev-plugin:network-operator-v{version}", (
+        f"the operator is tested with the plugin image of its own release (hack/release.yaml), not {pulled}"
     )
 
 
@@ -235,7 +238,10 @@ def test_dcgm_image_must_come_from_the_charts_release(stack_config: Callable[[st
 
 def test_dcgm_exporter_waits_for_the_image_cache_and_the_pull_grant(dev_recording: Recording) -> None:
     release = dev_recording.one(RELEASE, "dcgm")
-    cache = dev_recording.one("azure-native:containerregistry:CacheRule")
+    image = release.inputs["values"]["image"]
+    served = serving_rule(f"{image['repository']}:{image['tag']}", dev_recording)
+    assert served is not None, f"no cache rule serves the exporter's image {image}"
+    cache, _ = served
     grant = dev_recording.one("azure-native:authorization:RoleAssignment", "acr-pull")
     assert {cache.urn, grant.urn} <= set(release.depends_on), (
         "pods started before the cache rule and AcrPull exist sit in ImagePullBackOff until Helm times out"
