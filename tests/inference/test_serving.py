@@ -22,11 +22,13 @@ from aks_gpu_platform.components.inference.model_dashboards import panel_queries
 from aks_gpu_platform.config import ConfigError
 from aks_gpu_platform.config.catalog.cold_start import node_provisioning
 from aks_gpu_platform.config.catalog.gpu_sizes import GPU_SKUS
+from aks_gpu_platform.config.gpu.scheduling import RDMA_RESOURCE
 from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording, kubernetes_object
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.models.autoscaler_template import scale_from_zero_problems
 from tests.models.crd_schema import crd_problems
+from tests.models.pod_security_policy import admission, assignments
 from tests.models.pod_security_standard import enforced_level, violations
 from tests.models.promql import Evaluator, History, selectors
 from tests.models.release_contract import release_problems
@@ -99,7 +101,7 @@ def _with_models(stack: str, models: list[dict[str, Any]]) -> dict[str, Any]:
     return config
 
 
-ZERO_MODEL = {**DEV_MODELS[0], "minReplicas": 0, "scaleToZero": True, "slo": {"timeToFirstTokenP90Seconds": 600}}
+ZERO_MODEL = {**DEV_MODELS[0], "minReplicas": 0, "scaleToZero": True, "slo": {"timeToFirstTokenP90Seconds": 45}}
 
 
 def _prod_with_models() -> dict[str, Any]:
@@ -326,7 +328,8 @@ def test_serving_pods_fit_pass_pod_security_and_their_pools_scale_from_zero(
     assert pods, "the model servers' pod templates must be seen"
     for pod in pods:
         assert violations(level, pod.spec) == [], f"{pod.source}: refused at the models namespace's level {level}"
-        assert violations("restricted", pod.spec) == [], f"{pod.source}: model servers are meant to meet restricted"
+        if "Deployment" in pod.source:
+            assert violations("restricted", pod.spec) == [], f"{pod.source}: single-node servers meet restricted"
     epp = [p for p in check.pods if "endpoint picker" in p.source]
     assert epp and all(violations(level, {"containers": [{"name": "epp"}], **p.spec}) == [] for p in epp), (
         "the picker the chart renders has no securityContext: the models namespace must admit it"
@@ -362,6 +365,68 @@ def test_a_multi_node_group_starts(served: dict[str, Recording]) -> None:
         f"{group['metadata']['name']}: the leader waits for its workers and the workers wait for the leader to be "
         "Ready: the group never serves"
     )
+
+
+def _group_pods(recording: Recording) -> dict[str, dict[str, Any]]:
+    (group,) = _objects(recording, "LeaderWorkerSet")
+    template = group["spec"]["leaderWorkerTemplate"]
+    return {"leader": template["leaderTemplate"]["spec"], "worker": template["workerTemplate"]["spec"]}
+
+
+def _runs_as(spec: dict[str, Any], container: dict[str, Any]) -> int | None:
+    return (container.get("securityContext") or {}).get(
+        "runAsUser", (spec.get("securityContext") or {}).get("runAsUser")
+    )
+
+
+def test_a_multi_node_group_talks_over_infiniband(served: dict[str, Recording]) -> None:
+    """Every pod of a group holds the RDMA device, may pin memory for the verbs (IPC_LOCK, which only a root process
+    holds: Kubernetes sets no ambient capabilities) and gives NCCL the settings the GPU checks' all-reduce uses."""
+    for role, spec in _group_pods(served["prod"]).items():
+        (vllm,) = spec["containers"]
+        resources = vllm["resources"]
+        assert resources["requests"].get(RDMA_RESOURCE) == resources["limits"].get(RDMA_RESOURCE) == "1", (
+            f"{role}: without {RDMA_RESOURCE} the pod gets no InfiniBand device and NCCL falls back to TCP"
+        )
+        added = vllm["securityContext"].get("capabilities", {}).get("add", [])
+        assert added == ["IPC_LOCK"], f"{role}: NCCL pins memory for RDMA; IPC_LOCK must be its one capability"
+        assert _runs_as(spec, vllm) == 0, f"{role}: a non-root process gets no effective IPC_LOCK"
+        env = {e["name"]: e.get("value") for e in vllm["env"]}
+        assert env.get("NCCL_SOCKET_IFNAME") == "eth0" and env.get("NCCL_IB_PCI_RELAXED_ORDERING") == "1", (
+            f"{role}: NCCL's bootstrap interface and the ND sizes' relaxed ordering: {env}"
+        )
+    single = [d for d in _objects(served["prod"], "Deployment") if d["metadata"]["namespace"] == "models"]
+    assert single and all(
+        RDMA_RESOURCE not in d["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"] for d in single
+    ), "a single-node model needs no fabric and keeps its non-root, capability-free pods"
+
+
+def test_the_models_namespace_admits_a_multi_node_group_and_nothing_more(served: dict[str, Recording]) -> None:
+    """Kubernetes' baseline refuses IPC_LOCK: the namespace enforces `privileged` and Azure Policy's baseline with
+    IPC_LOCK allowed (Deny) covers it, as it does an InfiniBand team's namespace."""
+    recording = served["prod"]
+    namespaces = {o["metadata"]["name"]: o["metadata"].get("labels") or {} for o in _objects(recording, "Namespace")}
+    level = enforced_level(namespaces["models"])
+    found = assignments(recording)
+    for role, spec in _group_pods(recording).items():
+        assert violations(level, spec) == [], f"{role}: Pod Security {level} refuses the group's pod"
+        verdict = admission(found, "models", spec)
+        assert verdict.denied == [], f"{role}: Azure Policy refuses the group's pod: {verdict.denied}"
+        (vllm,) = spec["containers"]
+        privileged = {
+            **spec,
+            "containers": [{**vllm, "securityContext": {**vllm["securityContext"], "privileged": True}}],
+        }
+        assert admission(found, "models", privileged).denied, (
+            "the models namespace must stay under the RDMA baseline: a privileged container there must be denied"
+        )
+        other = {
+            **spec,
+            "containers": [
+                {**vllm, "securityContext": {**vllm["securityContext"], "capabilities": {"add": ["SYS_ADMIN"]}}}
+            ],
+        }
+        assert admission(found, "models", other).denied, "IPC_LOCK is the one capability beyond the baseline"
 
 
 # vLLM 0.34.0 for a checkpoint without a quantization config (vllm/model_executor/model_loader/weight_utils.py
