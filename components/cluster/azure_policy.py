@@ -10,8 +10,9 @@ Network Operators, Lustre CSI, NVSentinel, the DRA driver, AMD's operator, the G
 excluded; team namespaces never are.
 
 NCCL over RDMA needs IPC_LOCK, which the initiative's fixed capability list refuses. The namespaces of teams with
-quota on an InfiniBand pool, and the models namespace once a served model spans nodes, are therefore left out of the initiative and get its five policies assigned one by one,
-with the same parameters and IPC_LOCK added to the allowed capabilities: everything else stays refused there too.
+quota on an InfiniBand pool, and the models namespace once a served model spans nodes, are therefore left out of the
+initiative and get its five policies assigned one by one, with the same parameters and IPC_LOCK added to the allowed
+capabilities: everything else stays refused there too.
 Kubernetes' own Pod Security `baseline` refuses IPC_LOCK as well, so those namespaces enforce `privileged` at the
 API server (components/shared/workloads.py) and these five policies are what refuses a privileged pod there:
 they Deny in
