@@ -364,7 +364,15 @@ def staging_job_spec(model: ServedModelConfig, cache_claim: str, token_secret: s
         "backoffLimit": 3,
         "activeDeadlineSeconds": staging_seconds(model.shape),
         "template": {
-            "metadata": {"labels": {**model_labels(model.name), "app.kubernetes.io/component": "weights"}},
+            # Not the servers' labels: the model's InferencePool and PodMonitor select those, and a running staging
+            # pod is Ready, so the picker would send it requests.
+            "metadata": {
+                "labels": {
+                    "app.kubernetes.io/name": "weights-stage",
+                    "app.kubernetes.io/instance": model.name,
+                    "app.kubernetes.io/component": "weights",
+                }
+            },
             "spec": {
                 "restartPolicy": "OnFailure",
                 "nodeSelector": cpu_node_selector(),
