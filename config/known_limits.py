@@ -37,6 +37,14 @@ PLATFORM_LIMITS: list[KnownLimit[PlatformConfig]] = [
         "and chargeback records no idle device-hours (docs/monitoring.md); use devicePlugin or gpuOperator where "
         "idle GPUs must be seen",
     ),
+    KnownLimit(
+        "served-model-slo-upper-bound",
+        lambda cfg: bool(cfg.inference.models),
+        "inference.models: no series holds a caller's time to first token, so the SLO alert reads an upper bound of "
+        "its p90 (p95 of the time held in the endpoint picker + p95 of vLLM's time to first token) and may page "
+        "while the true p90 is still within the SLO; the gateway's own proxying is not in it. Read the dashboard's "
+        "picker and vLLM panels before acting (docs/autoscaling.md)",
+    ),
 ]
 
 FLEET_LIMITS: list[KnownLimit[FleetPlan]] = [

@@ -208,7 +208,7 @@ class PlatformConfig(ConfigModel):
     @model_validator(mode="after")
     def _check_pod_security(self) -> PlatformConfig:
         check_pod_security_exclusions(self.security, self.training)
-        check_rdma_pod_security(self.security, self.training, self.gpu_pools)
+        check_rdma_pod_security(self.security, self.training, self.gpu_pools, self.inference)
         return self
 
     @model_validator(mode="after")

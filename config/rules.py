@@ -195,22 +195,36 @@ def check_pod_security_exclusions(security: SecurityConfig, training: TrainingCo
 
 
 def check_rdma_pod_security(
-    security: SecurityConfig, training: TrainingConfig, gpu_pools: Sequence[GpuPoolConfig]
+    security: SecurityConfig,
+    training: TrainingConfig,
+    gpu_pools: Sequence[GpuPoolConfig],
+    inference: InferenceConfig,
 ) -> None:
-    """A team with InfiniBand quota runs NCCL pods that add IPC_LOCK, which Kubernetes' Pod Security `baseline`
-    refuses; its namespace is enforced by the Azure Policy baseline with IPC_LOCK allowed instead, so that policy
-    must be assigned (components/cluster/azure_policy.py, components/shared/workloads.py)."""
-    if security.pod_security.enabled or not training.enabled:
+    """A team with InfiniBand quota, and a served model across nodes, run NCCL pods that add IPC_LOCK, which
+    Kubernetes' Pod Security `baseline` refuses; their namespace is enforced by the Azure Policy baseline with
+    IPC_LOCK allowed instead, so that policy must be assigned (components/cluster/azure_policy.py,
+    components/shared/workloads.py, components/inference/serving.py)."""
+    if security.pod_security.enabled:
         return
-    infiniband = {pool.name for pool in gpu_pools if pool.infiniband}
-    teams = [team.name for team in training.teams if any(q.pool in infiniband for q in team.quotas)]
-    if teams:
+    if training.enabled:
+        infiniband = {pool.name for pool in gpu_pools if pool.infiniband}
+        teams = [team.name for team in training.teams if any(q.pool in infiniband for q in team.quotas)]
+        if teams:
+            raise field_error(
+                "security.podSecurity.enabled",
+                False,
+                f"teams {teams} have quota on InfiniBand pools: their NCCL pods add IPC_LOCK, which Kubernetes' "
+                "baseline refuses, so their namespaces' pod security comes from the Azure Policy baseline with "
+                "IPC_LOCK allowed; keep it enabled (with azurePolicy)",
+            )
+    spanning = [m.name for m in inference.models if m.nodes > 1]
+    if spanning:
         raise field_error(
             "security.podSecurity.enabled",
             False,
-            f"teams {teams} have quota on InfiniBand pools: their NCCL pods add IPC_LOCK, which Kubernetes' baseline "
-            "refuses, so their namespaces' pod security comes from the Azure Policy baseline with IPC_LOCK allowed; "
-            "keep it enabled (with azurePolicy)",
+            f"inference.models {spanning} span nodes: their servers add IPC_LOCK for NCCL over InfiniBand, which "
+            "Kubernetes' baseline refuses, so the models namespace's pod security comes from the Azure Policy "
+            "baseline with IPC_LOCK allowed; keep it enabled (with azurePolicy)",
         )
 
 

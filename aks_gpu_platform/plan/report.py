@@ -39,7 +39,6 @@ from aks_gpu_platform.config.catalog.images import FROM_UPSTREAM, UPSTREAMS, unp
 from aks_gpu_platform.config.catalog.lustre_skus import AMLFS_SKUS
 from aks_gpu_platform.config.catalog.prices import HOURS_PER_MONTH
 from aks_gpu_platform.config.fleet.section import FleetPlan, is_fleet_stack, load_fleet
-from aks_gpu_platform.config.inference.models import ServedModelConfig
 from aks_gpu_platform.config.known_limits import FLEET_LIMITS, PLATFORM_LIMITS, hit
 from aks_gpu_platform.config.loader import PROJECT, settings_from_runtime_config
 from aks_gpu_platform.config.placeholders import find_placeholders
@@ -429,25 +428,6 @@ def _price_basis(estimate: cost.CostEstimate) -> str:
     )
 
 
-def serving_warnings(models: Sequence[ServedModelConfig]) -> list[str]:
-    """What a served model does not get yet, said before it is deployed."""
-    found: list[str] = []
-    for model in models:
-        found.append(
-            f"model {model.name}: its time-to-first-token SLO alert reads vLLM's vllm:time_to_first_token_seconds, "
-            "whose clock starts in the engine: time a request waits in the gateway or the endpoint picker "
-            + ("(flow control while the model wakes from zero, the wake itself) " if model.scale_to_zero else "")
-            + "is not in it, so callers can wait longer than the alert shows"
-        )
-        if model.nodes > 1:
-            found.append(
-                f"model {model.name}: spans {model.nodes} nodes, but its pods request no RDMA device and the models "
-                "namespace enforces Pod Security baseline, which refuses IPC_LOCK: NCCL between its nodes runs over "
-                "TCP on the node network, not InfiniBand"
-            )
-    return found
-
-
 def shared_infiniband_warnings(cfg: PlatformConfig) -> list[str]:
     """One warning per InfiniBand pool on which two or more teams have quota: their pods share its nodes and HCAs,
     and what passes between them over RDMA no NetworkPolicy sees (docs/security.md, "InfiniBand between teams")."""
@@ -582,7 +562,6 @@ def build_report(
             line += f"; no GPU-hour price for {', '.join(team.unpriced)} (not counted)"
         report.cost_lines.append(line + " held all month at list price")
     report.cost_lines += [cost.model_cost_line(c) for c in cost.model_costs(cfg.inference.models, cfg.gpu_pools)]
-    report.warnings += serving_warnings(cfg.inference.models)
 
     report.cold_start = cold_start.budgets(cfg, pools)
     report.model_ready = cold_start.models_ready(cfg)

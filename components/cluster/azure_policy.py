@@ -10,8 +10,9 @@ Network Operators, Lustre CSI, NVSentinel, the DRA driver, AMD's operator, the G
 excluded; team namespaces never are.
 
 NCCL over RDMA needs IPC_LOCK, which the initiative's fixed capability list refuses. The namespaces of teams with
-quota on an InfiniBand pool are therefore left out of the initiative and get its five policies assigned one by one,
-with the same parameters and IPC_LOCK added to the allowed capabilities: everything else stays refused there too.
+quota on an InfiniBand pool, and the models namespace once a served model spans nodes, are therefore left out of the
+initiative and get its five policies assigned one by one, with the same parameters and IPC_LOCK added to the allowed
+capabilities: everything else stays refused there too.
 Kubernetes' own Pod Security `baseline` refuses IPC_LOCK as well, so those namespaces enforce `privileged` at the
 API server (components/shared/workloads.py) and these five policies are what refuses a privileged pod there:
 they Deny in
@@ -26,6 +27,7 @@ import pulumi_azure_native.authorization as authorization
 
 from aks_gpu_platform.config.cluster.security import PolicyEffect
 from aks_gpu_platform.config.gpu.section import GpuPoolConfig
+from aks_gpu_platform.config.inference.models import InferenceConfig
 from aks_gpu_platform.config.training.section import TrainingConfig
 
 from ..shared.context import ClusterHandle
@@ -89,6 +91,11 @@ def rdma_team_namespaces(training: TrainingConfig, gpu_pools: Sequence[GpuPoolCo
         return []
     infiniband = {pool.name for pool in gpu_pools if pool.infiniband}
     return sorted({team.namespace_name for team in training.teams if any(q.pool in infiniband for q in team.quotas)})
+
+
+def rdma_model_namespaces(inference: InferenceConfig) -> list[str]:
+    """The models namespace once a model spans nodes: its servers lock memory for NCCL over RDMA (IPC_LOCK)."""
+    return [inference.namespace] if any(m.nodes > 1 for m in inference.models) else []
 
 
 class PodSecurityPolicyArgs(TypedDict):

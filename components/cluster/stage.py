@@ -17,7 +17,7 @@ from ..shared.context import ClusterHandle
 from ..shared.placement import Placement
 from .agent_pools import PoolPlacementArgs
 from .aks_cluster import AksCluster
-from .azure_policy import PodSecurityPolicy, rdma_team_namespaces
+from .azure_policy import PodSecurityPolicy, rdma_model_namespaces, rdma_team_namespaces
 from .cpu_node_pool import CpuNodePool
 from .resource_group import platform_resource_group
 
@@ -108,7 +108,10 @@ def build_cluster(
                 "cluster": handle,
                 "effect": pod_security.effect_for(cfg.environment),
                 "platform_namespaces": own_namespaces,
-                "rdma_namespaces": rdma_team_namespaces(cfg.training, cfg.gpu_pools),
+                "rdma_namespaces": [
+                    *rdma_team_namespaces(cfg.training, cfg.gpu_pools),
+                    *rdma_model_namespaces(cfg.inference),
+                ],
                 "extra_excluded_namespaces": pod_security.excluded_namespaces,
             },
             place.child("pod-security"),

@@ -36,13 +36,14 @@ from aks_gpu_platform.config.errors import ConfigError
 from aks_gpu_platform.config.gpu.scheduling import (
     GPU_POOL_NAME_LABEL_KEY,
     GPU_RESOURCE,
+    RDMA_RESOURCE,
     RESTRICTED_CONTAINER_SECURITY_CONTEXT,
     cpu_node_affinity,
     cpu_node_selector,
     gpu_pod_scheduling,
 )
 from aks_gpu_platform.config.gpu.section import GpuPoolConfig
-from aks_gpu_platform.config.inference.models import GIB, PICKER_NAME_PREFIX, InferenceConfig, ServedModelConfig
+from aks_gpu_platform.config.inference.models import GIB, InferenceConfig, ServedModelConfig
 from aks_gpu_platform.config.inference.runtime import (
     DRAIN_SECONDS,
     ENDPOINT_REMOVAL_SECONDS,
@@ -57,7 +58,7 @@ from aks_gpu_platform.config.inference.runtime import (
 from ..monitoring.alerts import alert_rules
 from ..monitoring.dcgm_exporter import SCRAPE_LABEL_LIMITS
 from ..network.policies import NAMESPACE_NAME_LABEL, platform_ingress
-from ..shared.workloads import platform_namespace
+from ..shared.workloads import MEMORY_LOCKING_POD_SECURITY, platform_namespace
 from .autoscaling import (
     KEDA_API_VERSION,
     KedaWiringArgs,
@@ -75,7 +76,7 @@ from .gateway import (
     team_listener,
     team_ports,
 )
-from .model_dashboards import model_dashboard, slo_alert
+from .model_dashboards import model_dashboard, picker_name, slo_alert
 
 VLLM_IMAGE = "vllm/vllm-openai:v0.34.0"
 VLLM_PORT = 8000
@@ -115,12 +116,26 @@ CHECKOV_SKIPS = {
     "checkov.io/skip4": "CKV_K8S_11=no CPU limit: CFS throttling stalls the engine's scheduler; requests reserve it",
 }
 # The inferencepool chart's picker has no securityContext (epplib templates/_deployment.yaml at v1.5.0): baseline
-# admits it; restricted is what the model servers meet, so warn and audit at it.
+# admits it; restricted is what single-node model servers meet, so warn and audit at it.
 MODELS_NAMESPACE_LABELS = {
     "pod-security.kubernetes.io/enforce": "baseline",
     "pod-security.kubernetes.io/warn": "restricted",
     "pod-security.kubernetes.io/audit": "restricted",
 }
+# A multi-node model's servers add IPC_LOCK for NCCL over RDMA, which `baseline` refuses and no level short of
+# `privileged` allows: that namespace is then enforced like an InfiniBand team's, by Azure Policy's baseline with
+# IPC_LOCK allowed, always Deny (components/cluster/azure_policy.py; config/rules.py keeps that policy on).
+MEMORY_LOCKING_MODELS_NAMESPACE_LABELS = {**MODELS_NAMESPACE_LABELS, **MEMORY_LOCKING_POD_SECURITY}
+# NCCL between a group's nodes (the GPU checks' all-reduce sets the same, components/gpu/validation.py): relaxed PCI
+# ordering for the Azure ND sizes' HCAs; NCCL's bootstrap and fallback socket on the pod's eth0.
+MULTI_NODE_NCCL_ENV = {"NCCL_IB_PCI_RELAXED_ORDERING": "1", "NCCL_SOCKET_IFNAME": "eth0", "NCCL_DEBUG": "WARN"}
+
+
+def models_namespace_labels(models: Sequence[ServedModelConfig]) -> dict[str, str]:
+    """Pod Security of the models namespace: `privileged` under Azure Policy's RDMA baseline once a model spans
+    nodes (its servers add IPC_LOCK), else `baseline`."""
+    locks_memory = any(model.nodes > 1 for model in models)
+    return MEMORY_LOCKING_MODELS_NAMESPACE_LABELS if locks_memory else MODELS_NAMESPACE_LABELS
 
 
 def model_labels(model: str) -> dict[str, str]:
@@ -238,6 +253,34 @@ def vllm_pod_spec(
         mounts.append({"name": "dshm", "mountPath": "/dev/shm"})
         volumes.append({"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}})
     gpus = str(model.tensor_parallel)
+    requests: dict[str, str] = {**resources, GPU_RESOURCE: gpus}
+    limits: dict[str, str] = {"memory": resources["memory"], GPU_RESOURCE: gpus}
+    security: dict[str, Any] = {
+        **RESTRICTED_CONTAINER_SECURITY_CONTEXT,
+        "runAsNonRoot": True,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    pod_security: dict[str, Any] = {
+        "runAsNonRoot": True,
+        "runAsUser": VLLM_UID,
+        "runAsGroup": VLLM_GID,
+        "fsGroup": VLLM_GID,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    if multi_node:
+        # NCCL between the group's nodes over InfiniBand: the RDMA device, and memory it may pin for the verbs.
+        # AKS's containerd sets no memlock limit of its own (components/training/team_storage.py), so NCCL needs
+        # IPC_LOCK, and a capability reaches only a root process (Kubernetes sets no ambient capabilities): root
+        # with IPC_LOCK as its only capability, group 0 as the image's own user has.
+        requests[RDMA_RESOURCE] = limits[RDMA_RESOURCE] = "1"
+        env += [{"name": key, "value": value} for key, value in MULTI_NODE_NCCL_ENV.items()]
+        security = {
+            **security,
+            "runAsNonRoot": False,
+            "runAsUser": 0,
+            "capabilities": {"drop": ["ALL"], "add": ["IPC_LOCK"]},
+        }
+        pod_security = {**pod_security, "runAsNonRoot": False, "runAsUser": 0}
     container: dict[str, Any] = {
         "name": "vllm",
         "image": mirrored(VLLM_IMAGE),
@@ -245,15 +288,8 @@ def vllm_pod_spec(
         "command": ["vllm", "serve"],
         "args": vllm_args(model, pool.sku.gpu_model, multi_node),
         "env": env,
-        "resources": {
-            "requests": {**resources, GPU_RESOURCE: gpus},
-            "limits": {"memory": resources["memory"], GPU_RESOURCE: gpus},
-        },
-        "securityContext": {
-            **RESTRICTED_CONTAINER_SECURITY_CONTEXT,
-            "runAsNonRoot": True,
-            "seccompProfile": {"type": "RuntimeDefault"},
-        },
+        "resources": {"requests": requests, "limits": limits},
+        "securityContext": security,
         "volumeMounts": mounts,
         # The picker stops choosing a pod once it is deleted; the pause lets requests it chose just before arrive
         # while the server still accepts them (vLLM refuses new requests once it drains).
@@ -276,13 +312,7 @@ def vllm_pod_spec(
         "automountServiceAccountToken": False,
         # The preStop pause, the whole drain and the engine's teardown (config/inference/runtime.py).
         "terminationGracePeriodSeconds": TERMINATION_GRACE_SECONDS,
-        "securityContext": {
-            "runAsNonRoot": True,
-            "runAsUser": VLLM_UID,
-            "runAsGroup": VLLM_GID,
-            "fsGroup": VLLM_GID,
-            "seccompProfile": {"type": "RuntimeDefault"},
-        },
+        "securityContext": pod_security,
         "containers": [container],
         "volumes": volumes,
     }
@@ -406,7 +436,12 @@ def picker_config(flow_control: bool) -> str:
 
 def picker_labels(model: str) -> dict[str, str]:
     """The picker pod's selector labels (epplib templates/_helpers.tpl, InferencePool mode)."""
-    return {"inferencepool": f"{model.lower().strip()[:PICKER_NAME_PREFIX]}-epp"}
+    return {"inferencepool": picker_name(model)}
+
+
+def picker_holds_requests(model: ServedModelConfig) -> bool:
+    """The picker runs flow control, which holds requests while no server is ready: a model that may be at zero."""
+    return model.min_replicas == 0
 
 
 def held_requests_query(namespace: str, model: str) -> str:
@@ -416,14 +451,13 @@ def held_requests_query(namespace: str, model: str) -> str:
 
 def inference_pool_values(model: ServedModelConfig) -> dict[str, Any]:
     """inferencepool chart values: the pool over the model's serving pods, the picker on the CPU pool."""
-    wakes = model.min_replicas == 0
-    picker: dict[str, Any] = {}
-    if wakes:
-        picker = {
+    # Managed Prometheus scrapes every picker's :9090 (the SLO reads it) without a bearer token
+    # (--metrics-endpoint-auth=false).
+    picker: dict[str, Any] = {"monitoring": {"prometheus": {"auth": {"enabled": False}}}}
+    if picker_holds_requests(model):
+        picker |= {
             "pluginsConfigFile": PICKER_CONFIG_FILE,
             "pluginsCustomConfig": {PICKER_CONFIG_FILE: picker_config(flow_control=True)},
-            # Managed Prometheus scrapes the picker's :9090 without a bearer token (--metrics-endpoint-auth=false).
-            "monitoring": {"prometheus": {"auth": {"enabled": False}}},
         }
     return {
         "inferencePool": {
@@ -536,7 +570,7 @@ def scaled_object_spec(
                         "authenticationRef": ref,
                     }
                 ]
-                if model.min_replicas == 0
+                if picker_holds_requests(model)
                 else []
             ),
         ],
@@ -705,23 +739,23 @@ class ServedModel(pulumi.ComponentResource):
                 pulumi.ResourceOptions(depends_on=[handle.cluster, *args.get("scrape_dependencies", [])]),
             ),
         )
-        if model.min_replicas == 0:
-            k8s.apiextensions.CustomResource(
-                f"{name}-picker-monitor",
-                api_version="azmonitoring.coreos.com/v1",
-                kind="PodMonitor",
-                metadata={"name": f"epp-{model.name}", "namespace": ns, "labels": labels},
-                spec={
-                    **SCRAPE_LABEL_LIMITS,
-                    "selector": {"matchLabels": picker_labels(model.name)},
-                    "namespaceSelector": {"matchNames": [ns]},
-                    "podMetricsEndpoints": [{"port": "metrics", "path": "/metrics", "interval": "15s"}],
-                },
-                opts=pulumi.ResourceOptions.merge(
-                    in_cluster,
-                    pulumi.ResourceOptions(depends_on=[handle.cluster, picker, *args.get("scrape_dependencies", [])]),
-                ),
-            )
+        # Every model's SLO reads its picker (model_dashboards.py caller_ttft_bound).
+        k8s.apiextensions.CustomResource(
+            f"{name}-picker-monitor",
+            api_version="azmonitoring.coreos.com/v1",
+            kind="PodMonitor",
+            metadata={"name": f"epp-{model.name}", "namespace": ns, "labels": labels},
+            spec={
+                **SCRAPE_LABEL_LIMITS,
+                "selector": {"matchLabels": picker_labels(model.name)},
+                "namespaceSelector": {"matchNames": [ns]},
+                "podMetricsEndpoints": [{"port": "metrics", "path": "/metrics", "interval": "15s"}],
+            },
+            opts=pulumi.ResourceOptions.merge(
+                in_cluster,
+                pulumi.ResourceOptions(depends_on=[handle.cluster, picker, *args.get("scrape_dependencies", [])]),
+            ),
+        )
         object_name = f"{model.name}-serving"
         auth, _ = keda_trigger_authentication(self, name, args, f"id-model-{model.name}-keda", object_name, ns)
         self.waiting_query = waiting_query(ns, model.name)
@@ -797,7 +831,7 @@ class ModelServing(pulumi.ComponentResource):
         )
         namespace = k8s.core.v1.Namespace(
             f"{name}-namespace",
-            metadata={"name": ns, "labels": MODELS_NAMESPACE_LABELS},
+            metadata={"name": ns, "labels": models_namespace_labels(cfg.models)},
             opts=in_cluster,
         )
         after_namespace = pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[namespace]))
@@ -855,7 +889,8 @@ class ModelServing(pulumi.ComponentResource):
                 },
                 pulumi.ResourceOptions(parent=self),
             )
-            spec = slo_alert(ns, model.name, model.slo.time_to_first_token_p90_seconds)
+            holds = picker_holds_requests(model)
+            spec = slo_alert(ns, model.name, model.slo.time_to_first_token_p90_seconds, holds)
             alertsmanagement.PrometheusRuleGroup(
                 f"{name}-{model.name}-slo",
                 resource_group_name=handle.resource_group_name,
@@ -872,7 +907,9 @@ class ModelServing(pulumi.ComponentResource):
             )
             add_dashboard = args.get("add_dashboard")
             if add_dashboard is not None:
-                board = model_dashboard(ns, model.name, model.slo.time_to_first_token_p90_seconds, model.nodes > 1)
+                board = model_dashboard(
+                    ns, model.name, model.slo.time_to_first_token_p90_seconds, model.nodes > 1, holds
+                )
                 add_dashboard(f"{name}-{model.name}-dashboard", board)
             service = f"http://{GATEWAY_SERVICE}.{GATEWAY_NAMESPACE}.svc.cluster.local"
             self.endpoints[model.name] = {team: f"{service}:{ports[team]}/{model.name}/v1" for team in model.teams}

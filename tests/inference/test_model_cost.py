@@ -80,7 +80,7 @@ def test_the_plan_prints_the_token_price_of_whole_nodes_and_how_the_benchmark_di
         ({"dtype": "bfloat16"}, "H100-80GB"),  # measured in fp8
         ({"tensorParallel": 2, "maxReplicas": 4}, "H100-80GB"),  # measured on one GPU
         (
-            {"pool": "gpua100", "minReplicas": 0, "scaleToZero": True, "slo": {"timeToFirstTokenP90Seconds": 60}},
+            {"pool": "gpua100", "minReplicas": 0, "scaleToZero": True, "slo": {"timeToFirstTokenP90Seconds": 45}},
             "A100-80GB",
         ),
     ],

@@ -30,7 +30,7 @@ def _model(name: str) -> dict[str, Any]:
         "scaleToZero": True,
         "maxReplicas": 1,
         "teams": ["ml"],
-        "slo": {"timeToFirstTokenP90Seconds": 600},
+        "slo": {"timeToFirstTokenP90Seconds": 45},
     }
 
 

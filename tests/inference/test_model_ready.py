@@ -116,7 +116,7 @@ def test_the_plan_warns_of_what_the_serving_budgets_assume_without_a_source() ->
     h200 = {**settings["gpuPools"][0], "name": "h200", "vmSize": "Standard_ND96isr_H200_v5"}
     settings["gpuPools"].append(h200)
     settings["inference"]["models"][0].update(
-        pool="h200", minReplicas=0, scaleToZero=True, slo={"timeToFirstTokenP90Seconds": 600}
+        pool="h200", minReplicas=0, scaleToZero=True, slo={"timeToFirstTokenP90Seconds": 45}
     )
     h200_cfg = load_platform_config(settings)
     warned = [w for w in cold_start.unsourced_serving_facts(h200_cfg) if "H200" in w]

@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import copy
+import json
 from functools import cache
 from typing import Any
 
 import pytest
 import yaml
+from pydantic_core import PydanticCustomError
 
+from aks_gpu_platform.components.inference.model_dashboards import slo_alert
 from aks_gpu_platform.config import ConfigError, load_platform_config
 from aks_gpu_platform.config.catalog.models import serving_dtype
 from aks_gpu_platform.config.loader import refuse_missing_secrets
 from aks_gpu_platform.config.platform import PlatformConfig
+from aks_gpu_platform.config.rules import check_rdma_pod_security
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import settings_of
+from tests.models.promql import selectors
 from tools import REPO_ROOT
 
 LLAMA_8B = "meta-llama/Llama-3.1-8B-Instruct"
@@ -224,7 +229,7 @@ def test_pool_and_teams_must_exist() -> None:
 def test_scale_to_zero_is_explicit() -> None:
     problem = _refused("dev", _model(minReplicas=0))
     assert problem.startswith("inference.models[0].minReplicas: got 0") and "scaleToZero" in problem, problem
-    _load("dev", _model(minReplicas=0, scaleToZero=True, slo={"timeToFirstTokenP90Seconds": 60}))
+    _load("dev", _model(minReplicas=0, scaleToZero=True, slo={"timeToFirstTokenP90Seconds": 45}))
 
 
 def test_scale_to_zero_is_refused_where_a_wake_misses_the_slo() -> None:
@@ -232,6 +237,47 @@ def test_scale_to_zero_is_refused_where_a_wake_misses_the_slo() -> None:
     problem = _refused("dev", _model(minReplicas=0, scaleToZero=True, slo={"timeToFirstTokenP90Seconds": 29}))
     assert problem.startswith("inference.models[0].scaleToZero: got True"), problem
     assert "at least 30 s" in problem, problem
+    assert "held in the endpoint picker" in problem and "time held in the picker + vLLM's" in problem, (
+        f"the refusal must reason on the quantity the SLO alert reads: {problem}"
+    )
+
+
+HOLD_METRIC = "inference_extension_flow_control_request_queue_duration_seconds"
+
+
+def test_scale_to_zero_is_refused_where_the_alert_cannot_see_a_wake() -> None:
+    """The alert reads the picker's hold from GAIE v1.5.0's histogram: histogram_quantile reads a hold past its
+    last finite bucket as that bucket, so an SLO at or above it never sees a wake miss it."""
+    upstream = json.loads((REPO_ROOT / "tests" / "fixtures" / "serving" / "upstream-names.json").read_text())
+    last_bucket = max(upstream["epp_metrics"]["metrics"][HOLD_METRIC]["buckets"])
+    alert = slo_alert("models", "chat", 45, flow_control=True)[1]
+    assert any(s.metric == f"{HOLD_METRIC}_bucket" for s in selectors(alert)), "the refusal and the alert share it"
+    problem = _refused("dev", _model(minReplicas=0, scaleToZero=True, slo={"timeToFirstTokenP90Seconds": last_bucket}))
+    assert problem.startswith("inference.models[0].scaleToZero: got True"), problem
+    assert f"{last_bucket:g} s" in problem and "held in the endpoint picker" in problem, problem
+    _load("dev", _model(minReplicas=0, scaleToZero=True, slo={"timeToFirstTokenP90Seconds": last_bucket - 0.1}))
+
+
+def test_a_multi_node_model_keeps_the_rdma_pod_security_policy() -> None:
+    """Its servers add IPC_LOCK, which only Azure Policy's RDMA baseline admits and still bounds."""
+    settings = copy.deepcopy(_stack("prod"))
+    for pool in settings["gpuPools"]:
+        if pool["name"] == "h100z3":
+            pool["maxCount"] = 6  # room for the kept-up group beside the teams' quotas
+    settings["inference"] = {"models": [_prod_model(pool="h100z3", nodes=2, tensorParallel=8, maxReplicas=1)]}
+    settings["huggingFaceToken"] = "hf_x"
+    cfg = load_platform_config(settings)
+    off = cfg.security.model_copy(
+        update={"pod_security": cfg.security.pod_security.model_copy(update={"enabled": False})}
+    )
+    no_training = cfg.training.model_copy(update={"teams": []})  # no InfiniBand team: the models are the reason
+    with pytest.raises(PydanticCustomError) as caught:  # the rule's error, which validation reports as a problem
+        check_rdma_pod_security(off, no_training, cfg.gpu_pools, cfg.inference)
+    assert "span nodes" in str(caught.value) and "IPC_LOCK" in str(caught.value), caught.value
+    single = cfg.inference.model_copy(
+        update={"models": [m.model_copy(update={"nodes": 1}) for m in cfg.inference.models]}
+    )
+    check_rdma_pod_security(off, no_training, cfg.gpu_pools, single)
 
 
 def test_scale_to_zero_is_refused_across_nodes() -> None:

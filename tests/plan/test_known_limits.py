@@ -63,3 +63,15 @@ def test_the_fleet_plan_says_node_image_runs_stay_consistent_when_latest_is_aske
     config["aks-gpu-platform:fleet"]["updates"]["nodeImageSelection"] = selection
     found = "fleet-node-image-channel-consistent" in _known_limits(_plan(config, "fleet", tmp_path))
     assert found == expected, f"nodeImageSelection {selection}: the NodeImage channel runs Consistent regardless"
+
+
+def test_the_plan_says_the_slo_alert_is_an_upper_bound_where_models_are_served(tmp_path: Path) -> None:
+    from aks_gpu_platform.testing.stack_files import load_stack_file
+    from tools import REPO_ROOT
+
+    config = copy.deepcopy(load_stack_file("dev", REPO_ROOT))
+    assert config["aks-gpu-platform:inference"]["models"], "the dev stack serves a model"
+    assert "served-model-slo-upper-bound" in _known_limits(_plan(config, "dev", tmp_path / "served"))
+    config["aks-gpu-platform:inference"]["models"] = []
+    found = _known_limits(_plan(config, "dev", tmp_path / "none"))
+    assert "served-model-slo-upper-bound" not in found, "no model, no SLO alert"
