@@ -39,7 +39,12 @@ from aks_gpu_platform.config.catalog.models import ACTIVATION_AND_GRAPHS_GIB, de
 from aks_gpu_platform.config.catalog.prices import HOURS_PER_MONTH
 from aks_gpu_platform.config.gpu.section import ColdStartConfig, GpuPoolConfig
 from aks_gpu_platform.config.inference.models import ServedModelConfig
-from aks_gpu_platform.config.inference.runtime import CACHE_READ_MBPS, ENGINE_START_SECONDS, HUB_DOWNLOAD_MBPS
+from aks_gpu_platform.config.inference.runtime import (
+    CACHE_READ_MBPS,
+    ENGINE_START_SECONDS,
+    HUB_DOWNLOAD_MBPS,
+    TEARDOWN_SECONDS,
+)
 
 from . import cost
 
@@ -423,8 +428,9 @@ def unsourced_serving_facts(cfg: PlatformConfig) -> list[str]:
         f"served models: stated, not published: the weights cache read at {CACHE_READ_MBPS:g} MB/s per replica and "
         f"{ENGINE_START_SECONDS} s of engine start (startup probe, VLLM_ENGINE_READY_TIMEOUT_S), the Hub download at "
         f"{HUB_DOWNLOAD_MBPS:g} MB/s (staging Job deadline), {ACTIVATION_AND_GRAPHS_GIB:g} GiB per GPU for "
-        "activations and CUDA graphs (memory fit); compare with the staging Job's duration and vLLM's "
-        "'Available KV cache memory' log line"
+        f"activations and CUDA graphs (memory fit), {TEARDOWN_SECONDS} s for the engine to exit after its drain "
+        "(grace period); compare with the staging Job's duration, vLLM's 'Available KV cache memory' log line and "
+        "how long a stopping server takes after its last request"
     ]
     pools = {p.name: p for p in cfg.gpu_pools}
     for model in cfg.inference.models:

@@ -120,6 +120,17 @@ def test_another_teams_token_on_a_teams_listener_is_denied(stack: Stack) -> None
             assert verdict.status == 403, f"{namespace}'s token on {team}'s listener reached {model}: {verdict}"
 
 
+def test_a_namespace_whose_name_extends_a_teams_is_not_that_team(stack: Stack) -> None:
+    """`team-llm-x` is a namespace anyone with namespace rights may create: its service accounts' names start with
+    team-llm's, so the team's identity must end at the namespace's colon."""
+    for team, model in stack.calls():
+        for suffix in ("-x", "x", "-system"):
+            namespace = f"{stack.namespaces[team]}{suffix}"
+            token = team_token(stack.recording, namespace)
+            verdict = decide(stack.world, Request(stack.ports[team], f"/{model}/v1/completions", token))
+            assert verdict.status == 403, f"{namespace}'s token passes as {team}'s and reaches {model}: {verdict}"
+
+
 def test_a_team_cannot_call_a_model_whose_config_does_not_list_it(stacks: dict[str, Stack]) -> None:
     """prod: qwen-1-5b lists vision only; llm's own token on its own listener is refused, by the policy and the
     route each on its own."""

@@ -112,6 +112,7 @@ def test_the_plan_warns_of_what_the_serving_budgets_assume_without_a_source() ->
     cfg = _prod()
     (stated,) = [w for w in cold_start.unsourced_serving_facts(cfg) if w.startswith("served models:")]
     assert "MB/s" in stated and "GiB per GPU" in stated, f"names the stated rates and margin: {stated}"
+    assert "to exit after its drain" in stated, f"names the stated teardown the grace period allows: {stated}"
     settings = settings_of(copy.deepcopy(load_stack_file("prod", REPO_ROOT)))
     h200 = {**settings["gpuPools"][0], "name": "h200", "vmSize": "Standard_ND96isr_H200_v5"}
     settings["gpuPools"].append(h200)

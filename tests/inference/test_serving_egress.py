@@ -27,6 +27,8 @@ IMDS, WIRESERVER = "169.254.169.254", "168.63.129.16"
 HUB = "3.163.189.10"
 """A public address, as huggingface.co and its CDN resolve to (CloudFront)."""
 DNS = Endpoint("pod", 53, "UDP", "kube-system", (("k8s-app", "kube-dns"),))
+DNS_OVER_TCP = Endpoint("pod", 53, "TCP", "kube-system", (("k8s-app", "kube-dns"),))
+"""A truncated answer (over 512 bytes: many A records, DNSSEC) is asked again over TCP (RFC 7766)."""
 SCRAPER = Endpoint("pod", 0, namespace="kube-system", labels=(("rsName", "ama-metrics"),))
 # Istio 1.30.3 files/kube-gateway.yaml: the label on the gateway pods; istiod's chart labels its pods app=istiod.
 GATEWAY = Endpoint(
@@ -107,6 +109,7 @@ def test_a_model_server_reaches_dns_and_nothing_outside_the_cluster(w: World) ->
         for template in templates:
             source = pod_of(template)
             assert not connection_refusals(w, source, DNS), f"{model}: DNS"
+            assert not connection_refusals(w, source, DNS_OVER_TCP), f"{model}: DNS over TCP"
             assert connection_refusals(w, source, Endpoint("external", 443, address=HUB)), f"{model} reaches the Hub"
             for why, to in _refused_outside(w):
                 assert connection_refusals(w, source, to), f"{model} server reaches {why}"
@@ -117,6 +120,7 @@ def test_a_weights_staging_pod_reaches_dns_and_the_weights_source_and_nothing_el
     for job, template in staging_pods(w).items():
         source = pod_of(template)
         assert not connection_refusals(w, source, DNS), f"{job}: DNS"
+        assert not connection_refusals(w, source, DNS_OVER_TCP), f"{job}: DNS over TCP"
         assert not connection_refusals(w, source, Endpoint("external", 443, address=HUB)), f"{job}: the Hub"
         for why, to in _refused_outside(w):
             assert connection_refusals(w, source, to), f"{job} reaches {why}"

@@ -4,6 +4,7 @@ with the three Pod Security labels, before any Helm release installs into it. A 
 
 from __future__ import annotations
 
+import re
 from functools import cache
 
 import pytest
@@ -12,6 +13,7 @@ from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording, kubernetes_object
 from tests.gpu.test_scheduling import VARIANTS
 from tests.models.contract_stacks import CONTRACT_STACKS, contract_recording
+from tools import REPO_ROOT
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 NAMESPACE = "kubernetes:core/v1:Namespace"
@@ -103,3 +105,35 @@ def test_the_stacks_cover_every_platform_namespace_that_helm_used_to_create() ->
         "nvidia-dra-driver-gpu",
     }
     assert expected <= used, f"not installed by any stack checked: {sorted(expected - used)}"
+
+
+def documented_levels() -> dict[str, str]:
+    """Namespace -> the `enforce` level docs/security.md ("Namespace Pod Security") says the platform chose.
+    Team namespaces are left out: their level depends on InfiniBand quota (tests/training/test_tenancy.py)."""
+    text = (REPO_ROOT / "docs" / "security.md").read_text()
+    section = text.split("## Namespace Pod Security", 1)[1].split("\n## ", 1)[0]
+    levels: dict[str, str] = {}
+    for row in re.findall(r"^\| (.+?) \| `(\w+)`", section, re.M):
+        names, level = row
+        for name in re.findall(r"`([a-z0-9-]+)`", names):
+            levels[name] = level
+    return levels
+
+
+def test_the_documented_levels_name_every_platform_namespace() -> None:
+    levels = documented_levels()
+    assert {"kueue-system", "istio-system", "models", "inference-gateway", "gpu-operator"} <= set(levels), levels
+    assert set(levels.values()) <= set(LEVELS), levels
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_each_platform_namespace_enforces_the_level_the_platform_chose(stack: str) -> None:
+    """Not just any valid level: a controller's namespace at `privileged` admits privileged pods beside it."""
+    levels = documented_levels()
+    wrong: list[str] = []
+    for ns in recording(stack).of_type(NAMESPACE):
+        name = str(ns.inputs["metadata"]["name"])
+        labels = ns.inputs["metadata"].get("labels") or {}
+        if name in levels and labels.get("pod-security.kubernetes.io/enforce") != levels[name]:
+            wrong.append(f"{name}: enforces {labels.get('pod-security.kubernetes.io/enforce')!r}, not {levels[name]!r}")
+    assert not wrong, "\n".join(wrong)
