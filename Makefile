@@ -26,16 +26,19 @@ export UV_PYTHON_DOWNLOADS := never
 # parse them again (make plan: ~4.5 s becomes ~9 s), so make's commands run without it.
 unexport PYTHONDONTWRITEBYTECODE
 
-# $(call venv,DIR,LOCK): create DIR if missing and make its packages exactly LOCK's (uv removes anything else).
+# $(call venv,DIR,LOCK): make DIR's packages exactly LOCK's. uv creates DIR if missing and removes anything else;
+# pip removes nothing, so the pip path builds DIR afresh without the seeded pip/setuptools and installs into it with
+# the outer interpreter's pip (`--python`, pip >= 22.3).
 define venv
 	@set -e; if [ "$(INSTALLER)" = uv ] && [ -x "$(UV)" ]; then \
 		test -x $(1)/bin/python || "$(UV)" venv --quiet --python "$(PYTHON)" $(1); \
 		echo "uv pip sync $(2) -> $(1)" >&2; \
 		"$(UV)" pip sync --quiet --require-hashes --python $(1)/bin/python $(2); \
 	else \
-		test -x $(1)/bin/python || $(PYTHON) -m venv $(1); \
+		rm -rf $(1); $(PYTHON) -m venv --without-pip $(1); \
 		echo "pip install -r $(2) -> $(1)" >&2; \
-		$(1)/bin/python -m pip install --quiet --disable-pip-version-check --require-hashes --no-deps -r $(2); \
+		$(PYTHON) -m pip --python $(1)/bin/python install --quiet --disable-pip-version-check \
+			--require-hashes --no-deps -r $(2); \
 	fi
 	@touch $(1)/.installed
 endef

@@ -264,6 +264,7 @@ class AksGpuFleet(pulumi.ComponentResource):
             resource_name: pulumi.Input[str],
             properties: pulumi.Input[dict[str, Any]],
             depends_on: Sequence[pulumi.Resource],
+            create_only: Sequence[str] = (),
             **envelope: Any,
         ) -> resources.Resource:
             return resources.Resource(
@@ -282,6 +283,9 @@ class AksGpuFleet(pulumi.ComponentResource):
                     depends_on=list(depends_on),
                     aliases=[pulumi.Alias(type_=FLEET_TYPES[resource_type])],
                     delete_before_replace=True,
+                    # The spec's create-only properties (x-ms-mutability read, create): an in-place PUT changing
+                    # one is refused or ignored, and a generic resource has no schema to tell Pulumi so.
+                    replace_on_changes=[f"properties.{path}" for path in create_only],
                 ),
                 **envelope,
             )
@@ -295,6 +299,7 @@ class AksGpuFleet(pulumi.ComponentResource):
                 # One update group per member: the strategy's stages name them.
                 {"clusterResourceId": platform.cluster_id, "group": member},
                 [hub],
+                create_only=["clusterResourceId"],
             )
             for member, platform in self.members.items()
         ]
@@ -309,6 +314,7 @@ class AksGpuFleet(pulumi.ComponentResource):
                 role,
                 strategy.id.apply(lambda strategy_id, p=profile: {**p, "updateStrategyId": strategy_id}),
                 [strategy],
+                create_only=["updateStrategyId", "nodeImageSelection.type"],
             )
         return pulumi.Output.from_input(fleet.name)
 

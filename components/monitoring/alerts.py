@@ -9,7 +9,7 @@ from aks_gpu_platform.config.gpu.scheduling import GPU_POOL_LABEL_KEY, GPU_POOL_
 from aks_gpu_platform.config.monitoring.section import AlertThresholdsConfig
 
 from . import metrics_labels as labels
-from .recording_rules import held_utilization_percent
+from .recording_rules import held_utilization_percent, mig_utilization_missing
 
 AlertSpec = tuple[str, str, str, int, str]
 """(alert name, PromQL expression, ISO 8601 `for` duration, severity 0-4, description)."""
@@ -92,6 +92,15 @@ def gpu_alert_rules(
             f"PT{t.not_reporting_minutes}M",
             2,
             "GPU node {{ $labels.node }} sends no DCGM metrics: its GPUs are unobserved (exporter down or GPU lost)",
+        ),
+        (
+            "GpuMigUtilizationNotReported",
+            mig_utilization_missing(),
+            f"PT{t.not_reporting_minutes}M",
+            2,
+            f"GPU node {{{{ $labels.{labels.NODE} }}}} reports MIG instances but no per-instance "
+            "DCGM_FI_PROF_GR_ENGINE_ACTIVE: idle MIG slices go unseen (DCGM's profiling module not loaded, or the "
+            "field left out of the exporter's counters)",
         ),
         (
             "DcgmExporterDown",

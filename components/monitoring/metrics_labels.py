@@ -69,9 +69,18 @@ SCRAPE_JOB: Final = "dcgm-exporter"
 """The `job` value the PodMonitor sets on every exporter target, whichever exporter (ours or the GPU Operator's)."""
 
 
-def gpu_series_labels(held_by_pod: bool, honor_labels: bool = HONOR_LABELS) -> frozenset[str]:
-    """Label names on a stored per-GPU DCGM series (besides `__name__`)."""
-    exposed = DCGM_GPU_LABELS + (DCGM_POD_LABELS if held_by_pod else ())
+MIG_INSTANCE: Final = "GPU_I_ID"
+"""The MIG instance a series is about: set only on a MIG slice's series (NVIDIA/dcgm-exporter tag 4.5.3-4.8.2
+internal/pkg/rendermetrics/render_metrics.go), so `GPU_I_ID=""` selects whole GPUs."""
+MIG_PROFILE: Final = "GPU_I_PROFILE"
+"""The MIG profile of that instance, e.g. `3g.40gb`."""
+
+
+def gpu_series_labels(held_by_pod: bool, honor_labels: bool = HONOR_LABELS, mig_slice: bool = False) -> frozenset[str]:
+    """Label names on a stored per-GPU DCGM series (besides `__name__`), a MIG slice's with its instance labels."""
+    exposed = (
+        DCGM_GPU_LABELS + (DCGM_POD_LABELS if held_by_pod else ()) + ((MIG_INSTANCE, MIG_PROFILE) if mig_slice else ())
+    )
     return frozenset({stored_name(label, honor_labels) for label in exposed} | TARGET_LABELS | {CLUSTER})
 
 

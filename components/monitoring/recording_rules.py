@@ -8,7 +8,7 @@ import pulumi_azure_native.alertsmanagement as alertsmanagement
 
 from aks_gpu_platform.config.gpu.scheduling import AMD_GPU_RESOURCE, GPU_RESOURCE
 
-from .metrics_labels import NODE, WORKLOAD_NAMESPACE, WORKLOAD_POD
+from .metrics_labels import MIG_INSTANCE, NODE, WORKLOAD_NAMESPACE, WORKLOAD_POD
 
 
 def _rule(record: str, expression: str) -> alertsmanagement.PrometheusRuleArgsDict:
@@ -171,20 +171,28 @@ MIG_UTILIZATION = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
 def held_utilization_percent(window: str | None = None, matchers: str = "") -> str:
     """Percent busy of each device a pod holds, a whole GPU or a MIG slice, averaged over `window` (instant without).
 
-    The graphics engine's active ratio where DCGM reports it: for every NVIDIA GPU and, unlike
-    DCGM_FI_DEV_GPU_UTIL, for each MIG instance (enabled in NVIDIA/dcgm-exporter 4.5.3-4.8.2
-    etc/default-counters.csv, "Datacenter Profiling (DCP) metrics"; a MIG instance's series carries `GPU_I_ID` and
-    `GPU_I_PROFILE`, internal/pkg/rendermetrics/render_metrics.go). DCGM_FI_DEV_GPU_UTIL where it does not (AMD's
-    activity, stored under that name). `or` keeps the first of two series with the same labels, so a GPU's own
-    DCGM_FI_DEV_GPU_UTIL, or a 0 reported for a MIG slice, never hides its engine's ratio.
+    A MIG instance's series carries `GPU_I_ID` (NVIDIA/dcgm-exporter internal/pkg/rendermetrics/render_metrics.go,
+    tag 4.5.3-4.8.2) and has no DCGM_FI_DEV_GPU_UTIL, so a slice is measured by its graphics engine's active ratio
+    (DCGM_FI_PROF_GR_ENGINE_ACTIVE, a profiling field). A whole GPU is measured by DCGM_FI_DEV_GPU_UTIL only: the
+    profiling field can read 0 on a busy GPU (NVIDIA/dcgm-exporter issue 662) or be missing where DCGM's profiling
+    module is not loaded (dcgm-exporter issues 395, 550), and a 0 would raise false idle alerts. AMD's activity is
+    stored as DCGM_FI_DEV_GPU_UTIL without `GPU_I_ID`. A slice without the profiling field has no series here:
+    `MIG_UTILIZATION_MISSING` names its node.
     """
-    selector = f'{{{WORKLOAD_POD}!=""{matchers}}}'
+    mig = f'{{{WORKLOAD_POD}!=""{matchers},{MIG_INSTANCE}!=""}}'
+    whole = f'{{{WORKLOAD_POD}!=""{matchers},{MIG_INSTANCE}=""}}'
     if window is None:
-        return f"{MIG_UTILIZATION}{selector} * 100 or {GPU_UTILIZATION}{selector}"
-    return (
-        f"avg_over_time({MIG_UTILIZATION}{selector}[{window}]) * 100"
-        f" or avg_over_time({GPU_UTILIZATION}{selector}[{window}])"
-    )
+        return f"{MIG_UTILIZATION}{mig} * 100 or {GPU_UTILIZATION}{whole}"
+    return f"avg_over_time({MIG_UTILIZATION}{mig}[{window}]) * 100 or avg_over_time({GPU_UTILIZATION}{whole}[{window}])"
+
+
+def mig_utilization_missing() -> str:
+    """One series per node whose DCGM exporter reports MIG instances (their framebuffer, DCGM_FI_DEV_FB_USED with
+    `GPU_I_ID`, a device field the memory alert collects anyway) but no per-instance DCGM_FI_PROF_GR_ENGINE_ACTIVE:
+    its slices' idleness is unobserved."""
+    by = f"cluster, {NODE}"
+    instances = f'max by ({by}) (DCGM_FI_DEV_FB_USED{{{MIG_INSTANCE}!=""}})'
+    return f'{instances} unless on ({by}) max by ({by}) ({MIG_UTILIZATION}{{{MIG_INSTANCE}!=""}})'
 
 
 GPU_RESOURCES_STORED = tuple(re.sub(r"[^a-zA-Z0-9_]", "_", r) for r in (GPU_RESOURCE, AMD_GPU_RESOURCE))

@@ -501,6 +501,9 @@ def test_the_rotation_program_asks_a_short_token_and_writes_the_secret_kueue_rea
         ("0-50/25 * * * *", 25),  # 0, 25, 50
         ("*/10 9-17 * * MON-FRI", 63 * 60 + 10),  # Friday 17:50 to Monday 09:00
         ("0 0 1 * 1", 7 * 24 * 60),  # day of month and day of week both set: either (both: months apart)
+        # A step above 1 clears the star bit (robfig/cron v3.0.1 parser.go getRange): odd days or Mondays...
+        ("0 3 */2 * 1", 2 * 24 * 60),
+        ("0 3 */1 * 1", 7 * 24 * 60),  # ...while */1 stays a star: every day and a Monday, so Mondays only
     ],
 )
 def test_the_cron_model_reads_every_field_as_the_cronjob_controller_does(schedule: str, gap_minutes: int) -> None:

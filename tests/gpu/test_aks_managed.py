@@ -237,6 +237,9 @@ def test_dcgm_alerts_fire_with_their_labels_except_the_documented_gaps(managed: 
                 for x in world.series
             )
         ]
+        if rule["alert"] == "GpuMigUtilizationNotReported":
+            assert not fired, "no MIG instance in this world, so none lacks its utilisation"
+            continue
         if rule["alert"] in SILENT_IN_AKS_MANAGED:
             assert not fired or empty, f"{rule['alert']} is documented as silent here, yet it would fire"
             continue

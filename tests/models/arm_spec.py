@@ -173,3 +173,33 @@ def request_problems(inputs: Mapping[str, Any], specs: Mapping[tuple[str, str, s
     for rule in spec["rules"]:
         problems += RULES[rule](properties)
     return problems
+
+
+def _create_only(value: Any, schema: Mapping[str, Any], definitions: Mapping[str, Any], path: str) -> list[str]:
+    schema = _resolve(schema, definitions)
+    if not isinstance(value, dict):
+        return []
+    found: list[str] = []
+    properties: Mapping[str, Any] = schema.get("properties", {})
+    for key, item in value.items():
+        if key not in properties:
+            continue
+        mutability = properties[key].get("x-ms-mutability") or _resolve(properties[key], definitions).get(
+            "x-ms-mutability"
+        )
+        if mutability is not None and "update" not in mutability:
+            found.append(f"{path}.{key}")
+        else:
+            found += _create_only(item, properties[key], definitions, f"{path}.{key}")
+    return found
+
+
+def create_only_paths(inputs: Mapping[str, Any], specs: Mapping[tuple[str, str, str], dict[str, Any]]) -> list[str]:
+    """Input paths of a generic resource's request the spec marks `x-ms-mutability` without "update": the service
+    takes them at create only, so a change needs a new resource (e.g. `properties.updateStrategyId`)."""
+    key = (inputs.get("resourceProviderNamespace"), inputs.get("resourceType"), inputs.get("apiVersion"))
+    spec = specs.get(key)  # type: ignore[arg-type]
+    if spec is None:
+        return []
+    definitions = spec["definitions"]
+    return _create_only(inputs.get("properties", {}), definitions[spec["body"]], definitions, "properties")

@@ -9,8 +9,10 @@ kubernetes/kubernetes pkg/controller/cronjob/utils.go):
 - parser.go `getField`/`getRange`: a field is a comma-separated list of `*` (or `?`), `a`, `a-b`, each optionally
   `/step`; `a/step` means `a-max/step`; a value outside the field's range, a start past the end, or a step below 1 is
   refused;
-- spec.go `dayMatches`: when day of month or day of week is `*`, a day must match both; when both are restricted,
-  either.
+- parser.go `getRange` (tag v3.0.1): `*` and `?` set the star bit, and a step above 1 clears it
+  (`if step > 1 { extra = 0 }`), so `*/2` is a restricted field, `*/1` still a star;
+- spec.go `dayMatches`: when day of month or day of week carries the star bit, a day must match both; when both are
+  restricted, either.
 `TZ=`/`CRON_TZ=` prefixes are not modelled (the CronJob API refuses them in `schedule`; `timeZone` is the field).
 """
 
@@ -72,7 +74,8 @@ def parse_field(text: str, name: str, low: int, high: int) -> Field:
         if step < 1:
             raise CronError(f"{name}: step {step} must be at least 1")
         if span in ("*", "?"):
-            start, end, star = low, high, True
+            start, end = low, high
+            star = star or step == 1
         else:
             first, dash, last = span.partition("-")
             start = _number(first, name)

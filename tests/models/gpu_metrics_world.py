@@ -19,7 +19,9 @@ Pods and exposition follow upstream, not the program:
   merged 2026-05-12 after tag 4.5.3-4.8.2; tag 4.6.0-4.8.3 = commit 7ad58324);
 - values: a held GPU's DCGM_FI_DEV_GPU_UTIL is its workload's utilisation and DCGM_FI_PROF_GR_ENGINE_ACTIVE the same
   as a 0-1 ratio; a MIG slice (`GpuWorkload.mig_profile`) has the ratio and no DCGM_FI_DEV_GPU_UTIL ("not supported
-  for MIG instances": NVIDIA/dcgm-exporter issues #50, #430).
+  for MIG instances": NVIDIA/dcgm-exporter issues #50, #430). A `value_of` may answer None: the exporter then
+  writes no line for that field, as for a profiling field when DCGM's profiling module is not loaded
+  (NVIDIA/dcgm-exporter issues #395, #550; NVIDIA/DCGM issue #226).
 - Azure's kube-state-metrics job (Azure/prometheus-collector v7.1.1-main-07-21-2026-39583fd5
   `otelcollector/configmapparser/default-prom-configs/kubestateDefault.yml`): a static target, so only
   `job` and `instance` are added; `kube_node_labels` carries `node` and `label_<key>` for allowlisted keys.
@@ -215,7 +217,7 @@ def dcgm_exposition(
     node: str,
     gpus: Sequence[tuple[int, GpuWorkload | None]],
     counters: Sequence[str],
-    value_of: Callable[[str, GpuWorkload | None], float],
+    value_of: Callable[[str, GpuWorkload | None], float | None],
     node_label: str = "Hostname",
 ) -> str:
     """/metrics of one exporter, in its template's label order."""
@@ -236,11 +238,13 @@ def dcgm_exposition(
                 labels = f'{labels[:insert]},GPU_I_PROFILE="{holder.mig_profile}",GPU_I_ID="1"{labels[insert:]}'
             if holder is not None:
                 labels += f',container="{holder.container}",namespace="{holder.namespace}",pod="{holder.pod}"'
-            lines.append(f"{counter}{{{labels}}} {value_of(counter, holder)}")
+            value = value_of(counter, holder)
+            if value is not None:
+                lines.append(f"{counter}{{{labels}}} {value}")
     return "\n".join(lines) + "\n"
 
 
-def _default_value(counter: str, holder: GpuWorkload | None) -> float:
+def default_value(counter: str, holder: GpuWorkload | None) -> float:
     if counter == "DCGM_FI_DEV_GPU_UTIL":
         return holder.utilization if holder else 0.0
     if counter == "DCGM_FI_PROF_GR_ENGINE_ACTIVE":
@@ -271,7 +275,7 @@ def build_world(
     workloads: Sequence[GpuWorkload] = (),
     silent_nodes: int = 0,
     nodes_per_pool: int = 4,
-    value_of: Callable[[str, GpuWorkload | None], float] = _default_value,
+    value_of: Callable[[str, GpuWorkload | None], float | None] = default_value,
 ) -> MetricsWorld:
     """Each GPU node runs an exporter (the last `silent_nodes` send nothing); workloads fill GPUs in order."""
     cluster = recording.one(CLUSTER).outputs["name"]

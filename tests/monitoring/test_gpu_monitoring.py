@@ -22,7 +22,7 @@ from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import RecordedResource, Recording
 from tests.conftest import STACKS, assert_rejected, cluster_handle, set_path, settings_of
 from tests.models.artifact_cache import cached_upstream
-from tests.models.gpu_metrics_world import GpuWorkload, MetricsWorld, build_world, panel_query
+from tests.models.gpu_metrics_world import GpuWorkload, MetricsWorld, build_world, default_value, panel_query
 from tests.models.promql import Evaluator, matches, selectors
 from tests.models.scheduling import node_templates
 from tests.models.scrape import Series, node_exporter_target, scrape
@@ -524,6 +524,21 @@ WORKLOADS = (
     GpuWorkload("serving", "llm-7d9f8c6b5d-q8w4p", gpus=2, utilization=60.0),
     GpuWorkload("batch", "trainer-0", container="trainer", utilization=2.0),
 )
+# MIG slices on two nodes: one reports its engine's activity, one whose DCGM has no profiling module reports none.
+MIG_SLICES = (
+    GpuWorkload("batch", "notebook-0", utilization=1.0, mig_profile="1g.10gb"),
+    GpuWorkload("batch", "filler-0", utilization=70.0),
+    GpuWorkload("batch", "notebook-unprofiled-0", utilization=1.0, mig_profile="1g.10gb"),
+)
+UNPROFILED = "notebook-unprofiled-0"
+
+
+def _unprofiled_slice_reads_nothing(counter: str, holder: GpuWorkload | None) -> float | None:
+    if counter == "DCGM_FI_PROF_GR_ENGINE_ACTIVE" and holder is not None and holder.pod == UNPROFILED:
+        return None
+    return default_value(counter, holder)
+
+
 GPU_ALERTS = {
     "GpuXidError",
     "GpuDoubleBitEccErrors",
@@ -531,6 +546,7 @@ GPU_ALERTS = {
     "GpuMemoryNearlyFull",
     "GpuAllocatedButIdle",
     "GpuNodeNotReportingMetrics",
+    "GpuMigUtilizationNotReported",
     "DcgmExporterDown",
 }
 WORLDS = ("dev", "prod", "gpu-operator")
@@ -542,7 +558,15 @@ def scraped(
 ) -> dict[str, tuple[Recording, MetricsWorld]]:
     """Each stack's series, with one GPU node gone silent and three pods holding GPUs."""
     stacks = {**recordings, "gpu-operator": operator_recording}
-    return {name: (r, build_world(r, WORKLOADS, silent_nodes=1)) for name, r in stacks.items()}
+    return {
+        name: (
+            r,
+            build_world(
+                r, WORKLOADS + MIG_SLICES, silent_nodes=1, nodes_per_pool=5, value_of=_unprofiled_slice_reads_nothing
+            ),
+        )
+        for name, r in stacks.items()
+    }
 
 
 def _selects(world: MetricsWorld, query: str) -> list[str]:
@@ -622,7 +646,9 @@ def test_idle_alert_names_each_pod_holding_a_gpu_and_no_free_gpu(
     ]
     fired = Evaluator(world.series).vector(rule["expression"])
     holders = {(s.labels[metrics_labels.WORKLOAD_NAMESPACE], s.labels[metrics_labels.WORKLOAD_POD]) for s in fired}
-    assert holders == {(w.namespace, w.pod) for w in WORKLOADS}, "an idle check must look at held GPUs only"
+    assert holders == {(w.namespace, w.pod) for w in WORKLOADS + MIG_SLICES if w.pod != UNPROFILED}, (
+        "an idle check must look at held GPUs and MIG slices only, and never at a slice that reports no activity"
+    )
 
 
 @pytest.mark.parametrize("stack", WORLDS)
@@ -679,7 +705,7 @@ def test_every_dashboard_query_returns_series_with_the_labels_it_shows(
         )
     targets = [t for panel in board["panels"] for t in panel.get("targets", [])]
     assert targets, "the dashboard has panels with queries"
-    known = metrics_labels.gpu_series_labels(held_by_pod=True) | {"__name__"}
+    known = metrics_labels.gpu_series_labels(held_by_pod=True, mig_slice=True) | {"__name__"}
     for target in targets:
         query = panel_query(board, target["expr"], cluster)
         evaluator = Evaluator(world.series)
@@ -848,3 +874,63 @@ def test_a_teams_idle_device_alerts_and_its_team_panel_shows_its_utilisation(sta
     assert [s.value for s in shown] == [pytest.approx((idle.utilization + busy.utilization) / 2)], (
         f"the team's panel must show its devices' utilisation, not {[(s.labels, s.value) for s in shown]}"
     )
+
+
+def _fired(recording: Recording, world: MetricsWorld, alert: str) -> list[Series]:
+    (rule,) = [r for r in recording.one(RULE_GROUP, "gpu-alerts").inputs["rules"] if r.get("alert") == alert]
+    return Evaluator(world.series, thresholds_crossed=False).vector(rule["expression"])
+
+
+def _profiling_reads(ratio: float | None) -> Callable[[str, GpuWorkload | None], float | None]:
+    """DCGM's values with DCGM_FI_PROF_GR_ENGINE_ACTIVE reading `ratio` on every device (None: not reported)."""
+
+    def value_of(counter: str, holder: GpuWorkload | None) -> float | None:
+        return ratio if counter == "DCGM_FI_PROF_GR_ENGINE_ACTIVE" else default_value(counter, holder)
+
+    return value_of
+
+
+@pytest.mark.parametrize("ratio", [0.0, None], ids=["profiling-reads-0", "profiling-not-loaded"])
+def test_a_busy_whole_gpu_is_not_idle_whatever_its_profiling_field_reads(ratio: float | None) -> None:
+    """A whole GPU is judged by DCGM_FI_DEV_GPU_UTIL: the profiling field can read 0 on a busy GPU
+    (NVIDIA/dcgm-exporter issue 662) or be missing; the idle alert, the dashboards' utilisation and idle count
+    follow GPU_UTIL, and an idle GPU beside it still alerts."""
+    from tests.models.contract_stacks import platform_recording
+
+    recording = platform_recording("dev")
+    busy = GpuWorkload("batch", "busy-0", utilization=99.0)
+    idle = GpuWorkload("batch", "idle-0", utilization=1.0)
+    world = build_world(recording, (busy, idle), value_of=_profiling_reads(ratio))
+    fired = _fired(recording, world, "GpuAllocatedButIdle")
+    assert {s.labels[metrics_labels.WORKLOAD_POD] for s in fired} == {idle.pod}, [s.labels for s in fired]
+    cluster = recording.one(CLUSTER).outputs["name"]
+    board = json.loads(DASHBOARD.read_text())
+    per_pod = "avg by (exported_namespace, exported_pod)"
+    (expr,) = [t["expr"] for p in board["panels"] for t in p.get("targets", []) if t["expr"].startswith(per_pod)]
+    shown = Evaluator(world.series).vector(panel_query(board, expr, cluster))
+    assert sorted(s.value for s in shown) == [1.0, 99.0], [(s.labels, s.value) for s in shown]
+    (idle_panel,) = [p for p in board["panels"] if p["title"].startswith("GPUs allocated but idle")]
+    (counted,) = Evaluator(world.series, thresholds_crossed=False).vector(
+        panel_query(board, idle_panel["targets"][0]["expr"], cluster)
+    )
+    assert counted.value == 1, "the overview counts the idle GPU only"
+
+
+def test_a_mig_node_without_per_instance_utilisation_raises_its_own_alert() -> None:
+    """MIG slices are judged by DCGM_FI_PROF_GR_ENGINE_ACTIVE only; where the profiling module is not loaded the
+    idle alert cannot see them, so a node that reports MIG instances without that field alerts instead."""
+    from tests.models.contract_stacks import platform_recording
+
+    recording = platform_recording("gpu-operator-mig")
+    idle = GpuWorkload("batch", "idle-0", utilization=1.0, mig_profile="3g.40gb")
+    busy = GpuWorkload("batch", "busy-0", utilization=80.0, mig_profile="3g.40gb")
+    reported = build_world(recording, (idle, busy))
+    assert {s.labels[metrics_labels.WORKLOAD_POD] for s in _fired(recording, reported, "GpuAllocatedButIdle")} == {
+        idle.pod
+    }, "the idle MIG slice alerts, the busy one does not"
+    assert _fired(recording, reported, "GpuMigUtilizationNotReported") == [], "every slice reports its engine"
+    unreported = build_world(recording, (idle, busy), value_of=_profiling_reads(None))
+    assert _fired(recording, unreported, "GpuAllocatedButIdle") == [], "no slice reads 0 for want of the field"
+    missing = _fired(recording, unreported, "GpuMigUtilizationNotReported")
+    nodes = {node for node, _ in unreported.placement[idle.pod] + unreported.placement[busy.pod]}
+    assert {s.labels[metrics_labels.NODE] for s in missing} == nodes, [s.labels for s in missing]

@@ -21,7 +21,7 @@ from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import RecordedResource, Recording
 from tests.gpu.test_aks_managed import managed_config
 from tests.gpu.test_scheduling import VARIANTS, variant_config
-from tests.models.arm_spec import load_specs, request_problems
+from tests.models.arm_spec import create_only_paths, load_specs, request_problems
 from tests.storage.test_netapp import PROD_NETAPP_SUBNET, with_netapp
 
 GENERIC = "azure-native:resources:Resource"
@@ -49,6 +49,30 @@ def test_every_generic_resource_body_matches_its_rest_spec(stacks: dict[str, Rec
         f"{stack} {r.name}: {p}" for stack, rs in checked.items() for r in rs for p in request_problems(r.inputs, SPECS)
     ]
     assert not problems, "ARM would refuse these bodies or silently drop keys:\n" + "\n".join(problems)
+
+
+def test_every_create_only_property_sent_replaces_the_resource_when_it_changes(
+    stacks: dict[str, Recording],
+) -> None:
+    """A property the spec marks create-only (`x-ms-mutability` without "update") changed in place is an update
+    the service refuses or ignores; a generic resource has no schema to tell Pulumi, so the program must say so."""
+    checked = {**stacks, "fleet": run_stack("fleet")}
+    found: set[str] = set()
+    missing: list[str] = []
+    for stack, recording in checked.items():
+        for resource in _generic(recording):
+            for path in create_only_paths(resource.inputs, SPECS):
+                found.add(f"{resource.inputs['resourceType']} {path}")
+                if not any(path == r or path.startswith(f"{r}.") for r in resource.replace_on_changes):
+                    missing.append(f"{stack} {resource.name}: {path}")
+                elif not resource.delete_before_replace:
+                    missing.append(f"{stack} {resource.name}: {path} replaces, but beside itself (same Azure ID)")
+    assert {
+        "autoUpgradeProfiles properties.updateStrategyId",
+        "autoUpgradeProfiles properties.nodeImageSelection.type",
+        "members properties.clusterResourceId",
+    } <= found, f"the spec excerpts mark the Fleet's create-only properties: {sorted(found)}"
+    assert not missing, "create-only properties updated in place:\n" + "\n".join(missing)
 
 
 def _one(recording: Recording, resource_type: str) -> dict[str, Any]:

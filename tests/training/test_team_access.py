@@ -178,6 +178,10 @@ OWN_NAMESPACE_DENIED: list[tuple[str, Request]] = [
     ("Deployments are not managed by Kueue here", Request("create", "apps", "deployments")),
     ("the quota is the admins'", Request("delete", "", "resourcequotas", name="storage")),
     ("the isolation is the admins'", Request("delete", "networking.k8s.io", "networkpolicies")),
+    (
+        "a SecretProviderClass can name any identity, the add-on's on every node too: the admins create them",
+        Request("create", "secrets-store.csi.x-k8s.io", "secretproviderclasses"),
+    ),
 ]
 CLUSTER_DENIED: list[tuple[str, Request]] = [
     ("nodes", Request("list", "", "nodes")),
