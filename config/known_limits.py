@@ -37,6 +37,15 @@ PLATFORM_LIMITS: list[KnownLimit[PlatformConfig]] = [
         "and chargeback records no idle device-hours (docs/monitoring.md); use devicePlugin or gpuOperator where "
         "idle GPUs must be seen",
     ),
+    KnownLimit(
+        "team-images-unrestricted",
+        lambda cfg: bool(cfg.training.teams),
+        "team pods may run any image, and the platform registry's wildcard cache rules pull any public image of "
+        "docker.io, nvcr.io, registry.k8s.io, mcr.microsoft.com, quay.io, ghcr.io and gcr.io on a team's first "
+        "use: a team can fill the registry's storage and spend the shared anonymous Docker Hub pull limit the "
+        'platform\'s own images need (docs/security.md, "Images team pods pull"); review what teams pull in '
+        "the registry's repositories",
+    ),
 ]
 
 FLEET_LIMITS: list[KnownLimit[FleetPlan]] = [
