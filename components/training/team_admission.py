@@ -12,7 +12,8 @@ refuses a pod (and, for an early message, a Job or JobSet template) that
   without asking for a GPU (`nvidia.com/gpu` or `amd.com/gpu`);
 - names its node;
 - sets `NVIDIA_VISIBLE_DEVICES` itself on a container that asks for GPUs (with the toolkit's default, the variable
-  picks devices the plugin did not allocate);
+  picks devices the plugin did not allocate), in `env` or through an `envFrom` whose prefix could form the name
+  (the kubelet applies envFrom after the plugin's env);
 - asks for a GPU in one container and leaves another (init containers too) that asks for none without
   `NVIDIA_VISIBLE_DEVICES=void`: that container gets no device from the plugin, so the runtime reads the variable
   from its image, and every `nvidia/cuda` image sets `all` (see "Which GPUs a container sees" below);
@@ -28,6 +29,9 @@ refuses a pod (and, for an early message, a Job or JobSet template) that
   `pods: 0` in that PriorityClass scope refuses the same pods again (components/training/team_tenancy.py), so the
   boundary
   holds if the policy is removed.
+
+Every container rule covers init and ephemeral containers; ephemeral ones are added by an UPDATE of the
+`pods/ephemeralcontainers` subresource (`kubectl debug`), which the policy matches beside the creations.
 
 Pods are the boundary: JobSet creates Jobs and the Job controller creates the pods, and Kueue injects its flavor's
 node labels and tolerations into the Job's template when it admits the job (pkg/controller/jobframework
