@@ -45,6 +45,15 @@ PLATFORM_LIMITS: list[KnownLimit[PlatformConfig]] = [
         "while the true p90 is still within the SLO; the gateway's own proxying is not in it. Read the dashboard's "
         "picker and vLLM panels before acting (docs/autoscaling.md)",
     ),
+    KnownLimit(
+        "team-images-unrestricted",
+        lambda cfg: bool(cfg.training.teams),
+        "team pods may run any image, and the platform registry's wildcard cache rules pull any public image of "
+        "docker.io, nvcr.io, registry.k8s.io, mcr.microsoft.com, quay.io, ghcr.io and gcr.io on a team's first "
+        "use: a team can fill the registry's storage and spend the shared anonymous Docker Hub pull limit the "
+        'platform\'s own images need (docs/security.md, "Images team pods pull"); review what teams pull in '
+        "the registry's repositories",
+    ),
 ]
 
 FLEET_LIMITS: list[KnownLimit[FleetPlan]] = [

@@ -12,7 +12,8 @@ refuses a pod (and, for an early message, a Job or JobSet template) that
   without asking for a GPU (`nvidia.com/gpu` or `amd.com/gpu`);
 - names its node;
 - sets `NVIDIA_VISIBLE_DEVICES` itself on a container that asks for GPUs (with the toolkit's default, the variable
-  picks devices the plugin did not allocate);
+  picks devices the plugin did not allocate), in `env` or through an `envFrom` whose prefix could form the name
+  (the kubelet applies envFrom after the plugin's env);
 - asks for a GPU in one container and leaves another (init containers too) that asks for none without
   `NVIDIA_VISIBLE_DEVICES=void`: that container gets no device from the plugin, so the runtime reads the variable
   from its image, and every `nvidia/cuda` image sets `all` (see "Which GPUs a container sees" below);
@@ -28,6 +29,9 @@ refuses a pod (and, for an early message, a Job or JobSet template) that
   `pods: 0` in that PriorityClass scope refuses the same pods again (components/training/team_tenancy.py), so the
   boundary
   holds if the policy is removed.
+
+Every container rule covers init and ephemeral containers; ephemeral ones are added by an UPDATE of the
+`pods/ephemeralcontainers` subresource (`kubectl debug`), which the policy matches beside the creations.
 
 Pods are the boundary: JobSet creates Jobs and the Job controller creates the pods, and Kueue injects its flavor's
 node labels and tolerations into the Job's template when it admits the job (pkg/controller/jobframework
@@ -161,9 +165,25 @@ def _sets_visible_devices() -> str:
     return f"(has(c.env) && c.env.exists(e, e.name == {_quote(VISIBLE_DEVICES_ENV)}))"
 
 
+def _env_from_may_set_visible_devices() -> str:
+    """CEL over container `c`: an envFrom source could hold NVIDIA_VISIBLE_DEVICES. The kubelet names each key of a
+    ConfigMap or Secret `prefix + key` (kubernetes v1.36 pkg/kubelet/kubelet_pods.go makeEnvironmentVariables), so
+    any prefix that is a prefix of the variable's name, none included, can form it; the object it reads is not
+    known at admission."""
+    prefix = "(has(f.prefix) ? f.prefix : '')"
+    return f"(has(c.envFrom) && c.envFrom.exists(f, {_quote(VISIBLE_DEVICES_ENV)}.startsWith({prefix})))"
+
+
 def _gpu_containers_leave_visible_devices() -> str:
     """CEL over pod spec `s`: no container that asks for GPUs sets NVIDIA_VISIBLE_DEVICES (the plugin's value)."""
     return _every_container(f"({container_gpus(GPU_RESOURCES)}) == 0 || !{_sets_visible_devices()}")
+
+
+def _gpu_containers_read_no_env_from_that_may_set_visible_devices() -> str:
+    """CEL over pod spec `s`: no container that asks for GPUs takes NVIDIA_VISIBLE_DEVICES from a ConfigMap or
+    Secret: the kubelet lists envFrom after the plugin's env, so its value would win. A GPU-less container's own
+    `env` entry comes after envFrom and wins over it, so the void rule holds there whatever envFrom holds."""
+    return _every_container(f"({container_gpus(GPU_RESOURCES)}) == 0 || !{_env_from_may_set_visible_devices()}")
 
 
 def _gpu_less_containers_see_no_device() -> str:
@@ -271,10 +291,10 @@ def _stays_off_the_host() -> str:
         "(!has(c.ports) || c.ports.all(p, !has(p.hostPort) || p.hostPort == 0))"
     )
     host = " && ".join(f"(!has(s.{k}) || !s.{k})" for k in ("hostNetwork", "hostPID", "hostIPC"))
-    return (
-        f"({host} && (!has(s.volumes) || s.volumes.all(v, !has(v.hostPath))) && s.containers.all(c, {container}) && "
-        f"(!has(s.initContainers) || s.initContainers.all(c, {container})))"
-    )
+    return f"({host} && (!has(s.volumes) || s.volumes.all(v, !has(v.hostPath))) && {_every_container(container)})"
+
+
+EPHEMERAL_CONTAINERS_RULE = {"api_groups": [""], "api_versions": ["v1"], "resources": ["pods/ephemeralcontainers"]}
 
 
 def _message(why: str, fix: str, prefix: str = MESSAGE_PREFIX) -> str:
@@ -291,12 +311,18 @@ def pod_boundary_policy_spec(pools: Sequence[GpuPoolConfig]) -> dict[str, Any]:
     ]
     return {
         "failure_policy": "Fail",
-        # Creation only. Pods are the boundary, and team members cannot update pods
-        # (components/training/team_tenancy.py);
-        # the controllers that do (the Job controller removing its tracking finalizer) must never be refused for a
-        # pod that predates a rule. A Job or JobSet template changed later still makes its pods meet the rule.
+        # Creation, and the one update that adds a container. Pods are the boundary, and team members cannot update
+        # pods (components/training/team_tenancy.py); the controllers that do (the Job controller removing its
+        # tracking finalizer) must never be refused for a pod that predates a rule. A Job or JobSet template changed
+        # later still makes its pods meet the rule. Ephemeral containers arrive only through the
+        # `pods/ephemeralcontainers` subresource (an UPDATE whose object is the whole Pod), which a `pods` rule does
+        # not match (apiserver pkg/admission/plugin/webhook/predicates/rules/rules.go resource: "pods/*" or the
+        # subresource by name); the pod is checked again with them.
         "match_constraints": {
-            "resource_rules": [{**rule, "operations": ["CREATE"]} for rule in resources],
+            "resource_rules": [
+                *({**rule, "operations": ["CREATE"]} for rule in resources),
+                {**EPHEMERAL_CONTAINERS_RULE, "operations": ["UPDATE"]},
+            ],
         },
         "variables": [{"name": "specs", "expression": POD_SPECS}],
         "validations": [
@@ -409,6 +435,17 @@ def pod_boundary_policy_spec(pools: Sequence[GpuPoolConfig]) -> dict[str, Any]:
                     "a sysctl outside Kubernetes' safe set changes the kernel for every pod of the node",
                     f"use only {', '.join(SAFE_SYSCTLS)}",
                     KERNEL_MESSAGE_PREFIX,
+                ),
+                "reason": "Forbidden",
+            },
+            {
+                "expression": (
+                    f"variables.specs.all(s, {_gpu_containers_read_no_env_from_that_may_set_visible_devices()})"
+                ),
+                "message": _message(
+                    f"envFrom on a container that asks for GPUs can set {VISIBLE_DEVICES_ENV} (the kubelet applies it "
+                    "after the device plugin's value) and pick GPUs the plugin did not allocate",
+                    f"give each envFrom a prefix that cannot begin {VISIBLE_DEVICES_ENV} (e.g. APP_), or use env",
                 ),
                 "reason": "Forbidden",
             },

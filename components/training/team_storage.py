@@ -184,9 +184,17 @@ def identity_policy_spec(team: TeamConfig, memory_locking: bool = False) -> dict
         why += " (root with IPC_LOCK only, for RDMA)"
     return {
         "failurePolicy": "Fail",
+        # An ephemeral container arrives by an UPDATE of the pods/ephemeralcontainers subresource (the object is
+        # the whole Pod), which the `pods` rule does not match.
         "matchConstraints": {
             "resourceRules": [
-                {"apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"], "operations": ["CREATE"]}
+                {"apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"], "operations": ["CREATE"]},
+                {
+                    "apiGroups": [""],
+                    "apiVersions": ["v1"],
+                    "resources": ["pods/ephemeralcontainers"],
+                    "operations": ["UPDATE"],
+                },
             ]
         },
         "validations": [

@@ -9,7 +9,9 @@ and the NVIDIA container toolkit's decision, each written from its source at the
   transformDevicePluginCtrForCDI: `cdi-annotations,cdi-cri`) and name the devices in annotations or CDI devices.
 - The kubelet (kubernetes v1.36 pkg/kubelet/kubelet_pods.go GenerateRunContainerOptions) lists the plugin's env
   first, then the container's envFrom, then its env; containerd (internal/cri opts WithEnv) lays that list over the
-  image's env, each later value replacing an earlier one of the same name.
+  image's env, each later value replacing an earlier one of the same name. envFrom (makeEnvironmentVariables)
+  reads each ConfigMap's or Secret's keys in order of the list, naming each `prefix + key`, a later source winning.
+  Ephemeral containers get no device from the plugin (they have no resources) and the same env merge.
 - The toolkit (NVIDIA/nvidia-container-toolkit v1.20.0 internal/config/image/cuda_image.go VisibleDevices and
   devicesFromEnvvars, devices.go NewVisibleDevices, api/config/v1/config.go GetDefault) runs only where the NVIDIA
   runtime runs the container: first CDI annotations with an accepted prefix (`cdi.k8s.io/`), then, with
@@ -95,14 +97,32 @@ def allocate(n: Node, ids: Sequence[str]) -> Allocation:
     return found
 
 
+def env_from(container: Mapping[str, Any], sources: Mapping[str, Mapping[str, str]]) -> dict[str, str]:
+    """The variables a container's envFrom yields. `sources`: `configMap/<name>` or `secret/<name>` -> its data
+    (a missing optional source yields nothing)."""
+    found: dict[str, str] = {}
+    for entry in container.get("envFrom") or []:
+        kind = "configMap" if "configMapRef" in entry else "secret"
+        ref = entry[f"{kind}Ref"]
+        data = sources.get(f"{kind}/{ref['name']}")
+        if data is None:
+            assert ref.get("optional"), f"{kind} {ref['name']}: the kubelet does not start the container without it"
+            continue
+        found |= {entry.get("prefix", "") + k: v for k, v in data.items()}
+    return found
+
+
 def container_env(
-    image_env: Sequence[str], plugin_env: Mapping[str, str], container: Mapping[str, Any], env_from: Mapping[str, str]
+    image_env: Sequence[str],
+    plugin_env: Mapping[str, str],
+    container: Mapping[str, Any],
+    sources: Mapping[str, Mapping[str, str]],
 ) -> dict[str, str]:
     """The env the runtime sees: the image's, then the kubelet's list (plugin, envFrom, env), later names winning.
     A `valueFrom` entry is resolved by the kubelet to whatever it names: here an unknown string."""
     merged = dict(e.split("=", 1) for e in image_env)
     merged |= dict(plugin_env)
-    merged |= dict(env_from)
+    merged |= env_from(container, sources)
     for e in container.get("env") or []:
         merged[e["name"]] = e.get("value", "<valueFrom>")
     return merged
@@ -135,20 +155,21 @@ def gpus_seen(
     n: Node,
     pod: Mapping[str, Any],
     image_env: Mapping[str, Sequence[str]],
-    env_from: Mapping[str, Mapping[str, str]] | None = None,
+    sources: Mapping[str, Mapping[str, str]] | None = None,
 ) -> dict[str, set[str]]:
-    """Container name -> the node's GPUs it sees, for a pod placed on `n`. The plugin hands out GPUs in order."""
+    """Container name -> the node's GPUs it sees, for a pod placed on `n`. The plugin hands out GPUs in order.
+    `sources`: the ConfigMaps and Secrets envFrom reads (see `env_from`)."""
     free = list(n.gpus)
     seen: dict[str, set[str]] = {}
     spec = pod.get("spec", pod)
     nvidia_runtime = n.nvidia_runtime_default or spec.get("runtimeClassName") == "nvidia"
-    for c in [*(spec.get("initContainers") or []), *spec["containers"]]:
+    for c in [*(spec.get("initContainers") or []), *spec["containers"], *(spec.get("ephemeralContainers") or [])]:
         wanted = _quantity(c)
         ids, free = free[:wanted], free[wanted:]
         answer = allocate(n, ids)
         got = {d.split("=", 1)[1] for d in answer.cdi_devices}
         if nvidia_runtime:
-            env = container_env(image_env.get(c["image"], ()), answer.env, c, (env_from or {}).get(c["name"], {}))
+            env = container_env(image_env.get(c["image"], ()), answer.env, c, sources or {})
             privileged = bool((c.get("securityContext") or {}).get("privileged"))
             for device in toolkit_devices(n, env, answer.annotations, answer.mounts, privileged):
                 name = device.split("=", 1)[-1]

@@ -282,10 +282,14 @@ def _selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, s
 
 
 def _policy_covers(policy: Mapping[str, Any], group: str, resource: str, operation: str) -> bool:
-    for rule in policy["spec"]["matchConstraints"].get("resourceRules") or []:
-        if group in rule.get("apiGroups", []) and resource in rule.get("resources", []):
-            return operation in rule.get("operations", []) or "*" in rule.get("operations", [])
-    return False
+    """A resource rule names the group, the resource (`pods/ephemeralcontainers` for that subresource: `pods` does
+    not match it) and the operation."""
+    return any(
+        group in rule.get("apiGroups", [])
+        and resource in rule.get("resources", [])
+        and (operation in rule.get("operations", []) or "*" in rule.get("operations", []))
+        for rule in policy["spec"]["matchConstraints"].get("resourceRules") or []
+    )
 
 
 def policy_refusals(
@@ -350,6 +354,23 @@ def pod_refusals(
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": dict(spec)}
     refused += policy_refusals(w, namespace, pod, "", "pods")
     refused += quota_refusals(w, namespace, spec)
+    return refused
+
+
+def ephemeral_container_refusals(
+    w: World, namespace: str, spec: Mapping[str, Any], ephemeral: list[dict[str, Any]]
+) -> list[str]:
+    """Why the API server refuses adding `ephemeral` containers to a running pod with `spec` (`kubectl debug`): an
+    UPDATE of the `pods/ephemeralcontainers` subresource whose object is the whole Pod with them added. Pod Security
+    evaluates that subresource (pod-security-admission v0.36.2 admission/admission.go ValidatePod); Azure Policy's
+    Gatekeeper on it is not modelled, so it refuses nothing here; quotas count no update."""
+    pod_spec = {**spec, "ephemeralContainers": [*(spec.get("ephemeralContainers") or []), *ephemeral]}
+    refused: list[str] = []
+    level = w.namespace_labels(namespace).get(PSS_ENFORCE, "privileged")
+    if level in ("baseline", "restricted") and baseline_violations(pod_spec):
+        refused.append(Refusal(f"PodSecurity {namespace}/{level}", [pod_security_label_rule(namespace)]))
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": namespace}, "spec": pod_spec}
+    refused += policy_refusals(w, namespace, pod, "", "pods/ephemeralcontainers", "UPDATE")
     return refused
 
 

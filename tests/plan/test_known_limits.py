@@ -49,7 +49,20 @@ def test_the_plan_names_the_idle_gap_of_aks_managed_gpus_and_not_elsewhere(tmp_p
 
     assert "aks-managed-idle-unseen" in _known_limits(_plan(managed_config(), "dev", tmp_path / "managed"))
     plain = variant_config("gpu-operator-mig")
-    assert _known_limits(_plan(plain, "dev", tmp_path / "operator")) == set(), "the GPU Operator maps pods"
+    assert "aks-managed-idle-unseen" not in _known_limits(_plan(plain, "dev", tmp_path / "operator")), (
+        "the GPU Operator maps pods"
+    )
+
+
+def test_the_plan_says_team_pods_pull_any_public_image_when_there_are_teams(tmp_path: Path) -> None:
+    config = managed_config()  # dev without models, which name teams
+    training = next(k for k in config if k.endswith(":training"))
+    assert config[training]["teams"], "dev has teams"
+    assert "team-images-unrestricted" in _known_limits(_plan(config, "dev", tmp_path / "teams"))
+    config[training]["teams"] = []
+    assert "team-images-unrestricted" not in _known_limits(_plan(config, "dev", tmp_path / "no-teams")), (
+        "without teams no team pod pulls anything"
+    )
 
 
 @pytest.mark.parametrize(("selection", "expected"), [("Latest", True), ("Consistent", False)])

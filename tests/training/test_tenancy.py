@@ -13,6 +13,7 @@ import yaml
 
 from aks_gpu_platform.components.inference.gateway import GATEWAY_NAME, GATEWAY_NAMESPACE, GATEWAY_POD_LABEL
 from aks_gpu_platform.components.training.team_admission import ANCESTRY_POLICY_NAME, POLICY_NAME
+from aks_gpu_platform.components.training.team_storage import ADMISSION_POLICY_PREFIX as IDENTITY_POLICY_PREFIX
 from aks_gpu_platform.config.gpu.scheduling import GPU_TAINT, parse_taint
 from aks_gpu_platform.config.training.section import derived_team_id
 from aks_gpu_platform.plan.offline import run_stack
@@ -32,6 +33,7 @@ from tests.models.tenancy import (
     bound_roles,
     build_world,
     connection_refusals,
+    ephemeral_container_refusals,
     pod_refusals,
     pod_security_label_rule,
     policy_refusals,
@@ -58,7 +60,8 @@ ANCESTRY_CHECK = f"ValidatingAdmissionPolicy {ANCESTRY_POLICY_NAME} #0"
     APPARMOR_CHECK,
     PROC_MOUNT_CHECK,
     SYSCTL_CHECK,
-) = (f"{POLICY} #{i}" for i in range(11))
+    ENV_FROM_CHECK,
+) = (f"{POLICY} #{i}" for i in range(12))
 ON_CPU_POOL = {"pool": "cpu"}
 EXPORTER_NAMESPACE = "gpu-monitoring"
 KUEUE_NAMESPACE = "kueue-system"
@@ -200,6 +203,69 @@ IMAGE_ENV_ATTACKS: list[tuple[str, dict[str, Any]]] = [
         },
     ),
 ]
+
+# ConfigMaps and Secrets a team namespace could hold (the team Role creates none today; the rule must not rely on it).
+ENV_SOURCES = {
+    "configMap/settings": {"NVIDIA_VISIBLE_DEVICES": "all", "LOG_LEVEL": "info"},
+    "configMap/split": {"DEVICES": "all"},
+    "secret/tokens": {"VISIBLE_DEVICES": "all"},
+}
+# The envFrom attacks: (what, envFrom of the one-GPU container). Each is refused by ENV_FROM_CHECK and, without it,
+# sees every GPU: the kubelet applies envFrom after the device plugin's NVIDIA_VISIBLE_DEVICES.
+ENV_FROM_ATTACKS: list[tuple[str, list[dict[str, Any]]]] = [
+    (
+        "a one-GPU container reads a ConfigMap that sets NVIDIA_VISIBLE_DEVICES=all",
+        [{"configMapRef": {"name": "settings"}}],
+    ),
+    (
+        "a one-GPU container forms NVIDIA_VISIBLE_DEVICES from prefix NVIDIA_VISIBLE_ and a key DEVICES",
+        [
+            {"prefix": "APP_", "configMapRef": {"name": "settings"}},
+            {"prefix": "NVIDIA_VISIBLE_", "configMapRef": {"name": "split"}},
+        ],
+    ),
+    (
+        "a one-GPU container forms NVIDIA_VISIBLE_DEVICES from a Secret under prefix NVIDIA_",
+        [{"prefix": "NVIDIA_", "secretRef": {"name": "tokens"}}],
+    ),
+]
+
+
+def env_from_pod(env_from: list[dict[str, Any]]) -> dict[str, Any]:
+    return {**CONFINED, "containers": [gpu_container(envFrom=env_from)], "tolerations": [GPU_TOLERATION]}
+
+
+def debug_container(**extra: Any) -> dict[str, Any]:
+    """An ephemeral container as `kubectl debug` adds it (ephemeral containers take no resources, so no GPU)."""
+    context = {"allowPrivilegeEscalation": False, **extra.pop("securityContext", {})}
+    return {"name": "debug", "image": CUDA_IMAGE, "securityContext": context, **extra}
+
+
+ONE_GPU_POD = {**CONFINED, "containers": [gpu_container()], "tolerations": [GPU_TOLERATION]}
+CPU_POD = {**CONFINED, "containers": [cpu_container()], "nodeSelector": ON_CPU_POOL}
+# The ephemeral-container attacks: (what, the running pod's spec, the container added, the check that refuses it).
+# Each arrives as an UPDATE of pods/ephemeralcontainers.
+EPHEMERAL_ATTACKS: list[tuple[str, dict[str, Any], dict[str, Any], str]] = [
+    (
+        "a privileged ephemeral container added to a running pod owns its node",
+        CPU_POD,
+        debug_container(securityContext={"privileged": True}),
+        HOST_CHECK,
+    ),
+    (
+        "an ephemeral container from a CUDA image without void, added to a one-GPU pod, sees every GPU",
+        ONE_GPU_POD,
+        debug_container(),
+        NO_DEVICE_CHECK,
+    ),
+    (
+        "an ephemeral container with seccomp Unconfined reaches every system call of a shared kernel",
+        CPU_POD,
+        debug_container(securityContext={"seccompProfile": {"type": "Unconfined"}}),
+        SECCOMP_CHECK,
+    ),
+]
+
 
 # The kernel attacks: (what, pod spec, pod annotations, the check that refuses it).
 KERNEL_ATTACKS: list[tuple[str, dict[str, Any], dict[str, str], str]] = [
@@ -387,6 +453,20 @@ ATTEMPTS: list[Attempt] = [
         lambda w, team: {VISIBLE_DEVICES_CHECK},
     ),
     *(pod_attempt(what, spec, lambda w, team: {NO_DEVICE_CHECK}) for what, spec in IMAGE_ENV_ATTACKS),
+    *(
+        pod_attempt(what, env_from_pod(env_from), lambda w, team: {ENV_FROM_CHECK})
+        for what, env_from in ENV_FROM_ATTACKS
+    ),
+    *(
+        Attempt(
+            what,
+            lambda w, team, spec=spec, ephemeral=ephemeral: ephemeral_container_refusals(
+                w, ns(w, team), spec, [ephemeral]
+            ),
+            lambda w, team, check=check: {check},
+        )
+        for what, spec, ephemeral, check in EPHEMERAL_ATTACKS
+    ),
     *(
         Attempt(
             what,
@@ -937,11 +1017,13 @@ def without_check(w: World, check: str) -> World:
 GPU_MODES = ("devicePlugin", "aksManaged", "gpuOperator")
 
 
-def on_gpu_node(mode: str, spec: dict[str, Any]) -> dict[str, set[str]]:
+def on_gpu_node(
+    mode: str, spec: dict[str, Any], sources: dict[str, dict[str, str]] | None = None
+) -> dict[str, set[str]]:
     """The GPUs each container sees on an eight-GPU node of `mode`. Under the GPU Operator containerd's default
     runtime is runc, which reads no env: the attacker names the operator's `nvidia` RuntimeClass, as any pod may."""
     placed = {**spec, "runtimeClassName": "nvidia"} if mode == "gpuOperator" else spec
-    return gpu_visibility.gpus_seen(gpu_visibility.node(mode), placed, IMAGE_ENV)
+    return gpu_visibility.gpus_seen(gpu_visibility.node(mode), placed, IMAGE_ENV, sources)
 
 
 @pytest.mark.parametrize("what, spec", IMAGE_ENV_ATTACKS, ids=[w[:60] for w, _ in IMAGE_ENV_ATTACKS])
@@ -1021,3 +1103,113 @@ def test_each_kernel_rule_refuses_its_attack_in_every_team_namespace_and_alone_g
                 assert not pod_refusals(without_check(w, check), ns(w, team), pod, annotations), (
                     f"{team}: {what}: in an InfiniBand namespace the rule is the only guard"
                 )
+
+
+@pytest.mark.parametrize("what, env_from", ENV_FROM_ATTACKS, ids=[a[0][:60] for a in ENV_FROM_ATTACKS])
+def test_envfrom_that_could_set_visible_devices_on_a_gpu_container_is_refused_and_without_the_rule_sees_every_gpu(
+    what: str, env_from: list[dict[str, Any]]
+) -> None:
+    spec = env_from_pod(env_from)
+    for name in ("dev", "prod"):
+        w = world(name)
+        for team in w.teams:
+            pod = as_team(w, team, spec)
+            assert ENV_FROM_CHECK in pod_refusals(w, ns(w, team), pod), f"{name}/{team}: {what}: must be refused"
+            assert not pod_refusals(without_check(w, ENV_FROM_CHECK), ns(w, team), pod), (
+                f"{name}/{team}: {what}: only the envFrom rule refuses it"
+            )
+    for mode in ("devicePlugin", "aksManaged"):  # the GPU Operator's CDI strategies set no env to override
+        seen = gpu_visibility.gpus_seen(gpu_visibility.node(mode), spec, IMAGE_ENV, ENV_SOURCES)
+        assert len(seen["train"]) == 8, f"{mode}: {what}: admitted, it would see all eight GPUs"
+
+
+def test_envfrom_that_cannot_form_the_variable_and_void_after_envfrom_on_a_gpu_less_container_are_admitted() -> None:
+    """A prefix that cannot begin NVIDIA_VISIBLE_DEVICES passes on a GPU container; on a GPU-less one, its own
+    `env` void comes after envFrom, so a ConfigMap that says `all` changes nothing."""
+    spec = {
+        **CONFINED,
+        "containers": [
+            gpu_container(envFrom=[{"prefix": "APP_", "configMapRef": {"name": "settings"}}]),
+            cuda_sidecar(envFrom=[{"configMapRef": {"name": "settings"}}], env=[NO_DEVICE]),
+        ],
+        "tolerations": [GPU_TOLERATION],
+    }
+    for name in ("dev", "prod"):
+        w = world(name)
+        for team in w.teams:
+            assert not pod_refusals(w, ns(w, team), as_team(w, team, spec)), f"{name}/{team}: admitted"
+    for mode in GPU_MODES:
+        seen = on_gpu_node(mode, spec, ENV_SOURCES)
+        assert {c: len(g) for c, g in seen.items()} == {"train": 1, "sidecar": 0}, f"{mode}: {seen}"
+    without_void = {
+        **spec,
+        "containers": [spec["containers"][0], cuda_sidecar(envFrom=[{"configMapRef": {"name": "settings"}}])],
+    }
+    assert len(on_gpu_node("devicePlugin", without_void, ENV_SOURCES)["sidecar"]) == 8, (
+        "the void entry is what keeps the ConfigMap's `all` out"
+    )
+
+
+def without_ephemeral_match(w: World) -> World:
+    """The world with the team policy matching no pods/ephemeralcontainers update."""
+    smaller = w.copy()
+    (policy,) = [p for p in smaller.of_kind("ValidatingAdmissionPolicy") if p["metadata"]["name"] == POLICY_NAME]
+    rules = policy["spec"]["matchConstraints"]["resourceRules"]
+    rules[:] = [r for r in rules if "pods/ephemeralcontainers" not in r["resources"]]
+    return smaller
+
+
+@pytest.mark.parametrize("what, spec, ephemeral, check", EPHEMERAL_ATTACKS, ids=[a[0][:60] for a in EPHEMERAL_ATTACKS])
+def test_an_ephemeral_container_is_held_to_every_container_rule_through_the_subresource_update(
+    what: str, spec: dict[str, Any], ephemeral: dict[str, Any], check: str
+) -> None:
+    """prod's InfiniBand namespaces enforce Pod Security `privileged`: there the policy alone refuses the update."""
+    for name in ("dev", "prod"):
+        w = world(name)
+        for team in w.teams:
+            pod = as_team(w, team, spec)
+            assert not pod_refusals(w, ns(w, team), pod), f"{name}/{team}: the running pod itself is admitted"
+            assert check in ephemeral_container_refusals(w, ns(w, team), pod, [ephemeral]), (
+                f"{name}/{team}: {what}: must be refused"
+            )
+            if name == "prod":
+                for smaller in (without_check(w, check), without_ephemeral_match(w)):
+                    assert not ephemeral_container_refusals(smaller, ns(w, team), pod, [ephemeral]), (
+                        f"{team}: {what}: the rule, through its match on the subresource, is the only guard"
+                    )
+    if check == NO_DEVICE_CHECK:
+        for mode in GPU_MODES:
+            placed = {**spec, "ephemeralContainers": [ephemeral]}
+            assert len(on_gpu_node(mode, placed)["debug"]) == 8, f"{mode}: {what}: admitted, it sees every GPU"
+
+
+def test_a_confined_ephemeral_container_with_void_is_added_to_a_gpu_pod_and_sees_no_gpu() -> None:
+    ephemeral = debug_container(env=[NO_DEVICE])
+    for name in ("dev", "prod"):
+        w = world(name)
+        for team in w.teams:
+            pod = as_team(w, team, ONE_GPU_POD)
+            assert not ephemeral_container_refusals(w, ns(w, team), pod, [ephemeral]), f"{name}/{team}: admitted"
+    for mode in GPU_MODES:
+        seen = on_gpu_node(mode, {**ONE_GPU_POD, "ephemeralContainers": [ephemeral]})
+        assert {c: len(g) for c, g in seen.items()} == {"train": 1, "debug": 0}, f"{mode}: {seen}"
+
+
+def test_an_ephemeral_container_as_root_with_an_added_capability_is_refused_by_the_team_identity_policy() -> None:
+    """The identity policy (components/training/team_storage.py) holds ephemeral containers to the team's uid and
+    to no added capability, through its match on the subresource update."""
+    ephemeral = debug_container(securityContext={"runAsUser": 0, "capabilities": {"add": ["SYS_ADMIN"]}})
+    for name in ("dev", "prod"):
+        w = world(name)
+        for team in w.teams:
+            pod = as_team(w, team, CPU_POD)
+            identity = f"ValidatingAdmissionPolicy {IDENTITY_POLICY_PREFIX}-{team}"
+            refused = set(ephemeral_container_refusals(w, ns(w, team), pod, [ephemeral]))
+            # #5: no added capability (an InfiniBand team's root may add IPC_LOCK alone, so uid 0 alone is no test).
+            assert f"{identity} #5" in refused, f"{name}/{team}: refused, got {sorted(refused)}"
+            smaller = w.copy()
+            (policy,) = [p for p in smaller.of_kind("ValidatingAdmissionPolicy") if rule_name(p) == identity]
+            rules = policy["spec"]["matchConstraints"]["resourceRules"]
+            rules[:] = [r for r in rules if "pods/ephemeralcontainers" not in r["resources"]]
+            left = {r for r in ephemeral_container_refusals(smaller, ns(w, team), pod, [ephemeral]) if identity in r}
+            assert not left, f"{name}/{team}: without its match on the subresource, the identity policy never sees it"
