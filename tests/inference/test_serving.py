@@ -589,3 +589,28 @@ def test_blob_weights_are_refused_before_anything_registers() -> None:
     assert "inference.models[0].weights.blob" in str(refused.value) and "huggingFace" in str(refused.value), (
         "a server pointed at Blob weights nobody mounts never becomes ready: refuse it, naming the field and the way"
     )
+
+
+def _scorers(release: Any) -> set[str]:
+    """The scorers the picker's default scheduling profile weighs."""
+    picker = release.inputs["values"]["inferenceExtension"]
+    config = yaml.safe_load(picker["pluginsCustomConfig"][picker["pluginsConfigFile"]])
+    (profile,) = config["schedulingProfiles"]
+    return {plugin["pluginRef"] for plugin in profile["plugins"]}
+
+
+def test_a_picker_scores_prefix_cache_only_where_the_servers_keep_one() -> None:
+    shared = {**ZERO_MODEL, **PROD_MODELS[1], "name": "qwen-shared", "teams": ["llm", "vision"]}
+    shared.update(minReplicas=0, scaleToZero=True, slo={"timeToFirstTokenP90Seconds": 600})
+    models = [
+        {**shared, "name": "qwen-private"},
+        {**shared, "sharedPrefixCache": True},
+        {**shared, "name": "qwen-one-team", "teams": ["llm"]},
+    ]
+    recording = run_stack("prod", _with_models("prod", models))
+    scorers = {r.inputs["name"]: _scorers(r) for r in _pool_releases(recording)}
+    assert scorers == {
+        "qwen-private": {"queue-scorer", "kv-cache-utilization-scorer"},
+        "qwen-shared": {"queue-scorer", "kv-cache-utilization-scorer", "prefix-cache-scorer"},
+        "qwen-one-team": {"queue-scorer", "kv-cache-utilization-scorer", "prefix-cache-scorer"},
+    }, "two teams without sharedPrefixCache: vLLM keeps no prefix cache for the picker to steer towards"
