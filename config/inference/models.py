@@ -129,8 +129,9 @@ class ServedModelConfig(ConfigModel):
 
     name: KubernetesName = Field(
         description="Served model name (the API's `model`), route and label; unique, starting with a letter, at most "
-        "53 characters (its Helm release), 49 with huggingFace weights (its staging Job's label), 50 or less across "
-        "nodes (its StatefulSets' revision label), and unique in its first 40 (its endpoint picker's name)"
+        "53 characters (its Helm release), 49 with huggingFace weights (its staging Job's label), across nodes 51 "
+        "less the digits of maxReplicas - 1 (its StatefulSets' revision label), and unique in its first 40 (its "
+        "endpoint picker's name)"
     )
     weights: ModelWeightsConfig = Field(description="Where the weights come from")
     engine: Literal["vllm"] = Field(default="vllm", description="Serving engine, pinned in config/catalog/images.py")
