@@ -35,7 +35,12 @@ from aks_gpu_platform.config.catalog.cold_start import (
     node_provisioning,
 )
 from aks_gpu_platform.config.catalog.lustre_skus import AMLFS_SKUS
-from aks_gpu_platform.config.catalog.models import ACTIVATION_AND_GRAPHS_GIB, device_memory_mib, serving_dtype
+from aks_gpu_platform.config.catalog.models import (
+    ACTIVATION_AND_GRAPHS_GIB,
+    CUDA_RESERVE_MIB,
+    device_memory_mib,
+    serving_dtype,
+)
 from aks_gpu_platform.config.catalog.prices import HOURS_PER_MONTH
 from aks_gpu_platform.config.gpu.section import ColdStartConfig, GpuPoolConfig
 from aks_gpu_platform.config.inference.models import ServedModelConfig
@@ -428,9 +433,10 @@ def unsourced_serving_facts(cfg: PlatformConfig) -> list[str]:
         f"served models: stated, not published: the weights cache read at {CACHE_READ_MBPS:g} MB/s per replica and "
         f"{ENGINE_START_SECONDS} s of engine start (startup probe, VLLM_ENGINE_READY_TIMEOUT_S), the Hub download at "
         f"{HUB_DOWNLOAD_MBPS:g} MB/s (staging Job deadline), {ACTIVATION_AND_GRAPHS_GIB:g} GiB per GPU for "
-        f"activations and CUDA graphs (memory fit), {TEARDOWN_SECONDS} s for the engine to exit after its drain "
-        "(grace period); compare with the staging Job's duration, vLLM's 'Available KV cache memory' log line and "
-        "how long a stopping server takes after its last request"
+        f"activations and CUDA graphs and {CUDA_RESERVE_MIB:,} MiB per GPU the driver keeps from CUDA where no CUDA "
+        f"figure is recorded (memory fit), {TEARDOWN_SECONDS} s for the engine to exit after its drain (grace "
+        "period); compare with the staging Job's duration, vLLM's 'Available KV cache memory' log line and how long "
+        "a stopping server takes after its last request"
     ]
     pools = {p.name: p for p in cfg.gpu_pools}
     for model in cfg.inference.models:
@@ -439,6 +445,7 @@ def unsourced_serving_facts(cfg: PlatformConfig) -> list[str]:
         if not sourced:
             warnings.append(
                 f"model {model.name}: no published figure for the memory a {sku.gpu_model} reports; the fit check "
-                f"assumes {reported:,} MiB (the nominal {sku.gpu_memory_gib} GiB less the 1/16 ECC reserve)"
+                f"assumes {reported:,} MiB (the nominal {sku.gpu_memory_gib} GiB less the 1/16 ECC reserve and "
+                f"{CUDA_RESERVE_MIB:,} MiB the driver keeps from CUDA)"
             )
     return warnings

@@ -490,7 +490,9 @@ def build_report(
     report.warnings += docker_hub_warnings(recording)
     report.warnings += hit(PLATFORM_LIMITS, cfg)
     report.warnings += shared_metrics_warnings(recording)
-    report.warnings += shared_prefix_cache_warnings([(m.name, m.teams) for m in cfg.inference.models])
+    report.warnings += shared_prefix_cache_warnings(
+        [(m.name, m.teams, m.shared_prefix_cache) for m in cfg.inference.models]
+    )
     report.warnings += shared_infiniband_warnings(cfg)
     report.images = image_lines(recording)
     report.warnings.append(

@@ -24,8 +24,8 @@ Istio 1.30.3 (istio/api at tag 1.30.3):
 vLLM's prefix cache: vLLM 0.34.0 isolates cached prefixes only by the request body's `cache_salt`
 (vllm/entrypoints/openai/chat_completion/protocol.py and completion/protocol.py; no header is read). Setting a
 JSON body field at the gateway needs a body-rewriting filter (ext_proc, Lua or Wasm) which this gateway does not
-run, so a model shared by several teams shares its prefix cache: the plan warns for each such model
-(`shared_prefix_cache_warnings`) and docs/security.md states it.
+run, so a model of several teams runs with the prefix cache off (`--no-enable-prefix-caching`) unless its config
+opts to share it (`sharedPrefixCache`), which the plan then warns of (`shared_prefix_cache_warnings`).
 """
 
 from collections.abc import Mapping, Sequence
@@ -160,13 +160,15 @@ def gateway_identity(
         )
 
 
-def shared_prefix_cache_warnings(models: Sequence[tuple[str, Sequence[str]]]) -> list[str]:
-    """One plan warning per (model, its teams) that more than one team calls."""
+def shared_prefix_cache_warnings(models: Sequence[tuple[str, Sequence[str], bool]]) -> list[str]:
+    """One plan warning per (model, its teams, sharedPrefixCache) whose teams chose to share its prefix cache; a
+    model of several teams without it runs with vLLM's prefix cache off."""
     return [
-        f"model {model} is called by teams {', '.join(teams)} and they share its vLLM prefix cache: the gateway "
-        "cannot set vLLM's per-request cache_salt (a JSON body field), so one team can tell from response times "
-        "whether another sent a prompt starting the same way; give a team whose prompts must stay private a model "
-        'of its own (docs/security.md, "Served models")'
-        for model, teams in models
-        if len(teams) > 1
+        f"model {model} is called by teams {', '.join(teams)} and they share its vLLM prefix cache "
+        "(sharedPrefixCache: true): the gateway cannot set vLLM's per-request cache_salt (a JSON body field), so one "
+        "team can tell from response times whether another sent a prompt starting the same way; drop "
+        "sharedPrefixCache, or give a team whose prompts must stay private a model of its own (docs/security.md, "
+        '"Served models")'
+        for model, teams, shared in models
+        if len(teams) > 1 and shared
     ]

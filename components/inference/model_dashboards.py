@@ -30,6 +30,7 @@ join through the label contract (components/monitoring/metrics_labels.py): DCGM 
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from aks_gpu_platform.config.inference.models import PICKER_NAME_PREFIX
@@ -44,6 +45,19 @@ HOLD_METRIC = "inference_extension_flow_control_request_queue_duration_seconds"
 SCHEDULING_METRIC = "inference_extension_scheduler_e2e_duration_seconds"
 SLO_FOR = "PT10M"
 DASHBOARD_UID_PREFIX = "model-"
+DASHBOARD_UID_MAX = 40
+"""Grafana refuses a longer dashboard uid (pkg/util/shortid_generator.go IsValidShortUID)."""
+UID_HASH_CHARS = 8
+
+
+def dashboard_uid(model: str) -> str:
+    """`model-<name>`, or, past Grafana's 40 characters, its head and a hash of the whole name: two long names sharing
+    their first 34 characters keep distinct dashboards."""
+    uid = f"{DASHBOARD_UID_PREFIX}{model}"
+    if len(uid) <= DASHBOARD_UID_MAX:
+        return uid
+    digest = hashlib.sha256(model.encode()).hexdigest()[:UID_HASH_CHARS]
+    return f"{uid[: DASHBOARD_UID_MAX - UID_HASH_CHARS - 1]}-{digest}"
 
 
 def _selector(namespace: str, model: str) -> str:
@@ -147,7 +161,7 @@ def model_dashboard(
         )
     return {
         "title": f"Model {model}",
-        "uid": f"{DASHBOARD_UID_PREFIX}{model}"[:40],
+        "uid": dashboard_uid(model),
         "schemaVersion": 39,
         "version": 1,
         "tags": ["aks-gpu-platform", "inference"],

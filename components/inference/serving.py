@@ -6,8 +6,8 @@ What it follows (docs/charts.md, "Serving"):
   (--served-model-name, --tensor-parallel-size, --pipeline-parallel-size, --max-model-len, --dtype, --revision,
   --quantization, --gpu-memory-utilization, --shutdown-timeout), port 8000 (vllm/entrypoints/common/cli_args.py),
   GET /health and /metrics on it; the image's non-root user `vllm` is UID 2000, GID 0 (docs/deployment/docker.md
-  "Run as a non-root user"); HF_HOME and VLLM_CACHE_ROOT move the weights and the compile cache
-  (docs/deployment/docker.md "Persist the compile cache").
+  "Run as a non-root user"); HF_HOME moves the weights onto the shared cache, VLLM_CACHE_ROOT the compile cache into
+  the pod's own /tmp.
   Metrics: vllm/v1/metrics/loggers.py PrometheusStatLogger, every engine series labelled `model_name` (the served
   name) and `engine`.
 - Multi-node (nodes > 1): LeaderWorkerSet v0.10.0 (kubernetes-sigs/lws commit 2161f38f) and vLLM's own
@@ -43,7 +43,12 @@ from aks_gpu_platform.config.gpu.scheduling import (
     gpu_pod_scheduling,
 )
 from aks_gpu_platform.config.gpu.section import GpuPoolConfig
-from aks_gpu_platform.config.inference.models import GIB, InferenceConfig, ServedModelConfig
+from aks_gpu_platform.config.inference.models import (
+    GIB,
+    STAGING_JOB_PREFIX,
+    InferenceConfig,
+    ServedModelConfig,
+)
 from aks_gpu_platform.config.inference.runtime import (
     DRAIN_SECONDS,
     ENDPOINT_REMOVAL_SECONDS,
@@ -93,6 +98,11 @@ LWS_IMAGE_TAG = "v0.10.0"
 LWS_IMAGE = f"registry.k8s.io/lws/lws:{LWS_IMAGE_TAG}"
 LWS_NAMESPACE = "lws-system"
 CACHE_MOUNT = "/cache"
+COMPILE_CACHE = "/tmp/vllm-cache"
+"""VLLM_CACHE_ROOT, on the pod's own /tmp emptyDir: each replica compiles for itself (a restart recompiles)."""
+SERVER_TMP_SIZE = "20Gi"
+"""The server's /tmp: HOME, Triton's kernels and the torch.compile cache of one model. No published size: a stated
+allowance (the kubelet evicts a pod whose emptyDir outgrows it)."""
 IMAGE_PULL_ALLOWANCE_SECONDS = 900
 """A first pull of vllm/vllm-openai (12 to 28.6 GB, config/catalog/cold_start.py VLLM_IMAGE; no published pull rate)."""
 REQUEST_TIMEOUT = f"{REQUEST_TIMEOUT_SECONDS}s"
@@ -106,6 +116,12 @@ POLLING_SECONDS = 15
 COOLDOWN_SECONDS = 300
 # vLLM's --dtype names (vllm/config/model.py ModelDType); fp8 is a quantisation of bf16/fp16 weights, not a dtype.
 VLLM_DTYPE = {"bfloat16": "bfloat16", "float16": "half", "fp8": "auto"}
+HUB_DOWNLOAD_EXCLUDES = ("original/*", "*.pth")
+"""What the staging Job leaves on the Hub: Meta's repositories also carry the original PyTorch checkpoint
+(original/consolidated.*.pth), as large again as the safetensors, which vLLM 0.34.0 loads whenever they are there
+(vllm/model_executor/model_loader/default_loader.py: the first pattern with files wins, *.safetensors first).
+`hf download` without patterns fetches the whole repository (huggingface_hub 2.x cli/download.py, --exclude a
+repeatable option)."""
 HUGGING_FACE_SECRET = "hugging-face-token"
 HUGGING_FACE_SECRET_KEY = "token"
 # checkov skips, each with its reason (the scan in tests/platform/test_checkov.py reads them from the object).
@@ -186,6 +202,9 @@ def vllm_args(model: ServedModelConfig, gpu_model: str, multi_node: str | None =
     ]
     if weights.hugging_face and weights.revision:
         args += ["--revision", weights.revision]
+    if not model.prefix_caching:
+        # Several teams: a shared prefix cache lets each time the others' prompts (docs/security.md).
+        args.append("--no-enable-prefix-caching")
     if dtype == "fp8":
         # Online fp8 of the 16-bit checkpoint; the bare `fp8` alias for it is deprecated at 0.34.0
         # (vllm/model_executor/model_loader/weight_utils.py get_quant_config).
@@ -231,7 +250,9 @@ def vllm_pod_spec(
         # root filesystem stays read-only.
         {"name": "HOME", "value": "/tmp/home"},
         {"name": "HF_HOME", "value": f"{CACHE_MOUNT}/huggingface"},
-        {"name": "VLLM_CACHE_ROOT", "value": f"{CACHE_MOUNT}/vllm"},
+        # The torch.compile cache stays in the pod: on the shared claim, replicas on different nodes would write
+        # the same files through blobfuse, which keeps no coherence between nodes.
+        {"name": "VLLM_CACHE_ROOT", "value": COMPILE_CACHE},
         # vLLM gives up on its engine after VLLM_ENGINE_READY_TIMEOUT_S (600 s, vllm/envs.py), weights included:
         # the startup budget, so a large checkpoint read from the cache is not cut short by the engine itself.
         {"name": "VLLM_ENGINE_READY_TIMEOUT_S", "value": str(startup_budget_seconds(model.shape))},
@@ -241,7 +262,7 @@ def vllm_pod_spec(
         env.append({"name": "HF_HUB_OFFLINE", "value": "1"})
     health = {"httpGet": {"path": "/health", "port": "http"}}
     mounts: list[dict[str, Any]] = [{"name": "tmp", "mountPath": "/tmp"}]
-    volumes: list[dict[str, Any]] = [{"name": "tmp", "emptyDir": {"sizeLimit": "20Gi"}}]
+    volumes: list[dict[str, Any]] = [{"name": "tmp", "emptyDir": {"sizeLimit": SERVER_TMP_SIZE}}]
     if cache_claim:
         mounts.append({"name": "cache", "mountPath": CACHE_MOUNT})
         volumes.append({"name": "cache", "persistentVolumeClaim": {"claimName": cache_claim}})
@@ -318,18 +339,43 @@ def vllm_pod_spec(
     }
 
 
+def slowest_published_node() -> float:
+    """The slowest published node provisioning of any size family (config/catalog/cold_start.py)."""
+    return max(f.high_s for f in NODE_PROVISIONING.values() if f.high_s is not None)
+
+
 def ready_timeout_seconds(pool: GpuPoolConfig, model: ServedModelConfig) -> int:
     """How long `pulumi up` waits for a model's replicas (`pulumi.com/timeoutSeconds`; pulumi-kubernetes gives a
     Deployment 10 minutes otherwise, provider/pkg/await/deployment.go): a new node of the pool (the autoscaler's
     delay and the slowest published provisioning, the slowest of any family where the pool's has none), the image
     pull, then the startup probe's own budget, which grows with the checkpoint. The weights are staged before."""
-    published = [f.high_s for f in NODE_PROVISIONING.values() if f.high_s is not None]
-    node = node_provisioning(pool.sku.family).high_s or max(published)
+    node = node_provisioning(pool.sku.family).high_s or slowest_published_node()
     startup = STARTUP_PERIOD_SECONDS * startup_failures(model.shape)
     return math.ceil((AUTOSCALER_GPU_DELAY.high_s or 0) + node + IMAGE_PULL_ALLOWANCE_SECONDS + startup)
 
 
-def staging_job_spec(model: ServedModelConfig, cache_claim: str, token_secret: str | None) -> dict[str, Any]:
+def cpu_node_seconds() -> int:
+    """A new CPU-pool node, from the autoscaler's reaction to Ready. AKS publishes no CPU figures: bounded by the
+    GPU ones (config/catalog/cold_start.py), the autoscaler's delay for GPU pods (CPU pods are reported quicker)
+    and the slowest published GPU node provisioning, which also installs a driver."""
+    return math.ceil((AUTOSCALER_GPU_DELAY.high_s or 0) + slowest_published_node())
+
+
+def staging_deadline_seconds(model: ServedModelConfig, cpu_pool_scales: bool) -> int:
+    """The staging Job's activeDeadlineSeconds. Kubernetes counts it from the Job's start, with its pod still
+    Pending (pkg/controller/job/job_controller.go pastActiveDeadline, from status.startTime): a new CPU node when the
+    pool must scale for it, the vLLM image's first pull on that node, then the download."""
+    node = cpu_node_seconds() if cpu_pool_scales else 0
+    return node + IMAGE_PULL_ALLOWANCE_SECONDS + staging_seconds(model.shape)
+
+
+STAGING_WAIT_MARGIN_SECONDS = 60
+"""`pulumi up` waits this much past the staging Job's deadline, so it reports the Job's own failure."""
+
+
+def staging_job_spec(
+    model: ServedModelConfig, cache_claim: str, token_secret: str | None, cpu_pool_scales: bool = True
+) -> dict[str, Any]:
     """The Job that downloads a model's checkpoint into its weights cache once, before any server starts: one
     writer, so replicas never race on the Hub library's per-node file locks or its renames (a copy and a delete on
     a flat Blob namespace), and a large download is not restarted by a server's startup probe. On the CPU pool,
@@ -338,6 +384,9 @@ def staging_job_spec(model: ServedModelConfig, cache_claim: str, token_secret: s
     source = model.weights.hugging_face
     assert source is not None, "Blob weights are refused by check_servable"
     args = ["download", source]
+    for pattern in HUB_DOWNLOAD_EXCLUDES:
+        # One pattern per flag: a repeatable option; a second bare pattern would be read as a file to download.
+        args += ["--exclude", pattern]
     if model.weights.revision:
         args += ["--revision", model.weights.revision]
     env: list[dict[str, Any]] = [
@@ -368,7 +417,7 @@ def staging_job_spec(model: ServedModelConfig, cache_claim: str, token_secret: s
     }
     return {
         "backoffLimit": 3,
-        "activeDeadlineSeconds": staging_seconds(model.shape),
+        "activeDeadlineSeconds": staging_deadline_seconds(model, cpu_pool_scales),
         "template": {
             # Not the servers' labels: the Deployment, InferencePool and PodMonitor select those, and the picker would
             # count this pod among the model's endpoints.
@@ -400,18 +449,20 @@ FLOW_CONTROL_METRIC = "inference_extension_flow_control_queue_size"
 priority, inference_pool, model_name, target_model_name)."""
 
 
-def picker_config(flow_control: bool) -> str:
+def picker_config(flow_control: bool, prefix_cache: bool = True) -> str:
     """The picker's EndpointPickerConfig: the chart's default (epplib templates/_config.yaml at v1.5.0, vLLM over
     HTTP, no latency predictor) plus, for a model that may scale to zero, the `flowControl` feature gate
     (pkg/epp/config/loader/configloader.go): requests wait in the picker while no server is ready instead of
-    getting 503 at once (site-src/guides/flow-control.md, "Autoscaling: KEDA and Scale-to-Zero")."""
+    getting 503 at once (site-src/guides/flow-control.md, "Autoscaling: KEDA and Scale-to-Zero"). Without vLLM's
+    prefix cache, no prefix-cache scorer: it would steer requests towards a cache that is not kept."""
+    scorers = [("queue-scorer", 2), ("kv-cache-utilization-scorer", 2)]
+    if prefix_cache:
+        scorers.append(("prefix-cache-scorer", 3))
     config: dict[str, Any] = {
         "apiVersion": "inference.networking.x-k8s.io/v1alpha1",
         "kind": "EndpointPickerConfig",
         "plugins": [
-            {"type": "queue-scorer"},
-            {"type": "kv-cache-utilization-scorer"},
-            {"type": "prefix-cache-scorer"},
+            *({"type": scorer} for scorer, _ in scorers),
             {
                 "type": "metrics-data-source",
                 "parameters": {"scheme": "http", "path": "/metrics", "insecureSkipVerify": True},
@@ -421,11 +472,7 @@ def picker_config(flow_control: bool) -> str:
         "schedulingProfiles": [
             {
                 "name": "default",
-                "plugins": [
-                    {"pluginRef": "queue-scorer", "weight": 2},
-                    {"pluginRef": "kv-cache-utilization-scorer", "weight": 2},
-                    {"pluginRef": "prefix-cache-scorer", "weight": 3},
-                ],
+                "plugins": [{"pluginRef": scorer, "weight": weight} for scorer, weight in scorers],
             }
         ],
     }
@@ -454,10 +501,14 @@ def inference_pool_values(model: ServedModelConfig) -> dict[str, Any]:
     # Managed Prometheus scrapes every picker's :9090 (the SLO reads it) without a bearer token
     # (--metrics-endpoint-auth=false).
     picker: dict[str, Any] = {"monitoring": {"prometheus": {"auth": {"enabled": False}}}}
-    if picker_holds_requests(model):
+    holds = picker_holds_requests(model)
+    # The chart's own config unless the picker holds requests or the model keeps no prefix cache to score on.
+    if holds or not model.prefix_caching:
         picker |= {
             "pluginsConfigFile": PICKER_CONFIG_FILE,
-            "pluginsCustomConfig": {PICKER_CONFIG_FILE: picker_config(flow_control=True)},
+            "pluginsCustomConfig": {
+                PICKER_CONFIG_FILE: picker_config(flow_control=holds, prefix_cache=model.prefix_caching)
+            },
         }
     return {
         "inferencePool": {
@@ -592,6 +643,8 @@ class ServedModelArgs(KedaWiringArgs):
     """The gateway's CRDs and the namespace."""
     scrape_dependencies: NotRequired[Sequence[pulumi.Resource]]
     """What the PodMonitor waits for besides the cluster (the managed Prometheus add-on)."""
+    cpu_pool_scales: NotRequired[bool]
+    """The CPU pool may add a node (minCount < maxCount): the staging Job's deadline allows for one."""
 
 
 class ServedModel(pulumi.ComponentResource):
@@ -629,25 +682,26 @@ class ServedModel(pulumi.ComponentResource):
                 )
             )
         secret = args.get("token_secret") if model.weights.token_secret else None
+        cpu_pool_scales = args.get("cpu_pool_scales", True)
         if cache_claim:
             # The servers wait for the checkpoint in the cache; the download waits for the token it reads.
             waits.append(
                 k8s.batch.v1.Job(
                     f"{name}-weights-stage",
                     metadata={
-                        "name": f"weights-stage-{model.name}",
+                        "name": f"{STAGING_JOB_PREFIX}{model.name}",
                         "namespace": ns,
                         "labels": labels,
                         "annotations": {
                             **CHECKOV_SKIPS,
                             "pulumi.com/timeoutSeconds": str(
-                                IMAGE_PULL_ALLOWANCE_SECONDS + staging_seconds(model.shape)
+                                staging_deadline_seconds(model, cpu_pool_scales) + STAGING_WAIT_MARGIN_SECONDS
                             ),
                         },
                     },
                     spec=cast(
                         k8s.batch.v1.JobSpecArgsDict,
-                        staging_job_spec(model, cache_claim, HUGGING_FACE_SECRET if secret else None),
+                        staging_job_spec(model, cache_claim, HUGGING_FACE_SECRET if secret else None, cpu_pool_scales),
                     ),
                     opts=pulumi.ResourceOptions.merge(
                         after(*waits, *([secret] if secret else [])),
@@ -799,6 +853,8 @@ class ModelServingArgs(KedaWiringArgs):
     """What a PodMonitor waits for: the cluster and the managed Prometheus add-on that installs its CRD."""
     add_dashboard: NotRequired[Callable[[str, dict[str, Any]], None]]
     """Adds a dashboard to the platform's Grafana folder."""
+    cpu_pool_scales: NotRequired[bool]
+    """`cpuPool.minCount < maxCount`: a staging Job may wait for a new CPU node. Default true."""
 
 
 class ModelServing(pulumi.ComponentResource):
@@ -886,6 +942,7 @@ class ModelServing(pulumi.ComponentResource):
                     "token_secret": token_secret,
                     "depends_on": crds,
                     "scrape_dependencies": list(args["scrape_dependencies"]),
+                    "cpu_pool_scales": args.get("cpu_pool_scales", True),
                 },
                 pulumi.ResourceOptions(parent=self),
             )
@@ -943,7 +1000,8 @@ def check_servable(models: Sequence[ServedModelConfig]) -> None:
 
 
 def cache_gib(model: ServedModelConfig) -> int:
-    """Room for the Hub download (the checkpoint as published, 16-bit) and vLLM's compile cache, with margin."""
+    """Room for the Hub download: the safetensors checkpoint as published (16-bit; HUB_DOWNLOAD_EXCLUDES keeps a
+    second, original copy out), with half again for the tokenizer, configs and a revision staged beside it."""
     checkpoint = model.shape.weight_bytes("bfloat16") / GIB
     return max(10, math.ceil(checkpoint * 1.5) + 5)
 

@@ -86,6 +86,7 @@ def build_inference(
             ),
             "scrape_dependencies": monitoring.scrape_dependencies,
             "add_dashboard": monitoring.add_dashboard,
+            "cpu_pool_scales": cfg.cpu_pool.min_count < cfg.cpu_pool.max_count,
         },
         place.child("serving"),
     )

@@ -174,8 +174,8 @@ VLLM_ENGINE_START = Figure(
     None,
     "vLLM 0.34.0 vllm/compilation/backends.py (compile cache at VLLM_CACHE_ROOT/torch_compile_cache)",
     datetime.date(2026, 12, 4),
-    "torch.compile and CUDA graph capture before /health answers; shorter when the compile cache survives on the "
-    "weights cache; no published figure",
+    "torch.compile and CUDA graph capture before /health answers; the compile cache is each pod's own, so every "
+    "new replica compiles; no published figure",
 )
 
 # Artifact Streaming, GA since MicrosoftDocs/azure-aks-docs 879fbdd7b (2026-07-13), whose articles/aks/artifact-

@@ -4,7 +4,7 @@ Weights take params x bytes per parameter of the serving dtype; the KV cache tak
 2 (K and V) x layers x KV heads x head dim x bytes (16-bit: fp8 weights keep a 16-bit KV cache unless
 vLLM's --kv-cache-dtype says otherwise, which the platform does not set). A model must hold its weights
 plus the KV cache of one sequence of maxModelLen within vLLM's own budget of its GPUs (GPU_MEMORY_UTILIZATION of the
-memory each device reports, less ACTIVATION_AND_GRAPHS_GIB).
+memory the CUDA runtime reports for each device, less ACTIVATION_AND_GRAPHS_GIB).
 
 Architecture fields are the models' `config.json` (num_hidden_layers, num_attention_heads,
 num_key_value_heads, hidden_size, head_dim), read 2026-12-04 from Hugging Face repositories that
@@ -58,12 +58,24 @@ here: `device_memory_mib` falls back to the catalog's nominal GiB less the same 
 
 ECC_RESERVE = 1 / 16
 
+CUDA_TOTAL_MIB: dict[str, int] = {"H100-80GB": 81_008}
+"""What the CUDA runtime reports as a GPU's total memory, which is what vLLM 0.34.0 budgets from
+(vllm/utils/mem_utils.py device_memory_info: torch.accelerator.get_memory_info, cudaMemGetInfo), below the
+nvidia-smi total. Source: vllm-project/vllm issue 27508 (H100 80GB HBM3: "79.11 GiB" total in vLLM's log = 81,008
+MiB, against nvidia-smi's 81,559)."""
+CUDA_RESERVE_MIB = 1024
+"""For a GPU without a CUDA-runtime figure: what the driver keeps from CUDA below the nvidia-smi total, per GPU. A
+stated margin, about twice the one measured gap (551 MiB on H100 80GB, CUDA_TOTAL_MIB)."""
+
 
 def device_memory_mib(gpu_model: str, nominal_gib: int) -> tuple[int, bool]:
-    """(MiB the device reports, whether that figure is sourced)."""
+    """(MiB the CUDA runtime reports, so vLLM budgets from, whether the nvidia-smi figure it derives from is
+    sourced): the CUDA figure where one is published, else the nvidia-smi total less CUDA_RESERVE_MIB."""
+    if gpu_model in CUDA_TOTAL_MIB:
+        return CUDA_TOTAL_MIB[gpu_model], True
     if gpu_model in DEVICE_MEMORY_MIB:
-        return DEVICE_MEMORY_MIB[gpu_model], True
-    return int(nominal_gib * 1024 * (1 - ECC_RESERVE)), False
+        return DEVICE_MEMORY_MIB[gpu_model] - CUDA_RESERVE_MIB, True
+    return int(nominal_gib * 1024 * (1 - ECC_RESERVE)) - CUDA_RESERVE_MIB, False
 
 
 BF16_MIN_COMPUTE_CAPABILITY = (8, 0)

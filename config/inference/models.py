@@ -43,6 +43,17 @@ GIB = 1024**3
 HELM_RELEASE_NAME_MAX = 53
 """A model's name is its inferencepool Helm release's: Helm refuses a longer one (helm/helm v3.17.0
 pkg/chartutil/validate_name.go maxReleaseNameLen, "reserve 10 chars" under the 63 of a DNS label)."""
+LABEL_VALUE_MAX = 63
+"""A Kubernetes label value (apimachinery pkg/util/validation IsValidLabelValue)."""
+STAGING_JOB_PREFIX = "weights-stage-"
+"""The staging Job is `weights-stage-<model>`; the API server labels its pods `job-name` and
+`batch.kubernetes.io/job-name` with that name (kubernetes v1.36 pkg/registry/batch/job/strategy.go
+generateSelector), a label value."""
+REVISION_HASH_MAX = 10
+"""A StatefulSet labels its pods `controller-revision-hash: <StatefulSet name>-<hash>` (kubernetes v1.36
+pkg/controller/history ControllerRevisionName; the hash is a uint32's decimal digits through
+rand.SafeEncodeString: at most 10 characters), a label value. A LeaderWorkerSet's leader StatefulSet is named
+after it, each group's workers' `<name>-<group index>` (kubernetes-sigs/lws v0.10.0 pkg/controllers)."""
 PICKER_NAME_PREFIX = 40
 """The inferencepool chart names the picker's Deployment, Service, ConfigMap, ServiceAccount and RBAC after the first
 40 characters of the release name plus `-epp` (gateway-api-inference-extension v1.5.0
@@ -117,8 +128,10 @@ class ServedModelConfig(ConfigModel):
     """One model served by vLLM behind the inference gateway, callable by its teams."""
 
     name: KubernetesName = Field(
-        description="Served model name (the API's `model`), route and label; unique, at most 53 characters (its Helm "
-        "release) and unique in its first 40 (its endpoint picker's name)"
+        description="Served model name (the API's `model`), route and label; unique, starting with a letter, at most "
+        "53 characters (its Helm release), 49 with huggingFace weights (its staging Job's label), across nodes 51 "
+        "less the digits of maxReplicas - 1 (its StatefulSets' revision label), and unique in its first 40 (its "
+        "endpoint picker's name)"
     )
     weights: ModelWeightsConfig = Field(description="Where the weights come from")
     engine: Literal["vllm"] = Field(default="vllm", description="Serving engine, pinned in config/catalog/images.py")
@@ -149,7 +162,19 @@ class ServedModelConfig(ConfigModel):
         "hold in the endpoint picker the SLO alert tells apart)",
     )
     teams: list[str] = Field(min_length=1, description="training.teams[].name allowed to call the model")
+    shared_prefix_cache: bool = Field(
+        default=False,
+        description="With more than one team: keep vLLM's prefix cache on and shared by them, which lets each team "
+        "time the others' prompts (a prompt that starts like a recent one answers sooner); off, such a model runs "
+        "with --no-enable-prefix-caching",
+    )
     slo: ModelSloConfig = Field(description="Time-to-first-token objective the alert checks")
+
+    @property
+    def prefix_caching(self) -> bool:
+        """vLLM keeps its prefix cache: one team, or its teams opted to share it (vLLM 0.34.0 separates cached
+        prefixes only by the body's cache_salt, which the gateway cannot set)."""
+        return len(self.teams) == 1 or self.shared_prefix_cache
 
     @property
     def gpus_per_replica(self) -> int:
@@ -212,12 +237,17 @@ class InferenceConfig(ConfigModel):
             if model.name in seen:
                 raise field_error(f"models[{i}].name", model.name, f"must be unique; models[{seen[model.name]}] has it")
             seen[model.name] = i
-            if len(model.name) > HELM_RELEASE_NAME_MAX:
+            if not model.name[0].isalpha():
                 raise field_error(
                     f"models[{i}].name",
                     model.name,
-                    f"{len(model.name)} characters; at most {HELM_RELEASE_NAME_MAX}: it names the model's "
-                    "inferencepool Helm release, and Helm refuses longer ones (pkg/chartutil/validate_name.go)",
+                    "must start with a letter: the inferencepool chart names a Service `<name>-epp` and Service "
+                    "names are DNS-1035 labels (Kubernetes ValidateServiceName)",
+                )
+            limit, reason = name_limit(model)
+            if len(model.name) > limit:
+                raise field_error(
+                    f"models[{i}].name", model.name, f"{len(model.name)} characters; at most {limit}: {reason}"
                 )
             prefix = model.name[:PICKER_NAME_PREFIX]
             if prefix in pickers:
@@ -234,9 +264,39 @@ class InferenceConfig(ConfigModel):
         return self
 
 
+def name_limit(model: ServedModelConfig) -> tuple[int, str]:
+    """The longest name the model's objects allow, and why: the tightest of the systems that read it."""
+    limits = [
+        (
+            HELM_RELEASE_NAME_MAX,
+            "it names the model's inferencepool Helm release, and Helm refuses longer ones "
+            "(pkg/chartutil/validate_name.go)",
+        )
+    ]
+    if model.weights.hugging_face:
+        limits.append(
+            (
+                LABEL_VALUE_MAX - len(STAGING_JOB_PREFIX),
+                f"its staging Job `{STAGING_JOB_PREFIX}<name>` gets the label job-name with that name, and a label "
+                f"value holds at most {LABEL_VALUE_MAX} characters",
+            )
+        )
+    if model.nodes > 1:
+        last_group = f"-{model.max_replicas - 1}"
+        limits.append(
+            (
+                LABEL_VALUE_MAX - REVISION_HASH_MAX - 1 - len(last_group),
+                f"its LeaderWorkerSet's StatefulSets, up to `<name>{last_group}` for maxReplicas "
+                f"{model.max_replicas}, label their pods `controller-revision-hash: <StatefulSet>-<hash of up to "
+                f"{REVISION_HASH_MAX}>`, at most {LABEL_VALUE_MAX} characters",
+            )
+        )
+    return min(limits, key=lambda limit: limit[0])
+
+
 def engine_memory_budget(model: ServedModelConfig, pool: GpuPoolConfig) -> float:
     """Bytes vLLM 0.34.0 leaves for the weights and the KV cache over a replica's GPUs: per GPU,
-    ceil(reported total x --gpu-memory-utilization) (vllm/v1/worker/utils.py request_memory) less the activation
+    ceil(CUDA-reported total x --gpu-memory-utilization) (vllm/v1/worker/utils.py request_memory) less the activation
     peak, CUDA graphs and context (vllm/v1/worker/gpu_worker.py determine_available_memory; a stated margin)."""
     reported, _ = device_memory_mib(pool.sku.gpu_model, pool.sku.gpu_memory_gib)
     per_gpu = math.ceil(reported * MIB * GPU_MEMORY_UTILIZATION) - ACTIVATION_AND_GRAPHS_GIB * GIB
@@ -257,7 +317,7 @@ def _memory_fit(model: ServedModelConfig, pool: GpuPoolConfig) -> str | None:
     return (
         f"{shape.hub_id} in {dtype} needs {weights / GIB:.1f} GiB of weights + {kv / GIB:.1f} GiB of KV cache for "
         f"maxModelLen {model.max_model_len} ({shape.kv_bytes_per_token} B/token) = {(weights + kv) / GIB:.1f} GiB, "
-        f"but vLLM's budget on {gpus} x {pool.sku.gpu_model} ({reported:,} MiB reported each, "
+        f"but vLLM's budget on {gpus} x {pool.sku.gpu_model} ({reported:,} MiB each as CUDA reports it, "
         f"--gpu-memory-utilization {GPU_MEMORY_UTILIZATION}, less {ACTIVATION_AND_GRAPHS_GIB:g} GiB per GPU for "
         f"activations and CUDA graphs) is {usable / GIB:.1f} GiB: lower maxModelLen, raise tensorParallel/nodes, "
         "use fp8 or a larger GPU"

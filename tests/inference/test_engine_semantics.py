@@ -6,12 +6,15 @@ once and waits as long as its probe allows, and every reader of the Hub token wa
 from __future__ import annotations
 
 import copy
+import fnmatch
 from collections.abc import Mapping
 from typing import Any
 
 import pytest
 
+from aks_gpu_platform.components.inference.serving import IMAGE_PULL_ALLOWANCE_SECONDS
 from aks_gpu_platform.config import ConfigError, load_platform_config
+from aks_gpu_platform.config.catalog.cold_start import AUTOSCALER_GPU_DELAY, NODE_PROVISIONING
 from aks_gpu_platform.config.catalog.gpu_sizes import GPU_SKUS
 from aks_gpu_platform.config.catalog.models import ACTIVATION_AND_GRAPHS_GIB, DEVICE_MEMORY_MIB, MODELS
 from aks_gpu_platform.config.inference.runtime import CACHE_READ_MBPS, ENGINE_START_SECONDS, HUB_DOWNLOAD_MBPS
@@ -160,7 +163,7 @@ def test_vllms_own_memory_budget_holds_the_weights_and_one_full_sequence(
         spec = resource.inputs["spec"]
         group = int(spec["leaderWorkerTemplate"]["size"]) if "leaderWorkerTemplate" in spec else pods
         gpus = int(engine.flag(args, "tensor-parallel-size") or 1) * group
-        reported = engine.NVIDIA_SMI_TOTAL_MIB[gpu] * MIB
+        reported = engine.cuda_total_mib(gpu) * MIB
         budget = gpus * (engine.vllm_budget_bytes(args, reported) - ACTIVATION_AND_GRAPHS_GIB * GIB)
         quantised = engine.flag(args, "quantization") is not None
         weights = shape.params * (1 if quantised else DTYPE_BYTES[str(engine.flag(args, "dtype"))])
@@ -243,6 +246,65 @@ def test_startup_budgets_grow_with_the_checkpoint_and_hold_the_biggest_model(
         assert deadline >= megabytes / HUB_DOWNLOAD_MBPS, f"{args[0]}: the download is cut at {deadline} s"
         assert int(job["metadata"]["annotations"]["pulumi.com/timeoutSeconds"]) > deadline, (
             f"{args[0]}: pulumi stops waiting for the staging Job before its own deadline"
+        )
+
+
+def _cpu_pool_scales(stack: str) -> bool:
+    pool = load_stack_file("dev" if stack == "dev" else "prod", REPO_ROOT).get(PREFIX + "cpuPool", {})
+    return int(pool.get("minCount", 1)) < int(pool.get("maxCount", 5))
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_the_staging_deadline_leaves_the_download_its_time_after_the_node_and_the_image(
+    served: dict[str, Recording], stack: str
+) -> None:
+    # A Job's activeDeadlineSeconds runs from its start, its pod still Pending (kubernetes v1.36
+    # pkg/controller/job/job_controller.go pastActiveDeadline, from status.startTime): a new CPU node, when the pool
+    # may add one, and the vLLM image's first pull on it come out of the same deadline as the download.
+    node = (AUTOSCALER_GPU_DELAY.high_s or 0) + max(
+        f.high_s for f in NODE_PROVISIONING.values() if f.high_s is not None
+    )
+    for _, template, _ in _servers(served[stack]):
+        args = _vllm(template)["args"]
+        _, job = _staging(served[stack], template)
+        download = MODELS[args[0]].params * 2 / 10**6 / HUB_DOWNLOAD_MBPS
+        before = IMAGE_PULL_ALLOWANCE_SECONDS + (node if _cpu_pool_scales(stack) else 0)
+        deadline = job["spec"]["activeDeadlineSeconds"]
+        assert deadline - before >= download, (
+            f"{args[0]}: {deadline} s from the Job's start, {before:.0f} s of it for a CPU node and the image pull, "
+            f"leaves {deadline - before:.0f} s for {download:.0f} s of download"
+        )
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_the_staged_download_is_only_what_vllm_loads(served: dict[str, Recording], stack: str) -> None:
+    for _, template, _ in _servers(served[stack]):
+        _, job = _staging(served[stack], template)
+        download = engine.hub_download(job["spec"]["template"]["spec"]["containers"][0]["args"])
+        assert not download.filenames, f"{download}: a file name turns the patterns off"
+        for original in ("original/consolidated.00.pth", "original/params.json"):
+            assert any(fnmatch.fnmatch(original, p) for p in download.excluded), (
+                f"{download.repo}: {original} is downloaded and cached, and vLLM loads the safetensors"
+            )
+        assert not any(fnmatch.fnmatch("model-00001-of-00004.safetensors", p) for p in download.excluded)
+
+
+def _mount_of(container: Mapping[str, Any], path: str) -> str:
+    """The volume a path lands on: the deepest mount above it."""
+    mounts = [m for m in container.get("volumeMounts", []) if (path + "/").startswith(m["mountPath"].rstrip("/") + "/")]
+    assert mounts, f"{path} is on the container's read-only root filesystem"
+    return max(mounts, key=lambda m: len(m["mountPath"]))["name"]
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_no_two_servers_write_one_compile_cache(served: dict[str, Recording], stack: str) -> None:
+    for resource, template, _ in _servers(served[stack]):
+        container = _vllm(template)
+        path = _env(container)["VLLM_CACHE_ROOT"]
+        (volume,) = [v for v in template["spec"]["volumes"] if v["name"] == _mount_of(container, path)]
+        assert "emptyDir" in volume and volume["emptyDir"].get("sizeLimit"), (
+            f"{resource.inputs['metadata']['name']}: VLLM_CACHE_ROOT {path} is on {volume}, which every replica "
+            "writes: torch.compile files of pods on different nodes overwrite each other without coherence"
         )
 
 

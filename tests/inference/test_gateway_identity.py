@@ -20,6 +20,7 @@ from aks_gpu_platform.plan.report import build_report
 from aks_gpu_platform.testing import Recording, kubernetes_object
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import settings_of
+from tests.models import engine_semantics as engine
 from tests.models.gateway_auth import GatewayWorld, Request, Token, decide, deciding_rules, gateway_world, without_rule
 from tests.training.test_team_access import raw_teams
 from tools import REPO_ROOT
@@ -252,10 +253,50 @@ def plan_warnings(stack: Stack, tmp_path: Path) -> list[str]:
     return build_report(stack.name, cfg, stack.recording, [], [], marker, tmp_path).warnings
 
 
-def test_the_plan_warns_of_each_model_whose_prefix_cache_teams_share(stacks: dict[str, Stack], tmp_path: Path) -> None:
-    shared = [w for w in plan_warnings(stacks["prod"], tmp_path) if "prefix cache" in w]
-    assert len(shared) == 1 and "llama-3-1-8b" in shared[0] and "llm, vision" in shared[0], shared
-    assert not [w for w in plan_warnings(stacks["dev"], tmp_path) if "prefix cache" in w]
+def prefix_caching(recording: Recording) -> dict[str, bool]:
+    """Served model -> whether its vLLM servers keep a prefix cache (tests/models/engine_semantics.py)."""
+    found: dict[str, bool] = {}
+    for manifest in (kubernetes_object(r) for r in recording.kubernetes_objects()):
+        spec = manifest.get("spec") or {}
+        if manifest.get("kind") == "Deployment":
+            templates = [spec["template"]]
+        elif manifest.get("kind") == "LeaderWorkerSet":
+            templates = list(spec["leaderWorkerTemplate"].values())[-2:]
+        else:
+            continue
+        for template in templates:
+            for container in template["spec"]["containers"]:
+                if container.get("command") == ["vllm", "serve"]:
+                    args = container["args"]
+                    found[str(engine.flag(args, "served-model-name"))] = engine.vllm_prefix_caching(args)
+    return found
+
+
+def test_no_team_shares_a_prefix_cache_with_another_unless_the_model_says_so(
+    stacks: dict[str, Stack], tmp_path: Path
+) -> None:
+    for stack in stacks.values():
+        caching = prefix_caching(stack.recording)
+        assert set(caching) == set(stack.models), f"{stack.name}: every model's servers are seen"
+        for model, teams in stack.models.items():
+            assert caching[model] == (len(teams) == 1), (
+                f"{stack.name} {model}: teams {teams}; with several, vLLM's prefix cache lets one time the others"
+            )
+        assert not [w for w in plan_warnings(stack, tmp_path) if "prefix cache" in w], "nothing shared, no warning"
+
+
+def test_a_model_whose_teams_opt_to_share_its_prefix_cache_keeps_it_and_is_warned_of(tmp_path: Path) -> None:
+    config = load_stack_file("prod", REPO_ROOT)
+    models = config["aks-gpu-platform:inference"]["models"]
+    (shared,) = [m for m in models if len(m["teams"]) > 1]
+    shared["sharedPrefixCache"] = True
+    recording = run_stack("prod", config)
+    assert prefix_caching(recording)[shared["name"]], "the opt-in keeps vLLM's prefix cache"
+    cfg = load_platform_config(settings_of(config))
+    marker = MockValueMarker(recording.mock_values)
+    warnings = build_report("prod", cfg, recording, [], [], marker, tmp_path).warnings
+    warned = [w for w in warnings if "prefix cache" in w]
+    assert len(warned) == 1 and shared["name"] in warned[0] and "llm, vision" in warned[0], warned
 
 
 def test_the_documented_call_carries_a_token_the_gateway_admits(stacks: dict[str, Stack]) -> None:

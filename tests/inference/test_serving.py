@@ -754,3 +754,48 @@ def test_blob_weights_are_refused_before_anything_registers() -> None:
     assert "inference.models[0].weights.blob" in str(refused.value) and "huggingFace" in str(refused.value), (
         "a server pointed at Blob weights nobody mounts never becomes ready: refuse it, naming the field and the way"
     )
+
+
+def _scorers(release: Any) -> set[str]:
+    """The scorers the picker's default scheduling profile weighs."""
+    picker = release.inputs["values"]["inferenceExtension"]
+    config = yaml.safe_load(picker["pluginsCustomConfig"][picker["pluginsConfigFile"]])
+    (profile,) = config["schedulingProfiles"]
+    return {plugin["pluginRef"] for plugin in profile["plugins"]}
+
+
+def test_a_picker_scores_prefix_cache_only_where_the_servers_keep_one() -> None:
+    shared = {**PROD_MODELS[1], "name": "qwen-shared", "teams": ["llm", "vision"], "minReplicas": 1}
+    models = [
+        {**shared, "name": "qwen-private"},
+        {**shared, "sharedPrefixCache": True},
+        {**shared, "name": "qwen-one-team", "teams": ["llm"]},
+    ]
+    recording = run_stack("prod", _with_models("prod", models))
+    scorers = {r.inputs["name"]: _picker_scorers(r) for r in _pool_releases(recording)}
+    assert scorers == {
+        "qwen-private": {"queue-scorer", "kv-cache-utilization-scorer"},
+        "qwen-shared": {"queue-scorer", "kv-cache-utilization-scorer", "prefix-cache-scorer"},
+        "qwen-one-team": {"queue-scorer", "kv-cache-utilization-scorer", "prefix-cache-scorer"},
+    }, "two teams without sharedPrefixCache: vLLM keeps no prefix cache for the picker to steer towards"
+
+
+# The inferencepool chart's own scheduling profile when no custom config is set (epplib templates/_config.yaml at
+# v1.5.0): the queue, KV-cache and prefix-cache scorers.
+CHART_DEFAULT_SCORERS = {"queue-scorer", "kv-cache-utilization-scorer", "prefix-cache-scorer"}
+
+
+def _picker_scorers(release: Any) -> set[str]:
+    """The scorers a model's picker weighs: its custom config's, else the chart's default."""
+    custom = release.inputs["values"]["inferenceExtension"].get("pluginsCustomConfig")
+    return _scorers(release) if custom else CHART_DEFAULT_SCORERS
+
+
+def test_a_kept_up_model_that_teams_share_scores_no_prefix_cache_either() -> None:
+    """A model at one replica or more renders the chart's default config unless told otherwise: that default scores
+    on a prefix cache vLLM no longer keeps for a model two teams share."""
+    kept = {**PROD_MODELS[1], "name": "qwen-kept", "teams": ["llm", "vision"], "minReplicas": 1}
+    recording = run_stack("prod", _with_models("prod", [kept]))
+    (release,) = [r for r in _pool_releases(recording) if r.inputs["name"] == "qwen-kept"]
+    scorers = _picker_scorers(release)
+    assert "prefix-cache-scorer" not in scorers, f"qwen-kept's picker steers by a cache its servers lack: {scorers}"

@@ -37,6 +37,20 @@ test_engine_semantics.py) holds the rendered pods to it.
   (H100 80GB HBM3 81559MiB), NVIDIA/gpu-admin-tools issue 4 (H100 NVL 95830MiB).
 - Kubernetes (kubelet pkg/kubelet/kuberuntime/kuberuntime_container.go killContainer): the grace period is counted
   from the preStop hook; SIGTERM comes after the hook, SIGKILL when the grace period is spent.
+- GPU memory as vLLM sees it: vllm/utils/mem_utils.py device_memory_info takes the total from the CUDA runtime
+  (torch.accelerator.get_memory_info), below nvidia-smi's: H100 80GB HBM3 "79.11 GiB" = 81,008 MiB in vLLM's log
+  (vllm-project/vllm issue 27508). Other GPUs: no CUDA figure found; the gap measured there (551 MiB) is taken as
+  theirs (UNSOURCED_FACTS).
+- Prefix cache: vllm/config/cache.py CacheConfig.enable_prefix_caching (on by default for these models);
+  vllm/engine/arg_utils.py adds `--enable-prefix-caching` with argparse.BooleanOptionalAction (bool fields,
+  get_kwargs), so `--no-enable-prefix-caching` turns it off and the last of the two wins. Cached prefixes are told
+  apart only by the request body's `cache_salt` (vllm/entrypoints/openai/chat_completion/protocol.py).
+- Weights download: vllm/model_executor/model_loader/default_loader.py loads `*.safetensors` when the folder has any
+  (the first allow pattern with files wins), so Meta's `original/*.pth` copy is never read.
+- The Hub CLI, huggingface_hub 2.4.0 (vLLM 0.34.0 requires >= 2.0.0) huggingface_hub/cli/download.py: `hf download
+  <repo> [FILENAMES]...`; `--include`/`--exclude` are repeatable options (click `multiple=True`, one pattern each,
+  cli/_framework.py), `--revision` one value; any positional after the repo id is a file name, and with file names
+  the patterns are ignored. Without file names or patterns the whole repository is downloaded.
 """
 
 from __future__ import annotations
@@ -63,8 +77,18 @@ NVIDIA_SMI_TOTAL_MIB = {
     "H100-NVL": 95_830,
 }
 
+CUDA_TOTAL_MIB = {"H100-80GB": 81_008}
+MEASURED_CUDA_GAP_MIB = NVIDIA_SMI_TOTAL_MIB["H100-80GB"] - CUDA_TOTAL_MIB["H100-80GB"]
+
+
+def cuda_total_mib(gpu: str) -> int:
+    """The total vLLM budgets from: the CUDA figure, else nvidia-smi's less the one measured gap."""
+    return CUDA_TOTAL_MIB.get(gpu, NVIDIA_SMI_TOTAL_MIB[gpu] - MEASURED_CUDA_GAP_MIB)
+
+
 UNSOURCED_FACTS = (
     "the memory H200, GB200 and GB300 GPUs report was not found",
+    "the CUDA runtime's total was found for H100 80GB only",
     "controller-runtime's 30 s default manager shutdown was read from its published source, not at v0.23.3",
     "Triton's request-duration clock start was not read",
 )
@@ -160,3 +184,51 @@ def pre_stop_seconds(container: Mapping[str, object]) -> int:
     sleep = hook.get("sleep") or {}  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
     assert isinstance(sleep, Mapping)
     return int(str(sleep.get("seconds", 0)))  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
+
+
+def vllm_prefix_caching(args: Sequence[str]) -> bool:
+    """Whether the engine keeps a prefix cache: the last of --enable-prefix-caching / --no-enable-prefix-caching."""
+    state = True
+    for arg in args:
+        if arg == "--enable-prefix-caching":
+            state = True
+        elif arg == "--no-enable-prefix-caching":
+            state = False
+    return state
+
+
+HUB_CLI_VALUED_OPTIONS = {
+    "--revision",
+    "--include",
+    "--exclude",
+    "--cache-dir",
+    "--local-dir",
+    "--repo-type",
+    "--token",
+}
+
+
+@dataclass(frozen=True)
+class HubDownload:
+    """What `hf download` fetches."""
+
+    repo: str
+    filenames: tuple[str, ...]
+    excluded: tuple[str, ...]
+
+
+def hub_download(args: Sequence[str]) -> HubDownload:
+    """Parse `hf download ...` arguments as huggingface_hub 2.4.0 does: each valued option takes exactly one value."""
+    assert args and args[0] == "download", args
+    positional: list[str] = []
+    excluded: list[str] = []
+    rest = list(args[1:])
+    while rest:
+        arg = rest.pop(0)
+        if arg in HUB_CLI_VALUED_OPTIONS:
+            value = rest.pop(0)
+            if arg == "--exclude":
+                excluded.append(value)
+        elif not arg.startswith("--"):
+            positional.append(arg)
+    return HubDownload(positional[0], tuple(positional[1:]), tuple(excluded))

@@ -14,6 +14,18 @@ release name.
   picker after `<release, lower-cased, trimmed, truncated to 40>-epp` (Deployment, Service, ConfigMap,
   ServiceAccount, the Istio DestinationRule, Roles and RoleBindings `-sa` and `-non-sa`, `-leader-election` with more
   than one replica); its pods carry the label `inferencepool: <that name>`.
+- Labels the API server and controllers add from names (label values, at most 63): a Job's pods get `job-name` and
+  `batch.kubernetes.io/job-name` with the Job's name (kubernetes v1.36 pkg/registry/batch/job/strategy.go
+  generateSelector); a StatefulSet's pods get `controller-revision-hash: <StatefulSet name>-<hash>`, the hash a
+  uint32's decimal digits through rand.SafeEncodeString, at most 10 characters (pkg/controller/history
+  controller_history.go ControllerRevisionName, HashControllerRevision; pkg/controller/statefulset). A
+  LeaderWorkerSet's leader StatefulSet is named after it, each group's workers after the group's leader pod,
+  `<name>-<group index>` (kubernetes-sigs/lws v0.10.0 pkg/controllers/leaderworkerset_controller.go and
+  pod_controller.go).
+- A Service's name is a DNS-1035 label: it starts with a letter (pkg/apis/core/validation ValidateServiceName,
+  apimachinery IsDNS1035Label).
+- Grafana: a dashboard uid holds at most 40 characters (grafana pkg/util/shortid_generator.go MaxUIDLength); one uid
+  names one dashboard of the instance.
 """
 
 from __future__ import annotations
@@ -28,6 +40,9 @@ DNS_LABEL_MAX, DNS_SUBDOMAIN_MAX, LABEL_VALUE_MAX = 63, 253, 63
 HELM_RELEASE_MAX = 53
 PULUMI_AUTONAME_SUFFIX = 9  # "-" + 8 hex
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+DNS_1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+REVISION_HASH_MAX = 10
+GRAFANA_UID_MAX = 40
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 INFERENCE_POOL_CHART = "oci://registry.k8s.io/gateway-api-inference-extension/charts/inferencepool"
@@ -36,6 +51,29 @@ INFERENCE_POOL_CHART = "oci://registry.k8s.io/gateway-api-inference-extension/ch
 def dns_label_problem(name: str) -> str | None:
     if len(name) > DNS_LABEL_MAX or not DNS_LABEL.match(name):
         return f"{name!r} is not a DNS-1123 label (at most {DNS_LABEL_MAX} of [a-z0-9-], alphanumeric ends)"
+    return None
+
+
+def dns_1035_problem(name: str) -> str | None:
+    if len(name) > DNS_LABEL_MAX or not DNS_1035_LABEL.match(name):
+        return f"{name!r} is not a DNS-1035 label (at most {DNS_LABEL_MAX} of [a-z0-9-], starting with a letter)"
+    return None
+
+
+def job_pod_labels(job: str) -> dict[str, str]:
+    """The labels the API server gives a Job's pods."""
+    return {"job-name": job, "batch.kubernetes.io/job-name": job}
+
+
+def leader_worker_set_revision_labels(name: str, groups: int) -> dict[str, str]:
+    """StatefulSet -> the longest `controller-revision-hash` its pods can carry, for a LeaderWorkerSet of `groups`."""
+    statefulsets = [name, *(f"{name}-{group}" for group in range(groups))]
+    return {sts: f"{sts}-{'x' * REVISION_HASH_MAX}" for sts in statefulsets}
+
+
+def grafana_uid_problem(uid: str) -> str | None:
+    if not uid or len(uid) > GRAFANA_UID_MAX:
+        return f"Grafana refuses dashboard uid {uid!r} ({len(uid)} characters; at most {GRAFANA_UID_MAX})"
     return None
 
 

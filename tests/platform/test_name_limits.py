@@ -5,6 +5,7 @@ one kind in one namespace of one cluster share a name once a chart has truncated
 from __future__ import annotations
 
 import copy
+import json
 import re
 from collections import Counter
 from collections.abc import Iterator, Mapping
@@ -16,11 +17,15 @@ from aks_gpu_platform.testing import Recording, kubernetes_object
 from tests.models.contract_stacks import CONTRACT_STACKS, contract_recording
 from tests.models.names import (
     INFERENCE_POOL_CHART,
+    dns_1035_problem,
     dns_label_problem,
     dns_subdomain_problem,
+    grafana_uid_problem,
     helm_release_problem,
     inference_pool_chart_objects,
+    job_pod_labels,
     label_value_problem,
+    leader_worker_set_revision_labels,
     release_name,
 )
 from tests.models.references import CLUSTER_SCOPED, pod_specs
@@ -48,14 +53,16 @@ AZURE_LIMITS: dict[tuple[str, str], str] = {
     ("azure-native:monitor:ActionGroup", "groupShortName"): r".{1,12}",
     ("azure-native:authorization:PolicyAssignment", "policyAssignmentName"): r"[^<>*%&:\\?.+/]{1,64}",
 }
-# Kinds whose names Kubernetes validates as DNS labels (pkg/apis/core/validation ValidateNamespaceName,
-# ValidateServiceName is a DNS-1035 label: also a DNS-1123 label) and kinds whose names are path segments (rbac).
-LABEL_NAMED = {"Namespace", "Service"}
+# Kinds whose names Kubernetes validates as DNS labels (pkg/apis/core/validation ValidateNamespaceName; a Service's,
+# ValidateServiceName, is a DNS-1035 label, checked apart) and kinds whose names are path segments (rbac).
+LABEL_NAMED = {"Namespace"}
+DASHBOARD = "grafana:oss/dashboard:Dashboard"
 PATH_SEGMENT_NAMED = {"Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"}
 
 
-def _labels(manifest: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
-    """(where, value) of every label value and label selector value in an object."""
+def _labels(manifest: Mapping[str, Any], groups: int = 1) -> Iterator[tuple[str, str]]:
+    """(where, value) of every label value and label selector value in an object, with those Kubernetes adds from
+    its name; `groups`: the most replicas a LeaderWorkerSet may be scaled to."""
     meta = manifest.get("metadata") or {}
     for key, value in (meta.get("labels") or {}).items():
         yield f"metadata.labels[{key}]", str(value)
@@ -65,6 +72,25 @@ def _labels(manifest: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
     selector = (manifest.get("spec") or {}).get("selector") or {}
     for key, value in (selector.get("matchLabels") or {}).items():
         yield f"spec.selector[{key}]", str(value)
+    name = str(meta.get("name", ""))
+    if manifest.get("kind") == "Job":
+        for key, value in job_pod_labels(name).items():
+            yield f"its pods' labels[{key}] (added by the API server)", value
+    if manifest.get("kind") == "LeaderWorkerSet":
+        groups = max(groups, int((manifest.get("spec") or {}).get("replicas") or 1))
+        for sts, value in leader_worker_set_revision_labels(name, groups).items():
+            yield f"StatefulSet {sts}'s pods' labels[controller-revision-hash]", value
+
+
+def _scaled_maxima(recording: Recording) -> dict[tuple[str, str, str], int]:
+    """(namespace, kind, name) -> the most replicas a ScaledObject may give it."""
+    found: dict[tuple[str, str, str], int] = {}
+    for manifest in map(kubernetes_object, recording.kubernetes_objects()):
+        if manifest.get("kind") == "ScaledObject":
+            target = manifest["spec"]["scaleTargetRef"]
+            key = (str(manifest["metadata"].get("namespace")), str(target.get("kind")), str(target["name"]))
+            found[key] = int(manifest["spec"].get("maxReplicaCount", 100))
+    return found
 
 
 def _objects(recording: Recording) -> list[tuple[str, dict[str, Any]]]:
@@ -85,19 +111,24 @@ def _objects(recording: Recording) -> list[tuple[str, dict[str, Any]]]:
 def name_problems(recording: Recording) -> list[str]:
     problems: list[str] = []
     seen: Counter[tuple[str, str, str, str]] = Counter()
+    maxima = _scaled_maxima(recording)
     for cluster, manifest in _objects(recording):
         kind, meta = str(manifest.get("kind")), manifest.get("metadata") or {}
         name = str(meta.get("name", ""))
         namespace = "" if kind in CLUSTER_SCOPED else str(meta.get("namespace") or "default")
         seen[(cluster, kind, namespace, name)] += 1
         where = f"{kind} {namespace}/{name}"
-        if kind in LABEL_NAMED:
+        if kind == "Service":
+            problem = dns_1035_problem(name)
+        elif kind in LABEL_NAMED:
             problem = dns_label_problem(name)
         else:
             problem = None if kind in PATH_SEGMENT_NAMED else dns_subdomain_problem(name)
         if problem:
             problems.append(f"{where}: {problem}")
-        problems += [f"{where} {at}: {p}" for at, value in _labels(manifest) if (p := label_value_problem(value))]
+        groups = maxima.get((namespace, kind, name), 1)
+        labels = _labels(manifest, groups)
+        problems += [f"{where} {at}: {p}" for at, value in labels if (p := label_value_problem(value))]
     problems += [
         f"{kind} {namespace}/{name} is created {count} times in one cluster (after the chart's truncation)"
         for (_, kind, namespace, name), count in seen.items()
@@ -106,6 +137,13 @@ def name_problems(recording: Recording) -> list[str]:
     for release in recording.of_type(RELEASE):
         if problem := helm_release_problem(release_name(release.inputs, release.name)):
             problems.append(f"Release {release.name}: {problem}")
+    uids: Counter[tuple[str, str]] = Counter()
+    for dashboard in recording.of_type(DASHBOARD):
+        uid = str(json.loads(str(dashboard.inputs["configJson"])).get("uid", ""))
+        uids[(dashboard.provider, uid)] += 1
+        if problem := grafana_uid_problem(uid):
+            problems.append(f"Dashboard {dashboard.name}: {problem}")
+    problems += [f"dashboard uid {uid!r} names {count} dashboards" for (_, uid), count in uids.items() if count > 1]
     for resource in recording.resources:
         for (type_token, key), pattern in AZURE_LIMITS.items():
             value = resource.inputs.get(key)
@@ -153,6 +191,36 @@ def _long_pool(recording: Recording) -> None:
     pool.inputs["agentPoolName"] = "gpua100feb123"
 
 
+def _kind(recording: Recording, kind: str) -> list[Any]:
+    return [r for r in recording.kubernetes_objects() if r.inputs.get("kind") == kind]
+
+
+def _long_job(recording: Recording) -> None:
+    (job, *_) = [j for j in _kind(recording, "Job") if j.inputs["metadata"]["name"].startswith("weights-stage-")]
+    job.inputs["metadata"]["name"] = "weights-stage-" + "j" * 50
+
+
+def _long_group(recording: Recording) -> None:
+    (deployment, *_) = [d for d in _kind(recording, "Deployment") if d.inputs["metadata"]["namespace"] == "models"]
+    group = copy.deepcopy(deployment)
+    group.inputs["kind"] = "LeaderWorkerSet"
+    group.inputs["metadata"]["name"] = "g" * 52
+    group.inputs["spec"] = {"replicas": 1}
+    recording.resources.append(group)
+
+
+def _digit_service(recording: Recording) -> None:
+    (release, *_) = [r for r in recording.of_type(RELEASE) if r.inputs.get("chart") == INFERENCE_POOL_CHART]
+    release.inputs["name"] = "7b-chat"
+
+
+def _twin_dashboard(recording: Recording) -> None:
+    (dashboard, *_) = recording.of_type(DASHBOARD)
+    twin = copy.deepcopy(dashboard)
+    twin.name += "-twin"
+    recording.resources.append(twin)
+
+
 @pytest.mark.parametrize(
     ("change", "named"),
     [
@@ -161,6 +229,10 @@ def _long_pool(recording: Recording) -> None:
         (_long_release, "r" * 54),
         (_twin_picker, "p" * 40 + "-epp"),
         (_long_pool, "gpua100feb123"),
+        (_long_job, "weights-stage-" + "j" * 50),
+        (_long_group, "g" * 52 + "-0-"),
+        (_digit_service, "'7b-chat-epp' is not a DNS-1035 label"),
+        (_twin_dashboard, "names 2 dashboards"),
     ],
 )
 def test_a_planted_name_past_a_limit_is_caught(change: Any, named: str) -> None:
