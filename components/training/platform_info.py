@@ -8,6 +8,7 @@ classes it may claim, each with how to mount it. Outputs (the Grafana address, t
 so the ConfigMap is written once they are known.
 """
 
+import json
 from collections.abc import Mapping
 from typing import Any, NotRequired, TypedDict
 
@@ -23,8 +24,9 @@ PLATFORM_INFO = "platform-info"
 
 
 def _lines(entries: Mapping[str, str]) -> str:
-    """`key: value` lines, sorted: a small YAML mapping a person reads and a script parses."""
-    return "".join(f"{key}: {value}\n" for key, value in sorted(entries.items()))
+    """`key: "value"` lines, sorted: a small YAML mapping a person reads and a script parses (values quoted: they
+    hold colons)."""
+    return "".join(f"{key}: {json.dumps(value)}\n" for key, value in sorted(entries.items()))
 
 
 def platform_info_data(
