@@ -41,8 +41,8 @@ from .shared.placement import Placement
 from .storage.lustre import CSI_DRIVER_NAMESPACE, LustreStorage
 from .storage.netapp import NetAppFiles
 from .storage.stage import build_storage
+from .training.platform_info import team_platform_info
 from .training.queues import JOBSET_NAMESPACE, KUEUE_NAMESPACE, TrainingQueues
-from .training.platform_info import TeamPlatformInfo
 from .training.stage import build_training
 from .training.team_storage import TeamStorage
 from .upgrade.stage import build_upgrade
@@ -177,7 +177,7 @@ class AksGpuPlatform(pulumi.ComponentResource):
             cfg, place, handle, monitoring, training.namespaces if training is not None else None
         )
         if training is not None and team_storage is not None and cfg.training.teams:
-            TeamPlatformInfo(
+            team_platform_info(
                 place.role("platform-info"),
                 {
                     "settings": cfg.training,
@@ -189,7 +189,7 @@ class AksGpuPlatform(pulumi.ComponentResource):
                     "grafana_endpoint": monitoring.grafana_endpoint,
                     "dashboard_titles": {t.name: team_dashboard_title(t.name) for t in cfg.training.teams},
                 },
-                place.child("platform-info"),
+                pulumi.ResourceOptions(parent=self),
             )
 
         self.resource_group_name = site.resource_group_name

@@ -18,7 +18,7 @@ import pulumi_kubernetes as k8s
 from aks_gpu_platform.config.training.section import TrainingConfig
 
 from ..shared.context import ClusterHandle
-from .team_storage import AZUREFILE_TEAM_CLASS, TEAM_DATA, team_directory
+from .team_storage import AZUREFILE_TEAM_CLASS, team_directory
 
 PLATFORM_INFO = "platform-info"
 
@@ -76,6 +76,8 @@ def platform_info_data(
 
 
 class TeamPlatformInfoArgs(TypedDict):
+    """What `team_platform_info` publishes."""
+
     settings: TrainingConfig
     """The validated `training` section: the teams."""
     namespaces: Mapping[str, pulumi.Input[str]]
@@ -93,26 +95,24 @@ class TeamPlatformInfoArgs(TypedDict):
     """Team name -> the title of the team's own dashboard in its folder."""
 
 
-class TeamPlatformInfo(pulumi.ComponentResource):
-    """One ConfigMap `platform-info` per team namespace."""
-
-    def __init__(self, name: str, args: TeamPlatformInfoArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("aks-gpu-platform:index:TeamPlatformInfo", name, None, opts)
-        in_cluster = args["cluster"].k8s_options(self)
-        titles = args.get("dashboard_titles", {})
-        for team in args["settings"].teams:
-            name_ = team.name
-            data = pulumi.Output.all(
-                queues=args["teams"], data=args["team_data"], grafana=args.get("grafana_endpoint")
-            ).apply(
-                lambda v, t=name_: platform_info_data(
-                    t, v["queues"][t], v["data"].get(t), args["endpoints"], v["grafana"], titles.get(t)
-                )
+def team_platform_info(name: str, args: TeamPlatformInfoArgs, opts: pulumi.ResourceOptions) -> None:
+    """One ConfigMap `platform-info` per team namespace, created with `opts` (the platform's child options)."""
+    handle = args["cluster"]
+    in_cluster = pulumi.ResourceOptions.merge(
+        opts, pulumi.ResourceOptions(provider=handle.provider, deleted_with=handle.cluster)
+    )
+    titles = args.get("dashboard_titles", {})
+    for team in args["settings"].teams:
+        data = pulumi.Output.all(
+            queues=args["teams"], data=args["team_data"], grafana=args.get("grafana_endpoint")
+        ).apply(
+            lambda v, t=team.name: platform_info_data(
+                t, v["queues"][t], v["data"].get(t), args["endpoints"], v["grafana"], titles.get(t)
             )
-            k8s.core.v1.ConfigMap(
-                f"{name}-{name_}",
-                metadata={"name": PLATFORM_INFO, "namespace": args["namespaces"][name_]},
-                data=data,
-                opts=in_cluster,
-            )
-        self.register_outputs({})
+        )
+        k8s.core.v1.ConfigMap(
+            f"{name}-{team.name}",
+            metadata={"name": PLATFORM_INFO, "namespace": args["namespaces"][team.name]},
+            data=data,
+            opts=in_cluster,
+        )
