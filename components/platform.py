@@ -34,6 +34,7 @@ from .gpu.validation import GpuValidation
 from .inference.serving import check_servable
 from .inference.stage import build_inference, serving_namespaces
 from .monitoring.dcgm_exporter import EXPORTER_NAMESPACE
+from .monitoring.grafana import team_dashboard_title
 from .monitoring.registry import Registry, login_server_of
 from .monitoring.stage import build_logs, build_monitoring, build_registry
 from .network.vnet import Network
@@ -42,6 +43,7 @@ from .shared.placement import Placement
 from .storage.lustre import CSI_DRIVER_NAMESPACE, LustreStorage
 from .storage.netapp import NetAppFiles
 from .storage.stage import build_storage
+from .training.platform_info import team_platform_info
 from .training.queues import JOBSET_NAMESPACE, KUEUE_NAMESPACE, TrainingQueues
 from .training.stage import build_training
 from .training.team_storage import TeamStorage
@@ -180,6 +182,21 @@ class AksGpuPlatform(pulumi.ComponentResource):
             self.model_serving = build_inference(
                 cfg, place, handle, monitoring, training.namespaces if training is not None else None
             )
+            if training is not None and team_storage is not None and cfg.training.teams:
+                team_platform_info(
+                    place.role("platform-info"),
+                    {
+                        "settings": cfg.training,
+                        "namespaces": training.namespaces,
+                        "teams": training.teams,
+                        "team_data": team_storage.data,
+                        "endpoints": self.model_serving.endpoints if self.model_serving is not None else {},
+                        "cluster": handle,
+                        "grafana_endpoint": monitoring.grafana_endpoint,
+                        "dashboard_titles": {t.name: team_dashboard_title(t.name) for t in cfg.training.teams},
+                    },
+                    pulumi.ResourceOptions(parent=self),
+                )
 
         self.resource_group_name = site.resource_group_name
         self.network, self.cluster, self.handle, self.registry = site.network, aks, handle, registry

@@ -102,6 +102,12 @@ def team_dashboard_uid(team: str) -> str:
     return team_uid("gpu-team", team)
 
 
+def team_dashboard_title(team: str) -> str:
+    """The title of the team's own dashboard, in its folder "Team <team>"."""
+    board = json.loads(dashboard_files([TEAM_TEMPLATE])[0].read_text())
+    return f"{board['title']}: {team}"
+
+
 def team_dashboard(board: dict[str, Any], team: str) -> dict[str, Any]:
     """The teams dashboard fixed to one team: `$team` becomes a hidden constant; its own uid and title."""
     fixed = copy.deepcopy(board)

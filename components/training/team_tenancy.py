@@ -37,6 +37,7 @@ from aks_gpu_platform.config.training.section import TrainingConfig
 from ..network.policies import team_egress
 from ..shared import roles
 from ..shared.context import ClusterHandle
+from .platform_info import PLATFORM_INFO
 from .queues import FRAMEWORKS, JOBSET_NAMESPACE, KUEUE_NAMESPACE, TEAM_LABEL
 from .team_admission import (
     ANCESTRY_POLICY_NAME,
@@ -85,7 +86,14 @@ def team_member_rules() -> list[k8s.rbac.v1.PolicyRuleArgsDict]:
         {"api_groups": ["visibility.kueue.x-k8s.io"], "resources": ["localqueues/pendingworkloads"], "verbs": READ},
         {"api_groups": [""], "resources": ["pods", "events"], "verbs": READ},
         {"api_groups": [""], "resources": ["pods/log"], "verbs": ["get"]},
-        {"api_groups": [""], "resources": ["persistentvolumeclaims"], "verbs": ["create", "delete", *READ]},
+        # patch and update: `kubectl apply` of an edited claim (a resize) patches it.
+        {
+            "api_groups": [""],
+            "resources": ["persistentvolumeclaims"],
+            "verbs": ["create", "delete", "patch", "update", *READ],
+        },
+        # What the platform publishes for the team (`kubectl get configmap platform-info -o yaml`); no other ConfigMap.
+        {"api_groups": [""], "resources": ["configmaps"], "resource_names": [PLATFORM_INFO], "verbs": ["get"]},
     ]
 
 

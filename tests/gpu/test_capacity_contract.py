@@ -36,7 +36,8 @@ TEAM_PAGES = ("docs/for-ml-teams.md", "docs/training.md", "examples/README.md")
 # Each job file a team-facing page runs, and the stack the page runs it on.
 DOCUMENTED_JOBS = {
     "examples/team-jobset/jobset.yaml": "dev",
-    "examples/team-jobset/copy-data.yaml": "dev",
+    "examples/team-jobset/copy-data-dev.yaml": "dev",
+    "examples/team-jobset/copy-data-prod.yaml": "prod",
     "examples/llm-serving/chat-job.yaml": "dev",
 }
 

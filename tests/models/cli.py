@@ -97,6 +97,7 @@ RESOURCES: dict[str, tuple[str, str, bool]] = {}
 for names, target in (
     (("pods", "pod", "po"), ("", "pods", True)),
     (("events", "event", "ev"), ("", "events", True)),
+    (("configmaps", "configmap", "cm"), ("", "configmaps", True)),
     (("persistentvolumeclaims", "persistentvolumeclaim", "pvc"), ("", "persistentvolumeclaims", True)),
     (("jobsets", "jobset", "jobsets.jobset.x-k8s.io"), ("jobset.x-k8s.io", "jobsets", True)),
     (("jobs", "job"), ("batch", "jobs", True)),
@@ -166,9 +167,9 @@ def _resource(name: str) -> tuple[str, str, bool]:
     return RESOURCES[name]
 
 
-def _on(name: str, namespace: str | None, *verbs: str, subresource: str = "") -> list[Request]:
+def _on(name: str, namespace: str | None, *verbs: str, subresource: str = "", named: str = "") -> list[Request]:
     group, resource, namespaced = _resource(name)
-    return [Request(v, group, resource, namespace if namespaced else None, subresource) for v in verbs]
+    return [Request(v, group, resource, namespace if namespaced else None, subresource, named) for v in verbs]
 
 
 def _raw(path: str) -> Request:
@@ -192,7 +193,8 @@ def requests(command: str, *folders: Path) -> list[Request]:
     if verb in ("get", "describe"):
         found: list[Request] = []
         for name in words[1].split(","):
-            found += _on(name, ns, "get" if len(words) > 2 else "list")
+            # `get <kind> <name>` is a GET of that object (a rule's resourceNames may allow it); no name lists.
+            found += _on(name, ns, "get", named=words[2]) if len(words) > 2 else _on(name, ns, "list")
             if "-w" in parsed.flags or "--watch" in parsed.flags:
                 found += _on(name, ns, "watch")
         return found + (_on("events", ns, "list") if verb == "describe" else [])

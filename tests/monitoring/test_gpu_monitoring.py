@@ -934,3 +934,37 @@ def test_a_mig_node_without_per_instance_utilisation_raises_its_own_alert() -> N
     missing = _fired(recording, unreported, "GpuMigUtilizationNotReported")
     nodes = {node for node, _ in unreported.placement[idle.pod] + unreported.placement[busy.pod]}
     assert {s.labels[metrics_labels.NODE] for s in missing} == nodes, [s.labels for s in missing]
+
+
+def test_a_teams_own_dashboard_shows_each_rank_of_one_job_so_a_straggler_stands_out() -> None:
+    """Both ranks of the team page's example are pods of one Job (`train-node-0`): a per-job average hides the
+    straggler, so the team's board has a per-pod panel with one series per rank, and none of another team's."""
+    from aks_gpu_platform.components.monitoring.grafana import team_dashboard
+    from tests.models.contract_stacks import platform_recording
+
+    recording = platform_recording("prod")
+    (team, other) = ("llm", "vision")
+    ranks = (
+        GpuWorkload("team-llm", "train-node-0-0-abcde", utilization=90.0),
+        GpuWorkload("team-llm", "train-node-0-1-fghij", utilization=20.0),
+    )
+    outsider = GpuWorkload("team-vision", "train-node-0-0-klmno", utilization=55.0)
+    world = build_world(recording, (*ranks, outsider))
+    cluster = recording.one(CLUSTER).outputs["name"]
+    info = [
+        Series({"__name__": "team_namespace:info", "team": t, "namespace": f"team-{t}"}, 1.0) for t in (team, other)
+    ]
+    board = team_dashboard(json.loads((DASHBOARD.parent / "gpu-teams.json").read_text()), team)
+    per_pod = [
+        p
+        for p in board["panels"]
+        for t in p.get("targets", [])
+        if "DCGM_FI_DEV_GPU_UTIL" in t["expr"] and "{{exported_pod}}" in t.get("legendFormat", "")
+    ]
+    assert per_pod, "the team's dashboard has a GPU utilisation panel with one series per pod"
+    (target,) = per_pod[0]["targets"]
+    query = panel_query(board, target["expr"], cluster).replace("$team", team)
+    shown = {s.labels["exported_pod"]: s.value for s in Evaluator([*world.series, *info]).vector(query)}
+    assert shown == {r.pod: pytest.approx(r.utilization) for r in ranks}, (
+        f"each rank of team {team}'s job is its own series, and no other team's pod is: {shown}"
+    )

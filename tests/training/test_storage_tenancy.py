@@ -606,8 +606,8 @@ def test_a_member_of_one_team_cannot_reach_another_team_s_blob_data_by_static_vo
 
 
 def test_the_documented_copy_job_mounts_the_team_s_blob_and_lustre_claims_as_the_team_and_is_admitted() -> None:
-    recording = recording_of("dev-lustre")
-    (job,) = [d for d in yaml.safe_load_all((EXAMPLE.parent / "copy-data.yaml").read_text()) if d]
+    recording = recording_of("prod")
+    (job,) = [d for d in yaml.safe_load_all((EXAMPLE.parent / "copy-data-prod.yaml").read_text()) if d]
     namespace = job["metadata"]["namespace"]
     pod = job["spec"]["template"]["spec"]
     assert pod_refusal(recording, namespace, pod) is None, pod_refusal(recording, namespace, pod)
@@ -618,7 +618,8 @@ def test_the_documented_copy_job_mounts_the_team_s_blob_and_lustre_claims_as_the
     }
     mounted = {v["persistentVolumeClaim"]["claimName"] for v in pod["volumes"]}
     assert mounted <= set(claims), f"the copy Job mounts claims the team's namespace has: {mounted - set(claims)}"
-    data = recording.stack_outputs["teamData"]["ml"]
+    (team,) = [n for n, t in recording.stack_outputs["trainingTeams"].items() if t["namespace"] == namespace]
+    data = recording.stack_outputs["teamData"][team]
     assert data["claim"] in mounted and pod["serviceAccountName"] == data["serviceAccount"], (
         "the driver mounts the team's container with the token of the pod's service account: it must be team-data"
     )

@@ -162,6 +162,9 @@ OWN_NAMESPACE_ALLOWED: list[tuple[str, Request]] = [
         Request("list", "visibility.kueue.x-k8s.io", "localqueues", subresource="pendingworkloads"),
     ),
     ("claim checkpoint storage", Request("create", "", "persistentvolumeclaims")),
+    ("kubectl apply an edited claim (a resize)", Request("patch", "", "persistentvolumeclaims", name="datasets")),
+    ("kubectl replace a claim", Request("update", "", "persistentvolumeclaims", name="datasets")),
+    ("read what the platform publishes for the team", Request("get", "", "configmaps", name="platform-info")),
 ]
 # Denied even in the member's own namespace: each would bypass quota, escalate, or edit what Kueue owns.
 OWN_NAMESPACE_DENIED: list[tuple[str, Request]] = [
@@ -177,6 +180,8 @@ OWN_NAMESPACE_DENIED: list[tuple[str, Request]] = [
     ),
     ("Deployments are not managed by Kueue here", Request("create", "apps", "deployments")),
     ("the quota is the admins'", Request("delete", "", "resourcequotas", name="storage")),
+    ("platform-info is the platform's", Request("update", "", "configmaps", name="platform-info")),
+    ("no other ConfigMap", Request("get", "", "configmaps", name="kube-root-ca.crt")),
     ("the isolation is the admins'", Request("delete", "networking.k8s.io", "networkpolicies")),
     (
         "a SecretProviderClass can name any identity, the add-on's on every node too: the admins create them",

@@ -176,7 +176,28 @@ def test_the_scale_down_delay_is_the_clusters() -> None:
     assert f"removes it, {minutes} minutes after its last pod ends" in PAGE
 
 
-def test_the_dashboard_panels_the_page_names_exist() -> None:
+def team_dashboards(recording: Recording, team: str) -> list[dict[str, Any]]:
+    """The dashboards a member of `team` may open: those in a folder whose permissions give the Grafana team synced
+    from the team's Entra ID groups View (or more). Members hold only Grafana Viewer, which opens no other folder."""
+    groups = {g.lower() for t in dev_config().training.teams if t.name == team for g in t.members}
+    grafana_teams = {
+        str(t.outputs["teamId"])
+        for t in recording.of_type("grafana:oss/team:Team")
+        if groups & set(t.inputs.get("teamSync", {}).get("groups", []))
+    }
+    folders = {
+        p.inputs["folderUid"]
+        for p in recording.of_type("grafana:oss/folderPermission:FolderPermission")
+        if any(str(e.get("teamId")) in grafana_teams for e in p.inputs["permissions"])
+    }
+    return [
+        json.loads(d.inputs["configJson"])
+        for d in recording.of_type("grafana:oss/dashboard:Dashboard")
+        if d.inputs["folder"] in folders
+    ]
+
+
+def test_the_dashboards_and_panels_the_page_names_are_ones_the_team_can_open(dev_recording: Recording) -> None:
     titles: set[str] = set()
 
     def walk(panels: list[dict[str, Any]]) -> None:
@@ -184,11 +205,76 @@ def test_the_dashboard_panels_the_page_names_exist() -> None:
             titles.add(panel.get("title", ""))
             walk(panel.get("panels", []))
 
-    dashboards = [json.loads(p.read_text()) for p in DASHBOARDS.glob("*.json")]
-    for board in dashboards:
+    reachable = team_dashboards(dev_recording, "ml")
+    assert reachable, "team ml has a dashboard of its own"
+    for board in reachable:
         walk(board.get("panels", []))
+    boards = {b["title"] for b in reachable}
+    every_board = {
+        json.loads(d.inputs["configJson"])["title"] for d in dev_recording.of_type("grafana:oss/dashboard:Dashboard")
+    }
+    named_boards = re.findall(r"dashboard \*([^*]+)\*", PAGE)
+    named_boards += [t for t in every_board if f"*{t}*" in PAGE or f'"{t}"' in PAGE]
+    assert named_boards, "the page names the team's dashboard"
+    assert not [b for b in named_boards if b not in boards], (
+        f"the page names dashboards team ml cannot open: {[b for b in named_boards if b not in boards]}"
+    )
     named = re.findall(r"panel \*([^*]+)\*", PAGE) + re.findall(r"\*([^*]+)\*, panel", PAGE)
-    boards = {b["title"] for b in dashboards}
     assert named, "the page names the panels to read"
     missing = [n for n in named if n not in titles and n not in boards]
-    assert not missing, f"the page names panels the dashboards do not have: {missing}"
+    assert not missing, f"the page names panels that team ml's dashboards do not have: {missing}"
+
+
+def test_the_gpus_the_page_counts_on_the_dev_pool_are_the_stacks(dev_recording: Recording) -> None:
+    from tests.models.capacity import gpu_pools, pinned_gpu_workloads
+
+    found = re.search(
+        r"the T4 pool's (\d+) GPUs are (\d+) for team `(\w+)`'s quota, (\d+) for the inference sample's pod and "
+        r"(\d+) for model `([\w.-]+)`'s kept-up replica",
+        PAGE,
+    )
+    assert found, "the page says how the dev T4 pool's GPUs are shared"
+    total, quota, team, sample, model_gpus, model = found.groups()
+    (pool,) = gpu_pools(dev_recording).values()
+    assert int(total) == pool.max_count * pool.allocatable["nvidia.com/gpu"], "the pool's nodes times GPUs per node"
+    queues = {q.inputs["metadata"]["name"]: q.inputs["spec"] for q in dev_recording.of_type(cost.CLUSTER_QUEUE)}
+    nominal = [
+        int(r["nominalQuota"])
+        for g in queues[team]["resourceGroups"]
+        for f in g["flavors"]
+        for r in f["resources"]
+        if r["name"] == "nvidia.com/gpu"
+    ]
+    assert int(quota) == sum(nominal), f"team {team}'s GPU quota"
+    kept: dict[str, int] = {}
+    for pinned in pinned_gpu_workloads(dev_recording):
+        gpus = sum(int(c["resources"]["requests"].get("nvidia.com/gpu", 0)) for c in pinned.spec["containers"])
+        kept[pinned.source.split("/")[0]] = kept.get(pinned.source.split("/")[0], 0) + gpus * pinned.replicas
+    assert int(sample) == kept["gpu-inference-sample"], "the inference sample's kept-up GPUs"
+    assert int(model_gpus) == kept["models"], f"model {model}'s kept-up GPUs"
+    assert {p.source for p in pinned_gpu_workloads(dev_recording) if p.source.startswith("models/")} == {
+        f"models/{model}"
+    }, "the model the page names is the one that keeps a GPU"
+    assert int(quota) + int(sample) + int(model_gpus) == int(total), "the page accounts for every GPU of the pool"
+
+
+def test_the_page_sends_a_member_to_platform_info_and_never_to_the_stack(dev_recording: Recording) -> None:
+    """A member has no Pulumi and no stack access: every value the page says to look up is a key of the ConfigMap
+    `platform-info` in the member's namespace, and no command of the page reads the stack."""
+    assert "pulumi stack" not in PAGE, "a team member cannot read the platform's stack outputs"
+    for output in ("grafanaEndpoint", "modelEndpoints", "teamData", "lustrePvcName"):
+        assert f"`{output}`" not in PAGE, f"the page sends a member to the stack output {output}"
+    namespace = dev_recording.stack_outputs["trainingTeams"]["ml"]["namespace"]
+    (info,) = [
+        c.inputs["data"]
+        for c in dev_recording.of_type("kubernetes:core/v1:ConfigMap")
+        if c.inputs["metadata"] == {"name": "platform-info", "namespace": namespace}
+    ]
+    named = set(re.findall(r"`(\w+)` in `platform-info`", PAGE))
+    table = re.search(r"\| key \| what \|\n\| --- \| --- \|\n((?:\|.*\|\n)+)", RAW_PAGE)
+    assert table, "the page lists platform-info's keys"
+    for row in table.group(1).splitlines():
+        named |= set(re.findall(r"`(\w+)`", row.split("|")[1]))
+    assert named, "the page names platform-info's keys"
+    assert named <= set(info), f"the page names keys platform-info does not have: {named - set(info)}"
+    assert f"kubectl get configmap platform-info -n {namespace} -o yaml" in PAGE
