@@ -16,9 +16,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-import celpy  # pyright: ignore[reportMissingTypeStubs]
-from celpy import celtypes  # pyright: ignore[reportMissingTypeStubs]
-from celpy.adapter import json_to_cel  # pyright: ignore[reportMissingTypeStubs]
+# cel-python comes with the `plan` extra: imported where CEL runs, so a deploy-only install imports this module.
 
 # The resource each kind is served as: core and batch (Kubernetes v1.36), JobSet v0.12.0 (plural jobsets).
 RESOURCES = {
@@ -32,6 +30,8 @@ REQUESTER = "researcher"
 
 
 def _sum(values: Any) -> Any:
+    from celpy import celtypes
+
     total: Any = celtypes.IntType(0)
     for value in values:
         total = total + value
@@ -49,6 +49,8 @@ def _extreme(pick: Any, name: str) -> Any:
 
 @cache
 def _program(expression: str) -> Any:
+    import celpy
+
     environment = celpy.Environment()
     functions = {"sum": _sum, "min": _extreme(min, "min"), "max": _extreme(max, "max")}
     return environment.program(environment.compile(expression), functions=functions)
@@ -110,6 +112,9 @@ class BoundPolicy:
 
     def refusal(self, obj: Mapping[str, Any]) -> str | None:
         """None when every validation holds on a CREATE of `obj`, else the message the API server returns."""
+        from celpy import celtypes
+        from celpy.adapter import json_to_cel
+
         request = {"operation": "CREATE", "userInfo": {"username": REQUESTER}}
         activation: dict[str, Any] = {
             "object": json_to_cel(dict(obj)),

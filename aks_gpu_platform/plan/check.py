@@ -42,6 +42,7 @@ from aks_gpu_platform.config.catalog.gpu_sizes import gpu_sku
 from aks_gpu_platform.config.catalog.vm_sizes import cpu_size
 from aks_gpu_platform.config.gpu.scheduling import (
     AUTOSCALER_RESOURCE_TAG_PREFIX,
+    parse_taint,
     selects_node,
     tolerates_taints,
 )
@@ -52,6 +53,9 @@ from .admission import BoundPolicy, bound_policies
 from .offline import find_project, run_stack
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+MANAGED_NAMESPACE_LABEL = "kueue.x-k8s.io/managed-namespace"
+# The kinds the platform's Kueue manages (components/training/queues.py FRAMEWORKS): batch/job, jobset.
+QUEUED_KINDS = ("Job", "JobSet")
 CHECKED_KINDS = ("Pod", "Deployment", "Job", "JobSet")
 CHECKS = ("admission", "pod-security", "queue", "node-fit", "scale-from-zero")
 AGENT_POOL = "azure-native:containerservice:AgentPool"
@@ -205,14 +209,14 @@ def workload(obj: Mapping[str, Any]) -> Workload:
     if not namespace:
         raise ManifestError(f"{kind} {name}: set metadata.namespace (a team's jobs run in its team-<name> namespace)")
     if kind == "Pod":
-        sets = [PodSet("pod", meta, _template(obj, "spec"), 1)]
+        sets = [PodSet("the pod", meta, _template(obj, "spec"), 1)]
     elif kind == "Deployment":
         template = _template(obj, "spec", "template")
         replicas = _int((obj.get("spec") or {}).get("replicas"), 1)
-        sets = [PodSet("pod", template.get("metadata") or {}, _template(template, "spec"), replicas)]
+        sets = [PodSet("its pods", template.get("metadata") or {}, _template(template, "spec"), replicas)]
     elif kind == "Job":
         template = _template(obj, "spec", "template")
-        sets = [PodSet("main", template.get("metadata") or {}, _template(template, "spec"), _job_pods(obj["spec"]))]
+        sets = [PodSet("its pods", template.get("metadata") or {}, _template(template, "spec"), _job_pods(obj["spec"]))]
     else:
         sets = []
         for replicated in _template(obj, "spec").get("replicatedJobs") or []:
@@ -220,7 +224,11 @@ def workload(obj: Mapping[str, Any]) -> Workload:
             template = _template(job, "template")
             # jobset pkg/controller/jobset_controller.go PodsCountPerReplica times the replicas.
             count = _int(replicated.get("replicas"), 1) * _job_pods(job)
-            sets.append(PodSet(str(replicated.get("name")), template.get("metadata") or {}, template["spec"], count))
+            sets.append(
+                PodSet(
+                    f"replicated job {replicated.get('name')}", template.get("metadata") or {}, template["spec"], count
+                )
+            )
     return Workload(kind, name, str(namespace), obj, tuple(sets))
 
 
@@ -408,7 +416,7 @@ def check_admission(job: Workload, stack: Stack, injected: Sequence[Mapping[str,
     refusals: list[str] = []
     candidates: list[tuple[str, Mapping[str, Any]]] = [("", job.obj)] if job.kind != "Deployment" else []
     candidates += [
-        (f"pod {pod_set.name}: ", _pod(pod_set, spec)) for pod_set, spec in zip(job.pod_sets, injected, strict=True)
+        (f"{pod_set.name}: ", _pod(pod_set, spec)) for pod_set, spec in zip(job.pod_sets, injected, strict=True)
     ]
     if job.kind == "Pod":
         candidates = candidates[:1]
@@ -440,7 +448,7 @@ def check_pod_security(job: Workload, stack: Stack) -> Verdict:
         return Verdict(job.title, "pod-security", False, _unknown_namespace(job.namespace, stack))
     level = pod_security.enforced_level(labels)
     found = [
-        f"pod {pod_set.name}: {why}"
+        f"{pod_set.name}: {why}"
         for pod_set in job.pod_sets
         for why in pod_security.violations(level, pod_set.metadata, pod_set.spec)
     ]
@@ -519,16 +527,15 @@ def check_queue(job: Workload, stack: Stack) -> QueueOutcome:
     labels = stack.namespaces.get(job.namespace) or {}
     local_queues = sorted(q for (ns, q) in stack.local_queues if ns == job.namespace)
     queue = job.queue
+    if job.kind not in QUEUED_KINDS:
+        why = "not queued: Kueue meters only Jobs and JobSets on this platform"
+        return QueueOutcome(Verdict(job.title, "queue", True, why), as_written, False)
     if queue is None:
-        if job.kind in ("Job", "JobSet") and local_queues:
-            why = f"no {QUEUE_LABEL} label: add `{QUEUE_LABEL}: {local_queues[0]}` to metadata.labels"
+        if MANAGED_NAMESPACE_LABEL in labels:
+            add = f"add `{QUEUE_LABEL}: {local_queues[0]}` to metadata.labels" if local_queues else "name a LocalQueue"
+            why = f"no {QUEUE_LABEL} label: Kueue keeps the {job.kind} suspended in {job.namespace}; {add}"
             return QueueOutcome(Verdict(job.title, "queue", False, why), as_written, False)
-        if "kueue.x-k8s.io/managed-namespace" in labels and job.kind in ("Job", "JobSet"):
-            why = f"no {QUEUE_LABEL} label, and {job.namespace} has no LocalQueue of this stack"
-            return QueueOutcome(Verdict(job.title, "queue", False, why), as_written, False)
-        return QueueOutcome(
-            Verdict(job.title, "queue", True, "not queued: no team queue in this namespace"), as_written, False
-        )
+        return QueueOutcome(Verdict(job.title, "queue", True, "not queued: no team queue here"), as_written, False)
     cluster_queue_name = stack.local_queues.get((job.namespace, queue))
     if cluster_queue_name is None:
         named = f" (its queues: {', '.join(local_queues)})" if local_queues else ""
@@ -543,13 +550,7 @@ def check_queue(job: Workload, stack: Stack) -> QueueOutcome:
     for pod_set in job.pod_sets:
         per_pod = pod_requests(pod_set.spec, job.title)
         total = {k: v * pod_set.count for k, v in per_pod.items() if v}
-        uncovered = sorted(k for k in total if k not in covered and k not in ("pods", "ephemeral-storage"))
-        if uncovered:
-            why = (
-                f"pod set {pod_set.name} asks for {', '.join(uncovered)}, which ClusterQueue {cluster_queue_name} "
-                f"does not cover: Kueue never admits it"
-            )
-            return QueueOutcome(Verdict(job.title, "queue", False, why), as_written, True)
+        # quotaCheckStrategy IgnoreUndeclared (components/training/queues.py): what no group covers is not metered.
         misses: list[str] = []
         chosen: str | None = None
         eligible: str | None = None
@@ -574,15 +575,16 @@ def check_queue(job: Workload, stack: Stack) -> QueueOutcome:
             chosen = flavor_name
             break
         if chosen is None:
-            pods = f"{pod_set.count} pod{'s' if pod_set.count != 1 else ''} of pod set {pod_set.name}"
+            pods = f"{pod_set.name} ({pod_set.count} pod{'s' if pod_set.count != 1 else ''})"
             over.append(
                 f"{pods} ask for {', '.join(f'{_show(k, v)} {k}' for k, v in sorted(total.items()))} in total, more "
                 f"than any flavor of ClusterQueue {cluster_queue_name} gives ({'; '.join(misses)})"
             )
         # Were it admitted: the nodes checks look at the pods on the flavor Kueue would pick with room to spare.
         flavor = chosen or eligible
-        for k, v in total.items() if chosen else ():
-            used.setdefault(chosen, {})[k] = used.get(chosen, {}).get(k, Fraction(0)) + v
+        if chosen is not None:
+            for k, v in total.items():
+                used.setdefault(chosen, {})[k] = used.get(chosen, {}).get(k, Fraction(0)) + v
         specs.append(_inject(pod_set.spec, stack.flavors.get(flavor) if flavor else None))
         assigned.append(f"{pod_set.name} on flavor {chosen}")
     if over:
@@ -616,6 +618,30 @@ def fitting_pools(spec: Mapping[str, Any], requests: Mapping[str, Fraction], sta
     return [p for p in stack.pools if not _why_not(spec, requests, p)]
 
 
+def _toleration_hint(job: Workload, spec: Mapping[str, Any], requests: Mapping[str, Fraction], stack: Stack) -> str:
+    """What to add when a pool would fit but for its taints."""
+    for pool in stack.pools:
+        if pool.system or not selects_node(spec, pool.labels):
+            continue
+        if any(v > pool.allocatable.get(k, Fraction(0)) for k, v in requests.items()):
+            continue
+        missing = [parse_taint(t) for t in pool.taints if not tolerates_taints(spec, [t])]
+        tolerations = ", ".join(
+            f"{{key: {t['key']}, operator: Equal, value: {t['value']}, effect: {t['effect']}}}" for t in missing
+        )
+        queued = (
+            " (a Job or JobSet gets it from Kueue when it names its team's LocalQueue)"
+            if job.kind
+            in (
+                "Job",
+                "JobSet",
+            )
+            else ""
+        )
+        return f"; to run on pool {pool.name}, add tolerations [{tolerations}]{queued}"
+    return ""
+
+
 def check_node_fit(job: Workload, stack: Stack, specs: Sequence[Mapping[str, Any]]) -> Verdict:
     found: list[str] = []
     failures: list[str] = []
@@ -624,14 +650,14 @@ def check_node_fit(job: Workload, stack: Stack, specs: Sequence[Mapping[str, Any
         pools = fitting_pools(spec, requests, stack)
         if not pools:
             why = "; ".join(f"{p.name} ({p.vm_size}): {', '.join(_why_not(spec, requests, p))}" for p in stack.pools)
-            failures.append(f"pod {pod_set.name} fits no pool: {why}")
+            failures.append(f"{pod_set.name} fit no pool: {why}{_toleration_hint(job, spec, requests, stack)}")
             continue
         roomy = [p for p in pools if math.ceil(pod_set.count / _pods_per_node(requests, p.allocatable)) <= p.max_count]
         if not roomy:
             pool = pools[0]
             per_node = _pods_per_node(requests, pool.allocatable)
             failures.append(
-                f"pod set {pod_set.name} needs {math.ceil(pod_set.count / per_node)} nodes of pool {pool.name} "
+                f"{pod_set.name} need {math.ceil(pod_set.count / per_node)} nodes of pool {pool.name} "
                 f"({per_node} pod{'s' if per_node != 1 else ''} a node), more than its {pool.max_count} at most"
             )
             continue
@@ -648,7 +674,7 @@ def check_scale_from_zero(job: Workload, stack: Stack, specs: Sequence[Mapping[s
         requests = pod_requests(spec, job.title)
         pools = fitting_pools(spec, requests, stack)
         if not pools:
-            failures.append(f"pod {pod_set.name}: no pool to grow (see node-fit)")
+            failures.append(f"{pod_set.name}: no pool to grow (see node-fit)")
             continue
         warm = [p for p in pools if p.always_has_nodes]
         if warm:
@@ -677,7 +703,7 @@ def check_scale_from_zero(job: Workload, stack: Stack, specs: Sequence[Mapping[s
         if growable:
             found.append(f"{pod_set.name}: the autoscaler can add a node to {', '.join(p.name for p in growable)}")
         else:
-            failures.append(f"pod {pod_set.name} stays pending at zero nodes: {'; '.join(why)}")
+            failures.append(f"{pod_set.name} stay pending at zero nodes: {'; '.join(why)}")
     if failures:
         return Verdict(job.title, "scale-from-zero", False, "; ".join(failures))
     return Verdict(job.title, "scale-from-zero", True, "; ".join(found))

@@ -297,6 +297,8 @@ def model_pod_security(obj: Mapping[str, Any], recording: Recording) -> bool:
 def model_quota(obj: Mapping[str, Any], recording: Recording) -> bool:
     """The queue label names a LocalQueue, and each pod set's total requests fit a flavor's nominal quota that
     its nodeSelector agrees with (every manifest here has one pod set)."""
+    if obj["kind"] not in ("Job", "JobSet"):
+        return True  # the platform's Kueue manages batch/job and jobset only (its Configuration's frameworks)
     queue = (obj["metadata"].get("labels") or {}).get(QUEUE_LABEL)
     namespace = obj["metadata"]["namespace"]
     local = [q for q in objects(recording, "LocalQueue") if q["metadata"]["namespace"] == namespace]
