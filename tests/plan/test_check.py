@@ -452,3 +452,83 @@ def test_the_command_exits_2_on_a_manifest_it_cannot_read(content: str, says: st
 def test_the_command_exits_2_on_an_unknown_stack() -> None:
     code, _, err = run_command("--stack", "staging", str(DEV_MANIFESTS[0]))
     assert code == 2 and "Pulumi.staging.yaml" in err, err
+
+
+# ---------------------------------------------------------------- Pod Security, rule by rule
+
+RESTRICTED_POD: dict[str, Any] = {
+    "securityContext": {"runAsNonRoot": True, "runAsUser": 1000, "seccompProfile": {"type": "RuntimeDefault"}},
+    "containers": [
+        {
+            "name": "main",
+            "image": "python:3.13",
+            "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+        }
+    ],
+}
+
+
+def restricted_pod_with(change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    spec = copy.deepcopy(RESTRICTED_POD)
+    change(spec)
+    return spec
+
+
+def container_context(spec: dict[str, Any]) -> dict[str, Any]:
+    return spec["containers"][0]["securityContext"]
+
+
+POD_SECURITY_CASES: dict[str, Callable[[dict[str, Any]], None]] = {
+    "as written": lambda s: None,
+    "hostNetwork": lambda s: s.update(hostNetwork=True),
+    "hostPID": lambda s: s.update(hostPID=True),
+    "hostPath volume": lambda s: s.update(volumes=[{"name": "h", "hostPath": {"path": "/"}}]),
+    "host port": lambda s: s["containers"][0].update(ports=[{"containerPort": 80, "hostPort": 80}]),
+    "privileged init container": lambda s: s.update(
+        initContainers=[{"name": "init", "image": "busybox", "securityContext": {"privileged": True}}]
+    ),
+    "adds SYS_ADMIN": lambda s: container_context(s)["capabilities"].update(add=["SYS_ADMIN"]),
+    "adds CHOWN": lambda s: container_context(s)["capabilities"].update(add=["CHOWN"]),
+    "adds NET_BIND_SERVICE": lambda s: container_context(s)["capabilities"].update(add=["NET_BIND_SERVICE"]),
+    "drops nothing": lambda s: container_context(s).pop("capabilities"),
+    "may escalate": lambda s: container_context(s).pop("allowPrivilegeEscalation"),
+    "no runAsNonRoot": lambda s: s["securityContext"].pop("runAsNonRoot"),
+    "container runAsNonRoot false": lambda s: container_context(s).update(runAsNonRoot=False),
+    "no seccomp": lambda s: s["securityContext"].pop("seccompProfile"),
+    "container seccomp Localhost": lambda s: container_context(s).update(
+        seccompProfile={"type": "Localhost", "localhostProfile": "p.json"}
+    ),
+}
+
+
+@pytest.mark.parametrize("level", ["privileged", "baseline", "restricted"])
+@pytest.mark.parametrize("case", sorted(POD_SECURITY_CASES))
+def test_pod_security_agrees_with_the_model_rule_by_rule(level: str, case: str) -> None:
+    from aks_gpu_platform.plan import pod_security
+
+    spec = restricted_pod_with(POD_SECURITY_CASES[case])
+    product = pod_security.violations(level, {}, spec)
+    model = pod_security_standard.violations(level, spec)
+    assert bool(product) == bool(model), (product, model)
+
+
+def test_pod_security_checks_the_rules_the_model_leaves_out() -> None:
+    """Baseline's AppArmor, SELinux, /proc mount and sysctl rules (pod-security-admission v0.36.2)."""
+    from aks_gpu_platform.plan import pod_security
+
+    refused = {
+        "apparmor": lambda s: s["securityContext"].update(appArmorProfile={"type": "Unconfined"}),
+        "selinux": lambda s: container_context(s).update(seLinuxOptions={"type": "spc_t"}),
+        "proc": lambda s: container_context(s).update(procMount="Unmasked"),
+        "sysctl": lambda s: s["securityContext"].update(sysctls=[{"name": "kernel.msgmax", "value": "1"}]),
+    }
+    for name, change in refused.items():
+        assert pod_security.violations("baseline", {}, restricted_pod_with(change)), name
+    safe = restricted_pod_with(
+        lambda s: s["securityContext"].update(sysctls=[{"name": "net.ipv4.tcp_keepalive_time", "value": "60"}])
+    )
+    assert not pod_security.violations("restricted", {}, safe), "a safe sysctl is allowed"
+    in_user_namespace = restricted_pod_with(
+        lambda s: (s.update(hostUsers=False), container_context(s).update(procMount="Unmasked"))
+    )
+    assert not pod_security.violations("baseline", {}, in_user_namespace), "a user-namespace pod may unmask /proc"
