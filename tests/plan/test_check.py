@@ -528,7 +528,10 @@ def test_pod_security_checks_the_rules_the_model_leaves_out() -> None:
         lambda s: s["securityContext"].update(sysctls=[{"name": "net.ipv4.tcp_keepalive_time", "value": "60"}])
     )
     assert not pod_security.violations("restricted", {}, safe), "a safe sysctl is allowed"
-    in_user_namespace = restricted_pod_with(
-        lambda s: (s.update(hostUsers=False), container_context(s).update(procMount="Unmasked"))
-    )
+
+    def unmasked_in_user_namespace(spec: dict[str, Any]) -> None:
+        spec["hostUsers"] = False
+        container_context(spec)["procMount"] = "Unmasked"
+
+    in_user_namespace = restricted_pod_with(unmasked_in_user_namespace)
     assert not pod_security.violations("baseline", {}, in_user_namespace), "a user-namespace pod may unmask /proc"
