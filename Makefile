@@ -97,17 +97,17 @@ plan: $(STAMP)
 plan-diff: $(STAMP)
 	@$(BIN)/python -m aks_gpu_platform.plan plan-diff --stack $(STACK) $(if $(BASE),--base $(BASE)) --format $(FORMAT)
 
-## check: will the stack's cluster take a Job, JobSet, Pod or Deployment: admission, Pod Security, queue and quota, nodes (STACK=dev MANIFEST="a.yaml b.yaml")
-check: $(STAMP)
-	@test -n "$(MANIFEST)" || { echo 'make check: name the manifests, e.g. make check STACK=dev MANIFEST=examples/team-jobset/jobset.yaml' >&2; exit 2; }
-	@$(BIN)/python -m aks_gpu_platform.plan check --stack $(STACK) $(MANIFEST)
-
 ## docs: regenerate docs/config-reference.md, the stack-file schema, Pulumi.yaml's config: block, provider/adapters.py, the tested pins (constraints.txt) and the team pool tables of docs/for-ml-teams.md
 docs: $(STAMP)
 	$(BIN)/python -m tools.config_reference
 	$(BIN)/python -m tools.adapters_gen
 	$(BIN)/python -m tools.constraints
 	$(BIN)/python -m tools.team_pools
+
+## check: will the stack's cluster take a Job, JobSet, Pod or Deployment: admission, Pod Security, queue and quota, nodes (STACK=dev MANIFEST="a.yaml b.yaml")
+check: $(STAMP)
+	@test -n "$(MANIFEST)" || { echo 'make check: name the manifests, e.g. make check STACK=dev MANIFEST=examples/team-jobset/jobset.yaml' >&2; exit 2; }
+	@$(BIN)/python -m aks_gpu_platform.plan check --stack $(STACK) $(MANIFEST)
 
 ## bench: offline evaluation time and memory vs bare SDK registrations, and the deploy critical path
 bench: $(STAMP)

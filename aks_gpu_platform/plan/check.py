@@ -421,16 +421,18 @@ def check_admission(job: Workload, stack: Stack, injected: Sequence[Mapping[str,
     if job.kind == "Pod":
         candidates = candidates[:1]
     checked: list[str] = []
+    seen: set[tuple[str, str]] = set()  # a Job refused for a rule has pods refused for it too: say it once
     for policy in stack.policies:
         for prefix, obj in candidates:
             if not policy.applies(obj, labels):
                 continue
             checked.append(policy.name)
             refusal = policy.refusal(obj)
-            if refusal is not None and f"{policy.name}: {refusal}" not in [r.split(": ", 1)[-1] for r in refusals]:
+            if refusal is not None and (policy.name, refusal) not in seen:
+                seen.add((policy.name, refusal))
                 refusals.append(f"{prefix}{policy.name}: {refusal}")
     if refusals:
-        return Verdict(job.title, "admission", False, "; ".join(dict.fromkeys(refusals)))
+        return Verdict(job.title, "admission", False, "; ".join(refusals))
     names = ", ".join(dict.fromkeys(checked)) or "none bound to this namespace"
     return Verdict(job.title, "admission", True, f"admitted by {names}")
 
