@@ -57,7 +57,7 @@ LOCKS := requirements-dev.txt:locks/venv.txt policy/requirements.txt:locks/polic
 help:
 	@sed -n 's/^## \([a-z-]*\): /\1\t/p' $(MAKEFILE_LIST) | awk -F'\t' '{printf "  make %-14s %s\n", $$1, $$2}'
 
-.PHONY: help plan plan-diff test lint typecheck unit workflows bench clean policy-venv checkov-venv venvs uv-bootstrap docs lock
+.PHONY: help plan plan-diff check test lint typecheck unit workflows bench clean policy-venv checkov-venv venvs uv-bootstrap docs lock
 
 # Tried once (the marker stays on failure too): a machine without uv goes on with pip, never retrying.
 UV_MARK := $(UV_HOME)/.tried
@@ -106,6 +106,11 @@ docs: $(STAMP)
 	$(BIN)/python -m tools.adapters_gen
 	$(BIN)/python -m tools.constraints
 	$(BIN)/python -m tools.team_pools
+
+## check: will the stack's cluster take a Job, JobSet, Pod or Deployment: admission, Pod Security, queue and quota, nodes (STACK=dev MANIFEST="a.yaml b.yaml")
+check: $(STAMP)
+	@test -n "$(MANIFEST)" || { echo 'make check: name the manifests, e.g. make check STACK=dev MANIFEST=examples/team-jobset/jobset.yaml' >&2; exit 2; }
+	@$(BIN)/python -m aks_gpu_platform.plan check --stack $(STACK) $(MANIFEST)
 
 ## bench: offline evaluation time and memory vs bare SDK registrations, and the deploy critical path
 bench: $(STAMP)

@@ -2,6 +2,7 @@
 
     aks-gpu-platform plan [--stack dev] [--format markdown] [--project-dir DIR]
     aks-gpu-platform plan-diff [--stack dev] [--base REF] [--project-dir DIR]
+    aks-gpu-platform check [--stack dev] [--project-dir DIR] MANIFEST.yaml...
     aks-gpu-platform schema [--write stack-config.schema.json]
     aks-gpu-platform constraints [--write constraints.txt]
 
@@ -24,6 +25,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "main",
         "what the working tree changes against a git ref: creates, updates, replaces, deletes",
     ),
+    "check": (
+        "check",
+        "main",
+        "will the stack's cluster take these Jobs, JobSets, Pods, Deployments: admission, quota, nodes",
+    ),
     "schema": ("shipped", "schema_main", "the stack file's JSON Schema, for your editor's $schema reference"),
     "constraints": ("shipped", "constraints_main", "the exact versions this release was tested with (pip -c)"),
 }
@@ -32,6 +38,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 # The plan checks every rendered object against the upstream Kubernetes schemas: the `plan` extra's
 # kubernetes-validate. Without it the plan would stop with a traceback after evaluating the whole stack.
 NEEDS_SCHEMAS = ("plan", "plan-diff")
+# `check` evaluates the stack's admission policies' CEL: the `plan` extra's cel-python.
+NEEDS_CEL = ("check",)
 PLAN_INSTALL = 'pip install "aks-gpu-platform[plan] @ <where you installed aks-gpu-platform from>"'
 
 
@@ -41,6 +49,11 @@ def missing_schemas(command: str) -> str | None:
         return (
             f"aks-gpu-platform {command}: the plan checks rendered objects against the Kubernetes schemas, "
             f"which the `plan` extra installs (kubernetes-validate): {PLAN_INSTALL}\n"
+        )
+    if command in NEEDS_CEL and find_spec("celpy") is None:
+        return (
+            f"aks-gpu-platform {command}: the check evaluates the stack's admission policies (CEL), which the `plan` "
+            f"extra installs (cel-python): {PLAN_INSTALL}\n"
         )
     return None
 

@@ -1,0 +1,759 @@
+"""`aks-gpu-platform check`: will the cluster of this stack take a Job, JobSet, Pod or Deployment, offline.
+
+    aks-gpu-platform check --stack dev jobset.yaml [more.yaml ...]
+
+Evaluates the stack as `plan` does (the same evaluation and recording cache) and says, for each Job, JobSet, Pod and
+Deployment in the manifests, one line per check, PASS or FAIL with what to change:
+
+- admission: the ValidatingAdmissionPolicies the stack binds to the object's namespace (team-pod-boundary, the
+  team's identity policy, job ancestry, fleet limits), on the object and on the pods it makes;
+- pod-security: the namespace's `pod-security.kubernetes.io/enforce` level (pod_security.py);
+- queue: the `kueue.x-k8s.io/queue-name` label names a LocalQueue of the namespace, and the job's total requests
+  fit the ClusterQueue's nominal quota of a flavor Kueue can assign (kueue v0.19.2 flavor assignment: a pod set
+  takes the first flavor, in the resource group's order, whose node labels its node selector admits, whose
+  taints it or the flavor tolerates, and whose nominal quota covers it; borrowing from the cohort not counted);
+- node-fit: each pod, with what Kueue injects from its flavor, fits an empty node of a pool it selects and
+  tolerates: requests within the VM size's allocatable (capacity less AKS's kube-reserved and eviction threshold,
+  MicrosoftDocs azure-aks-docs articles/aks/node-resource-reservations.md, AKS 1.29 and later), and the job's pods
+  within the pool's maximum node count;
+- scale-from-zero: such a pool has nodes, or the cluster autoscaler can add one: the node it imagines for a pool at
+  zero (kubernetes/autoscaler cluster-autoscaler-1.36.1 cloudprovider/azure azure_template.go: the pool's
+  nodeLabels and nodeTaints, the size's capacity and the scale set's node-template resource tags) fits the pod.
+
+Exit 0 when every check passes, 1 on any FAIL, 2 on bad input (an unreadable manifest, an unknown stack).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import sys
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from aks_gpu_platform.config import ConfigError
+from aks_gpu_platform.config.catalog.gpu_sizes import gpu_sku
+from aks_gpu_platform.config.catalog.vm_sizes import cpu_size
+from aks_gpu_platform.config.gpu.scheduling import (
+    AUTOSCALER_RESOURCE_TAG_PREFIX,
+    parse_taint,
+    selects_node,
+    tolerates_taints,
+)
+from aks_gpu_platform.testing import Recording, kubernetes_object
+
+from . import pod_security
+from .admission import BoundPolicy, bound_policies
+from .offline import find_project, run_stack
+
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+MANAGED_NAMESPACE_LABEL = "kueue.x-k8s.io/managed-namespace"
+# The kinds the platform's Kueue manages (components/training/queues.py FRAMEWORKS): batch/job, jobset.
+QUEUED_KINDS = ("Job", "JobSet")
+CHECKED_KINDS = ("Pod", "Deployment", "Job", "JobSet")
+CHECKS = ("admission", "pod-security", "queue", "node-fit", "scale-from-zero")
+AGENT_POOL = "azure-native:containerservice:AgentPool"
+GENERIC_RESOURCE = "azure-native:resources:Resource"
+MANAGED_CLUSTER = "azure-native:containerservice:ManagedCluster"
+SPOT_LABEL = ("kubernetes.azure.com/scalesetpriority", "spot")
+SPOT_TAINT = "kubernetes.azure.com/scalesetpriority=spot:NoSchedule"
+DEFAULT_MAX_PODS = 110
+# node-resource-reservations.md: kube-reserved CPU (millicores) by the host's cores; between two rows the smaller.
+KUBE_RESERVED_CPU_MILLI = ((1, 60), (2, 100), (4, 140), (8, 180), (16, 260), (32, 420), (64, 740))
+EVICTION_MEMORY = 100 * 2**20
+MIB = 2**20
+GIB = 2**30
+
+
+class ManifestError(ValueError):
+    """A manifest the command cannot read: exit 2."""
+
+
+# ---------------------------------------------------------------- quantities and requests
+
+_SUFFIXES = {
+    "n": Fraction(1, 10**9),
+    "u": Fraction(1, 10**6),
+    "m": Fraction(1, 1000),
+    "": Fraction(1),
+    "k": Fraction(10**3),
+    "M": Fraction(10**6),
+    "G": Fraction(10**9),
+    "T": Fraction(10**12),
+    "P": Fraction(10**15),
+    "E": Fraction(10**18),
+    "Ki": Fraction(2**10),
+    "Mi": Fraction(2**20),
+    "Gi": Fraction(2**30),
+    "Ti": Fraction(2**40),
+    "Pi": Fraction(2**50),
+    "Ei": Fraction(2**60),
+}
+_QUANTITY = re.compile(r"^([+-]?\d+(?:\.\d*)?|[+-]?\.\d+)(?:[eE]([+-]?\d+)|([a-zA-Z]*))$")
+
+
+def parse_quantity(value: Any, where: str = "") -> Fraction:
+    """A Kubernetes quantity (apimachinery pkg/api/resource): `500m`, `12Gi`, `2`, `1e3`."""
+    match = _QUANTITY.match(str(value).strip())
+    if not match or (match.group(3) or "") not in _SUFFIXES:
+        raise ManifestError(f"{where}: {value!r} is not a Kubernetes quantity (e.g. 500m, 2, 12Gi)")
+    number = Fraction(match.group(1))
+    if match.group(2):
+        return number * Fraction(10) ** int(match.group(2))
+    return number * _SUFFIXES[match.group(3) or ""]
+
+
+def _show(name: str, amount: Fraction) -> str:
+    if name == "memory" or name.endswith("storage"):
+        return f"{float(amount / GIB):.3g}Gi"
+    if name == "cpu" and amount.denominator != 1:
+        return f"{math.ceil(amount * 1000)}m"
+    return f"{float(amount):g}"
+
+
+def _container_requests(container: Mapping[str, Any], where: str) -> dict[str, Fraction]:
+    """A limit without a request is the request (the API server's defaulting)."""
+    resources = container.get("resources") or {}
+    merged = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
+    return {str(k): parse_quantity(v, f"{where} container {container.get('name')} {k}") for k, v in merged.items()}
+
+
+def pod_requests(spec: Mapping[str, Any], where: str = "") -> dict[str, Fraction]:
+    """k8s.io/component-helpers resource/helpers.go PodRequests: containers plus restartable init containers
+    (sidecars), or an init container plus the sidecars started before it, whichever is more; plus the overhead."""
+    total: dict[str, Fraction] = {}
+    sidecars: dict[str, Fraction] = {}
+    init_peak: dict[str, Fraction] = {}
+    for container in spec.get("containers") or []:
+        for name, amount in _container_requests(container, where).items():
+            total[name] = total.get(name, Fraction(0)) + amount
+    for container in spec.get("initContainers") or []:
+        requests = _container_requests(container, where)
+        if container.get("restartPolicy") == "Always":
+            for name, amount in requests.items():
+                sidecars[name] = sidecars.get(name, Fraction(0)) + amount
+                total[name] = total.get(name, Fraction(0)) + amount
+                init_peak[name] = max(init_peak.get(name, Fraction(0)), sidecars[name])
+        else:
+            for name, amount in requests.items():
+                init_peak[name] = max(init_peak.get(name, Fraction(0)), amount + sidecars.get(name, Fraction(0)))
+    for name, amount in init_peak.items():
+        total[name] = max(total.get(name, Fraction(0)), amount)
+    for name, amount in (spec.get("overhead") or {}).items():
+        total[str(name)] = total.get(str(name), Fraction(0)) + parse_quantity(amount, f"{where} overhead")
+    return total
+
+
+# ---------------------------------------------------------------- the manifest's workloads
+
+
+@dataclass(frozen=True)
+class PodSet:
+    """Pods that share one template: what Kueue meters and the scheduler places."""
+
+    name: str
+    metadata: Mapping[str, Any]
+    spec: Mapping[str, Any]
+    count: int
+
+
+@dataclass(frozen=True)
+class Workload:
+    kind: str
+    name: str
+    namespace: str
+    obj: Mapping[str, Any]
+    pod_sets: tuple[PodSet, ...]
+
+    @property
+    def title(self) -> str:
+        return f"{self.kind} {self.namespace}/{self.name}"
+
+    @property
+    def queue(self) -> str | None:
+        labels = (self.obj.get("metadata") or {}).get("labels") or {}
+        return labels.get(QUEUE_LABEL)
+
+
+def _int(value: Any, default: int) -> int:
+    return default if value is None else int(value)
+
+
+def _job_pods(job_spec: Mapping[str, Any]) -> int:
+    """kueue pkg/controller/jobs/job/job_controller.go podsCount: parallelism, at most completions."""
+    parallelism = _int(job_spec.get("parallelism"), 1)
+    completions = job_spec.get("completions")
+    return min(parallelism, int(completions)) if completions is not None else parallelism
+
+
+def _template(obj: Mapping[str, Any], *path: str) -> Mapping[str, Any]:
+    value: Any = obj
+    for key in path:
+        value = value.get(key) if isinstance(value, Mapping) else None  # pyright: ignore[reportUnknownMemberType]
+    if not isinstance(value, Mapping):
+        raise ManifestError(f"{obj.get('kind')} {(obj.get('metadata') or {}).get('name')}: no {'.'.join(path)}")
+    return value  # pyright: ignore[reportUnknownVariableType]
+
+
+def workload(obj: Mapping[str, Any]) -> Workload:
+    kind = str(obj["kind"])
+    meta = obj.get("metadata") or {}
+    name = str(meta.get("name") or meta.get("generateName") or "")
+    namespace = meta.get("namespace")
+    if not namespace:
+        raise ManifestError(f"{kind} {name}: set metadata.namespace (a team's jobs run in its team-<name> namespace)")
+    if kind == "Pod":
+        sets = [PodSet("the pod", meta, _template(obj, "spec"), 1)]
+    elif kind == "Deployment":
+        template = _template(obj, "spec", "template")
+        replicas = _int((obj.get("spec") or {}).get("replicas"), 1)
+        sets = [PodSet("its pods", template.get("metadata") or {}, _template(template, "spec"), replicas)]
+    elif kind == "Job":
+        template = _template(obj, "spec", "template")
+        sets = [PodSet("its pods", template.get("metadata") or {}, _template(template, "spec"), _job_pods(obj["spec"]))]
+    else:
+        sets = []
+        for replicated in _template(obj, "spec").get("replicatedJobs") or []:
+            job = _template(replicated, "template", "spec")
+            template = _template(job, "template")
+            # jobset pkg/controller/jobset_controller.go PodsCountPerReplica times the replicas.
+            count = _int(replicated.get("replicas"), 1) * _job_pods(job)
+            sets.append(
+                PodSet(
+                    f"replicated job {replicated.get('name')}", template.get("metadata") or {}, template["spec"], count
+                )
+            )
+    return Workload(kind, name, str(namespace), obj, tuple(sets))
+
+
+def read_manifests(paths: Sequence[Path]) -> list[Workload]:
+    """Every Job, JobSet, Pod and Deployment of the files (other kinds, a PVC beside a job, are skipped)."""
+    found: list[Workload] = []
+    for path in paths:
+        try:
+            documents = list(yaml.safe_load_all(path.read_text()))
+        except (OSError, yaml.YAMLError) as error:
+            raise ManifestError(f"{path}: {error}") from error
+        for document in documents:
+            if document is None:
+                continue
+            if not isinstance(document, Mapping) or "kind" not in document:
+                raise ManifestError(f"{path}: a document without `kind`: not a Kubernetes object")
+            items = document.get("items") if document["kind"] == "List" else [document]  # pyright: ignore[reportUnknownMemberType]
+            for item in items or []:  # pyright: ignore[reportUnknownVariableType]
+                if item.get("kind") in CHECKED_KINDS:  # pyright: ignore[reportUnknownMemberType]
+                    found.append(workload(item))  # pyright: ignore[reportUnknownArgumentType]
+    return found
+
+
+# ---------------------------------------------------------------- the stack's cluster
+
+
+@dataclass(frozen=True)
+class Pool:
+    """One node pool: the nodes AKS builds and the one the autoscaler imagines when the pool is at zero."""
+
+    name: str
+    vm_size: str
+    labels: Mapping[str, str]
+    taints: tuple[str, ...]
+    min_count: int
+    max_count: int
+    autoscaled: bool
+    allocatable: Mapping[str, Fraction]
+    template_capacity: Mapping[str, Fraction]
+    template_labels: Mapping[str, str]
+    system: bool
+
+    @property
+    def always_has_nodes(self) -> bool:
+        return self.min_count > 0
+
+
+def _kube_reserved_cpu(vcpus: int) -> Fraction:
+    milli = next(m for cores, m in reversed(KUBE_RESERVED_CPU_MILLI) if cores <= max(vcpus, 1))
+    return Fraction(milli, 1000)
+
+
+def _tag_resources(tags: Mapping[str, str]) -> dict[str, Fraction]:
+    """azure_template.go extractAllocatableResourcesFromScaleSet: `_` and `~2` in the tag's name read as `/`."""
+    found: dict[str, Fraction] = {}
+    for tag, value in tags.items():
+        if tag.startswith(AUTOSCALER_RESOURCE_TAG_PREFIX) and tag != AUTOSCALER_RESOURCE_TAG_PREFIX:
+            name = tag[len(AUTOSCALER_RESOURCE_TAG_PREFIX) :].replace("~2", "/").replace("_", "/")
+            found[name] = parse_quantity(value, f"tag {tag}")
+    return found
+
+
+def pool_from_inputs(inputs: Mapping[str, Any]) -> Pool | None:
+    name = str(inputs.get("agentPoolName") or inputs.get("name"))
+    vm_size = str(inputs.get("vmSize"))
+    gpu = gpu_sku(vm_size)
+    cpu = cpu_size(vm_size)
+    if gpu is None and cpu is None:
+        return None
+    vcpus = gpu.vcpus if gpu else cpu.vcpus if cpu else 0
+    memory_gib = gpu.memory_gib if gpu else cpu.memory_gib if cpu else 0
+    tags = _tag_resources(inputs.get("tags") or {})
+    capacity: dict[str, Fraction] = {"cpu": Fraction(vcpus), "memory": Fraction(memory_gib * GIB), "pods": Fraction(0)}
+    max_pods = int(inputs.get("maxPods") or DEFAULT_MAX_PODS)
+    capacity["pods"] = Fraction(max_pods)
+    if gpu is not None:
+        capacity[f"{gpu.vendor}.com/gpu"] = Fraction(gpu.gpus_per_vm)
+    capacity.update(tags)  # sharing (time-slicing, MIG) and RDMA resources the pool advertises
+    reserved_memory = min(Fraction(20 * MIB * max_pods + 50 * MIB), capacity["memory"] / 4) + EVICTION_MEMORY
+    allocatable = {
+        **capacity,
+        "cpu": capacity["cpu"] - _kube_reserved_cpu(vcpus),
+        "memory": capacity["memory"] - reserved_memory,
+    }
+    labels: dict[str, str] = {
+        **(inputs.get("nodeLabels") or {}),
+        "kubernetes.azure.com/agentpool": name,
+        "agentpool": name,
+        "kubernetes.azure.com/mode": str(inputs.get("mode", "User")).lower(),
+        "kubernetes.io/os": str(inputs.get("osType", "Linux")).lower(),
+        "kubernetes.io/arch": gpu.arch if gpu else "amd64",
+        "node.kubernetes.io/instance-type": vm_size,
+    }
+    template_labels = dict(labels)
+    if gpu is not None:
+        labels["kubernetes.azure.com/accelerator"] = gpu.vendor
+    taints = list(inputs.get("nodeTaints") or [])
+    if inputs.get("scaleSetPriority") == "Spot":
+        labels[SPOT_LABEL[0]] = SPOT_LABEL[1]
+        if SPOT_TAINT not in taints:
+            taints.append(SPOT_TAINT)
+    count = int(inputs.get("count") or 0)
+    autoscaled = bool(inputs.get("enableAutoScaling"))
+    return Pool(
+        name=name,
+        vm_size=vm_size,
+        labels=labels,
+        taints=tuple(taints),
+        min_count=int(inputs.get("minCount") or 0) if autoscaled else count,
+        max_count=int(inputs.get("maxCount") or 0) if autoscaled else count,
+        autoscaled=autoscaled,
+        allocatable=allocatable,
+        template_capacity=capacity,
+        template_labels=template_labels,
+        system=str(inputs.get("mode")) == "System",
+    )
+
+
+@dataclass
+class Stack:
+    """What the checks read of a stack's recording."""
+
+    namespaces: dict[str, dict[str, str]] = field(default_factory=dict)
+    policies: list[BoundPolicy] = field(default_factory=list)
+    local_queues: dict[tuple[str, str], str] = field(default_factory=dict)
+    cluster_queues: dict[str, Mapping[str, Any]] = field(default_factory=dict)
+    flavors: dict[str, Mapping[str, Any]] = field(default_factory=dict)
+    pools: list[Pool] = field(default_factory=list)
+
+
+def stack_view(recording: Recording) -> Stack:
+    stack = Stack()
+    policies: list[Mapping[str, Any]] = []
+    bindings: list[Mapping[str, Any]] = []
+    for resource in recording.kubernetes_objects():
+        obj = kubernetes_object(resource)
+        kind, meta = obj.get("kind"), obj.get("metadata") or {}
+        name = str(meta.get("name"))
+        if kind == "Namespace":
+            stack.namespaces[name] = {"kubernetes.io/metadata.name": name, **(meta.get("labels") or {})}
+        elif kind == "ValidatingAdmissionPolicy":
+            policies.append(obj)
+        elif kind == "ValidatingAdmissionPolicyBinding":
+            bindings.append(obj)
+        elif kind == "LocalQueue":
+            stack.local_queues[(str(meta.get("namespace")), name)] = str((obj.get("spec") or {}).get("clusterQueue"))
+        elif kind == "ClusterQueue":
+            stack.cluster_queues[name] = obj
+        elif kind == "ResourceFlavor":
+            stack.flavors[name] = obj
+    stack.policies = bound_policies(policies, bindings)
+    inline = [p for c in recording.of_type(MANAGED_CLUSTER) for p in c.inputs.get("agentPoolProfiles") or []]
+    separate = [p.inputs for p in recording.of_type(AGENT_POOL)]
+    generic = [
+        {**(r.inputs.get("properties") or {}), "agentPoolName": r.inputs.get("resourceName")}
+        for r in recording.of_type(GENERIC_RESOURCE)
+        if r.inputs.get("resourceType") == "agentPools"
+    ]
+    stack.pools = [p for p in map(pool_from_inputs, [*inline, *separate, *generic]) if p is not None]
+    return stack
+
+
+# ---------------------------------------------------------------- verdicts
+
+
+@dataclass(frozen=True)
+class Verdict:
+    workload: str
+    check: str
+    passed: bool
+    reason: str
+
+    def line(self) -> str:
+        return f"{'PASS' if self.passed else 'FAIL'} {self.workload} {self.check}: {self.reason}"
+
+
+def _pod(pod_set: PodSet, spec: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": dict(pod_set.metadata), "spec": dict(spec or pod_set.spec)}
+
+
+def check_admission(job: Workload, stack: Stack, injected: Sequence[Mapping[str, Any]]) -> Verdict:
+    labels = stack.namespaces.get(job.namespace)
+    if labels is None:
+        return Verdict(job.title, "admission", False, _unknown_namespace(job.namespace, stack))
+    refusals: list[str] = []
+    candidates: list[tuple[str, Mapping[str, Any]]] = [("", job.obj)] if job.kind != "Deployment" else []
+    candidates += [
+        (f"{pod_set.name}: ", _pod(pod_set, spec)) for pod_set, spec in zip(job.pod_sets, injected, strict=True)
+    ]
+    if job.kind == "Pod":
+        candidates = candidates[:1]
+    checked: list[str] = []
+    seen: set[tuple[str, str]] = set()  # a Job refused for a rule has pods refused for it too: say it once
+    for policy in stack.policies:
+        for prefix, obj in candidates:
+            if not policy.applies(obj, labels):
+                continue
+            checked.append(policy.name)
+            refusal = policy.refusal(obj)
+            if refusal is not None and (policy.name, refusal) not in seen:
+                seen.add((policy.name, refusal))
+                refusals.append(f"{prefix}{policy.name}: {refusal}")
+    if refusals:
+        return Verdict(job.title, "admission", False, "; ".join(refusals))
+    names = ", ".join(dict.fromkeys(checked)) or "none bound to this namespace"
+    return Verdict(job.title, "admission", True, f"admitted by {names}")
+
+
+def _unknown_namespace(namespace: str, stack: Stack) -> str:
+    teams = sorted(n for n, labels in stack.namespaces.items() if any(k.endswith("/team") for k in labels))
+    return f"namespace {namespace} is not one this stack creates" + (
+        f"; team namespaces: {', '.join(teams)}" if teams else ""
+    )
+
+
+def check_pod_security(job: Workload, stack: Stack) -> Verdict:
+    labels = stack.namespaces.get(job.namespace)
+    if labels is None:
+        return Verdict(job.title, "pod-security", False, _unknown_namespace(job.namespace, stack))
+    level = pod_security.enforced_level(labels)
+    found = [
+        f"{pod_set.name}: {why}"
+        for pod_set in job.pod_sets
+        for why in pod_security.violations(level, pod_set.metadata, pod_set.spec)
+    ]
+    if found:
+        return Verdict(job.title, "pod-security", False, f"namespace enforces {level}: " + "; ".join(found))
+    return Verdict(job.title, "pod-security", True, f"meets {level}, the level {job.namespace} enforces")
+
+
+def _flavor_admits(flavor: Mapping[str, Any], spec: Mapping[str, Any]) -> str | None:
+    """Why Kueue would not assign this flavor to the pod set (None: it may): the pod's node selector and required
+    affinity, on the keys of the flavor's node labels, and the flavor's taints against the pod's and the flavor's
+    tolerations (kueue pkg/scheduler/flavorassigner flavorassigner.go checkFlavorForPodSets)."""
+    flavor_spec = flavor.get("spec") or {}
+    node_labels: Mapping[str, str] = flavor_spec.get("nodeLabels") or {}
+    selector = {k: v for k, v in (spec.get("nodeSelector") or {}).items() if k in node_labels}
+    if any(node_labels[k] != v for k, v in selector.items()):
+        return "its node labels do not match the pod's nodeSelector"
+    if not selects_node({"affinity": spec.get("affinity") or {}}, {**node_labels, **_wildcard(spec, node_labels)}):
+        return "its node labels do not match the pod's node affinity"
+    taints = [f"{t['key']}={t.get('value', '')}:{t['effect']}" for t in flavor_spec.get("nodeTaints") or []]
+    tolerating = {"tolerations": [*(spec.get("tolerations") or []), *(flavor_spec.get("tolerations") or [])]}
+    if not tolerates_taints(tolerating, taints):
+        return "the pod does not tolerate its taints"
+    return None
+
+
+def _wildcard(spec: Mapping[str, Any], node_labels: Mapping[str, str]) -> dict[str, str]:
+    """Affinity on keys the flavor does not set is left to the scheduler: give those keys the values asked for."""
+    terms = (
+        (((spec.get("affinity") or {}).get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution"))
+        or {}
+    ).get("nodeSelectorTerms") or []
+    found: dict[str, str] = {}
+    for term in terms:
+        for expression in term.get("matchExpressions") or []:
+            if expression["key"] not in node_labels and expression.get("operator") == "In":
+                found[expression["key"]] = expression["values"][0]
+    return found
+
+
+def _inject(spec: Mapping[str, Any], flavor: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The pod spec after Kueue admitted the job on `flavor` (jobframework RunWithPodSetsInfo: node labels merged
+    into nodeSelector, the flavor's tolerations appended)."""
+    if flavor is None:
+        return dict(spec)
+    flavor_spec = flavor.get("spec") or {}
+    return {
+        **spec,
+        "nodeSelector": {**(spec.get("nodeSelector") or {}), **(flavor_spec.get("nodeLabels") or {})},
+        "tolerations": [*(spec.get("tolerations") or []), *(flavor_spec.get("tolerations") or [])],
+    }
+
+
+def _quota(cluster_queue: Mapping[str, Any]) -> tuple[list[tuple[str, dict[str, Fraction]]], set[str]]:
+    """The flavors of the ClusterQueue in order, each with its nominal quota, and every covered resource."""
+    flavors: list[tuple[str, dict[str, Fraction]]] = []
+    covered: set[str] = set()
+    for group in (cluster_queue.get("spec") or {}).get("resourceGroups") or []:
+        covered.update(group.get("coveredResources") or [])
+        for flavor in group.get("flavors") or []:
+            nominal = {str(r["name"]): parse_quantity(r.get("nominalQuota", 0)) for r in flavor.get("resources") or []}
+            flavors.append((str(flavor["name"]), nominal))
+    return flavors, covered
+
+
+@dataclass
+class QueueOutcome:
+    verdict: Verdict
+    specs: list[dict[str, Any]]
+    """Each pod set's spec as its pods would run: with the assigned flavor's node labels and tolerations."""
+    queued: bool
+
+
+def check_queue(job: Workload, stack: Stack) -> QueueOutcome:
+    as_written = [dict(p.spec) for p in job.pod_sets]
+    labels = stack.namespaces.get(job.namespace) or {}
+    local_queues = sorted(q for (ns, q) in stack.local_queues if ns == job.namespace)
+    queue = job.queue
+    if job.kind not in QUEUED_KINDS:
+        why = "not queued: Kueue meters only Jobs and JobSets on this platform"
+        return QueueOutcome(Verdict(job.title, "queue", True, why), as_written, False)
+    if queue is None:
+        if MANAGED_NAMESPACE_LABEL in labels:
+            add = f"add `{QUEUE_LABEL}: {local_queues[0]}` to metadata.labels" if local_queues else "name a LocalQueue"
+            why = f"no {QUEUE_LABEL} label: Kueue keeps the {job.kind} suspended in {job.namespace}; {add}"
+            return QueueOutcome(Verdict(job.title, "queue", False, why), as_written, False)
+        return QueueOutcome(Verdict(job.title, "queue", True, "not queued: no team queue here"), as_written, False)
+    cluster_queue_name = stack.local_queues.get((job.namespace, queue))
+    if cluster_queue_name is None:
+        named = f" (its queues: {', '.join(local_queues)})" if local_queues else ""
+        why = f"{QUEUE_LABEL}: {queue} names no LocalQueue of namespace {job.namespace}{named}"
+        return QueueOutcome(Verdict(job.title, "queue", False, why), as_written, True)
+    cluster_queue = stack.cluster_queues.get(cluster_queue_name) or {}
+    flavors, covered = _quota(cluster_queue)
+    used: dict[str, dict[str, Fraction]] = {}
+    specs: list[dict[str, Any]] = []
+    assigned: list[str] = []
+    over: list[str] = []
+    for pod_set in job.pod_sets:
+        per_pod = pod_requests(pod_set.spec, job.title)
+        total = {k: v * pod_set.count for k, v in per_pod.items() if v}
+        # quotaCheckStrategy IgnoreUndeclared (components/training/queues.py): what no group covers is not metered.
+        misses: list[str] = []
+        chosen: str | None = None
+        eligible: str | None = None
+        for flavor_name, nominal in flavors:
+            refused = _flavor_admits(stack.flavors.get(flavor_name) or {}, pod_set.spec)
+            if refused is not None:
+                misses.append(f"{flavor_name}: {refused}")
+                continue
+            if all(v <= nominal.get(k, Fraction(0)) for k, v in per_pod.items() if k in covered):
+                eligible = eligible or flavor_name  # one pod fits: the flavor Kueue would use with quota to spare
+            taken = used.get(flavor_name, {})
+            short = [
+                f"{_show(k, v)} {k} (quota {_show(k, nominal.get(k, Fraction(0)))}"
+                + (f", {_show(k, taken[k])} taken by other pod sets" if taken.get(k) else "")
+                + ")"
+                for k, v in sorted(total.items())
+                if k in covered and v + taken.get(k, Fraction(0)) > nominal.get(k, Fraction(0))
+            ]
+            if short:
+                misses.append(f"{flavor_name}: needs {', '.join(short)}")
+                continue
+            chosen = flavor_name
+            break
+        if chosen is None:
+            pods = f"{pod_set.name} ({pod_set.count} pod{'s' if pod_set.count != 1 else ''})"
+            over.append(
+                f"{pods} ask for {', '.join(f'{_show(k, v)} {k}' for k, v in sorted(total.items()))} in total, more "
+                f"than any flavor of ClusterQueue {cluster_queue_name} gives ({'; '.join(misses)})"
+            )
+        # Were it admitted: the nodes checks look at the pods on the flavor Kueue would pick with room to spare.
+        flavor = chosen or eligible
+        if chosen is not None:
+            for k, v in total.items():
+                used.setdefault(chosen, {})[k] = used.get(chosen, {}).get(k, Fraction(0)) + v
+        specs.append(_inject(pod_set.spec, stack.flavors.get(flavor) if flavor else None))
+        assigned.append(f"{pod_set.name} on flavor {chosen}")
+    if over:
+        why = "; ".join(over) + ": Kueue keeps it pending forever; ask for less per pod, or for fewer pods"
+        return QueueOutcome(Verdict(job.title, "queue", False, why), specs, True)
+    why = f"LocalQueue {queue} -> ClusterQueue {cluster_queue_name}, within nominal quota: {', '.join(assigned)}"
+    return QueueOutcome(Verdict(job.title, "queue", True, why), specs, True)
+
+
+def _why_not(spec: Mapping[str, Any], requests: Mapping[str, Fraction], pool: Pool) -> list[str]:
+    reasons: list[str] = []
+    if not selects_node(spec, pool.labels):
+        reasons.append("its node labels do not match the pod's nodeSelector/affinity")
+    untolerated = [t for t in pool.taints if not tolerates_taints(spec, [t])]
+    if untolerated:
+        reasons.append(f"taint {', '.join(untolerated)} not tolerated")
+    reasons += [
+        f"{_show(k, v)} {k} > {_show(k, pool.allocatable.get(k, Fraction(0)))} allocatable"
+        for k, v in sorted(requests.items())
+        if v > pool.allocatable.get(k, Fraction(0))
+    ]
+    return reasons
+
+
+def _pods_per_node(requests: Mapping[str, Fraction], allocatable: Mapping[str, Fraction]) -> int:
+    per = [math.floor(allocatable.get(k, Fraction(0)) / v) for k, v in requests.items() if v > 0]
+    return min([*per, int(allocatable.get("pods", DEFAULT_MAX_PODS))])
+
+
+def fitting_pools(spec: Mapping[str, Any], requests: Mapping[str, Fraction], stack: Stack) -> list[Pool]:
+    return [p for p in stack.pools if not _why_not(spec, requests, p)]
+
+
+def _toleration_hint(job: Workload, spec: Mapping[str, Any], requests: Mapping[str, Fraction], stack: Stack) -> str:
+    """What to add when a pool would fit but for its taints."""
+    for pool in stack.pools:
+        if pool.system or not selects_node(spec, pool.labels):
+            continue
+        if any(v > pool.allocatable.get(k, Fraction(0)) for k, v in requests.items()):
+            continue
+        missing = [parse_taint(t) for t in pool.taints if not tolerates_taints(spec, [t])]
+        tolerations = ", ".join(
+            f"{{key: {t['key']}, operator: Equal, value: {t['value']}, effect: {t['effect']}}}" for t in missing
+        )
+        queued = (
+            " (a Job or JobSet gets it from Kueue when it names its team's LocalQueue)"
+            if job.kind
+            in (
+                "Job",
+                "JobSet",
+            )
+            else ""
+        )
+        return f"; to run on pool {pool.name}, add tolerations [{tolerations}]{queued}"
+    return ""
+
+
+def check_node_fit(job: Workload, stack: Stack, specs: Sequence[Mapping[str, Any]]) -> Verdict:
+    found: list[str] = []
+    failures: list[str] = []
+    for pod_set, spec in zip(job.pod_sets, specs, strict=True):
+        requests = pod_requests(spec, job.title)
+        pools = fitting_pools(spec, requests, stack)
+        if not pools:
+            why = "; ".join(f"{p.name} ({p.vm_size}): {', '.join(_why_not(spec, requests, p))}" for p in stack.pools)
+            failures.append(f"{pod_set.name} fit no pool: {why}{_toleration_hint(job, spec, requests, stack)}")
+            continue
+        roomy = [p for p in pools if math.ceil(pod_set.count / _pods_per_node(requests, p.allocatable)) <= p.max_count]
+        if not roomy:
+            pool = pools[0]
+            per_node = _pods_per_node(requests, pool.allocatable)
+            failures.append(
+                f"{pod_set.name} need {math.ceil(pod_set.count / per_node)} nodes of pool {pool.name} "
+                f"({per_node} pod{'s' if per_node != 1 else ''} a node), more than its {pool.max_count} at most"
+            )
+            continue
+        found.append(f"{pod_set.name} on {', '.join(f'{p.name} ({p.vm_size})' for p in roomy)}")
+    if failures:
+        return Verdict(job.title, "node-fit", False, "; ".join(failures))
+    return Verdict(job.title, "node-fit", True, "; ".join(found))
+
+
+def check_scale_from_zero(job: Workload, stack: Stack, specs: Sequence[Mapping[str, Any]]) -> Verdict:
+    found: list[str] = []
+    failures: list[str] = []
+    for pod_set, spec in zip(job.pod_sets, specs, strict=True):
+        requests = pod_requests(spec, job.title)
+        pools = fitting_pools(spec, requests, stack)
+        if not pools:
+            failures.append(f"{pod_set.name}: no pool to grow (see node-fit)")
+            continue
+        warm = [p for p in pools if p.always_has_nodes]
+        if warm:
+            found.append(f"{pod_set.name}: pool {warm[0].name} keeps at least {warm[0].min_count} node(s)")
+            continue
+        growable: list[Pool] = []
+        why: list[str] = []
+        for pool in pools:
+            if not pool.autoscaled or pool.max_count == 0:
+                why.append(f"{pool.name} is at 0 nodes and not autoscaled")
+                continue
+            short = [
+                f"{_show(k, v)} {k} > the template's {_show(k, pool.template_capacity.get(k, Fraction(0)))}"
+                for k, v in sorted(requests.items())
+                if v > pool.template_capacity.get(k, Fraction(0))
+            ]
+            if not selects_node(spec, pool.template_labels):
+                short.append(
+                    "the pod selects a node label the autoscaler's template of the pool lacks (select the pool's "
+                    "nodeLabels, not the labels AKS adds at boot)"
+                )
+            if short:
+                why.append(f"{pool.name}: {', '.join(short)}")
+            else:
+                growable.append(pool)
+        if growable:
+            found.append(f"{pod_set.name}: the autoscaler can add a node to {', '.join(p.name for p in growable)}")
+        else:
+            failures.append(f"{pod_set.name} stay pending at zero nodes: {'; '.join(why)}")
+    if failures:
+        return Verdict(job.title, "scale-from-zero", False, "; ".join(failures))
+    return Verdict(job.title, "scale-from-zero", True, "; ".join(found))
+
+
+def check_workload(job: Workload, stack: Stack) -> list[Verdict]:
+    queue = check_queue(job, stack)
+    return [
+        check_admission(job, stack, queue.specs),
+        check_pod_security(job, stack),
+        queue.verdict,
+        check_node_fit(job, stack, queue.specs),
+        check_scale_from_zero(job, stack, queue.specs),
+    ]
+
+
+def check_manifests(workloads: Iterable[Workload], recording: Recording) -> list[Verdict]:
+    stack = stack_view(recording)
+    return [verdict for job in workloads for verdict in check_workload(job, stack)]
+
+
+def _lines(verdicts: Iterable[Verdict]) -> Iterator[str]:
+    for verdict in verdicts:
+        yield verdict.line()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="aks-gpu-platform check", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--stack", default="dev", help="the stack whose cluster would run the manifests")
+    parser.add_argument("--project-dir", type=Path, default=None, help="folder of Pulumi.yaml (default: nearest)")
+    parser.add_argument("manifests", nargs="+", type=Path, metavar="MANIFEST.yaml")
+    options = parser.parse_args(argv)
+    try:
+        workloads = read_manifests(options.manifests)
+        if not workloads:
+            raise ManifestError(f"no {', '.join(CHECKED_KINDS)} in {', '.join(map(str, options.manifests))}")
+        project = (options.project_dir or find_project()).resolve()
+        if not (project / f"Pulumi.{options.stack}.yaml").is_file():
+            raise ManifestError(f"no stack file Pulumi.{options.stack}.yaml in {project}")
+        recording = run_stack(options.stack, project_dir=project)
+        verdicts = check_manifests(workloads, recording)
+    except (ManifestError, FileNotFoundError, ConfigError) as error:
+        sys.stderr.write(f"aks-gpu-platform check: {error}\n")
+        return 2
+    for line in _lines(verdicts):
+        sys.stdout.write(line + "\n")
+    failed = sum(not v.passed for v in verdicts)
+    sys.stdout.write(f"{len(verdicts) - failed} passed, {failed} failed\n")
+    return 1 if failed else 0
