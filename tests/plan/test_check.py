@@ -29,7 +29,7 @@ from tools import REPO_ROOT
 EXAMPLES = REPO_ROOT / "examples"
 DEV_MANIFESTS = (
     EXAMPLES / "team-jobset" / "jobset.yaml",
-    EXAMPLES / "team-jobset" / "copy-data.yaml",
+    EXAMPLES / "team-jobset" / "copy-data-dev.yaml",
     EXAMPLES / "llm-serving" / "chat-job.yaml",
 )
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -166,6 +166,12 @@ def test_the_shipped_team_manifests_pass_every_check_on_the_dev_stack(dev_record
     verdicts = check.check_manifests(workloads, dev_recording)
     assert len(verdicts) == 3 * len(check.CHECKS)
     assert all(v.passed for v in verdicts), "\n".join(v.line() for v in verdicts if not v.passed)
+
+
+def test_the_prod_copy_data_job_passes_every_check_on_the_prod_stack(prod_recording: Recording) -> None:
+    workloads = check.read_manifests([EXAMPLES / "team-jobset" / "copy-data-prod.yaml"])
+    verdicts = check.check_manifests(workloads, prod_recording)
+    assert verdicts and all(v.passed for v in verdicts), "\n".join(v.line() for v in verdicts if not v.passed)
 
 
 def test_the_training_job_examples_jobset_passes_every_check_on_the_infiniband_prod_stack(
