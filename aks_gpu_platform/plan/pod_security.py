@@ -14,6 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from aks_gpu_platform.components.training.team_admission import APPARMOR_ANNOTATION_PREFIX
+from aks_gpu_platform.components.training.team_admission import SAFE_SYSCTLS as TEAM_SAFE_SYSCTLS
+
 ENFORCE_LABEL = "pod-security.kubernetes.io/enforce"
 LEVELS = ("privileged", "baseline", "restricted")
 DEFAULT_LEVEL = "privileged"
@@ -39,23 +42,8 @@ BASELINE_CAPABILITIES = frozenset(
 )
 # check_seLinuxOptions.go selinuxAllowedTypes1_31.
 SELINUX_TYPES = frozenset(("", "container_t", "container_init_t", "container_kvm_t", "container_engine_t"))
-# check_sysctls.go sysctlsAllowedV1Dot32.
-SAFE_SYSCTLS = frozenset(
-    (
-        "kernel.shm_rmid_forced",
-        "net.ipv4.ip_local_port_range",
-        "net.ipv4.tcp_syncookies",
-        "net.ipv4.ping_group_range",
-        "net.ipv4.ip_unprivileged_port_start",
-        "net.ipv4.ip_local_reserved_ports",
-        "net.ipv4.tcp_keepalive_time",
-        "net.ipv4.tcp_fin_timeout",
-        "net.ipv4.tcp_keepalive_intvl",
-        "net.ipv4.tcp_keepalive_probes",
-        "net.ipv4.tcp_rmem",
-        "net.ipv4.tcp_wmem",
-    )
-)
+# check_sysctls.go sysctlsAllowedV1Dot32: the set team-pod-boundary holds team pods to.
+SAFE_SYSCTLS = frozenset(TEAM_SAFE_SYSCTLS)
 # check_restrictedVolumes.go: the inline volume sources restricted allows.
 RESTRICTED_VOLUMES = frozenset(
     (
@@ -71,7 +59,6 @@ RESTRICTED_VOLUMES = frozenset(
     )
 )
 SECCOMP_CONFINED = ("RuntimeDefault", "Localhost")
-APPARMOR_ANNOTATION_PREFIX = "container.apparmor.security.beta.kubernetes.io/"
 PROBES = ("livenessProbe", "readinessProbe", "startupProbe")
 
 
