@@ -171,3 +171,24 @@ def test_kubectl_apply_of_an_edited_claim_works_in_the_own_namespace_and_nowhere
                 request = Request(verb, "", "persistentvolumeclaims", namespace=namespace, name="datasets")
                 allowed = kubernetes_allows(rbac, groups, request)
                 assert allowed == (other == team), f"{team}: {verb} a claim in {namespace} is {allowed}"
+
+
+def test_platform_info_publishes_the_uid_and_gid_the_team_runs_as_when_they_differ() -> None:
+    """A team whose gid is not its uid (its directory's group): platform-info's runAsUser and runAsGroup hints are
+    the ones the platform holds the team's pods to, or its Jobs cannot write the team's directory."""
+    import copy
+
+    from aks_gpu_platform.plan.offline import run_stack
+
+    config = copy.deepcopy(load_stack_file("prod", REPO_ROOT))
+    team = config["aks-gpu-platform:training"]["teams"][0]
+    team.update(uid=30001, gid=40001)
+    recording = run_stack("prod", config)
+    (info,) = [
+        obj
+        for obj in map(kubernetes_object, recording.kubernetes_objects())
+        if obj["kind"] == "ConfigMap"
+        and obj["metadata"]["name"] == PLATFORM_INFO
+        and obj["metadata"].get("namespace") == team["namespace"]
+    ]
+    assert (info["data"]["uid"], info["data"]["gid"]) == ("30001", "40001"), info["data"]
