@@ -68,7 +68,8 @@ BENCHMARKS: tuple[ServingBenchmark, ...] = (
         source=f"{_V51}/closed/RedHat/results/XE8640_4xH100_vLLM/llama3.1-8b/Server",
         published=datetime.date(2025, 9, 9),
         note="Offline (no latency limit) reached 5,777.08",
-        # systems/XE8640_4xH100_vLLM.json ("framework": "vLLM 0.10.0"); measurements/.../Server/
+        # systems/XE8640_4xH100_vLLM.json ("framework": "vLLM 0.10.0", "accelerators_per_node": "1", "hw_notes":
+        # "... 4xH100-SXM-80GB system (1 GPU used)": the rate is one GPU's); measurements/.../Server/
         # XE8640_4xH100_vLLM.json ("weight_transformations": "quantization", calibrated per the submission's
         # code/llama3.1-8b/README.md and documentation/calibration.md); SUT_VLLM.py `max_tokens: 128`.
         differences=(
