@@ -42,8 +42,9 @@ PLATFORM_LIMITS: list[KnownLimit[PlatformConfig]] = [
         lambda cfg: bool(cfg.inference.models),
         "inference.models: no series holds a caller's time to first token, so the SLO alert reads an upper bound of "
         "its p90 (p95 of the time held in the endpoint picker + p95 of vLLM's time to first token) and may page "
-        "while the true p90 is still within the SLO; the gateway's own proxying is not in it. Read the dashboard's "
-        "picker and vLLM panels before acting (docs/autoscaling.md)",
+        "while the true p90 is still within the SLO; the gateway's own proxying is not in it, and while a picker's "
+        "metrics do not arrive the sum is empty and the alert stays silent. Read the dashboard's picker and vLLM "
+        "panels before acting (docs/autoscaling.md)",
     ),
     KnownLimit(
         "team-images-unrestricted",
