@@ -23,7 +23,7 @@ from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.plan.recording_cache import RECORDING_CACHE, prune
 from aks_gpu_platform.testing import Recording, evaluate
 from aks_gpu_platform.testing.stack_files import load_stack_file
-from tests.models.checkov_scan import prune_reports
+from tests.upstream.checkov_scan import prune_reports
 from tools import REPO_ROOT
 
 STACKS = ("dev", "prod")

@@ -426,7 +426,7 @@ def as_document(budget: PoolBudget) -> dict[str, Any]:
 
 def unsourced_serving_facts(cfg: PlatformConfig) -> list[str]:
     """Plan warnings for what the served models' memory fit and startup budgets assume without an upstream figure
-    (tests/models/engine_semantics.py UNSOURCED_FACTS)."""
+    (tests/upstream/engine_semantics.py UNSOURCED_FACTS)."""
     if not cfg.inference.models:
         return []
     warnings = [

@@ -11,7 +11,7 @@ token without `:` as `Authorization: Bearer` (terraform-provider-grafana pkg/pro
 inputs are kept in the stack's state (encrypted, as a secret), and `pulumi refresh` and `pulumi destroy` reuse
 them unless run with `--run-program` (Pulumi docs, "Running your program on refresh and destroy"). The token
 lives 60-90 minutes, so every refresh or destroy of a stack must re-run the program (docs/deploying.md;
-tests/models/credential_lifetime.py checks every workflow and documented command), and an expired token fails at its
+tests/upstream/credential_lifetime.py checks every workflow and documented command), and an expired token fails at its
 first request instead of being retried (RETRY_STATUS_CODES).
 
 Who sees what: team members hold Grafana Viewer on the instance (components/training/team_tenancy.py).

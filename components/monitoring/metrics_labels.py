@@ -2,7 +2,7 @@
 
 The PodMonitor (`gpu_monitoring.py`), the KEDA query (`gpu_autoscaling.py`), the GPU alerts and
 `components/monitoring/dashboards/gpu-overview.json` all take their label names from here;
-`tests/models/scrape.py` checks
+`tests/upstream/scrape.py` checks
 this contract against a model of the real scrape.
 
 Where the names come from:

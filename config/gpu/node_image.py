@@ -32,7 +32,7 @@ sources they were read in:
   platform places nothing by clique, so a pool is capped at one domain's size (which alone does not keep its VMs in
   one rack: docs/gpu-pools.md says how to check).
 
-tests/models/node_image.py models the same image from AgentBaker independently and checks every stack against it.
+tests/upstream/node_image.py models the same image from AgentBaker independently and checks every stack against it.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What a served model's pods allow for at runtime, from what the engine and the gateway do (tests/models/
+"""What a served model's pods allow for at runtime, from what the engine and the gateway do (tests/upstream/
 engine_semantics.py holds the upstream facts with their sources): how long a stream may last, how long a stopping
 server drains, how long a starting one may take to stage and load its weights.
 

@@ -33,7 +33,7 @@ from tests.conftest import settings_of
 from tests.gpu.test_aks_managed import managed_config
 from tests.gpu.test_amd_gpu import amd_variant
 from tests.gpu.test_scheduling import VARIANTS, variant_config
-from tests.models.abac import (
+from tests.upstream.abac import (
     ATTRIBUTE_PREFIX,
     Access,
     ConditionError,
@@ -41,15 +41,15 @@ from tests.models.abac import (
     role_assignment_delete,
     role_assignment_write,
 )
-from tests.models.arm_spec import load_specs, schema_problems
-from tests.models.artifact_cache import cached_upstream
-from tests.models.pod_security_policy import INITIATIVE, POLICY_ASSIGNMENT, admission
-from tests.models.pod_security_policy import assignments as pod_security_assignments
-from tests.models.pod_security_standard import enforced_level
-from tests.models.pod_security_standard import violations as pss_violations
-from tests.models.release_contract import release_facts
-from tests.models.scheduling import POD_SPEC_PATHS, RELEASE
-from tests.models.scheduling import _at as pod_spec_at
+from tests.upstream.arm_spec import load_specs, schema_problems
+from tests.upstream.artifact_cache import cached_upstream
+from tests.upstream.pod_security_policy import INITIATIVE, POLICY_ASSIGNMENT, admission
+from tests.upstream.pod_security_policy import assignments as pod_security_assignments
+from tests.upstream.pod_security_standard import enforced_level
+from tests.upstream.pod_security_standard import violations as pss_violations
+from tests.upstream.release_contract import release_facts
+from tests.upstream.scheduling import POD_SPEC_PATHS, RELEASE
+from tests.upstream.scheduling import _at as pod_spec_at
 from tools import REPO_ROOT, deploy_identity
 from tools.arm import arm_resource
 

@@ -1,4 +1,4 @@
-"""The credential-lifetime contract (tests/models/credential_lifetime.py) over every stack and variant, and how the
+"""The credential-lifetime contract (tests/upstream/credential_lifetime.py) over every stack and variant, and how the
 Grafana
 provider treats the token it keeps: the Entra ID token in the Grafana provider's state expires after 60-90 minutes,
 so refresh and destroy must re-run the program, and an expired token must fail at once."""
@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from aks_gpu_platform.components.shared.roles import GRAFANA_ADMIN, propagation_seconds
-from tests.models.contract_stacks import CONTRACT_STACKS, contract_recording
-from tests.models.credential_lifetime import (
+from tests.upstream.contract_stacks import CONTRACT_STACKS, contract_recording
+from tests.upstream.credential_lifetime import (
     contract_problems,
     grafana_request,
     reuse_paths,

@@ -26,15 +26,15 @@ from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import RecordedResource, Recording, kubernetes_object
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import settings_of
-from tests.models import admission_cel as admission
-from tests.models import cron, upgrade_owner
-from tests.models import rbac as rbac_model
-from tests.models.arm_spec import load_specs, request_problems
-from tests.models.autoscaler_template import pods_that_bring_up_nodes, scale_from_zero_problems
-from tests.models.kueue_schemas import cel_violations, schema_errors
-from tests.models.member_api import member_api
-from tests.models.scheduling import scheduling_check
-from tests.models.upgrade_owner import KUBERNETES
+from tests.upstream import admission_cel as admission
+from tests.upstream import cron, upgrade_owner
+from tests.upstream import rbac as rbac_model
+from tests.upstream.arm_spec import load_specs, request_problems
+from tests.upstream.autoscaler_template import pods_that_bring_up_nodes, scale_from_zero_problems
+from tests.upstream.kueue_schemas import cel_violations, schema_errors
+from tests.upstream.member_api import member_api
+from tests.upstream.scheduling import scheduling_check
+from tests.upstream.upgrade_owner import KUBERNETES
 from tools import REPO_ROOT
 
 KUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:"

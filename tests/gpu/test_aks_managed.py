@@ -33,9 +33,9 @@ from aks_gpu_platform.plan.render import render_and_validate
 from aks_gpu_platform.testing import Recording
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import assert_rejected, cluster_handle, settings_of, without_models
-from tests.models.gpu_metrics_world import GpuWorkload, MetricsWorld, build_world
-from tests.models.promql import Evaluator, matches, selectors
-from tests.models.scheduling import generic_agent_pools, node_templates, scheduling_check
+from tests.upstream.gpu_metrics_world import GpuWorkload, MetricsWorld, build_world
+from tests.upstream.promql import Evaluator, matches, selectors
+from tests.upstream.scheduling import generic_agent_pools, node_templates, scheduling_check
 from tools import REPO_ROOT
 
 PREFIX = "aks-gpu-platform:"

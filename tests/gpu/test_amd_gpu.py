@@ -21,15 +21,15 @@ from aks_gpu_platform.plan.report import docker_hub_warnings
 from aks_gpu_platform.testing import Recording, kubernetes_object
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import assert_rejected, set_path, settings_of, without_models
-from tests.models import cron
-from tests.models.arm_spec import load_specs, schema_problems
-from tests.models.autoscaler_template import scale_from_zero_problems, zero_node_templates
-from tests.models.crd_schema import crd_problems
-from tests.models.promql import Evaluator
-from tests.models.rbac import Request, kubernetes_allows
-from tests.models.release_contract import release_problems
-from tests.models.scheduling import AGENT_POOL, RELEASE, helm_merge, pod_fits_node, scheduling_check
-from tests.models.scrape import Container, Pod, Port, pod_monitor_scrape_configs, scrape, targets
+from tests.upstream import cron
+from tests.upstream.arm_spec import load_specs, schema_problems
+from tests.upstream.autoscaler_template import scale_from_zero_problems, zero_node_templates
+from tests.upstream.crd_schema import crd_problems
+from tests.upstream.promql import Evaluator
+from tests.upstream.rbac import Request, kubernetes_allows
+from tests.upstream.release_contract import release_problems
+from tests.upstream.scheduling import AGENT_POOL, RELEASE, helm_merge, pod_fits_node, scheduling_check
+from tests.upstream.scrape import Container, Pod, Port, pod_monitor_scrape_configs, scrape, targets
 from tools import REPO_ROOT
 
 MI300X = {"name": "mi300x", "vmSize": "Standard_ND96isr_MI300X_v5", "zones": ["1"], "infiniband": True}

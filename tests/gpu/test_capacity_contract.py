@@ -1,7 +1,7 @@
 """Capacity contract: every job a team-facing page tells a person to run fits the stack it names.
 
 Admitted by Kueue on the team's quota, and placed, all pods at once, on the admitted pool at its maxCount
-beside what the stack keeps up there (tests/models/capacity.py). A job that passes admission but cannot be placed
+beside what the stack keeps up there (tests/upstream/capacity.py). A job that passes admission but cannot be placed
 waits forever while its team sees quota free.
 """
 
@@ -20,7 +20,7 @@ from aks_gpu_platform.testing import Recording, kubernetes_object
 from aks_gpu_platform.testing.runtime import project_config
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import settings_of, without_models
-from tests.models.capacity import (
+from tests.upstream.capacity import (
     SCALED_OBJECT,
     gpu_pools,
     pinned_gpu_workloads,

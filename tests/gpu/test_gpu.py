@@ -27,8 +27,8 @@ from aks_gpu_platform.testing import Recording, kubernetes_object
 from aks_gpu_platform.testing.checks import validate_object
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import STACKS, assert_rejected, cluster_handle, settings_of, without_models
-from tests.models.artifact_cache import cached_upstream
-from tests.models.scheduling import node_template, node_templates, release_pod_templates
+from tests.upstream.artifact_cache import cached_upstream
+from tests.upstream.scheduling import node_template, node_templates, release_pod_templates
 from tools import REPO_ROOT
 
 AGENT_POOL = "azure-native:containerservice:AgentPool"

@@ -6,7 +6,7 @@ Facts spelled out here, not imported from the code under test:
 - NPD's GPU condition types (MicrosoftDocs/azure-aks-docs node-problem-detector.md and aks-managed-gpu-nodes.md,
   snapshot 2026-08-21).
 - kube-state-metrics node series `kube_node_status_condition{node,condition,status}`, `kube_node_spec_taint{node,key}`,
-  and the cordon taint node.kubernetes.io/unschedulable (tests/models/gpu_metrics_world.py `node_state_series`).
+  and the cordon taint node.kubernetes.io/unschedulable (tests/upstream/gpu_metrics_world.py `node_state_series`).
 - NVSentinel at lalitadithya/NVSentinel@e002c5dc (v1.19.0): fault-quarantine's default rule set for
   kubernetes-object-monitor is `event.agent == 'kubernetes-object-monitor' && event.isFatal == true`
   (charts/fault-quarantine/values.yaml); the labeler marks `driver.installed=true` on nodes labelled
@@ -32,10 +32,10 @@ from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import assert_rejected, settings_of
-from tests.models.gpu_metrics_world import build_world, node_state_series
-from tests.models.promql import Evaluator, matches, selectors
-from tests.models.scheduling import node_templates, scheduling_check
-from tests.models.scrape import Series
+from tests.upstream.gpu_metrics_world import build_world, node_state_series
+from tests.upstream.promql import Evaluator, matches, selectors
+from tests.upstream.scheduling import node_templates, scheduling_check
+from tests.upstream.scrape import Series
 from tools import REPO_ROOT
 
 PREFIX = "aks-gpu-platform:"

@@ -2,7 +2,7 @@
 templates and cost count.
 
 The plugin is modelled from NVIDIA/k8s-device-plugin v0.20.0 (api/config/v1, the chart's templates) in
-tests/models/autoscaler_template.py, independently of the helpers that write its configuration; the GPU Operator chart
+tests/upstream/autoscaler_template.py, independently of the helpers that write its configuration; the GPU Operator chart
 from NVIDIA/gpu-operator v26.7.0 (templates/clusterpolicy.yaml, templates/plugin_config.yaml).
 """
 
@@ -25,7 +25,7 @@ from aks_gpu_platform.testing import RecordedResource, Recording
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import assert_rejected, settings_of, without_models
 from tests.gpu.test_scheduling import variant_config
-from tests.models.autoscaler_template import (
+from tests.upstream.autoscaler_template import (
     DEVICE_PLUGIN_CONFIG_LABEL,
     plugin_configs,
     pool_sharing,
@@ -33,7 +33,7 @@ from tests.models.autoscaler_template import (
     shared_pool_fill_problems,
     whole_node_gpus,
 )
-from tests.models.scheduling import AGENT_POOL, RELEASE, node_templates
+from tests.upstream.scheduling import AGENT_POOL, RELEASE, node_templates
 from tools import REPO_ROOT
 
 PREFIX = "aks-gpu-platform:"

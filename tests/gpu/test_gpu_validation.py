@@ -33,7 +33,7 @@ from aks_gpu_platform.testing import Recording, kubernetes_object
 from aks_gpu_platform.testing.checks import validate_object
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import assert_rejected, cluster_handle, settings_of
-from tests.models.scheduling import node_templates, scheduling_check
+from tests.upstream.scheduling import node_templates, scheduling_check
 from tools import REPO_ROOT
 
 PREFIX = "aks-gpu-platform:"

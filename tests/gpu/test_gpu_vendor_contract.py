@@ -14,11 +14,11 @@ import pytest
 from aks_gpu_platform.components.monitoring import metrics_labels as labels
 from aks_gpu_platform.components.monitoring.grafana import DASHBOARDS_DIR
 from aks_gpu_platform.config.gpu.scheduling import AMD_GPU_RESOURCE, GPU_RESOURCE
-from tests.models.contract_stacks import CONTRACT_STACKS, DAY_STACKS, RULE_GROUP, contract_day, contract_recording
-from tests.models.gpu_metrics_world import panel_query
-from tests.models.metrics_day import DAY
-from tests.models.promql import Evaluator, selectors
-from tests.models.scrape import sanitize
+from tests.upstream.contract_stacks import CONTRACT_STACKS, DAY_STACKS, RULE_GROUP, contract_day, contract_recording
+from tests.upstream.gpu_metrics_world import panel_query
+from tests.upstream.metrics_day import DAY
+from tests.upstream.promql import Evaluator, selectors
+from tests.upstream.scrape import sanitize
 
 # kube-state-metrics stores extended resources sanitised; Kueue's metrics carry them as written.
 VENDOR_RESOURCES = (

@@ -22,10 +22,10 @@ from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording
 from tests.conftest import assert_rejected, set_path, settings_of
 from tests.gpu.test_scheduling import variant_config
-from tests.models.artifact_cache import cached_upstream
-from tests.models.node_image import node_image
-from tests.models.release_contract import RELEASE_READERS, release_problems
-from tests.models.scheduling import RELEASE, chart_name, node_templates, object_pod_templates, release_pod_templates
+from tests.upstream.artifact_cache import cached_upstream
+from tests.upstream.node_image import node_image
+from tests.upstream.release_contract import RELEASE_READERS, release_problems
+from tests.upstream.scheduling import RELEASE, chart_name, node_templates, object_pod_templates, release_pod_templates
 
 VARIANT = "grace-blackwell"
 DRA_CHART = "oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu"
@@ -275,7 +275,7 @@ def test_a_grace_blackwell_pool_of_one_full_rack_is_accepted() -> None:
 
 def test_the_plan_s_arm64_check_covers_every_image_the_gpu_operator_runs_on_the_pool(recording: Recording) -> None:
     # The plan refuses before anything is deployed only for images gpu_pool_images names: each operand of the
-    # release model (tests/models/release_contract.py, read from the chart) must be among them.
+    # release model (tests/upstream/release_contract.py, read from the chart) must be among them.
     (release,) = [r for r in recording.of_type(RELEASE) if chart_name(r) == "gpu-operator"]
     model = RELEASE_READERS["gpu-operator"].read(release.inputs.get("values") or {})
     # Through the registry's cache; the check reads each tag's platforms (a pinned digest is the tag's index).

@@ -2,7 +2,7 @@
 platform installs on the cluster, gives it one NVIDIA driver, a container runtime that uses it, one GPU device
 plugin and a containerd that still starts; and the config refuses exactly the pools the image cannot serve.
 
-The image is modelled from Azure/AgentBaker in tests/models/node_image.py. Stacks: dev, prod, the fleet's members
+The image is modelled from Azure/AgentBaker in tests/upstream/node_image.py. Stacks: dev, prod, the fleet's members
 and the variants (tests/gpu/test_scheduling.py, AMD, AKS-managed GPU).
 """
 
@@ -25,7 +25,7 @@ from tests.conftest import assert_rejected, settings_of, without_models
 from tests.gpu.test_aks_managed import managed_config
 from tests.gpu.test_amd_gpu import amd_variant
 from tests.gpu.test_scheduling import VARIANTS, variant_config
-from tests.models.node_image import (
+from tests.upstream.node_image import (
     HOST_DRIVER_ROOT,
     OPERATOR_DRIVER_ROOT,
     NodeImage,

@@ -1,6 +1,6 @@
 """Every pod we render, or shape through a chart's values, fits the nodes of every pool it must run on.
 
-Node templates are built from the recorded AgentPools the way AKS builds nodes (tests/models/scheduling.py),
+Node templates are built from the recorded AgentPools the way AKS builds nodes (tests/upstream/scheduling.py),
 Spot's taint included; pods are read from our objects and, per chart, from our Helm values. The stacks:
 dev and prod as written, and variants that must plan cleanly too (a Spot-only GPU pool with Lustre, an
 extra-tainted InfiniBand pool, the GPU Operator with a MIG pool).
@@ -25,7 +25,7 @@ from aks_gpu_platform.plan.render import render_and_validate
 from aks_gpu_platform.testing import RecordedResource, Recording, policy_verdicts
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import settings_of, without_models
-from tests.models.autoscaler_template import (
+from tests.upstream.autoscaler_template import (
     NIC_CLUSTER_POLICY,
     advertised_rdma_resources,
     pods_that_bring_up_nodes,
@@ -35,7 +35,7 @@ from tests.models.autoscaler_template import (
     why_not_template,
     zero_node_templates,
 )
-from tests.models.scheduling import (
+from tests.upstream.scheduling import (
     AGENT_POOL,
     AKS_SPOT_TAINT,
     NodeTemplate,

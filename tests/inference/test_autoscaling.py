@@ -23,9 +23,9 @@ from aks_gpu_platform.testing import Recording, evaluate, kubernetes_object
 from aks_gpu_platform.testing.checks import validate_object
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import STACKS, cluster_handle, settings_of
-from tests.models.gpu_metrics_world import GpuWorkload, build_world
-from tests.models.promql import Evaluator
-from tests.models.scheduling import node_templates
+from tests.upstream.gpu_metrics_world import GpuWorkload, build_world
+from tests.upstream.promql import Evaluator
+from tests.upstream.scheduling import node_templates
 from tools import REPO_ROOT
 
 CLUSTER = "azure-native:containerservice:ManagedCluster"
@@ -346,7 +346,7 @@ GPU_PODS = (
 
 
 def test_keda_query_averages_exactly_the_gpus_of_the_target_pods(dev_with_targets: Recording) -> None:
-    """The query runs over the series the DCGM scrape really stores (tests/models/scrape.py), not over our labels."""
+    """The query runs over the series the DCGM scrape really stores (tests/upstream/scrape.py), not over our labels."""
     world = build_world(dev_with_targets, GPU_PODS, nodes_per_pool=5)
     evaluator = Evaluator(world.series)
     # The served models scale on vLLM's queue (tests/inference/test_serving.py); these on GPU utilisation.

@@ -1,5 +1,5 @@
 """Engine runtime semantics: every server we run (vLLM, the Triton sample, the endpoint picker) is held to what its
-source at the pinned version says it does (tests/models/engine_semantics.py): a scale-down, rollout or drain lets
+source at the pinned version says it does (tests/upstream/engine_semantics.py): a scale-down, rollout or drain lets
 in-flight requests finish, the engine's own memory budget holds the model, a starting server reads weights staged
 once and waits as long as its probe allows, and every reader of the Hub token waits for its Secret."""
 
@@ -23,8 +23,8 @@ from aks_gpu_platform.testing import RecordedResource, Recording, kubernetes_obj
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import settings_of
 from tests.inference.test_serving import DEV_MODELS, PREFIX, PROD_MODELS, _prod_with_models, _with_models
-from tests.models import engine_semantics as engine
-from tests.models.serving import CHART_DEFAULTS, rendered_inference_pool
+from tests.upstream import engine_semantics as engine
+from tests.upstream.serving import CHART_DEFAULTS, rendered_inference_pool
 from tools import REPO_ROOT
 
 MANAGED_CLUSTER = "azure-native:containerservice:ManagedCluster"

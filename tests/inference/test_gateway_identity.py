@@ -1,6 +1,6 @@
 """Contract: a team calls the models that list it with a service account token of its namespace, audience
 `inference-gateway` (docs/for-ml-teams.md, "Call a model"); nothing else gets through the gateway, and each rule
-of the callers policies stops an attack on its own (tests/models/gateway_auth.py, Istio 1.30.3 semantics).
+of the callers policies stops an attack on its own (tests/upstream/gateway_auth.py, Istio 1.30.3 semantics).
 Per-team rate limits sit on each team's listener; a model shared by teams is flagged in the plan."""
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from aks_gpu_platform.plan.report import build_report
 from aks_gpu_platform.testing import Recording, kubernetes_object
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import settings_of
-from tests.models import engine_semantics as engine
-from tests.models.gateway_auth import GatewayWorld, Request, Token, decide, deciding_rules, gateway_world, without_rule
+from tests.upstream import engine_semantics as engine
+from tests.upstream.gateway_auth import GatewayWorld, Request, Token, decide, deciding_rules, gateway_world, without_rule
 from tests.training.test_team_access import raw_teams
 from tools import REPO_ROOT
 
@@ -254,7 +254,7 @@ def plan_warnings(stack: Stack, tmp_path: Path) -> list[str]:
 
 
 def prefix_caching(recording: Recording) -> dict[str, bool]:
-    """Served model -> whether its vLLM servers keep a prefix cache (tests/models/engine_semantics.py)."""
+    """Served model -> whether its vLLM servers keep a prefix cache (tests/upstream/engine_semantics.py)."""
     found: dict[str, bool] = {}
     for manifest in (kubernetes_object(r) for r in recording.kubernetes_objects()):
         spec = manifest.get("spec") or {}

@@ -13,7 +13,7 @@ from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording, kubernetes_object
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.inference.test_serving import _prod_with_models
-from tests.models.names import (
+from tests.upstream.names import (
     INFERENCE_POOL_CHART,
     dns_1035_problem,
     helm_release_problem,

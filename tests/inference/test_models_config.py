@@ -19,7 +19,7 @@ from aks_gpu_platform.config.platform import PlatformConfig
 from aks_gpu_platform.config.rules import check_rdma_pod_security
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import settings_of
-from tests.models.promql import selectors
+from tests.upstream.promql import selectors
 from tools import REPO_ROOT
 
 LLAMA_8B = "meta-llama/Llama-3.1-8B-Instruct"

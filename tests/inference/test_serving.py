@@ -1,5 +1,5 @@
 """Serving contracts: the gateway, model servers, pools, routes, scrape, KEDA, dashboards and team-scoped access,
-checked against models of the pinned upstreams (tests/models), on a dev stack with one small model and a prod stack
+checked against models of the pinned upstreams (tests/upstream), on a dev stack with one small model and a prod stack
 with a single-node model per team and a multi-node (LeaderWorkerSet) model."""
 
 from __future__ import annotations
@@ -26,16 +26,16 @@ from aks_gpu_platform.config.gpu.scheduling import RDMA_RESOURCE
 from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording, kubernetes_object
 from aks_gpu_platform.testing.stack_files import load_stack_file
-from tests.models.autoscaler_template import scale_from_zero_problems
-from tests.models.crd_schema import crd_problems
-from tests.models.pod_security_policy import admission, assignments
-from tests.models.pod_security_standard import enforced_level, violations
-from tests.models.promql import Evaluator, History, matches, selectors
-from tests.models.release_contract import release_problems
-from tests.models.scheduling import scheduling_check
-from tests.models.scrape import Container, Pod, Port, pod_monitor_scrape_configs, scrape, targets
-from tests.models.serving import desired_replicas, picker_flags, rendered_inference_pool
-from tests.models.tenancy import Endpoint, build_world, connection_refusals, team_pod
+from tests.upstream.autoscaler_template import scale_from_zero_problems
+from tests.upstream.crd_schema import crd_problems
+from tests.upstream.pod_security_policy import admission, assignments
+from tests.upstream.pod_security_standard import enforced_level, violations
+from tests.upstream.promql import Evaluator, History, matches, selectors
+from tests.upstream.release_contract import release_problems
+from tests.upstream.scheduling import scheduling_check
+from tests.upstream.scrape import Container, Pod, Port, pod_monitor_scrape_configs, scrape, targets
+from tests.upstream.serving import desired_replicas, picker_flags, rendered_inference_pool
+from tests.upstream.tenancy import Endpoint, build_world, connection_refusals, team_pod
 from tools import REPO_ROOT
 
 RELEASE = "kubernetes:helm.sh/v3:Release"

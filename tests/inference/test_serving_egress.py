@@ -1,4 +1,4 @@
-"""Contract: the serving namespaces reach only what they need (tests/models/tenancy.py evaluates NetworkPolicy
+"""Contract: the serving namespaces reach only what they need (tests/upstream/tenancy.py evaluates NetworkPolicy
 with Cilium's semantics, egress and ingress). A model server resolves names and downloads its weights and reaches
 nothing else: not IMDS, not the WireServer, not another namespace's pods, not the VNet. Its picker and the gateway
 reach their backends; the Hugging Face token is readable by no team and reaches only the vLLM container; vLLM's
@@ -17,8 +17,8 @@ from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.inference.test_serving import _prod_with_models  # pyright: ignore[reportPrivateUsage]
-from tests.models.rbac import Request
-from tests.models.tenancy import Endpoint, World, api_refusals, build_world, connection_refusals, team_pod
+from tests.upstream.rbac import Request
+from tests.upstream.tenancy import Endpoint, World, api_refusals, build_world, connection_refusals, team_pod
 from tests.training.test_team_access import raw_teams
 from tools import REPO_ROOT
 

@@ -7,7 +7,7 @@ Upstream facts used (docs/charts.md, "Serving"):
   `float16` are float16, `bfloat16` bfloat16, `float`/`float32` float32; `auto` with `--quantization fp8` keeps the
   checkpoint's 16-bit type and quantises the weights to fp8).
 - LeaderWorkerSet v0.10.0: every pod of a group gets LWS_GROUP_SIZE = leaderWorkerTemplate.size.
-- The inferencepool chart v1.5.0 (tests/models/serving.py): the pool's endpointPickerRef port and the picker's
+- The inferencepool chart v1.5.0 (tests/upstream/serving.py): the pool's endpointPickerRef port and the picker's
   `inferencepool: <release>-epp` pod label.
 """
 
@@ -26,11 +26,11 @@ from aks_gpu_platform.config.gpu.scheduling import GPU_POOL_NAME_LABEL_KEY, GPU_
 from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording, kubernetes_object
 from tests.inference.test_serving import DEV_MODELS, PROD_MODELS, REVISION, _prod_with_models, _with_models
-from tests.models.promql import Evaluator
-from tests.models.scheduling import node_templates
-from tests.models.scrape import Series
-from tests.models.serving import picker_name, rendered_inference_pool
-from tests.models.tenancy import Endpoint, build_world, connection_refusals
+from tests.upstream.promql import Evaluator
+from tests.upstream.scheduling import node_templates
+from tests.upstream.scrape import Series
+from tests.upstream.serving import picker_name, rendered_inference_pool
+from tests.upstream.tenancy import Endpoint, build_world, connection_refusals
 from tools import REPO_ROOT
 
 POOL_CHART = "oci://registry.k8s.io/gateway-api-inference-extension/charts/inferencepool"

@@ -21,11 +21,11 @@ from aks_gpu_platform.config.monitoring.section import RegistryConfig
 from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import RecordedResource, Recording
 from tests.conftest import STACKS, assert_rejected, cluster_handle, set_path, settings_of
-from tests.models.artifact_cache import cached_upstream
-from tests.models.gpu_metrics_world import GpuWorkload, MetricsWorld, build_world, default_value, panel_query
-from tests.models.promql import Evaluator, matches, selectors
-from tests.models.scheduling import node_templates
-from tests.models.scrape import Series, node_exporter_target, scrape
+from tests.upstream.artifact_cache import cached_upstream
+from tests.upstream.gpu_metrics_world import GpuWorkload, MetricsWorld, build_world, default_value, panel_query
+from tests.upstream.promql import Evaluator, matches, selectors
+from tests.upstream.scheduling import node_templates
+from tests.upstream.scrape import Series, node_exporter_target, scrape
 from tools import REPO_ROOT
 
 REGISTRY = "azure-native:containerregistry:Registry"
@@ -515,9 +515,9 @@ def test_gpu_operator_without_its_dcgm_keeps_our_exporter(stack_config: Callable
 
 
 # --- What the scrape really stores: the recorded PodMonitor applied to what the exporter exposes ---------------
-# tests/models/scrape.py models prometheus-operator's PodMonitor -> scrape config and Prometheus's scrape;
-# tests/models/gpu_metrics_world.py renders DCGM exporter /metrics as upstream does. The checks below evaluate the
-# recorded alert expressions and the dashboard's queries over those series (tests/models/promql.py).
+# tests/upstream/scrape.py models prometheus-operator's PodMonitor -> scrape config and Prometheus's scrape;
+# tests/upstream/gpu_metrics_world.py renders DCGM exporter /metrics as upstream does. The checks below evaluate the
+# recorded alert expressions and the dashboard's queries over those series (tests/upstream/promql.py).
 
 WORKLOADS = (
     GpuWorkload("serving", "llm-7d9f8c6b5d-x2x9z", utilization=80.0),
@@ -849,8 +849,8 @@ def test_kueue_metrics_are_scraped_from_the_charts_metrics_service(
 def test_a_teams_idle_device_alerts_and_its_team_panel_shows_its_utilisation(stack: str, profile: str | None) -> None:
     """A team holding one idle and one busy device, MIG slices or whole GPUs: the idle alert names the idle pod and
     only it, and the teams dashboard shows the team's utilisation (chargeback bills the idle slice either way)."""
-    from tests.models.contract_stacks import platform_recording
-    from tests.models.metrics_day import team_quotas
+    from tests.upstream.contract_stacks import platform_recording
+    from tests.upstream.metrics_day import team_quotas
 
     recording = platform_recording(stack)
     team, (namespace, _) = sorted(team_quotas(recording).items())[0]
@@ -895,7 +895,7 @@ def test_a_busy_whole_gpu_is_not_idle_whatever_its_profiling_field_reads(ratio: 
     """A whole GPU is judged by DCGM_FI_DEV_GPU_UTIL: the profiling field can read 0 on a busy GPU
     (NVIDIA/dcgm-exporter issue 662) or be missing; the idle alert, the dashboards' utilisation and idle count
     follow GPU_UTIL, and an idle GPU beside it still alerts."""
-    from tests.models.contract_stacks import platform_recording
+    from tests.upstream.contract_stacks import platform_recording
 
     recording = platform_recording("dev")
     busy = GpuWorkload("batch", "busy-0", utilization=99.0)
@@ -919,7 +919,7 @@ def test_a_busy_whole_gpu_is_not_idle_whatever_its_profiling_field_reads(ratio: 
 def test_a_mig_node_without_per_instance_utilisation_raises_its_own_alert() -> None:
     """MIG slices are judged by DCGM_FI_PROF_GR_ENGINE_ACTIVE only; where the profiling module is not loaded the
     idle alert cannot see them, so a node that reports MIG instances without that field alerts instead."""
-    from tests.models.contract_stacks import platform_recording
+    from tests.upstream.contract_stacks import platform_recording
 
     recording = platform_recording("gpu-operator-mig")
     idle = GpuWorkload("batch", "idle-0", utilization=1.0, mig_profile="3g.40gb")
@@ -940,7 +940,7 @@ def test_a_teams_own_dashboard_shows_each_rank_of_one_job_so_a_straggler_stands_
     """Both ranks of the team page's example are pods of one Job (`train-node-0`): a per-job average hides the
     straggler, so the team's board has a per-pod panel with one series per rank, and none of another team's."""
     from aks_gpu_platform.components.monitoring.grafana import team_dashboard
-    from tests.models.contract_stacks import platform_recording
+    from tests.upstream.contract_stacks import platform_recording
 
     recording = platform_recording("prod")
     (team, other) = ("llm", "vision")

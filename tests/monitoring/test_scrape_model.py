@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from tests.models.promql import Evaluator, selectors
-from tests.models.scrape import (
+from tests.upstream.promql import Evaluator, selectors
+from tests.upstream.scrape import (
     Container,
     Pod,
     Port,

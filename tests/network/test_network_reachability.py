@@ -1,5 +1,5 @@
 """Contract: every connection the platform configures across a network boundary is admitted by its target, from
-the address its source really leaves from (tests/models/reachability.py, the model and its sources).
+the address its source really leaves from (tests/upstream/reachability.py, the model and its sources).
 
 Stacks: dev, prod and the fleet as written, the scheduling variants, and each with the CI runner's /32 added the
 way the deploy workflow adds it (tools/runner_access.py authorize).
@@ -16,7 +16,7 @@ from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.gpu.test_scheduling import VARIANTS, variant_config
-from tests.models.reachability import (
+from tests.upstream.reachability import (
     MANAGED_EGRESS,
     api_server_problems,
     egress_of,

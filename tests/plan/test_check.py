@@ -23,7 +23,7 @@ from aks_gpu_platform.config.gpu.scheduling import pod_fits_node
 from aks_gpu_platform.plan import check
 from aks_gpu_platform.plan.cli import main as cli_main
 from aks_gpu_platform.testing import Recording, kubernetes_object
-from tests.models import admission_cel, autoscaler_template, pod_security_standard, scheduling
+from tests.upstream import admission_cel, autoscaler_template, pod_security_standard, scheduling
 from tools import REPO_ROOT
 
 EXAMPLES = REPO_ROOT / "examples"

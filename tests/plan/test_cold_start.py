@@ -22,7 +22,7 @@ from aks_gpu_platform.testing import Recording
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import STACKS, assert_rejected, set_path, settings_of
 from tests.gpu.test_scheduling import variant_config
-from tests.models.scheduling import node_templates, object_pod_templates, scheduling_check
+from tests.upstream.scheduling import node_templates, object_pod_templates, scheduling_check
 from tools import REPO_ROOT
 
 

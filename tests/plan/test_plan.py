@@ -19,7 +19,7 @@ from aks_gpu_platform.plan.mock_values import distinctive
 from aks_gpu_platform.plan.recording_cache import RECORDING_CACHE
 from aks_gpu_platform.testing import Recording
 from tests.conftest import STACKS, plan_in_process
-from tests.models.scheduling import object_pod_templates
+from tests.upstream.scheduling import object_pod_templates
 from tools import REPO_ROOT
 
 # A pull-request comment and a terminal both show lines as they are.

@@ -2,7 +2,7 @@
 
 A generic `azure-native:resources:Resource` has no SDK types behind it: ARM refuses a wrong enum, and silently
 drops a key its API version does not have. Each such body in dev, prod and the variants is checked against the
-azure-rest-api-specs excerpt for its exact (provider, type, API version) (tests/models/arm_spec.py,
+azure-rest-api-specs excerpt for its exact (provider, type, API version) (tests/upstream/arm_spec.py,
 tests/fixtures/arm_specs/, each excerpt naming its spec file and commit). A body without an excerpt fails, so the
 next hand-written body brings its spec.
 """
@@ -21,7 +21,7 @@ from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import RecordedResource, Recording
 from tests.gpu.test_aks_managed import managed_config
 from tests.gpu.test_scheduling import VARIANTS, variant_config
-from tests.models.arm_spec import create_only_paths, load_specs, request_problems
+from tests.upstream.arm_spec import create_only_paths, load_specs, request_problems
 from tests.storage.test_netapp import PROD_NETAPP_SUBNET, with_netapp
 
 GENERIC = "azure-native:resources:Resource"

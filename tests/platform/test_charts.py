@@ -23,7 +23,7 @@ from aks_gpu_platform.config.gpu.section import GpuPoolConfig, GpuStackConfig
 from aks_gpu_platform.config.loader import validate_section
 from aks_gpu_platform.testing import Recording, evaluate
 from tests.conftest import assert_rejected, cluster_handle, settings_of
-from tests.models.artifact_cache import cached_upstream, serving_rule
+from tests.upstream.artifact_cache import cached_upstream, serving_rule
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 AGENT_POOL = "azure-native:containerservice:AgentPool"

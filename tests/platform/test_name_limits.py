@@ -1,4 +1,4 @@
-"""Every name a stack generates fits every system that reads it (tests/models/names.py for Kubernetes, Helm, Pulumi's
+"""Every name a stack generates fits every system that reads it (tests/upstream/names.py for Kubernetes, Helm, Pulumi's
 autonaming and the inferencepool chart; AZURE_LIMITS below for the Azure resources we name), and no two objects of
 one kind in one namespace of one cluster share a name once a chart has truncated it."""
 
@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from aks_gpu_platform.testing import Recording, kubernetes_object
-from tests.models.contract_stacks import CONTRACT_STACKS, contract_recording
-from tests.models.names import (
+from tests.upstream.contract_stacks import CONTRACT_STACKS, contract_recording
+from tests.upstream.names import (
     INFERENCE_POOL_CHART,
     dns_1035_problem,
     dns_label_problem,
@@ -28,9 +28,9 @@ from tests.models.names import (
     leader_worker_set_revision_labels,
     release_name,
 )
-from tests.models.references import CLUSTER_SCOPED, pod_specs
-from tests.models.scheduling import RELEASE
-from tests.models.serving import picker_name
+from tests.upstream.references import CLUSTER_SCOPED, pod_specs
+from tests.upstream.scheduling import RELEASE
+from tests.upstream.serving import picker_name
 
 # Azure's naming rules for the resources we name (learn.microsoft.com/azure/azure-resource-manager/management/
 # resource-name-rules; AKS node pools: learn.microsoft.com/azure/aks/create-node-pools "Linux node pool names",

@@ -1,5 +1,5 @@
 """Every name a rendered object refers to resolves in its cluster: to an object the stack creates there (itself or
-through a chart a test models), or to one the cluster provides (tests/models/references.py lists those, with their
+through a chart a test models), or to one the cluster provides (tests/upstream/references.py lists those, with their
 sources). A dangling name fails only on a real cluster: a claim that never binds, a pod refused at admission or stuck
 in ContainerCreating, a route the gateway rejects, a scaler with nothing to scale."""
 
@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 
 from aks_gpu_platform.testing import Recording, kubernetes_object
-from tests.models.contract_stacks import CONTRACT_STACKS, contract_recording
-from tests.models.names import INFERENCE_POOL_CHART, inference_pool_chart_objects
-from tests.models.references import Cluster, dangling, pool_port_problems, references
-from tests.models.release_contract import release_facts
-from tests.models.scheduling import RELEASE
-from tests.models.serving import rendered_inference_pool
+from tests.upstream.contract_stacks import CONTRACT_STACKS, contract_recording
+from tests.upstream.names import INFERENCE_POOL_CHART, inference_pool_chart_objects
+from tests.upstream.references import Cluster, dangling, pool_port_problems, references
+from tests.upstream.release_contract import release_facts
+from tests.upstream.scheduling import RELEASE
+from tests.upstream.serving import rendered_inference_pool
 
 
 def clusters_of(recording: Recording) -> dict[str, Cluster]:

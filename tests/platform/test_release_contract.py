@@ -1,6 +1,6 @@
 """Every Helm release can finish: its timeout covers the chart's worst-case readiness at our values, every
 RuntimeClass its pods ask for exists on AKS, and every image it pulls anonymously from a rate-limited registry is
-named in the offline plan. The model of each chart is tests/models/release_contract.py (read at the pinned versions).
+named in the offline plan. The model of each chart is tests/upstream/release_contract.py (read at the pinned versions).
 
 Stacks: dev and prod as written, and the scheduling variants (tests/gpu/test_scheduling.py) with remediation on, so
 NVSentinel is planned under the device plugin, on Spot with Lustre, and under the GPU Operator.
@@ -18,14 +18,14 @@ from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.plan.report import docker_hub_warnings
 from aks_gpu_platform.testing import Recording
 from tests.gpu.test_scheduling import VARIANTS, variant_config
-from tests.models.release_contract import (
+from tests.upstream.release_contract import (
     DEFAULT_TIMEOUT_SECONDS,
     RATE_LIMITED_REGISTRIES,
     release_facts,
     release_problems,
     runtime_classes,
 )
-from tests.models.scheduling import RELEASE
+from tests.upstream.scheduling import RELEASE
 
 PREFIX = "aks-gpu-platform:"
 NVSENTINEL = "oci://ghcr.io/nvidia/nvsentinel"

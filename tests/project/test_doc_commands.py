@@ -1,5 +1,5 @@
 """Doc-command contract: every kubectl command a team page gives exists in the CLI version we name and is
-allowed for a member of the page's team by the team's RBAC (tests/models/cli.py, tests/models/rbac.py).
+allowed for a member of the page's team by the team's RBAC (tests/upstream/cli.py, tests/upstream/rbac.py).
 
 A command that does not exist, or that the team Role forbids, is what a researcher meets on their first day
 with nobody to ask; both are checked over the rendered RBAC of the stack the page is written for.
@@ -14,8 +14,8 @@ import pytest
 
 from aks_gpu_platform.testing import Recording, kubernetes_object
 from aks_gpu_platform.testing.stack_files import load_stack_file
-from tests.models.cli import KUBECTL_VERSION, KUEUECTL_VERSION, requests, unknown_command
-from tests.models.rbac import Request, kubernetes_allows
+from tests.upstream.cli import KUBECTL_VERSION, KUEUECTL_VERSION, requests, unknown_command
+from tests.upstream.rbac import Request, kubernetes_allows
 from tools import REPO_ROOT
 
 # team page -> (the stack its examples run on, the team whose member reads it)

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from aks_gpu_platform.testing.stack_files import load_stack_file
-from tests.models.fresh_install import PACKAGE, clean_environment, repository_copy, share_sdks
+from tests.upstream.fresh_install import PACKAGE, clean_environment, repository_copy, share_sdks
 from tests.platform.test_examples import (
     EXAMPLES,
     GPU_NODE_POOL,
@@ -164,7 +164,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
 
     The copy is a checkout whose links are plain files, so the build proves the package needs none; the
     virtualenv it makes is what a consumer's project gets from `pip install`. The pinned SDKs come in
-    through a .pth file (tests/models/fresh_install.py), so nothing is downloaded again.
+    through a .pth file (tests/upstream/fresh_install.py), so nothing is downloaded again.
     """
     example = EXAMPLES / INSTALLED_EXAMPLE
     create, install = (part.strip() for part in INSTALL.split("&&"))

@@ -19,7 +19,7 @@ import yaml
 
 from aks_gpu_platform.plan import pr_comment, preview_report
 from aks_gpu_platform.testing.stack_files import load_stack_file
-from tests.models import github_environments
+from tests.upstream import github_environments
 from tools import REPO_ROOT, runner_access
 from tools.e2e_stack import validate
 

@@ -27,7 +27,7 @@ from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import assert_rejected, settings_of
-from tests.models.scheduling import release_pod_templates
+from tests.upstream.scheduling import release_pod_templates
 from tools import REPO_ROOT
 
 PREFIX = "aks-gpu-platform:"

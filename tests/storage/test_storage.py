@@ -19,7 +19,7 @@ from aks_gpu_platform.plan.report import describe
 from aks_gpu_platform.testing import Recording, kubernetes_object
 from aks_gpu_platform.testing.checks import validate_object
 from tests.conftest import STACKS, assert_rejected, cluster_handle, settings_of
-from tests.models.scheduling import node_templates
+from tests.upstream.scheduling import node_templates
 from tools import REPO_ROOT
 from tools.bench import critical_path, duration
 

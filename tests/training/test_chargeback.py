@@ -1,4 +1,4 @@
-"""Team views and chargeback over a modelled day (tests/models/metrics_day.py): the recorded chargeback rules
+"""Team views and chargeback over a modelled day (tests/upstream/metrics_day.py): the recorded chargeback rules
 evaluated every
 minute on the series managed Prometheus stores (GPU exporters through the recorded PodMonitors, kube-state-metrics,
 Kueue through the recorded ServiceMonitor), and the team dashboard's queries on the recorded series at the end of the
@@ -22,8 +22,8 @@ from aks_gpu_platform.components.monitoring.grafana import DASHBOARDS_DIR
 from aks_gpu_platform.config.catalog.prices import VM_HOURLY
 from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording
-from tests.models.autoscaler_template import DEVICE_PLUGIN_RESOURCES, whole_node_gpus
-from tests.models.contract_stacks import (
+from tests.upstream.autoscaler_template import DEVICE_PLUGIN_RESOURCES, whole_node_gpus
+from tests.upstream.contract_stacks import (
     DAY_STACKS,
     chargeback_group,
     contract_day,
@@ -31,10 +31,10 @@ from tests.models.contract_stacks import (
     day_with,
     platform_recording,
 )
-from tests.models.gpu_metrics_world import SERVICE_MONITOR, kueue_scrape_problems
-from tests.models.metrics_day import DAY, Day, evaluate_group, team_quotas, tolerance, truth
-from tests.models.promql import Evaluator, History, duration_seconds, matches, selectors
-from tests.models.scheduling import AGENT_POOL
+from tests.upstream.gpu_metrics_world import SERVICE_MONITOR, kueue_scrape_problems
+from tests.upstream.metrics_day import DAY, Day, evaluate_group, team_quotas, tolerance, truth
+from tests.upstream.promql import Evaluator, History, duration_seconds, matches, selectors
+from tests.upstream.scheduling import AGENT_POOL
 
 CLUSTER_QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"
 IDLE_THRESHOLD = "monitoring.alerts.thresholds.idleUtilizationPercent"

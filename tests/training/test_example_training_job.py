@@ -22,8 +22,8 @@ from aks_gpu_platform.config.gpu.scheduling import GPU_RESOURCE, pod_fits_node
 from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording, evaluate, kubernetes_object
 from aks_gpu_platform.testing.checks import validate_object
-from tests.models.crd_schema import crd_problems
-from tests.models.scheduling import RELEASE, node_templates
+from tests.upstream.crd_schema import crd_problems
+from tests.upstream.scheduling import RELEASE, node_templates
 from tools import REPO_ROOT
 
 EXAMPLE = REPO_ROOT / "examples" / "training-job"
@@ -495,7 +495,7 @@ def test_the_example_jobset_and_its_ranks_pass_the_team_namespace_admission_poli
 ) -> None:
     """The team-pod-boundary policy refuses GPU tolerations without GPUs: the example's ranks ask for GPUs, so they
     are admitted as written and as Kueue places them on each of the team's flavors."""
-    from tests.models.tenancy import pod_refusals, policy_refusals
+    from tests.upstream.tenancy import pod_refusals, policy_refusals
     from tests.training.test_tenancy import gpu_flavors, kueue_admitted, world
 
     w = world("prod")

@@ -2,7 +2,7 @@
 rendered dev, prod (Lustre on), dev with Lustre on, and each fleet member.
 
 Every attempt goes through what the API server and the drivers would do with the rendered objects
-(tests/models/storage.py): ResourceQuota admission of a claim, the class's sub-dir and key Secret namespace,
+(tests/upstream/storage.py): ResourceQuota admission of a claim, the class's sub-dir and key Secret namespace,
 the namespace's admission policies with their CEL evaluated.
 """
 
@@ -29,8 +29,8 @@ from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import assert_rejected, settings_of
-from tests.models.contract_stacks import platform_recording
-from tests.models.storage import (
+from tests.upstream.contract_stacks import platform_recording
+from tests.upstream.storage import (
     AKS_BUILT_IN_CLASSES,
     PV,
     PVC,

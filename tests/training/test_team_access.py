@@ -2,7 +2,7 @@
 
 The contract "authorisers compare exactly": the rendered Roles, RoleBindings and Azure role assignments of each
 stack (dev, prod, each fleet member, dev with a second team, dev with member groups written in upper case) go
-through the offline authoriser in tests/models/rbac.py, which matches subjects byte for byte as the API server
+through the offline authoriser in tests/upstream/rbac.py, which matches subjects byte for byte as the API server
 does, for a member presenting the groups an Entra ID token carries (object IDs in lower case). Namespace bounds
 and isolation are evaluated on the rendered LimitRange, ResourceQuota and NetworkPolicy.
 """
@@ -23,11 +23,11 @@ from aks_gpu_platform.testing import Recording, kubernetes_object
 from aks_gpu_platform.testing.checks import validate_object
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import assert_rejected, settings_of
-from tests.models.pod_security_policy import admission
-from tests.models.pod_security_policy import assignments as pod_security_assignments
-from tests.models.pod_security_standard import enforced_level
-from tests.models.pod_security_standard import violations as pss_violations
-from tests.models.rbac import Request, allowed, azure_allows, kubernetes_allows
+from tests.upstream.pod_security_policy import admission
+from tests.upstream.pod_security_policy import assignments as pod_security_assignments
+from tests.upstream.pod_security_standard import enforced_level
+from tests.upstream.pod_security_standard import violations as pss_violations
+from tests.upstream.rbac import Request, allowed, azure_allows, kubernetes_allows
 from tools import REPO_ROOT
 
 SCHEMA = "1.33.0"

@@ -11,8 +11,8 @@ import yaml
 
 from aks_gpu_platform.testing import Recording, kubernetes_object
 from aks_gpu_platform.testing.stack_files import load_stack_file
-from tests.models.rbac import Request, kubernetes_allows
-from tests.models.storage import claim_refusal, classes, pod_refusal
+from tests.upstream.rbac import Request, kubernetes_allows
+from tests.upstream.storage import claim_refusal, classes, pod_refusal
 from tools import REPO_ROOT
 
 PVC = "kubernetes:core/v1:PersistentVolumeClaim"

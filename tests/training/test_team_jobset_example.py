@@ -17,7 +17,7 @@ from aks_gpu_platform.config.gpu.scheduling import GPU_RESOURCE, pod_fits_node
 from aks_gpu_platform.testing import Recording, kubernetes_object
 from aks_gpu_platform.testing.checks import validate_object
 from aks_gpu_platform.testing.stack_files import load_stack_file
-from tests.models.rbac import Request, kubernetes_allows
+from tests.upstream.rbac import Request, kubernetes_allows
 from tests.training.test_example_training_job import (
     JOBSET_SPEC_SCHEMA,
     admit,

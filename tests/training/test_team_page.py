@@ -18,8 +18,8 @@ from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import settings_of
-from tests.models.autoscaler_template import template_node, why_not_template
-from tests.models.scheduling import AGENT_POOL
+from tests.upstream.autoscaler_template import template_node, why_not_template
+from tests.upstream.scheduling import AGENT_POOL
 from tools import REPO_ROOT, team_pools
 
 RAW_PAGE = (REPO_ROOT / "docs" / "for-ml-teams.md").read_text()
@@ -226,7 +226,7 @@ def test_the_dashboards_and_panels_the_page_names_are_ones_the_team_can_open(dev
 
 
 def test_the_gpus_the_page_counts_on_the_dev_pool_are_the_stacks(dev_recording: Recording) -> None:
-    from tests.models.capacity import gpu_pools, pinned_gpu_workloads
+    from tests.upstream.capacity import gpu_pools, pinned_gpu_workloads
 
     found = re.search(
         r"the T4 pool's (\d+) GPUs are (\d+) for team `(\w+)`'s quota, (\d+) for the inference sample's pod and "

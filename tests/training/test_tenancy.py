@@ -1,5 +1,5 @@
 """The tenancy contract: what a member of team A tries on dev, prod, the fleet's manager and members, each refused by
-the rules stated, and what the platform's own jobs, DNS and scraping need still allowed (tests/models/tenancy.py)."""
+the rules stated, and what the platform's own jobs, DNS and scraping need still allowed (tests/upstream/tenancy.py)."""
 
 from __future__ import annotations
 
@@ -19,10 +19,10 @@ from aks_gpu_platform.config.training.section import derived_team_id
 from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording
 from aks_gpu_platform.testing.stack_files import load_stack_file
-from tests.models import admission_cel, gpu_visibility
-from tests.models.contract_stacks import contract_recording
-from tests.models.rbac import Request
-from tests.models.tenancy import (
+from tests.upstream import admission_cel, gpu_visibility
+from tests.upstream.contract_stacks import contract_recording
+from tests.upstream.rbac import Request
+from tests.upstream.tenancy import (
     PSS_ENFORCE,
     Attempt,
     Endpoint,
@@ -898,7 +898,7 @@ def test_removing_any_one_boundary_rule_lets_some_attempt_through(w: World) -> N
 @pytest.mark.parametrize("stack", ["dev", "prod", "fleet-krc", "fleet-jpe"])
 def test_every_team_meters_cpu_and_memory_and_gpu_less_jobs_are_held_to_the_cpu_pools_quota(stack: str) -> None:
     """Kueue counts only covered resources (IgnoreUndeclared): unmetered CPU would let a team fill any node."""
-    from tests.models.contract_stacks import platform_recording
+    from tests.upstream.contract_stacks import platform_recording
     from tests.training.test_example_training_job import KUEUE, admit, quantity
 
     recording = platform_recording(stack)
@@ -936,7 +936,7 @@ def test_every_team_meters_cpu_and_memory_and_gpu_less_jobs_are_held_to_the_cpu_
 
 def test_every_rendered_scrape_job_still_reaches_its_targets_through_the_network_policies(w: World) -> None:
     """The platform-ingress and team-isolation policies admit managed Prometheus, or a dashboard goes blank."""
-    from tests.models.scrape import SCRAPER_NAMESPACE, scraped_pods
+    from tests.upstream.scrape import SCRAPER_NAMESPACE, scraped_pods
 
     scraper = Endpoint("pod", 0, namespace=SCRAPER_NAMESPACE, labels=(("rsName", "ama-metrics"),))
     monitors = [o for o in w.objects if o.get("kind") in ("PodMonitor", "ServiceMonitor")]

@@ -24,7 +24,7 @@ from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording, kubernetes_object
 from aks_gpu_platform.testing.checks import validate_object
 from tests.conftest import assert_rejected, cluster_handle, set_path, settings_of, without_models
-from tests.models.kueue_schemas import cel_violations, schema_errors
+from tests.upstream.kueue_schemas import cel_violations, schema_errors
 from tools import REPO_ROOT
 
 KUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:"

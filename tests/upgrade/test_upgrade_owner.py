@@ -1,4 +1,4 @@
-"""Contract: one owner per upgrade (tests/models/upgrade_owner.py, the model and its sources), over dev, prod, the fleet
+"""Contract: one owner per upgrade (tests/upstream/upgrade_owner.py, the model and its sources), over dev, prod, the fleet
 and the scheduling variants."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording
 from tests.gpu.test_scheduling import VARIANTS, variant_config
-from tests.models.upgrade_owner import KUBERNETES, NODE_IMAGE, owner_problems, ownerships
+from tests.upstream.upgrade_owner import KUBERNETES, NODE_IMAGE, owner_problems, ownerships
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,6 @@
 """What a team member's storage attempts meet in a rendered stack: the API server's ResourceQuota admission of a
 claim, the StorageClass (and AKS's built-in ones) the claim is provisioned by, where the driver keeps the account
-key, and the ValidatingAdmissionPolicies bound to the namespace, their CEL evaluated (tests/models/admission_cel.py).
+key, and the ValidatingAdmissionPolicies bound to the namespace, their CEL evaluated (tests/upstream/admission_cel.py).
 
 Models, each from its source:
 - ResourceQuota admission of a PersistentVolumeClaim (kubernetes v1.36 pkg/quota/v1/evaluator/core/
@@ -21,7 +21,7 @@ import re
 from typing import Any
 
 from aks_gpu_platform.testing import Recording
-from tests.models.admission_cel import verdict
+from tests.upstream.admission_cel import verdict
 
 QUOTA = "kubernetes:core/v1:ResourceQuota"
 STORAGE_CLASS = "kubernetes:storage.k8s.io/v1:StorageClass"

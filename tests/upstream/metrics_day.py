@@ -8,9 +8,9 @@ pod object stays, as a finished Job's pods do) or deleted. `team_day` writes the
 costs, from the definitions (a device is allocated while a Running pod requests it, idle while its physical GPU
 averages under the threshold), independently of the rules.
 
-What is stored, per source (each a `History` of runs, see tests/models/promql.py):
-- GPU exporters, scraped through the recorded PodMonitors (tests/models/scrape.py) at the PodMonitor's interval:
-  NVIDIA's DCGM exporter as tests/models/gpu_metrics_world.py renders it; AMD's device-metrics-exporter from the pod
+What is stored, per source (each a `History` of runs, see tests/upstream/promql.py):
+- GPU exporters, scraped through the recorded PodMonitors (tests/upstream/scrape.py) at the PodMonitor's interval:
+  NVIDIA's DCGM exporter as tests/upstream/gpu_metrics_world.py renders it; AMD's device-metrics-exporter from the pod
   ROCm/gpu-operator v1.5.1 internal/metricsexporter/metricsexporter.go builds (labels `daemonset-name` = the
   DeviceConfig's name, `default` in the chart's helm-charts-k8s/templates/default-deviceconfig.yaml, and
   `app.kubernetes.io/name: metrics-exporter`; container `metrics-exporter-container`; port `exporter-port` =
@@ -38,8 +38,8 @@ from typing import Any
 
 from aks_gpu_platform.config.catalog.gpu_sizes import gpu_sku
 from aks_gpu_platform.testing import Recording
-from tests.models.autoscaler_template import DEVICE_PLUGIN_RESOURCES, pool_sharing, vendor_of, whole_node_gpus
-from tests.models.gpu_metrics_world import (
+from tests.upstream.autoscaler_template import DEVICE_PLUGIN_RESOURCES, pool_sharing, vendor_of, whole_node_gpus
+from tests.upstream.gpu_metrics_world import (
     CLUSTER,
     POD_MONITOR,
     GpuWorkload,
@@ -50,9 +50,9 @@ from tests.models.gpu_metrics_world import (
     job_of,
     node_label,
 )
-from tests.models.promql import Evaluator, History, duration_seconds
-from tests.models.scheduling import AGENT_POOL, RELEASE, generic_agent_pools
-from tests.models.scrape import Container, Pod, Port, Series, pod_monitor_scrape_configs, sanitize, scrape, targets
+from tests.upstream.promql import Evaluator, History, duration_seconds
+from tests.upstream.scheduling import AGENT_POOL, RELEASE, generic_agent_pools
+from tests.upstream.scrape import Container, Pod, Port, Series, pod_monitor_scrape_configs, sanitize, scrape, targets
 
 DAY = 24 * 3600
 MINUTE = 60

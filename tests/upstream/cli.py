@@ -25,7 +25,7 @@ from pathlib import Path
 
 import yaml
 
-from tests.models.rbac import Request
+from tests.upstream.rbac import Request
 
 KUBECTL_VERSION = "1.36"
 KUBECTL_COMMANDS = frozenset(
@@ -163,7 +163,7 @@ def unknown_command(command: str) -> str | None:
 
 def _resource(name: str) -> tuple[str, str, bool]:
     if name not in RESOURCES:
-        raise KeyError(f"resource {name!r} is not modelled: add it to tests/models/cli.py RESOURCES")
+        raise KeyError(f"resource {name!r} is not modelled: add it to tests/upstream/cli.py RESOURCES")
     return RESOURCES[name]
 
 

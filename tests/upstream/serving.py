@@ -18,7 +18,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tests.models.scheduling import helm_merge
+from tests.upstream.scheduling import helm_merge
 
 CHART_DEFAULTS: dict[str, Any] = {
     "inferenceExtension": {"extProcPort": 9002, "failureMode": "FailOpen", "flags": {"v": 1}, "replicas": 1},

@@ -1,5 +1,5 @@
 """The series managed Prometheus would store for a recorded stack: DCGM exporters scraped through the recorded
-PodMonitor (`tests/models/scrape.py`), plus `kube_node_labels` from Azure's kube-state-metrics.
+PodMonitor (`tests/upstream/scrape.py`), plus `kube_node_labels` from Azure's kube-state-metrics.
 
 Pods and exposition follow upstream, not the program:
 - our exporter's pods: dcgm-exporter chart 4.1.1 (NVIDIA/dcgm-exporter tag 4.2.3-4.1.1)
@@ -40,8 +40,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aks_gpu_platform.testing import Recording
-from tests.models.scheduling import generic_agent_pools
-from tests.models.scrape import (
+from tests.upstream.scheduling import generic_agent_pools
+from tests.upstream.scrape import (
     Container,
     Pod,
     Port,

@@ -2,7 +2,7 @@
 
 Kueue admits on quota (tests/training/test_example_training_job.py `admit`, Kueue v0.19.2 flavor assignment); the
 cluster autoscaler adds nodes up to the pool's maxCount, judging each from the pool's template node
-(tests/models/autoscaler_template.py, cluster-autoscaler-1.36.1); the best-effort-atomic ProvisioningRequest asks
+(tests/upstream/autoscaler_template.py, cluster-autoscaler-1.36.1); the best-effort-atomic ProvisioningRequest asks
 for every node of the pod set at once, so a pod set that cannot all fit in the pool at maxCount is never
 provisioned. What the stack keeps up on a pool is every workload with a GPU request and a floor of
 replicas: a Deployment's `replicas`, or the `minReplicaCount` of the KEDA ScaledObject that owns it
@@ -23,8 +23,8 @@ from typing import Any
 
 from aks_gpu_platform.config.gpu.scheduling import pod_fits_node
 from aks_gpu_platform.testing import Recording, kubernetes_object
-from tests.models.autoscaler_template import GPU_RESOURCE, template_node
-from tests.models.scheduling import AGENT_POOL, pod_requests
+from tests.upstream.autoscaler_template import GPU_RESOURCE, template_node
+from tests.upstream.scheduling import AGENT_POOL, pod_requests
 
 SCALED_OBJECT = "kubernetes:keda.sh/v1alpha1:ScaledObject"
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"

@@ -1,6 +1,6 @@
 """The stacks every contract runs over: dev, prod, the fleet, and the variants that change what a contract sees
 (an AMD pool beside NVIDIA's, time-sliced and MPS pools). Evaluated once per process, as is each one's modelled day
-of stored series with its chargeback rules evaluated (tests/models/metrics_day.py)."""
+of stored series with its chargeback rules evaluated (tests/upstream/metrics_day.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Any
 
 from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording
-from tests.models.gpu_metrics_world import kueue_series
-from tests.models.metrics_day import Day, build_day, group_interval
+from tests.upstream.gpu_metrics_world import kueue_series
+from tests.upstream.metrics_day import Day, build_day, group_interval
 
 CONTRACT_STACKS = ("dev", "prod", "fleet", "amd", "shared-gpus")
 DAY_STACKS = ("dev", "prod", "fleet-krc", "fleet-jpe", "amd", "shared-gpus")

@@ -3,11 +3,11 @@
 A world is one cluster's rendered objects. An attempt by a member of A goes through every layer that decides it,
 each modelled after its upstream and each answering with the rule that refused it:
 
-- the API request: Kubernetes RBAC and Azure RBAC (tests/models/rbac.py), for the groups a member's token carries;
+- the API request: Kubernetes RBAC and Azure RBAC (tests/upstream/rbac.py), for the groups a member's token carries;
 - a pod reaching the API server (whoever creates it: the Job controller for a team's Job): the namespace's Pod
   Security level (kubernetes/pod-security-admission v0.36.2 policy/check_*.go, the baseline checks the attempts
   touch: privileged, host namespaces, hostPath volumes, host ports, seccomp, AppArmor, procMount, sysctls), every
-  ValidatingAdmissionPolicy whose binding selects the namespace (CEL evaluated by tests/models/admission_cel.py),
+  ValidatingAdmissionPolicy whose binding selects the namespace (CEL evaluated by tests/upstream/admission_cel.py),
   and the namespace's ResourceQuotas with a PriorityClass scope (kubernetes pkg/quota/v1/evaluator/core/pods.go
   podMatchesScopeFunc: `In` over the pod's priorityClassName; a pod matched by a quota whose `hard.pods` it would
   exceed is refused);
@@ -33,10 +33,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aks_gpu_platform.testing import Recording, kubernetes_object
-from tests.models import admission_cel
-from tests.models import pod_security_policy as pod_security_policy_model
-from tests.models.rbac import Request, allowed
-from tests.models.reachability import private_endpoint_addresses
+from tests.upstream import admission_cel
+from tests.upstream import pod_security_policy as pod_security_policy_model
+from tests.upstream.rbac import Request, allowed
+from tests.upstream.reachability import private_endpoint_addresses
 
 RBAC_PREFIX = "kubernetes:rbac.authorization.k8s.io/v1:"
 ASSIGNMENT = "azure-native:authorization:RoleAssignment"
@@ -60,11 +60,11 @@ class World:
     namespaces: frozenset[str] = frozenset()
     """Every namespace the stack creates (Namespace objects and Helm releases' namespaces)."""
     private_endpoints: tuple[tuple[str, str], ...] = ()
-    """(name, address) of each private endpoint in the cluster's VNet (tests/models/reachability.py)."""
+    """(name, address) of each private endpoint in the cluster's VNet (tests/upstream/reachability.py)."""
     policy_engine: tuple[str, str] = ("", "")
     """The cluster's (networkPolicy, networkDataplane): the model's NetworkPolicy semantics are Cilium's."""
     pod_security: tuple[pod_security_policy_model.Assignment, ...] = ()
-    """The Azure Policy pod security assignments Gatekeeper enforces (tests/models/pod_security_policy.py)."""
+    """The Azure Policy pod security assignments Gatekeeper enforces (tests/upstream/pod_security_policy.py)."""
     identities: Mapping[str, tuple[int, int]] = field(default_factory=dict)
     """Team -> (uid, gid) its pods run as, as the `trainingTeams` output tells its members."""
     storage_servers: tuple[tuple[str, str], ...] = ()

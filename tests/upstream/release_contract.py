@@ -1,7 +1,7 @@
 """Whether each Helm release can finish: what its chart asks of the cluster, read from the chart at the pinned
 version, against the release's `timeout` and what AKS nodes provide.
 
-Per release, from the chart's templates and defaults merged with our values (Helm's merge, tests/models/scheduling.py):
+Per release, from the chart's templates and defaults merged with our values (Helm's merge, tests/upstream/scheduling.py):
 - the pods it creates: images (and so registries) and `runtimeClassName`;
 - its readiness worst case, per operation Helm waits on under one `timeout` (pre-install hooks, the release's
   resources, post-install hooks: helm.sh/helm/v3 pkg/action/install.go runs each with the full timeout), built
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aks_gpu_platform.testing import Recording
-from tests.models.scheduling import RELEASE, chart_name, helm_merge
+from tests.upstream.scheduling import RELEASE, chart_name, helm_merge
 
 DEFAULT_TIMEOUT_SECONDS = 300
 RUNTIME_CLASS = "kubernetes:node.k8s.io/v1:RuntimeClass"

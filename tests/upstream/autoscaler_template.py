@@ -40,7 +40,7 @@ import yaml
 from aks_gpu_platform.config.catalog.gpu_sizes import gpu_sku
 from aks_gpu_platform.config.gpu.scheduling import pod_fits_node, selects_node
 from aks_gpu_platform.testing import Recording
-from tests.models.scheduling import (
+from tests.upstream.scheduling import (
     AGENT_POOL,
     RELEASE,
     RESOURCE_FLAVOR,

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, cast
 
-from tests.models.scrape import Labels, Series, expand
+from tests.upstream.scrape import Labels, Series, expand
 
 LOOKBACK_SECONDS = 300.0
 """Prometheus's default lookback delta: an instant selector sees a sample up to 5 minutes old."""

@@ -34,7 +34,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from tests.models.serving import picker_name
+from tests.upstream.serving import picker_name
 
 DNS_LABEL_MAX, DNS_SUBDOMAIN_MAX, LABEL_VALUE_MAX = 63, 253, 63
 HELM_RELEASE_MAX = 53
