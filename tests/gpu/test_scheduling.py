@@ -25,6 +25,7 @@ from aks_gpu_platform.plan.render import render_and_validate
 from aks_gpu_platform.testing import RecordedResource, Recording, policy_verdicts
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import settings_of, without_models
+from tests.training import test_example_training_job as example_job
 from tests.upstream.autoscaler_template import (
     NIC_CLUSTER_POLICY,
     advertised_rdma_resources,
@@ -48,7 +49,6 @@ from tests.upstream.scheduling import (
     scheduling_check,
     unmet_requests,
 )
-from tests.training import test_example_training_job as example_job
 
 PREFIX = "aks-gpu-platform:"
 RELEASE = "kubernetes:helm.sh/v3:Release"

@@ -20,7 +20,6 @@ from typing import Any
 import pytest
 
 from aks_gpu_platform.testing.stack_files import load_stack_file
-from tests.upstream.fresh_install import PACKAGE, clean_environment, repository_copy, share_sdks
 from tests.platform.test_examples import (
     EXAMPLES,
     GPU_NODE_POOL,
@@ -30,6 +29,7 @@ from tests.platform.test_examples import (
     project,
     stack_file,
 )
+from tests.upstream.fresh_install import PACKAGE, clean_environment, repository_copy, share_sdks
 from tools import REPO_ROOT
 
 VERSION = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["version"]

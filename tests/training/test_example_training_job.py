@@ -495,8 +495,8 @@ def test_the_example_jobset_and_its_ranks_pass_the_team_namespace_admission_poli
 ) -> None:
     """The team-pod-boundary policy refuses GPU tolerations without GPUs: the example's ranks ask for GPUs, so they
     are admitted as written and as Kueue places them on each of the team's flavors."""
-    from tests.upstream.tenancy import pod_refusals, policy_refusals
     from tests.training.test_tenancy import gpu_flavors, kueue_admitted, world
+    from tests.upstream.tenancy import pod_refusals, policy_refusals
 
     w = world("prod")
     manifest = jobset(example)
