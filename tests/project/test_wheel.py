@@ -113,7 +113,7 @@ def test_the_wheel_ships_the_users_commands_and_leaves_project_tooling_out(wheel
         "the plan, its diff and its cost model ship in the wheel: a consumer plans their own stack"
     )
     assert not (wheel_alone.site / "tools").exists(), "project tooling (bench, generators, e2e checks) stays out"
-    tooling = ("bench", "e2e_checks", "adapters_gen", "config_reference", "release_check", "arm")
+    tooling = ("bench", "e2e_checks", "adapters_gen", "adapter_source", "config_reference", "release_check", "arm")
     assert not [f for f in files if Path(f).stem in tooling], "no project tool is copied into the package"
     for shipped in ("stack-config.schema.json", "constraints.txt"):
         assert (wheel_alone.site / PACKAGE / shipped).is_file(), f"{shipped} ships for consumers' repositories"
