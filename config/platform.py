@@ -20,7 +20,8 @@ from .errors import field_error
 from .gpu.health import GpuHealthConfig
 from .gpu.node_image import check_node_images
 from .gpu.section import GpuPoolConfig, GpuStackConfig
-from .inference.models import InferenceConfig, check_models
+from .inference.model_checks import check_models
+from .inference.models import InferenceConfig
 from .inference.section import AutoscalingConfig
 from .monitoring.section import MonitoringConfig
 from .network.section import NETAPP_DELEGATION, NetworkConfig, usable_addresses

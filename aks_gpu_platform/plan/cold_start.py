@@ -319,7 +319,7 @@ GIB = 1024**3
 
 def _served_weights(checkpoint_gib: float, dtype: str) -> Figure:
     """A replica reads the checkpoint as the Hub publishes it (16-bit) from its model's weights cache, a Blob claim
-    (components/inference/serving.py), whatever Lustre the stack has; vLLM quantises fp8 after loading the 16-bit
+    (components/inference/weights_cache.py), whatever Lustre the stack has; vLLM quantises fp8 after loading the 16-bit
     weights (vllm 0.34.0 docs/features/quantization/online.md, vllm/model_executor/model_loader/weight_utils.py)."""
     rate = BLOB_ACCOUNT_EGRESS.mbps
     note = (

@@ -166,14 +166,39 @@ class InferenceGateway(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: InferenceGatewayArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("aks-gpu-platform:index:InferenceGateway", name, None, opts)
-        in_cluster = args["cluster"].k8s_options(self)
+        self._in_cluster = args["cluster"].k8s_options(self)
+        istiod = self._crds_and_istio(name)
+        namespace = k8s.core.v1.Namespace(
+            f"{name}-namespace",
+            metadata={"name": GATEWAY_NAMESPACE, "labels": pod_security_labels("restricted")},
+            opts=self._in_cluster,
+        )
+        self.gateway = k8s.apiextensions.CustomResource(
+            f"{name}-gateway",
+            api_version="gateway.networking.k8s.io/v1",
+            kind="Gateway",
+            metadata={"name": GATEWAY_NAME, "namespace": GATEWAY_NAMESPACE},
+            spec=gateway_spec(args["team_ports"], args["models_namespace"], args["internal"]),
+            opts=self._after(namespace, istiod),
+        )
+        self._gateway_policies(name, args, namespace)
+        self._team_identities(name, args, self._after(namespace, istiod))
+        self._team_egress(name, args)
+        self.register_outputs({})
 
-        def after(*resources: pulumi.Resource) -> pulumi.ResourceOptions:
-            return pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=list(resources)))
+    def _after(self, *resources: pulumi.Resource) -> pulumi.ResourceOptions:
+        """In the cluster, after `resources`."""
+        return pulumi.ResourceOptions.merge(self._in_cluster, pulumi.ResourceOptions(depends_on=list(resources)))
 
-        gateway_api = k8s.yaml.v2.ConfigFile(f"{name}-gateway-api-crds", file=GATEWAY_API_CRDS_URL, opts=in_cluster)
-        pool_crd = k8s.yaml.v2.ConfigFile(f"{name}-inferencepool-crd", file=INFERENCE_POOL_CRD_URL, opts=in_cluster)
-        istio_namespace = platform_namespace(f"{name}-istio-namespace", ISTIO_NAMESPACE, "baseline", in_cluster)
+    def _crds_and_istio(self, name: str) -> k8s.helm.v3.Release:
+        """The Gateway API and InferencePool CRDs, Istio's base chart and istiod; sets `crds`, returns istiod."""
+        gateway_api = k8s.yaml.v2.ConfigFile(
+            f"{name}-gateway-api-crds", file=GATEWAY_API_CRDS_URL, opts=self._in_cluster
+        )
+        pool_crd = k8s.yaml.v2.ConfigFile(
+            f"{name}-inferencepool-crd", file=INFERENCE_POOL_CRD_URL, opts=self._in_cluster
+        )
+        istio_namespace = platform_namespace(f"{name}-istio-namespace", ISTIO_NAMESPACE, "baseline", self._in_cluster)
         base = k8s.helm.v3.Release(
             f"{name}-istio-base",
             name="istio-base",
@@ -182,7 +207,7 @@ class InferenceGateway(pulumi.ComponentResource):
             repository_opts={"repo": ISTIO_CHART_REPO},
             namespace=ISTIO_NAMESPACE,
             values={"defaultRevision": "default"},
-            opts=after(istio_namespace),
+            opts=self._after(istio_namespace),
         )
         # istiod watches the Gateway API and InferencePool kinds it finds at start.
         istiod = k8s.helm.v3.Release(
@@ -193,28 +218,18 @@ class InferenceGateway(pulumi.ComponentResource):
             repository_opts={"repo": ISTIO_CHART_REPO},
             namespace=ISTIO_NAMESPACE,
             values=istiod_values(),
-            opts=after(base, gateway_api, pool_crd),
+            opts=self._after(base, gateway_api, pool_crd),
         )
         self.crds = [gateway_api, pool_crd, istiod]
-        namespace = k8s.core.v1.Namespace(
-            f"{name}-namespace",
-            metadata={"name": GATEWAY_NAMESPACE, "labels": pod_security_labels("restricted")},
-            opts=in_cluster,
-        )
-        ports = args["team_ports"]
-        self.gateway = k8s.apiextensions.CustomResource(
-            f"{name}-gateway",
-            api_version="gateway.networking.k8s.io/v1",
-            kind="Gateway",
-            metadata={"name": GATEWAY_NAME, "namespace": GATEWAY_NAMESPACE},
-            spec=gateway_spec(ports, args["models_namespace"], args["internal"]),
-            opts=after(namespace, istiod),
-        )
+        return istiod
+
+    def _gateway_policies(self, name: str, args: InferenceGatewayArgs, namespace: k8s.core.v1.Namespace) -> None:
+        """In the gateway namespace: each team reaches its own listener; the gateway reaches the models' backends."""
         k8s.networking.v1.NetworkPolicy(
             f"{name}-team-listeners",
             metadata={"name": "team-listeners", "namespace": GATEWAY_NAMESPACE},
-            spec=gateway_ingress(ports, args["team_namespaces"]),
-            opts=after(namespace),
+            spec=gateway_ingress(args["team_ports"], args["team_namespaces"]),
+            opts=self._after(namespace),
         )
         gateway_namespace_egress(
             name,
@@ -222,18 +237,28 @@ class InferenceGateway(pulumi.ComponentResource):
             {GATEWAY_POD_LABEL: GATEWAY_NAME},
             args["models_namespace"],
             args["backend_ports"],
-            after(namespace),
+            self._after(namespace),
         )
+
+    def _team_identities(self, name: str, args: InferenceGatewayArgs, opts: pulumi.ResourceOptions) -> None:
+        """Who calls on each listener, which models it may name, and its request budget (gateway_identity.py)."""
+        teams = {
+            team: (args["team_namespaces"][team], port, args["team_models"][team])
+            for team, port in args["team_ports"].items()
+        }
         gateway_identity(
             name,
             GATEWAY_NAMESPACE,
             GATEWAY_NAME,
             args["cluster"].oidc_issuer_url,
-            {team: (args["team_namespaces"][team], port, args["team_models"][team]) for team, port in ports.items()},
+            teams,
             args["requests_per_minute"],
-            after(namespace, istiod),
+            opts,
         )
-        for team, port in ports.items():
+
+    def _team_egress(self, name: str, args: InferenceGatewayArgs) -> None:
+        """In each calling team's namespace, a policy letting its pods reach its listener."""
+        for team, port in args["team_ports"].items():
             k8s.networking.v1.NetworkPolicy(
                 f"{name}-egress-{team}",
                 metadata={
@@ -241,6 +266,5 @@ class InferenceGateway(pulumi.ComponentResource):
                     "namespace": args.get("created_namespaces", {}).get(team, args["team_namespaces"][team]),
                 },
                 spec=team_gateway_egress(port),
-                opts=in_cluster,
+                opts=self._in_cluster,
             )
-        self.register_outputs({})

@@ -62,11 +62,15 @@ def _container(cfg: SampleInferenceConfig) -> k8s.core.v1.ContainerArgsDict:
     }
 
 
+def _labels(cfg: SampleInferenceConfig) -> dict[str, str]:
+    return {"app.kubernetes.io/name": cfg.name}
+
+
 def deployment_spec(
     cfg: SampleInferenceConfig, gpu_pools: Sequence[GpuPoolConfig] = (), pools: Sequence[str] | None = None
 ) -> k8s.apps.v1.DeploymentSpecArgsDict:
     """Deployment spec without `replicas`: KEDA owns the replica count."""
-    labels = {"app.kubernetes.io/name": cfg.name}
+    labels = _labels(cfg)
     scheduling = gpu_pod_scheduling_on(gpu_pools, pools)
     pod: k8s.core.v1.PodSpecArgsDict = {
         "node_selector": scheduling["nodeSelector"],
@@ -100,40 +104,55 @@ class GpuInferenceSample(pulumi.ComponentResource):
     def __init__(self, name: str, args: GpuInferenceSampleArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("aks-gpu-platform:index:GpuInferenceSample", name, None, opts)
         cfg = args["settings"]
-        gpu_pools = list(args.get("gpu_pools", []))
         in_cluster = args["cluster"].k8s_options(self)
-        labels = {"app.kubernetes.io/name": cfg.name}
-
         namespace = k8s.core.v1.Namespace(
             f"{name}-namespace",
             metadata={"name": cfg.namespace, "labels": pod_security_labels("restricted")},
             opts=in_cluster,
         )
-        deployment = k8s.apps.v1.Deployment(
+        self.namespace = namespace.metadata.name
+        deployment = self._server(name, args, in_cluster)
+        self._disruption_budget(name, cfg, in_cluster)
+        self._network_policy(name, cfg, in_cluster)
+        self.autoscaling = self._scaling(name, args, deployment)
+        self.register_outputs({"namespace": self.namespace})
+
+    def _server(
+        self, name: str, args: GpuInferenceSampleArgs, in_cluster: pulumi.ResourceOptions
+    ) -> k8s.apps.v1.Deployment:
+        """The Triton Deployment on the GPU pools it may use."""
+        cfg = args["settings"]
+        return k8s.apps.v1.Deployment(
             f"{name}-deployment",
             metadata={
                 "name": cfg.name,
-                "namespace": namespace.metadata.name,
-                "labels": labels,
+                "namespace": self.namespace,
+                "labels": _labels(cfg),
                 "annotations": CHECKOV_SKIPS,
             },
-            spec=deployment_spec(cfg, gpu_pools, args.get("pools")),
+            spec=deployment_spec(cfg, list(args.get("gpu_pools", [])), args.get("pools")),
             opts=pulumi.ResourceOptions.merge(
                 in_cluster,
                 # KEDA sets spec.replicas; re-applying a value would undo its scaling on every update.
                 pulumi.ResourceOptions(ignore_changes=["spec.replicas"]),
             ),
         )
+
+    def _disruption_budget(self, name: str, cfg: SampleInferenceConfig, in_cluster: pulumi.ResourceOptions) -> None:
+        labels = _labels(cfg)
         k8s.policy.v1.PodDisruptionBudget(
             f"{name}-pdb",
-            metadata={"name": cfg.name, "namespace": namespace.metadata.name, "labels": labels},
+            metadata={"name": cfg.name, "namespace": self.namespace, "labels": labels},
             # maxUnavailable, not minAvailable: a floor equal to the replica count would block every node drain.
             spec={"max_unavailable": 1, "selector": {"match_labels": labels}},
             opts=in_cluster,
         )
+
+    def _network_policy(self, name: str, cfg: SampleInferenceConfig, in_cluster: pulumi.ResourceOptions) -> None:
+        labels = _labels(cfg)
         k8s.networking.v1.NetworkPolicy(
             f"{name}-network-policy",
-            metadata={"name": cfg.name, "namespace": namespace.metadata.name, "labels": labels},
+            metadata={"name": cfg.name, "namespace": self.namespace, "labels": labels},
             # Inference clients in the namespace may reach the HTTP port; the server itself calls nothing.
             spec={
                 "pod_selector": {"match_labels": labels},
@@ -148,7 +167,11 @@ class GpuInferenceSample(pulumi.ComponentResource):
             },
             opts=in_cluster,
         )
-        self.autoscaling = GpuAutoscaling(
+
+    def _scaling(self, name: str, args: GpuInferenceSampleArgs, deployment: k8s.apps.v1.Deployment) -> GpuAutoscaling:
+        """KEDA scaling of the Deployment on its GPU utilisation, once it exists."""
+        cfg = args["settings"]
+        return GpuAutoscaling(
             f"{name}-scaling",
             {
                 "cluster": args["cluster"],
@@ -161,5 +184,3 @@ class GpuInferenceSample(pulumi.ComponentResource):
             },
             opts=pulumi.ResourceOptions(parent=self, depends_on=[deployment]),
         )
-        self.namespace = namespace.metadata.name
-        self.register_outputs({"namespace": self.namespace})

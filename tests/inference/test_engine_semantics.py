@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from aks_gpu_platform.components.inference.serving import IMAGE_PULL_ALLOWANCE_SECONDS
+from aks_gpu_platform.components.inference.vllm_server import IMAGE_PULL_ALLOWANCE_SECONDS
 from aks_gpu_platform.config import ConfigError, load_platform_config
 from aks_gpu_platform.config.catalog.cold_start import AUTOSCALER_GPU_DELAY, NODE_PROVISIONING
 from aks_gpu_platform.config.catalog.gpu_sizes import GPU_SKUS

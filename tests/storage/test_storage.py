@@ -246,7 +246,7 @@ def test_blob_classes_are_standard_and_premium(recordings: dict[str, Recording],
 
 def test_dev_plans_without_lustre(dev_recording: Recording) -> None:
     assert dev_recording.of_type(FILESYSTEM) == [], "dev switches Lustre off to save its full-size bill"
-    # The one claim left is the served model's weights cache, on a Blob class (components/inference/serving.py).
+    # The one claim left is the served model's weights cache, on a Blob class (components/inference/weights_cache.py).
     claims = dev_recording.of_type(PVC)
     lustre_claims = [c for c in claims if not str(c.inputs["spec"].get("storageClassName", "")).startswith("blob-")]
     assert dev_recording.of_type(ACCOUNT) == [] and lustre_claims == []
