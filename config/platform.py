@@ -177,13 +177,6 @@ class PlatformConfig(ConfigModel):
         """Pools that mount Lustre: the CPU pool (preprocessing) and every GPU pool (training)."""
         return [p for p in self.all_pools if p[0] != "systemPool"]
 
-    @property
-    def weights_cache_class(self) -> str:
-        """The StorageClass of the served models' weights caches (checked to exist when models are served)."""
-        found = self.storage.blob_classes.read_write_many_class
-        assert found is not None, "checked by check_weights_cache_class"
-        return found
-
     def sample_inference_pools(self) -> list[str] | None:
         """The GPU pools the sample inference server's kept-up replicas may run on, or None for any GPU pool.
 
