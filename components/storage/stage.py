@@ -55,7 +55,7 @@ def build_storage(
     anf = storage.netapp_files
     if not anf.enabled:
         return lustre, None
-    assert network.netapp_subnet_id is not None  # PlatformConfig requires the subnet with netappFiles
+    assert network.netapp_subnet_id is not None  # check_netapp_files_subnet (config/rules.py) requires it
     anf_args: NetAppFilesArgs = {
         "settings": anf,
         "cluster": handle,
