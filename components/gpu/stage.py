@@ -141,19 +141,7 @@ def build_gpu_operations(
     """AMD's GPU Operator where pools are AMD, GPU health (alerts and remediation, which never drains
     `platform_namespaces`), and the validation checks pools opt into (returned, or None)."""
     if any(pool.vendor == "amd" for pool in gpu_pools):
-        AmdGpuStack(  # AMD pools: AMD's GPU Operator and its exporter's PodMonitor
-            place.role("amd-gpu"),
-            {
-                "pools": gpu_pools,
-                "cluster": handle,
-                "registry_name": registry.registry.name,
-                "registry_id": registry.registry_id,
-                "registry_login_server": registry.login_server,
-                "scrape_dependencies": metrics.scrape_dependencies,
-                "scrape_interval_seconds": monitoring.dcgm_exporter.scrape_interval_seconds,
-            },
-            place.child("amd-gpu"),
-        )
+        _build_amd_gpu(place, handle, registry, metrics, gpu_pools, monitoring.dcgm_exporter.scrape_interval_seconds)
     # GPU health alerts (node conditions, DCGM counters) and, when enabled, NVSentinel remediation.
     GpuHealth(
         place.role("gpu-health"),
@@ -183,4 +171,29 @@ def build_gpu_operations(
             "depends_on": [*(p.agent_pool for p in node_pools), *software.releases],
         },
         place.child("gpu-validation"),
+    )
+
+
+def _build_amd_gpu(
+    place: Placement,
+    handle: ClusterHandle,
+    registry: Registry,
+    metrics: MetricsPipeline,
+    gpu_pools: Sequence[GpuPoolConfig],
+    scrape_interval_seconds: int,
+) -> None:
+    """AMD's GPU Operator for the AMD pools, its images through the registry, its exporter scraped with the DCGM
+    exporter's interval."""
+    AmdGpuStack(
+        place.role("amd-gpu"),
+        {
+            "pools": gpu_pools,
+            "cluster": handle,
+            "registry_name": registry.registry.name,
+            "registry_id": registry.registry_id,
+            "registry_login_server": registry.login_server,
+            "scrape_dependencies": metrics.scrape_dependencies,
+            "scrape_interval_seconds": scrape_interval_seconds,
+        },
+        place.child("amd-gpu"),
     )
