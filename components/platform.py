@@ -20,7 +20,7 @@ from aks_gpu_platform.config.gpu.scheduling import gpu_tolerations
 from aks_gpu_platform.config.platform import PlatformConfig
 
 from .cluster.aks_cluster import AksCluster
-from .cluster.stage import build_cluster, build_cpu_pool, build_site, pool_placement
+from .cluster.stage import build_cluster, build_cpu_pool, build_pod_security, build_site, pool_placement
 from .gpu.amd_stack import AMD_GPU_OPERATOR_NAMESPACE
 from .gpu.dra_driver import DRA_DRIVER_NAMESPACE
 from .gpu.health import CERT_MANAGER_NAMESPACE
@@ -155,33 +155,54 @@ class AksGpuPlatform(pulumi.ComponentResource):
         super().__init__("aks-gpu-platform:index:AksGpuPlatform", name, None, opts)
         cfg, place = config, Placement(self, name)
 
-        serving_controllers, serving_own = serving_namespaces(cfg)
+        serving_controllers, serving_own = serving_namespaces(cfg.inference)
         undrained = (*PLATFORM_NAMESPACES, *serving_controllers)
-        site = build_site(cfg, place)
-        logs, cluster_monitoring = build_logs(cfg, place, site)
+        # Each stage: what it builds on, then the settings it reads.
+        site = build_site(
+            place,
+            cfg.environment, cfg.location, cfg.resource_group, cfg.network, cfg.tags, cfg.protect_stateful,
+        )  # fmt: skip
+        logs, cluster_monitoring = build_logs(place, site, cfg.monitoring.logs, cfg.cluster.name)
         aks, handle = build_cluster(
-            cfg, place, site, cluster_monitoring, api_server_sources, (*OWN_NAMESPACES, *serving_own)
-        )
-        joins = pool_placement(cfg, handle, site.network)
-        cpu_pool = build_cpu_pool(cfg, place, joins)
-        gpu_pools = build_gpu_pools(cfg, place, joins)
-        registry = build_registry(cfg, place, handle, site, aks)
+            place, site, cluster_monitoring,
+            cfg.cluster, cfg.system_pool, cfg.upgrade, cfg.security,
+            keda_enabled=cfg.autoscaling.keda_enabled, api_server_sources=api_server_sources,
+        )  # fmt: skip
+        build_pod_security(
+            place, handle,
+            cfg.security, cfg.environment, (*OWN_NAMESPACES, *serving_own), cfg.training, cfg.gpu_pools, cfg.inference,
+        )  # fmt: skip
+        joins = pool_placement(handle, site.network, cfg.cluster, cfg.upgrade, cfg.security)
+        cpu_pool = build_cpu_pool(place, joins, cfg.cpu_pool, cfg.upgrade)
+        gpu_pools = build_gpu_pools(place, joins, cfg.gpu_pools, cfg.gpu_stack, cfg.gpu_health, cfg.upgrade)
+        registry = build_registry(place, handle, site, aks, cfg.monitoring.registry, cfg.cluster.name)
         # Every in-cluster object waits for the pulls through the registry; every image is rewritten to it.
         handle = dataclasses.replace(handle, image_pulls=registry.pulls_ready)
         with pulled_through(login_server_of(cfg.monitoring.registry, cfg.cluster.name)):
-            gpu_stack = build_gpu_software(cfg, place, handle, gpu_pools)
-            upgrades = build_upgrade(cfg, place, handle)
-            monitoring = build_monitoring(cfg, place, handle, registry, logs, gpu_stack.driver_runtime)
+            gpu_stack = build_gpu_software(place, handle, gpu_pools, cfg.gpu_stack, cfg.gpu_pools)
+            upgrades = build_upgrade(place, handle, cfg.upgrade)
+            monitoring = build_monitoring(
+                place, handle, registry, logs, gpu_stack.driver_runtime,
+                cfg.monitoring, cfg.cluster, cfg.gpu_stack, cfg.gpu_pools, cfg.training,
+            )  # fmt: skip
             validation = build_gpu_operations(
-                cfg, place, handle, aks, gpu_pools, gpu_stack, registry, monitoring, undrained
-            )
-            lustre, netapp_files = build_storage(cfg, place, handle, site.network)
+                place, handle, gpu_pools, gpu_stack, registry, monitoring, undrained,
+                cfg.gpu_pools, cfg.gpu_stack, cfg.gpu_health, cfg.monitoring, cfg.cluster.name,
+            )  # fmt: skip
+            lustre, netapp_files = build_storage(
+                place, handle, site.network,
+                cfg.storage, cfg.gpu_pools, cfg.network.nodes_cidr,
+            )  # fmt: skip
             training, team_storage = build_training(
-                cfg, place, handle, lustre, monitoring, teams_submit_here=teams_submit_here
-            )
+                place, handle, lustre, monitoring,
+                cfg.training, cfg.gpu_pools, cfg.cpu_pool, cfg.security, cfg.storage, cfg.network, cfg.monitoring,
+                teams_submit_here=teams_submit_here,
+            )  # fmt: skip
             self.model_serving = build_inference(
-                cfg, place, handle, monitoring, training.namespaces if training is not None else None
-            )
+                place, handle, monitoring, training.namespaces if training is not None else None,
+                cfg.autoscaling, cfg.inference, cfg.gpu_pools, cfg.training, cfg.cpu_pool, cfg.monitoring,
+                cfg.storage.blob_classes, cfg.hugging_face_token, sample_pools=cfg.sample_inference_pools(),
+            )  # fmt: skip
             if training is not None and team_storage is not None and cfg.training.teams:
                 team_platform_info(
                     place.role("platform-info"),

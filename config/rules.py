@@ -1,18 +1,25 @@
-"""Rules across sections: team namespaces under the pod security policy, what NVIDIA-only features need on AMD
-pools, what aksManaged pools cannot do yet, which pools can run which validation, and the Lustre startup taint no AKS
-pool can carry.
+"""Rules across sections, in the order PlatformConfig (config/platform.py) runs them: where the pools fit (regions,
+names, the nodes subnet, the cluster's own ranges and version), what NVIDIA-only features need on AMD pools, what
+aksManaged pools cannot do yet, which pools can run which validation, the Lustre startup taint no AKS pool can carry,
+team namespaces under the pod security policy, the subnets Lustre and NetApp Files need, team quotas beside the
+pools and the sample server, and what served models need of storage and the autoscaler.
 
-PlatformConfig (config/platform.py) runs them before any resource is registered, handing each the sections it
-reads; each raises a field error that names the setting to change. Only the platform model imports this module,
-and it imports sections only, so no section depends back on the whole model.
+PlatformConfig runs them before any resource is registered, handing each the sections it reads; each raises a field
+error that names the setting to change. Only the platform model imports this module, and it imports sections only,
+so no section depends back on the whole model.
 """
 
 from __future__ import annotations
 
+import datetime
+import ipaddress
 from collections.abc import Sequence
 
-from .catalog.lustre_skus import LUSTRE_STARTUP_TAINT_KEY
-from .cluster.section import AutoscalerProfileConfig
+from .catalog.aks_versions import why_not_creatable
+from .catalog.lustre_skus import LUSTRE_STARTUP_TAINT_KEY, required_subnet_prefix
+from .catalog.regions import region
+from .cluster.node_pools import AutoscaledPoolConfig, CpuPoolConfig, SystemPoolConfig
+from .cluster.section import AutoscalerProfileConfig, ClusterConfig
 from .cluster.security import SecurityConfig
 from .errors import field_error
 from .gpu.health import GpuHealthConfig
@@ -26,8 +33,74 @@ from .inference.runtime import (
     TERMINATION_GRACE_SECONDS,
 )
 from .inference.section import AutoscalingConfig
-from .storage.section import BlobClassesConfig
-from .training.section import TrainingConfig
+from .network.section import NETAPP_DELEGATION, NetworkConfig, usable_addresses
+from .storage.section import LUSTRE_CLIENT_OS_SKUS, BlobClassesConfig, StorageConfig, nid_list_covers, nid_list_for
+from .training.section import FLAVOR_MAX_TAINTS, TrainingConfig, gpu_capacity, gpus_per_node
+from .upgrade.section import UpgradeConfig
+
+# A pool with the config path that names it in errors (systemPool, cpuPool, gpuPools[i]).
+NamedPool = tuple[str, AutoscaledPoolConfig]
+
+
+def check_zones_exist(location: str, pools: Sequence[NamedPool]) -> None:
+    """Every pool's zones exist in the region (some regions have none)."""
+    found = region(location)
+    assert found is not None, "checked by PlatformConfig._check_region"
+    for path, pool in pools:
+        beyond = [zone for zone in pool.zones if int(zone) > found.zones]
+        if beyond:
+            offered = f"zones 1-{found.zones}" if found.zones else "no availability zones: set zones: []"
+            raise field_error(f"{path}.zones", pool.zones, f"{location} offers {offered}")
+
+
+def check_pool_names_unique(pools: Sequence[NamedPool]) -> None:
+    """System, CPU and GPU pools share one namespace of AKS agent pool names."""
+    seen: dict[str, str] = {}
+    for path, pool in pools:
+        if pool.name in seen:
+            raise field_error(f"{path}.name", pool.name, f"pool names must be unique; {seen[pool.name]} has it")
+        seen[pool.name] = path
+
+
+def check_nodes_subnet_fits(
+    network: NetworkConfig,
+    upgrade: UpgradeConfig,
+    system_pool: SystemPoolConfig,
+    cpu_pool: CpuPoolConfig,
+    gpu_pools: Sequence[GpuPoolConfig],
+) -> None:
+    """CNI overlay: one subnet address per node, plus the surge nodes each pool adds while upgrading."""
+    sized: list[tuple[AutoscaledPoolConfig, int]] = [
+        (system_pool, upgrade.system_pool.surge_nodes(system_pool.max_count)),
+        (cpu_pool, upgrade.cpu_pool.surge_nodes(cpu_pool.max_count)),
+        *((pool, upgrade.gpu_pools.surge_nodes(pool.max_count)) for pool in gpu_pools),
+    ]
+    needed = sum(pool.max_count + surge for pool, surge in sized)
+    nodes = network.nodes_cidr
+    if needed > usable_addresses(nodes):
+        where = "existingSubnets.nodesSubnetCidr" if network.uses_existing_subnets else "subnets.nodes"
+        raise field_error(
+            f"network.{where}",
+            str(nodes),
+            f"holds {usable_addresses(nodes)} nodes but the pools' maxCount plus their upgrade surge need {needed}",
+        )
+
+
+def check_kubernetes_version(cluster: ClusterConfig, upgrade: UpgradeConfig, on: datetime.date) -> None:
+    """AKS creates the cluster's minor under its support plan on `on` (config/catalog/aks_versions.py)."""
+    problem = why_not_creatable(cluster.kubernetes_version, upgrade.support_plan, on)
+    if problem is not None:
+        raise field_error("cluster.kubernetesVersion", cluster.kubernetes_version, problem)
+
+
+def check_cluster_ranges_outside_vnet(network: NetworkConfig, cluster: ClusterConfig) -> None:
+    """The overlay's pod and service ranges must not shadow addresses of the VNet the nodes live in."""
+    if network.address_space is None:
+        return
+    vnet = ipaddress.IPv4Network(network.address_space)
+    for key, value in (("podCidr", cluster.pod_cidr), ("serviceCidr", cluster.service_cidr)):
+        if ipaddress.IPv4Network(value).overlaps(vnet):
+            raise field_error(f"cluster.{key}", value, f"must not overlap network.addressSpace ({vnet})")
 
 
 def check_amd_pools(
@@ -228,19 +301,174 @@ def check_rdma_pod_security(
         )
 
 
-def weights_cache_class(blob_classes: BlobClassesConfig) -> str | None:
-    """The ReadWriteMany class a served model's weights cache claims: the premium Blob class the stack creates
-    (a start reads many shards), else its standard one; None when `storage.blobClasses` creates neither."""
-    for blob_class in (blob_classes.premium, blob_classes.standard):
-        if blob_class.enabled:
-            return blob_class.name
-    return None
+def check_lustre_subnet_size(storage: StorageConfig, network: NetworkConfig) -> None:
+    """The Lustre subnet holds the addresses the filesystem's size needs (config/catalog/lustre_skus.py)."""
+    lustre = storage.lustre
+    if lustre is None or not lustre.enabled:
+        return
+    prefix = required_subnet_prefix(lustre.capacity_tib)
+    subnet = network.lustre_cidr
+    if subnet.prefixlen > prefix:
+        where = "existingSubnets.lustreSubnetCidr" if network.uses_existing_subnets else "subnets.lustre"
+        raise field_error(
+            f"network.{where}",
+            str(subnet),
+            f"storage.lustre.capacityTiB {lustre.capacity_tib} needs a /{prefix} or larger subnet",
+        )
+
+
+def check_lustre_root_squash(storage: StorageConfig, network: NetworkConfig, training: TrainingConfig) -> None:
+    """Each team's directory is created as root from a node (components/training/team_storage.py); squashed, it
+    fails: with teams, root squash must exempt the nodes subnet."""
+    lustre = storage.lustre
+    if lustre is None or not lustre.enabled:
+        return
+    squash = lustre.root_squash
+    nodes = network.nodes_cidr
+    teams = training.enabled and bool(training.teams)
+    if teams and squash.mode != "None" and not nid_list_covers(squash.no_squash_nid_lists, nodes):
+        raise field_error(
+            "storage.lustre.rootSquash.noSquashNidLists",
+            squash.no_squash_nid_lists,
+            f"must cover the nodes subnet {nodes} (e.g. {nid_list_for(nodes)!r}): the platform creates each "
+            "team's directory as root from a node, which root squash would refuse; team pods never run as "
+            "root (docs/security.md)",
+        )
+
+
+def check_lustre_client_os(storage: StorageConfig, client_pools: Sequence[NamedPool]) -> None:
+    """Pools that mount Lustre run an OS the Lustre CSI client supports."""
+    lustre = storage.lustre
+    if lustre is None or not lustre.enabled:
+        return
+    for path, pool in client_pools:
+        if pool.os_sku not in LUSTRE_CLIENT_OS_SKUS:
+            raise field_error(
+                f"{path}.osSku",
+                pool.os_sku,
+                f"pools that mount Lustre must run {' or '.join(LUSTRE_CLIENT_OS_SKUS)} (Lustre CSI client)",
+            )
+
+
+def check_netapp_files_subnet(storage: StorageConfig, network: NetworkConfig) -> None:
+    """NetApp Files volumes live in a subnet delegated to it."""
+    if not storage.netapp_files.enabled or network.netapp_cidr is not None:
+        return
+    if network.uses_existing_subnets:
+        where, hint = "existingSubnets.netappSubnetId", "an existing subnet and its netappSubnetCidr"
+    else:
+        where, hint = "subnets.netapp", "a CIDR inside addressSpace, /28 or larger"
+    raise field_error(
+        f"network.{where}",
+        None,
+        f"storage.netappFiles.enabled needs a subnet delegated to {NETAPP_DELEGATION}: {hint}",
+    )
+
+
+def check_quotas_fit_pools(training: TrainingConfig, gpu_pools: Sequence[GpuPoolConfig]) -> None:
+    """Each quota names a GPU pool, and the nominal quotas on a pool (guaranteed shares) fit its GPUs."""
+    pools = {p.name: p for p in gpu_pools}
+    nominal: dict[str, int] = {}
+    holders: dict[str, list[str]] = {}
+    for i, team in enumerate(training.teams):
+        for j, quota in enumerate(team.quotas):
+            path = f"training.teams[{i}].quotas[{j}]"
+            pool = pools.get(quota.pool)
+            if pool is None:
+                raise field_error(f"{path}.pool", quota.pool, f"must name a GPU pool in gpuPools: {sorted(pools)}")
+            capacity = gpu_capacity(pool)
+            nominal[pool.name] = nominal.get(pool.name, 0) + quota.gpus
+            holders.setdefault(pool.name, []).append(team.name)
+            if nominal[pool.name] > capacity:
+                raise field_error(
+                    f"{path}.gpus",
+                    quota.gpus,
+                    f"pool {pool.name} holds at most {capacity} GPUs (maxCount {pool.max_count} x "
+                    f"{gpus_per_node(pool)} per node); teams {holders[pool.name]} ask {nominal[pool.name]} "
+                    "in nominal quota (guaranteed shares must fit; idle ones are lent through the cohort)",
+                )
+
+
+def models_kept_gpus(inference: InferenceConfig) -> dict[str, int]:
+    """Pool name -> the GPUs the served models' kept-up replicas (minReplicas) hold there."""
+    kept: dict[str, int] = {}
+    for model in inference.models:
+        kept[model.pool] = kept.get(model.pool, 0) + model.min_replicas * model.gpus_per_replica
+    return kept
+
+
+def check_quotas_beside_sample_inference(
+    autoscaling: AutoscalingConfig,
+    training: TrainingConfig,
+    inference: InferenceConfig,
+    gpu_pools: Sequence[GpuPoolConfig],
+    sample_pools: Sequence[str] | None,
+) -> None:
+    """Where no pool the sample can run on (`sample_pools`, PlatformConfig.sample_inference_pools) has room for its
+    kept-up replicas beside the team quotas, a job asking for its team's whole quota would be admitted by Kueue and
+    never placed (the atomic scale-up cannot add a node past maxCount): refuse the quota."""
+    sample = autoscaling.sample_inference
+    reachable = [p for p in gpu_pools if p.sku.vendor == "nvidia" and gpus_per_node(p) >= sample.gpus_per_pod]
+    if sample_pools is None or any(p.name in sample_pools for p in reachable) or not reachable:
+        return
+    nominal = training.nominal_gpus()
+    pool = next(p for p in reachable if nominal.get(p.name))
+    holders = [team.name for team in training.teams for quota in team.quotas if quota.pool == pool.name]
+    i, j = next(
+        (i, j)
+        for i, team in enumerate(training.teams)
+        for j, quota in enumerate(team.quotas)
+        if quota.pool == pool.name
+    )
+    pinned = sample.scaling.min_replicas * sample.gpus_per_pod
+    raise field_error(
+        f"training.teams[{i}].quotas[{j}].gpus",
+        training.teams[i].quotas[j].gpus,
+        f"pool {pool.name} holds {gpu_capacity(pool)} GPUs (maxCount {pool.max_count} x {gpus_per_node(pool)}); "
+        f"teams {holders} ask {nominal[pool.name]} in nominal quota while "
+        f"autoscaling.sampleInference keeps {pinned} GPU(s) up (minReplicas {sample.scaling.min_replicas} x "
+        f"gpusPerPod {sample.gpus_per_pod}) and no GPU pool has room for them beside the team quotas and the "
+        f"served models' kept-up replicas ({models_kept_gpus(inference).get(pool.name, 0)} GPU(s) here): a job "
+        "using the whole quota would be admitted and never placed. "
+        "Lower the quota, raise the pool's maxCount, or set the sample's minReplicas to 0",
+    )
+
+
+def check_flavor_taints(training: TrainingConfig, gpu_pools: Sequence[GpuPoolConfig]) -> None:
+    """With training on, each pool's ResourceFlavor lists its taints, and Kueue caps how many."""
+    if not training.enabled:
+        return
+    for i, pool in enumerate(gpu_pools):
+        taints = 1 + len(pool.taints) + (1 if pool.priority == "Spot" else 0)
+        if taints > FLAVOR_MAX_TAINTS:
+            raise field_error(
+                f"gpuPools[{i}].taints",
+                pool.taints,
+                f"with training on, a pool's ResourceFlavor lists its taints: at most {FLAVOR_MAX_TAINTS} "
+                "counting the GPU taint (and Spot's)",
+            )
+
+
+def check_team_namespaces_beside_lustre(training: TrainingConfig, storage: StorageConfig) -> None:
+    """The Lustre component owns its training namespace; each team namespace gets its own claim instead."""
+    lustre = storage.lustre
+    if lustre is None or not lustre.enabled:
+        return
+    for i, team in enumerate(training.teams):
+        if team.namespace_name == lustre.training.namespace:
+            where = f"training.teams[{i}].namespace" if team.namespace else f"training.teams[{i}].name"
+            raise field_error(
+                where,
+                team.namespace_name,
+                "must differ from storage.lustre.training.namespace (the Lustre component owns it; "
+                "each team namespace gets its own claim on the filesystem)",
+            )
 
 
 def check_weights_cache_class(inference: InferenceConfig, blob_classes: BlobClassesConfig) -> None:
     """A claim naming a class nobody creates never binds: the model's pods stay Pending and `pulumi up` waits out
     its timeout. Served models need one Blob class the stack creates."""
-    if inference.models and weights_cache_class(blob_classes) is None:
+    if inference.models and blob_classes.read_write_many_class is None:
         raise field_error(
             "storage.blobClasses.premium.enabled",
             False,

@@ -8,10 +8,12 @@ from typing import Protocol
 
 import pulumi
 
-from aks_gpu_platform.config.platform import PlatformConfig
+from aks_gpu_platform.config.gpu.health import GpuHealthConfig
+from aks_gpu_platform.config.gpu.section import GpuPoolConfig, GpuStackConfig
+from aks_gpu_platform.config.monitoring.section import MonitoringConfig
+from aks_gpu_platform.config.upgrade.section import UpgradeConfig
 
 from ..cluster.agent_pools import PoolPlacementArgs, pool_upgrade_settings
-from ..cluster.aks_cluster import AksCluster
 from ..monitoring.registry import Registry
 from ..shared.context import ClusterHandle
 from ..shared.placement import Placement
@@ -37,139 +39,161 @@ class MetricsPipeline(Protocol):
 
 
 def build_gpu_pools(
-    cfg: PlatformConfig, place: Placement, joins: PoolPlacementArgs
+    place: Placement,
+    joins: PoolPlacementArgs,
+    gpu_pools: Sequence[GpuPoolConfig],
+    gpu_stack: GpuStackConfig,
+    gpu_health: GpuHealthConfig,
+    upgrade: UpgradeConfig,
 ) -> list[GpuNodePool | ManagedGpuNodePool]:
     """One pool per `gpuPools` entry (AKS-managed GPU pools in `gpuStack.mode` aksManaged)."""
     # Labels NVSentinel's node agents select on, set through the pools so scale-from-zero nodes carry them.
-    health_labels = remediation_node_labels(cfg.gpu_health)
-    gpu_pools: list[GpuNodePool | ManagedGpuNodePool] = [
+    health_labels = remediation_node_labels(gpu_health)
+    node_pools: list[GpuNodePool | ManagedGpuNodePool] = [
         ManagedGpuNodePool(  # gpuStack.mode aksManaged: AKS installs and runs the GPU stack on the node
             place.role(f"gpu-{pool.name}"),
             {
                 "pool": pool,
                 "cluster": joins["cluster"],
                 "nodes_subnet_id": joins["nodes_subnet_id"],
-                "kubernetes_version": cfg.cluster.kubernetes_version,
-                "tracks_versions": cfg.upgrade.tracks_versions,
-                "upgrade_settings": pool_upgrade_settings(cfg.upgrade.gpu_pools),
-                "encryption_at_host": cfg.security.encryption_at_host,
+                "kubernetes_version": joins["kubernetes_version"],
+                "tracks_versions": joins["tracks_versions"],
+                "upgrade_settings": pool_upgrade_settings(upgrade.gpu_pools),
+                "encryption_at_host": joins.get("encryption_at_host", False),
                 "extra_node_labels": health_labels,
             },
             place.child(f"gpu-{pool.name}"),
         )
-        if cfg.gpu_stack.mode == "aksManaged"
+        if gpu_stack.mode == "aksManaged"
         else GpuNodePool(
             place.role(f"gpu-{pool.name}"),
             {
                 **joins,
                 "settings": pool,
-                "stack_mode": cfg.gpu_stack.mode,
-                "upgrade": cfg.upgrade.gpu_pools,
+                "stack_mode": gpu_stack.mode,
+                "upgrade": upgrade.gpu_pools,
                 "extra_node_labels": health_labels,
             },
             place.child(f"gpu-{pool.name}"),
         )
-        for pool in cfg.gpu_pools
+        for pool in gpu_pools
     ]
-    return gpu_pools
+    return node_pools
 
 
 def build_gpu_software(
-    cfg: PlatformConfig,
     place: Placement,
     handle: ClusterHandle,
-    gpu_pools: Sequence[GpuNodePool | ManagedGpuNodePool],
+    node_pools: Sequence[GpuNodePool | ManagedGpuNodePool],
+    gpu_stack: GpuStackConfig,
+    gpu_pools: Sequence[GpuPoolConfig],
 ) -> GpuStack:
     """The cluster-wide GPU stack, the smoke test `pulumi up` waits for, and the image pre-pull of the pools."""
-    gpu_stack = GpuStack(
+    software = GpuStack(
         place.role("gpu-stack"),
-        {"settings": cfg.gpu_stack, "pools": cfg.gpu_pools, "cluster": handle},
+        {"settings": gpu_stack, "pools": gpu_pools, "cluster": handle},
         place.child("gpu-stack"),
     )
-    if cfg.gpu_stack.smoke_test:
+    if gpu_stack.smoke_test:
         GpuSmokeTest(
             place.role("gpu-smoke-test"),
             {
-                "namespace": gpu_stack.namespace,
+                "namespace": software.namespace,
                 # The Job's name hashes these: a change to the GPU settings reruns the test.
                 "fingerprint": {
-                    "gpuPools": [p.as_settings() for p in cfg.gpu_pools],
-                    "gpuStack": cfg.gpu_stack.as_settings(),
+                    "gpuPools": [p.as_settings() for p in gpu_pools],
+                    "gpuStack": gpu_stack.as_settings(),
                 },
-                "gpu_pools": cfg.gpu_pools,
-                "depends_on": [*(p.agent_pool for p in gpu_pools), *gpu_stack.releases],
+                "gpu_pools": gpu_pools,
+                "depends_on": [*(p.agent_pool for p in node_pools), *software.releases],
                 "cluster": handle,
             },
             place.child("gpu-smoke-test"),
         )
-    if any(pool.cold_start.pre_pull_images for pool in cfg.gpu_pools):
+    if any(pool.cold_start.pre_pull_images for pool in gpu_pools):
         ImagePrepull(
             place.role("image-prepull"),
             {
-                "namespace": gpu_stack.namespace,
-                "gpu_pools": cfg.gpu_pools,
+                "namespace": software.namespace,
+                "gpu_pools": gpu_pools,
                 "cluster": handle,
-                "depends_on": gpu_stack.releases,
+                "depends_on": software.releases,
             },
             place.child("image-prepull"),
         )
-    return gpu_stack
+    return software
 
 
 def build_gpu_operations(
-    cfg: PlatformConfig,
     place: Placement,
     handle: ClusterHandle,
-    aks: AksCluster,
-    gpu_pools: Sequence[GpuNodePool | ManagedGpuNodePool],
-    gpu_stack: GpuStack,
+    node_pools: Sequence[GpuNodePool | ManagedGpuNodePool],
+    software: GpuStack,
     registry: Registry,
-    monitoring: MetricsPipeline,
+    metrics: MetricsPipeline,
     platform_namespaces: Sequence[str],
+    gpu_pools: Sequence[GpuPoolConfig],
+    gpu_stack: GpuStackConfig,
+    gpu_health: GpuHealthConfig,
+    monitoring: MonitoringConfig,
+    base_name: str,
 ) -> GpuValidation | None:
     """AMD's GPU Operator where pools are AMD, GPU health (alerts and remediation, which never drains
     `platform_namespaces`), and the validation checks pools opt into (returned, or None)."""
-    if any(pool.vendor == "amd" for pool in cfg.gpu_pools):
-        AmdGpuStack(  # AMD pools: AMD's GPU Operator and its exporter's PodMonitor
-            place.role("amd-gpu"),
-            {
-                "pools": cfg.gpu_pools,
-                "cluster": handle,
-                "registry_name": registry.registry.name,
-                "registry_id": registry.registry_id,
-                "registry_login_server": registry.login_server,
-                "scrape_dependencies": monitoring.scrape_dependencies,
-                "scrape_interval_seconds": cfg.monitoring.dcgm_exporter.scrape_interval_seconds,
-            },
-            place.child("amd-gpu"),
-        )
+    if any(pool.vendor == "amd" for pool in gpu_pools):
+        _build_amd_gpu(place, handle, registry, metrics, gpu_pools, monitoring.dcgm_exporter.scrape_interval_seconds)
     # GPU health alerts (node conditions, DCGM counters) and, when enabled, NVSentinel remediation.
     GpuHealth(
         place.role("gpu-health"),
         {
-            "settings": cfg.gpu_health,
-            "gpu_pools": cfg.gpu_pools,
-            "stack_mode": cfg.gpu_stack.mode,
-            "operator_dcgm": cfg.gpu_stack.operator_dcgm,
+            "settings": gpu_health,
+            "gpu_pools": gpu_pools,
+            "stack_mode": gpu_stack.mode,
+            "operator_dcgm": gpu_stack.operator_dcgm,
             "cluster": handle,
-            "action_group_id": monitoring.action_group_id,
-            "monitor_workspace_id": monitoring.monitor_workspace_id,
-            "cluster_id": aks.cluster_id,
-            "alerts_enabled": cfg.monitoring.alerts.enabled,
-            "base_name": cfg.cluster.name,
-            "depends_on": gpu_stack.releases,
+            "action_group_id": metrics.action_group_id,
+            "monitor_workspace_id": metrics.monitor_workspace_id,
+            "cluster_id": handle.cluster_id,
+            "alerts_enabled": monitoring.alerts.enabled,
+            "base_name": base_name,
+            "depends_on": software.releases,
             "platform_namespaces": platform_namespaces,
         },
         place.child("gpu-health"),
     )
-    if not any(pool.validation.any for pool in cfg.gpu_pools):
+    if not any(pool.validation.any for pool in gpu_pools):
         return None
     return GpuValidation(
         place.role("gpu-validation"),
         {
-            "gpu_pools": cfg.gpu_pools,
+            "gpu_pools": gpu_pools,
             "cluster": handle,
-            "depends_on": [*(p.agent_pool for p in gpu_pools), *gpu_stack.releases],
+            "depends_on": [*(p.agent_pool for p in node_pools), *software.releases],
         },
         place.child("gpu-validation"),
+    )
+
+
+def _build_amd_gpu(
+    place: Placement,
+    handle: ClusterHandle,
+    registry: Registry,
+    metrics: MetricsPipeline,
+    gpu_pools: Sequence[GpuPoolConfig],
+    scrape_interval_seconds: int,
+) -> None:
+    """AMD's GPU Operator for the AMD pools, its images through the registry, its exporter scraped with the DCGM
+    exporter's interval."""
+    AmdGpuStack(
+        place.role("amd-gpu"),
+        {
+            "pools": gpu_pools,
+            "cluster": handle,
+            "registry_name": registry.registry.name,
+            "registry_id": registry.registry_id,
+            "registry_login_server": registry.login_server,
+            "scrape_dependencies": metrics.scrape_dependencies,
+            "scrape_interval_seconds": scrape_interval_seconds,
+        },
+        place.child("amd-gpu"),
     )

@@ -3,11 +3,18 @@ served models behind the inference gateway."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import pulumi
+from pydantic import SecretStr
 
-from aks_gpu_platform.config.platform import PlatformConfig
+from aks_gpu_platform.config.cluster.node_pools import CpuPoolConfig
+from aks_gpu_platform.config.gpu.section import GpuPoolConfig
+from aks_gpu_platform.config.inference.models import InferenceConfig
+from aks_gpu_platform.config.inference.section import AutoscalingConfig
+from aks_gpu_platform.config.monitoring.section import MonitoringConfig
+from aks_gpu_platform.config.storage.section import BlobClassesConfig
+from aks_gpu_platform.config.training.section import TrainingConfig
 
 from ..monitoring.gpu_monitoring import GpuMonitoring
 from ..shared.context import ClusterHandle
@@ -18,31 +25,81 @@ from .serving import LWS_NAMESPACE, ModelServing
 from .triton_sample import GpuInferenceSample
 
 
-def serving_namespaces(cfg: PlatformConfig) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def serving_namespaces(inference: InferenceConfig) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Where served models put the platform's own pods: the controllers' namespaces (Istio, LeaderWorkerSet),
     which a GPU drain leaves alone, and those plus the models namespace, which the pod security policy leaves to
     the namespace's own Pod Security level. A drain does move model servers off a failing GPU node."""
-    if not cfg.inference.models:
+    if not inference.models:
         return (), ()
     controllers = (ISTIO_NAMESPACE, LWS_NAMESPACE)
-    return controllers, (*controllers, cfg.inference.namespace)
+    return controllers, (*controllers, inference.namespace)
 
 
 def build_inference(
-    cfg: PlatformConfig,
     place: Placement,
     handle: ClusterHandle,
-    monitoring: GpuMonitoring,
-    team_namespaces: Mapping[str, pulumi.Input[str]] | None = None,
+    metrics: GpuMonitoring,
+    team_namespaces: Mapping[str, pulumi.Input[str]] | None,
+    autoscaling: AutoscalingConfig,
+    inference: InferenceConfig,
+    gpu_pools: Sequence[GpuPoolConfig],
+    training: TrainingConfig,
+    cpu_pool: CpuPoolConfig,
+    monitoring: MonitoringConfig,
+    blob_classes: BlobClassesConfig,
+    hugging_face_token: SecretStr | None,
+    *,
+    sample_pools: list[str] | None,
 ) -> ModelServing | None:
-    """`team_namespaces`: team -> its namespace as the training stage created it (the gateway egress lands there).
+    """`team_namespaces`: team -> its namespace as the training stage created it (the gateway egress lands there);
+    `sample_pools`: the GPU pools the sample may keep replicas on (PlatformConfig.sample_inference_pools).
     Returns the model serving, None without `inference.models`."""
     keda: KedaWiringArgs = {
         "cluster": handle,
-        "monitor_workspace_id": monitoring.monitor_workspace_id,
-        "prometheus_query_endpoint": monitoring.prometheus_query_endpoint,
+        "monitor_workspace_id": metrics.monitor_workspace_id,
+        "prometheus_query_endpoint": metrics.prometheus_query_endpoint,
     }
-    for target in cfg.autoscaling.targets:
+    _build_gpu_autoscaling(place, keda, autoscaling, gpu_pools, sample_pools)
+    if not inference.models:
+        return None
+    cache_class = blob_classes.read_write_many_class
+    assert cache_class is not None, "checked by check_weights_cache_class (config/rules.py)"
+    needs_token = any(m.weights.token_secret for m in inference.models)
+    return ModelServing(
+        place.role("serving"),
+        {
+            **keda,
+            "settings": inference,
+            "gpu_pools": gpu_pools,
+            "teams": [t.name for t in training.teams],
+            "team_namespaces": {t.name: t.namespace_name for t in training.teams},
+            "created_namespaces": dict(team_namespaces or {}),
+            "cache_storage_class": cache_class,
+            "action_group_id": metrics.action_group_id,
+            "alerts_enabled": monitoring.alerts.enabled,
+            "rule_scopes": [metrics.monitor_workspace_id, handle.cluster_id],
+            "hugging_face_token": (
+                pulumi.Output.secret(hugging_face_token.get_secret_value())
+                if needs_token and hugging_face_token is not None
+                else None
+            ),
+            "scrape_dependencies": metrics.scrape_dependencies,
+            "add_dashboard": metrics.add_dashboard,
+            "cpu_pool_scales": cpu_pool.min_count < cpu_pool.max_count,
+        },
+        place.child("serving"),
+    )
+
+
+def _build_gpu_autoscaling(
+    place: Placement,
+    keda: KedaWiringArgs,
+    autoscaling: AutoscalingConfig,
+    gpu_pools: Sequence[GpuPoolConfig],
+    sample_pools: list[str] | None,
+) -> None:
+    """KEDA scaling of each `autoscaling.targets` Deployment, and the sample server when enabled."""
+    for target in autoscaling.targets:
         scaler = f"scale-{target.namespace}-{target.deployment}"
         GpuAutoscaling(
             place.role(scaler),
@@ -50,43 +107,16 @@ def build_inference(
             {**keda, "settings": target, "identity_name": f"id-{scaler}-keda"},
             place.child(scaler),
         )
-    if cfg.autoscaling.sample_inference.enabled:
+    if autoscaling.sample_inference.enabled:
         GpuInferenceSample(
             place.role("inference-sample"),
             {
                 **keda,
-                "settings": cfg.autoscaling.sample_inference,
-                "gpu_pools": cfg.gpu_pools,
+                "settings": autoscaling.sample_inference,
+                "gpu_pools": gpu_pools,
                 # Off the pools whose GPUs the team quotas guarantee in full.
-                "pools": cfg.sample_inference_pools(),
+                "pools": sample_pools,
                 "identity_name": "id-inference-sample-scaling-keda",
             },
             place.child("inference-sample"),
         )
-    if not cfg.inference.models:
-        return None
-    needs_token = any(m.weights.token_secret for m in cfg.inference.models)
-    return ModelServing(
-        place.role("serving"),
-        {
-            **keda,
-            "settings": cfg.inference,
-            "gpu_pools": cfg.gpu_pools,
-            "teams": [t.name for t in cfg.training.teams],
-            "team_namespaces": {t.name: t.namespace_name for t in cfg.training.teams},
-            "created_namespaces": dict(team_namespaces or {}),
-            "cache_storage_class": cfg.weights_cache_class,
-            "action_group_id": monitoring.action_group_id,
-            "alerts_enabled": cfg.monitoring.alerts.enabled,
-            "rule_scopes": [monitoring.monitor_workspace_id, handle.cluster_id],
-            "hugging_face_token": (
-                pulumi.Output.secret(cfg.hugging_face_token.get_secret_value())
-                if needs_token and cfg.hugging_face_token is not None
-                else None
-            ),
-            "scrape_dependencies": monitoring.scrape_dependencies,
-            "add_dashboard": monitoring.add_dashboard,
-            "cpu_pool_scales": cfg.cpu_pool.min_count < cfg.cpu_pool.max_count,
-        },
-        place.child("serving"),
-    )

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from aks_gpu_platform.config.platform import PlatformConfig
+import ipaddress
+from collections.abc import Sequence
+
+from aks_gpu_platform.config.gpu.section import GpuPoolConfig
+from aks_gpu_platform.config.storage.section import StorageConfig
 
 from ..network.vnet import Network
 from ..shared.context import ClusterHandle
@@ -14,16 +18,22 @@ from .netapp import NetAppFiles, NetAppFilesArgs
 
 
 def build_storage(
-    cfg: PlatformConfig, place: Placement, handle: ClusterHandle, network: Network
+    place: Placement,
+    handle: ClusterHandle,
+    network: Network,
+    storage: StorageConfig,
+    gpu_pools: Sequence[GpuPoolConfig],
+    nodes_cidr: ipaddress.IPv4Network,
 ) -> tuple[LustreStorage | None, NetAppFiles | None]:
-    """Lustre when `storage.lustre.enabled`, NetApp Files when `storage.netappFiles.enabled` (None otherwise)."""
+    """Lustre when `storage.lustre.enabled`, NetApp Files (open to the nodes subnet `nodes_cidr`) when
+    `storage.netappFiles.enabled` (None otherwise)."""
     BlobStorageClasses(
         place.role("blob-classes"),
-        {"settings": cfg.storage.blob_classes, "cluster": handle},
+        {"settings": storage.blob_classes, "cluster": handle},
         place.child("blob-classes"),
     )
     lustre = None
-    lustre_cfg = cfg.storage.lustre
+    lustre_cfg = storage.lustre
     if lustre_cfg is not None and lustre_cfg.enabled:
         lustre = LustreStorage(
             place.role("lustre"),
@@ -33,24 +43,24 @@ def build_storage(
                 "lustre_subnet_id": network.lustre_subnet_id,
                 "private_endpoints_subnet_id": network.private_endpoints_subnet_id,
                 "vnet_id": network.vnet_id,
-                "gpu_pools": cfg.gpu_pools,
+                "gpu_pools": gpu_pools,
             },
             place.child("lustre"),
         )
     DiskStorageClasses(
         place.role("disk-classes"),
-        {"settings": cfg.storage.disk_classes, "cluster": handle},
+        {"settings": storage.disk_classes, "cluster": handle},
         place.child("disk-classes"),
     )
-    anf = cfg.storage.netapp_files
+    anf = storage.netapp_files
     if not anf.enabled:
         return lustre, None
-    assert network.netapp_subnet_id is not None  # PlatformConfig requires the subnet with netappFiles
+    assert network.netapp_subnet_id is not None  # check_netapp_files_subnet (config/rules.py) requires it
     anf_args: NetAppFilesArgs = {
         "settings": anf,
         "cluster": handle,
         "subnet_id": network.netapp_subnet_id,
-        "allowed_clients": [str(cfg.network.nodes_cidr)],
+        "allowed_clients": [str(nodes_cidr)],
     }
     if lustre is not None and lustre_cfg is not None and lustre_cfg.training.namespace == anf.namespace:
         anf_args["namespace"] = lustre.namespace  # the claims join the training namespace Lustre creates

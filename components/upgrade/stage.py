@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from aks_gpu_platform.config.platform import PlatformConfig
+from aks_gpu_platform.config.upgrade.section import UpgradeConfig
 
 from ..shared.context import ClusterHandle
 from ..shared.placement import Placement
 from .policy import UpgradePolicy
 
 
-def build_upgrade(cfg: PlatformConfig, place: Placement, handle: ClusterHandle) -> UpgradePolicy:
-    return UpgradePolicy(place.role("upgrade"), {"settings": cfg.upgrade, "cluster": handle}, place.child("upgrade"))
+def build_upgrade(place: Placement, handle: ClusterHandle, upgrade: UpgradeConfig) -> UpgradePolicy:
+    return UpgradePolicy(place.role("upgrade"), {"settings": upgrade, "cluster": handle}, place.child("upgrade"))

@@ -14,7 +14,7 @@ import ipaddress
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
@@ -30,23 +30,19 @@ from ..placeholders import refuse_placeholders
 from ..platform import VERSION_DATE_CONTEXT, PlatformConfig, ResourceGroupConfig
 from ..training.section import TeamConfig, TeamQuotaConfig, TrainingConfig
 from ..types import Cidr
-from ..upgrade.section import FLEET_MEMBER_CHANNELS, UpgradeConfig
+from ..upgrade.section import UpgradeConfig
+from .merging import (
+    dispatch_without_provisioning,
+    fleet_owned_upgrades,
+    mapping_of,
+    merge_settings,
+    own_quotas,
+)
 
 # Fleet member, update group and stage names: the Fleet REST spec's pattern (fleets.json, 2024-05-02-preview).
 FLEET_CHILD_NAME = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 # Settings a member may not override: the mirrored queues (MultiKueue) and the environment every member shares.
 SHARED_ONLY = ("training", "environment")
-
-
-def _merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
-    """Objects merge key by key; lists and scalars of the override replace the base's."""
-    merged = dict(base)
-    for key, value in override.items():
-        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
-            merged[key] = _merge(merged[key], value)  # type: ignore[arg-type]
-        else:
-            merged[key] = value
-    return merged
 
 
 class FleetMemberConfig(ConfigModel):
@@ -227,39 +223,6 @@ def _networks(cfg: PlatformConfig) -> list[ipaddress.IPv4Network]:
 QUOTA_PATH = re.compile(r"training\.teams\[(?P<team>[0-9]+)\]\.quotas\[(?P<quota>[0-9]+)\]")
 
 
-def _mapping(value: Any) -> dict[str, Any]:
-    """A YAML mapping as a dict ({} for anything else: the models report what is wrong with it)."""
-    return dict(cast(Mapping[str, Any], value)) if isinstance(value, Mapping) else {}
-
-
-def _mappings(value: Any) -> list[dict[str, Any]]:
-    return [_mapping(item) for item in cast(list[Any], value)] if isinstance(value, list) else []
-
-
-def _own_quotas(values: dict[str, Any], path: str) -> tuple[dict[str, Any], dict[int, list[int]], list[str]]:
-    """The member's settings with each team's quotas on the pools this member has (a pool only one member has is
-    that member's, the region-pinning pool); the original index of each kept quota; teams left with none."""
-    training = _mapping(values.get("training"))
-    teams = _mappings(training.get("teams"))
-    pools = {str(p.get("name")) for p in _mappings(values.get("gpuPools"))}
-    kept: dict[int, list[int]] = {}
-    problems: list[str] = []
-    for i, team in enumerate(teams):
-        quotas = _mappings(team.get("quotas"))
-        kept[i] = [j for j, q in enumerate(quotas) if q.get("pool") in pools]
-        if quotas and not kept[i]:
-            problems.append(
-                f"training.teams[{i}].quotas: got pools {[q.get('pool') for q in quotas]}; {path} has none of them "
-                f"({sorted(pools)}): MultiKueue mirrors every team's queue on every member, so give the team a quota "
-                "on one of this member's pools (gpus: 0 is allowed)"
-            )
-            continue
-        teams[i] = {**team, "quotas": [quotas[j] for j in kept[i]]}
-    if "teams" in training:
-        training["teams"] = teams
-    return {**values, "training": training}, kept, problems
-
-
 def _original_quota_paths(problems: list[str], kept: dict[int, list[int]]) -> list[str]:
     """Problems of a member's filtered quotas, with each quota's index as the stack file writes it."""
 
@@ -271,52 +234,14 @@ def _original_quota_paths(problems: list[str], kept: dict[int, list[int]]) -> li
     return [QUOTA_PATH.sub(original, p) for p in problems]
 
 
-def _fleet_owned(
-    values: dict[str, Any], path: str, shared_upgrade: Mapping[str, Any]
-) -> tuple[dict[str, Any], list[str]]:
-    """A member's settings with Fleet as the owner of its upgrades (FLEET_MEMBER_CHANNELS), and what contradicts it."""
-    upgrade = _mapping(values.get("upgrade"))
-    problems: list[str] = []
-    if upgrade.get("owner", "fleet") != "fleet":
-        problems.append(
-            f"{path}.upgrade.owner: got {upgrade['owner']!r}; a Fleet member's upgrades are the Fleet's (fleet.updates)"
-        )
-    for key, off in FLEET_MEMBER_CHANNELS.items():
-        if key in upgrade and upgrade[key] != off:
-            where = f"upgrade.{key}" if key in shared_upgrade else f"{path}.upgrade.{key}"
-            problems.append(
-                f"{where}: got {upgrade[key]!r}; members of a fleet keep it {off!r} (Fleet's auto-upgrade profiles "
-                "drive them in stages; an AKS channel left on upgrades a member outside them, whichever runs first); "
-                "set the manager's channels under fleet.manager.upgrade"
-            )
-    upgrade = {k: v for k, v in upgrade.items() if k not in FLEET_MEMBER_CHANNELS} | {"owner": "fleet"}
-    return {**values, "upgrade": upgrade}, problems
-
-
-def _dispatch_without_provisioning(values: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """Members admit on quota alone. A ProvisioningRequest check on a member scales GPU nodes up for every copy
-    MultiKueue offers it, before any member admits: with copies on every member, one job would cost every region."""
-    training = _mapping(values.get("training"))
-    admission = _mapping(training.get("admission"))
-    problems: list[str] = []
-    if admission.get("provisioningRequest") is True:
-        problems.append(
-            "training.admission.provisioningRequest: got True; in a fleet members admit on quota alone and only the "
-            "member that wins the job scales up (a ProvisioningRequest would bring GPU nodes up in every region a "
-            "copy reaches); leave it unset"
-        )
-    admission["provisioningRequest"] = False
-    return {**values, "training": {**training, "admission": admission}}, problems
-
-
 def _member(
     shared: Mapping[str, Any], member: FleetMemberConfig, i: int, on: datetime.date
 ) -> tuple[PlatformConfig | None, list[str]]:
     path = f"fleet.members[{i}].platform"
-    values = _merge(shared, member.platform)
-    values, owner_problems = _fleet_owned(values, path, _mapping(shared.get("upgrade")))
-    values, kept, quota_problems = _own_quotas(values, path)
-    values, dispatch_problems = _dispatch_without_provisioning(values)
+    values = merge_settings(shared, member.platform)
+    values, owner_problems = fleet_owned_upgrades(values, path, mapping_of(shared.get("upgrade")))
+    values, kept, quota_problems = own_quotas(values, path)
+    values, dispatch_problems = dispatch_without_provisioning(values)
     problems = owner_problems + quota_problems + dispatch_problems
     if problems:
         return None, problems
@@ -338,19 +263,8 @@ def load_fleet(settings: Mapping[str, Any], on: datetime.date = CATALOG_CHECKED_
         problems += found
         if cfg is not None:
             members[member.name] = cfg
-    m = fleet.manager
-    manager_upgrade = _merge({k: v for k, v in _mapping(shared.get("upgrade")).items() if k != "owner"}, m.upgrade)
-    if manager_upgrade.get("owner", "aks") != "aks":
-        problems.append(
-            f"fleet.manager.upgrade.owner: got {manager_upgrade['owner']!r}; the manager is no Fleet member: its own "
-            "AKS channels upgrade it"
-        )
-    manager_values = {
-        "cluster": _merge(shared.get("cluster") or {}, m.cluster),
-        "systemPool": _merge(shared.get("systemPool") or {}, m.system_pool),
-        "cpuPool": _merge(shared.get("cpuPool") or {}, m.cpu_pool),
-        "upgrade": manager_upgrade | {"owner": "aks"},
-    }
+    manager_values, manager_problems = _manager_settings(shared, fleet.manager)
+    problems += manager_problems
     if problems:
         raise ConfigError(problems, source="fleet stack config")
     manager: ManagerPlatform = _validate(ManagerPlatform, manager_values, "fleet.manager", on)
@@ -360,6 +274,26 @@ def load_fleet(settings: Mapping[str, Any], on: datetime.date = CATALOG_CHECKED_
     return FleetPlan(fleet, manager, members, shared_training)
 
 
+def _manager_settings(shared: Mapping[str, Any], manager: FleetManagerConfig) -> tuple[dict[str, Any], list[str]]:
+    """The manager's cluster, pools and upgrade over the shared ones; its own AKS channels upgrade it."""
+    upgrade = merge_settings(
+        {k: v for k, v in mapping_of(shared.get("upgrade")).items() if k != "owner"}, manager.upgrade
+    )
+    problems: list[str] = []
+    if upgrade.get("owner", "aks") != "aks":
+        problems.append(
+            f"fleet.manager.upgrade.owner: got {upgrade['owner']!r}; the manager is no Fleet member: its own "
+            "AKS channels upgrade it"
+        )
+    values = {
+        "cluster": merge_settings(shared.get("cluster") or {}, manager.cluster),
+        "systemPool": merge_settings(shared.get("systemPool") or {}, manager.system_pool),
+        "cpuPool": merge_settings(shared.get("cpuPool") or {}, manager.cpu_pool),
+        "upgrade": upgrade | {"owner": "aks"},
+    }
+    return values, problems
+
+
 def _fleet_problems(
     fleet: FleetConfig,
     manager: ManagerPlatform,
@@ -367,17 +301,25 @@ def _fleet_problems(
     shared_training: TrainingConfig,
     on: datetime.date,
 ) -> list[str]:
+    """The rules across the fleet's clusters, every problem at once."""
     problems: list[str] = []
     version = why_not_creatable(manager.cluster.kubernetes_version, manager.upgrade.support_plan, on)
     if version is not None:
         problems.append(f"fleet.manager.cluster.kubernetesVersion: got {manager.cluster.kubernetes_version}; {version}")
-    # Members peer with nothing by default, but MultiKueue, Lustre clients and any later peering need unique ranges.
-    ranges = [("fleet.manager.addressSpace", ipaddress.IPv4Network(fleet.manager.address_space))]
+    problems += _member_problems(fleet, manager, members)
+    problems += _overlap_problems(fleet, members)
+    problems += _flavor_problems(fleet, members)
+    problems += _quota_pool_problems(members, shared_training)
+    return problems
+
+
+def _member_problems(fleet: FleetConfig, manager: ManagerPlatform, members: dict[str, PlatformConfig]) -> list[str]:
+    """Each member in its own region, under its own cluster name, with teams to run, reachable by the manager."""
+    problems: list[str] = []
     regions: dict[str, str] = {}
     clusters: dict[str, str] = {manager.cluster.name: "fleet.manager.cluster.name"}
     for i, member in enumerate(fleet.members):
         cfg, path = members[member.name], f"fleet.members[{i}].platform"
-        ranges += [(f"{path}.network", net) for net in _networks(cfg)]
         if cfg.location in regions:
             problems.append(
                 f"{path}.location: got {cfg.location!r}; each member has its own region (its own GPU quota and "
@@ -396,6 +338,15 @@ def _fleet_problems(
                 "peering and its private DNS zone linked to the manager, which this fleet does not build: keep members "
                 "public with authorizedIpRanges"
             )
+    return problems
+
+
+def _overlap_problems(fleet: FleetConfig, members: dict[str, PlatformConfig]) -> list[str]:
+    # Members peer with nothing by default, but MultiKueue, Lustre clients and any later peering need unique ranges.
+    ranges = [("fleet.manager.addressSpace", ipaddress.IPv4Network(fleet.manager.address_space))]
+    for i, member in enumerate(fleet.members):
+        ranges += [(f"fleet.members[{i}].platform.network", net) for net in _networks(members[member.name])]
+    problems: list[str] = []
     for a in range(len(ranges)):
         for b in range(a + 1, len(ranges)):
             (where_a, net_a), (where_b, net_b) = ranges[a], ranges[b]
@@ -403,8 +354,12 @@ def _fleet_problems(
                 problems.append(
                     f"{where_b}: got {net_b}; overlaps {where_a} ({net_a}): fleet networks must not overlap"
                 )
-    problems += _flavor_problems(fleet, members)
+    return problems
+
+
+def _quota_pool_problems(members: dict[str, PlatformConfig], shared_training: TrainingConfig) -> list[str]:
     pools = {p.name for cfg in members.values() for p in cfg.gpu_pools}
+    problems: list[str] = []
     for i, team in enumerate(shared_training.teams):
         for j, quota in enumerate(team.quotas):
             if quota.pool not in pools:

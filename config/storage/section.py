@@ -292,6 +292,15 @@ class BlobClassesConfig(ConfigModel):
             raise field_error("premium.name", self.premium.name, "must differ from standard.name")
         return self
 
+    @property
+    def read_write_many_class(self) -> str | None:
+        """The class a cache many pods read claims (a served model's weights): the premium class the stack creates
+        (a start reads many shards), else its standard one; None when neither is created."""
+        for blob_class in (self.premium, self.standard):
+            if blob_class.enabled:
+                return blob_class.name
+        return None
+
 
 ZoneRedundantDiskSku = Literal["Premium_ZRS", "StandardSSD_ZRS"]
 

@@ -291,6 +291,14 @@ class TrainingConfig(ConfigModel):
     def enabled(self) -> bool:
         return self.kueue.enabled
 
+    def nominal_gpus(self) -> dict[str, int]:
+        """Pool name -> the GPUs the teams' nominal quotas guarantee there, summed over teams (none while off)."""
+        nominal: dict[str, int] = {}
+        for team in self.teams if self.enabled else []:
+            for quota in team.quotas:
+                nominal[quota.pool] = nominal.get(quota.pool, 0) + quota.gpus
+        return nominal
+
     @model_validator(mode="after")
     def _check_teams(self) -> TrainingConfig:
         names: dict[str, int] = {}
