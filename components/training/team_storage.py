@@ -232,6 +232,24 @@ def _data_grants(
     return grants
 
 
+def _data_service_account(
+    prefix: str,
+    namespace: pulumi.Input[str],
+    identity: managedidentity.UserAssignedIdentity,
+    in_cluster: pulumi.ResourceOptions,
+) -> k8s.core.v1.ServiceAccount:
+    """`team-data`: pods that run as it sign in as the team's data identity."""
+    return k8s.core.v1.ServiceAccount(
+        f"{prefix}-service-account",
+        metadata={
+            "name": TEAM_DATA,
+            "namespace": namespace,
+            "annotations": {"azure.workload.identity/client-id": identity.client_id},
+        },
+        opts=in_cluster,
+    )
+
+
 def _data_volume(
     prefix: str,
     team: TeamConfig,
@@ -395,15 +413,7 @@ class TeamStorage(pulumi.ComponentResource):
         )
         grants = _data_grants(prefix, team, identity, container, azure)
         in_cluster = handle.k8s_options(self)
-        service_account = k8s.core.v1.ServiceAccount(
-            f"{prefix}-service-account",
-            metadata={
-                "name": TEAM_DATA,
-                "namespace": namespace,
-                "annotations": {"azure.workload.identity/client-id": identity.client_id},
-            },
-            opts=in_cluster,
-        )
+        service_account = _data_service_account(prefix, namespace, identity, in_cluster)
         # The mount works once the identity may use the container and the pod's token is federated.
         usable = pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[credential, *grants]))
         volume = _data_volume(prefix, team, namespace, account, container, identity, handle, usable)
