@@ -46,7 +46,9 @@ from ..shared.context import ClusterHandle
 from ..shared.workload_identity import federated_identity
 from ..storage.blob_classes import PROVISIONER as BLOB_PROVISIONER
 from ..storage.lustre import LUSTRE_FS_NAME, PROVISIONER
-from .team_identity_policy import ADMISSION_POLICY_PREFIX as ADMISSION_POLICY_PREFIX  # names this module had
+
+# Released names of this module, kept importable from here; the policy lives in team_identity_policy.py.
+from .team_identity_policy import ADMISSION_POLICY_PREFIX as ADMISSION_POLICY_PREFIX
 from .team_identity_policy import TEAM_VOLUME_KINDS as TEAM_VOLUME_KINDS
 from .team_identity_policy import identity_policy_spec as identity_policy_spec
 from .team_identity_policy import team_identity_policy
@@ -166,6 +168,8 @@ class TeamStorageArgs(TypedDict):
 
 
 class _LustreRoot(NamedTuple):
+    """The filesystem the team directories are made on: its MGS address and the filesystem-root claim."""
+
     mgs_address: pulumi.Input[str]
     namespace: pulumi.Input[str]
     claim: pulumi.Input[str]
