@@ -22,6 +22,7 @@ created beside itself.
 """
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pulumi
@@ -89,6 +90,49 @@ def auto_upgrade_profiles(plan: FleetPlan) -> dict[str, dict[str, Any]]:
     }
 
 
+@dataclass(frozen=True)
+class _FleetResources:
+    """The Fleet's resources, sent at the GA API as generic resources under `parent`, named `<name>-<role>`."""
+
+    name: str
+    resource_group_name: pulumi.Input[str]
+    fleet_name: str
+    parent: pulumi.Resource
+
+    def create(
+        self,
+        role: str,
+        resource_type: str,
+        resource_name: pulumi.Input[str],
+        properties: pulumi.Input[dict[str, Any]],
+        depends_on: Sequence[pulumi.Resource],
+        create_only: Sequence[str] = (),
+        **envelope: Any,
+    ) -> resources.Resource:
+        return resources.Resource(
+            f"{self.name}-{role}",
+            resource_group_name=self.resource_group_name,
+            resource_provider_namespace=FLEET_PROVIDER,
+            parent_resource_path="" if resource_type == "fleets" else f"fleets/{self.fleet_name}",
+            resource_type=resource_type,
+            resource_name_=resource_name,
+            api_version=FLEET_API_VERSION,
+            properties=properties,
+            # Takes over the typed 2024-05-02-preview resource of the same name; same Azure ID, so the
+            # replacement deletes first (creating it beside itself would be a no-op the old delete then undoes).
+            opts=pulumi.ResourceOptions(
+                parent=self.parent,
+                depends_on=list(depends_on),
+                aliases=[pulumi.Alias(type_=FLEET_TYPES[resource_type])],
+                delete_before_replace=True,
+                # The spec's create-only properties (x-ms-mutability read, create): an in-place PUT changing
+                # one is refused or ignored, and a generic resource has no schema to tell Pulumi so.
+                replace_on_changes=[f"properties.{path}" for path in create_only],
+            ),
+            **envelope,
+        )
+
+
 class AksGpuFleet(pulumi.ComponentResource):
     """GPU platforms in several regions behind one MultiKueue manager, upgraded in stages by Fleet Manager."""
 
@@ -105,51 +149,85 @@ class AksGpuFleet(pulumi.ComponentResource):
 
     def __init__(self, name: str, plan: FleetPlan, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("aks-gpu-platform:index:AksGpuFleet", name, None, opts)
-        fleet, mgr = plan.fleet, plan.manager
-        child = pulumi.ResourceOptions(parent=self)
-        shared = plan.training
+        manager, shared, child = plan.fleet.manager, plan.training, pulumi.ResourceOptions(parent=self)
         tags = {"environment": shared.environment, "managedBy": "pulumi", "project": "aks-gpu-platform", **shared.tags}
-
-        rg = platform_resource_group(
-            f"{name}-manager-rg", fleet.manager.resource_group, fleet.manager.location, tags, opts=child
-        )
+        rg = platform_resource_group(f"{name}-manager-rg", manager.resource_group, manager.location, tags, opts=child)
         self.manager_resource_group_name = rg
+        subnet = self._manager_subnet(name, plan, rg, tags)
+        egress = self._manager_egress(name, plan, rg, tags)
+        self.manager_egress_address = egress.ip_address.apply(lambda ip: ip or "")
+        handle = self._manager_cluster(name, plan, rg, subnet, egress, tags)
+        self._manager_pool_and_upgrades(name, plan, handle, subnet)
+        queues = self._manager_queues(name, plan, handle)
+        address = self.manager_egress_address.apply(lambda ip: f"{ip}/32")
+        self.members = {
+            member: AksGpuPlatform(
+                f"{name}-{member}", cfg, child, api_server_sources=[address], teams_submit_here=False
+            )
+            for member, cfg in plan.members.items()
+        }
+        self._multikueue(name, plan, handle, queues)
+        self.fleet_name = self._fleet_manager(name, plan, rg, tags)
+        self.register_outputs({"fleet_name": self.fleet_name, "manager_egress_address": self.manager_egress_address})
+
+    def _manager_subnet(
+        self, name: str, plan: FleetPlan, rg: pulumi.Input[str], tags: dict[str, str]
+    ) -> network.Subnet:
+        """The manager's VNet and the subnet its nodes join."""
+        manager = plan.fleet.manager
         vnet = network.VirtualNetwork(
             f"{name}-manager-vnet",
             resource_group_name=rg,
-            location=fleet.manager.location,
-            address_space={"address_prefixes": [fleet.manager.address_space]},
+            location=manager.location,
+            address_space={"address_prefixes": [manager.address_space]},
             tags=tags,
             opts=pulumi.ResourceOptions(parent=self, ignore_changes=["subnets"]),  # subnets are their own resources
         )
-        subnet = network.Subnet(
+        return network.Subnet(
             f"{name}-manager-nodes",
             resource_group_name=rg,
             virtual_network_name=vnet.name,
-            address_prefix=fleet.manager.nodes_subnet,
-            opts=child,
+            address_prefix=manager.nodes_subnet,
+            opts=pulumi.ResourceOptions(parent=self),
         )
-        # The manager's egress, fixed before the cluster exists, so members can admit it from their first deploy.
-        # The load balancer's outbound IP rather than a NAT gateway: the cluster keeps outboundType loadBalancer
-        # (an in-place change on an existing manager), and a Standard static IP costs a fraction of a NAT gateway.
-        egress = network.PublicIPAddress(
+
+    def _manager_egress(
+        self, name: str, plan: FleetPlan, rg: pulumi.Input[str], tags: dict[str, str]
+    ) -> network.PublicIPAddress:
+        """The manager's egress, fixed before the cluster exists, so members can admit it from their first deploy.
+
+        The load balancer's outbound IP rather than a NAT gateway: the cluster keeps outboundType loadBalancer
+        (an in-place change on an existing manager), and a Standard static IP costs a fraction of a NAT gateway.
+        """
+        return network.PublicIPAddress(
             f"{name}-manager-egress",
             resource_group_name=rg,
-            location=fleet.manager.location,
-            public_ip_address_name=f"pip-{mgr.cluster.name}-egress",
+            location=plan.fleet.manager.location,
+            public_ip_address_name=f"pip-{plan.manager.cluster.name}-egress",
             sku={"name": network.PublicIPAddressSkuName.STANDARD, "tier": network.PublicIPAddressSkuTier.REGIONAL},
             public_ip_allocation_method=network.IPAllocationMethod.STATIC,
             public_ip_address_version=network.IPVersion.I_PV4,
             tags=tags,
             # Members admit exactly this address: losing it locks the manager out of every member.
-            opts=pulumi.ResourceOptions(parent=self, protect=shared.protect_stateful),
+            opts=pulumi.ResourceOptions(parent=self, protect=plan.training.protect_stateful),
         )
-        self.manager_egress_address = egress.ip_address.apply(lambda ip: ip or "")
+
+    def _manager_cluster(
+        self,
+        name: str,
+        plan: FleetPlan,
+        rg: pulumi.Input[str],
+        subnet: network.Subnet,
+        egress: network.PublicIPAddress,
+        tags: dict[str, str],
+    ) -> ClusterHandle:
+        """The manager's cluster, and the handle its pools and workloads take."""
+        mgr, location, child = plan.manager, plan.fleet.manager.location, pulumi.ResourceOptions(parent=self)
         self.manager = AksCluster(
             f"{name}-manager",
             {
                 "resource_group_name": rg,
-                "location": fleet.manager.location,
+                "location": location,
                 "nodes_subnet_id": subnet.id,
                 "cluster": mgr.cluster,
                 "system_pool": mgr.system_pool,
@@ -161,7 +239,7 @@ class AksGpuFleet(pulumi.ComponentResource):
         )
         handle = ClusterHandle(
             resource_group_name=rg,
-            location=fleet.manager.location,
+            location=location,
             tags=tags,
             cluster=self.manager.cluster,
             cluster_name=self.manager.cluster_name,
@@ -170,6 +248,13 @@ class AksGpuFleet(pulumi.ComponentResource):
             oidc_issuer_url=self.manager.oidc_issuer_url,
             protect=False,
         )
+        return handle
+
+    def _manager_pool_and_upgrades(
+        self, name: str, plan: FleetPlan, handle: ClusterHandle, subnet: network.Subnet
+    ) -> None:
+        """The manager's CPU pool and its upgrade policy."""
+        mgr, child = plan.manager, pulumi.ResourceOptions(parent=self)
         CpuNodePool(
             f"{name}-manager-cpu",
             {
@@ -183,7 +268,10 @@ class AksGpuFleet(pulumi.ComponentResource):
             child,
         )
         UpgradePolicy(f"{name}-manager-upgrade", {"settings": mgr.upgrade, "cluster": handle}, child)
-        teams = manager_training(plan)
+
+    def _manager_queues(self, name: str, plan: FleetPlan, handle: ClusterHandle) -> TrainingQueues:
+        """The teams' queues on the manager, waiting for MultiKueue; the teams' access; the largest-job check."""
+        child, teams = pulumi.ResourceOptions(parent=self), manager_training(plan)
         queues = TrainingQueues(
             f"{name}-manager-queues",
             {
@@ -191,7 +279,7 @@ class AksGpuFleet(pulumi.ComponentResource):
                 "gpu_pools": fleet_gpu_pools(plan),
                 "cluster": handle,
                 "admission_checks": [MULTIKUEUE_CHECK],
-                "kueue_configuration": multikueue_configuration(fleet.multi_kueue.dispatcher),
+                "kueue_configuration": multikueue_configuration(plan.fleet.multi_kueue.dispatcher),
             },
             child,
         )
@@ -215,14 +303,11 @@ class AksGpuFleet(pulumi.ComponentResource):
             },
             child,
         )
+        return queues
 
-        address = self.manager_egress_address.apply(lambda ip: f"{ip}/32")
-        self.members = {
-            member: AksGpuPlatform(
-                f"{name}-{member}", cfg, child, api_server_sources=[address], teams_submit_here=False
-            )
-            for member, cfg in plan.members.items()
-        }
+    def _multikueue(self, name: str, plan: FleetPlan, handle: ClusterHandle, queues: TrainingQueues) -> None:
+        """The manager's rotating tokens on every member, each member's access for them, and the dispatcher."""
+        child = pulumi.ResourceOptions(parent=self)
         rotation = TokenRotation(
             f"{name}-multikueue-tokens",
             {
@@ -240,7 +325,7 @@ class AksGpuFleet(pulumi.ComponentResource):
                     "team_namespaces": [t.namespace_name for t in plan.members[member].training.teams],
                     "rotator_principal_id": rotation.principal_id,
                     "depends_on": [platform.training] if platform.training is not None else [],
-                    "credential_generation": fleet.multi_kueue.credential_generation,
+                    "credential_generation": plan.fleet.multi_kueue.credential_generation,
                 },
                 child,
             )
@@ -249,47 +334,13 @@ class AksGpuFleet(pulumi.ComponentResource):
             {"manager": handle, "kueue_release": queues.kueue_release, "members": list(self.members)},
             child,
         )
-        self.fleet_name = self._fleet_manager(name, plan, rg, tags)
-        self.register_outputs({"fleet_name": self.fleet_name, "manager_egress_address": self.manager_egress_address})
 
     def _fleet_manager(
         self, name: str, plan: FleetPlan, rg: pulumi.Input[str], tags: dict[str, str]
     ) -> pulumi.Output[str]:
         """The Fleet, its members (one update group each), the staged strategy and the auto-upgrade profiles."""
         fleet = plan.fleet
-
-        def fleet_resource(
-            role: str,
-            resource_type: str,
-            resource_name: pulumi.Input[str],
-            properties: pulumi.Input[dict[str, Any]],
-            depends_on: Sequence[pulumi.Resource],
-            create_only: Sequence[str] = (),
-            **envelope: Any,
-        ) -> resources.Resource:
-            return resources.Resource(
-                f"{name}-{role}",
-                resource_group_name=rg,
-                resource_provider_namespace=FLEET_PROVIDER,
-                parent_resource_path="" if resource_type == "fleets" else f"fleets/{fleet.name}",
-                resource_type=resource_type,
-                resource_name_=resource_name,
-                api_version=FLEET_API_VERSION,
-                properties=properties,
-                # Takes over the typed 2024-05-02-preview resource of the same name; same Azure ID, so the
-                # replacement deletes first (creating it beside itself would be a no-op the old delete then undoes).
-                opts=pulumi.ResourceOptions(
-                    parent=self,
-                    depends_on=list(depends_on),
-                    aliases=[pulumi.Alias(type_=FLEET_TYPES[resource_type])],
-                    delete_before_replace=True,
-                    # The spec's create-only properties (x-ms-mutability read, create): an in-place PUT changing
-                    # one is refused or ignored, and a generic resource has no schema to tell Pulumi so.
-                    replace_on_changes=[f"properties.{path}" for path in create_only],
-                ),
-                **envelope,
-            )
-
+        fleet_resource = _FleetResources(name, rg, fleet.name, self).create
         hub = fleet_resource("fleet", "fleets", fleet.name, {}, [], location=fleet.manager.location, tags=tags)
         joined = [
             fleet_resource(

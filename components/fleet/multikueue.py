@@ -124,74 +124,95 @@ class MemberAccess(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: MemberAccessArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("aks-gpu-platform:index:MultiKueueMemberAccess", name, None, opts)
-        member = args["member"]
         on_member = pulumi.ResourceOptions.merge(
-            member.k8s_options(self), pulumi.ResourceOptions(depends_on=list(args["depends_on"]))
+            args["member"].k8s_options(self), pulumi.ResourceOptions(depends_on=list(args["depends_on"]))
         )
-        account_metadata: k8s.meta.v1.ObjectMetaArgsDict = {"name": MULTIKUEUE_ACCOUNT, "namespace": KUEUE_NAMESPACE}
-        if args["credential_generation"] > 1:
-            # Absent at the first generation: a fleet deployed before the setting existed keeps its account.
-            account_metadata["annotations"] = {GENERATION_ANNOTATION: str(args["credential_generation"])}
-        k8s.core.v1.ServiceAccount(
-            f"{name}-account",
-            metadata=account_metadata,
-            # Same name, new UID: the old account must be gone before the new one is created.
-            opts=pulumi.ResourceOptions.merge(
-                on_member,
-                pulumi.ResourceOptions(replace_on_changes=["metadata.annotations"], delete_before_replace=True),
-            ),
-        )
-        subject: k8s.rbac.v1.SubjectArgsDict = {
-            "kind": "ServiceAccount",
-            "name": MULTIKUEUE_ACCOUNT,
-            "namespace": KUEUE_NAMESPACE,
-        }
-        reader = k8s.rbac.v1.ClusterRole(
-            f"{name}-role", metadata={"name": MULTIKUEUE_ACCOUNT}, rules=MEMBER_READ_RULES, opts=on_member
-        )
-        k8s.rbac.v1.ClusterRoleBinding(
-            f"{name}-binding",
-            metadata={"name": MULTIKUEUE_ACCOUNT},
-            role_ref={"api_group": RBAC_GROUP, "kind": "ClusterRole", "name": reader.metadata["name"]},
-            subjects=[subject],
-            opts=on_member,
-        )
-        writer = k8s.rbac.v1.ClusterRole(
-            f"{name}-writer",
-            metadata={"name": f"{MULTIKUEUE_ACCOUNT}-writer"},
-            rules=MEMBER_WRITE_RULES,
-            opts=on_member,
-        )
-        for namespace in args["team_namespaces"]:
-            k8s.rbac.v1.RoleBinding(
-                f"{name}-writer-{namespace}",
-                metadata={"name": f"{MULTIKUEUE_ACCOUNT}-writer", "namespace": namespace},
-                role_ref={"api_group": RBAC_GROUP, "kind": "ClusterRole", "name": writer.metadata["name"]},
-                subjects=[subject],
-                opts=on_member,
-            )
-        issuer = k8s.rbac.v1.Role(
-            f"{name}-token-issuer",
-            metadata={"name": f"{MULTIKUEUE_ACCOUNT}-token-issuer", "namespace": KUEUE_NAMESPACE},
-            rules=[
-                {
-                    "api_groups": [""],
-                    "resources": ["serviceaccounts/token"],
-                    "resource_names": [MULTIKUEUE_ACCOUNT],
-                    "verbs": ["create"],
-                }
-            ],
-            opts=on_member,
-        )
-        k8s.rbac.v1.RoleBinding(
-            f"{name}-token-issuer",
-            metadata={"name": f"{MULTIKUEUE_ACCOUNT}-token-issuer", "namespace": KUEUE_NAMESPACE},
-            role_ref={"api_group": RBAC_GROUP, "kind": "Role", "name": issuer.metadata["name"]},
-            # A managed identity reaches Kubernetes RBAC as a user named by its object ID (Azure/kubelogin#39).
-            subjects=[{"kind": "User", "api_group": RBAC_GROUP, "name": args["rotator_principal_id"]}],
-            opts=on_member,
-        )
+        _member_account(name, args["credential_generation"], on_member)
+        _member_reads(name, on_member)
+        _member_writes(name, args["team_namespaces"], on_member)
+        _token_issuer(name, args["rotator_principal_id"], on_member)
         self.register_outputs({})
+
+
+_SUBJECT: k8s.rbac.v1.SubjectArgsDict = {
+    "kind": "ServiceAccount",
+    "name": MULTIKUEUE_ACCOUNT,
+    "namespace": KUEUE_NAMESPACE,
+}
+
+
+def _member_account(name: str, generation: int, on_member: pulumi.ResourceOptions) -> None:
+    """The service account MultiKueue acts as; a new credential generation replaces it."""
+    account_metadata: k8s.meta.v1.ObjectMetaArgsDict = {"name": MULTIKUEUE_ACCOUNT, "namespace": KUEUE_NAMESPACE}
+    if generation > 1:
+        # Absent at the first generation: a fleet deployed before the setting existed keeps its account.
+        account_metadata["annotations"] = {GENERATION_ANNOTATION: str(generation)}
+    k8s.core.v1.ServiceAccount(
+        f"{name}-account",
+        metadata=account_metadata,
+        # Same name, new UID: the old account must be gone before the new one is created.
+        opts=pulumi.ResourceOptions.merge(
+            on_member,
+            pulumi.ResourceOptions(replace_on_changes=["metadata.annotations"], delete_before_replace=True),
+        ),
+    )
+
+
+def _member_reads(name: str, on_member: pulumi.ResourceOptions) -> None:
+    """MEMBER_READ_RULES for the account, cluster-wide."""
+    reader = k8s.rbac.v1.ClusterRole(
+        f"{name}-role", metadata={"name": MULTIKUEUE_ACCOUNT}, rules=MEMBER_READ_RULES, opts=on_member
+    )
+    k8s.rbac.v1.ClusterRoleBinding(
+        f"{name}-binding",
+        metadata={"name": MULTIKUEUE_ACCOUNT},
+        role_ref={"api_group": RBAC_GROUP, "kind": "ClusterRole", "name": reader.metadata["name"]},
+        subjects=[_SUBJECT],
+        opts=on_member,
+    )
+
+
+def _member_writes(name: str, team_namespaces: Sequence[str], on_member: pulumi.ResourceOptions) -> None:
+    """MEMBER_WRITE_RULES for the account, in each team namespace only."""
+    writer = k8s.rbac.v1.ClusterRole(
+        f"{name}-writer",
+        metadata={"name": f"{MULTIKUEUE_ACCOUNT}-writer"},
+        rules=MEMBER_WRITE_RULES,
+        opts=on_member,
+    )
+    for namespace in team_namespaces:
+        k8s.rbac.v1.RoleBinding(
+            f"{name}-writer-{namespace}",
+            metadata={"name": f"{MULTIKUEUE_ACCOUNT}-writer", "namespace": namespace},
+            role_ref={"api_group": RBAC_GROUP, "kind": "ClusterRole", "name": writer.metadata["name"]},
+            subjects=[_SUBJECT],
+            opts=on_member,
+        )
+
+
+def _token_issuer(name: str, rotator_principal_id: pulumi.Input[str], on_member: pulumi.ResourceOptions) -> None:
+    """The manager's rotation identity may create tokens for the account, and nothing else."""
+    issuer = k8s.rbac.v1.Role(
+        f"{name}-token-issuer",
+        metadata={"name": f"{MULTIKUEUE_ACCOUNT}-token-issuer", "namespace": KUEUE_NAMESPACE},
+        rules=[
+            {
+                "api_groups": [""],
+                "resources": ["serviceaccounts/token"],
+                "resource_names": [MULTIKUEUE_ACCOUNT],
+                "verbs": ["create"],
+            }
+        ],
+        opts=on_member,
+    )
+    k8s.rbac.v1.RoleBinding(
+        f"{name}-token-issuer",
+        metadata={"name": f"{MULTIKUEUE_ACCOUNT}-token-issuer", "namespace": KUEUE_NAMESPACE},
+        role_ref={"api_group": RBAC_GROUP, "kind": "Role", "name": issuer.metadata["name"]},
+        # A managed identity reaches Kubernetes RBAC as a user named by its object ID (Azure/kubelogin#39).
+        subjects=[{"kind": "User", "api_group": RBAC_GROUP, "name": rotator_principal_id}],
+        opts=on_member,
+    )
 
 
 class TokenRotationArgs(TypedDict):
@@ -243,36 +264,45 @@ class TokenRotation(pulumi.ComponentResource):
             "SECRET_NAMESPACE": KUEUE_NAMESPACE,
             "TOKEN_SECONDS": str(TOKEN_SECONDS),
         }
-        k8s.batch.v1.CronJob(
-            f"{name}-cronjob",
-            metadata={
-                "name": ROTATOR,
-                "namespace": KUEUE_NAMESPACE,
-                "labels": {"app": ROTATOR},
-                "annotations": ROTATOR_CHECKOV_SKIPS,
-            },
-            spec={
-                "schedule": ROTATION_SCHEDULE,
-                "concurrency_policy": "Forbid",
-                "successful_jobs_history_limit": 1,
-                "failed_jobs_history_limit": 3,
-                "job_template": {
-                    "spec": {
-                        "backoff_limit": 1,
-                        "active_deadline_seconds": 300,
-                        "template": {
-                            "metadata": {
-                                "labels": {"app": ROTATOR, "azure.workload.identity/use": "true"},
-                                "annotations": ROTATOR_CHECKOV_SKIPS,
-                            },
-                            "spec": cast(k8s.core.v1.PodSpecArgsDict, rotator_pod_spec(env)),
-                        },
-                    }
-                },
-            },
-            opts=pulumi.ResourceOptions.merge(on_manager, pulumi.ResourceOptions(depends_on=[credential, *account])),
+        _rotation_cronjob(
+            name,
+            env,
+            pulumi.ResourceOptions.merge(on_manager, pulumi.ResourceOptions(depends_on=[credential, *account])),
         )
         self.register_outputs({"principal_id": self.principal_id})
+
+
+def _rotation_cronjob(name: str, env: Mapping[str, pulumi.Input[str]], opts: pulumi.ResourceOptions) -> None:
+    """Every ROTATION_SCHEDULE, a run of the rotation program with `env`, never two at once."""
+    k8s.batch.v1.CronJob(
+        f"{name}-cronjob",
+        metadata={
+            "name": ROTATOR,
+            "namespace": KUEUE_NAMESPACE,
+            "labels": {"app": ROTATOR},
+            "annotations": ROTATOR_CHECKOV_SKIPS,
+        },
+        spec={
+            "schedule": ROTATION_SCHEDULE,
+            "concurrency_policy": "Forbid",
+            "successful_jobs_history_limit": 1,
+            "failed_jobs_history_limit": 3,
+            "job_template": {
+                "spec": {
+                    "backoff_limit": 1,
+                    "active_deadline_seconds": 300,
+                    "template": {
+                        "metadata": {
+                            "labels": {"app": ROTATOR, "azure.workload.identity/use": "true"},
+                            "annotations": ROTATOR_CHECKOV_SKIPS,
+                        },
+                        "spec": cast(k8s.core.v1.PodSpecArgsDict, rotator_pod_spec(env)),
+                    },
+                }
+            },
+        },
+        opts=opts,
+    )
 
 
 def member_secret_name(member: str) -> str:

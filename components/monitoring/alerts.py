@@ -35,57 +35,71 @@ def alert_rules(
     ]
 
 
-def gpu_alert_rules(
-    t: AlertThresholdsConfig, action_group_id: pulumi.Input[str], enabled: bool
-) -> list[alertsmanagement.PrometheusRuleArgsDict]:
-    """The GPU alerts: hardware faults first (severity 1), then heat, memory pressure and waste.
+# The alerted GPU, in a description: its index and node, as the scrape labels them.
+_GPU = f"GPU {{{{ $labels.{labels.GPU} }}}} on {{{{ $labels.{labels.NODE} }}}}"
 
-    Every label they read comes from the label contract (`metrics_labels`), the names the scrape really stores.
-    """
-    gpu = f"GPU {{{{ $labels.{labels.GPU} }}}} on {{{{ $labels.{labels.NODE} }}}}"
-    holder = f"{{{{ $labels.{labels.WORKLOAD_NAMESPACE} }}}}/{{{{ $labels.{labels.WORKLOAD_POD} }}}}"
-    memory_percent = "DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE) * 100"
-    by_node = f"{labels.CLUSTER}, node"
-    gpu_nodes = f'max by ({by_node}) (kube_node_labels{{label_{GPU_POOL_LABEL_KEY}="{GPU_POOL_LABEL_VALUE}"}})'
-    reporting = f'max by ({by_node}) (label_replace(DCGM_FI_DEV_GPU_TEMP, "node", "$1", "{labels.NODE}", "(.*)"))'
-    specs: list[AlertSpec] = [
+
+def _hardware_faults() -> list[AlertSpec]:
+    """Severity 1: the GPU is failing."""
+    return [
         (
             "GpuXidError",
             "DCGM_FI_DEV_XID_ERRORS > 0",
             "PT1M",
             1,
-            f"{gpu} reported XID {{{{ $value }}}}; check the driver log, the node may need a reboot or repair",
+            f"{_GPU} reported XID {{{{ $value }}}}; check the driver log, the node may need a reboot or repair",
         ),
         (
             "GpuDoubleBitEccErrors",
             "increase(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL[10m]) > 0",
             "PT1M",
             1,
-            f"{gpu} has uncorrectable (double-bit) ECC errors; drain the node",
+            f"{_GPU} has uncorrectable (double-bit) ECC errors; drain the node",
         ),
+    ]
+
+
+def _heat_and_memory(t: AlertThresholdsConfig) -> list[AlertSpec]:
+    """The GPU will throttle, or the next allocation on it may fail."""
+    memory_percent = "DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE) * 100"
+    return [
         (
             "GpuTemperatureHigh",
             f"DCGM_FI_DEV_GPU_TEMP > {t.gpu_temperature_celsius}",
             f"PT{t.temperature_minutes}M",
             2,
-            f"{gpu} is above {t.gpu_temperature_celsius} C and will throttle",
+            f"{_GPU} is above {t.gpu_temperature_celsius} C and will throttle",
         ),
         (
             "GpuMemoryNearlyFull",
             f"{memory_percent} > {t.memory_used_percent}",
             f"PT{t.memory_minutes}M",
             3,
-            f"{gpu} uses more than {t.memory_used_percent}% of its memory; the next allocation may fail "
+            f"{_GPU} uses more than {t.memory_used_percent}% of its memory; the next allocation may fail "
             "with out-of-memory",
         ),
-        (
-            "GpuAllocatedButIdle",
-            f"({held_utilization_percent(f'{t.idle_minutes}m')}) < {t.idle_utilization_percent}",
-            "PT5M",
-            3,
-            f"Pod {holder} holds a GPU or MIG slice below {t.idle_utilization_percent}% utilisation for "
-            f"{t.idle_minutes} min: paid for, unused",
-        ),
+    ]
+
+
+def _waste(t: AlertThresholdsConfig) -> AlertSpec:
+    """A pod holds a GPU it hardly uses."""
+    holder = f"{{{{ $labels.{labels.WORKLOAD_NAMESPACE} }}}}/{{{{ $labels.{labels.WORKLOAD_POD} }}}}"
+    return (
+        "GpuAllocatedButIdle",
+        f"({held_utilization_percent(f'{t.idle_minutes}m')}) < {t.idle_utilization_percent}",
+        "PT5M",
+        3,
+        f"Pod {holder} holds a GPU or MIG slice below {t.idle_utilization_percent}% utilisation for "
+        f"{t.idle_minutes} min: paid for, unused",
+    )
+
+
+def _unobserved(t: AlertThresholdsConfig) -> list[AlertSpec]:
+    """GPUs whose metrics do not arrive: a node, its MIG instances, or the exporter itself."""
+    by_node = f"{labels.CLUSTER}, node"
+    gpu_nodes = f'max by ({by_node}) (kube_node_labels{{label_{GPU_POOL_LABEL_KEY}="{GPU_POOL_LABEL_VALUE}"}})'
+    reporting = f'max by ({by_node}) (label_replace(DCGM_FI_DEV_GPU_TEMP, "node", "$1", "{labels.NODE}", "(.*)"))'
+    return [
         (
             "GpuNodeNotReportingMetrics",
             f"{gpu_nodes} unless on ({by_node}) {reporting}",
@@ -110,4 +124,14 @@ def gpu_alert_rules(
             f"The DCGM exporter at {{{{ $labels.{labels.TARGET_ADDRESS} }}}} cannot be scraped",
         ),
     ]
+
+
+def gpu_alert_rules(
+    t: AlertThresholdsConfig, action_group_id: pulumi.Input[str], enabled: bool
+) -> list[alertsmanagement.PrometheusRuleArgsDict]:
+    """The GPU alerts: hardware faults first (severity 1), then heat, memory pressure and waste.
+
+    Every label they read comes from the label contract (`metrics_labels`), the names the scrape really stores.
+    """
+    specs = [*_hardware_faults(), *_heat_and_memory(t), _waste(t), *_unobserved(t)]
     return alert_rules(specs, action_group_id, enabled, {"team": "gpu-platform"})

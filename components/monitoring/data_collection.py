@@ -18,34 +18,33 @@ class PrometheusPipeline(NamedTuple):
     """The cluster's association with the metrics rule: the managed Prometheus add-on, and its CRDs, follow it."""
 
 
-def prometheus_pipeline(
+def _metrics_workspace(
     name: str, handle: ClusterHandle, base: str, workspace_name: str | None, parent: pulumi.Resource
-) -> PrometheusPipeline:
-    """Workspace <- rule <- endpoint, associated with the cluster's managed Prometheus agent."""
-    rg, location, tags = handle.resource_group_name, handle.location, dict(handle.tags)
-    child = pulumi.ResourceOptions(parent=parent)
-    workspace = monitor.AzureMonitorWorkspace(
+) -> monitor.AzureMonitorWorkspace:
+    return monitor.AzureMonitorWorkspace(
         f"{name}-workspace",
-        resource_group_name=rg,
-        location=location,
+        resource_group_name=handle.resource_group_name,
+        location=handle.location,
         azure_monitor_workspace_name=derived_name(workspace_name, "amw-", base, 44),
-        tags=tags,
+        tags=dict(handle.tags),
         # The stored GPU and cluster metrics are history no redeploy brings back; prod refuses to delete them.
         opts=pulumi.ResourceOptions(parent=parent, protect=handle.protect),
     )
-    endpoint = monitor.DataCollectionEndpoint(
-        f"{name}-prometheus-dce",
-        resource_group_name=rg,
-        location=location,
-        data_collection_endpoint_name=derived_name(None, "dce-prom-", base, 44),
-        kind=monitor.KnownDataCollectionEndpointResourceKind.LINUX,
-        tags=tags,
-        opts=child,
-    )
-    rule = monitor.DataCollectionRule(
+
+
+def _prometheus_rule(
+    name: str,
+    handle: ClusterHandle,
+    base: str,
+    endpoint: monitor.DataCollectionEndpoint,
+    workspace: monitor.AzureMonitorWorkspace,
+    child: pulumi.ResourceOptions,
+) -> monitor.DataCollectionRule:
+    """The rule that forwards the agent's Prometheus metrics, through `endpoint`, into `workspace`."""
+    return monitor.DataCollectionRule(
         f"{name}-prometheus-dcr",
-        resource_group_name=rg,
-        location=location,
+        resource_group_name=handle.resource_group_name,
+        location=handle.location,
         data_collection_rule_name=derived_name(None, "dcr-prom-", base, 64),
         kind=monitor.KnownDataCollectionRuleResourceKind.LINUX,
         data_collection_endpoint_id=endpoint.id,
@@ -59,9 +58,27 @@ def prometheus_pipeline(
         },
         destinations={"monitoring_accounts": [{"name": "MonitoringAccount1", "account_resource_id": workspace.id}]},
         data_flows=[{"streams": ["Microsoft-PrometheusMetrics"], "destinations": ["MonitoringAccount1"]}],
-        tags=tags,
+        tags=dict(handle.tags),
         opts=child,
     )
+
+
+def prometheus_pipeline(
+    name: str, handle: ClusterHandle, base: str, workspace_name: str | None, parent: pulumi.Resource
+) -> PrometheusPipeline:
+    """Workspace <- rule <- endpoint, associated with the cluster's managed Prometheus agent."""
+    child = pulumi.ResourceOptions(parent=parent)
+    workspace = _metrics_workspace(name, handle, base, workspace_name, parent)
+    endpoint = monitor.DataCollectionEndpoint(
+        f"{name}-prometheus-dce",
+        resource_group_name=handle.resource_group_name,
+        location=handle.location,
+        data_collection_endpoint_name=derived_name(None, "dce-prom-", base, 44),
+        kind=monitor.KnownDataCollectionEndpointResourceKind.LINUX,
+        tags=dict(handle.tags),
+        opts=child,
+    )
+    rule = _prometheus_rule(name, handle, base, endpoint, workspace, child)
     agent_link = monitor.DataCollectionRuleAssociation(
         f"{name}-prometheus-dcra",
         resource_uri=handle.cluster_id,

@@ -153,6 +153,10 @@ class GrafanaDashboardsArgs(TypedDict):
     """Values of the dashboards' hidden constants (see `with_constants`)."""
 
 
+# Editors (the deployer) keep Edit on every folder; the Viewer role, which every team member holds, gets nothing.
+_EDITORS: grafana_oss.FolderPermissionPermissionArgsDict = {"role": "Editor", "permission": "Edit"}
+
+
 class GrafanaDashboards(pulumi.ComponentResource):
     """The platform's folder and one folder per team in Managed Grafana, in step with monitoring/dashboards/."""
 
@@ -161,6 +165,18 @@ class GrafanaDashboards(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: GrafanaDashboardsArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("aks-gpu-platform:index:GrafanaDashboards", name, None, opts)
+        self._in_grafana = self._as_grafana_admin(name, args)
+        self.dashboard_uids = []
+        constants = args.get("constants", {})
+        self._folder = self._platform_folder(name, args["dashboards"], constants)
+        template = with_constants(json.loads(dashboard_files([TEAM_TEMPLATE])[0].read_text()), constants)
+        for team in args.get("teams", []):
+            self._team_folder(name, team, template)
+        self.register_outputs({"dashboard_uids": self.dashboard_uids})
+
+    def _as_grafana_admin(self, name: str, args: GrafanaDashboardsArgs) -> pulumi.ResourceOptions:
+        """The deployer's Grafana Admin grant, and the provider that writes to Grafana with the deployer's token:
+        the options of every Grafana object."""
         deployer = authorization.get_client_config_output()
         token = authorization.get_client_token_output(endpoint=GRAFANA_AUDIENCE).token
         propagation = roles.propagation_wait(f"{name}-deployer-admin", ADMIN_PROPAGATION_SECONDS)
@@ -185,47 +201,44 @@ class GrafanaDashboards(pulumi.ComponentResource):
             retry_wait=RETRY_WAIT_SECONDS,
             opts=pulumi.ResourceOptions(parent=self),
         )
-        in_grafana = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[admin])
-        self.dashboard_uids = []
+        return pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[admin])
 
-        self._in_grafana = in_grafana
-        dashboard = self._dashboard
-
-        # Editors (the deployer) keep Edit; the Viewer role, which every team member holds, gets nothing here.
-        editors: grafana_oss.FolderPermissionPermissionArgsDict = {"role": "Editor", "permission": "Edit"}
+    def _platform_folder(
+        self, name: str, dashboards: Sequence[str], constants: Mapping[str, str]
+    ) -> grafana_oss.Folder:
+        """The platform folder, for Editors and Admins only, with the platform's dashboards."""
+        in_grafana = self._in_grafana
         folder = grafana_oss.Folder(f"{name}-folder", title="AKS GPU platform", uid=FOLDER_UID, opts=in_grafana)
-        self._folder = folder
         grafana_oss.FolderPermission(
-            f"{name}-folder-permissions", folder_uid=folder.uid, permissions=[editors], opts=in_grafana
+            f"{name}-folder-permissions", folder_uid=folder.uid, permissions=[_EDITORS], opts=in_grafana
         )
-        constants = args.get("constants", {})
-        for path in dashboard_files(args["dashboards"]):
-            dashboard(f"{name}-{path.stem}", with_constants(json.loads(path.read_text()), constants), folder)
+        for path in dashboard_files(dashboards):
+            self._dashboard(f"{name}-{path.stem}", with_constants(json.loads(path.read_text()), constants), folder)
+        return folder
 
-        template = with_constants(json.loads(dashboard_files([TEAM_TEMPLATE])[0].read_text()), constants)
-        for team in args.get("teams", []):
-            prefix = f"{name}-team-{team['name']}"
-            team_folder = grafana_oss.Folder(
-                f"{prefix}-folder",
-                title=f"Team {team['name']}",
-                uid=team_uid("gpu-team-folder", team["name"]),
+    def _team_folder(self, name: str, team: TeamDashboardArgs, template: dict[str, Any]) -> None:
+        """The team's folder, open to a Grafana team synced from its groups, with its copy of `template`."""
+        in_grafana, prefix = self._in_grafana, f"{name}-team-{team['name']}"
+        team_folder = grafana_oss.Folder(
+            f"{prefix}-folder",
+            title=f"Team {team['name']}",
+            uid=team_uid("gpu-team-folder", team["name"]),
+            opts=in_grafana,
+        )
+        permissions: list[grafana_oss.FolderPermissionPermissionArgsDict] = [_EDITORS]
+        if team["member_groups"]:
+            members = grafana_oss.Team(
+                f"{prefix}-members",
+                name=f"{GRAFANA_TEAM_PREFIX}{team['name']}",
+                # Kept in step with the Entra ID groups by Managed Grafana's team sync at each sign-in.
+                team_sync={"groups": list(team["member_groups"])},
                 opts=in_grafana,
             )
-            permissions: list[grafana_oss.FolderPermissionPermissionArgsDict] = [editors]
-            if team["member_groups"]:
-                members = grafana_oss.Team(
-                    f"{prefix}-members",
-                    name=f"{GRAFANA_TEAM_PREFIX}{team['name']}",
-                    # Kept in step with the Entra ID groups by Managed Grafana's team sync at each sign-in.
-                    team_sync={"groups": list(team["member_groups"])},
-                    opts=in_grafana,
-                )
-                permissions.append({"team_id": members.team_id.apply(str), "permission": "View"})
-            grafana_oss.FolderPermission(
-                f"{prefix}-folder-permissions", folder_uid=team_folder.uid, permissions=permissions, opts=in_grafana
-            )
-            dashboard(f"{prefix}-dashboard", team_dashboard(template, team["name"]), team_folder)
-        self.register_outputs({"dashboard_uids": self.dashboard_uids})
+            permissions.append({"team_id": members.team_id.apply(str), "permission": "View"})
+        grafana_oss.FolderPermission(
+            f"{prefix}-folder-permissions", folder_uid=team_folder.uid, permissions=permissions, opts=in_grafana
+        )
+        self._dashboard(f"{prefix}-dashboard", team_dashboard(template, team["name"]), team_folder)
 
     def _dashboard(self, resource: str, board: dict[str, Any], folder: grafana_oss.Folder) -> None:
         grafana_oss.Dashboard(

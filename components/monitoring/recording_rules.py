@@ -236,6 +236,44 @@ def _idle_share(utilization_percent: str, idle_utilization_percent: int, by_node
     )
 
 
+def _pod_gpus() -> str:
+    """PromQL: the GPU devices each Running pod requests, with its node's pool and its namespace's team."""
+    running = 'max by (cluster, namespace, pod) (kube_pod_status_phase{job="kube-state-metrics", phase="Running"})'
+    requested = (
+        "sum by (cluster, namespace, pod, node) (kube_pod_container_resource_requests"
+        f'{{job="kube-state-metrics", resource=~"{"|".join(GPU_RESOURCES_STORED)}", node!=""}})'
+    )
+    return (
+        f"({_pool_of(f'({requested} * on (cluster, namespace, pod) group_left() {running})', 'node')})"
+        f" * on (namespace) group_left(team) {TEAM_INFO}"
+    )
+
+
+def _idle_devices(idle_utilization_percent: int, shared_pools: Sequence[str], mig_pools: Sequence[str]) -> str:
+    """PromQL: the devices of POD_GPUS whose utilisation is under the threshold, read per kind of pool: a MIG
+    slice's own utilisation, a shared GPU's per node, a whole GPU's per pod."""
+    held = f'{{{WORKLOAD_POD}!=""}}[{IDLE_WINDOW}]'
+    whole_gpu = f"avg_over_time({GPU_UTILIZATION}{held})"
+    mig_slice = f"avg_over_time({MIG_UTILIZATION}{held}) * 100"
+    # (pool matcher, utilisation in percent, per node) for each kind of pool, the unshared whole GPUs last.
+    kinds: list[tuple[str, str, bool]] = []
+    shared, mig = set(shared_pools), set(mig_pools)
+    for pools, utilization, by_node in (
+        (shared & mig, mig_slice, True),
+        (mig - shared, mig_slice, False),
+        (shared - mig, whole_gpu, True),
+    ):
+        if pools:
+            kinds.append((f'{{gpu_pool=~"{_pool_matcher(sorted(pools))}"}}', utilization, by_node))
+    special = shared | mig
+    kinds.append((f'{{gpu_pool!~"{_pool_matcher(sorted(special))}"}}' if special else "", whole_gpu, False))
+    return " or ".join(
+        f"({POD_GPUS}{matcher} * on (cluster, {'node' if by_node else 'namespace, pod'}) group_left() "
+        f"{_idle_share(utilization, idle_utilization_percent, by_node)})"
+        for matcher, utilization, by_node in kinds
+    )
+
+
 def chargeback_rules(
     teams: dict[str, str],
     gpu_hour_prices: dict[str, tuple[float, bool]],
@@ -255,41 +293,13 @@ def chargeback_rules(
         _constant(usd, {"gpu_pool": pool, "estimate": str(estimate).lower()})
         for pool, (usd, estimate) in sorted(gpu_hour_prices.items())
     )
-    running = 'max by (cluster, namespace, pod) (kube_pod_status_phase{job="kube-state-metrics", phase="Running"})'
-    requested = (
-        "sum by (cluster, namespace, pod, node) (kube_pod_container_resource_requests"
-        f'{{job="kube-state-metrics", resource=~"{"|".join(GPU_RESOURCES_STORED)}", node!=""}})'
-    )
-    pod_gpus = (
-        f"({_pool_of(f'({requested} * on (cluster, namespace, pod) group_left() {running})', 'node')})"
-        f" * on (namespace) group_left(team) {TEAM_INFO}"
-    )
-    held = f'{{{WORKLOAD_POD}!=""}}[{IDLE_WINDOW}]'
-    whole_gpu = f"avg_over_time({GPU_UTILIZATION}{held})"
-    mig_slice = f"avg_over_time({MIG_UTILIZATION}{held}) * 100"
-    # (pool matcher, utilisation in percent, per node) for each kind of pool, the unshared whole GPUs last.
-    kinds: list[tuple[str, str, bool]] = []
-    shared, mig = set(shared_pools), set(mig_pools)
-    for pools, utilization, by_node in (
-        (shared & mig, mig_slice, True),
-        (mig - shared, mig_slice, False),
-        (shared - mig, whole_gpu, True),
-    ):
-        if pools:
-            kinds.append((f'{{gpu_pool=~"{_pool_matcher(sorted(pools))}"}}', utilization, by_node))
-    special = shared | mig
-    kinds.append((f'{{gpu_pool!~"{_pool_matcher(sorted(special))}"}}' if special else "", whole_gpu, False))
-    idle_devices = " or ".join(
-        f"({POD_GPUS}{matcher} * on (cluster, {'node' if by_node else 'namespace, pod'}) group_left() "
-        f"{_idle_share(utilization, idle_utilization_percent, by_node)})"
-        for matcher, utilization, by_node in kinds
-    )
+    idle_devices = _idle_devices(idle_utilization_percent, shared_pools, mig_pools)
     per_hour = 60 // CHARGEBACK_INTERVAL_MINUTES
     rules: list[alertsmanagement.PrometheusRuleArgsDict] = [_rule(TEAM_INFO, team_info)]
     if prices:
         rules.append(_rule(GPU_PRICE, prices))
     rules += [
-        _rule(POD_GPUS, pod_gpus),
+        _rule(POD_GPUS, _pod_gpus()),
         _rule(GPUS_ALLOCATED, f"sum by (cluster, team, gpu_pool) ({POD_GPUS})"),
         _rule(GPUS_IDLE, f"sum by (cluster, team, gpu_pool) ({idle_devices})"),
         _rule(GPU_HOURS_ALLOCATED, f"sum_over_time({GPUS_ALLOCATED}[24h]) / {per_hour}"),

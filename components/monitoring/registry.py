@@ -66,6 +66,35 @@ class RegistryArgs(TypedDict):
     """VNet the private DNS zone is linked to (used when public network access is off)."""
 
 
+def _premium_registry(
+    name: str, cfg: RegistryConfig, handle: ClusterHandle, registry_name: str, parent: pulumi.Resource
+) -> containerregistry.Registry:
+    """ACR Premium, admin user and anonymous pull off, public or not as configured."""
+    return containerregistry.Registry(
+        f"{name}-registry",
+        resource_group_name=handle.resource_group_name,
+        location=handle.location,
+        registry_name=registry_name,
+        sku={"name": containerregistry.SkuName.PREMIUM},
+        admin_user_enabled=False,
+        anonymous_pull_enabled=False,
+        public_network_access=(
+            containerregistry.PublicNetworkAccess.ENABLED
+            if cfg.public_network_access
+            else containerregistry.PublicNetworkAccess.DISABLED
+        ),
+        network_rule_bypass_options=containerregistry.NetworkRuleBypassOptions.AZURE_SERVICES,
+        zone_redundancy=(
+            containerregistry.ZoneRedundancy.ENABLED
+            if cfg.zone_redundancy
+            else containerregistry.ZoneRedundancy.DISABLED
+        ),
+        tags=dict(handle.tags),
+        # The registry holds the cached images every node pulls; prod refuses to delete it.
+        opts=pulumi.ResourceOptions(parent=parent, protect=handle.protect),
+    )
+
+
 class Registry(pulumi.ComponentResource):
     """ACR Premium, admin user and anonymous pull off, AcrPull for the kubelet, DCGM image cached from nvcr.io."""
 
@@ -80,44 +109,45 @@ class Registry(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: RegistryArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("aks-gpu-platform:index:Registry", name, None, opts)
-        cfg = args["settings"]
-        handle = args["cluster"]
-        tags = dict(handle.tags)
-        rg = handle.resource_group_name
-        child = pulumi.ResourceOptions(parent=self)
-        public = cfg.public_network_access
+        cfg, handle = args["settings"], args["cluster"]
         registry_name = registry_name_of(cfg, args["base_name"])
-
-        self.registry = containerregistry.Registry(
-            f"{name}-registry",
-            resource_group_name=rg,
-            location=handle.location,
-            registry_name=registry_name,
-            sku={"name": containerregistry.SkuName.PREMIUM},
-            admin_user_enabled=False,
-            anonymous_pull_enabled=False,
-            public_network_access=(
-                containerregistry.PublicNetworkAccess.ENABLED
-                if public
-                else containerregistry.PublicNetworkAccess.DISABLED
-            ),
-            network_rule_bypass_options=containerregistry.NetworkRuleBypassOptions.AZURE_SERVICES,
-            zone_redundancy=(
-                containerregistry.ZoneRedundancy.ENABLED
-                if cfg.zone_redundancy
-                else containerregistry.ZoneRedundancy.DISABLED
-            ),
-            tags=tags,
-            # The registry holds the cached images every node pulls; prod refuses to delete it.
-            opts=pulumi.ResourceOptions(parent=self, protect=handle.protect),
-        )
+        self.registry = _premium_registry(name, cfg, handle, registry_name, self)
         self.registry_id = self.registry.id
         self.login_server = self.registry.login_server
+        self._cache_rules(name, cfg, handle)
+        self.acr_pull = roles.assign_role(
+            f"{name}-kubelet-acr-pull",
+            role_guid=roles.ACR_PULL,
+            principal_id=args["kubelet_identity_object_id"],
+            scope=self.registry.id,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        # Built from the cache rule and the AcrPull grant, so whatever pulls the image (the exporter
+        # release) waits for both instead of starting in ImagePullBackOff.
+        self.dcgm_exporter_repository = pulumi.Output.all(
+            self.registry.login_server, self.cache_rule.target_repository, self.acr_pull.id
+        ).apply(lambda parts: f"{parts[0]}/{parts[1]}")
 
+        self.pulls_ready: list[pulumi.Resource] = [self.acr_pull, *self.upstream_cache_rules]
+        """What a pod pulling through the registry waits for: the kubelet's AcrPull and the cache rules."""
+        self.private_endpoint_id = None
+        if not cfg.public_network_access:
+            self._private_endpoint(name, args, registry_name)
+        self.register_outputs(
+            {
+                "registry_id": self.registry_id,
+                "login_server": self.login_server,
+                "dcgm_exporter_repository": self.dcgm_exporter_repository,
+            }
+        )
+
+    def _cache_rules(self, name: str, cfg: RegistryConfig, handle: ClusterHandle) -> None:
+        """The DCGM exporter's cache rule, and one wildcard rule per other upstream registry."""
+        child = pulumi.ResourceOptions(parent=self)
         # ACR's artifact cache pulls the image from NVIDIA on first use: no manual push step to forget.
         self.cache_rule = containerregistry.CacheRule(
             f"{name}-dcgm-cache",
-            resource_group_name=rg,
+            resource_group_name=handle.resource_group_name,
             registry_name=self.registry.name,
             cache_rule_name="nvidia-dcgm-exporter",
             source_repository=DCGM_UPSTREAM,
@@ -128,7 +158,7 @@ class Registry(pulumi.ComponentResource):
         self.upstream_cache_rules = [
             containerregistry.CacheRule(
                 f"{name}-cache-{upstream.rule_name}",
-                resource_group_name=rg,
+                resource_group_name=handle.resource_group_name,
                 registry_name=self.registry.name,
                 cache_rule_name=upstream.rule_name,
                 source_repository=f"{upstream.host}/*",
@@ -137,45 +167,23 @@ class Registry(pulumi.ComponentResource):
             )
             for upstream in UPSTREAMS.values()
         ]
-        self.acr_pull = roles.assign_role(
-            f"{name}-kubelet-acr-pull",
-            role_guid=roles.ACR_PULL,
-            principal_id=args["kubelet_identity_object_id"],
-            scope=self.registry.id,
-            opts=child,
+
+    def _private_endpoint(self, name: str, args: RegistryArgs, registry_name: str) -> None:
+        """The registry's endpoint in the private-endpoints subnet; pulls wait for it and its DNS."""
+        handle = args["cluster"]
+        link = private_endpoint(
+            name,
+            parent=self,
+            resource_group_name=handle.resource_group_name,
+            location=handle.location,
+            target_id=self.registry.id,
+            target_name=self.registry.name,
+            group_id="registry",
+            dns_zone=PRIVATE_DNS_ZONE,
+            subnet_id=args["private_endpoints_subnet_id"],
+            vnet_id=args["vnet_id"],
+            vnet_link_name=f"{registry_name}-vnet",
+            tags=dict(handle.tags),
         )
-        # Built from the cache rule and the AcrPull grant, so whatever pulls the image (the exporter
-        # release) waits for both instead of starting in ImagePullBackOff.
-        self.dcgm_exporter_repository = pulumi.Output.all(
-            self.registry.login_server, self.cache_rule.target_repository, self.acr_pull.id
-        ).apply(lambda parts: f"{parts[0]}/{parts[1]}")
-
-        self.pulls_ready: list[pulumi.Resource] = [self.acr_pull, *self.upstream_cache_rules]
-        """What a pod pulling through the registry waits for: the kubelet's AcrPull and the cache rules."""
-
-        self.private_endpoint_id = None
-        if not public:
-            link = private_endpoint(
-                name,
-                parent=self,
-                resource_group_name=rg,
-                location=handle.location,
-                target_id=self.registry.id,
-                target_name=self.registry.name,
-                group_id="registry",
-                dns_zone=PRIVATE_DNS_ZONE,
-                subnet_id=args["private_endpoints_subnet_id"],
-                vnet_id=args["vnet_id"],
-                vnet_link_name=f"{registry_name}-vnet",
-                tags=tags,
-            )
-            self.private_endpoint_id = link.endpoint.id
-            self.pulls_ready += link.ready
-
-        self.register_outputs(
-            {
-                "registry_id": self.registry_id,
-                "login_server": self.login_server,
-                "dcgm_exporter_repository": self.dcgm_exporter_repository,
-            }
-        )
+        self.private_endpoint_id = link.endpoint.id
+        self.pulls_ready += link.ready

@@ -74,17 +74,7 @@ class NetAppFiles(pulumi.ComponentResource):
         cfg, handle = args["settings"], args["cluster"]
         if not args["allowed_clients"]:
             raise ValueError("NetAppFiles: allowed_clients must name the node subnet; an empty export admits no one")
-        tags = dict(handle.tags)
-
-        account = netapp.Account(
-            f"{name}-account",
-            resource_group_name=handle.resource_group_name,
-            location=handle.location,
-            account_name=cfg.account_name,
-            tags=tags,
-            # Deleting the account deletes every pool and volume under it.
-            opts=pulumi.ResourceOptions(parent=self, protect=handle.protect),
-        )
+        account = self._account(name, cfg, handle)
         pool = self._pool(name, cfg, handle, account)
         volumes = [self._volume(name, cfg, v, handle, pool, args) for v in cfg.volumes]
 
@@ -92,9 +82,40 @@ class NetAppFiles(pulumi.ComponentResource):
         self.pool_id = pool.id
         addresses = {v.name: _mount_address(vol).apply(lambda ip, v=v: f"{ip}:/{v.export_path}") for v, vol in volumes}
         self.mount_addresses = pulumi.Output.all(**addresses).apply(lambda a: dict(a))
+        namespace, claims = self._claims(name, cfg, handle, volumes, args.get("namespace"))
+        self.namespace = pulumi.Output.from_input(namespace)
+        self.claim_names = pulumi.Output.all(*(c.metadata["name"] for c in claims)).apply(lambda n: list(n))
+        self.register_outputs(
+            {
+                "account_name": self.account_name,
+                "pool_id": self.pool_id,
+                "mount_addresses": self.mount_addresses,
+                "namespace": self.namespace,
+                "claim_names": self.claim_names,
+            }
+        )
 
+    def _account(self, name: str, cfg: NetAppFilesConfig, handle: ClusterHandle) -> netapp.Account:
+        return netapp.Account(
+            f"{name}-account",
+            resource_group_name=handle.resource_group_name,
+            location=handle.location,
+            account_name=cfg.account_name,
+            tags=dict(handle.tags),
+            # Deleting the account deletes every pool and volume under it.
+            opts=pulumi.ResourceOptions(parent=self, protect=handle.protect),
+        )
+
+    def _claims(
+        self,
+        name: str,
+        cfg: NetAppFilesConfig,
+        handle: ClusterHandle,
+        volumes: list[tuple[NetAppVolumeConfig, netapp.CapacityPoolVolume]],
+        namespace: pulumi.Input[str] | None,
+    ) -> tuple[pulumi.Input[str], list[k8s.core.v1.PersistentVolumeClaim]]:
+        """The class, a claim per volume (in `namespace`, or a namespace of its own) and the verification pod."""
         in_cluster = handle.k8s_options(self)
-        namespace = args.get("namespace")
         if namespace is None:
             namespace = training_namespace(f"{name}-namespace", cfg.namespace, in_cluster).metadata["name"]
         storage_class = k8s.storage.v1.StorageClass(
@@ -109,18 +130,7 @@ class NetAppFiles(pulumi.ComponentResource):
         claims = [self._claim(name, cfg, v, vol, storage_class, namespace, in_cluster) for v, vol in volumes]
         if cfg.verification_pod:
             self._verification_pod(name, cfg, claims, in_cluster)
-
-        self.namespace = pulumi.Output.from_input(namespace)
-        self.claim_names = pulumi.Output.all(*(c.metadata["name"] for c in claims)).apply(lambda n: list(n))
-        self.register_outputs(
-            {
-                "account_name": self.account_name,
-                "pool_id": self.pool_id,
-                "mount_addresses": self.mount_addresses,
-                "namespace": self.namespace,
-                "claim_names": self.claim_names,
-            }
-        )
+        return namespace, claims
 
     def _pool(
         self, name: str, cfg: NetAppFilesConfig, handle: ClusterHandle, account: netapp.Account

@@ -14,12 +14,8 @@ The boundaries, and the driver behaviour each rests on:
   team's claim exists, creates `teams/<team>` owned by the team's uid and gid, mode 2770 (setgid: files stay in
   the team's group), through the filesystem-root claim of the platform's training namespace. It runs as root,
   which root squash maps to nobody unless the nodes are exempt (`rootSquash.noSquashNidLists`, docs/security.md).
-- **Pods run as the team.** Pod Security `baseline` lets a pod run as any uid or group, so a pod could open
-  another team's directory on a filesystem both reach; a ValidatingAdmissionPolicy per team namespace admits a
-  pod only when every container runs as the team's uid and gid, with no other supplemental group and
-  `supplementalGroupsPolicy: Strict` (groups the image's /etc/group would add are ignored: KEP-3619, containerd
-  2.0, which Kubernetes 1.36 nodes run), and without privilege escalation (setuid binaries) or added
-  capabilities; its volumes are claims and the kinds Pod Security `restricted` allows (no inline NFS).
+- **Pods run as the team.** An admission policy per team namespace holds every container to the team's uid and
+  gid, and its volumes to claims (components/training/team_identity_policy.py).
 - **No claim on a class that shares one account, one key or the filesystem root.** Azure Files and Blob CSI
   classes reuse one matching storage account for every claim and, by default, store its key as a Secret in the
   claim's namespace (azurefile-csi-driver docs/driver-parameters.md at 7b5ae18e74f0 and blob-csi-driver's at
@@ -33,10 +29,11 @@ The boundaries, and the driver behaviour each rests on:
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any, NotRequired, TypedDict
+from typing import Any, NamedTuple, NotRequired, TypedDict
 
 import pulumi
 import pulumi_azure_native.authorization as authorization
+import pulumi_azure_native.managedidentity as managedidentity
 import pulumi_azure_native.storage as storage
 import pulumi_kubernetes as k8s
 
@@ -49,6 +46,12 @@ from ..shared.context import ClusterHandle
 from ..shared.workload_identity import federated_identity
 from ..storage.blob_classes import PROVISIONER as BLOB_PROVISIONER
 from ..storage.lustre import LUSTRE_FS_NAME, PROVISIONER
+
+# Released names of this module, kept importable from here; the policy lives in team_identity_policy.py.
+from .team_identity_policy import ADMISSION_POLICY_PREFIX as ADMISSION_POLICY_PREFIX
+from .team_identity_policy import TEAM_VOLUME_KINDS as TEAM_VOLUME_KINDS
+from .team_identity_policy import identity_policy_spec as identity_policy_spec
+from .team_identity_policy import team_identity_policy
 
 TEAM_DIRECTORY_ROOT = "teams"
 TEAM_LUSTRE_CLASS_PREFIX = "lustre-team-"
@@ -71,7 +74,6 @@ AKS_SHARED_CLASSES = (
 DIRECTORY_JOB_IMAGE = "mcr.microsoft.com/azure-cli:2.74.0-azurelinux3.0"
 ROOT_MOUNT = "/mnt/lustre"
 TEAM_DIRECTORY_MODE = "2770"
-ADMISSION_POLICY_PREFIX = "team-storage-identity"
 # checkov skips, each with its reason (tests/platform/test_checkov.py reads them from the object).
 DIRECTORY_JOB_CHECKOV_SKIPS = {
     "checkov.io/skip1": "CKV_K8S_43=MCR's Azure CLI image is pinned by release and OS tag; a digest pins one arch",
@@ -87,24 +89,6 @@ DIRECTORY_JOB_CHECKOV_SKIPS = {
 TEAM_DATA = "team-data"
 TEAM_DATA_NOMINAL_SIZE = "1Ti"  # Blob has no size; the claim counts this against the team's storage quota
 BLOB_DATA_MOUNT_OPTIONS = ["-o allow_other", "--file-cache-timeout-in-seconds=120", "--cancel-list-on-mount-seconds=10"]
-# Volume kinds a team pod may use: Pod Security `restricted`'s list. `baseline` also allows inline nfs, iscsi,
-# cephfs...: an NFS export open to the node subnet (NetApp Files, Blob NFS) would be mounted past every claim.
-# Inline csi is `restricted`'s too, but the Azure Files and Blob drivers accept inline (ephemeral) volumes that name
-# a share or container and a key Secret, and older Files driver releases read that Secret from a namespace the pod
-# names: an inline volume reaches storage past the claims and quotas. Only the Secrets Store driver is left: it
-# reads the SecretProviderClass from the pod's own namespace (kubernetes-sigs/secrets-store-csi-driver
-# pkg/secrets-store/nodeserver.go at b151e713, NodePublishVolume: getSecretProviderItem(..., podNamespace)) and
-# mounts a tmpfs of the secrets that class names, with the pod's own service account token.
-TEAM_VOLUME_KINDS = (
-    "persistentVolumeClaim",
-    "ephemeral",
-    "configMap",
-    "secret",
-    "emptyDir",
-    "projected",
-    "downwardAPI",
-)
-TEAM_INLINE_CSI_DRIVERS = ("secrets-store.csi.k8s.io",)
 
 
 def team_lustre_class(team: str) -> str:
@@ -135,130 +119,6 @@ def refused_classes(team: str, teams: Sequence[TeamConfig], shared_classes: Sequ
     """Classes a team's namespace may not claim: those shared across teams, and the other teams' Lustre classes."""
     others = [team_lustre_class(t.name) for t in teams if t.name != team] if lustre else []
     return sorted({*AKS_SHARED_CLASSES, *shared_classes, *others})
-
-
-def _container_is(field: str, value: int) -> str:
-    """CEL: container `c` runs with `field` = value, set on the container or inherited from the pod."""
-    return (
-        f"(has(c.securityContext) && has(c.securityContext.{field})) ? c.securityContext.{field} == {value} : "
-        f"(has(object.spec.securityContext) && has(object.spec.securityContext.{field}) && "
-        f"object.spec.securityContext.{field} == {value})"
-    )
-
-
-def _every_container(condition: str) -> str:
-    """CEL: `condition` on `c` holds for every container, init container and ephemeral container. One `all()` per
-    list: they are lists of different types (Container, EphemeralContainer), which CEL does not concatenate."""
-    return " && ".join(
-        [
-            f"object.spec.containers.all(c, {condition})",
-            *(
-                f"(!has(object.spec.{kind}) || object.spec.{kind}.all(c, {condition}))"
-                for kind in ("initContainers", "ephemeralContainers")
-            ),
-        ]
-    )
-
-
-def _pod_field_absent_or(field: str, condition: str) -> str:
-    return (
-        f"!has(object.spec.securityContext) || !has(object.spec.securityContext.{field}) || "
-        f"object.spec.securityContext.{field}{condition}"
-    )
-
-
-def identity_policy_spec(team: TeamConfig, memory_locking: bool = False) -> dict[str, Any]:
-    """The admission policy of one team namespace: pods run as the team's uid and gid, and only as them.
-
-    `memory_locking` (a team with quota on an InfiniBand pool): NCCL over RDMA pins memory, which takes IPC_LOCK, and a
-    capability reaches only a root process (Kubernetes sets no ambient capabilities; AKS's containerd sets no
-    LimitMEMLOCK). There a container may also run as uid 0 and add IPC_LOCK, and nothing else: its group stays the
-    team's, its only mounts are the team's claims (the zero quotas), so root reaches no other team's directory."""
-    uid, gid = team.run_as_user, team.run_as_group
-    why = f"team {team.name}'s pods run as uid {uid}, gid {gid}, which own its data"
-    run_as = _container_is("runAsUser", uid)
-    added_ok = "size(c.securityContext.capabilities.add) == 0"
-    if memory_locking:
-        run_as = f"({run_as}) || ({_container_is('runAsUser', 0)})"
-        added_ok = "c.securityContext.capabilities.add.all(x, x == 'IPC_LOCK')"
-        why += " (root with IPC_LOCK only, for RDMA)"
-    return {
-        "failurePolicy": "Fail",
-        # An ephemeral container arrives by an UPDATE of the pods/ephemeralcontainers subresource (the object is
-        # the whole Pod), which the `pods` rule does not match.
-        "matchConstraints": {
-            "resourceRules": [
-                {"apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"], "operations": ["CREATE"]},
-                {
-                    "apiGroups": [""],
-                    "apiVersions": ["v1"],
-                    "resources": ["pods/ephemeralcontainers"],
-                    "operations": ["UPDATE"],
-                },
-            ]
-        },
-        "validations": [
-            {
-                "expression": _every_container(run_as),
-                "message": f"set securityContext.runAsUser: {uid} (pod or every container): {why}",
-                "reason": "Forbidden",
-            },
-            {
-                "expression": _every_container(_container_is("runAsGroup", gid)),
-                "message": f"set securityContext.runAsGroup: {gid} (pod or every container): {why}",
-                "reason": "Forbidden",
-            },
-            {
-                "expression": _pod_field_absent_or("supplementalGroups", f".all(g, g == {gid})"),
-                "message": f"supplementalGroups may hold only {gid}: another group would open another team's data",
-                "reason": "Forbidden",
-            },
-            {
-                "expression": _pod_field_absent_or("fsGroup", f" == {gid}"),
-                "message": f"fsGroup may only be {gid}: it is a group the pod's processes join",
-                "reason": "Forbidden",
-            },
-            {
-                "expression": "has(object.spec.securityContext) && "
-                "has(object.spec.securityContext.supplementalGroupsPolicy) && "
-                "object.spec.securityContext.supplementalGroupsPolicy == 'Strict'",
-                "message": "set securityContext.supplementalGroupsPolicy: Strict: without it the image's /etc/group "
-                "can add any group to the pod's processes",
-                "reason": "Forbidden",
-            },
-            {
-                "expression": _every_container(
-                    "has(c.securityContext) && has(c.securityContext.allowPrivilegeEscalation) && "
-                    "c.securityContext.allowPrivilegeEscalation == false && "
-                    "(!has(c.securityContext.capabilities) || !has(c.securityContext.capabilities.add) || "
-                    f"{added_ok})"
-                    + (
-                        # Root keeps containerd's default capabilities (SETUID, DAC_OVERRIDE, NET_RAW...) unless it
-                        # drops them: IPC_LOCK must be all it holds.
-                        f" && (!({_container_is('runAsUser', 0)}) || (has(c.securityContext.capabilities) && "
-                        "has(c.securityContext.capabilities.drop) && 'ALL' in c.securityContext.capabilities.drop))"
-                        if memory_locking
-                        else ""
-                    )
-                ),
-                "message": "set allowPrivilegeEscalation: false and add no capabilities in every container"
-                + (" but IPC_LOCK (as root, with drop: [ALL])" if memory_locking else "")
-                + ": a setuid binary or another capability would change the process's identity",
-                "reason": "Forbidden",
-            },
-            {
-                "expression": "!has(object.spec.volumes) || object.spec.volumes.all(v, "
-                + " || ".join(f"has(v.{kind})" for kind in TEAM_VOLUME_KINDS)
-                + " || (has(v.csi) && v.csi.driver in ["
-                + ", ".join(f"'{driver}'" for driver in TEAM_INLINE_CSI_DRIVERS)
-                + "]))",
-                "message": f"volumes in a team namespace are one of {', '.join(TEAM_VOLUME_KINDS)}, or csi with the "
-                f"driver {', '.join(TEAM_INLINE_CSI_DRIVERS)}: an inline nfs, Azure Files or Blob volume reaches "
-                "storage past the claims and quotas that keep teams apart; mount shared storage through a claim",
-                "reason": "Forbidden",
-            },
-        ],
-    }
 
 
 def directory_job_name(team: TeamConfig) -> str:
@@ -307,6 +167,149 @@ class TeamStorageArgs(TypedDict):
     group); none: no per-team Blob data."""
 
 
+class _LustreRoot(NamedTuple):
+    """The filesystem the team directories are made on: its MGS address and the filesystem-root claim."""
+
+    mgs_address: pulumi.Input[str]
+    namespace: pulumi.Input[str]
+    claim: pulumi.Input[str]
+
+
+def _lustre_root(args: TeamStorageArgs) -> _LustreRoot | None:
+    """The filesystem the teams' directories are on, when there is Lustre."""
+    mgs = args.get("lustre_mgs_address")
+    root_namespace, root_claim = args.get("lustre_root_namespace"), args.get("lustre_root_claim")
+    if mgs is None:
+        return None
+    if root_namespace is None or root_claim is None:
+        raise ValueError("TeamStorage: Lustre needs lustre_root_namespace and lustre_root_claim")
+    return _LustreRoot(mgs, root_namespace, root_claim)
+
+
+def _azurefile_team_class(name: str, in_cluster: pulumi.ResourceOptions) -> None:
+    """Azure Files for teams, its account key kept in kube-system."""
+    k8s.storage.v1.StorageClass(
+        f"{name}-azurefile",
+        metadata={"name": AZUREFILE_TEAM_CLASS},
+        provisioner=AZUREFILE_PROVISIONER,
+        parameters={"skuName": "Standard_LRS", "secretNamespace": KEY_SECRET_NAMESPACE},
+        # Retain: deleting a claim must not delete the share and its checkpoints.
+        reclaim_policy="Retain",
+        volume_binding_mode="Immediate",
+        allow_volume_expansion=True,
+        # AKS's azurefile-csi options: SMB shows every file with one mode, so any uid of the claim's pods writes;
+        # the boundary is the share, which only claims in its own namespace mount (the key stays in kube-system).
+        mount_options=["dir_mode=0777", "file_mode=0777", "mfsymlinks", "actimeo=30", "nosharesock"],
+        opts=in_cluster,
+    )
+
+
+def _data_grants(
+    prefix: str,
+    team: TeamConfig,
+    identity: managedidentity.UserAssignedIdentity,
+    container: storage.BlobContainer,
+    azure: pulumi.ResourceOptions,
+) -> list[pulumi.Resource]:
+    """Storage Blob Data Contributor on the team's container only: to its data identity and its member groups."""
+    grants: list[pulumi.Resource] = [
+        roles.assign_role(
+            f"{prefix}-identity-reader-writer",
+            role_guid=roles.STORAGE_BLOB_DATA_CONTRIBUTOR,
+            principal_id=identity.principal_id,
+            scope=container.id,
+            opts=azure,
+        )
+    ]
+    # Members upload and download with their own sign-in (`az storage blob ... --auth-mode login`).
+    grants += [
+        roles.assign_role(
+            f"{prefix}-members-{group}",
+            role_guid=roles.STORAGE_BLOB_DATA_CONTRIBUTOR,
+            principal_id=group,
+            principal_type=authorization.PrincipalType.GROUP,
+            scope=container.id,
+            opts=azure,
+        )
+        for group in team.members
+    ]
+    return grants
+
+
+def _data_service_account(
+    prefix: str,
+    namespace: pulumi.Input[str],
+    identity: managedidentity.UserAssignedIdentity,
+    in_cluster: pulumi.ResourceOptions,
+) -> k8s.core.v1.ServiceAccount:
+    """`team-data`: pods that run as it sign in as the team's data identity."""
+    return k8s.core.v1.ServiceAccount(
+        f"{prefix}-service-account",
+        metadata={
+            "name": TEAM_DATA,
+            "namespace": namespace,
+            "annotations": {"azure.workload.identity/client-id": identity.client_id},
+        },
+        opts=in_cluster,
+    )
+
+
+def _data_volume(
+    prefix: str,
+    team: TeamConfig,
+    namespace: pulumi.Input[str],
+    account: pulumi.Input[str],
+    container: storage.BlobContainer,
+    identity: managedidentity.UserAssignedIdentity,
+    handle: ClusterHandle,
+    opts: pulumi.ResourceOptions,
+) -> k8s.core.v1.PersistentVolume:
+    """The volume of the team's container, mounted with the pod's workload identity token, bound to its claim."""
+    return k8s.core.v1.PersistentVolume(
+        f"{prefix}-volume",
+        metadata={"name": f"{TEAM_DATA}-{team.name}"},
+        spec={
+            "capacity": {"storage": TEAM_DATA_NOMINAL_SIZE},
+            "access_modes": ["ReadWriteMany"],
+            "persistent_volume_reclaim_policy": "Retain",
+            "storage_class_name": "",
+            "mount_options": BLOB_DATA_MOUNT_OPTIONS,
+            # Only the team's own claim binds it: another namespace's claim naming this volume stays Pending.
+            "claim_ref": {"namespace": namespace, "name": TEAM_DATA},
+            "csi": {
+                "driver": BLOB_PROVISIONER,
+                # Unique per container in the cluster (the driver's volume ID: rg#account#container).
+                "volume_handle": pulumi.Output.concat(handle.resource_group_name, "#", account, "#", container.name),
+                "volume_attributes": {
+                    "storageaccount": account,
+                    "containerName": container.name,
+                    "resourcegroup": handle.resource_group_name,
+                    "clientID": identity.client_id,
+                    "mountWithWorkloadIdentityToken": "true",
+                },
+            },
+        },
+        opts=opts,
+    )
+
+
+def _data_claim(
+    prefix: str, namespace: pulumi.Input[str], volume: k8s.core.v1.PersistentVolume, in_cluster: pulumi.ResourceOptions
+) -> k8s.core.v1.PersistentVolumeClaim:
+    """The team's `team-data` claim, on its own volume."""
+    return k8s.core.v1.PersistentVolumeClaim(
+        f"{prefix}-claim",
+        metadata={"name": TEAM_DATA, "namespace": namespace},
+        spec={
+            "access_modes": ["ReadWriteMany"],
+            "storage_class_name": "",
+            "volume_name": volume.metadata["name"],
+            "resources": {"requests": {"storage": TEAM_DATA_NOMINAL_SIZE}},
+        },
+        opts=in_cluster,
+    )
+
+
 class TeamStorage(pulumi.ComponentResource):
     """Per team: a Lustre class on its own directory, made the team's by a Job; pods held to its uid and gid."""
 
@@ -327,72 +330,21 @@ class TeamStorage(pulumi.ComponentResource):
         super().__init__("aks-gpu-platform:index:TeamStorage", name, None, opts)
         settings, handle = args["settings"], args["cluster"]
         in_cluster = handle.k8s_options(self)
-        mgs = args.get("lustre_mgs_address")
-        root_namespace, root_claim = args.get("lustre_root_namespace"), args.get("lustre_root_claim")
-        lustre = mgs is not None
-        if lustre and (root_namespace is None or root_claim is None):
-            raise ValueError("TeamStorage: Lustre needs lustre_root_namespace and lustre_root_claim")
-
-        k8s.storage.v1.StorageClass(
-            f"{name}-azurefile",
-            metadata={"name": AZUREFILE_TEAM_CLASS},
-            provisioner=AZUREFILE_PROVISIONER,
-            parameters={"skuName": "Standard_LRS", "secretNamespace": KEY_SECRET_NAMESPACE},
-            # Retain: deleting a claim must not delete the share and its checkpoints.
-            reclaim_policy="Retain",
-            volume_binding_mode="Immediate",
-            allow_volume_expansion=True,
-            # AKS's azurefile-csi options: SMB shows every file with one mode, so any uid of the claim's pods writes;
-            # the boundary is the share, which only claims in its own namespace mount (the key stays in kube-system).
-            mount_options=["dir_mode=0777", "file_mode=0777", "mfsymlinks", "actimeo=30", "nosharesock"],
-            opts=in_cluster,
-        )
-
-        classes: dict[str, pulumi.Output[str]] = {}
+        lustre = _lustre_root(args)
+        _azurefile_team_class(name, in_cluster)
         shared = list(args.get("shared_storage_classes", []))
         locking = set(args.get("memory_locking_namespaces", []))
-        self.storage_quota, self.uids, self.gids = {}, {}, {}
+        self.uids = {team.name: team.run_as_user for team in settings.teams}
+        self.gids = {team.name: team.run_as_group for team in settings.teams}
+        self.storage_quota = {
+            team.name: zero_storage_quota(refused_classes(team.name, settings.teams, shared, lustre is not None))
+            for team in settings.teams
+        }
+        classes: dict[str, pulumi.Output[str]] = {}
         for team in settings.teams:
-            self.uids[team.name], self.gids[team.name] = team.run_as_user, team.run_as_group
-            self.storage_quota[team.name] = zero_storage_quota(
-                refused_classes(team.name, settings.teams, shared, lustre)
-            )
-            policy_name = f"{ADMISSION_POLICY_PREFIX}-{team.name}"
-            policy = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
-                f"{name}-{team.name}-identity",
-                metadata={"name": policy_name},
-                spec=identity_policy_spec(team, team.namespace_name in locking),  # type: ignore[arg-type]
-                opts=in_cluster,
-            )
-            k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
-                f"{name}-{team.name}-identity-binding",
-                metadata={"name": policy_name},
-                spec={
-                    "policy_name": policy.metadata["name"],
-                    "validation_actions": ["Deny"],
-                    "match_resources": {
-                        "namespace_selector": {"match_labels": {"kubernetes.io/metadata.name": team.namespace_name}}
-                    },
-                },
-                opts=in_cluster,
-            )
-            if mgs is None or root_namespace is None or root_claim is None:
-                continue
-            job = self._directory_job(name, team, root_namespace, root_claim, in_cluster)
-            storage_class = k8s.storage.v1.StorageClass(
-                f"{name}-{team.name}-lustre",
-                metadata={"name": team_lustre_class(team.name)},
-                provisioner=PROVISIONER,
-                parameters={"mgs-ip-address": mgs, "fs-name": LUSTRE_FS_NAME, "sub-dir": team_directory(team.name)},
-                # Retain: deleting a claim must never delete the team's data.
-                reclaim_policy="Retain",
-                volume_binding_mode="Immediate",
-                mount_options=["noatime", "flock"],
-                # The class exists once the Job has made the directory the team's (and so once the driver runs):
-                # claims on it, and their pods, come after that.
-                opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[job])),
-            )
-            classes[team.name] = storage_class.metadata["name"]
+            team_identity_policy(name, team, team.namespace_name in locking, in_cluster)
+            if lustre is not None:
+                classes[team.name] = self._team_lustre_class(name, team, lustre, in_cluster)
         self.lustre_classes = pulumi.Output.all(**classes) if classes else pulumi.Output.from_input({})
         data: dict[str, pulumi.Output[dict[str, str]]] = {}
         account = args.get("data_account_name")
@@ -409,6 +361,30 @@ class TeamStorage(pulumi.ComponentResource):
                 "gids": self.gids,
             }
         )
+
+    def _team_lustre_class(
+        self, name: str, team: TeamConfig, lustre: _LustreRoot, in_cluster: pulumi.ResourceOptions
+    ) -> pulumi.Output[str]:
+        """The Job that makes the team's directory its own, then the class that mounts that directory."""
+        job = self._directory_job(name, team, lustre.namespace, lustre.claim, in_cluster)
+        storage_class = k8s.storage.v1.StorageClass(
+            f"{name}-{team.name}-lustre",
+            metadata={"name": team_lustre_class(team.name)},
+            provisioner=PROVISIONER,
+            parameters={
+                "mgs-ip-address": lustre.mgs_address,
+                "fs-name": LUSTRE_FS_NAME,
+                "sub-dir": team_directory(team.name),
+            },
+            # Retain: deleting a claim must never delete the team's data.
+            reclaim_policy="Retain",
+            volume_binding_mode="Immediate",
+            mount_options=["noatime", "flock"],
+            # The class exists once the Job has made the directory the team's (and so once the driver runs):
+            # claims on it, and their pods, come after that.
+            opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[job])),
+        )
+        return storage_class.metadata["name"]
 
     def _team_data(
         self,
@@ -439,78 +415,13 @@ class TeamStorage(pulumi.ComponentResource):
             service_account=TEAM_DATA,
             opts=azure,
         )
-        grants: list[pulumi.Resource] = [
-            roles.assign_role(
-                f"{prefix}-identity-reader-writer",
-                role_guid=roles.STORAGE_BLOB_DATA_CONTRIBUTOR,
-                principal_id=identity.principal_id,
-                scope=container.id,
-                opts=azure,
-            )
-        ]
-        # Members upload and download with their own sign-in (`az storage blob ... --auth-mode login`).
-        grants += [
-            roles.assign_role(
-                f"{prefix}-members-{group}",
-                role_guid=roles.STORAGE_BLOB_DATA_CONTRIBUTOR,
-                principal_id=group,
-                principal_type=authorization.PrincipalType.GROUP,
-                scope=container.id,
-                opts=azure,
-            )
-            for group in team.members
-        ]
+        grants = _data_grants(prefix, team, identity, container, azure)
         in_cluster = handle.k8s_options(self)
-        service_account = k8s.core.v1.ServiceAccount(
-            f"{prefix}-service-account",
-            metadata={
-                "name": TEAM_DATA,
-                "namespace": namespace,
-                "annotations": {"azure.workload.identity/client-id": identity.client_id},
-            },
-            opts=in_cluster,
-        )
-        volume_name = f"{TEAM_DATA}-{team.name}"
-        volume = k8s.core.v1.PersistentVolume(
-            f"{prefix}-volume",
-            metadata={"name": volume_name},
-            spec={
-                "capacity": {"storage": TEAM_DATA_NOMINAL_SIZE},
-                "access_modes": ["ReadWriteMany"],
-                "persistent_volume_reclaim_policy": "Retain",
-                "storage_class_name": "",
-                "mount_options": BLOB_DATA_MOUNT_OPTIONS,
-                # Only the team's own claim binds it: another namespace's claim naming this volume stays Pending.
-                "claim_ref": {"namespace": namespace, "name": TEAM_DATA},
-                "csi": {
-                    "driver": BLOB_PROVISIONER,
-                    # Unique per container in the cluster (the driver's volume ID: rg#account#container).
-                    "volume_handle": pulumi.Output.concat(
-                        handle.resource_group_name, "#", account, "#", container.name
-                    ),
-                    "volume_attributes": {
-                        "storageaccount": account,
-                        "containerName": container.name,
-                        "resourcegroup": handle.resource_group_name,
-                        "clientID": identity.client_id,
-                        "mountWithWorkloadIdentityToken": "true",
-                    },
-                },
-            },
-            # The mount works once the identity may use the container and the pod's token is federated.
-            opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[credential, *grants])),
-        )
-        claim = k8s.core.v1.PersistentVolumeClaim(
-            f"{prefix}-claim",
-            metadata={"name": TEAM_DATA, "namespace": namespace},
-            spec={
-                "access_modes": ["ReadWriteMany"],
-                "storage_class_name": "",
-                "volume_name": volume.metadata["name"],
-                "resources": {"requests": {"storage": TEAM_DATA_NOMINAL_SIZE}},
-            },
-            opts=in_cluster,
-        )
+        service_account = _data_service_account(prefix, namespace, identity, in_cluster)
+        # The mount works once the identity may use the container and the pod's token is federated.
+        usable = pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[credential, *grants]))
+        volume = _data_volume(prefix, team, namespace, account, container, identity, handle, usable)
+        claim = _data_claim(prefix, namespace, volume, in_cluster)
         return pulumi.Output.all(
             account=account,
             container=container.name,

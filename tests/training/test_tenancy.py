@@ -13,7 +13,7 @@ import yaml
 
 from aks_gpu_platform.components.inference.gateway import GATEWAY_NAME, GATEWAY_NAMESPACE, GATEWAY_POD_LABEL
 from aks_gpu_platform.components.training.team_admission import ANCESTRY_POLICY_NAME, POLICY_NAME
-from aks_gpu_platform.components.training.team_storage import ADMISSION_POLICY_PREFIX as IDENTITY_POLICY_PREFIX
+from aks_gpu_platform.components.training.team_identity_policy import ADMISSION_POLICY_PREFIX as IDENTITY_POLICY_PREFIX
 from aks_gpu_platform.config.gpu.scheduling import GPU_TAINT, parse_taint
 from aks_gpu_platform.config.training.section import derived_team_id
 from aks_gpu_platform.plan.offline import run_stack
@@ -1196,8 +1196,8 @@ def test_a_confined_ephemeral_container_with_void_is_added_to_a_gpu_pod_and_sees
 
 
 def test_an_ephemeral_container_as_root_with_an_added_capability_is_refused_by_the_team_identity_policy() -> None:
-    """The identity policy (components/training/team_storage.py) holds ephemeral containers to the team's uid and
-    to no added capability, through its match on the subresource update."""
+    """The identity policy (components/training/team_identity_policy.py) holds ephemeral containers to the team's
+    uid and to no added capability, through its match on the subresource update."""
     ephemeral = debug_container(securityContext={"runAsUser": 0, "capabilities": {"add": ["SYS_ADMIN"]}})
     for name in ("dev", "prod"):
         w = world(name)
