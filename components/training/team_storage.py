@@ -33,7 +33,7 @@ The boundaries, and the driver behaviour each rests on:
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any, NotRequired, TypedDict
+from typing import Any, NamedTuple, NotRequired, TypedDict
 
 import pulumi
 import pulumi_azure_native.authorization as authorization
@@ -49,6 +49,8 @@ from ..shared.context import ClusterHandle
 from ..shared.workload_identity import federated_identity
 from ..storage.blob_classes import PROVISIONER as BLOB_PROVISIONER
 from ..storage.lustre import LUSTRE_FS_NAME, PROVISIONER
+from .team_identity import TEAM_VOLUME_KINDS as TEAM_VOLUME_KINDS  # the name this module had
+from .team_identity import identity_policy_spec
 
 TEAM_DIRECTORY_ROOT = "teams"
 TEAM_LUSTRE_CLASS_PREFIX = "lustre-team-"
@@ -87,24 +89,6 @@ DIRECTORY_JOB_CHECKOV_SKIPS = {
 TEAM_DATA = "team-data"
 TEAM_DATA_NOMINAL_SIZE = "1Ti"  # Blob has no size; the claim counts this against the team's storage quota
 BLOB_DATA_MOUNT_OPTIONS = ["-o allow_other", "--file-cache-timeout-in-seconds=120", "--cancel-list-on-mount-seconds=10"]
-# Volume kinds a team pod may use: Pod Security `restricted`'s list. `baseline` also allows inline nfs, iscsi,
-# cephfs...: an NFS export open to the node subnet (NetApp Files, Blob NFS) would be mounted past every claim.
-# Inline csi is `restricted`'s too, but the Azure Files and Blob drivers accept inline (ephemeral) volumes that name
-# a share or container and a key Secret, and older Files driver releases read that Secret from a namespace the pod
-# names: an inline volume reaches storage past the claims and quotas. Only the Secrets Store driver is left: it
-# reads the SecretProviderClass from the pod's own namespace (kubernetes-sigs/secrets-store-csi-driver
-# pkg/secrets-store/nodeserver.go at b151e713, NodePublishVolume: getSecretProviderItem(..., podNamespace)) and
-# mounts a tmpfs of the secrets that class names, with the pod's own service account token.
-TEAM_VOLUME_KINDS = (
-    "persistentVolumeClaim",
-    "ephemeral",
-    "configMap",
-    "secret",
-    "emptyDir",
-    "projected",
-    "downwardAPI",
-)
-TEAM_INLINE_CSI_DRIVERS = ("secrets-store.csi.k8s.io",)
 
 
 def team_lustre_class(team: str) -> str:
@@ -135,130 +119,6 @@ def refused_classes(team: str, teams: Sequence[TeamConfig], shared_classes: Sequ
     """Classes a team's namespace may not claim: those shared across teams, and the other teams' Lustre classes."""
     others = [team_lustre_class(t.name) for t in teams if t.name != team] if lustre else []
     return sorted({*AKS_SHARED_CLASSES, *shared_classes, *others})
-
-
-def _container_is(field: str, value: int) -> str:
-    """CEL: container `c` runs with `field` = value, set on the container or inherited from the pod."""
-    return (
-        f"(has(c.securityContext) && has(c.securityContext.{field})) ? c.securityContext.{field} == {value} : "
-        f"(has(object.spec.securityContext) && has(object.spec.securityContext.{field}) && "
-        f"object.spec.securityContext.{field} == {value})"
-    )
-
-
-def _every_container(condition: str) -> str:
-    """CEL: `condition` on `c` holds for every container, init container and ephemeral container. One `all()` per
-    list: they are lists of different types (Container, EphemeralContainer), which CEL does not concatenate."""
-    return " && ".join(
-        [
-            f"object.spec.containers.all(c, {condition})",
-            *(
-                f"(!has(object.spec.{kind}) || object.spec.{kind}.all(c, {condition}))"
-                for kind in ("initContainers", "ephemeralContainers")
-            ),
-        ]
-    )
-
-
-def _pod_field_absent_or(field: str, condition: str) -> str:
-    return (
-        f"!has(object.spec.securityContext) || !has(object.spec.securityContext.{field}) || "
-        f"object.spec.securityContext.{field}{condition}"
-    )
-
-
-def identity_policy_spec(team: TeamConfig, memory_locking: bool = False) -> dict[str, Any]:
-    """The admission policy of one team namespace: pods run as the team's uid and gid, and only as them.
-
-    `memory_locking` (a team with quota on an InfiniBand pool): NCCL over RDMA pins memory, which takes IPC_LOCK, and a
-    capability reaches only a root process (Kubernetes sets no ambient capabilities; AKS's containerd sets no
-    LimitMEMLOCK). There a container may also run as uid 0 and add IPC_LOCK, and nothing else: its group stays the
-    team's, its only mounts are the team's claims (the zero quotas), so root reaches no other team's directory."""
-    uid, gid = team.run_as_user, team.run_as_group
-    why = f"team {team.name}'s pods run as uid {uid}, gid {gid}, which own its data"
-    run_as = _container_is("runAsUser", uid)
-    added_ok = "size(c.securityContext.capabilities.add) == 0"
-    if memory_locking:
-        run_as = f"({run_as}) || ({_container_is('runAsUser', 0)})"
-        added_ok = "c.securityContext.capabilities.add.all(x, x == 'IPC_LOCK')"
-        why += " (root with IPC_LOCK only, for RDMA)"
-    return {
-        "failurePolicy": "Fail",
-        # An ephemeral container arrives by an UPDATE of the pods/ephemeralcontainers subresource (the object is
-        # the whole Pod), which the `pods` rule does not match.
-        "matchConstraints": {
-            "resourceRules": [
-                {"apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"], "operations": ["CREATE"]},
-                {
-                    "apiGroups": [""],
-                    "apiVersions": ["v1"],
-                    "resources": ["pods/ephemeralcontainers"],
-                    "operations": ["UPDATE"],
-                },
-            ]
-        },
-        "validations": [
-            {
-                "expression": _every_container(run_as),
-                "message": f"set securityContext.runAsUser: {uid} (pod or every container): {why}",
-                "reason": "Forbidden",
-            },
-            {
-                "expression": _every_container(_container_is("runAsGroup", gid)),
-                "message": f"set securityContext.runAsGroup: {gid} (pod or every container): {why}",
-                "reason": "Forbidden",
-            },
-            {
-                "expression": _pod_field_absent_or("supplementalGroups", f".all(g, g == {gid})"),
-                "message": f"supplementalGroups may hold only {gid}: another group would open another team's data",
-                "reason": "Forbidden",
-            },
-            {
-                "expression": _pod_field_absent_or("fsGroup", f" == {gid}"),
-                "message": f"fsGroup may only be {gid}: it is a group the pod's processes join",
-                "reason": "Forbidden",
-            },
-            {
-                "expression": "has(object.spec.securityContext) && "
-                "has(object.spec.securityContext.supplementalGroupsPolicy) && "
-                "object.spec.securityContext.supplementalGroupsPolicy == 'Strict'",
-                "message": "set securityContext.supplementalGroupsPolicy: Strict: without it the image's /etc/group "
-                "can add any group to the pod's processes",
-                "reason": "Forbidden",
-            },
-            {
-                "expression": _every_container(
-                    "has(c.securityContext) && has(c.securityContext.allowPrivilegeEscalation) && "
-                    "c.securityContext.allowPrivilegeEscalation == false && "
-                    "(!has(c.securityContext.capabilities) || !has(c.securityContext.capabilities.add) || "
-                    f"{added_ok})"
-                    + (
-                        # Root keeps containerd's default capabilities (SETUID, DAC_OVERRIDE, NET_RAW...) unless it
-                        # drops them: IPC_LOCK must be all it holds.
-                        f" && (!({_container_is('runAsUser', 0)}) || (has(c.securityContext.capabilities) && "
-                        "has(c.securityContext.capabilities.drop) && 'ALL' in c.securityContext.capabilities.drop))"
-                        if memory_locking
-                        else ""
-                    )
-                ),
-                "message": "set allowPrivilegeEscalation: false and add no capabilities in every container"
-                + (" but IPC_LOCK (as root, with drop: [ALL])" if memory_locking else "")
-                + ": a setuid binary or another capability would change the process's identity",
-                "reason": "Forbidden",
-            },
-            {
-                "expression": "!has(object.spec.volumes) || object.spec.volumes.all(v, "
-                + " || ".join(f"has(v.{kind})" for kind in TEAM_VOLUME_KINDS)
-                + " || (has(v.csi) && v.csi.driver in ["
-                + ", ".join(f"'{driver}'" for driver in TEAM_INLINE_CSI_DRIVERS)
-                + "]))",
-                "message": f"volumes in a team namespace are one of {', '.join(TEAM_VOLUME_KINDS)}, or csi with the "
-                f"driver {', '.join(TEAM_INLINE_CSI_DRIVERS)}: an inline nfs, Azure Files or Blob volume reaches "
-                "storage past the claims and quotas that keep teams apart; mount shared storage through a claim",
-                "reason": "Forbidden",
-            },
-        ],
-    }
 
 
 def directory_job_name(team: TeamConfig) -> str:
@@ -325,14 +185,36 @@ class TeamStorage(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: TeamStorageArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("aks-gpu-platform:index:TeamStorage", name, None, opts)
-        settings, handle = args["settings"], args["cluster"]
-        in_cluster = handle.k8s_options(self)
-        mgs = args.get("lustre_mgs_address")
-        root_namespace, root_claim = args.get("lustre_root_namespace"), args.get("lustre_root_claim")
-        lustre = mgs is not None
-        if lustre and (root_namespace is None or root_claim is None):
-            raise ValueError("TeamStorage: Lustre needs lustre_root_namespace and lustre_root_claim")
+        teams = args["settings"].teams
+        lustre = _lustre_root(args)
+        self._in_cluster = args["cluster"].k8s_options(self)
+        self._team_file_class(name)
+        shared = list(args.get("shared_storage_classes", []))
+        self.storage_quota = {
+            t.name: zero_storage_quota(refused_classes(t.name, teams, shared, lustre is not None)) for t in teams
+        }
+        self.uids = {team.name: team.run_as_user for team in teams}
+        self.gids = {team.name: team.run_as_group for team in teams}
+        locking = set(args.get("memory_locking_namespaces", []))
+        classes: dict[str, pulumi.Output[str]] = {}
+        for team in teams:
+            self._identity_policy(name, team, team.namespace_name in locking)
+            if lustre is not None:
+                classes[team.name] = self._team_lustre_class(name, team, lustre)
+        self.lustre_classes = pulumi.Output.all(**classes) if classes else pulumi.Output.from_input({})
+        self.data = self._teams_data(name, args)
+        self.register_outputs(
+            {
+                "data": self.data,
+                "lustre_classes": self.lustre_classes,
+                "storage_quota": self.storage_quota,
+                "uids": self.uids,
+                "gids": self.gids,
+            }
+        )
 
+    def _team_file_class(self, name: str) -> None:
+        """`azurefile-team`: Azure Files whose account key stays in kube-system, which no team can read."""
         k8s.storage.v1.StorageClass(
             f"{name}-azurefile",
             metadata={"name": AZUREFILE_TEAM_CLASS},
@@ -345,70 +227,59 @@ class TeamStorage(pulumi.ComponentResource):
             # AKS's azurefile-csi options: SMB shows every file with one mode, so any uid of the claim's pods writes;
             # the boundary is the share, which only claims in its own namespace mount (the key stays in kube-system).
             mount_options=["dir_mode=0777", "file_mode=0777", "mfsymlinks", "actimeo=30", "nosharesock"],
-            opts=in_cluster,
+            opts=self._in_cluster,
         )
 
-        classes: dict[str, pulumi.Output[str]] = {}
-        shared = list(args.get("shared_storage_classes", []))
-        locking = set(args.get("memory_locking_namespaces", []))
-        self.storage_quota, self.uids, self.gids = {}, {}, {}
-        for team in settings.teams:
-            self.uids[team.name], self.gids[team.name] = team.run_as_user, team.run_as_group
-            self.storage_quota[team.name] = zero_storage_quota(
-                refused_classes(team.name, settings.teams, shared, lustre)
-            )
-            policy_name = f"{ADMISSION_POLICY_PREFIX}-{team.name}"
-            policy = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
-                f"{name}-{team.name}-identity",
-                metadata={"name": policy_name},
-                spec=identity_policy_spec(team, team.namespace_name in locking),  # type: ignore[arg-type]
-                opts=in_cluster,
-            )
-            k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
-                f"{name}-{team.name}-identity-binding",
-                metadata={"name": policy_name},
-                spec={
-                    "policy_name": policy.metadata["name"],
-                    "validation_actions": ["Deny"],
-                    "match_resources": {
-                        "namespace_selector": {"match_labels": {"kubernetes.io/metadata.name": team.namespace_name}}
-                    },
-                },
-                opts=in_cluster,
-            )
-            if mgs is None or root_namespace is None or root_claim is None:
-                continue
-            job = self._directory_job(name, team, root_namespace, root_claim, in_cluster)
-            storage_class = k8s.storage.v1.StorageClass(
-                f"{name}-{team.name}-lustre",
-                metadata={"name": team_lustre_class(team.name)},
-                provisioner=PROVISIONER,
-                parameters={"mgs-ip-address": mgs, "fs-name": LUSTRE_FS_NAME, "sub-dir": team_directory(team.name)},
-                # Retain: deleting a claim must never delete the team's data.
-                reclaim_policy="Retain",
-                volume_binding_mode="Immediate",
-                mount_options=["noatime", "flock"],
-                # The class exists once the Job has made the directory the team's (and so once the driver runs):
-                # claims on it, and their pods, come after that.
-                opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[job])),
-            )
-            classes[team.name] = storage_class.metadata["name"]
-        self.lustre_classes = pulumi.Output.all(**classes) if classes else pulumi.Output.from_input({})
-        data: dict[str, pulumi.Output[dict[str, str]]] = {}
-        account = args.get("data_account_name")
-        if account is not None:
-            for team in settings.teams:
-                data[team.name] = self._team_data(name, team, args["namespaces"][team.name], account, handle)
-        self.data = pulumi.Output.all(**data) if data else pulumi.Output.from_input({})
-        self.register_outputs(
-            {
-                "data": self.data,
-                "lustre_classes": self.lustre_classes,
-                "storage_quota": self.storage_quota,
-                "uids": self.uids,
-                "gids": self.gids,
-            }
+    def _identity_policy(self, name: str, team: TeamConfig, memory_locking: bool) -> None:
+        """`identity_policy_spec`, bound to the team's namespace."""
+        policy_name = f"{ADMISSION_POLICY_PREFIX}-{team.name}"
+        policy = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
+            f"{name}-{team.name}-identity",
+            metadata={"name": policy_name},
+            spec=identity_policy_spec(team, memory_locking),  # type: ignore[arg-type]
+            opts=self._in_cluster,
         )
+        k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
+            f"{name}-{team.name}-identity-binding",
+            metadata={"name": policy_name},
+            spec={
+                "policy_name": policy.metadata["name"],
+                "validation_actions": ["Deny"],
+                "match_resources": {
+                    "namespace_selector": {"match_labels": {"kubernetes.io/metadata.name": team.namespace_name}}
+                },
+            },
+            opts=self._in_cluster,
+        )
+
+    def _team_lustre_class(self, name: str, team: TeamConfig, lustre: "_LustreRoot") -> pulumi.Output[str]:
+        """The class that mounts the team's own directory, once the directory Job made it the team's; its name."""
+        job = self._directory_job(name, team, lustre.namespace, lustre.claim)
+        storage_class = k8s.storage.v1.StorageClass(
+            f"{name}-{team.name}-lustre",
+            metadata={"name": team_lustre_class(team.name)},
+            provisioner=PROVISIONER,
+            parameters={"mgs-ip-address": lustre.mgs, "fs-name": LUSTRE_FS_NAME, "sub-dir": team_directory(team.name)},
+            # Retain: deleting a claim must never delete the team's data.
+            reclaim_policy="Retain",
+            volume_binding_mode="Immediate",
+            mount_options=["noatime", "flock"],
+            # The class exists once the Job has made the directory the team's (and so once the driver runs):
+            # claims on it, and their pods, come after that.
+            opts=pulumi.ResourceOptions.merge(self._in_cluster, pulumi.ResourceOptions(depends_on=[job])),
+        )
+        return storage_class.metadata["name"]
+
+    def _teams_data(self, name: str, args: TeamStorageArgs) -> pulumi.Output[dict[str, dict[str, str]]]:
+        """With a data account, every team's Blob data (`data`)."""
+        account = args.get("data_account_name")
+        if account is None:
+            return pulumi.Output.from_input({})
+        data = {
+            team.name: self._team_data(name, team, args["namespaces"][team.name], account, args["cluster"])
+            for team in args["settings"].teams
+        }
+        return pulumi.Output.all(**data) if data else pulumi.Output.from_input({})
 
     def _team_data(
         self,
@@ -430,21 +301,73 @@ class TeamStorage(pulumi.ComponentResource):
             # The team's datasets and results: a replacement would empty it.
             opts=pulumi.ResourceOptions(parent=self, protect=handle.protect),
         )
-        azure = pulumi.ResourceOptions(parent=self)
         identity, credential = federated_identity(
             f"{prefix}-identity",
             f"{prefix}-credential",
             handle=handle,
             namespace=team.namespace_name,
             service_account=TEAM_DATA,
-            opts=azure,
+            opts=pulumi.ResourceOptions(parent=self),
         )
+        grants = self._data_grants(prefix, team, identity.principal_id, container.id)
+        service_account = k8s.core.v1.ServiceAccount(
+            f"{prefix}-service-account",
+            metadata={
+                "name": TEAM_DATA,
+                "namespace": namespace,
+                "annotations": {"azure.workload.identity/client-id": identity.client_id},
+            },
+            opts=self._in_cluster,
+        )
+        # The mount works once the identity may use the container and the pod's token is federated.
+        volume_spec = _data_volume_spec(namespace, account, container.name, identity.client_id, handle)
+        claim = self._data_claim(prefix, team, namespace, volume_spec, [credential, *grants])
+        return pulumi.Output.all(
+            account=account,
+            container=container.name,
+            claim=claim.metadata["name"],
+            serviceAccount=service_account.metadata["name"],
+            clientId=identity.client_id,
+        )
+
+    def _data_claim(
+        self,
+        prefix: str,
+        team: TeamConfig,
+        namespace: pulumi.Input[str],
+        volume_spec: k8s.core.v1.PersistentVolumeSpecArgsDict,
+        mountable_after: Sequence[pulumi.Resource],
+    ) -> k8s.core.v1.PersistentVolumeClaim:
+        """The team's `team-data` claim, bound to the volume of its container alone."""
+        volume = k8s.core.v1.PersistentVolume(
+            f"{prefix}-volume",
+            metadata={"name": f"{TEAM_DATA}-{team.name}"},
+            spec=volume_spec,
+            opts=pulumi.ResourceOptions.merge(self._in_cluster, pulumi.ResourceOptions(depends_on=mountable_after)),
+        )
+        return k8s.core.v1.PersistentVolumeClaim(
+            f"{prefix}-claim",
+            metadata={"name": TEAM_DATA, "namespace": namespace},
+            spec={
+                "access_modes": ["ReadWriteMany"],
+                "storage_class_name": "",
+                "volume_name": volume.metadata["name"],
+                "resources": {"requests": {"storage": TEAM_DATA_NOMINAL_SIZE}},
+            },
+            opts=self._in_cluster,
+        )
+
+    def _data_grants(
+        self, prefix: str, team: TeamConfig, principal_id: pulumi.Input[str], container_id: pulumi.Input[str]
+    ) -> list[pulumi.Resource]:
+        """Storage Blob Data Contributor on the team's container, for its data identity and its member groups."""
+        azure = pulumi.ResourceOptions(parent=self)
         grants: list[pulumi.Resource] = [
             roles.assign_role(
                 f"{prefix}-identity-reader-writer",
                 role_guid=roles.STORAGE_BLOB_DATA_CONTRIBUTOR,
-                principal_id=identity.principal_id,
-                scope=container.id,
+                principal_id=principal_id,
+                scope=container_id,
                 opts=azure,
             )
         ]
@@ -455,69 +378,12 @@ class TeamStorage(pulumi.ComponentResource):
                 role_guid=roles.STORAGE_BLOB_DATA_CONTRIBUTOR,
                 principal_id=group,
                 principal_type=authorization.PrincipalType.GROUP,
-                scope=container.id,
+                scope=container_id,
                 opts=azure,
             )
             for group in team.members
         ]
-        in_cluster = handle.k8s_options(self)
-        service_account = k8s.core.v1.ServiceAccount(
-            f"{prefix}-service-account",
-            metadata={
-                "name": TEAM_DATA,
-                "namespace": namespace,
-                "annotations": {"azure.workload.identity/client-id": identity.client_id},
-            },
-            opts=in_cluster,
-        )
-        volume_name = f"{TEAM_DATA}-{team.name}"
-        volume = k8s.core.v1.PersistentVolume(
-            f"{prefix}-volume",
-            metadata={"name": volume_name},
-            spec={
-                "capacity": {"storage": TEAM_DATA_NOMINAL_SIZE},
-                "access_modes": ["ReadWriteMany"],
-                "persistent_volume_reclaim_policy": "Retain",
-                "storage_class_name": "",
-                "mount_options": BLOB_DATA_MOUNT_OPTIONS,
-                # Only the team's own claim binds it: another namespace's claim naming this volume stays Pending.
-                "claim_ref": {"namespace": namespace, "name": TEAM_DATA},
-                "csi": {
-                    "driver": BLOB_PROVISIONER,
-                    # Unique per container in the cluster (the driver's volume ID: rg#account#container).
-                    "volume_handle": pulumi.Output.concat(
-                        handle.resource_group_name, "#", account, "#", container.name
-                    ),
-                    "volume_attributes": {
-                        "storageaccount": account,
-                        "containerName": container.name,
-                        "resourcegroup": handle.resource_group_name,
-                        "clientID": identity.client_id,
-                        "mountWithWorkloadIdentityToken": "true",
-                    },
-                },
-            },
-            # The mount works once the identity may use the container and the pod's token is federated.
-            opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[credential, *grants])),
-        )
-        claim = k8s.core.v1.PersistentVolumeClaim(
-            f"{prefix}-claim",
-            metadata={"name": TEAM_DATA, "namespace": namespace},
-            spec={
-                "access_modes": ["ReadWriteMany"],
-                "storage_class_name": "",
-                "volume_name": volume.metadata["name"],
-                "resources": {"requests": {"storage": TEAM_DATA_NOMINAL_SIZE}},
-            },
-            opts=in_cluster,
-        )
-        return pulumi.Output.all(
-            account=account,
-            container=container.name,
-            claim=claim.metadata["name"],
-            serviceAccount=service_account.metadata["name"],
-            clientId=identity.client_id,
-        )
+        return grants
 
     def _directory_job(
         self,
@@ -525,7 +391,6 @@ class TeamStorage(pulumi.ComponentResource):
         team: TeamConfig,
         namespace: pulumi.Input[str],
         claim: pulumi.Input[str],
-        in_cluster: pulumi.ResourceOptions,
     ) -> k8s.batch.v1.Job:
         container: Mapping[str, Any] = {
             "name": "directory",
@@ -563,5 +428,55 @@ class TeamStorage(pulumi.ComponentResource):
                     },
                 },
             },
-            opts=in_cluster,
+            opts=self._in_cluster,
         )
+
+
+class _LustreRoot(NamedTuple):
+    """Where the directory Jobs reach the whole filesystem, and the MGS every team's class mounts."""
+
+    mgs: pulumi.Input[str]
+    namespace: pulumi.Input[str]
+    claim: pulumi.Input[str]
+
+
+def _lustre_root(args: TeamStorageArgs) -> _LustreRoot | None:
+    """The Lustre filesystem the teams' directories are on, or None without Lustre."""
+    mgs = args.get("lustre_mgs_address")
+    root_namespace, root_claim = args.get("lustre_root_namespace"), args.get("lustre_root_claim")
+    if mgs is None:
+        return None
+    if root_namespace is None or root_claim is None:
+        raise ValueError("TeamStorage: Lustre needs lustre_root_namespace and lustre_root_claim")
+    return _LustreRoot(mgs, root_namespace, root_claim)
+
+
+def _data_volume_spec(
+    namespace: pulumi.Input[str],
+    account: pulumi.Input[str],
+    container: pulumi.Input[str],
+    client_id: pulumi.Input[str],
+    handle: ClusterHandle,
+) -> k8s.core.v1.PersistentVolumeSpecArgsDict:
+    """The team's Blob container as a volume the blob CSI driver mounts with the pod's workload identity token."""
+    return {
+        "capacity": {"storage": TEAM_DATA_NOMINAL_SIZE},
+        "access_modes": ["ReadWriteMany"],
+        "persistent_volume_reclaim_policy": "Retain",
+        "storage_class_name": "",
+        "mount_options": BLOB_DATA_MOUNT_OPTIONS,
+        # Only the team's own claim binds it: another namespace's claim naming this volume stays Pending.
+        "claim_ref": {"namespace": namespace, "name": TEAM_DATA},
+        "csi": {
+            "driver": BLOB_PROVISIONER,
+            # Unique per container in the cluster (the driver's volume ID: rg#account#container).
+            "volume_handle": pulumi.Output.concat(handle.resource_group_name, "#", account, "#", container),
+            "volume_attributes": {
+                "storageaccount": account,
+                "containerName": container,
+                "resourcegroup": handle.resource_group_name,
+                "clientID": client_id,
+                "mountWithWorkloadIdentityToken": "true",
+            },
+        },
+    }
