@@ -194,7 +194,6 @@ def kmm_values() -> dict[str, Any]:
 
 def amd_gpu_operator_values(pools: Sequence[GpuPoolConfig], registry_login_server: pulumi.Input[str]) -> dict[str, Any]:
     """Values of gpu-operator-charts v1.5.1 (keys as helm-charts-k8s/values.yaml and templates read them)."""
-    tolerations = gpu_tolerations(pools)
     return {
         "node-feature-discovery": {"enabled": False},
         "installdefaultNFDRule": False,
@@ -205,43 +204,46 @@ def amd_gpu_operator_values(pools: Sequence[GpuPoolConfig], registry_login_serve
             # The controller stays on the CPU pool instead of keeping a GPU node awake.
             "nodeSelector": cpu_node_selector(),
         },
-        "deviceConfig": {
-            "spec": {
-                # Helm merges maps, so the chart's default NFD label stays in the selector next to ours: AMD
-                # pools carry both from boot (config/gpu/scheduling.py vendor_node_labels).
-                "selector": dict([AMD_VENDOR_LABEL]),
-                "driver": {
-                    "enable": True,
-                    "blacklist": True,
-                    "version": AMDGPU_DRIVER_VERSION,
-                    # No tag: the operator appends one per OS, kernel and driver version.
-                    "image": pulumi.Output.concat(registry_login_server, "/", DRIVER_REPOSITORY),
-                    "imageRegistrySecret": {"name": DRIVER_REGISTRY_SECRET},
-                    "imageSign": {
-                        "keySecret": {"name": SIGNING_KEY_SECRET},
-                        "certSecret": {"name": SIGNING_CERT_SECRET},
-                    },
-                    # KMM's build and module-loader pods run on the GPU nodes.
-                    "tolerations": tolerations,
-                },
-                "commonConfig": {"initContainerImage": INIT_CONTAINER_IMAGE},
-                "devicePlugin": {
-                    "devicePluginImage": DEVICE_PLUGIN_IMAGE,
-                    "devicePluginTolerations": tolerations,
-                    # The node labeller writes the amdgpu blacklist entry (driver.blacklist needs it).
-                    "enableNodeLabeller": True,
-                    "nodeLabellerImage": NODE_LABELLER_IMAGE,
-                    "nodeLabellerTolerations": tolerations,
-                },
-                "metricsExporter": {
-                    "enable": True,
-                    "image": METRICS_EXPORTER_IMAGE,
-                    "port": EXPORTER_PORT,
-                    "tolerations": tolerations,
-                    # monitoring.coreos.com, which managed Prometheus ignores: the PodMonitor below scrapes it.
-                    "prometheus": {"serviceMonitor": {"enable": False}},
-                },
-            }
+        "deviceConfig": {"spec": _device_config_spec(gpu_tolerations(pools), registry_login_server)},
+    }
+
+
+def _device_config_spec(tolerations: list[dict[str, str]], registry_login_server: pulumi.Input[str]) -> dict[str, Any]:
+    """The chart's default DeviceConfig: the AMD pools' driver build, device plugin, node labeller and exporter."""
+    return {
+        # Helm merges maps, so the chart's default NFD label stays in the selector next to ours: AMD
+        # pools carry both from boot (config/gpu/scheduling.py vendor_node_labels).
+        "selector": dict([AMD_VENDOR_LABEL]),
+        "driver": {
+            "enable": True,
+            "blacklist": True,
+            "version": AMDGPU_DRIVER_VERSION,
+            # No tag: the operator appends one per OS, kernel and driver version.
+            "image": pulumi.Output.concat(registry_login_server, "/", DRIVER_REPOSITORY),
+            "imageRegistrySecret": {"name": DRIVER_REGISTRY_SECRET},
+            "imageSign": {
+                "keySecret": {"name": SIGNING_KEY_SECRET},
+                "certSecret": {"name": SIGNING_CERT_SECRET},
+            },
+            # KMM's build and module-loader pods run on the GPU nodes.
+            "tolerations": tolerations,
+        },
+        "commonConfig": {"initContainerImage": INIT_CONTAINER_IMAGE},
+        "devicePlugin": {
+            "devicePluginImage": DEVICE_PLUGIN_IMAGE,
+            "devicePluginTolerations": tolerations,
+            # The node labeller writes the amdgpu blacklist entry (driver.blacklist needs it).
+            "enableNodeLabeller": True,
+            "nodeLabellerImage": NODE_LABELLER_IMAGE,
+            "nodeLabellerTolerations": tolerations,
+        },
+        "metricsExporter": {
+            "enable": True,
+            "image": METRICS_EXPORTER_IMAGE,
+            "port": EXPORTER_PORT,
+            "tolerations": tolerations,
+            # monitoring.coreos.com, which managed Prometheus ignores: the stack's own PodMonitor scrapes it.
+            "prometheus": {"serviceMonitor": {"enable": False}},
         },
     }
 

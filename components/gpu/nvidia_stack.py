@@ -168,13 +168,8 @@ def _release(
     )
 
 
-def gpu_operator_values(
-    mig_strategy: str,
-    operator_dcgm: bool,
-    tolerations: list[dict[str, str]],
-    plugin_configs: Mapping[str, str] | None = None,
-) -> dict[str, Any]:
-    """Values of the GPU Operator chart (keys as deployments/gpu-operator reads them at v26.7.0)."""
+def _operator_device_plugin(plugin_configs: Mapping[str, str] | None) -> dict[str, Any]:
+    """The GPU Operator's device plugin operand, with the sharing configs when a pool shares its GPUs."""
     device_plugin: dict[str, Any] = {"enabled": True}
     if plugin_configs:
         # The chart creates the ConfigMap (templates/plugin_config.yaml) and names it in ClusterPolicy
@@ -185,6 +180,17 @@ def gpu_operator_values(
             "default": DEFAULT_PLUGIN_CONFIG,
             "data": dict(plugin_configs),
         }
+    return device_plugin
+
+
+def gpu_operator_values(
+    mig_strategy: str,
+    operator_dcgm: bool,
+    tolerations: list[dict[str, str]],
+    plugin_configs: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """Values of the GPU Operator chart (keys as deployments/gpu-operator reads them at v26.7.0)."""
+    device_plugin = _operator_device_plugin(plugin_configs)
     # Operand images by digest where NVIDIA's bundle records one (config/catalog/images.py).
     images = gpu_operator_image_values()
     values: dict[str, Any] = {
