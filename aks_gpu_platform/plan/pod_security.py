@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from aks_gpu_platform.components.training.team_admission import APPARMOR_ANNOTATION_PREFIX
-from aks_gpu_platform.components.training.team_admission import SAFE_SYSCTLS as TEAM_SAFE_SYSCTLS
+from aks_gpu_platform.components.training.pod_security_cel import APPARMOR_ANNOTATION_PREFIX
+from aks_gpu_platform.components.training.pod_security_cel import SAFE_SYSCTLS as TEAM_SAFE_SYSCTLS
 
 ENFORCE_LABEL = "pod-security.kubernetes.io/enforce"
 LEVELS = ("privileged", "baseline", "restricted")

@@ -45,6 +45,7 @@ from typing import Any, TypedDict, cast
 import pulumi
 import pulumi_azure_native.authorization as authorization
 import pulumi_azure_native.containerregistry as containerregistry
+import pulumi_azure_native.managedidentity as managedidentity
 import pulumi_kubernetes as k8s
 
 from aks_gpu_platform.config.gpu.scheduling import (
@@ -193,7 +194,6 @@ def kmm_values() -> dict[str, Any]:
 
 def amd_gpu_operator_values(pools: Sequence[GpuPoolConfig], registry_login_server: pulumi.Input[str]) -> dict[str, Any]:
     """Values of gpu-operator-charts v1.5.1 (keys as helm-charts-k8s/values.yaml and templates read them)."""
-    tolerations = gpu_tolerations(pools)
     return {
         "node-feature-discovery": {"enabled": False},
         "installdefaultNFDRule": False,
@@ -204,43 +204,46 @@ def amd_gpu_operator_values(pools: Sequence[GpuPoolConfig], registry_login_serve
             # The controller stays on the CPU pool instead of keeping a GPU node awake.
             "nodeSelector": cpu_node_selector(),
         },
-        "deviceConfig": {
-            "spec": {
-                # Helm merges maps, so the chart's default NFD label stays in the selector next to ours: AMD
-                # pools carry both from boot (config/gpu/scheduling.py vendor_node_labels).
-                "selector": dict([AMD_VENDOR_LABEL]),
-                "driver": {
-                    "enable": True,
-                    "blacklist": True,
-                    "version": AMDGPU_DRIVER_VERSION,
-                    # No tag: the operator appends one per OS, kernel and driver version.
-                    "image": pulumi.Output.concat(registry_login_server, "/", DRIVER_REPOSITORY),
-                    "imageRegistrySecret": {"name": DRIVER_REGISTRY_SECRET},
-                    "imageSign": {
-                        "keySecret": {"name": SIGNING_KEY_SECRET},
-                        "certSecret": {"name": SIGNING_CERT_SECRET},
-                    },
-                    # KMM's build and module-loader pods run on the GPU nodes.
-                    "tolerations": tolerations,
-                },
-                "commonConfig": {"initContainerImage": INIT_CONTAINER_IMAGE},
-                "devicePlugin": {
-                    "devicePluginImage": DEVICE_PLUGIN_IMAGE,
-                    "devicePluginTolerations": tolerations,
-                    # The node labeller writes the amdgpu blacklist entry (driver.blacklist needs it).
-                    "enableNodeLabeller": True,
-                    "nodeLabellerImage": NODE_LABELLER_IMAGE,
-                    "nodeLabellerTolerations": tolerations,
-                },
-                "metricsExporter": {
-                    "enable": True,
-                    "image": METRICS_EXPORTER_IMAGE,
-                    "port": EXPORTER_PORT,
-                    "tolerations": tolerations,
-                    # monitoring.coreos.com, which managed Prometheus ignores: the PodMonitor below scrapes it.
-                    "prometheus": {"serviceMonitor": {"enable": False}},
-                },
-            }
+        "deviceConfig": {"spec": _device_config_spec(gpu_tolerations(pools), registry_login_server)},
+    }
+
+
+def _device_config_spec(tolerations: list[dict[str, str]], registry_login_server: pulumi.Input[str]) -> dict[str, Any]:
+    """The chart's default DeviceConfig: the AMD pools' driver build, device plugin, node labeller and exporter."""
+    return {
+        # Helm merges maps, so the chart's default NFD label stays in the selector next to ours: AMD
+        # pools carry both from boot (config/gpu/scheduling.py vendor_node_labels).
+        "selector": dict([AMD_VENDOR_LABEL]),
+        "driver": {
+            "enable": True,
+            "blacklist": True,
+            "version": AMDGPU_DRIVER_VERSION,
+            # No tag: the operator appends one per OS, kernel and driver version.
+            "image": pulumi.Output.concat(registry_login_server, "/", DRIVER_REPOSITORY),
+            "imageRegistrySecret": {"name": DRIVER_REGISTRY_SECRET},
+            "imageSign": {
+                "keySecret": {"name": SIGNING_KEY_SECRET},
+                "certSecret": {"name": SIGNING_CERT_SECRET},
+            },
+            # KMM's build and module-loader pods run on the GPU nodes.
+            "tolerations": tolerations,
+        },
+        "commonConfig": {"initContainerImage": INIT_CONTAINER_IMAGE},
+        "devicePlugin": {
+            "devicePluginImage": DEVICE_PLUGIN_IMAGE,
+            "devicePluginTolerations": tolerations,
+            # The node labeller writes the amdgpu blacklist entry (driver.blacklist needs it).
+            "enableNodeLabeller": True,
+            "nodeLabellerImage": NODE_LABELLER_IMAGE,
+            "nodeLabellerTolerations": tolerations,
+        },
+        "metricsExporter": {
+            "enable": True,
+            "image": METRICS_EXPORTER_IMAGE,
+            "port": EXPORTER_PORT,
+            "tolerations": tolerations,
+            # monitoring.coreos.com, which managed Prometheus ignores: the stack's own PodMonitor scrapes it.
+            "prometheus": {"serviceMonitor": {"enable": False}},
         },
     }
 
@@ -274,6 +277,12 @@ class AmdGpuStack(pulumi.ComponentResource):
             # The KMM subchart's Issuer and Certificate need cert-manager's CRDs and webhook first.
             opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[cert_manager, namespace])),
         )
+        self._exporter_pod_monitor(name, args, k8s_opts)
+        self._driver_secret_writer(name, args, token)
+        self.register_outputs({})
+
+    def _exporter_pod_monitor(self, name: str, args: AmdGpuStackArgs, k8s_opts: pulumi.ResourceOptions) -> None:
+        """Managed Prometheus scrapes AMD's metrics exporter, relabelled to the platform's label contract."""
         k8s.apiextensions.CustomResource(
             f"{name}-exporter-pod-monitor",
             api_version="azmonitoring.coreos.com/v1",
@@ -301,8 +310,6 @@ class AmdGpuStack(pulumi.ComponentResource):
                 k8s_opts, pulumi.ResourceOptions(depends_on=[self.release, *args["scrape_dependencies"]])
             ),
         )
-        self._driver_secret_writer(name, args, token)
-        self.register_outputs({})
 
     def _driver_build_token(self, name: str, args: AmdGpuStackArgs) -> containerregistry.Token:
         """A registry token that can push and pull the driver repository and nothing else."""
@@ -329,82 +336,16 @@ class AmdGpuStack(pulumi.ComponentResource):
     def _driver_secret_writer(self, name: str, args: AmdGpuStackArgs, token: containerregistry.Token) -> None:
         """The Job (first `pulumi up`) and daily CronJob that keep the DeviceConfig's registry Secret holding a password
         that has not lapsed, and make the module signing key once."""
-        handle, child = args["cluster"], pulumi.ResourceOptions(parent=self)
-        identity, credential = federated_identity(
-            f"{name}-password-issuer",
-            f"{name}-password-issuer",
-            handle=handle,
-            namespace=AMD_GPU_OPERATOR_NAMESPACE,
-            service_account=SECRET_WRITER,
-            opts=child,
-        )
-        issuer_role = authorization.RoleDefinition(
-            f"{name}-password-issuer",
-            # Custom role names are unique per tenant: one per registry.
-            role_name=pulumi.Output.concat("AMD driver build password issuer (", args["registry_name"], ")"),
-            description="Issues passwords of the registry's repository-scoped tokens; nothing else",
-            scope=args["registry_id"],
-            assignable_scopes=[args["registry_id"]],
-            permissions=[{"actions": PASSWORD_ISSUER_ACTIONS}],
-            opts=child,
-        )
-        grant = authorization.RoleAssignment(
-            f"{name}-password-issuer",
-            principal_id=identity.principal_id,
-            principal_type=authorization.PrincipalType.SERVICE_PRINCIPAL,
-            role_definition_id=issuer_role.id,
-            scope=args["registry_id"],
-            opts=child,
-        )
+        identity, credential, grant = self._password_issuer(name, args)
         # The namespace comes with the operator release.
         k8s_opts = pulumi.ResourceOptions.merge(
-            handle.k8s_options(self), pulumi.ResourceOptions(depends_on=[self.release])
+            args["cluster"].k8s_options(self), pulumi.ResourceOptions(depends_on=[self.release])
         )
-        metadata: k8s.meta.v1.ObjectMetaArgsDict = {"name": SECRET_WRITER, "namespace": AMD_GPU_OPERATOR_NAMESPACE}
-        account_objects = identity_service_account(
-            f"{name}-{SECRET_WRITER}",
-            AMD_GPU_OPERATOR_NAMESPACE,
-            SECRET_WRITER,
-            identity.client_id,
-            [
-                {
-                    "api_groups": [""],
-                    "resources": ["secrets"],
-                    "resource_names": [DRIVER_REGISTRY_SECRET, SIGNING_KEY_SECRET, SIGNING_CERT_SECRET],
-                    "verbs": ["get", "patch"],
-                },
-                # RBAC cannot limit create to a name (the name is not known when create is authorised).
-                {"api_groups": [""], "resources": ["secrets"], "verbs": ["create"]},
-            ],
-            k8s_opts,
-        )
-        env: dict[str, pulumi.Input[str]] = {
-            "SECRET_NAMESPACE": AMD_GPU_OPERATOR_NAMESPACE,
-            "SECRET_NAME": DRIVER_REGISTRY_SECRET,
-            "LOGIN_SERVER": args["registry_login_server"],
-            "REPOSITORY": DRIVER_REPOSITORY,
-            "TOKEN_NAME": DRIVER_BUILD_TOKEN,
-            "TOKEN_ID": token.id,
-            "REGISTRY_ID": args["registry_id"],
-            "API_VERSION": GENERATE_CREDENTIALS_API_VERSION,
-            "LIFETIME_DAYS": str(PASSWORD_DAYS),
-            "RENEW_DAYS": str(RENEW_DAYS),
-            "SIGNING_KEY_SECRET": SIGNING_KEY_SECRET,
-            "SIGNING_CERT_SECRET": SIGNING_CERT_SECRET,
-        }
-        job_spec: k8s.batch.v1.JobSpecArgsDict = {
-            "backoff_limit": 2,
-            "active_deadline_seconds": SECRET_WRITER_DEADLINE_SECONDS,
-            "template": {
-                "metadata": {
-                    "labels": {"app": SECRET_WRITER, "azure.workload.identity/use": "true"},
-                    "annotations": SECRET_WRITER_CHECKOV_SKIPS,
-                },
-                "spec": cast(k8s.core.v1.PodSpecArgsDict, secret_writer_pod_spec(env)),
-            },
-        }
+        account_objects = _secret_writer_account(name, identity.client_id, k8s_opts)
+        job_spec = _secret_writer_job_spec(_secret_writer_env(args, token))
         job_metadata: k8s.meta.v1.ObjectMetaArgsDict = {
-            **metadata,
+            "name": SECRET_WRITER,
+            "namespace": AMD_GPU_OPERATOR_NAMESPACE,
             "labels": {"app": SECRET_WRITER},
             "annotations": SECRET_WRITER_CHECKOV_SKIPS,
         }
@@ -436,3 +377,97 @@ class AmdGpuStack(pulumi.ComponentResource):
             },
             opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=needs)),
         )
+
+    def _password_issuer(
+        self, name: str, args: AmdGpuStackArgs
+    ) -> tuple[
+        managedidentity.UserAssignedIdentity,
+        managedidentity.FederatedIdentityCredential,
+        authorization.RoleAssignment,
+    ]:
+        """The secret writer's workload identity (and its federated credential), holding a custom role with only the
+        registry's generateCredentials action, at the registry."""
+        child = pulumi.ResourceOptions(parent=self)
+        identity, credential = federated_identity(
+            f"{name}-password-issuer",
+            f"{name}-password-issuer",
+            handle=args["cluster"],
+            namespace=AMD_GPU_OPERATOR_NAMESPACE,
+            service_account=SECRET_WRITER,
+            opts=child,
+        )
+        issuer_role = authorization.RoleDefinition(
+            f"{name}-password-issuer",
+            # Custom role names are unique per tenant: one per registry.
+            role_name=pulumi.Output.concat("AMD driver build password issuer (", args["registry_name"], ")"),
+            description="Issues passwords of the registry's repository-scoped tokens; nothing else",
+            scope=args["registry_id"],
+            assignable_scopes=[args["registry_id"]],
+            permissions=[{"actions": PASSWORD_ISSUER_ACTIONS}],
+            opts=child,
+        )
+        grant = authorization.RoleAssignment(
+            f"{name}-password-issuer",
+            principal_id=identity.principal_id,
+            principal_type=authorization.PrincipalType.SERVICE_PRINCIPAL,
+            role_definition_id=issuer_role.id,
+            scope=args["registry_id"],
+            opts=child,
+        )
+        return identity, credential, grant
+
+
+def _secret_writer_account(
+    name: str, client_id: pulumi.Input[str], opts: pulumi.ResourceOptions
+) -> list[pulumi.Resource]:
+    """The secret writer's service account, with a Role over the Secrets it writes."""
+    return identity_service_account(
+        f"{name}-{SECRET_WRITER}",
+        AMD_GPU_OPERATOR_NAMESPACE,
+        SECRET_WRITER,
+        client_id,
+        [
+            {
+                "api_groups": [""],
+                "resources": ["secrets"],
+                "resource_names": [DRIVER_REGISTRY_SECRET, SIGNING_KEY_SECRET, SIGNING_CERT_SECRET],
+                "verbs": ["get", "patch"],
+            },
+            # RBAC cannot limit create to a name (the name is not known when create is authorised).
+            {"api_groups": [""], "resources": ["secrets"], "verbs": ["create"]},
+        ],
+        opts,
+    )
+
+
+def _secret_writer_env(args: AmdGpuStackArgs, token: containerregistry.Token) -> dict[str, pulumi.Input[str]]:
+    """What the secret writer's program reads (components/gpu/amd_registry_secret_job.py)."""
+    return {
+        "SECRET_NAMESPACE": AMD_GPU_OPERATOR_NAMESPACE,
+        "SECRET_NAME": DRIVER_REGISTRY_SECRET,
+        "LOGIN_SERVER": args["registry_login_server"],
+        "REPOSITORY": DRIVER_REPOSITORY,
+        "TOKEN_NAME": DRIVER_BUILD_TOKEN,
+        "TOKEN_ID": token.id,
+        "REGISTRY_ID": args["registry_id"],
+        "API_VERSION": GENERATE_CREDENTIALS_API_VERSION,
+        "LIFETIME_DAYS": str(PASSWORD_DAYS),
+        "RENEW_DAYS": str(RENEW_DAYS),
+        "SIGNING_KEY_SECRET": SIGNING_KEY_SECRET,
+        "SIGNING_CERT_SECRET": SIGNING_CERT_SECRET,
+    }
+
+
+def _secret_writer_job_spec(env: dict[str, pulumi.Input[str]]) -> k8s.batch.v1.JobSpecArgsDict:
+    """The Job and the CronJob's job: the program under workload identity, retried within its deadline."""
+    return {
+        "backoff_limit": 2,
+        "active_deadline_seconds": SECRET_WRITER_DEADLINE_SECONDS,
+        "template": {
+            "metadata": {
+                "labels": {"app": SECRET_WRITER, "azure.workload.identity/use": "true"},
+                "annotations": SECRET_WRITER_CHECKOV_SKIPS,
+            },
+            "spec": cast(k8s.core.v1.PodSpecArgsDict, secret_writer_pod_spec(env)),
+        },
+    }

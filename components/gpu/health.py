@@ -92,6 +92,11 @@ def _condition_regex(conditions: Sequence[str]) -> str:
     return "|".join(conditions)
 
 
+# A DCGM series' GPU and node, and the kube-state-metrics label set of one node, in the alerts' texts and queries.
+_GPU_ON_NODE = f"GPU {{{{ $labels.{labels.GPU} }}}} on {{{{ $labels.{labels.NODE} }}}}"
+_BY_NODE = f"{labels.CLUSTER}, node"
+
+
 def gpu_health_alert_rules(
     settings: GpuHealthConfig, action_group_id: pulumi.Input[str], enabled: bool
 ) -> list[alertsmanagement.PrometheusRuleArgsDict]:
@@ -100,16 +105,24 @@ def gpu_health_alert_rules(
     Labels come from the label contract (`metrics_labels`) for DCGM series and from kube-state-metrics (`node`,
     `condition`, `key`) for node series.
     """
-    gpu = f"GPU {{{{ $labels.{labels.GPU} }}}} on {{{{ $labels.{labels.NODE} }}}}"
-    by_node = f"{labels.CLUSTER}, node"
-    gpu_nodes = f'max by ({by_node}) (kube_node_labels{{label_{GPU_POOL_LABEL_KEY}="{GPU_POOL_LABEL_VALUE}"}})'
+    specs = [
+        *_node_condition_alerts(),
+        *_gpu_memory_alerts(),
+        *_gpu_throttling_alerts(),
+        _nvlink_alert(),
+        _cordoned_node_alert(settings.alerts.cordoned_node_hours),
+    ]
+    return alert_rules(specs, action_group_id, enabled, {"team": "gpu-platform", "category": "gpu-health"})
+
+
+def _node_condition_alerts() -> list[AlertSpec]:
+    """Node Problem Detector's GPU conditions: the fatal ones, and the clock throttling warnings."""
     fatal = _condition_regex(FATAL_GPU_CONDITIONS)
     warning = _condition_regex(WARNING_GPU_CONDITIONS)
-    hours = settings.alerts.cordoned_node_hours
-    specs: list[AlertSpec] = [
+    return [
         (
             "GpuNodeFaultCondition",
-            f'max by ({by_node}, condition) (kube_node_status_condition{{condition=~"{fatal}",status="true"}}) == 1',
+            f'max by ({_BY_NODE}, condition) (kube_node_status_condition{{condition=~"{fatal}",status="true"}}) == 1',
             "PT2M",
             1,
             "GPU node {{ $labels.node }} reports {{ $labels.condition }} (Node Problem Detector): its GPUs cannot be "
@@ -117,18 +130,24 @@ def gpu_health_alert_rules(
         ),
         (
             "GpuNodeClockThrottling",
-            f'max by ({by_node}, condition) (kube_node_status_condition{{condition=~"{warning}",status="true"}}) == 1',
+            f'max by ({_BY_NODE}, condition) (kube_node_status_condition{{condition=~"{warning}",status="true"}}) == 1',
             "PT15M",
             2,
             "GPU node {{ $labels.node }} reports {{ $labels.condition }}: hardware or thermal slowdown; check cooling "
             "and power, open an Azure support case if it persists",
         ),
+    ]
+
+
+def _gpu_memory_alerts() -> list[AlertSpec]:
+    """DCGM's row remapping: a failed remap, and remaps after uncorrectable errors that wait for a reset."""
+    return [
         (
             "GpuRowRemapFailed",
             "DCGM_FI_DEV_ROW_REMAP_FAILURE > 0",
             "PT1M",
             1,
-            f"{gpu} failed to remap a memory row: the GPU needs replacing; drain the node and raise an Azure "
+            f"{_GPU_ON_NODE} failed to remap a memory row: the GPU needs replacing; drain the node and raise an Azure "
             "Guest Health Report",
         ),
         (
@@ -136,42 +155,58 @@ def gpu_health_alert_rules(
             "increase(DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS[1h]) > 0",
             "PT1M",
             2,
-            f"{gpu} remapped rows after uncorrectable memory errors; a GPU reset (drain, then reboot) applies the "
-            "remap",
+            f"{_GPU_ON_NODE} remapped rows after uncorrectable memory errors; a GPU reset (drain, then reboot) applies "
+            "the remap",
         ),
+    ]
+
+
+def _gpu_throttling_alerts() -> list[AlertSpec]:
+    """DCGM's violation counters (nanoseconds throttled): thermal and power."""
+    return [
         (
             "GpuThermalThrottling",
             "rate(DCGM_FI_DEV_THERMAL_VIOLATION[5m]) / 1e9 > 0.1",
             "PT10M",
             2,
-            f"{gpu} spends over 10% of its time thermally throttled; check the node's cooling",
+            f"{_GPU_ON_NODE} spends over 10% of its time thermally throttled; check the node's cooling",
         ),
         (
             "GpuPowerThrottling",
             "rate(DCGM_FI_DEV_POWER_VIOLATION[15m]) / 1e9 > 0.5",
             "PT30M",
             3,
-            f"{gpu} spends over half its time power-capped; expected briefly under full load, not for 30 minutes",
-        ),
-        (
-            "GpuNvlinkErrors",
-            "increase(DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL[10m]) > 0"
-            " or increase(DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL[10m]) > 0",
-            "PT1M",
-            2,
-            f"{gpu} has NVLink recovery or data CRC errors: multi-GPU jobs on it slow down or fail; drain and reboot",
-        ),
-        (
-            "GpuNodeCordoned",
-            f'max by ({by_node}) (kube_node_spec_taint{{key="node.kubernetes.io/unschedulable"}}) == 1'
-            f" and on ({by_node}) {gpu_nodes}",
-            f"PT{hours}H",
-            3,
-            f"GPU node {{{{ $labels.node }}}} has been cordoned for {hours} h: nothing replaced it (a fixed-size pool, "
-            "quota, or a drain that cannot finish); replace it or uncordon it",
+            f"{_GPU_ON_NODE} spends over half its time power-capped; expected briefly under full load, not for 30 "
+            "minutes",
         ),
     ]
-    return alert_rules(specs, action_group_id, enabled, {"team": "gpu-platform", "category": "gpu-health"})
+
+
+def _nvlink_alert() -> AlertSpec:
+    """DCGM's NVLink recovery and data CRC error counters."""
+    return (
+        "GpuNvlinkErrors",
+        "increase(DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL[10m]) > 0"
+        " or increase(DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL[10m]) > 0",
+        "PT1M",
+        2,
+        f"{_GPU_ON_NODE} has NVLink recovery or data CRC errors: multi-GPU jobs on it slow down or fail; drain and "
+        "reboot",
+    )
+
+
+def _cordoned_node_alert(hours: int) -> AlertSpec:
+    """A GPU node cordoned for `hours` that nothing replaced."""
+    gpu_nodes = f'max by ({_BY_NODE}) (kube_node_labels{{label_{GPU_POOL_LABEL_KEY}="{GPU_POOL_LABEL_VALUE}"}})'
+    return (
+        "GpuNodeCordoned",
+        f'max by ({_BY_NODE}) (kube_node_spec_taint{{key="node.kubernetes.io/unschedulable"}}) == 1'
+        f" and on ({_BY_NODE}) {gpu_nodes}",
+        f"PT{hours}H",
+        3,
+        f"GPU node {{{{ $labels.node }}}} has been cordoned for {hours} h: nothing replaced it (a fixed-size pool, "
+        "quota, or a drain that cannot finish); replace it or uncordon it",
+    )
 
 
 # ---------------------------------------------------------------- remediation
@@ -214,27 +249,7 @@ def nvsentinel_values(
     system_namespaces = tuple(dict.fromkeys((*OWN_SYSTEM_NAMESPACES, *platform_namespaces)))
     cpu = cpu_node_selector()
     return {
-        "global": {
-            "dryRun": settings.dry_run,
-            # Node agents (platform-connector, syslog monitor, metadata collector, GPU monitor) take these
-            # tolerations; their GPU-node selection is the chart's own runtime labels.
-            "tolerations": gpu_tolerations(pools),
-            # Controllers (labeler, fault-quarantine, node-drainer, kubernetes-object-monitor) on the CPU pool.
-            "systemNodeSelector": cpu,
-            # A DCGM host engine to watch exists only under the GPU Operator with its DCGM (operator-service mode).
-            "gpuHealthMonitor": {"enabled": mode == "gpuOperator" and operator_dcgm},
-            "syslogHealthMonitor": {"enabled": True},
-            "metadataCollector": {"enabled": True},
-            "labeler": {"enabled": True},
-            "kubernetesObjectMonitor": {"enabled": True},
-            "mongodbStore": {"enabled": True},
-            "faultQuarantine": {"enabled": True},
-            "nodeDrainer": {"enabled": True},
-            "faultRemediation": {"enabled": False},
-            "janitor": {"enabled": False},
-            "janitorProvider": {"enabled": False},
-            "cspHealthMonitor": {"enabled": False},
-        },
+        "global": _nvsentinel_global(settings, pools, mode, operator_dcgm),
         # monitoring.coreos.com has no CRD on AKS (managed Prometheus reads azmonitoring.coreos.com).
         "podMonitor": {"enabled": False},
         "labeler": {"assumeDriverInstalled": mode != "gpuOperator"},
@@ -257,6 +272,33 @@ def nvsentinel_values(
         # Node not-ready is left to AKS auto-repair: only the GPU conditions it does not act on are policies.
         "kubernetes-object-monitor": {"policies": condition_policies(settings.conditions)},
         "mongodb-store": {"mongodb": {"nodeSelector": cpu}, "job": {"nodeSelector": cpu}},
+    }
+
+
+def _nvsentinel_global(
+    settings: RemediationConfig, pools: Sequence[GpuPoolConfig], mode: GpuStackMode, operator_dcgm: bool
+) -> dict[str, Any]:
+    """NVSentinel's `global` values: dry run, where its agents and controllers run, which modules are on."""
+    return {
+        "dryRun": settings.dry_run,
+        # Node agents (platform-connector, syslog monitor, metadata collector, GPU monitor) take these
+        # tolerations; their GPU-node selection is the chart's own runtime labels.
+        "tolerations": gpu_tolerations(pools),
+        # Controllers (labeler, fault-quarantine, node-drainer, kubernetes-object-monitor) on the CPU pool.
+        "systemNodeSelector": cpu_node_selector(),
+        # A DCGM host engine to watch exists only under the GPU Operator with its DCGM (operator-service mode).
+        "gpuHealthMonitor": {"enabled": mode == "gpuOperator" and operator_dcgm},
+        "syslogHealthMonitor": {"enabled": True},
+        "metadataCollector": {"enabled": True},
+        "labeler": {"enabled": True},
+        "kubernetesObjectMonitor": {"enabled": True},
+        "mongodbStore": {"enabled": True},
+        "faultQuarantine": {"enabled": True},
+        "nodeDrainer": {"enabled": True},
+        "faultRemediation": {"enabled": False},
+        "janitor": {"enabled": False},
+        "janitorProvider": {"enabled": False},
+        "cspHealthMonitor": {"enabled": False},
     }
 
 

@@ -168,13 +168,8 @@ def _release(
     )
 
 
-def gpu_operator_values(
-    mig_strategy: str,
-    operator_dcgm: bool,
-    tolerations: list[dict[str, str]],
-    plugin_configs: Mapping[str, str] | None = None,
-) -> dict[str, Any]:
-    """Values of the GPU Operator chart (keys as deployments/gpu-operator reads them at v26.7.0)."""
+def _operator_device_plugin(plugin_configs: Mapping[str, str] | None) -> dict[str, Any]:
+    """The GPU Operator's device plugin operand, with the sharing configs when a pool shares its GPUs."""
     device_plugin: dict[str, Any] = {"enabled": True}
     if plugin_configs:
         # The chart creates the ConfigMap (templates/plugin_config.yaml) and names it in ClusterPolicy
@@ -185,6 +180,17 @@ def gpu_operator_values(
             "default": DEFAULT_PLUGIN_CONFIG,
             "data": dict(plugin_configs),
         }
+    return device_plugin
+
+
+def gpu_operator_values(
+    mig_strategy: str,
+    operator_dcgm: bool,
+    tolerations: list[dict[str, str]],
+    plugin_configs: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """Values of the GPU Operator chart (keys as deployments/gpu-operator reads them at v26.7.0)."""
+    device_plugin = _operator_device_plugin(plugin_configs)
     # Operand images by digest where NVIDIA's bundle records one (config/catalog/images.py).
     images = gpu_operator_image_values()
     values: dict[str, Any] = {
@@ -278,58 +284,17 @@ class GpuStack(pulumi.ComponentResource):
     def __init__(self, name: str, args: GpuStackArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("aks-gpu-platform:index:GpuStack", name, None, opts)
         cfg, pools = args["settings"], list(args["pools"])
-        k8s_opts = args["cluster"].k8s_options(self)
+        self._k8s_opts = args["cluster"].k8s_options(self)
         self.mode = cfg.mode
         self.mig_strategy = "single" if any(p.mig_profile for p in pools) else "none"
         self.dcgm_from_operator = cfg.operator_dcgm
         # Replaces each chart's default tolerations, so it must cover every taint of every GPU pool.
-        tolerations = gpu_tolerations(pools)
+        self._tolerations = gpu_tolerations(pools)
 
-        namespace = k8s.core.v1.Namespace(
-            f"{name}-namespace",
-            # The device plugin mounts the kubelet's device-plugin directory from the node.
-            metadata={
-                "name": NAMESPACE,
-                "labels": {"app.kubernetes.io/part-of": "gpu-stack", **pod_security_labels("privileged")},
-            },
-            opts=k8s_opts,
-        )
+        namespace = self._plugin_namespace(name)
         self.namespace = namespace.metadata.apply(lambda m: m.name or NAMESPACE)
-        platform_ingress(name, self.namespace, k8s_opts)
-        # The NVIDIA stack serves the NVIDIA pools only (AMD pools get AMD's operator, components/gpu/amd_stack.py).
-        nvidia_pools = vendor_pool_names(pools, "nvidia")
-        if nvidia_pools == []:
-            self.gpu_release = None
-        elif cfg.mode == "devicePlugin":
-            self.gpu_release = _release(
-                f"{name}-device-plugin",
-                DEVICE_PLUGIN_CHART,
-                NAMESPACE,
-                {
-                    # Replaces the chart's default NFD-label affinity: our GPU nodes carry pool=gpu.
-                    "affinity": {"nodeAffinity": gpu_node_affinity(nvidia_pools)},
-                    "tolerations": tolerations,
-                    "priorityClassName": SYSTEM_NODE_CRITICAL,
-                    "migStrategy": self.mig_strategy,
-                    # The chart joins image.repository and image.tag: `tag@digest` pulls the digest.
-                    "image": mirrored_repository_and_tag(f"{DEVICE_PLUGIN_IMAGE}:v{DEVICE_PLUGIN_CHART[2]}"),
-                    **device_plugin_sharing_values(device_plugin_configs(pools)),
-                },
-                k8s_opts,
-                namespace,
-            )
-        elif cfg.mode == "aksManaged":
-            self.gpu_release = None  # AKS runs the device plugin on every managed node
-        else:
-            self.gpu_release = _release(
-                f"{name}-gpu-operator",
-                GPU_OPERATOR_CHART,
-                GPU_OPERATOR_NAMESPACE,
-                gpu_operator_values(self.mig_strategy, cfg.operator_dcgm, tolerations, device_plugin_configs(pools)),
-                k8s_opts,
-                # Driver, toolkit and plugin operands run privileged on the host.
-                platform_namespace(f"{name}-gpu-operator-namespace", GPU_OPERATOR_NAMESPACE, "privileged", k8s_opts),
-            )
+        platform_ingress(name, self.namespace, self._k8s_opts)
+        self.gpu_release = self._gpu_release(name, cfg, pools, namespace)
         self.releases = [self.gpu_release] if self.gpu_release is not None else []
         # Multi-node NVLink pools: ComputeDomains through NVIDIA's DRA driver (components/gpu/dra_driver.py), after the
         # release whose driver root it reads.
@@ -337,61 +302,126 @@ class GpuStack(pulumi.ComponentResource):
             f"{name}-dra-driver",
             cfg.mode,
             pools,
-            pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=list(self.releases))),
+            pulumi.ResourceOptions.merge(self._k8s_opts, pulumi.ResourceOptions(depends_on=list(self.releases))),
         )
         if self.dra_release is not None:
             self.releases.append(self.dra_release)
-
         ib_pools = [p.name for p in pools if p.infiniband]
         self.rdma_resource = RDMA_RESOURCE if ib_pools else None
         if ib_pools:
-            # With the GPU Operator, its node-feature-discovery installs the NodeFeatureRule CRD that
-            # this chart's nvidia-nics-rules object needs: install the GPU Operator first.
-            nfd_from_gpu_operator = cfg.mode == "gpuOperator"
-            network_operator = _release(
-                f"{name}-network-operator",
-                NETWORK_OPERATOR_CHART,
-                NETWORK_OPERATOR_NAMESPACE,
-                network_operator_values(not nfd_from_gpu_operator, tolerations),
-                pulumi.ResourceOptions.merge(
-                    k8s_opts,
-                    pulumi.ResourceOptions(depends_on=self.releases if nfd_from_gpu_operator else []),
-                ),
-                # The RDMA shared device plugin and the NFD worker mount host paths.
-                platform_namespace(
-                    f"{name}-network-operator-namespace", NETWORK_OPERATOR_NAMESPACE, "privileged", k8s_opts
-                ),
-            )
+            network_operator = self._network_operator(name, cfg.mode)
             self.releases.append(network_operator)
-            device_config = {
-                "configList": [
-                    {
-                        "resourcePrefix": RDMA_RESOURCE_PREFIX,
-                        "resourceName": RDMA_RESOURCE_NAME,
-                        "rdmaHcaMax": RDMA_DEVICES_PER_NODE,
-                        "selectors": {"vendors": [MELLANOX_VENDOR_ID], "linkTypes": ["infiniband"]},
-                    }
-                ]
-            }
-            k8s.apiextensions.CustomResource(
-                f"{name}-nic-cluster-policy",
-                api_version="mellanox.com/v1alpha1",
-                kind="NicClusterPolicy",
-                metadata={"name": "nic-cluster-policy"},
-                spec={
-                    "nodeAffinity": gpu_node_affinity(ib_pools),
-                    "tolerations": tolerations,
-                    "rdmaSharedDevicePlugin": {
-                        **RDMA_SHARED_DEVICE_PLUGIN,
-                        "repository": mirrored_repository(RDMA_SHARED_DEVICE_PLUGIN["repository"]),
-                        "config": json.dumps(device_config),
-                    },
-                },
-                # The NicClusterPolicy CRD is in the Network Operator chart's crds/: Helm installs it
-                # before the release's templates, so the finished release is enough to wait for.
-                opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[network_operator])),
-            )
+            self._nic_cluster_policy(name, ib_pools, network_operator)
 
         self.register_outputs(
             {"namespace": self.namespace, "mode": self.mode, "dcgm_from_operator": self.dcgm_from_operator}
         )
+
+    def _plugin_namespace(self, name: str) -> k8s.core.v1.Namespace:
+        """`gpu-resources`, privileged: the device plugin mounts the kubelet's device-plugin directory from the node."""
+        return k8s.core.v1.Namespace(
+            f"{name}-namespace",
+            metadata={
+                "name": NAMESPACE,
+                "labels": {"app.kubernetes.io/part-of": "gpu-stack", **pod_security_labels("privileged")},
+            },
+            opts=self._k8s_opts,
+        )
+
+    def _gpu_release(
+        self, name: str, cfg: GpuStackConfig, pools: Sequence[GpuPoolConfig], namespace: k8s.core.v1.Namespace
+    ) -> k8s.helm.v3.Release | None:
+        """The release that advertises `nvidia.com/gpu` in the configured mode; None where AKS does, or where no pool
+        is NVIDIA's."""
+        # The NVIDIA stack serves the NVIDIA pools only (AMD pools get AMD's operator, components/gpu/amd_stack.py).
+        nvidia_pools = vendor_pool_names(pools, "nvidia")
+        if nvidia_pools == [] or cfg.mode == "aksManaged":
+            return None  # aksManaged: AKS runs the device plugin on every managed node
+        if cfg.mode == "devicePlugin":
+            return _release(
+                f"{name}-device-plugin",
+                DEVICE_PLUGIN_CHART,
+                NAMESPACE,
+                self._device_plugin_values(nvidia_pools, pools),
+                self._k8s_opts,
+                namespace,
+            )
+        return _release(
+            f"{name}-gpu-operator",
+            GPU_OPERATOR_CHART,
+            GPU_OPERATOR_NAMESPACE,
+            gpu_operator_values(self.mig_strategy, cfg.operator_dcgm, self._tolerations, device_plugin_configs(pools)),
+            self._k8s_opts,
+            # Driver, toolkit and plugin operands run privileged on the host.
+            platform_namespace(f"{name}-gpu-operator-namespace", GPU_OPERATOR_NAMESPACE, "privileged", self._k8s_opts),
+        )
+
+    def _device_plugin_values(
+        self, nvidia_pools: Sequence[str] | None, pools: Sequence[GpuPoolConfig]
+    ) -> dict[str, Any]:
+        """Values of NVIDIA's device plugin chart, on the NVIDIA pools' nodes."""
+        return {
+            # Replaces the chart's default NFD-label affinity: our GPU nodes carry pool=gpu.
+            "affinity": {"nodeAffinity": gpu_node_affinity(nvidia_pools)},
+            "tolerations": self._tolerations,
+            "priorityClassName": SYSTEM_NODE_CRITICAL,
+            "migStrategy": self.mig_strategy,
+            # The chart joins image.repository and image.tag: `tag@digest` pulls the digest.
+            "image": mirrored_repository_and_tag(f"{DEVICE_PLUGIN_IMAGE}:v{DEVICE_PLUGIN_CHART[2]}"),
+            **device_plugin_sharing_values(device_plugin_configs(pools)),
+        }
+
+    def _network_operator(self, name: str, mode: str) -> k8s.helm.v3.Release:
+        """NVIDIA's Network Operator, which runs the RDMA shared device plugin the NicClusterPolicy describes."""
+        # With the GPU Operator, its node-feature-discovery installs the NodeFeatureRule CRD that
+        # this chart's nvidia-nics-rules object needs: install the GPU Operator first.
+        nfd_from_gpu_operator = mode == "gpuOperator"
+        return _release(
+            f"{name}-network-operator",
+            NETWORK_OPERATOR_CHART,
+            NETWORK_OPERATOR_NAMESPACE,
+            network_operator_values(not nfd_from_gpu_operator, self._tolerations),
+            pulumi.ResourceOptions.merge(
+                self._k8s_opts,
+                pulumi.ResourceOptions(depends_on=self.releases if nfd_from_gpu_operator else []),
+            ),
+            # The RDMA shared device plugin and the NFD worker mount host paths.
+            platform_namespace(
+                f"{name}-network-operator-namespace", NETWORK_OPERATOR_NAMESPACE, "privileged", self._k8s_opts
+            ),
+        )
+
+    def _nic_cluster_policy(self, name: str, ib_pools: Sequence[str], network_operator: k8s.helm.v3.Release) -> None:
+        """The RDMA shared device plugin on the InfiniBand pools' nodes: `RDMA_RESOURCE` for their pods."""
+        k8s.apiextensions.CustomResource(
+            f"{name}-nic-cluster-policy",
+            api_version="mellanox.com/v1alpha1",
+            kind="NicClusterPolicy",
+            metadata={"name": "nic-cluster-policy"},
+            spec={
+                "nodeAffinity": gpu_node_affinity(ib_pools),
+                "tolerations": self._tolerations,
+                "rdmaSharedDevicePlugin": {
+                    **RDMA_SHARED_DEVICE_PLUGIN,
+                    "repository": mirrored_repository(RDMA_SHARED_DEVICE_PLUGIN["repository"]),
+                    "config": json.dumps(_rdma_device_plugin_config()),
+                },
+            },
+            # The NicClusterPolicy CRD is in the Network Operator chart's crds/: Helm installs it
+            # before the release's templates, so the finished release is enough to wait for.
+            opts=pulumi.ResourceOptions.merge(self._k8s_opts, pulumi.ResourceOptions(depends_on=[network_operator])),
+        )
+
+
+def _rdma_device_plugin_config() -> dict[str, Any]:
+    """The RDMA shared device plugin's resource list: one resource over the nodes' InfiniBand virtual functions."""
+    return {
+        "configList": [
+            {
+                "resourcePrefix": RDMA_RESOURCE_PREFIX,
+                "resourceName": RDMA_RESOURCE_NAME,
+                "rdmaHcaMax": RDMA_DEVICES_PER_NODE,
+                "selectors": {"vendors": [MELLANOX_VENDOR_ID], "linkTypes": ["infiniband"]},
+            }
+        ]
+    }

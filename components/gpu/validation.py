@@ -192,23 +192,7 @@ def nccl_pod_spec(
 
     `nccl_env` and `topology` are the settings the floor was measured with (config/gpu/validation.py).
     """
-    gpus = pool.sku.gpus_per_vm
-    master = f"{job_name}-0.{nccl_service_name(job_name)}"
-    torchrun = (
-        f"torchrun --nnodes=2 --nproc-per-node={gpus} --node-rank=${{JOB_COMPLETION_INDEX}} "
-        f"--master-addr={master} --master-port={NCCL_PORT} /probe/nccl_probe.py"
-    )
-    env = {
-        "POOL": pool.name,
-        "VM_SIZE": pool.vm_size,
-        "MIN_BUS_BANDWIDTH_GBPS": f"{floor_gbps:g}",
-        "MESSAGE_BYTES": str(message_bytes),
-        # Azure ND sizes: relaxed PCI ordering for IB (Azure/ai-infrastructure-on-azure NCCL values.yaml).
-        "NCCL_IB_PCI_RELAXED_ORDERING": "1",
-        "NCCL_SOCKET_IFNAME": "eth0",
-        "NCCL_DEBUG": "WARN",
-        **nccl_env,
-    }
+    env = _nccl_env(pool, floor_gbps, message_bytes, nccl_env)
     mounts = [
         {"name": "probe", "mountPath": "/probe", "readOnly": True},
         {"name": "shm", "mountPath": "/dev/shm"},
@@ -232,39 +216,72 @@ def nccl_pod_spec(
         "enableServiceLinks": False,
         "terminationGracePeriodSeconds": 10,
         "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
-        "affinity": {
-            "podAntiAffinity": {
-                "requiredDuringSchedulingIgnoredDuringExecution": [
-                    {
-                        "labelSelector": {"matchLabels": {"job-name": job_name}},
-                        "topologyKey": "kubernetes.io/hostname",
-                    }
-                ]
-            }
-        },
+        "affinity": _one_pod_per_node(job_name),
         "initContainers": init_containers,
-        "containers": [
-            {
-                "name": "nccl",
-                "image": mirrored(PYTORCH_IMAGE),
-                "imagePullPolicy": "Always",
-                "command": ["bash", "-c", f"set -eu; exec {torchrun}"],
-                "env": [{"name": k, "value": v} for k, v in env.items()],
-                "ports": [{"name": "rendezvous", "containerPort": NCCL_PORT}],
-                "terminationMessagePolicy": "FallbackToLogsOnError",
-                "resources": {
-                    "requests": {"cpu": "8", "memory": "64Gi", GPU_RESOURCE: str(gpus), RDMA_RESOURCE: "1"},
-                    "limits": {"cpu": "48", "memory": "256Gi", GPU_RESOURCE: str(gpus), RDMA_RESOURCE: "1"},
-                },
-                "securityContext": {
-                    "allowPrivilegeEscalation": False,
-                    "capabilities": {"drop": ["ALL"], "add": ["IPC_LOCK"]},
-                    "seccompProfile": {"type": "RuntimeDefault"},
-                },
-                "volumeMounts": mounts,
-            }
-        ],
+        "containers": [_nccl_container(pool, job_name, env, mounts)],
         "volumes": volumes,
+    }
+
+
+def _nccl_env(
+    pool: GpuPoolConfig, floor_gbps: float, message_bytes: int, nccl_env: Mapping[str, str]
+) -> dict[str, str]:
+    """What the probe reads (its pool, floor and message size) and NCCL's settings."""
+    return {
+        "POOL": pool.name,
+        "VM_SIZE": pool.vm_size,
+        "MIN_BUS_BANDWIDTH_GBPS": f"{floor_gbps:g}",
+        "MESSAGE_BYTES": str(message_bytes),
+        # Azure ND sizes: relaxed PCI ordering for IB (Azure/ai-infrastructure-on-azure NCCL values.yaml).
+        "NCCL_IB_PCI_RELAXED_ORDERING": "1",
+        "NCCL_SOCKET_IFNAME": "eth0",
+        "NCCL_DEBUG": "WARN",
+        **nccl_env,
+    }
+
+
+def _one_pod_per_node(job_name: str) -> dict[str, Any]:
+    """Required anti-affinity between the Job's pods on the hostname: the all-reduce crosses two nodes."""
+    return {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "labelSelector": {"matchLabels": {"job-name": job_name}},
+                    "topologyKey": "kubernetes.io/hostname",
+                }
+            ]
+        }
+    }
+
+
+def _nccl_container(
+    pool: GpuPoolConfig, job_name: str, env: Mapping[str, str], mounts: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """torchrun of the probe on every GPU of the node and the RDMA device, with IPC_LOCK to pin memory for RDMA."""
+    gpus = pool.sku.gpus_per_vm
+    master = f"{job_name}-0.{nccl_service_name(job_name)}"
+    torchrun = (
+        f"torchrun --nnodes=2 --nproc-per-node={gpus} --node-rank=${{JOB_COMPLETION_INDEX}} "
+        f"--master-addr={master} --master-port={NCCL_PORT} /probe/nccl_probe.py"
+    )
+    return {
+        "name": "nccl",
+        "image": mirrored(PYTORCH_IMAGE),
+        "imagePullPolicy": "Always",
+        "command": ["bash", "-c", f"set -eu; exec {torchrun}"],
+        "env": [{"name": k, "value": v} for k, v in env.items()],
+        "ports": [{"name": "rendezvous", "containerPort": NCCL_PORT}],
+        "terminationMessagePolicy": "FallbackToLogsOnError",
+        "resources": {
+            "requests": {"cpu": "8", "memory": "64Gi", GPU_RESOURCE: str(gpus), RDMA_RESOURCE: "1"},
+            "limits": {"cpu": "48", "memory": "256Gi", GPU_RESOURCE: str(gpus), RDMA_RESOURCE: "1"},
+        },
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "capabilities": {"drop": ["ALL"], "add": ["IPC_LOCK"]},
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "volumeMounts": mounts,
     }
 
 
@@ -310,37 +327,50 @@ class GpuValidation(pulumi.ComponentResource):
                 job = self._job(name, job_name, pool, dcgm_diag_pod_spec(pool), 1, timeout, job_opts)
                 checks["dcgmDiag"] = _outcome(job_name, job)
             if pool.validation.nccl_all_reduce:
-                baseline = nccl_baseline(pool.vm_size)
-                floor = pool.validation.min_bus_bandwidth_gbps or (baseline.min_bus_bandwidth_gbps if baseline else 0)
-                message_bytes = baseline.message_bytes if baseline else 8 << 30
-                nccl_env = dict(baseline.nccl_env) if baseline else {}
-                topology = baseline.topology if baseline else None
-                job_name = check_name("nccl", pool, [PYTORCH_IMAGE, floor, message_bytes, nccl_env, topology])
-                probe = k8s.core.v1.ConfigMap(
-                    f"{name}-{pool.name}-nccl-probe",
-                    metadata={"name": job_name, "namespace": NAMESPACE},
-                    data={"nccl_probe.py": PROBE_SCRIPT.read_text()},
-                    opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[namespace])),
-                )
-                service = k8s.core.v1.Service(
-                    f"{name}-{pool.name}-nccl-service",
-                    metadata={"name": nccl_service_name(job_name), "namespace": NAMESPACE},
-                    spec={
-                        "cluster_ip": "None",
-                        # Pod 0's name must resolve before it is ready: torchrun's rendezvous starts first.
-                        "publish_not_ready_addresses": True,
-                        "selector": {"job-name": job_name},
-                        "ports": [{"name": "rendezvous", "port": NCCL_PORT, "target_port": NCCL_PORT}],
-                    },
-                    opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[namespace])),
-                )
-                spec = nccl_pod_spec(pool, job_name, floor, message_bytes, nccl_env, topology)
-                nccl_opts = pulumi.ResourceOptions.merge(job_opts, pulumi.ResourceOptions(depends_on=[probe, service]))
-                job = self._job(name, job_name, pool, spec, 2, timeout, nccl_opts)
-                checks["ncclAllReduce"] = _outcome(job_name, job)
+                checks["ncclAllReduce"] = self._nccl_check(name, pool, job_opts, namespace, in_cluster)
             results[pool.name] = checks
         self.results = cast(pulumi.Output[dict[str, dict[str, str]]], pulumi.Output.from_input(results))
         self.register_outputs({"results": self.results})
+
+    def _nccl_check(
+        self,
+        name: str,
+        pool: GpuPoolConfig,
+        job_opts: pulumi.ResourceOptions,
+        namespace: k8s.core.v1.Namespace,
+        in_cluster: pulumi.ResourceOptions,
+    ) -> pulumi.Output[str]:
+        """The NCCL all-reduce Job across two of the pool's nodes, its probe script and rendezvous Service; its
+        outcome."""
+        baseline = nccl_baseline(pool.vm_size)
+        floor = pool.validation.min_bus_bandwidth_gbps or (baseline.min_bus_bandwidth_gbps if baseline else 0)
+        message_bytes = baseline.message_bytes if baseline else 8 << 30
+        nccl_env = dict(baseline.nccl_env) if baseline else {}
+        topology = baseline.topology if baseline else None
+        job_name = check_name("nccl", pool, [PYTORCH_IMAGE, floor, message_bytes, nccl_env, topology])
+        after_namespace = pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[namespace]))
+        probe = k8s.core.v1.ConfigMap(
+            f"{name}-{pool.name}-nccl-probe",
+            metadata={"name": job_name, "namespace": NAMESPACE},
+            data={"nccl_probe.py": PROBE_SCRIPT.read_text()},
+            opts=after_namespace,
+        )
+        service = k8s.core.v1.Service(
+            f"{name}-{pool.name}-nccl-service",
+            metadata={"name": nccl_service_name(job_name), "namespace": NAMESPACE},
+            spec={
+                "cluster_ip": "None",
+                # Pod 0's name must resolve before it is ready: torchrun's rendezvous starts first.
+                "publish_not_ready_addresses": True,
+                "selector": {"job-name": job_name},
+                "ports": [{"name": "rendezvous", "port": NCCL_PORT, "target_port": NCCL_PORT}],
+            },
+            opts=after_namespace,
+        )
+        spec = nccl_pod_spec(pool, job_name, floor, message_bytes, nccl_env, topology)
+        nccl_opts = pulumi.ResourceOptions.merge(job_opts, pulumi.ResourceOptions(depends_on=[probe, service]))
+        job = self._job(name, job_name, pool, spec, 2, pool.validation.timeout_minutes, nccl_opts)
+        return _outcome(job_name, job)
 
     def _job(
         self,

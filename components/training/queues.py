@@ -38,6 +38,7 @@ from ..gpu.dra_driver import CHANNEL_DEVICE_CLASS
 from ..network.policies import platform_ingress
 from ..shared.context import ClusterHandle
 from ..shared.workloads import platform_namespace, training_namespace
+from .quota_groups import metered_quota_group, quota_group
 
 # oci://registry.k8s.io/kueue/charts/kueue: kubernetes-sigs/kueue tag v0.19.2 (2026-08-20), charts/kueue;
 # the released chart points at registry.k8s.io/kueue/kueue:v0.19.2 (hack/helm-chart-package.sh).
@@ -152,59 +153,18 @@ def flavor_spec(pool: GpuPoolConfig) -> dict[str, Any]:
     }
 
 
-def _gpu_resources(team: TeamConfig, gpu_resources: Mapping[str, str]) -> list[str]:
-    """The GPU resources the team's pools advertise (`nvidia.com/gpu`, `amd.com/gpu`), in first-quota order."""
-    return list(dict.fromkeys(gpu_resources.get(q.pool, GPU_RESOURCE) for q in team.quotas))
-
-
-def _covered_resources(team: TeamConfig, gpu_resources: Mapping[str, str]) -> list[str]:
-    """The team's metered resources: one quota group, so every vendor's GPU resource is covered by every flavor."""
-    return [r for r in team.covered_resources if r != GPU_RESOURCE] + _gpu_resources(team, gpu_resources)
-
-
-def _quota_entries(team: TeamConfig, gpu_resources: Mapping[str, str]) -> list[dict[str, Any]]:
-    covered = _covered_resources(team, gpu_resources)
-    gpu_names = set(_gpu_resources(team, gpu_resources))
-    flavors: list[dict[str, Any]] = []
-    for quota in team.quotas:
-        resources: list[dict[str, Any]] = []
-        for resource in covered:
-            if resource == gpu_resources.get(quota.pool, GPU_RESOURCE):
-                entry: dict[str, Any] = {"name": resource, "nominalQuota": quota.gpus}
-                if quota.borrowing_limit_gpus is not None:
-                    entry["borrowingLimit"] = quota.borrowing_limit_gpus
-                if quota.lending_limit_gpus is not None:
-                    entry["lendingLimit"] = quota.lending_limit_gpus
-            elif resource in gpu_names:
-                # The other vendor's GPUs: this pool has none (Kueue wants every covered resource per flavor).
-                entry = {"name": resource, "nominalQuota": 0}
-            else:
-                entry = {"name": resource, "nominalQuota": quota.cpu if resource == "cpu" else quota.memory}
-            resources.append(entry)
-        flavors.append({"name": quota.pool, "resources": resources})
-    return flavors
-
-
-def _metered_groups(
-    team: TeamConfig, gpu_resources: Mapping[str, str], metering: CpuMetering, pools: Mapping[str, GpuPoolConfig]
+def _resource_group(
+    team: TeamConfig,
+    gpu_resources: Mapping[str, str],
+    metering: CpuMetering | None,
+    pools: Mapping[str, GpuPoolConfig],
 ) -> dict[str, Any]:
-    """The resource group when CPU and memory are metered: the CPU flavor first (no GPUs), then the GPU flavors."""
+    """The team's one resource group; metered, every GPU quota comes with its nodes' share of CPU and memory."""
+    if metering is None:
+        return quota_group(team, gpu_resources)
     shared = [with_node_share(q, pools[q.pool]) if q.pool in pools else q for q in team.quotas]
     metered = team.model_copy(update={"quotas": shared})
-    gpus = _gpu_resources(team, gpu_resources)
-    cpu_jobs = team.cpu_jobs
-    cpu_flavor = {
-        "name": metering["flavor"],
-        "resources": [
-            {"name": "cpu", "nominalQuota": cpu_jobs.cpu if cpu_jobs else metering["cpu"]},
-            {"name": "memory", "nominalQuota": cpu_jobs.memory if cpu_jobs else metering["memory"]},
-            *({"name": gpu, "nominalQuota": 0} for gpu in gpus),
-        ],
-    }
-    return {
-        "coveredResources": ["cpu", "memory", *gpus],
-        "flavors": [cpu_flavor, *_quota_entries(metered, gpu_resources)],
-    }
+    return metered_quota_group(metered, gpu_resources, metering["flavor"], metering["cpu"], metering["memory"])
 
 
 def cluster_queue_spec(
@@ -215,14 +175,6 @@ def cluster_queue_spec(
     pools: Mapping[str, GpuPoolConfig] | None = None,
 ) -> dict[str, Any]:
     """The team's ClusterQueue: quotas per pool flavor, cohort, preemption, and only its own namespace."""
-    group = (
-        _metered_groups(team, gpu_resources or {}, metering, pools or {})
-        if metering is not None
-        else {
-            "coveredResources": _covered_resources(team, gpu_resources or {}),
-            "flavors": _quota_entries(team, gpu_resources or {}),
-        }
-    )
     spec: dict[str, Any] = {
         # Only LocalQueues in the team's namespace may point at its quota.
         "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": team.namespace_name}},
@@ -232,7 +184,7 @@ def cluster_queue_spec(
             "reclaimWithinCohort": team.preemption.reclaim_within_cohort,
             "borrowWithinCohort": {"policy": team.preemption.borrow_within_cohort},
         },
-        "resourceGroups": [group],
+        "resourceGroups": [_resource_group(team, gpu_resources or {}, metering, pools or {})],
     }
     if team.cohort is not None:
         spec["cohortName"] = team.cohort
@@ -305,137 +257,30 @@ class TrainingQueues(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: TrainingQueuesArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("aks-gpu-platform:index:TrainingQueues", name, None, opts)
-        settings, handle = args["settings"], args["cluster"]
-        pools = {pool.name: pool for pool in args["gpu_pools"]}
-        self._pools = pools
+        settings = args["settings"]
+        self._pools = {pool.name: pool for pool in args["gpu_pools"]}
         # What each pool's nodes advertise their GPUs as: a quota on an AMD pool meters `amd.com/gpu`.
-        self._gpu_resources = {name: gpu_resource(pool) for name, pool in pools.items()}
+        self._gpu_resources = {pool_name: gpu_resource(pool) for pool_name, pool in self._pools.items()}
         # Pools whose NVLink spans VMs: a job there shares GPU memory across nodes only through a ComputeDomain.
-        self._compute_domain_pools = {name for name, pool in pools.items() if pool.sku.multi_node_nvlink}
-        missing = [
-            f"training.teams[{i}].quotas[{j}].pool: got {q.pool!r}; must name a GPU pool: {sorted(pools)}"
-            for i, team in enumerate(settings.teams)
-            for j, q in enumerate(team.quotas)
-            if q.pool not in pools
-        ]
-        if missing:
-            raise ConfigError(missing, source="TrainingQueues args")
-        in_cluster = handle.k8s_options(self)
+        self._compute_domain_pools = {
+            pool_name for pool_name, pool in self._pools.items() if pool.sku.multi_node_nvlink
+        }
+        _check_quota_pools(settings, self._pools)
+        self._in_cluster = args["cluster"].k8s_options(self)
+        self._metering = args.get("cpu_metering")
 
-        self.jobset_release = None
-        kueue_after: list[pulumi.Resource] = []
-        if settings.jobset.enabled:
-            jobset_namespace = platform_namespace(f"{name}-jobset-namespace", JOBSET_NAMESPACE, "baseline", in_cluster)
-            self.jobset_release = k8s.helm.v3.Release(
-                f"{name}-jobset",
-                name="jobset",
-                chart=JOBSET_CHART,
-                version=JOBSET_VERSION,
-                namespace=JOBSET_NAMESPACE,
-                # charts/jobset values.yaml at git names a staging image; the release image, through the registry.
-                values={
-                    "controller": {"nodeSelector": cpu_node_selector()},
-                    "image": mirrored_repository_and_tag(JOBSET_IMAGE),
-                },
-                opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=[jobset_namespace])),
-            )
-            # Kueue sets up its JobSet integration at start when the JobSet CRD is there.
-            kueue_after.append(self.jobset_release)
-        replicas = settings.kueue.replicas
-        kueue_after.append(platform_namespace(f"{name}-kueue-namespace", KUEUE_NAMESPACE, "baseline", in_cluster))
-        self.kueue_release = k8s.helm.v3.Release(
-            f"{name}-kueue",
-            name=KUEUE_RELEASE,
-            chart=KUEUE_CHART,
-            version=KUEUE_VERSION,
-            namespace=KUEUE_NAMESPACE,
-            values={
-                "controllerManager": {
-                    "replicas": replicas,
-                    "nodeSelector": cpu_node_selector(),
-                    # A PDB with minAvailable equal to the replicas would block every node drain.
-                    "podDisruptionBudget": {"enabled": replicas > 1, "minAvailable": 1},
-                    "manager": {"image": mirrored_repository_and_tag(KUEUE_IMAGE)},
-                },
-                "managerConfig": {
-                    "controllerManagerConfigYaml": yaml.safe_dump(
-                        {**kueue_manager_config(settings, args["gpu_pools"]), **args.get("kueue_configuration", {})}
-                    )
-                },
-            },
-            opts=pulumi.ResourceOptions.merge(in_cluster, pulumi.ResourceOptions(depends_on=kueue_after)),
-        )
-        for release, namespace in ((self.jobset_release, JOBSET_NAMESPACE), (self.kueue_release, KUEUE_NAMESPACE)):
-            if release is not None:
-                after = pulumi.ResourceOptions(depends_on=[release])
-                platform_ingress(f"{name}-{namespace}", namespace, pulumi.ResourceOptions.merge(in_cluster, after))
+        self.jobset_release = self._jobset(name, settings)
+        self.kueue_release = self._kueue(name, args)
+        self._controller_ingress(name)
         # Every Kueue object needs the CRDs (and the validating webhooks) the release installs.
         self._crd_opts = pulumi.ResourceOptions.merge(
-            in_cluster, pulumi.ResourceOptions(depends_on=[self.kueue_release])
+            self._in_cluster, pulumi.ResourceOptions(depends_on=[self.kueue_release])
         )
-        kueue_object = self._kueue_object
-
-        self.flavor_names = []
-        self._metering = args.get("cpu_metering")
-        if self._metering is not None:
-            # GPU-less jobs land on the CPU pool; no taints, so Kueue adds no tolerations there.
-            kueue_object(
-                f"{name}-flavor-cpu",
-                "ResourceFlavor",
-                {"name": self._metering["flavor"]},
-                {"nodeLabels": cpu_node_selector()},
-            )
-        for pool in args["gpu_pools"]:
-            kueue_object(f"{name}-flavor-{pool.name}", "ResourceFlavor", {"name": flavor_name(pool)}, flavor_spec(pool))
-            self.flavor_names.append(flavor_name(pool))
-
-        self.admission_check = None
-        if settings.admission.provisioning_request:
-            kueue_object(
-                f"{name}-provisioning-config",
-                "ProvisioningRequestConfig",
-                {"name": PROVISIONING_CHECK},
-                {
-                    "provisioningClassName": settings.admission.provisioning_class,
-                    # Only pod sets that ask for GPUs wait for new nodes.
-                    "managedResources": sorted(set(self._gpu_resources.values()) | {GPU_RESOURCE}),
-                    # One pod template per group of identical ranks keeps the request small.
-                    "podSetMergePolicy": "IdenticalWorkloadSchedulingRequirements",
-                },
-            )
-            kueue_object(
-                f"{name}-provisioning-check",
-                "AdmissionCheck",
-                {"name": PROVISIONING_CHECK},
-                {
-                    "controllerName": PROVISIONING_CONTROLLER,
-                    "parameters": {
-                        "apiGroup": "kueue.x-k8s.io",
-                        "kind": "ProvisioningRequestConfig",
-                        "name": PROVISIONING_CHECK,
-                    },
-                },
-            )
-            self.admission_check = PROVISIONING_CHECK
-
-        for cohort in sorted({t.cohort for t in settings.teams if t.cohort is not None}):
-            kueue_object(f"{name}-cohort-{cohort}", "Cohort", {"name": cohort}, {})
-
-        teams: dict[str, pulumi.Output[dict[str, Any]]] = {}
+        self.flavor_names = self._flavors(name, args["gpu_pools"])
+        self.admission_check = self._provisioning_check(name, settings)
+        self._cohorts(name, settings)
         self.namespaces = {}
-        checks = [*([self.admission_check] if self.admission_check else []), *args.get("admission_checks", [])]
-        locking = set(args.get("memory_locking_namespaces", []))
-        for team in settings.teams:
-            namespace = training_namespace(
-                f"{name}-team-{team.name}-namespace",
-                team.namespace_name,
-                in_cluster,
-                labels={MANAGED_NAMESPACE_LABEL: "true", TEAM_LABEL: team.name},
-                locks_memory=team.namespace_name in locking,
-            )
-            self.namespaces[team.name] = namespace.metadata["name"]
-            teams[team.name] = self._team(name, team, namespace, checks, args.get("lustre"), in_cluster)
-        self.teams = pulumi.Output.all(**teams) if teams else pulumi.Output.from_input({})
+        self.teams = self._teams(name, args)
 
         self.register_outputs(
             {
@@ -444,6 +289,118 @@ class TrainingQueues(pulumi.ComponentResource):
                 "teams": self.teams,
             }
         )
+
+    def _jobset(self, name: str, settings: TrainingConfig) -> k8s.helm.v3.Release | None:
+        """JobSet's controller on the CPU pool, or None when training.jobset is off."""
+        if not settings.jobset.enabled:
+            return None
+        namespace = platform_namespace(f"{name}-jobset-namespace", JOBSET_NAMESPACE, "baseline", self._in_cluster)
+        return k8s.helm.v3.Release(
+            f"{name}-jobset",
+            name="jobset",
+            chart=JOBSET_CHART,
+            version=JOBSET_VERSION,
+            namespace=JOBSET_NAMESPACE,
+            # charts/jobset values.yaml at git names a staging image; the release image, through the registry.
+            values={
+                "controller": {"nodeSelector": cpu_node_selector()},
+                "image": mirrored_repository_and_tag(JOBSET_IMAGE),
+            },
+            opts=pulumi.ResourceOptions.merge(self._in_cluster, pulumi.ResourceOptions(depends_on=[namespace])),
+        )
+
+    def _kueue(self, name: str, args: TrainingQueuesArgs) -> k8s.helm.v3.Release:
+        """Kueue's controller on the CPU pool, configured by `kueue_manager_config` and the args' additions."""
+        # Kueue sets up its JobSet integration at start when the JobSet CRD is there.
+        after: list[pulumi.Resource] = [self.jobset_release] if self.jobset_release is not None else []
+        after.append(platform_namespace(f"{name}-kueue-namespace", KUEUE_NAMESPACE, "baseline", self._in_cluster))
+        return k8s.helm.v3.Release(
+            f"{name}-kueue",
+            name=KUEUE_RELEASE,
+            chart=KUEUE_CHART,
+            version=KUEUE_VERSION,
+            namespace=KUEUE_NAMESPACE,
+            values=_kueue_values(args),
+            opts=pulumi.ResourceOptions.merge(self._in_cluster, pulumi.ResourceOptions(depends_on=after)),
+        )
+
+    def _controller_ingress(self, name: str) -> None:
+        """The platform's default-deny ingress in the JobSet and Kueue namespaces, once their releases made them."""
+        for release, namespace in ((self.jobset_release, JOBSET_NAMESPACE), (self.kueue_release, KUEUE_NAMESPACE)):
+            if release is not None:
+                after = pulumi.ResourceOptions(depends_on=[release])
+                platform_ingress(
+                    f"{name}-{namespace}", namespace, pulumi.ResourceOptions.merge(self._in_cluster, after)
+                )
+
+    def _flavors(self, name: str, gpu_pools: Sequence[GpuPoolConfig]) -> list[str]:
+        """A ResourceFlavor per GPU pool (and, metered, one for the CPU pool); the GPU flavors' names, in pool order."""
+        if self._metering is not None:
+            # GPU-less jobs land on the CPU pool; no taints, so Kueue adds no tolerations there.
+            self._kueue_object(
+                f"{name}-flavor-cpu",
+                "ResourceFlavor",
+                {"name": self._metering["flavor"]},
+                {"nodeLabels": cpu_node_selector()},
+            )
+        for pool in gpu_pools:
+            self._kueue_object(
+                f"{name}-flavor-{pool.name}", "ResourceFlavor", {"name": flavor_name(pool)}, flavor_spec(pool)
+            )
+        return [flavor_name(pool) for pool in gpu_pools]
+
+    def _provisioning_check(self, name: str, settings: TrainingConfig) -> str | None:
+        """With `admission.provisioningRequest`: the AdmissionCheck every ClusterQueue waits for, and its config."""
+        if not settings.admission.provisioning_request:
+            return None
+        self._kueue_object(
+            f"{name}-provisioning-config",
+            "ProvisioningRequestConfig",
+            {"name": PROVISIONING_CHECK},
+            {
+                "provisioningClassName": settings.admission.provisioning_class,
+                # Only pod sets that ask for GPUs wait for new nodes.
+                "managedResources": sorted(set(self._gpu_resources.values()) | {GPU_RESOURCE}),
+                # One pod template per group of identical ranks keeps the request small.
+                "podSetMergePolicy": "IdenticalWorkloadSchedulingRequirements",
+            },
+        )
+        self._kueue_object(
+            f"{name}-provisioning-check",
+            "AdmissionCheck",
+            {"name": PROVISIONING_CHECK},
+            {
+                "controllerName": PROVISIONING_CONTROLLER,
+                "parameters": {
+                    "apiGroup": "kueue.x-k8s.io",
+                    "kind": "ProvisioningRequestConfig",
+                    "name": PROVISIONING_CHECK,
+                },
+            },
+        )
+        return PROVISIONING_CHECK
+
+    def _cohorts(self, name: str, settings: TrainingConfig) -> None:
+        """A Cohort per name the teams borrow idle quota through."""
+        for cohort in sorted({t.cohort for t in settings.teams if t.cohort is not None}):
+            self._kueue_object(f"{name}-cohort-{cohort}", "Cohort", {"name": cohort}, {})
+
+    def _teams(self, name: str, args: TrainingQueuesArgs) -> pulumi.Output[dict[str, dict[str, Any]]]:
+        """Per team its namespace and queues (`self.namespaces` gets each namespace's name); what `teams` says."""
+        teams: dict[str, pulumi.Output[dict[str, Any]]] = {}
+        checks = [*([self.admission_check] if self.admission_check else []), *args.get("admission_checks", [])]
+        locking = set(args.get("memory_locking_namespaces", []))
+        for team in args["settings"].teams:
+            namespace = training_namespace(
+                f"{name}-team-{team.name}-namespace",
+                team.namespace_name,
+                self._in_cluster,
+                labels={MANAGED_NAMESPACE_LABEL: "true", TEAM_LABEL: team.name},
+                locks_memory=team.namespace_name in locking,
+            )
+            self.namespaces[team.name] = namespace.metadata["name"]
+            teams[team.name] = self._team(name, team, namespace, checks, args.get("lustre"))
+        return pulumi.Output.all(**teams) if teams else pulumi.Output.from_input({})
 
     def _kueue_object(
         self, resource_name: str, kind: str, metadata: Mapping[str, Any], spec: Mapping[str, Any]
@@ -459,8 +416,8 @@ class TrainingQueues(pulumi.ComponentResource):
         namespace: k8s.core.v1.Namespace,
         checks: Sequence[str],
         lustre: LustreClaimArgs | None,
-        in_cluster: pulumi.ResourceOptions,
     ) -> pulumi.Output[dict[str, Any]]:
+        """The team's ClusterQueue and LocalQueue, and with Lustre its claim."""
         prefix = f"{name}-team-{team.name}"
         self._kueue_object(
             f"{prefix}-cluster-queue",
@@ -475,7 +432,7 @@ class TrainingQueues(pulumi.ComponentResource):
             metadata={"name": team.local_queue_name, "namespace": namespace.metadata["name"]},
             spec={"clusterQueue": team.name},
             opts=pulumi.ResourceOptions.merge(
-                in_cluster, pulumi.ResourceOptions(depends_on=[self.kueue_release, namespace])
+                self._in_cluster, pulumi.ResourceOptions(depends_on=[self.kueue_release, namespace])
             ),
         )
         out: dict[str, pulumi.Input[Any]] = {
@@ -490,16 +447,51 @@ class TrainingQueues(pulumi.ComponentResource):
             "gid": team.run_as_group,
         }
         if lustre is not None:
-            storage_class = lustre.get("team_storage_classes", {}).get(team.name, lustre["storage_class_name"])
-            claim = k8s.core.v1.PersistentVolumeClaim(
-                f"{prefix}-claim",
-                metadata={"name": lustre["claim_name"], "namespace": namespace.metadata["name"]},
-                spec={
-                    "access_modes": ["ReadWriteMany"],
-                    "storage_class_name": storage_class,
-                    "resources": {"requests": {"storage": f"{lustre['size_gi']}Gi"}},
-                },
-                opts=in_cluster,
-            )
-            out["lustrePvcName"] = claim.metadata["name"]
+            out["lustrePvcName"] = self._lustre_claim(prefix, team, namespace, lustre)
         return pulumi.Output.all(**out)
+
+    def _lustre_claim(
+        self, prefix: str, team: TeamConfig, namespace: k8s.core.v1.Namespace, lustre: LustreClaimArgs
+    ) -> pulumi.Output[str]:
+        """The team's claim on Lustre: on its own directory's class, or the whole filesystem's; its name."""
+        storage_class = lustre.get("team_storage_classes", {}).get(team.name, lustre["storage_class_name"])
+        claim = k8s.core.v1.PersistentVolumeClaim(
+            f"{prefix}-claim",
+            metadata={"name": lustre["claim_name"], "namespace": namespace.metadata["name"]},
+            spec={
+                "access_modes": ["ReadWriteMany"],
+                "storage_class_name": storage_class,
+                "resources": {"requests": {"storage": f"{lustre['size_gi']}Gi"}},
+            },
+            opts=self._in_cluster,
+        )
+        return claim.metadata["name"]
+
+
+def _check_quota_pools(settings: TrainingConfig, pools: Mapping[str, GpuPoolConfig]) -> None:
+    """Every quota names a GPU pool (the platform's config rules say so; a direct caller may not)."""
+    missing = [
+        f"training.teams[{i}].quotas[{j}].pool: got {q.pool!r}; must name a GPU pool: {sorted(pools)}"
+        for i, team in enumerate(settings.teams)
+        for j, q in enumerate(team.quotas)
+        if q.pool not in pools
+    ]
+    if missing:
+        raise ConfigError(missing, source="TrainingQueues args")
+
+
+def _kueue_values(args: TrainingQueuesArgs) -> dict[str, Any]:
+    """Kueue chart values: its controller on the CPU pool through the registry, and its Configuration."""
+    settings = args["settings"]
+    replicas = settings.kueue.replicas
+    config = {**kueue_manager_config(settings, args["gpu_pools"]), **args.get("kueue_configuration", {})}
+    return {
+        "controllerManager": {
+            "replicas": replicas,
+            "nodeSelector": cpu_node_selector(),
+            # A PDB with minAvailable equal to the replicas would block every node drain.
+            "podDisruptionBudget": {"enabled": replicas > 1, "minAvailable": 1},
+            "manager": {"image": mirrored_repository_and_tag(KUEUE_IMAGE)},
+        },
+        "managerConfig": {"controllerManagerConfigYaml": yaml.safe_dump(config)},
+    }

@@ -75,6 +75,18 @@ from aks_gpu_platform.config.gpu.scheduling import (
 from aks_gpu_platform.config.gpu.section import GpuPoolConfig
 
 from ..shared.cel import container_gpus
+from .pod_security_cel import (
+    APPARMOR_ANNOTATIONS,
+    SAFE_SYSCTLS,
+    apparmor_confined,
+    cel_list,
+    cel_string,
+    every_container,
+    proc_masked,
+    safe_sysctls,
+    seccomp_confined,
+    stays_off_the_host,
+)
 
 POLICY_NAME = "team-pod-boundary"
 # The PriorityClasses Kubernetes creates for the cluster's own pods (scheduling/v1 SystemPriorityClasses).
@@ -97,23 +109,19 @@ def gpu_taints(pools: Iterable[GpuPoolConfig]) -> list[dict[str, str]]:
     return [parse_taint(t) for t in taints]
 
 
-def _quote(value: str) -> str:
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
 def _tolerates(taint: dict[str, str]) -> str:
     """CEL: toleration `t` tolerates `taint` (k8s.io/api core/v1 toleration.go ToleratesTaint): the effect is empty
     or equal; an empty key with Exists matches every key; Exists ignores the value, Equal (the default) compares it."""
-    effect = f"(!has(t.effect) || t.effect == '' || t.effect == {_quote(taint['effect'])})"
+    effect = f"(!has(t.effect) || t.effect == '' || t.effect == {cel_string(taint['effect'])})"
     exists = "(has(t.operator) && t.operator == 'Exists')"
-    value = f"{exists} || (has(t.value) ? t.value : '') == {_quote(taint.get('value', ''))}"
-    key = f"(!has(t.key) || t.key == '') ? {exists} : (t.key == {_quote(taint['key'])} && ({value}))"
+    value = f"{exists} || (has(t.value) ? t.value : '') == {cel_string(taint.get('value', ''))}"
+    key = f"(!has(t.key) || t.key == '') ? {exists} : (t.key == {cel_string(taint['key'])} && ({value}))"
     return f"({effect} && ({key}))"
 
 
 def _tolerates_gpu(pools: Sequence[GpuPoolConfig]) -> str:
     """CEL over pod spec `s`: some toleration tolerates a GPU taint, or any taint keyed by a vendor's resource."""
-    vendor_keys = "[" + ", ".join(_quote(k) for k in GPU_TAINT_KEYS) + "]"
+    vendor_keys = cel_list(GPU_TAINT_KEYS)
     terms = [_tolerates(taint) for taint in gpu_taints(pools)] + [f"(has(t.key) && t.key in {vendor_keys})"]
     return f"(has(s.tolerations) && s.tolerations.exists(t, {' || '.join(terms)}))"
 
@@ -122,15 +130,18 @@ def _selects_gpu_nodes() -> str:
     """CEL over pod spec `s`: a nodeSelector or required node affinity term on the labels only GPU nodes carry."""
     any_value = [GPU_POOL_NAME_LABEL_KEY, GPU_MODEL_LABEL_KEY, AMD_NFD_LABEL[0]]
     exact = {GPU_POOL_LABEL_KEY: GPU_POOL_LABEL_VALUE, AMD_VENDOR_LABEL[0]: AMD_VENDOR_LABEL[1]}
-    keys = "[" + ", ".join(_quote(k) for k in any_value) + "]"
+    keys = cel_list(any_value)
     by_selector = " || ".join(
-        [f"(k in {keys})", *(f"(k == {_quote(k)} && s.nodeSelector[k] == {_quote(v)})" for k, v in exact.items())]
+        [
+            f"(k in {keys})",
+            *(f"(k == {cel_string(k)} && s.nodeSelector[k] == {cel_string(v)})" for k, v in exact.items()),
+        ]
     )
     by_term = " || ".join(
         [
             f"(e.key in {keys} && e.operator in ['In', 'Exists'])",
             *(
-                f"(e.key == {_quote(k)} && e.operator == 'In' && has(e.values) && {_quote(v)} in e.values)"
+                f"(e.key == {cel_string(k)} && e.operator == 'In' && has(e.values) && {cel_string(v)} in e.values)"
                 for k, v in exact.items()
             ),
         ]
@@ -151,18 +162,9 @@ def _asks_gpus() -> str:
     return f"(s.containers.exists(c, {one} > 0) || {init})"
 
 
-def _every_container(condition: str) -> str:
-    """CEL over pod spec `s`: `condition` (over container `c`) holds for every container, init and ephemeral one (as
-    pod-security-admission policy/visitor.go visitContainers walks them)."""
-    return (
-        f"(s.containers.all(c, {condition}) && (!has(s.initContainers) || s.initContainers.all(c, {condition})) && "
-        f"(!has(s.ephemeralContainers) || s.ephemeralContainers.all(c, {condition})))"
-    )
-
-
 def _sets_visible_devices() -> str:
     """CEL over container `c`: its env names NVIDIA_VISIBLE_DEVICES."""
-    return f"(has(c.env) && c.env.exists(e, e.name == {_quote(VISIBLE_DEVICES_ENV)}))"
+    return f"(has(c.env) && c.env.exists(e, e.name == {cel_string(VISIBLE_DEVICES_ENV)}))"
 
 
 def _env_from_may_set_visible_devices() -> str:
@@ -171,107 +173,30 @@ def _env_from_may_set_visible_devices() -> str:
     any prefix that is a prefix of the variable's name, none included, can form it; the object it reads is not
     known at admission."""
     prefix = "(has(f.prefix) ? f.prefix : '')"
-    return f"(has(c.envFrom) && c.envFrom.exists(f, {_quote(VISIBLE_DEVICES_ENV)}.startsWith({prefix})))"
+    return f"(has(c.envFrom) && c.envFrom.exists(f, {cel_string(VISIBLE_DEVICES_ENV)}.startsWith({prefix})))"
 
 
 def _gpu_containers_leave_visible_devices() -> str:
     """CEL over pod spec `s`: no container that asks for GPUs sets NVIDIA_VISIBLE_DEVICES (the plugin's value)."""
-    return _every_container(f"({container_gpus(GPU_RESOURCES)}) == 0 || !{_sets_visible_devices()}")
+    return every_container(f"({container_gpus(GPU_RESOURCES)}) == 0 || !{_sets_visible_devices()}")
 
 
 def _gpu_containers_read_no_env_from_that_may_set_visible_devices() -> str:
     """CEL over pod spec `s`: no container that asks for GPUs takes NVIDIA_VISIBLE_DEVICES from a ConfigMap or
     Secret: the kubelet lists envFrom after the plugin's env, so its value would win. A GPU-less container's own
     `env` entry comes after envFrom and wins over it, so the void rule holds there whatever envFrom holds."""
-    return _every_container(f"({container_gpus(GPU_RESOURCES)}) == 0 || !{_env_from_may_set_visible_devices()}")
+    return every_container(f"({container_gpus(GPU_RESOURCES)}) == 0 || !{_env_from_may_set_visible_devices()}")
 
 
 def _gpu_less_containers_see_no_device() -> str:
     """CEL over pod spec `s`: in a pod that asks for a GPU, every container that asks for none sets
     NVIDIA_VISIBLE_DEVICES, and only to `void` (a later duplicate or a valueFrom would win over an earlier value)."""
     void = (
-        f"c.env.all(e, e.name != {_quote(VISIBLE_DEVICES_ENV)} || "
-        f"(has(e.value) && e.value == {_quote(NO_VISIBLE_DEVICES)}))"
+        f"c.env.all(e, e.name != {cel_string(VISIBLE_DEVICES_ENV)} || "
+        f"(has(e.value) && e.value == {cel_string(NO_VISIBLE_DEVICES)}))"
     )
     each = f"({container_gpus(GPU_RESOURCES)}) > 0 || ({_sets_visible_devices()} && {void})"
-    return f"(!{_asks_gpus()} || {_every_container(each)})"
-
-
-# pod-security-admission v0.36.2 policy/check_seccompProfile_baseline.go validSeccomp.
-VALID_SECCOMP = ("RuntimeDefault", "Localhost")
-# policy/check_appArmorProfile.go allowedProfileType, and for the beta annotations allowedAnnotationValue.
-VALID_APPARMOR = ("RuntimeDefault", "Localhost")
-APPARMOR_ANNOTATION_PREFIX = "container.apparmor.security.beta.kubernetes.io/"
-# policy/check_sysctls.go sysctlsAllowedV1Dot32 (the set from Kubernetes 1.32 on; AKS creates no older minor here).
-SAFE_SYSCTLS = (
-    "kernel.shm_rmid_forced",
-    "net.ipv4.ip_local_port_range",
-    "net.ipv4.tcp_syncookies",
-    "net.ipv4.ping_group_range",
-    "net.ipv4.ip_unprivileged_port_start",
-    "net.ipv4.ip_local_reserved_ports",
-    "net.ipv4.tcp_keepalive_time",
-    "net.ipv4.tcp_fin_timeout",
-    "net.ipv4.tcp_keepalive_intvl",
-    "net.ipv4.tcp_keepalive_probes",
-    "net.ipv4.tcp_rmem",
-    "net.ipv4.tcp_wmem",
-)
-
-
-def _in(values: Sequence[str]) -> str:
-    return "[" + ", ".join(_quote(v) for v in values) + "]"
-
-
-def _seccomp_confined() -> str:
-    """CEL over pod spec `s`: Pod Security restricted's seccomp rule (policy/check_seccompProfile_restricted.go
-    seccompProfileRestricted_1_19): the pod's profile, if set, is RuntimeDefault or Localhost, and so is each
-    container's own, or, where a container sets none, the pod's. Windows pods are not exempted: no pool runs them."""
-    pod_set = "(has(s.securityContext) && has(s.securityContext.seccompProfile))"
-    pod_valid = f"s.securityContext.seccompProfile.type in {_in(VALID_SECCOMP)}"
-    own = "(has(c.securityContext) && has(c.securityContext.seccompProfile))"
-    container = f"({own} ? c.securityContext.seccompProfile.type in {_in(VALID_SECCOMP)} : ({pod_set} && {pod_valid}))"
-    return f"((!{pod_set} || {pod_valid}) && {_every_container(container)})"
-
-
-def _apparmor_confined() -> str:
-    """CEL over pod spec `s` and the object: Pod Security baseline's AppArmor rule (policy/check_appArmorProfile.go):
-    the pod's and each container's profile type, where set, is RuntimeDefault or Localhost; on a Pod, the beta
-    annotations are empty, `runtime/default` or `localhost/...`."""
-    pod = (
-        "(!has(s.securityContext) || !has(s.securityContext.appArmorProfile) || "
-        f"s.securityContext.appArmorProfile.type in {_in(VALID_APPARMOR)})"
-    )
-    container = (
-        "(!has(c.securityContext) || !has(c.securityContext.appArmorProfile) || "
-        f"c.securityContext.appArmorProfile.type in {_in(VALID_APPARMOR)})"
-    )
-    return f"({pod} && {_every_container(container)})"
-
-
-# On a Pod only: Jobs' and JobSets' pods are checked when the Job controller creates them.
-APPARMOR_ANNOTATIONS = (
-    "object.kind != 'Pod' || !has(object.metadata.annotations) || object.metadata.annotations.all(k, "
-    f"!k.startsWith({_quote(APPARMOR_ANNOTATION_PREFIX)}) || object.metadata.annotations[k] in ['', 'runtime/default'] "
-    "|| object.metadata.annotations[k].startsWith('localhost/'))"
-)
-
-
-def _proc_masked() -> str:
-    """CEL over pod spec `s`: Pod Security baseline's procMount rule from 1.35 (policy/check_procMount_baseline.go
-    procMount1_35baseline): every container's procMount is Default, unless the pod runs in a user namespace."""
-    container = (
-        "(!has(c.securityContext) || !has(c.securityContext.procMount) || c.securityContext.procMount == 'Default')"
-    )
-    return f"((has(s.hostUsers) && !s.hostUsers) || {_every_container(container)})"
-
-
-def _safe_sysctls() -> str:
-    """CEL over pod spec `s`: Pod Security baseline's sysctls rule (policy/check_sysctls.go): only the safe set."""
-    return (
-        "(!has(s.securityContext) || !has(s.securityContext.sysctls) || "
-        f"s.securityContext.sysctls.all(x, x.name in {_in(SAFE_SYSCTLS)}))"
-    )
+    return f"(!{_asks_gpus()} || {every_container(each)})"
 
 
 # The pod specs of the object under admission: a Pod's own, a Job's template, each replicated Job's template.
@@ -282,18 +207,6 @@ POD_SPECS = (
 )
 
 
-def _stays_off_the_host() -> str:
-    """CEL over pod spec `s`: none of Pod Security baseline's host checks fails (host namespaces, privileged,
-    hostPath volumes, host ports; kubernetes v1.36 staging/src/k8s.io/pod-security-admission/policy
-    check_host_namespaces.go, check_privileged.go, check_hostPath_volumes.go, check_hostPorts.go)."""
-    container = (
-        "(!has(c.securityContext) || !has(c.securityContext.privileged) || !c.securityContext.privileged) && "
-        "(!has(c.ports) || c.ports.all(p, !has(p.hostPort) || p.hostPort == 0))"
-    )
-    host = " && ".join(f"(!has(s.{k}) || !s.{k})" for k in ("hostNetwork", "hostPID", "hostIPC"))
-    return f"({host} && (!has(s.volumes) || s.volumes.all(v, !has(v.hostPath))) && {_every_container(container)})"
-
-
 EPHEMERAL_CONTAINERS_RULE = {"api_groups": [""], "api_versions": ["v1"], "resources": ["pods/ephemeralcontainers"]}
 
 
@@ -301,9 +214,156 @@ def _message(why: str, fix: str, prefix: str = MESSAGE_PREFIX) -> str:
     return f"{prefix}{why}; {fix}"
 
 
+def _every_spec(condition: str) -> str:
+    """CEL: `condition` (over pod spec `s`) holds for every pod spec of the object (POD_SPECS)."""
+    return f"variables.specs.all(s, {condition})"
+
+
+def _forbidden(expression: str, message: str) -> dict[str, Any]:
+    """A validation: what the object must meet, and what the API server answers when it does not."""
+    return {"expression": expression, "message": message, "reason": "Forbidden"}
+
+
+def _gpu_node_rules(pools: Sequence[GpuPoolConfig]) -> list[dict[str, Any]]:
+    """A pod reaches a GPU node only through its GPU request: no GPU tolerations or selectors without one, and no
+    node named past the scheduler."""
+    return [
+        _forbidden(
+            _every_spec(f"{_asks_gpus()} || !({_tolerates_gpu(pools)} || {_selects_gpu_nodes()})"),
+            _message(
+                "a pod that tolerates the GPU taint or selects GPU nodes must ask for a GPU "
+                f"({' or '.join(GPU_RESOURCES)}), or on a GPU node it would see GPUs outside the team's quota",
+                "drop the tolerations and GPU node selectors (Kueue adds them when it admits a GPU job)",
+            ),
+        ),
+        # The scheduler binds through pods/binding, which this policy does not match.
+        _forbidden(
+            _every_spec("!has(s.nodeName)"),
+            _message("spec.nodeName skips the scheduler and the GPU taint", "let the scheduler place the pod"),
+        ),
+    ]
+
+
+def _plugin_sets_visible_devices_rule() -> dict[str, Any]:
+    """A container that asks for GPUs leaves NVIDIA_VISIBLE_DEVICES to the device plugin."""
+    return _forbidden(
+        _every_spec(_gpu_containers_leave_visible_devices()),
+        _message(
+            f"{VISIBLE_DEVICES_ENV} set on a container that asks for GPUs picks GPUs the device plugin did not "
+            "allocate",
+            f"ask for GPUs through resources.limits ({GPU_RESOURCE}) and leave the variable to the plugin",
+        ),
+    )
+
+
+def _system_priority_rule() -> dict[str, Any]:
+    """No pod in the system PriorityClasses (system_priority_quota_spec refuses them again)."""
+    return _forbidden(
+        _every_spec(f"!has(s.priorityClassName) || !(s.priorityClassName in {cel_list(SYSTEM_PRIORITY_CLASSES)})"),
+        f"team namespaces may not use {' or '.join(SYSTEM_PRIORITY_CLASSES)}: they preempt other teams' "
+        "and the cluster's own pods; job priority is Kueue's WorkloadPriorityClass",
+    )
+
+
+def _cpu_pool_rule() -> dict[str, Any]:
+    """A pod that asks for no GPU selects the CPU pool."""
+    # Kueue tries a team's flavors in order: a GPU-less pod set that outgrew the CPU pool's quota would get a GPU
+    # flavor's tolerations. Selecting the CPU pool leaves it the CPU flavor alone.
+    return _forbidden(
+        _every_spec(
+            f"{_asks_gpus()} || (has(s.nodeSelector) && "
+            f"{cel_string(GPU_POOL_LABEL_KEY)} in s.nodeSelector && "
+            f"s.nodeSelector[{cel_string(GPU_POOL_LABEL_KEY)}] == {cel_string(CPU_POOL_LABEL_VALUE)})"
+        ),
+        _message(
+            "a pod that asks for no GPU runs on the CPU pool, where the team's CPU quota meters it",
+            f"add nodeSelector {GPU_POOL_LABEL_KEY}: {CPU_POOL_LABEL_VALUE} to the pod template",
+        ),
+    )
+
+
+def _host_rule() -> dict[str, Any]:
+    """Nothing of the node: host namespaces, privileged containers, hostPath volumes, host ports."""
+    # Pod Security enforces this at `baseline`, but a namespace whose NCCL pods add IPC_LOCK enforces `privileged` and
+    # leaves it to Azure Policy, whose Gatekeeper webhook fails open (Azure/AKS#4326) and acts only once its
+    # assignments have synced. From the node's network a pod reaches IMDS and every node port past the team's egress
+    # policy (Cilium does not police host-network pods).
+    return _forbidden(
+        _every_spec(stays_off_the_host()),
+        _message(
+            "host network, PID or IPC namespaces, privileged containers, hostPath volumes and host ports "
+            "reach the node, the instance metadata service and other teams' pods past every team boundary",
+            "drop them: ranks talk over the pod network and RDMA devices come from the device plugin",
+        ),
+    )
+
+
+def _gpu_less_containers_rule() -> dict[str, Any]:
+    """Beside a container that asks for GPUs, every other one states NVIDIA_VISIBLE_DEVICES=void."""
+    return _forbidden(
+        _every_spec(_gpu_less_containers_see_no_device()),
+        _message(
+            "a container that asks for no GPU, beside one that does, sees every GPU of the node when its "
+            f"image sets {VISIBLE_DEVICES_ENV}=all (every nvidia/cuda image does)",
+            f"set env {VISIBLE_DEVICES_ENV}={NO_VISIBLE_DEVICES} on each such container, init containers "
+            "too, or give it a GPU of its own",
+        ),
+    )
+
+
+def _kernel_rules() -> list[dict[str, Any]]:
+    """Pod Security's kernel-surface checks: seccomp, AppArmor, /proc and sysctls."""
+    return [
+        _forbidden(
+            _every_spec(seccomp_confined()),
+            _message(
+                "a pod without a seccomp profile runs Unconfined (the nodes set no default) and reaches every "
+                "system call of a kernel other teams share",
+                "set securityContext.seccompProfile.type: RuntimeDefault on the pod (or Localhost)",
+                KERNEL_MESSAGE_PREFIX,
+            ),
+        ),
+        _forbidden(
+            f"{_every_spec(apparmor_confined())} && ({APPARMOR_ANNOTATIONS})",
+            _message(
+                "an Unconfined AppArmor profile lifts the runtime's limits on /proc, /sys and mounts",
+                "leave appArmorProfile unset or RuntimeDefault",
+                KERNEL_MESSAGE_PREFIX,
+            ),
+        ),
+        _forbidden(
+            _every_spec(proc_masked()),
+            _message(
+                "procMount Unmasked shows the node's /proc paths the runtime masks",
+                "leave procMount unset",
+                KERNEL_MESSAGE_PREFIX,
+            ),
+        ),
+        _forbidden(
+            _every_spec(safe_sysctls()),
+            _message(
+                "a sysctl outside Kubernetes' safe set changes the kernel for every pod of the node",
+                f"use only {', '.join(SAFE_SYSCTLS)}",
+                KERNEL_MESSAGE_PREFIX,
+            ),
+        ),
+    ]
+
+
+def _env_from_rule() -> dict[str, Any]:
+    """No envFrom on a container that asks for GPUs could set NVIDIA_VISIBLE_DEVICES."""
+    return _forbidden(
+        _every_spec(_gpu_containers_read_no_env_from_that_may_set_visible_devices()),
+        _message(
+            f"envFrom on a container that asks for GPUs can set {VISIBLE_DEVICES_ENV} (the kubelet applies it "
+            "after the device plugin's value) and pick GPUs the plugin did not allocate",
+            f"give each envFrom a prefix that cannot begin {VISIBLE_DEVICES_ENV} (e.g. APP_), or use env",
+        ),
+    )
+
+
 def pod_boundary_policy_spec(pools: Sequence[GpuPoolConfig]) -> dict[str, Any]:
     """The ValidatingAdmissionPolicy spec (API field names): what no pod in a team namespace may do."""
-    system = "[" + ", ".join(_quote(p) for p in SYSTEM_PRIORITY_CLASSES) + "]"
     resources = [
         {"api_groups": [""], "api_versions": ["v1"], "resources": ["pods"]},
         {"api_groups": ["batch"], "api_versions": ["v1"], "resources": ["jobs"]},
@@ -326,129 +386,14 @@ def pod_boundary_policy_spec(pools: Sequence[GpuPoolConfig]) -> dict[str, Any]:
         },
         "variables": [{"name": "specs", "expression": POD_SPECS}],
         "validations": [
-            {
-                "expression": (
-                    f"variables.specs.all(s, {_asks_gpus()} || !({_tolerates_gpu(pools)} || {_selects_gpu_nodes()}))"
-                ),
-                "message": _message(
-                    "a pod that tolerates the GPU taint or selects GPU nodes must ask for a GPU "
-                    f"({' or '.join(GPU_RESOURCES)}), or on a GPU node it would see GPUs outside the team's quota",
-                    "drop the tolerations and GPU node selectors (Kueue adds them when it admits a GPU job)",
-                ),
-                "reason": "Forbidden",
-            },
-            {
-                # The scheduler binds through pods/binding, which this policy does not match.
-                "expression": "variables.specs.all(s, !has(s.nodeName))",
-                "message": _message(
-                    "spec.nodeName skips the scheduler and the GPU taint", "let the scheduler place the pod"
-                ),
-                "reason": "Forbidden",
-            },
-            {
-                "expression": f"variables.specs.all(s, {_gpu_containers_leave_visible_devices()})",
-                "message": _message(
-                    f"{VISIBLE_DEVICES_ENV} set on a container that asks for GPUs picks GPUs the device plugin did not "
-                    "allocate",
-                    f"ask for GPUs through resources.limits ({GPU_RESOURCE}) and leave the variable to the plugin",
-                ),
-                "reason": "Forbidden",
-            },
-            {
-                "expression": (
-                    f"variables.specs.all(s, !has(s.priorityClassName) || !(s.priorityClassName in {system}))"
-                ),
-                "message": (
-                    f"team namespaces may not use {' or '.join(SYSTEM_PRIORITY_CLASSES)}: they preempt other teams' "
-                    "and the cluster's own pods; job priority is Kueue's WorkloadPriorityClass"
-                ),
-                "reason": "Forbidden",
-            },
-            {
-                # Kueue tries a team's flavors in order: a GPU-less pod set that outgrew the CPU pool's quota would
-                # get a GPU flavor's tolerations. Selecting the CPU pool leaves it the CPU flavor alone.
-                "expression": (
-                    f"variables.specs.all(s, {_asks_gpus()} || (has(s.nodeSelector) && "
-                    f"{_quote(GPU_POOL_LABEL_KEY)} in s.nodeSelector && "
-                    f"s.nodeSelector[{_quote(GPU_POOL_LABEL_KEY)}] == {_quote(CPU_POOL_LABEL_VALUE)}))"
-                ),
-                "message": _message(
-                    "a pod that asks for no GPU runs on the CPU pool, where the team's CPU quota meters it",
-                    f"add nodeSelector {GPU_POOL_LABEL_KEY}: {CPU_POOL_LABEL_VALUE} to the pod template",
-                ),
-                "reason": "Forbidden",
-            },
-            {
-                # Pod Security enforces this at `baseline`, but a namespace whose NCCL pods add IPC_LOCK enforces
-                # `privileged` and leaves it to Azure Policy, whose Gatekeeper webhook fails open (Azure/AKS#4326)
-                # and acts only once its assignments have synced. From the node's network a pod reaches IMDS and
-                # every node port past the team's egress policy (Cilium does not police host-network pods).
-                "expression": f"variables.specs.all(s, {_stays_off_the_host()})",
-                "message": _message(
-                    "host network, PID or IPC namespaces, privileged containers, hostPath volumes and host ports "
-                    "reach the node, the instance metadata service and other teams' pods past every team boundary",
-                    "drop them: ranks talk over the pod network and RDMA devices come from the device plugin",
-                ),
-                "reason": "Forbidden",
-            },
-            {
-                "expression": f"variables.specs.all(s, {_gpu_less_containers_see_no_device()})",
-                "message": _message(
-                    "a container that asks for no GPU, beside one that does, sees every GPU of the node when its "
-                    f"image sets {VISIBLE_DEVICES_ENV}=all (every nvidia/cuda image does)",
-                    f"set env {VISIBLE_DEVICES_ENV}={NO_VISIBLE_DEVICES} on each such container, init containers "
-                    "too, or give it a GPU of its own",
-                ),
-                "reason": "Forbidden",
-            },
-            {
-                "expression": f"variables.specs.all(s, {_seccomp_confined()})",
-                "message": _message(
-                    "a pod without a seccomp profile runs Unconfined (the nodes set no default) and reaches every "
-                    "system call of a kernel other teams share",
-                    "set securityContext.seccompProfile.type: RuntimeDefault on the pod (or Localhost)",
-                    KERNEL_MESSAGE_PREFIX,
-                ),
-                "reason": "Forbidden",
-            },
-            {
-                "expression": f"variables.specs.all(s, {_apparmor_confined()}) && ({APPARMOR_ANNOTATIONS})",
-                "message": _message(
-                    "an Unconfined AppArmor profile lifts the runtime's limits on /proc, /sys and mounts",
-                    "leave appArmorProfile unset or RuntimeDefault",
-                    KERNEL_MESSAGE_PREFIX,
-                ),
-                "reason": "Forbidden",
-            },
-            {
-                "expression": f"variables.specs.all(s, {_proc_masked()})",
-                "message": _message(
-                    "procMount Unmasked shows the node's /proc paths the runtime masks",
-                    "leave procMount unset",
-                    KERNEL_MESSAGE_PREFIX,
-                ),
-                "reason": "Forbidden",
-            },
-            {
-                "expression": f"variables.specs.all(s, {_safe_sysctls()})",
-                "message": _message(
-                    "a sysctl outside Kubernetes' safe set changes the kernel for every pod of the node",
-                    f"use only {', '.join(SAFE_SYSCTLS)}",
-                    KERNEL_MESSAGE_PREFIX,
-                ),
-                "reason": "Forbidden",
-            },
-            {
-                "expression": (
-                    f"variables.specs.all(s, {_gpu_containers_read_no_env_from_that_may_set_visible_devices()})"
-                ),
-                "message": _message(
-                    f"envFrom on a container that asks for GPUs can set {VISIBLE_DEVICES_ENV} (the kubelet applies it "
-                    "after the device plugin's value) and pick GPUs the plugin did not allocate",
-                    f"give each envFrom a prefix that cannot begin {VISIBLE_DEVICES_ENV} (e.g. APP_), or use env",
-                ),
-                "reason": "Forbidden",
-            },
+            *_gpu_node_rules(pools),
+            _plugin_sets_visible_devices_rule(),
+            _system_priority_rule(),
+            _cpu_pool_rule(),
+            _host_rule(),
+            _gpu_less_containers_rule(),
+            *_kernel_rules(),
+            _env_from_rule(),
         ],
     }
 
@@ -484,7 +429,6 @@ def job_ancestry_policy_spec(controller_namespaces: Sequence[str]) -> dict[str, 
     controller reference, at creation or later (a Job's metadata stays mutable). Removing one (the garbage
     collector orphaning a Job) is always allowed.
     """
-    accounts = "[" + ", ".join(_quote(f"system:serviceaccount:{n}:") for n in controller_namespaces) + "]"
     resources = [
         {"api_groups": ["batch"], "api_versions": ["v1"], "resources": ["jobs"]},
         {"api_groups": ["jobset.x-k8s.io"], "api_versions": ["v1alpha2"], "resources": ["jobsets"]},
@@ -494,34 +438,35 @@ def job_ancestry_policy_spec(controller_namespaces: Sequence[str]) -> dict[str, 
         "match_constraints": {
             "resource_rules": [{**rule, "operations": ["CREATE", "UPDATE"]} for rule in resources],
         },
-        "variables": [
-            {
-                "name": "controllers",
-                "expression": f"has(object.metadata.ownerReferences) ? {_CONTROLLER_UIDS.format('object')} : []",
-            },
-            {
-                "name": "controllersBefore",
-                "expression": (
-                    "request.operation == 'UPDATE' && has(oldObject.metadata.ownerReferences) ? "
-                    f"{_CONTROLLER_UIDS.format('oldObject')} : []"
-                ),
-            },
-            {
-                "name": "platformController",
-                "expression": f"{accounts}.exists(p, request.userInfo.username.startsWith(p))",
-            },
-        ],
+        "variables": _ancestry_variables(controller_namespaces),
         "validations": [
-            {
-                "expression": (
-                    "variables.platformController || variables.controllers.all(u, u in variables.controllersBefore)"
-                ),
-                "message": (
-                    "team namespaces run Jobs and JobSets only through the queue: a controller ownerReference "
-                    "makes Kueue run the job as part of an admitted one, outside the team's quota; "
-                    "submit it as a job of its own with the team's queue label"
-                ),
-                "reason": "Forbidden",
-            }
+            _forbidden(
+                "variables.platformController || variables.controllers.all(u, u in variables.controllersBefore)",
+                "team namespaces run Jobs and JobSets only through the queue: a controller ownerReference "
+                "makes Kueue run the job as part of an admitted one, outside the team's quota; "
+                "submit it as a job of its own with the team's queue label",
+            )
         ],
     }
+
+
+def _ancestry_variables(controller_namespaces: Sequence[str]) -> list[dict[str, str]]:
+    """The controllers' UIDs the object names now and named before, and whether a platform controller asks."""
+    accounts = cel_list([f"system:serviceaccount:{n}:" for n in controller_namespaces])
+    return [
+        {
+            "name": "controllers",
+            "expression": f"has(object.metadata.ownerReferences) ? {_CONTROLLER_UIDS.format('object')} : []",
+        },
+        {
+            "name": "controllersBefore",
+            "expression": (
+                "request.operation == 'UPDATE' && has(oldObject.metadata.ownerReferences) ? "
+                f"{_CONTROLLER_UIDS.format('oldObject')} : []"
+            ),
+        },
+        {
+            "name": "platformController",
+            "expression": f"{accounts}.exists(p, request.userInfo.username.startsWith(p))",
+        },
+    ]

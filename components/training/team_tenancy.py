@@ -32,7 +32,7 @@ import pulumi_azure_native.authorization as authorization
 import pulumi_kubernetes as k8s
 
 from aks_gpu_platform.config.gpu.section import GpuPoolConfig
-from aks_gpu_platform.config.training.section import TrainingConfig
+from aks_gpu_platform.config.training.section import TeamConfig, TrainingConfig
 
 from ..network.policies import team_egress
 from ..shared import roles
@@ -144,93 +144,22 @@ class TeamTenancy(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: TeamTenancyArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("aks-gpu-platform:index:TeamTenancy", name, None, opts)
-        settings, handle = args["settings"], args["cluster"]
-        in_cluster = handle.k8s_options(self)
+        settings = args["settings"]
+        in_cluster = args["cluster"].k8s_options(self)
         if settings.teams:
-            # One policy for every namespace labelled as a team's (members cannot edit namespace labels).
-            policy = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
-                f"{name}-pod-boundary",
-                metadata={"name": POLICY_NAME},
-                spec=pod_boundary_policy_spec(args.get("gpu_pools", ())),  # type: ignore[arg-type]
-                opts=in_cluster,
-            )
-            ancestry = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
-                f"{name}-job-ancestry",
-                metadata={"name": ANCESTRY_POLICY_NAME},
-                spec=job_ancestry_policy_spec((JOBSET_NAMESPACE, KUEUE_NAMESPACE)),  # type: ignore[arg-type]
-                opts=in_cluster,
-            )
-            for resource, policy_name, bound in (
-                ("pod-boundary", POLICY_NAME, policy),
-                ("job-ancestry", ANCESTRY_POLICY_NAME, ancestry),
-            ):
-                k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
-                    f"{name}-{resource}-binding",
-                    metadata={"name": policy_name},
-                    spec={
-                        "policy_name": bound.metadata["name"],
-                        "validation_actions": ["Deny"],
-                        "match_resources": {
-                            "namespace_selector": {"match_expressions": [{"key": TEAM_LABEL, "operator": "Exists"}]}
-                        },
-                    },
-                    opts=in_cluster,
-                )
+            _admission_policies(name, args.get("gpu_pools", ()), in_cluster)
         for team in settings.teams:
-            namespace = args["namespaces"][team.name]
-            prefix = f"{name}-{team.name}"
-            role = k8s.rbac.v1.Role(
-                f"{prefix}-member-role",
-                metadata={"name": TEAM_MEMBER_ROLE, "namespace": namespace},
-                rules=team_member_rules() if args.get("submits", True) else team_reader_rules(),
-                opts=in_cluster,
-            )
-            if team.members:
-                k8s.rbac.v1.RoleBinding(
-                    f"{prefix}-members",
-                    metadata={"name": TEAM_MEMBER_ROLE, "namespace": namespace},
-                    role_ref={"api_group": RBAC_GROUP, "kind": "Role", "name": role.metadata["name"]},
-                    # Entra ID groups reach Kubernetes RBAC by object ID (AKS's authentication webhook).
-                    subjects=[{"kind": "Group", "api_group": RBAC_GROUP, "name": group} for group in team.members],
-                    opts=in_cluster,
-                )
-            k8s.core.v1.LimitRange(
-                f"{prefix}-container-defaults",
-                metadata={"name": "container-defaults", "namespace": namespace},
-                spec={"limits": [{"type": "Container", "default_request": DEFAULT_REQUEST, "default": DEFAULT_LIMIT}]},
-                opts=in_cluster,
-            )
-            k8s.core.v1.ResourceQuota(
-                f"{prefix}-storage-quota",
-                metadata={"name": "storage", "namespace": namespace},
-                spec={"hard": {**STORAGE_QUOTA, **args.get("storage_quota", {}).get(team.name, {})}},
-                opts=in_cluster,
-            )
-            k8s.core.v1.ResourceQuota(
-                f"{prefix}-system-priority-quota",
-                metadata={"name": "no-system-priority", "namespace": namespace},
-                spec=system_priority_quota_spec(),  # type: ignore[arg-type]
-                opts=in_cluster,
-            )
-            k8s.networking.v1.NetworkPolicy(
-                f"{prefix}-isolation",
-                metadata={"name": "team-isolation", "namespace": namespace},
-                spec={"pod_selector": {}, "policy_types": ["Ingress"], "ingress": isolation_ingress()},
-                opts=in_cluster,
-            )
-            k8s.networking.v1.NetworkPolicy(
-                f"{prefix}-egress",
-                metadata={"name": "team-egress", "namespace": namespace},
-                spec={
-                    "pod_selector": {},
-                    "policy_types": ["Egress"],
-                    "egress": team_egress(args.get("file_servers", ())),
-                },
-                opts=in_cluster,
-            )
-
+            prefix, namespace = f"{name}-{team.name}", args["namespaces"][team.name]
+            _member_access(prefix, namespace, team, args.get("submits", True), in_cluster)
+            _namespace_bounds(prefix, namespace, args.get("storage_quota", {}).get(team.name, {}), in_cluster)
+            _namespace_isolation(prefix, namespace, args.get("file_servers", ()), in_cluster)
         # Object IDs arrive lower-cased by the config model, as Entra ID tokens carry them.
         self.member_groups = sorted({group for team in settings.teams for group in team.members})
+        self._azure_grants(name, args)
+        self.register_outputs({"member_groups": self.member_groups})
+
+    def _azure_grants(self, name: str, args: TeamTenancyArgs) -> None:
+        """Per member group: cluster credentials and, with Grafana, Grafana Viewer."""
         azure = pulumi.ResourceOptions(parent=self)
         for group in self.member_groups:
             # One assignment per group and scope: Azure refuses a second identical one.
@@ -239,7 +168,7 @@ class TeamTenancy(pulumi.ComponentResource):
                 role_guid=roles.AKS_CLUSTER_USER,
                 principal_id=group,
                 principal_type=authorization.PrincipalType.GROUP,
-                scope=handle.cluster_id,
+                scope=args["cluster"].cluster_id,
                 opts=azure,
             )
             if "grafana_id" in args:
@@ -251,4 +180,100 @@ class TeamTenancy(pulumi.ComponentResource):
                     scope=args["grafana_id"],
                     opts=azure,
                 )
-        self.register_outputs({"member_groups": self.member_groups})
+
+
+def _admission_policies(name: str, gpu_pools: Sequence[GpuPoolConfig], in_cluster: pulumi.ResourceOptions) -> None:
+    """The pod boundary and job ancestry policies, each bound in every namespace labelled as a team's (members
+    cannot edit namespace labels): one policy for all teams."""
+    policy = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
+        f"{name}-pod-boundary",
+        metadata={"name": POLICY_NAME},
+        spec=pod_boundary_policy_spec(gpu_pools),  # type: ignore[arg-type]
+        opts=in_cluster,
+    )
+    ancestry = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
+        f"{name}-job-ancestry",
+        metadata={"name": ANCESTRY_POLICY_NAME},
+        spec=job_ancestry_policy_spec((JOBSET_NAMESPACE, KUEUE_NAMESPACE)),  # type: ignore[arg-type]
+        opts=in_cluster,
+    )
+    for resource, policy_name, bound in (
+        ("pod-boundary", POLICY_NAME, policy),
+        ("job-ancestry", ANCESTRY_POLICY_NAME, ancestry),
+    ):
+        k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
+            f"{name}-{resource}-binding",
+            metadata={"name": policy_name},
+            spec={
+                "policy_name": bound.metadata["name"],
+                "validation_actions": ["Deny"],
+                "match_resources": {
+                    "namespace_selector": {"match_expressions": [{"key": TEAM_LABEL, "operator": "Exists"}]}
+                },
+            },
+            opts=in_cluster,
+        )
+
+
+def _member_access(
+    prefix: str, namespace: pulumi.Input[str], team: TeamConfig, submits: bool, in_cluster: pulumi.ResourceOptions
+) -> None:
+    """The team's Role (`team_member_rules`, or `team_reader_rules` where teams submit elsewhere), bound to its
+    member groups."""
+    role = k8s.rbac.v1.Role(
+        f"{prefix}-member-role",
+        metadata={"name": TEAM_MEMBER_ROLE, "namespace": namespace},
+        rules=team_member_rules() if submits else team_reader_rules(),
+        opts=in_cluster,
+    )
+    if team.members:
+        k8s.rbac.v1.RoleBinding(
+            f"{prefix}-members",
+            metadata={"name": TEAM_MEMBER_ROLE, "namespace": namespace},
+            role_ref={"api_group": RBAC_GROUP, "kind": "Role", "name": role.metadata["name"]},
+            # Entra ID groups reach Kubernetes RBAC by object ID (AKS's authentication webhook).
+            subjects=[{"kind": "Group", "api_group": RBAC_GROUP, "name": group} for group in team.members],
+            opts=in_cluster,
+        )
+
+
+def _namespace_bounds(
+    prefix: str, namespace: pulumi.Input[str], more_storage_quota: Mapping[str, str], in_cluster: pulumi.ResourceOptions
+) -> None:
+    """Container defaults, the storage quota (with `more_storage_quota`'s entries) and no system-priority pods."""
+    k8s.core.v1.LimitRange(
+        f"{prefix}-container-defaults",
+        metadata={"name": "container-defaults", "namespace": namespace},
+        spec={"limits": [{"type": "Container", "default_request": DEFAULT_REQUEST, "default": DEFAULT_LIMIT}]},
+        opts=in_cluster,
+    )
+    k8s.core.v1.ResourceQuota(
+        f"{prefix}-storage-quota",
+        metadata={"name": "storage", "namespace": namespace},
+        spec={"hard": {**STORAGE_QUOTA, **more_storage_quota}},
+        opts=in_cluster,
+    )
+    k8s.core.v1.ResourceQuota(
+        f"{prefix}-system-priority-quota",
+        metadata={"name": "no-system-priority", "namespace": namespace},
+        spec=system_priority_quota_spec(),  # type: ignore[arg-type]
+        opts=in_cluster,
+    )
+
+
+def _namespace_isolation(
+    prefix: str, namespace: pulumi.Input[str], file_servers: Sequence[str], in_cluster: pulumi.ResourceOptions
+) -> None:
+    """NetworkPolicies: ingress from the namespace and monitoring only, egress as `team_egress` allows."""
+    k8s.networking.v1.NetworkPolicy(
+        f"{prefix}-isolation",
+        metadata={"name": "team-isolation", "namespace": namespace},
+        spec={"pod_selector": {}, "policy_types": ["Ingress"], "ingress": isolation_ingress()},
+        opts=in_cluster,
+    )
+    k8s.networking.v1.NetworkPolicy(
+        f"{prefix}-egress",
+        metadata={"name": "team-egress", "namespace": namespace},
+        spec={"pod_selector": {}, "policy_types": ["Egress"], "egress": team_egress(file_servers)},
+        opts=in_cluster,
+    )
