@@ -29,7 +29,7 @@ from aks_gpu_platform.policy_rules import (
     is_gpu_pool,
 )
 
-from .diff import refused_update
+from .replacement import refused_update
 
 # Each loses data or running workloads when destroyed.
 STATEFUL_TYPES: dict[str, str] = {
