@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from aks_gpu_platform.config.gpu.scheduling import pod_fits_node
-from aks_gpu_platform.plan import check
+from aks_gpu_platform.plan import check, manifests
 from aks_gpu_platform.plan.cli import main as cli_main
 from aks_gpu_platform.testing import Recording, kubernetes_object
 from tests.upstream import admission_cel, autoscaler_template, pod_security_standard, scheduling
@@ -55,7 +55,7 @@ def rank_spec(jobset: dict[str, Any]) -> dict[str, Any]:
 
 
 def verdicts_of(obj: Mapping[str, Any], recording: Recording) -> dict[str, check.Verdict]:
-    return {v.check: v for v in check.check_manifests([check.workload(obj)], recording)}
+    return {v.check: v for v in check.check_manifests([manifests.workload(obj)], recording)}
 
 
 def failed(verdicts: Mapping[str, check.Verdict]) -> set[str]:
@@ -161,7 +161,7 @@ FIXED: dict[str, Callable[[], dict[str, Any]]] = {
 
 
 def test_the_shipped_team_manifests_pass_every_check_on_the_dev_stack(dev_recording: Recording) -> None:
-    workloads = check.read_manifests(DEV_MANIFESTS)
+    workloads = manifests.read_manifests(DEV_MANIFESTS)
     assert {w.kind for w in workloads} == {"Job", "JobSet"}, "the PVC beside the JobSet is skipped, not refused"
     verdicts = check.check_manifests(workloads, dev_recording)
     assert len(verdicts) == 3 * len(check.CHECKS)
@@ -169,7 +169,7 @@ def test_the_shipped_team_manifests_pass_every_check_on_the_dev_stack(dev_record
 
 
 def test_the_prod_copy_data_job_passes_every_check_on_the_prod_stack(prod_recording: Recording) -> None:
-    workloads = check.read_manifests([EXAMPLES / "team-jobset" / "copy-data-prod.yaml"])
+    workloads = manifests.read_manifests([EXAMPLES / "team-jobset" / "copy-data-prod.yaml"])
     verdicts = check.check_manifests(workloads, prod_recording)
     assert verdicts and all(v.passed for v in verdicts), "\n".join(v.line() for v in verdicts if not v.passed)
 
@@ -394,7 +394,7 @@ def agreement_cases() -> list[tuple[str, Callable[[], dict[str, Any]]]]:
         (f"{path.parent.name}/{path.name}:{d['kind']}", lambda d=d: copy.deepcopy(d))
         for path in DEV_MANIFESTS
         for d in documents(path)
-        if d["kind"] in check.CHECKED_KINDS
+        if d["kind"] in manifests.CHECKED_KINDS
     ]
     return [*shipped, *((n, b) for n, (b, _, _) in BROKEN.items()), *FIXED.items()]
 
