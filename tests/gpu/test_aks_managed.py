@@ -298,12 +298,8 @@ def test_scale_up_admission_on_managed_gpu_is_rejected() -> None:
 
 
 def test_the_policy_pack_checks_managed_pools_like_agent_pools(managed: Recording) -> None:
-    from aks_gpu_platform.policy_rules import (
-        Resource,
-        StackFacts,
-        check_gpu_pool_taint_and_label,
-        check_prod_encryption_at_host,
-    )
+    from aks_gpu_platform.policy_model import Resource, StackFacts
+    from aks_gpu_platform.policy_rules import check_gpu_pool_taint_and_label, check_prod_encryption_at_host
 
     (pool,) = [r for r in _managed_pools(managed) if r.inputs["properties"]["nodeLabels"]["gpu-pool"] == "gput4"]
     resource = Resource(pool.type, pool.name, pool.inputs)
