@@ -6,15 +6,19 @@
 
 The offline counterpart of `pulumi preview` on a pull request. It plans the working tree and the
 BASE ref (checked out with `git worktree add` into a temporary folder and planned there with this
-virtualenv), then compares the two `plan.json` files (diff.py) and prints the result (diff_text.py).
-An in-place update Azure refuses makes it exit 1: `pulumi up` would stop halfway.
+virtualenv's packages and the BASE's own package, `planning_python`), then compares the two
+`plan.json` files (diff.py) and prints the result (diff_text.py). An in-place update Azure refuses
+makes it exit 1: `pulumi up` would stop halfway.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import os
 import subprocess
 import sys
+import sysconfig
 import tempfile
 from pathlib import Path
 
@@ -36,8 +40,8 @@ def _git(repository: Path, *args: str) -> str:
     return result.stdout.strip()
 
 
-def plan_command(project: Path, stack: str, out_dir: Path) -> list[str]:
-    """The command that plans `project` with this interpreter.
+def plan_command(project: Path, stack: str, out_dir: Path, python: str) -> list[str]:
+    """The command that plans `project` with `python`.
 
     A consumer's project is planned by the installed package; a tree of the platform's own repository by its own
     plan module, wherever that tree keeps it.
@@ -48,13 +52,56 @@ def plan_command(project: Path, stack: str, out_dir: Path) -> list[str]:
             module = writer_module
             break
     plan = [] if module == "tools.plan" else ["plan"]
-    return [sys.executable, "-m", module, *plan, "--stack", stack, "--out", str(out_dir)]
+    return [python, "-m", module, *plan, "--stack", stack, "--out", str(out_dir)]
 
 
-def plan_at(project: Path, stack: str, out_dir: Path) -> Path:
-    """Plan the project at `project` with this interpreter; the path of the plan.json it writes."""
+def planning_python(project: Path, scratch: Path) -> str:
+    """The interpreter that plans `project`: this one, unless `project` is a tree of the platform's own repository
+    other than the one this interpreter imports (a BASE checkout).
+
+    A checkout reaches components/ and config/ through its editable install of pyproject.toml's package-dir, which
+    names one tree; planned with this interpreter, a BASE checkout would run the working tree's components. Such a
+    tree gets a virtualenv of its own: this interpreter's packages (a .pth file) and the tree installed editable,
+    as `make venvs` installs a checkout.
+    """
+    if not (project / "aks_gpu_platform" / "__init__.py").is_file():
+        return sys.executable  # a consumer's project: the installed package plans it
+    imported = importlib.util.find_spec("aks_gpu_platform.components")
+    if imported is not None and imported.origin and Path(imported.origin).resolve().parents[1] == project.resolve():
+        return sys.executable
+    return str(_tree_virtualenv(project, scratch / f"{project.name}-venv"))
+
+
+def _tree_virtualenv(tree: Path, folder: Path) -> Path:
+    """A virtualenv at `folder` with this interpreter's packages and `tree` installed editable; its Python."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True, capture_output=True)
+    python = folder / ("Scripts" if os.name == "nt" else "bin") / "python"
+    purelib = [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]
+    site = Path(subprocess.run(purelib, check=True, capture_output=True, text=True).stdout.strip())
+    (site / "planning-interpreter.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    install = [
+        sys.executable,
+        "-m",
+        "pip",
+        "--python",
+        str(python),
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+    ]
+    install += ["--no-deps", "--no-build-isolation", "--no-index", "--editable", str(tree)]
+    result = subprocess.run(install, capture_output=True, text=True, check=False, timeout=300)
+    if result.returncode != 0:
+        raise RuntimeError(
+            f"the tree at {tree} does not install (pip install --editable): {result.stderr.strip()[-500:]}"
+        )
+    return python
+
+
+def plan_at(project: Path, stack: str, out_dir: Path, python: str) -> Path:
+    """Plan the project at `project` with `python`; the path of the plan.json it writes."""
     result = subprocess.run(
-        plan_command(project, stack, out_dir),
+        plan_command(project, stack, out_dir, python),
         cwd=project,
         capture_output=True,
         text=True,
@@ -136,7 +183,7 @@ def base_plan(ref: str, stack: str, scratch: Path, project: Path) -> tuple[Path,
     tree = scratch / "base"
     _git(top, "worktree", "add", "--detach", str(tree), commit)
     try:
-        return plan_at(tree / inside, stack, scratch / "base-out"), commit
+        return plan_at(tree / inside, stack, scratch / "base-out", planning_python(tree / inside, scratch)), commit
     finally:
         _git(top, "worktree", "remove", "--force", str(tree))
 
@@ -173,10 +220,9 @@ def main(argv: list[str] | None = None) -> int:
             if options.head_plan:
                 head_path, head_name = options.head_plan, str(options.head_plan)
             else:
-                head_path, head_name = (
-                    plan_at(project or find_project(), options.stack, scratch / "head-out"),
-                    "the working tree",
-                )
+                head = project or find_project()
+                head_path = plan_at(head, options.stack, scratch / "head-out", planning_python(head, scratch))
+                head_name = "the working tree"
             diff = diff_plans(read_plan(base_path), read_plan(head_path))
     except (PlanFileError, RuntimeError, FileNotFoundError, subprocess.TimeoutExpired) as err:
         print(f"error: {err}", file=sys.stderr)

@@ -25,6 +25,7 @@ from aks_gpu_platform.testing import Recording
 from aks_gpu_platform.testing.arm_paths import AZURE_PATH_PARAMETERS
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import STACKS, without_models
+from tests.upstream.fresh_install import repository_copy
 from tools import REPO_ROOT
 
 AGENT_POOL = "azure-native:containerservice:AgentPool"
@@ -537,3 +538,20 @@ def test_a_change_no_resource_names_is_put_down_to_the_only_config_change(dev_pl
     assert any("runs again" in n and "GPU node" in n for n in job.notes), f"re-running it pulls a GPU node: {job.notes}"
     (pool,) = [c for c in diff.changes if c.type == AGENT_POOL and c.op == "create"]
     assert pool.causes == ("aks-gpu-platform:gpuPools[name=gpua10] (added)",), pool.causes
+
+
+def test_a_base_tree_is_planned_with_its_own_package(tmp_path: Path) -> None:
+    """This virtualenv's editable install maps aks_gpu_platform to the working tree; a BASE checkout must plan with
+    its own components and config, or plan-diff would compare the working tree with itself."""
+    assert diff_command.planning_python(REPO_ROOT, tmp_path) == sys.executable, "the working tree: this interpreter"
+    base = repository_copy(tmp_path / "base")
+    python = diff_command.planning_python(base, tmp_path)
+    probe = "import aks_gpu_platform.components.platform as p, aks_gpu_platform.config.loader as c\n"
+    found = subprocess.run(
+        [python, "-c", probe + "print(p.__file__, c.__file__)"], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert found.returncode == 0, found.stderr
+    platform, loader = found.stdout.split()
+    assert Path(platform).is_relative_to(base / "components") and Path(loader).is_relative_to(base / "config"), (
+        f"the base's own folders, not the working tree's: {found.stdout}"
+    )
