@@ -827,10 +827,6 @@ class ServedModel(pulumi.ComponentResource):
         self.register_outputs({"waiting_query": self.waiting_query, "kv_cache_query": self.kv_cache_query})
 
 
-def team_namespaces_of(models: Sequence[ServedModelConfig], namespaces: Mapping[str, str]) -> dict[str, str]:
-    return {team: namespaces[team] for model in models for team in model.teams}
-
-
 class ModelServingArgs(KedaWiringArgs):
     settings: InferenceConfig
     gpu_pools: Sequence[GpuPoolConfig]

@@ -20,6 +20,9 @@ from aks_gpu_platform.testing import Recording, kubernetes_object
 from aks_gpu_platform.testing.runtime import project_config
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import settings_of, without_models
+from tests.platform.test_examples import EXAMPLES, run_example
+from tests.platform.test_examples import recording as example_recording
+from tests.training.test_example_training_job import JOBSET, KUBECONFIG, admit, admitted_pod
 from tests.upstream.capacity import (
     SCALED_OBJECT,
     gpu_pools,
@@ -27,9 +30,6 @@ from tests.upstream.capacity import (
     placement_problems,
     quotas_a_pinned_pod_may_take,
 )
-from tests.platform.test_examples import EXAMPLES, run_example
-from tests.platform.test_examples import recording as example_recording
-from tests.training.test_example_training_job import JOBSET, KUBECONFIG, admit, admitted_pod
 from tools import REPO_ROOT
 
 TEAM_PAGES = ("docs/for-ml-teams.md", "docs/training.md", "examples/README.md")

@@ -20,9 +20,17 @@ from aks_gpu_platform.plan.report import build_report
 from aks_gpu_platform.testing import Recording, kubernetes_object
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import settings_of
-from tests.upstream import engine_semantics as engine
-from tests.upstream.gateway_auth import GatewayWorld, Request, Token, decide, deciding_rules, gateway_world, without_rule
 from tests.training.test_team_access import raw_teams
+from tests.upstream import engine_semantics as engine
+from tests.upstream.gateway_auth import (
+    GatewayWorld,
+    Request,
+    Token,
+    decide,
+    deciding_rules,
+    gateway_world,
+    without_rule,
+)
 from tools import REPO_ROOT
 
 AUDIENCE = "inference-gateway"

@@ -13,6 +13,7 @@ from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording, kubernetes_object
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.inference.test_serving import _prod_with_models
+from tests.platform.test_name_limits import name_problems
 from tests.upstream.names import (
     INFERENCE_POOL_CHART,
     dns_1035_problem,
@@ -21,7 +22,6 @@ from tests.upstream.names import (
     job_pod_labels,
     label_value_problem,
 )
-from tests.platform.test_name_limits import name_problems
 from tools import REPO_ROOT
 
 PREFIX = "aks-gpu-platform:"

@@ -17,9 +17,9 @@ from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.inference.test_serving import _prod_with_models  # pyright: ignore[reportPrivateUsage]
+from tests.training.test_team_access import raw_teams
 from tests.upstream.rbac import Request
 from tests.upstream.tenancy import Endpoint, World, api_refusals, build_world, connection_refusals, team_pod
-from tests.training.test_team_access import raw_teams
 from tools import REPO_ROOT
 
 MODELS = "models"

@@ -18,12 +18,15 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from aks_gpu_platform.config.gpu.scheduling import pod_fits_node
+from aks_gpu_platform.config.gpu.scheduling import selects_node, tolerates_taints
 from aks_gpu_platform.plan import check, manifests
 from aks_gpu_platform.plan.cli import main as cli_main
 from aks_gpu_platform.testing import Recording, kubernetes_object
-from tests.upstream import admission_cel, autoscaler_template, pod_security_standard, scheduling
+from tests.upstream import admission_cel, autoscaler_template, kube_scheduler, pod_security_standard, scheduling
+from tests.upstream.kube_scheduler import pod_fits_node
 from tools import REPO_ROOT
 
 EXAMPLES = REPO_ROOT / "examples"
@@ -541,3 +544,57 @@ def test_pod_security_checks_the_rules_the_model_leaves_out() -> None:
 
     in_user_namespace = restricted_pod_with(unmasked_in_user_namespace)
     assert not pod_security.violations("baseline", {}, in_user_namespace), "a user-namespace pod may unmask /proc"
+
+
+# The node-fit checks' filters (config/gpu/scheduling.py) against kube-scheduler's (tests/upstream/kube_scheduler.py),
+# over what the API server admits: In and NotIn with values, Exists and DoesNotExist without; a toleration without a
+# key only with Exists.
+KEYS = ("pool", "gpu-pool", "sku")
+VALUES = ("gpu", "cpu", "")
+EFFECTS = ("NoSchedule", "NoExecute", "PreferNoSchedule")
+node_labels = st.dictionaries(st.sampled_from(KEYS), st.sampled_from(VALUES))
+node_taints = st.lists(
+    st.builds("{}={}:{}".format, st.sampled_from(KEYS), st.sampled_from(VALUES), st.sampled_from(EFFECTS))
+)
+expression = st.one_of(
+    st.fixed_dictionaries(
+        {
+            "key": st.sampled_from(KEYS),
+            "operator": st.sampled_from(("In", "NotIn")),
+            "values": st.lists(st.sampled_from(VALUES), min_size=1),
+        }
+    ),
+    st.fixed_dictionaries({"key": st.sampled_from(KEYS), "operator": st.sampled_from(("Exists", "DoesNotExist"))}),
+)
+toleration = st.one_of(
+    st.fixed_dictionaries(
+        {"key": st.sampled_from(KEYS), "operator": st.just("Equal"), "value": st.sampled_from(VALUES)},
+        optional={"effect": st.sampled_from(EFFECTS)},
+    ),
+    st.fixed_dictionaries(
+        {"key": st.sampled_from((*KEYS, "")), "operator": st.just("Exists")},
+        optional={"effect": st.sampled_from(EFFECTS)},
+    ),
+)
+pod_spec = st.fixed_dictionaries(
+    {},
+    optional={
+        "nodeSelector": st.dictionaries(st.sampled_from(KEYS), st.sampled_from(VALUES), max_size=2),
+        "affinity": st.builds(
+            lambda terms: {
+                "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}
+            },
+            st.lists(st.builds(lambda e: {"matchExpressions": e}, st.lists(expression, max_size=3)), max_size=3),
+        ),
+        "tolerations": st.lists(toleration, max_size=3),
+    },
+)
+
+
+@settings(max_examples=300)
+@given(pod=pod_spec, labels=node_labels, taints=node_taints)
+def test_the_node_fit_filters_are_the_schedulers(
+    pod: dict[str, Any], labels: dict[str, str], taints: list[str]
+) -> None:
+    assert selects_node(pod, labels) == kube_scheduler.selects_node(pod, labels), "NodeAffinity, as kube-scheduler"
+    assert tolerates_taints(pod, taints) == kube_scheduler.tolerates_taints(pod, taints), "TaintToleration, likewise"

@@ -25,7 +25,7 @@ from aks_gpu_platform.testing import Recording
 from aks_gpu_platform.testing.arm_paths import AZURE_PATH_PARAMETERS
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import STACKS, without_models
-from tests.upstream.fresh_install import repository_copy
+from tests.harness.fresh_install import repository_copy
 from tools import REPO_ROOT
 
 AGENT_POOL = "azure-native:containerservice:AgentPool"

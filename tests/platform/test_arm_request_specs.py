@@ -21,8 +21,8 @@ from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import RecordedResource, Recording
 from tests.gpu.test_aks_managed import managed_config
 from tests.gpu.test_scheduling import VARIANTS, variant_config
-from tests.upstream.arm_spec import create_only_paths, load_specs, request_problems
 from tests.storage.test_netapp import PROD_NETAPP_SUBNET, with_netapp
+from tests.upstream.arm_spec import create_only_paths, load_specs, request_problems
 
 GENERIC = "azure-native:resources:Resource"
 SPECS = load_specs()

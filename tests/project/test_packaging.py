@@ -21,6 +21,7 @@ import pytest
 
 from aks_gpu_platform.plan.diff_command import planning_python
 from aks_gpu_platform.testing.stack_files import load_stack_file
+from tests.harness.fresh_install import PACKAGE, clean_environment, repository_copy, share_sdks
 from tests.platform.test_examples import (
     EXAMPLES,
     GPU_NODE_POOL,
@@ -30,7 +31,6 @@ from tests.platform.test_examples import (
     project,
     stack_file,
 )
-from tests.upstream.fresh_install import PACKAGE, clean_environment, repository_copy, share_sdks
 from tools import REPO_ROOT
 
 VERSION = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["version"]
@@ -164,7 +164,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     """An example installed with the command its README documents, in a copy of the repository.
 
     The virtualenv it makes is what a consumer's project gets from `pip install`. The pinned SDKs come in
-    through a .pth file (tests/upstream/fresh_install.py), so nothing is downloaded again.
+    through a .pth file (tests/harness/fresh_install.py), so nothing is downloaded again.
     """
     example = EXAMPLES / INSTALLED_EXAMPLE
     create, install = (part.strip() for part in INSTALL.split("&&"))

@@ -20,7 +20,7 @@ import yaml
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from tests.upstream.fresh_install import (
+from tests.harness.fresh_install import (
     PACKAGE,
     build_wheel,
     clean_environment,

@@ -11,7 +11,6 @@ import pytest
 
 from aks_gpu_platform import policy_model
 from aks_gpu_platform import policy_rules as rules
-from aks_gpu_platform.config.gpu.scheduling import pod_fits_node
 from aks_gpu_platform.config.network.section import NETAPP_DELEGATION
 from aks_gpu_platform.config.storage.netapp import GIB, TIB, NetAppFilesConfig
 from aks_gpu_platform.plan.offline import run_stack
@@ -20,6 +19,7 @@ from aks_gpu_platform.testing import RecordedResource, Recording, kubernetes_obj
 from aks_gpu_platform.testing.checks import validate_object
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import assert_rejected, cluster_handle, settings_of
+from tests.upstream.kube_scheduler import pod_fits_node
 from tools import REPO_ROOT
 
 ACCOUNT = "azure-native:netapp:Account"

@@ -18,11 +18,12 @@ import yaml
 
 from aks_gpu_platform.config import ConfigError
 from aks_gpu_platform.config.catalog.image_platforms import runs_on_arm64
-from aks_gpu_platform.config.gpu.scheduling import GPU_RESOURCE, pod_fits_node
+from aks_gpu_platform.config.gpu.scheduling import GPU_RESOURCE
 from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording, evaluate, kubernetes_object
 from aks_gpu_platform.testing.checks import validate_object
 from tests.upstream.crd_schema import crd_problems
+from tests.upstream.kube_scheduler import pod_fits_node
 from tests.upstream.scheduling import RELEASE, node_templates
 from tools import REPO_ROOT
 
@@ -495,8 +496,8 @@ def test_the_example_jobset_and_its_ranks_pass_the_team_namespace_admission_poli
 ) -> None:
     """The team-pod-boundary policy refuses GPU tolerations without GPUs: the example's ranks ask for GPUs, so they
     are admitted as written and as Kueue places them on each of the team's flavors."""
-    from tests.upstream.tenancy import pod_refusals, policy_refusals
     from tests.training.test_tenancy import gpu_flavors, kueue_admitted, world
+    from tests.upstream.tenancy import pod_refusals, policy_refusals
 
     w = world("prod")
     manifest = jobset(example)

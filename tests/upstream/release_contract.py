@@ -1,7 +1,8 @@
 """Whether each Helm release can finish: what its chart asks of the cluster, read from the chart at the pinned
 version, against the release's `timeout` and what AKS nodes provide.
 
-Per release, from the chart's templates and defaults merged with our values (Helm's merge, tests/upstream/scheduling.py):
+Per release, from the chart's templates and defaults merged with our values (Helm's merge,
+tests/upstream/scheduling.py):
 - the pods it creates: images (and so registries) and `runtimeClassName`;
 - its readiness worst case, per operation Helm waits on under one `timeout` (pre-install hooks, the release's
   resources, post-install hooks: helm.sh/helm/v3 pkg/action/install.go runs each with the full timeout), built
