@@ -26,9 +26,9 @@ export UV_PYTHON_DOWNLOADS := never
 # parse them again (make plan: ~4.5 s becomes ~9 s), so make's commands run without it.
 unexport PYTHONDONTWRITEBYTECODE
 
-# $(call venv,DIR,LOCK): make DIR's packages exactly LOCK's. uv creates DIR if missing and removes anything else;
-# pip removes nothing, so the pip path builds DIR afresh without the seeded pip/setuptools and installs into it with
-# the outer interpreter's pip (`--python`, pip >= 22.3).
+# $(call venv,DIR,LOCK[,editable]): make DIR's packages exactly LOCK's, plus the project itself with `editable`. uv
+# creates DIR if missing and removes anything else; pip removes nothing, so the pip path builds DIR afresh without the
+# seeded pip/setuptools and installs into it with the outer interpreter's pip (`--python`, pip >= 22.3).
 define venv
 	@set -e; if [ "$(INSTALLER)" = uv ] && [ -x "$(UV)" ]; then \
 		test -x $(1)/bin/python || "$(UV)" venv --quiet --python "$(PYTHON)" $(1); \
@@ -40,8 +40,29 @@ define venv
 		$(PYTHON) -m pip --python $(1)/bin/python install --quiet --disable-pip-version-check \
 			--require-hashes --no-deps -r $(2); \
 	fi
+	$(if $(3),$(call editable,$(1)))
 	@touch $(1)/.installed
 endef
+
+# $(call editable,DIR): the project itself into DIR as an editable install. setuptools maps `aks_gpu_platform.components`
+# and `aks_gpu_platform.config` to components/ and config/ from pyproject.toml's package-dir, the mapping the wheel is
+# built with, so a checkout imports the one package name on any OS. --no-deps: the lock brought them; setuptools comes
+# from DIR's own lock (no build isolation, nothing downloaded). A sync removes it (not in the lock): installed after.
+define editable
+	@set -e; if [ "$(INSTALLER)" = uv ] && [ -x "$(UV)" ]; then \
+		"$(UV)" pip install --quiet --no-deps --no-build-isolation --python $(1)/bin/python -e .; \
+	else \
+		$(PYTHON) -m pip --python $(1)/bin/python install --quiet --disable-pip-version-check \
+			--no-deps --no-build-isolation -e .; \
+	fi
+endef
+
+# Pyright cannot run the editable install's import hook: setuptools' strict editable mode writes the same package-dir
+# mapping as a tree of links to the sources (build/__editable__.*, pyproject.toml's pyright extraPaths), made afresh so
+# a new or deleted module shows.
+STATIC_VIEW = rm -rf build/__editable__.* build/static-view && mkdir -p build/static-view && $(BIN)/python -c \
+	'from setuptools import build_meta; build_meta.build_editable("build/static-view", {"editable_mode": "strict"})' \
+	>build/static-view/log 2>&1 || { cat build/static-view/log >&2; exit 1; }
 
 # $(call lock,REQUIREMENTS,LOCK): resolve REQUIREMENTS for every Python from 3.11 and every platform, with hashes.
 LOCK_UPGRADE = $(if $(UPGRADE),--upgrade)
@@ -73,13 +94,14 @@ $(UV_MARK):
 ## uv-bootstrap: install uv into .venv-uv unless it is on PATH
 uv-bootstrap: $(UV_MARK)
 
-$(STAMP): locks/venv.txt | $(UV_MARK)
-	$(call venv,$(VENV),locks/venv.txt)
+$(STAMP): locks/venv.txt pyproject.toml | $(UV_MARK)
+	$(call venv,$(VENV),locks/venv.txt,editable)
+	@$(STATIC_VIEW)
 
 # The CrossGuard pack's own virtualenv (PulumiPolicy.yaml names it): pulumi-policy pins protobuf apart from ours.
 POLICY_STAMP := policy/venv/.installed
-$(POLICY_STAMP): locks/policy.txt | $(UV_MARK)
-	$(call venv,policy/venv,locks/policy.txt)
+$(POLICY_STAMP): locks/policy.txt pyproject.toml | $(UV_MARK)
+	$(call venv,policy/venv,locks/policy.txt,editable)
 
 # checkov's own virtualenv: checkov pins packaging and others apart from the project's pins.
 CHECKOV_STAMP := .venv-checkov/.installed
@@ -131,6 +153,7 @@ lint: $(STAMP)
 # typecheck and workflows are skipped when they passed before on the same inputs (tools/check_stamp.py says which;
 # CHECK_STAMPS=off runs them anyway).
 typecheck: $(STAMP)
+	@$(STATIC_VIEW)
 	@$(BIN)/python -m tools.check_stamp typecheck -- \
 		env NODE_OPTIONS="$${NODE_OPTIONS:-} --max-semi-space-size=128" $(BIN)/pyright
 

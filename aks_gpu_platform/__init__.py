@@ -4,30 +4,30 @@
 
     platform = AksGpuPlatform("platform", load_deployment_config())
 
-Installed, everything lives under this one name. In the repository, `components/` and `config/`
-stay at the top (the project's layout): the wheel maps them here (pyproject.toml's package-dir), and
-a checkout finds them through the two directory links, or, where links were checked out as plain
-files (Git for Windows' `core.symlinks=false`), through the fallback below. The public names load
-on first use, so `aks_gpu_platform.config.gpu.scheduling` still imports without the Pulumi SDKs.
+Everything lives under this one name. In the repository, `components/` and `config/` stay at the
+top (the project's layout) and pyproject.toml's package-dir maps them here: into the wheel, and in a
+checkout through its editable install (`make venvs`; docs/architecture.md, "Packaging"). The public
+names load on first use, so `aks_gpu_platform.config.gpu.scheduling` still imports without the
+Pulumi SDKs.
 """
 
 from importlib import import_module
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .moved_modules import install as install_moved_modules
 
 if TYPE_CHECKING:
-    from .components.gpu.node_pool import GpuNodePool
-    from .components.platform import AksGpuPlatform
-    from .components.shared.context import ClusterHandle
-    from .config import ConfigError, PlatformConfig, __version__, load_deployment_config, load_platform_config
-    from .config.gpu.section import GpuPoolConfig
-
-_checkout = Path(__file__).resolve().parent.parent
-if not (Path(__file__).parent / "components").is_dir() and (_checkout / "components" / "__init__.py").is_file():
-    # No links in this checkout: the top-level folders join the package's search path.
-    __path__.append(str(_checkout))
+    from aks_gpu_platform.components.gpu.node_pool import GpuNodePool
+    from aks_gpu_platform.components.platform import AksGpuPlatform
+    from aks_gpu_platform.components.shared.context import ClusterHandle
+    from aks_gpu_platform.config import (
+        ConfigError,
+        PlatformConfig,
+        __version__,
+        load_deployment_config,
+        load_platform_config,
+    )
+    from aks_gpu_platform.config.gpu.section import GpuPoolConfig
 
 # The 0.2 module paths (`aks_gpu_platform.components.gpu_autoscaling`, ...) resolve to their new homes.
 install_moved_modules(__name__)

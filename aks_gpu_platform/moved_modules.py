@@ -4,8 +4,9 @@
 fleet, upgrade, inference; `config/catalog` for the dated facts). A consumer's
 `from aks_gpu_platform.components.gpu_autoscaling import GpuAutoscaling` keeps working: the old name is the
 same module object as `aks_gpu_platform.components.inference.autoscaling` (so patches and `isinstance` agree),
-with a DeprecationWarning naming the new path. Type checkers follow the new paths only. The aliases go
-with the next major release (docs/versioning.md).
+with an OldLayoutWarning (a DeprecationWarning) naming the new path; so does a name a concern package reads on
+from its section module (`aks_gpu_platform.config.gpu.GpuPoolConfig`). Type checkers follow the new paths only.
+Both go in REMOVED_IN, released no earlier than NOT_BEFORE (docs/versioning.md, CHANGELOG.md).
 """
 
 from __future__ import annotations
@@ -20,6 +21,17 @@ import warnings
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
+
+REMOVED_IN = "0.4.0"
+"""The release without the 0.2 module paths and the concern packages' section names."""
+NOT_BEFORE = "2027-06-30"
+"""The earliest day REMOVED_IN comes out: the time a consumer has to move their imports."""
+WHEN = f"removed in {REMOVED_IN} (not before {NOT_BEFORE})"
+
+
+class OldLayoutWarning(DeprecationWarning):
+    """An import through the 0.2 layout: a moved module path or a name a concern package reads on from a module."""
+
 
 # old module (relative to this package) -> its home since 0.3. An old module whose path is now a concern package
 # (`config.gpu`, `components.fleet`, ...) is that package: it reads its names on from the section module.
@@ -102,11 +114,7 @@ class _AliasLoader(importlib.abc.Loader):
         self.original_spec: importlib.machinery.ModuleSpec | None = None
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
-        warnings.warn(
-            f"{spec.name} moved to {self.new_name}; the old path goes with the next major release",
-            DeprecationWarning,
-            stacklevel=2,
-        )
+        warnings.warn(f"{spec.name} moved to {self.new_name}; the old path is {WHEN}", OldLayoutWarning, stacklevel=2)
         module = importlib.import_module(self.new_name)
         self.original_spec = module.__spec__
         return module
@@ -137,8 +145,8 @@ def install(package: str) -> None:
 
 def section_names(package: str, home: str) -> Callable[[str], Any]:
     """A concern package's `__getattr__`: the names of its section module, so that `config.gpu.GpuPoolConfig`
-    (the 0.2 module `config/gpu.py`) reads on from `config/gpu/section.py`. Loaded on first use: importing the
-    package alone imports none of its modules."""
+    (the 0.2 module `config/gpu.py`) reads on from `config/gpu/section.py`, with an OldLayoutWarning. Loaded on
+    first use: importing the package alone imports none of its modules."""
 
     def __getattr__(name: str) -> Any:
         # A submodule (`from . import token_rotator`) is the import system's to load: reading the section
@@ -147,8 +155,10 @@ def section_names(package: str, home: str) -> Callable[[str], Any]:
             raise AttributeError(name)
         module = importlib.import_module(f"{package}.{home}")
         try:
-            return getattr(module, name)
+            found = getattr(module, name)
         except AttributeError:
             raise AttributeError(f"module {package!r} has no attribute {name!r}") from None
+        warnings.warn(f"{package}.{name}: import it from {module.__name__}; this name is {WHEN}", OldLayoutWarning, 2)
+        return found
 
     return __getattr__

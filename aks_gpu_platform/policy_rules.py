@@ -8,8 +8,7 @@ one resource and the stack facts; stack rules see every resource (and the stack 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from aks_gpu_platform.config.gpu.scheduling import (
@@ -21,20 +20,25 @@ from aks_gpu_platform.config.gpu.scheduling import (
     GPU_TAINT_KEY,
     GPU_TAINT_VALUE,
 )
-
-AGENT_POOL = "azure-native:containerservice:AgentPool"
-MANAGED_CLUSTER = "azure-native:containerservice:ManagedCluster"
-AML_FILESYSTEM = "azure-native:storagecache:AmlFilesystem"
-STORAGE_ACCOUNT = "azure-native:storage:StorageAccount"
-REGISTRY = "azure-native:containerregistry:Registry"
-LOG_ANALYTICS_WORKSPACE = "azure-native:operationalinsights:Workspace"
-MONITOR_WORKSPACE = "azure-native:monitor:AzureMonitorWorkspace"
-NETAPP_ACCOUNT = "azure-native:netapp:Account"
-NETAPP_POOL = "azure-native:netapp:CapacityPool"
-NETAPP_VOLUME = "azure-native:netapp:CapacityPoolVolume"
-GENERIC_RESOURCE = "azure-native:resources:Resource"  # how Flexible NetApp pools are created (newer API version)
-PDB = "kubernetes:policy/v1:PodDisruptionBudget"
-STACK = "pulumi:pulumi:Stack"
+from aks_gpu_platform.policy_model import (
+    AGENT_POOL,
+    AML_FILESYSTEM,
+    GENERIC_RESOURCE,
+    LOG_ANALYTICS_WORKSPACE,
+    MANAGED_CLUSTER,
+    MONITOR_WORKSPACE,
+    NETAPP_ACCOUNT,
+    NETAPP_POOL,
+    NETAPP_VOLUME,
+    PDB,
+    REGISTRY,
+    STORAGE_ACCOUNT,
+    Policy,
+    Resource,
+    StackFacts,
+    Violation,
+    field_at,
+)
 
 # Resources that hold data or every workload: replacing or deleting them in prod loses it
 # (the workspaces hold the logs and metrics an incident review needs).
@@ -85,58 +89,6 @@ CREDENTIAL_MARKERS = (
 KUBECONFIG_MARKERS = ("clusters:", "current-context", '"clusters"')
 
 
-@dataclass(frozen=True)
-class Resource:
-    """What a policy may look at: the type token, the inputs and the options that guard data."""
-
-    type: str
-    name: str
-    inputs: Mapping[str, Any]
-    protect: bool = False
-    ignore_changes: Sequence[str] = ()
-    urn: str = ""
-
-
-@dataclass(frozen=True)
-class StackFacts:
-    """Facts about the stack as a whole."""
-
-    environment: str
-    outputs: Mapping[str, Any] = field(default_factory=dict[str, Any])
-    secret_outputs: frozenset[str] = frozenset()
-
-
-@dataclass(frozen=True)
-class Violation:
-    policy: str
-    resource: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"[{self.policy}] {self.resource}: {self.message}"
-
-
-ResourceCheck = Callable[[Resource, StackFacts], list[str]]
-StackCheck = Callable[[Sequence[Resource], StackFacts], list[Violation]]
-
-
-@dataclass(frozen=True)
-class Policy:
-    name: str
-    description: str
-    resource_check: ResourceCheck | None = None
-    stack_check: StackCheck | None = None
-    mandatory: bool = True
-
-
-def _get(value: Any, *path: str) -> Any:
-    for key in path:
-        if not isinstance(value, Mapping):
-            return None
-        value = value.get(key)  # type: ignore[union-attr]
-    return value
-
-
 def is_gpu_pool(inputs: Mapping[str, Any]) -> bool:
     """A pool is a GPU pool when its VM size is a GPU family or it claims the GPU label."""
     labels = inputs.get("nodeLabels") or {}
@@ -180,14 +132,14 @@ def pod_spec(resource: Resource) -> tuple[str, Mapping[str, Any]] | None:
     path = POD_SPEC_PATHS.get(kind)
     if path is None:
         return None
-    spec = _get(resource.inputs.get("spec"), *path) if path else resource.inputs.get("spec")
+    spec = field_at(resource.inputs.get("spec"), *path) if path else resource.inputs.get("spec")
     return (kind, spec) if isinstance(spec, Mapping) else None
 
 
 def _selects_gpu_nodes(spec: Mapping[str, Any]) -> bool:
     if (spec.get("nodeSelector") or {}).get(GPU_POOL_LABEL_KEY) == GPU_POOL_LABEL_VALUE:
         return True
-    required = _get(spec, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution")
+    required = field_at(spec, "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution")
     for term in (required or {}).get("nodeSelectorTerms") or []:
         for expression in term.get("matchExpressions") or []:
             if (
@@ -267,7 +219,7 @@ def check_prod_stateful_protected(resource: Resource, stack: StackFacts) -> list
 def check_lts_requires_premium(resource: Resource, stack: StackFacts) -> list[str]:
     if resource.type != MANAGED_CLUSTER or resource.inputs.get("supportPlan") != "AKSLongTermSupport":
         return []
-    tier = _get(resource.inputs, "sku", "tier")
+    tier = field_at(resource.inputs, "sku", "tier")
     if tier != "Premium":
         return [f"supportPlan AKSLongTermSupport needs sku.tier Premium (got {tier!r}); Azure rejects it otherwise"]
     return []
@@ -374,11 +326,11 @@ def _int_or_percent(value: Any, replicas: int) -> int | None:
 
 
 def _namespace(resource: Resource) -> str:
-    return str(_get(resource.inputs, "metadata", "namespace") or "default")
+    return str(field_at(resource.inputs, "metadata", "namespace") or "default")
 
 
 def _replicas_selected(pdb: Resource, resources: Iterable[Resource]) -> int | None:
-    selector = _get(pdb.inputs, "spec", "selector", "matchLabels") or {}
+    selector = field_at(pdb.inputs, "spec", "selector", "matchLabels") or {}
     if not selector:
         return None
     total: int | None = None
@@ -386,9 +338,9 @@ def _replicas_selected(pdb: Resource, resources: Iterable[Resource]) -> int | No
         kind = resource.type.rsplit(":", 1)[-1]
         if kind not in REPLICATED_KINDS or _namespace(resource) != _namespace(pdb):
             continue
-        labels = _get(resource.inputs, "spec", "template", "metadata", "labels") or {}
+        labels = field_at(resource.inputs, "spec", "template", "metadata", "labels") or {}
         if all(labels.get(k) == v for k, v in selector.items()):
-            total = (total or 0) + int(_get(resource.inputs, "spec", "replicas") or 1)
+            total = (total or 0) + int(field_at(resource.inputs, "spec", "replicas") or 1)
     return total
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import types
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Union, get_args, get_origin
 
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
@@ -148,13 +148,3 @@ def model_at(model: type[BaseModel], loc: Sequence[int | str]) -> type[BaseModel
         return model
     found = field_at(model, parts)
     return model_class(found.annotation) if found is not None else None
-
-
-def literal_values(annotation: Any) -> list[Any]:
-    """The values a Literal annotation (possibly Optional) allows; empty for other types."""
-    values: list[Any] = []
-    for member in union_members(strip_annotated(annotation)[0]):
-        bare = strip_annotated(member)[0]
-        if get_origin(bare) is Literal:
-            values.extend(get_args(bare))
-    return values

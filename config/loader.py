@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 from pulumi.runtime import config as runtime_config
 from pulumi.runtime import settings as runtime_settings
-from pulumi.runtime.mocks import MockMonitor
+from pulumi.runtime.proto.resource_pb2_grpc import ResourceMonitorStub
 from pydantic import BaseModel, ValidationError
 
 from .base import TEXT_SETTINGS_MODEL
@@ -57,11 +57,11 @@ def settings_from_runtime_config(config: Mapping[str, str], project: str = PROJE
 def running_under_engine() -> bool:
     """True when a Pulumi CLI (preview or up) runs the program, not test mocks or a plain import.
 
-    The engine talks to the program through its gRPC resource monitor; `pulumi.runtime.set_mocks`
-    installs a MockMonitor instead. Previews count as real: they are where a pull request should fail.
+    The engine talks to the program through a gRPC resource monitor, a ResourceMonitorStub on the address it
+    hands over (pulumi/runtime/settings.py); mocks install a monitor of their own. Previews count as real: they
+    are where a pull request should fail.
     """
-    monitor = runtime_settings.get_monitor()
-    return monitor is not None and not isinstance(monitor, MockMonitor)
+    return isinstance(runtime_settings.get_monitor(), ResourceMonitorStub)
 
 
 def kubernetes_version_date(real_run: bool, today: datetime.date | None = None) -> datetime.date:

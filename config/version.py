@@ -14,7 +14,7 @@ from pathlib import Path
 DISTRIBUTION = "aks-gpu-platform"
 # PEP 440 local version for code that is neither installed nor in a checkout.
 UNKNOWN_VERSION = "0+unknown"
-# resolve(): the package may be reached through a link (aks_gpu_platform/config -> config).
+# In a checkout (the editable install maps aks_gpu_platform.config to config/), pyproject.toml is one folder up.
 CHECKOUT_PYPROJECT = Path(__file__).resolve().parent.parent / "pyproject.toml"
 
 

@@ -23,6 +23,7 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
+from aks_gpu_platform import policy_model
 from aks_gpu_platform import policy_rules as rules
 
 # Stacks tag every Azure resource with their environment; untagged resources are judged as prod.
@@ -43,8 +44,8 @@ def _environment(props: Any) -> str:
     return str((tags or {}).get("environment") or DEFAULT_ENVIRONMENT)
 
 
-def _resource(type_: str, name: str, urn: str, props: Any, opts: Any) -> rules.Resource:
-    return rules.Resource(
+def _resource(type_: str, name: str, urn: str, props: Any, opts: Any) -> policy_model.Resource:
+    return policy_model.Resource(
         type=type_,
         name=name,
         inputs=_plain(props),
@@ -54,13 +55,13 @@ def _resource(type_: str, name: str, urn: str, props: Any, opts: Any) -> rules.R
     )
 
 
-def _resource_policy(policy: rules.Policy) -> ResourceValidationPolicy:
+def _resource_policy(policy: policy_model.Policy) -> ResourceValidationPolicy:
     check = policy.resource_check
     assert check is not None
 
     def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
         resource = _resource(args.resource_type, args.name, args.urn, args.props, args.opts)
-        for message in check(resource, rules.StackFacts(environment=_environment(args.props))):
+        for message in check(resource, policy_model.StackFacts(environment=_environment(args.props))):
             report_violation(message, None)
 
     return ResourceValidationPolicy(
@@ -71,7 +72,7 @@ def _resource_policy(policy: rules.Policy) -> ResourceValidationPolicy:
     )
 
 
-def _stack_policy(policy: rules.Policy) -> StackValidationPolicy:
+def _stack_policy(policy: policy_model.Policy) -> StackValidationPolicy:
     check = policy.stack_check
     assert check is not None
 
@@ -81,9 +82,9 @@ def _stack_policy(policy: rules.Policy) -> StackValidationPolicy:
             (_environment(r.inputs) for r in resources if (r.inputs.get("tags") or {}).get("environment")),
             DEFAULT_ENVIRONMENT,
         )
-        facts = rules.StackFacts(environment=environment)
+        facts = policy_model.StackFacts(environment=environment)
         by_name = {r.name: r.urn for r in resources}
-        for violation in check([r for r in resources if r.type != rules.STACK], facts):
+        for violation in check([r for r in resources if r.type != policy_model.STACK], facts):
             report_violation(f"{violation.resource}: {violation.message}", by_name.get(violation.resource))
 
     return StackValidationPolicy(

@@ -5,9 +5,9 @@ the host infers a schema (package `aks-gpu-platform`, tokens `aks-gpu-platform:i
 from the type annotations of the components below, the CLI generates an SDK from it, and each
 `new GpuNodePool(...)` in the consumer's language constructs the real Python component here.
 
-The repository root goes on `sys.path`, so the plugin runs the `aks_gpu_platform` package of the
-checkout Pulumi cloned (no separate install to keep in step); `requirements.txt` pins the same
-runtime dependencies as the program.
+The plugin runs the `aks_gpu_platform` package of the checkout Pulumi cloned: `requirements.txt`
+installs that checkout editable (no separate release to keep in step) with the same pinned runtime
+dependencies as the program, and the repository root goes on `sys.path` for `provider` itself.
 
 Hosted: the adapters in adapters.py, one per public component of `components/` except those in
 EXCLUDED. The components take validated config models and a ClusterHandle, which the analyzer

@@ -5,7 +5,8 @@ from __future__ import annotations
 import copy
 import io
 import os
-from collections.abc import Callable, Mapping
+import shutil
+from collections.abc import Callable, Iterable, Mapping
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,13 +21,23 @@ from aks_gpu_platform.components.shared.context import ClusterHandle
 from aks_gpu_platform.config import ConfigError, load_platform_config
 from aks_gpu_platform.plan import report as plan
 from aks_gpu_platform.plan.offline import run_stack
-from aks_gpu_platform.plan.recording_cache import RECORDING_CACHE, prune
+from aks_gpu_platform.plan.recording_cache import RECORDING_CACHE, source_fingerprint
 from aks_gpu_platform.testing import Recording, evaluate
 from aks_gpu_platform.testing.stack_files import load_stack_file
-from tests.upstream.checkov_scan import prune_reports
+from tests.harness.checkov_scan import prune_reports
 from tools import REPO_ROOT
 
 STACKS = ("dev", "prod")
+
+
+def prune(root: Path, projects: Iterable[Path]) -> None:
+    """Drop what earlier sources stored; only the current sources' recordings of `projects` can be read again."""
+    if not root.is_dir():
+        return
+    keep = {source_fingerprint(project.resolve()) for project in projects}
+    for entry in root.iterdir():
+        if entry.name not in keep:
+            shutil.rmtree(entry, ignore_errors=True)
 
 
 def pytest_configure(config: pytest.Config) -> None:

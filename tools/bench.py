@@ -386,28 +386,9 @@ def super_linear(steps: list[tuple[int, int, float]], tolerance: float = GROWTH_
     return any(cost > tolerance * max(first, 0.0) + floor for _, _, cost in steps[1:])
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--child")
-    parser.add_argument("--repeat", type=int, default=REPEAT)
-    parser.add_argument("--compare", action="store_true")
-    parser.add_argument("--profile", action="store_true")
-    args = parser.parse_args(argv)
-    if args.child:
-        _child(args.child, args.repeat, args.compare, args.profile)
-        return 0
-
-    large = f"pools{LINEAR_POOLS[-1]}"
-    compared = ("dev", "prod", large)  # the smaller pool counts only time the program, for the growth
-    cases = ["dev", "prod", *(f"pools{n}" for n in LINEAR_POOLS)]
-    everything = {
-        # The program-only cases are cheap: more runs steady their minimum for the marginal cost.
-        case: _spawn(case, args.repeat if case in compared else 2 * args.repeat, case in compared, case == large)
-        for case in cases
-    }
-    rows = {case: everything[case] for case in compared}
-
-    print(f"Wall time: minimum of {args.repeat} interleaved runs per mode; memory: tracemalloc peak of one run.")
+def print_overhead(rows: dict[str, dict[str, Any]], repeat: int) -> dict[str, float]:
+    """The program against bare registrations per case, and where the program's time goes; program/bare per case."""
+    print(f"Wall time: minimum of {repeat} interleaved runs per mode; memory: tracemalloc peak of one run.")
     header = (
         f"{'case':<8} {'registered':>10} {'program s':>10} {'bare s':>7} {'shaped s':>9} {'program/bare':>13}"
         f" {'program MiB':>12} {'bare MiB':>9} {'Outputs program/bare':>21}"
@@ -430,10 +411,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {case:<8} " + "  ".join(f"{v:>6.3f}s {v / row['program']['wall_s']:>4.0%}" for v in parts.values()))
     for i, label in enumerate(decompose(0, 0, 0)):
         print(f"           column {i + 1}: {label}")
-    print(f"\nProfile of {large} (own time per code location, cProfile):")
-    for label, share in rows[large]["profile"]:
-        print(f"  {share:>5.0%}  {label}")
+    return ratios
 
+
+def print_growth(everything: dict[str, dict[str, Any]]) -> str:
+    """The marginal cost of one more GPU pool; `linear` or `super-linear`, judged on exact Output counts."""
     programs = {n: everything[f"pools{n}"]["program"] for n in LINEAR_POOLS}
     work = marginal_per_pool({n: p["outputs"] for n, p in programs.items()})
     wall = marginal_per_pool({n: p["wall_s"] for n, p in programs.items()})
@@ -446,6 +428,34 @@ def main(argv: list[str] | None = None) -> int:
         f"  growth {growth} (judged on Output counts, exact; within {GROWTH_TOLERANCE}x per pool)"
         + ("; the wall marginals differ more than the work does: timing noise, rerun to confirm" if noisy else "")
     )
+    return growth
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--child")
+    parser.add_argument("--repeat", type=int, default=REPEAT)
+    parser.add_argument("--compare", action="store_true")
+    parser.add_argument("--profile", action="store_true")
+    args = parser.parse_args(argv)
+    if args.child:
+        _child(args.child, args.repeat, args.compare, args.profile)
+        return 0
+
+    large = f"pools{LINEAR_POOLS[-1]}"
+    compared = ("dev", "prod", large)  # the smaller pool counts only time the program, for the growth
+    cases = ["dev", "prod", *(f"pools{n}" for n in LINEAR_POOLS)]
+    everything = {
+        # The program-only cases are cheap: more runs steady their minimum for the marginal cost.
+        case: _spawn(case, args.repeat if case in compared else 2 * args.repeat, case in compared, case == large)
+        for case in cases
+    }
+    rows = {case: everything[case] for case in compared}
+    ratios = print_overhead(rows, args.repeat)
+    print(f"\nProfile of {large} (own time per code location, cProfile):")
+    for label, share in rows[large]["profile"]:
+        print(f"  {share:>5.0%}  {label}")
+    growth = print_growth(everything)
 
     print_critical_path(run_stack("prod"), "prod")
     worst = max(ratios, key=lambda c: ratios[c])

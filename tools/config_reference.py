@@ -210,6 +210,52 @@ def _cell(text: str) -> str:
 # --- the Markdown reference --------------------------------------------------------------------------------------
 
 
+REFERENCE_INTRO: tuple[str, ...] = (
+    "# Config reference",
+    "",
+    f"<!-- Generated from the models in config/ by `{REGENERATE}`; edit the models, not this file. -->",
+    "",
+    f"Every key lives under the `{PROJECT}:` namespace of `Pulumi.<stack>.yaml` (e.g.",
+    f"`{PROJECT}:cluster:` holds the `cluster` section). Keys are camelCase; unknown keys are errors",
+    "(with the closest known key suggested). Besides the per-field rules below, rules that span fields",
+    "(subnets that must not overlap, quotas that must fit their pool, the Kubernetes minor AKS still",
+    "creates) run before any resource is registered and name the field they reject.",
+    "",
+    "Editors that use the YAML language server validate stack files as you type against",
+    "[`aks_gpu_platform/stack-config.schema.json`](../aks_gpu_platform/stack-config.schema.json), generated from",
+    "the same models. Values may be `secure:` secrets (`pulumi config set --secret [--path]`).",
+    "",
+    "Columns: **type** (YAML), **default** (or **required**), **allowed** (bounds, lengths, patterns;",
+    "enumerations are in the type), and what the key does (bounds say why they exist).",
+    "",
+    "Sections:",
+    "",
+)
+
+
+def _section_table(section: Section, link: Callable[[type[BaseModel]], str]) -> list[str]:
+    """A section's heading, the first paragraph of its model's docstring and one row per key."""
+    title = f"`{section.path}`" if section.path else "Top-level keys"
+    out = [f"## {title}", ""]
+    doc = (section.model.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
+    if doc:
+        out += [doc, ""]
+    out += ["| key | type | default | allowed | description |", "| --- | --- | --- | --- | --- |"]
+    for name, info in section.model.model_fields.items():
+        key = _key(name, info)
+        shown = f"{PROJECT}:{key}" if not section.path else key
+        cells = (
+            f"`{shown}`",
+            type_text(info.annotation, link, tuple(info.metadata)),
+            default_text(info),
+            allowed_text(info),
+            info.description or "",
+        )
+        out.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    out.append("")
+    return out
+
+
 def render_reference() -> str:
     found = list(sections())
     first_path = {}
@@ -220,57 +266,14 @@ def render_reference() -> str:
         path = first_path[model]
         return f"[{path}](#{anchor(path)})"
 
-    out = [
-        "# Config reference",
-        "",
-        f"<!-- Generated from the models in config/ by `{REGENERATE}`; edit the models, not this file. -->",
-        "",
-        f"Every key lives under the `{PROJECT}:` namespace of `Pulumi.<stack>.yaml` (e.g.",
-        f"`{PROJECT}:cluster:` holds the `cluster` section). Keys are camelCase; unknown keys are errors",
-        "(with the closest known key suggested). Besides the per-field rules below, rules that span fields",
-        "(subnets that must not overlap, quotas that must fit their pool, the Kubernetes minor AKS still",
-        "creates) run before any resource is registered and name the field they reject.",
-        "",
-        "Editors that use the YAML language server validate stack files as you type against",
-        "[`aks_gpu_platform/stack-config.schema.json`](../aks_gpu_platform/stack-config.schema.json), generated from",
-        "the same models. Values may be `secure:` secrets (`pulumi config set --secret [--path]`).",
-        "",
-        "Columns: **type** (YAML), **default** (or **required**), **allowed** (bounds, lengths, patterns;",
-        "enumerations are in the type), and what the key does (bounds say why they exist).",
-        "",
-        "Sections:",
-        "",
-    ]
+    out: list[str] = list(REFERENCE_INTRO)
     for section in found:
         depth = section.path.count(".")
         title = section.path or "top-level keys"
         out.append(f"{'  ' * depth}- [{title}](#{anchor(section.path or 'top-level keys')})")
     out.append("")
     for section in found:
-        title = f"`{section.path}`" if section.path else "Top-level keys"
-        out += [f"## {title}", ""]
-        doc = (section.model.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ")
-        if doc:
-            out += [doc, ""]
-        out += ["| key | type | default | allowed | description |", "| --- | --- | --- | --- | --- |"]
-        for name, info in section.model.model_fields.items():
-            key = _key(name, info)
-            shown = f"{PROJECT}:{key}" if not section.path else key
-            out.append(
-                "| "
-                + " | ".join(
-                    _cell(c)
-                    for c in (
-                        f"`{shown}`",
-                        type_text(info.annotation, link, tuple(info.metadata)),
-                        default_text(info),
-                        allowed_text(info),
-                        info.description or "",
-                    )
-                )
-                + " |"
-            )
-        out.append("")
+        out += _section_table(section, link)
     return "\n".join(out)
 
 

@@ -27,368 +27,36 @@ from __future__ import annotations
 
 import argparse
 import math
-import re
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from aks_gpu_platform.config import ConfigError
-from aks_gpu_platform.config.catalog.gpu_sizes import gpu_sku
-from aks_gpu_platform.config.catalog.vm_sizes import cpu_size
-from aks_gpu_platform.config.gpu.scheduling import (
-    AUTOSCALER_RESOURCE_TAG_PREFIX,
-    parse_taint,
-    selects_node,
-    tolerates_taints,
-)
-from aks_gpu_platform.testing import Recording, kubernetes_object
+from aks_gpu_platform.config.gpu.scheduling import parse_taint, selects_node, tolerates_taints
+from aks_gpu_platform.testing import Recording
 
 from . import pod_security
-from .admission import BoundPolicy, bound_policies
+from .cluster_view import DEFAULT_MAX_PODS, Pool, Stack, stack_view
+from .manifests import (
+    CHECKED_KINDS,
+    QUEUE_LABEL,
+    ManifestError,
+    PodSet,
+    Workload,
+    parse_quantity,
+    pod_requests,
+    read_manifests,
+    show_amount,
+)
 from .offline import find_project, run_stack
 
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 MANAGED_NAMESPACE_LABEL = "kueue.x-k8s.io/managed-namespace"
 # The kinds the platform's Kueue manages (components/training/queues.py FRAMEWORKS): batch/job, jobset.
 QUEUED_KINDS = ("Job", "JobSet")
-CHECKED_KINDS = ("Pod", "Deployment", "Job", "JobSet")
 CHECKS = ("admission", "pod-security", "queue", "node-fit", "scale-from-zero")
-AGENT_POOL = "azure-native:containerservice:AgentPool"
-GENERIC_RESOURCE = "azure-native:resources:Resource"
-MANAGED_CLUSTER = "azure-native:containerservice:ManagedCluster"
-SPOT_LABEL = ("kubernetes.azure.com/scalesetpriority", "spot")
-SPOT_TAINT = "kubernetes.azure.com/scalesetpriority=spot:NoSchedule"
-DEFAULT_MAX_PODS = 110
-# node-resource-reservations.md: kube-reserved CPU (millicores) by the host's cores; between two rows the smaller.
-KUBE_RESERVED_CPU_MILLI = ((1, 60), (2, 100), (4, 140), (8, 180), (16, 260), (32, 420), (64, 740))
-EVICTION_MEMORY = 100 * 2**20
-MIB = 2**20
-GIB = 2**30
-
-
-class ManifestError(ValueError):
-    """A manifest the command cannot read: exit 2."""
-
-
-# ---------------------------------------------------------------- quantities and requests
-
-_SUFFIXES = {
-    "n": Fraction(1, 10**9),
-    "u": Fraction(1, 10**6),
-    "m": Fraction(1, 1000),
-    "": Fraction(1),
-    "k": Fraction(10**3),
-    "M": Fraction(10**6),
-    "G": Fraction(10**9),
-    "T": Fraction(10**12),
-    "P": Fraction(10**15),
-    "E": Fraction(10**18),
-    "Ki": Fraction(2**10),
-    "Mi": Fraction(2**20),
-    "Gi": Fraction(2**30),
-    "Ti": Fraction(2**40),
-    "Pi": Fraction(2**50),
-    "Ei": Fraction(2**60),
-}
-_QUANTITY = re.compile(r"^([+-]?\d+(?:\.\d*)?|[+-]?\.\d+)(?:[eE]([+-]?\d+)|([a-zA-Z]*))$")
-
-
-def parse_quantity(value: Any, where: str = "") -> Fraction:
-    """A Kubernetes quantity (apimachinery pkg/api/resource): `500m`, `12Gi`, `2`, `1e3`."""
-    match = _QUANTITY.match(str(value).strip())
-    if not match or (match.group(3) or "") not in _SUFFIXES:
-        raise ManifestError(f"{where}: {value!r} is not a Kubernetes quantity (e.g. 500m, 2, 12Gi)")
-    number = Fraction(match.group(1))
-    if match.group(2):
-        return number * Fraction(10) ** int(match.group(2))
-    return number * _SUFFIXES[match.group(3) or ""]
-
-
-def _show(name: str, amount: Fraction) -> str:
-    if name == "memory" or name.endswith("storage"):
-        return f"{float(amount / GIB):.3g}Gi"
-    if name == "cpu" and amount.denominator != 1:
-        return f"{math.ceil(amount * 1000)}m"
-    return f"{float(amount):g}"
-
-
-def _container_requests(container: Mapping[str, Any], where: str) -> dict[str, Fraction]:
-    """A limit without a request is the request (the API server's defaulting)."""
-    resources = container.get("resources") or {}
-    merged = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
-    return {str(k): parse_quantity(v, f"{where} container {container.get('name')} {k}") for k, v in merged.items()}
-
-
-def pod_requests(spec: Mapping[str, Any], where: str = "") -> dict[str, Fraction]:
-    """k8s.io/component-helpers resource/helpers.go PodRequests: containers plus restartable init containers
-    (sidecars), or an init container plus the sidecars started before it, whichever is more; plus the overhead."""
-    total: dict[str, Fraction] = {}
-    sidecars: dict[str, Fraction] = {}
-    init_peak: dict[str, Fraction] = {}
-    for container in spec.get("containers") or []:
-        for name, amount in _container_requests(container, where).items():
-            total[name] = total.get(name, Fraction(0)) + amount
-    for container in spec.get("initContainers") or []:
-        requests = _container_requests(container, where)
-        if container.get("restartPolicy") == "Always":
-            for name, amount in requests.items():
-                sidecars[name] = sidecars.get(name, Fraction(0)) + amount
-                total[name] = total.get(name, Fraction(0)) + amount
-                init_peak[name] = max(init_peak.get(name, Fraction(0)), sidecars[name])
-        else:
-            for name, amount in requests.items():
-                init_peak[name] = max(init_peak.get(name, Fraction(0)), amount + sidecars.get(name, Fraction(0)))
-    for name, amount in init_peak.items():
-        total[name] = max(total.get(name, Fraction(0)), amount)
-    for name, amount in (spec.get("overhead") or {}).items():
-        total[str(name)] = total.get(str(name), Fraction(0)) + parse_quantity(amount, f"{where} overhead")
-    return total
-
-
-# ---------------------------------------------------------------- the manifest's workloads
-
-
-@dataclass(frozen=True)
-class PodSet:
-    """Pods that share one template: what Kueue meters and the scheduler places."""
-
-    name: str
-    metadata: Mapping[str, Any]
-    spec: Mapping[str, Any]
-    count: int
-
-
-@dataclass(frozen=True)
-class Workload:
-    kind: str
-    name: str
-    namespace: str
-    obj: Mapping[str, Any]
-    pod_sets: tuple[PodSet, ...]
-
-    @property
-    def title(self) -> str:
-        return f"{self.kind} {self.namespace}/{self.name}"
-
-    @property
-    def queue(self) -> str | None:
-        labels = (self.obj.get("metadata") or {}).get("labels") or {}
-        return labels.get(QUEUE_LABEL)
-
-
-def _int(value: Any, default: int) -> int:
-    return default if value is None else int(value)
-
-
-def _job_pods(job_spec: Mapping[str, Any]) -> int:
-    """kueue pkg/controller/jobs/job/job_controller.go podsCount: parallelism, at most completions."""
-    parallelism = _int(job_spec.get("parallelism"), 1)
-    completions = job_spec.get("completions")
-    return min(parallelism, int(completions)) if completions is not None else parallelism
-
-
-def _template(obj: Mapping[str, Any], *path: str) -> Mapping[str, Any]:
-    value: Any = obj
-    for key in path:
-        value = value.get(key) if isinstance(value, Mapping) else None  # pyright: ignore[reportUnknownMemberType]
-    if not isinstance(value, Mapping):
-        raise ManifestError(f"{obj.get('kind')} {(obj.get('metadata') or {}).get('name')}: no {'.'.join(path)}")
-    return value  # pyright: ignore[reportUnknownVariableType]
-
-
-def workload(obj: Mapping[str, Any]) -> Workload:
-    kind = str(obj["kind"])
-    meta = obj.get("metadata") or {}
-    name = str(meta.get("name") or meta.get("generateName") or "")
-    namespace = meta.get("namespace")
-    if not namespace:
-        raise ManifestError(f"{kind} {name}: set metadata.namespace (a team's jobs run in its team-<name> namespace)")
-    if kind == "Pod":
-        sets = [PodSet("the pod", meta, _template(obj, "spec"), 1)]
-    elif kind == "Deployment":
-        template = _template(obj, "spec", "template")
-        replicas = _int((obj.get("spec") or {}).get("replicas"), 1)
-        sets = [PodSet("its pods", template.get("metadata") or {}, _template(template, "spec"), replicas)]
-    elif kind == "Job":
-        template = _template(obj, "spec", "template")
-        sets = [PodSet("its pods", template.get("metadata") or {}, _template(template, "spec"), _job_pods(obj["spec"]))]
-    else:
-        sets = []
-        for replicated in _template(obj, "spec").get("replicatedJobs") or []:
-            job = _template(replicated, "template", "spec")
-            template = _template(job, "template")
-            # jobset pkg/controller/jobset_controller.go PodsCountPerReplica times the replicas.
-            count = _int(replicated.get("replicas"), 1) * _job_pods(job)
-            sets.append(
-                PodSet(
-                    f"replicated job {replicated.get('name')}", template.get("metadata") or {}, template["spec"], count
-                )
-            )
-    return Workload(kind, name, str(namespace), obj, tuple(sets))
-
-
-def read_manifests(paths: Sequence[Path]) -> list[Workload]:
-    """Every Job, JobSet, Pod and Deployment of the files (other kinds, a PVC beside a job, are skipped)."""
-    found: list[Workload] = []
-    for path in paths:
-        try:
-            documents = list(yaml.safe_load_all(path.read_text()))
-        except (OSError, yaml.YAMLError) as error:
-            raise ManifestError(f"{path}: {error}") from error
-        for document in documents:
-            if document is None:
-                continue
-            if not isinstance(document, Mapping) or "kind" not in document:
-                raise ManifestError(f"{path}: a document without `kind`: not a Kubernetes object")
-            items = document.get("items") if document["kind"] == "List" else [document]  # pyright: ignore[reportUnknownMemberType]
-            for item in items or []:  # pyright: ignore[reportUnknownVariableType]
-                if item.get("kind") in CHECKED_KINDS:  # pyright: ignore[reportUnknownMemberType]
-                    found.append(workload(item))  # pyright: ignore[reportUnknownArgumentType]
-    return found
-
-
-# ---------------------------------------------------------------- the stack's cluster
-
-
-@dataclass(frozen=True)
-class Pool:
-    """One node pool: the nodes AKS builds and the one the autoscaler imagines when the pool is at zero."""
-
-    name: str
-    vm_size: str
-    labels: Mapping[str, str]
-    taints: tuple[str, ...]
-    min_count: int
-    max_count: int
-    autoscaled: bool
-    allocatable: Mapping[str, Fraction]
-    template_capacity: Mapping[str, Fraction]
-    template_labels: Mapping[str, str]
-    system: bool
-
-    @property
-    def always_has_nodes(self) -> bool:
-        return self.min_count > 0
-
-
-def _kube_reserved_cpu(vcpus: int) -> Fraction:
-    milli = next(m for cores, m in reversed(KUBE_RESERVED_CPU_MILLI) if cores <= max(vcpus, 1))
-    return Fraction(milli, 1000)
-
-
-def _tag_resources(tags: Mapping[str, str]) -> dict[str, Fraction]:
-    """azure_template.go extractAllocatableResourcesFromScaleSet: `_` and `~2` in the tag's name read as `/`."""
-    found: dict[str, Fraction] = {}
-    for tag, value in tags.items():
-        if tag.startswith(AUTOSCALER_RESOURCE_TAG_PREFIX) and tag != AUTOSCALER_RESOURCE_TAG_PREFIX:
-            name = tag[len(AUTOSCALER_RESOURCE_TAG_PREFIX) :].replace("~2", "/").replace("_", "/")
-            found[name] = parse_quantity(value, f"tag {tag}")
-    return found
-
-
-def pool_from_inputs(inputs: Mapping[str, Any]) -> Pool | None:
-    name = str(inputs.get("agentPoolName") or inputs.get("name"))
-    vm_size = str(inputs.get("vmSize"))
-    gpu = gpu_sku(vm_size)
-    cpu = cpu_size(vm_size)
-    if gpu is None and cpu is None:
-        return None
-    vcpus = gpu.vcpus if gpu else cpu.vcpus if cpu else 0
-    memory_gib = gpu.memory_gib if gpu else cpu.memory_gib if cpu else 0
-    tags = _tag_resources(inputs.get("tags") or {})
-    capacity: dict[str, Fraction] = {"cpu": Fraction(vcpus), "memory": Fraction(memory_gib * GIB), "pods": Fraction(0)}
-    max_pods = int(inputs.get("maxPods") or DEFAULT_MAX_PODS)
-    capacity["pods"] = Fraction(max_pods)
-    if gpu is not None:
-        capacity[f"{gpu.vendor}.com/gpu"] = Fraction(gpu.gpus_per_vm)
-    capacity.update(tags)  # sharing (time-slicing, MIG) and RDMA resources the pool advertises
-    reserved_memory = min(Fraction(20 * MIB * max_pods + 50 * MIB), capacity["memory"] / 4) + EVICTION_MEMORY
-    allocatable = {
-        **capacity,
-        "cpu": capacity["cpu"] - _kube_reserved_cpu(vcpus),
-        "memory": capacity["memory"] - reserved_memory,
-    }
-    labels: dict[str, str] = {
-        **(inputs.get("nodeLabels") or {}),
-        "kubernetes.azure.com/agentpool": name,
-        "agentpool": name,
-        "kubernetes.azure.com/mode": str(inputs.get("mode", "User")).lower(),
-        "kubernetes.io/os": str(inputs.get("osType", "Linux")).lower(),
-        "kubernetes.io/arch": gpu.arch if gpu else "amd64",
-        "node.kubernetes.io/instance-type": vm_size,
-    }
-    template_labels = dict(labels)
-    if gpu is not None:
-        labels["kubernetes.azure.com/accelerator"] = gpu.vendor
-    taints = list(inputs.get("nodeTaints") or [])
-    if inputs.get("scaleSetPriority") == "Spot":
-        labels[SPOT_LABEL[0]] = SPOT_LABEL[1]
-        if SPOT_TAINT not in taints:
-            taints.append(SPOT_TAINT)
-    count = int(inputs.get("count") or 0)
-    autoscaled = bool(inputs.get("enableAutoScaling"))
-    return Pool(
-        name=name,
-        vm_size=vm_size,
-        labels=labels,
-        taints=tuple(taints),
-        min_count=int(inputs.get("minCount") or 0) if autoscaled else count,
-        max_count=int(inputs.get("maxCount") or 0) if autoscaled else count,
-        autoscaled=autoscaled,
-        allocatable=allocatable,
-        template_capacity=capacity,
-        template_labels=template_labels,
-        system=str(inputs.get("mode")) == "System",
-    )
-
-
-@dataclass
-class Stack:
-    """What the checks read of a stack's recording."""
-
-    namespaces: dict[str, dict[str, str]] = field(default_factory=dict)
-    policies: list[BoundPolicy] = field(default_factory=list)
-    local_queues: dict[tuple[str, str], str] = field(default_factory=dict)
-    cluster_queues: dict[str, Mapping[str, Any]] = field(default_factory=dict)
-    flavors: dict[str, Mapping[str, Any]] = field(default_factory=dict)
-    pools: list[Pool] = field(default_factory=list)
-
-
-def stack_view(recording: Recording) -> Stack:
-    stack = Stack()
-    policies: list[Mapping[str, Any]] = []
-    bindings: list[Mapping[str, Any]] = []
-    for resource in recording.kubernetes_objects():
-        obj = kubernetes_object(resource)
-        kind, meta = obj.get("kind"), obj.get("metadata") or {}
-        name = str(meta.get("name"))
-        if kind == "Namespace":
-            stack.namespaces[name] = {"kubernetes.io/metadata.name": name, **(meta.get("labels") or {})}
-        elif kind == "ValidatingAdmissionPolicy":
-            policies.append(obj)
-        elif kind == "ValidatingAdmissionPolicyBinding":
-            bindings.append(obj)
-        elif kind == "LocalQueue":
-            stack.local_queues[(str(meta.get("namespace")), name)] = str((obj.get("spec") or {}).get("clusterQueue"))
-        elif kind == "ClusterQueue":
-            stack.cluster_queues[name] = obj
-        elif kind == "ResourceFlavor":
-            stack.flavors[name] = obj
-    stack.policies = bound_policies(policies, bindings)
-    inline = [p for c in recording.of_type(MANAGED_CLUSTER) for p in c.inputs.get("agentPoolProfiles") or []]
-    separate = [p.inputs for p in recording.of_type(AGENT_POOL)]
-    generic = [
-        {**(r.inputs.get("properties") or {}), "agentPoolName": r.inputs.get("resourceName")}
-        for r in recording.of_type(GENERIC_RESOURCE)
-        if r.inputs.get("resourceType") == "agentPools"
-    ]
-    stack.pools = [p for p in map(pool_from_inputs, [*inline, *separate, *generic]) if p is not None]
-    return stack
 
 
 # ---------------------------------------------------------------- verdicts
@@ -524,8 +192,8 @@ class QueueOutcome:
     queued: bool
 
 
-def check_queue(job: Workload, stack: Stack) -> QueueOutcome:
-    as_written = [dict(p.spec) for p in job.pod_sets]
+def _cluster_queue(job: Workload, stack: Stack, as_written: list[dict[str, Any]]) -> str | QueueOutcome:
+    """The ClusterQueue the job's queue label leads to, or the outcome when it leads to none."""
     labels = stack.namespaces.get(job.namespace) or {}
     local_queues = sorted(q for (ns, q) in stack.local_queues if ns == job.namespace)
     queue = job.queue
@@ -543,56 +211,86 @@ def check_queue(job: Workload, stack: Stack) -> QueueOutcome:
         named = f" (its queues: {', '.join(local_queues)})" if local_queues else ""
         why = f"{QUEUE_LABEL}: {queue} names no LocalQueue of namespace {job.namespace}{named}"
         return QueueOutcome(Verdict(job.title, "queue", False, why), as_written, True)
-    cluster_queue = stack.cluster_queues.get(cluster_queue_name) or {}
-    flavors, covered = _quota(cluster_queue)
+    return cluster_queue_name
+
+
+@dataclass
+class _FlavorChoice:
+    chosen: str | None
+    """The first flavor whose quota, less what the job's earlier pod sets took, covers the whole pod set."""
+    eligible: str | None
+    """The first flavor that would take one pod: where the pods would run were the job admitted."""
+    misses: list[str]
+    """Why each flavor before the chosen one was passed over."""
+
+
+def _choose_flavor(
+    spec: Mapping[str, Any],
+    per_pod: Mapping[str, Fraction],
+    total: Mapping[str, Fraction],
+    quota: tuple[list[tuple[str, dict[str, Fraction]]], set[str]],
+    used: Mapping[str, Mapping[str, Fraction]],
+    stack: Stack,
+) -> _FlavorChoice:
+    """Kueue's flavor assignment for one pod set: the flavors in order, each admitting the pod and with room."""
+    flavors, covered = quota
+    choice = _FlavorChoice(None, None, [])
+    for flavor_name, nominal in flavors:
+        refused = _flavor_admits(stack.flavors.get(flavor_name) or {}, spec)
+        if refused is not None:
+            choice.misses.append(f"{flavor_name}: {refused}")
+            continue
+        if all(v <= nominal.get(k, Fraction(0)) for k, v in per_pod.items() if k in covered):
+            choice.eligible = choice.eligible or flavor_name  # one pod fits: the flavor Kueue would use with room
+        taken = used.get(flavor_name, {})
+        short = [
+            f"{show_amount(k, v)} {k} (quota {show_amount(k, nominal.get(k, Fraction(0)))}"
+            + (f", {show_amount(k, taken[k])} taken by other pod sets" if taken.get(k) else "")
+            + ")"
+            for k, v in sorted(total.items())
+            if k in covered and v + taken.get(k, Fraction(0)) > nominal.get(k, Fraction(0))
+        ]
+        if short:
+            choice.misses.append(f"{flavor_name}: needs {', '.join(short)}")
+            continue
+        choice.chosen = flavor_name
+        break
+    return choice
+
+
+def check_queue(job: Workload, stack: Stack) -> QueueOutcome:
+    as_written = [dict(p.spec) for p in job.pod_sets]
+    cluster_queue_name = _cluster_queue(job, stack, as_written)
+    if isinstance(cluster_queue_name, QueueOutcome):
+        return cluster_queue_name
+    quota = _quota(stack.cluster_queues.get(cluster_queue_name) or {})
     used: dict[str, dict[str, Fraction]] = {}
     specs: list[dict[str, Any]] = []
     assigned: list[str] = []
     over: list[str] = []
     for pod_set in job.pod_sets:
         per_pod = pod_requests(pod_set.spec, job.title)
-        total = {k: v * pod_set.count for k, v in per_pod.items() if v}
         # quotaCheckStrategy IgnoreUndeclared (components/training/queues.py): what no group covers is not metered.
-        misses: list[str] = []
-        chosen: str | None = None
-        eligible: str | None = None
-        for flavor_name, nominal in flavors:
-            refused = _flavor_admits(stack.flavors.get(flavor_name) or {}, pod_set.spec)
-            if refused is not None:
-                misses.append(f"{flavor_name}: {refused}")
-                continue
-            if all(v <= nominal.get(k, Fraction(0)) for k, v in per_pod.items() if k in covered):
-                eligible = eligible or flavor_name  # one pod fits: the flavor Kueue would use with quota to spare
-            taken = used.get(flavor_name, {})
-            short = [
-                f"{_show(k, v)} {k} (quota {_show(k, nominal.get(k, Fraction(0)))}"
-                + (f", {_show(k, taken[k])} taken by other pod sets" if taken.get(k) else "")
-                + ")"
-                for k, v in sorted(total.items())
-                if k in covered and v + taken.get(k, Fraction(0)) > nominal.get(k, Fraction(0))
-            ]
-            if short:
-                misses.append(f"{flavor_name}: needs {', '.join(short)}")
-                continue
-            chosen = flavor_name
-            break
-        if chosen is None:
+        total = {k: v * pod_set.count for k, v in per_pod.items() if v}
+        choice = _choose_flavor(pod_set.spec, per_pod, total, quota, used, stack)
+        if choice.chosen is None:
             pods = f"{pod_set.name} ({pod_set.count} pod{'s' if pod_set.count != 1 else ''})"
+            asked = ", ".join(f"{show_amount(k, v)} {k}" for k, v in sorted(total.items()))
             over.append(
-                f"{pods} ask for {', '.join(f'{_show(k, v)} {k}' for k, v in sorted(total.items()))} in total, more "
-                f"than any flavor of ClusterQueue {cluster_queue_name} gives ({'; '.join(misses)})"
+                f"{pods} ask for {asked} in total, more than any flavor of ClusterQueue {cluster_queue_name} gives "
+                f"({'; '.join(choice.misses)})"
             )
-        # Were it admitted: the nodes checks look at the pods on the flavor Kueue would pick with room to spare.
-        flavor = chosen or eligible
-        if chosen is not None:
+        else:
             for k, v in total.items():
-                used.setdefault(chosen, {})[k] = used.get(chosen, {}).get(k, Fraction(0)) + v
+                used.setdefault(choice.chosen, {})[k] = used.get(choice.chosen, {}).get(k, Fraction(0)) + v
+        # Were it admitted: the nodes checks look at the pods on the flavor Kueue would pick with room to spare.
+        flavor = choice.chosen or choice.eligible
         specs.append(_inject(pod_set.spec, stack.flavors.get(flavor) if flavor else None))
-        assigned.append(f"{pod_set.name} on flavor {chosen}")
+        assigned.append(f"{pod_set.name} on flavor {choice.chosen}")
     if over:
         why = "; ".join(over) + ": Kueue keeps it pending forever; ask for less per pod, or for fewer pods"
         return QueueOutcome(Verdict(job.title, "queue", False, why), specs, True)
-    why = f"LocalQueue {queue} -> ClusterQueue {cluster_queue_name}, within nominal quota: {', '.join(assigned)}"
+    why = f"LocalQueue {job.queue} -> ClusterQueue {cluster_queue_name}, within nominal quota: {', '.join(assigned)}"
     return QueueOutcome(Verdict(job.title, "queue", True, why), specs, True)
 
 
@@ -604,7 +302,7 @@ def _why_not(spec: Mapping[str, Any], requests: Mapping[str, Fraction], pool: Po
     if untolerated:
         reasons.append(f"taint {', '.join(untolerated)} not tolerated")
     reasons += [
-        f"{_show(k, v)} {k} > {_show(k, pool.allocatable.get(k, Fraction(0)))} allocatable"
+        f"{show_amount(k, v)} {k} > {show_amount(k, pool.allocatable.get(k, Fraction(0)))} allocatable"
         for k, v in sorted(requests.items())
         if v > pool.allocatable.get(k, Fraction(0))
     ]
@@ -689,7 +387,7 @@ def check_scale_from_zero(job: Workload, stack: Stack, specs: Sequence[Mapping[s
                 why.append(f"{pool.name} is at 0 nodes and not autoscaled")
                 continue
             short = [
-                f"{_show(k, v)} {k} > the template's {_show(k, pool.template_capacity.get(k, Fraction(0)))}"
+                f"{show_amount(k, v)} {k} > the template's {show_amount(k, pool.template_capacity.get(k, Fraction(0)))}"
                 for k, v in sorted(requests.items())
                 if v > pool.template_capacity.get(k, Fraction(0))
             ]

@@ -21,7 +21,7 @@ from importlib.util import find_spec
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "plan": ("report", "main", "evaluate a stack offline: verdicts, quota, cost, cold start, what would be created"),
     "plan-diff": (
-        "diff",
+        "diff_command",
         "main",
         "what the working tree changes against a git ref: creates, updates, replaces, deletes",
     ),

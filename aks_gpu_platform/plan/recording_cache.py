@@ -15,11 +15,10 @@ import importlib.util
 import json
 import os
 import pickle
-import shutil
 import sys
 import tempfile
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
@@ -118,13 +117,3 @@ def _held(lock_path: Path) -> Iterator[None]:
     with open(lock_path, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file is closed
         yield
-
-
-def prune(root: Path, projects: Iterable[Path]) -> None:
-    """Drop what earlier sources stored; only the current sources' recordings of `projects` can be read again."""
-    if not root.is_dir():
-        return
-    keep = {source_fingerprint(project.resolve()) for project in projects}
-    for entry in root.iterdir():
-        if entry.name not in keep:
-            shutil.rmtree(entry, ignore_errors=True)

@@ -20,16 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from aks_gpu_platform.policy_rules import (
-    AGENT_POOL,
-    AML_FILESYSTEM,
-    MANAGED_CLUSTER,
-    REGISTRY,
-    STORAGE_ACCOUNT,
-    is_gpu_pool,
-)
+from aks_gpu_platform.policy_model import AGENT_POOL, AML_FILESYSTEM, MANAGED_CLUSTER, REGISTRY, STORAGE_ACCOUNT
+from aks_gpu_platform.policy_rules import is_gpu_pool
 
-from .diff import refused_update
+from .replacement import refused_update
 
 # Each loses data or running workloads when destroyed.
 STATEFUL_TYPES: dict[str, str] = {

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from aks_gpu_platform.policy_rules import Policy, Resource, StackFacts, Violation, evaluate
+from aks_gpu_platform.policy_model import Policy, Resource, StackFacts, Violation
+from aks_gpu_platform.policy_rules import evaluate
 
 from .recording import RecordedResource, Recording
 

@@ -20,6 +20,7 @@ from pulumi.runtime import mocks as pulumi_mocks
 
 from .arm_paths import own_name_input
 from .recording import RecordedResource, Recording
+from .transforms import EngineTransforms
 
 SUBSCRIPTION = "00000000-0000-4000-8000-00000000c0de"
 TENANT = "00000000-0000-4000-8000-0000000000fe"
@@ -296,11 +297,13 @@ class RecordingMocks(pulumi.runtime.Mocks):
 
 
 class RecordingMonitor(pulumi_mocks.MockMonitor):
-    """Captures resource options (protect, ignoreChanges, dependencies...) that Mocks never sees."""
+    """Captures resource options (protect, ignoreChanges, dependencies...) that Mocks never sees, after running the
+    transforms the engine would run on each registration (transforms.py)."""
 
     def __init__(self, mocks: RecordingMocks) -> None:
         super().__init__(mocks)
         self.recording = mocks.recording
+        self.transforms = EngineTransforms()
 
     def ReadResource(self, request: Any) -> Any:
         """Reads (`StackReference`, `.get()`) are recorded as custom resources with their read state."""
@@ -328,7 +331,9 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         return response
 
     def RegisterResource(self, request: Any) -> Any:
+        request = self.transforms.apply(request)
         response = super().RegisterResource(request)
+        self.transforms.remember(response.urn, request)
         if request.type == "pulumi:pulumi:Stack":
             return response
         registration = self.resources.get(response.urn)

@@ -76,19 +76,6 @@ MIG_PROFILE: Final = "GPU_I_PROFILE"
 """The MIG profile of that instance, e.g. `3g.40gb`."""
 
 
-def gpu_series_labels(held_by_pod: bool, honor_labels: bool = HONOR_LABELS, mig_slice: bool = False) -> frozenset[str]:
-    """Label names on a stored per-GPU DCGM series (besides `__name__`), a MIG slice's with its instance labels."""
-    exposed = (
-        DCGM_GPU_LABELS + (DCGM_POD_LABELS if held_by_pod else ()) + ((MIG_INSTANCE, MIG_PROFILE) if mig_slice else ())
-    )
-    return frozenset({stored_name(label, honor_labels) for label in exposed} | TARGET_LABELS | {CLUSTER})
-
-
-def target_series_labels() -> frozenset[str]:
-    """Label names on the exporter target's own series (`up`): the target's labels and the cluster."""
-    return TARGET_LABELS | {CLUSTER}
-
-
 # --- AMD: the device-metrics-exporter's series, stored under the DCGM names above --------------------------------
 # ROCm/device-metrics-exporter v1.5.1 (commit ad44c717), pkg/amdgpu/gpuagent/gpuagent_gpu_metrics.go: metric names
 # (`gpu_gfx_activity` "Graphics engine usage in Percentage (0-100)", `gpu_used_vram`/`gpu_free_vram` "in MB",

@@ -25,14 +25,26 @@ class Placement:
     def child(self, role: str, *extra: pulumi.ResourceOptions) -> pulumi.ResourceOptions:
         """Options of the child that had the name `role` at the top of the stack, merged with `extra`."""
         previous = pulumi.ResourceOptions(
-            parent=self.owner, aliases=[pulumi.Alias(name=role, parent=None)], transformations=[self.former_name]
+            parent=self.owner, aliases=[pulumi.Alias(name=role, parent=None)], transforms=[self.former_name]
         )
         return pulumi.ResourceOptions.merge(previous, *extra) if extra else previous
 
-    def former_name(self, args: pulumi.ResourceTransformationArgs) -> pulumi.ResourceTransformationResult | None:
-        """A descendant `<name>-<role>-x` was `<role>-x`; the engine joins that alias to its parent's."""
+    async def former_name(self, args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransformResult | None:
+        """A descendant `<name>-<role>-x` was `<role>-x`; the engine joins that alias to its parent's.
+
+        The engine runs it on the child itself and on everything under it, packaged components' children included.
+        It leaves alone the child (whose parent is the platform: `child` gave it its alias) and a descendant named
+        after its parent, whose alias the engine derives itself from the parent's (pulumi/pulumi
+        pkg/resource/deploy/step_generator.go, inheritedChildAlias). Those keep their options untouched: a
+        transform's result cannot carry `deleteBeforeReplace: false` (pulumi/runtime/_callbacks.py, 3.272.0, sends
+        it only when true), which the pools set.
+        """
         prefix = f"{self.name}-"
-        if not args.name.startswith(prefix) or args.opts.parent is self.owner:
+        parent = args.opts.parent
+        if not args.name.startswith(prefix) or parent is None:
+            return None
+        parent_urn = await parent.urn.future()
+        if parent_urn == await self.owner.urn.future() or args.name.startswith(str(parent_urn).rsplit("::", 1)[-1]):
             return None
         alias = pulumi.ResourceOptions(aliases=[pulumi.Alias(name=args.name.removeprefix(prefix))])
-        return pulumi.ResourceTransformationResult(args.props, pulumi.ResourceOptions.merge(args.opts, alias))
+        return pulumi.ResourceTransformResult(args.props, pulumi.ResourceOptions.merge(args.opts, alias))

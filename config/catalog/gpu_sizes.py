@@ -97,14 +97,6 @@ class GpuSku:
     memory_gib: int = 0
     """Memory of one VM (GiB): what the team quotas' default CPU memory is a share of."""
 
-    @property
-    def mig_profiles(self) -> tuple[MigProfile, ...]:
-        return tuple(s.profile for s in self.mig)
-
-    @property
-    def supports_mig(self) -> bool:
-        return bool(self.mig)
-
     def mig_slice(self, profile: MigProfile) -> MigSlice | None:
         return next((s for s in self.mig if s.profile == profile), None)
 

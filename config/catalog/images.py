@@ -320,20 +320,7 @@ FROM_UPSTREAM: dict[str, str] = {
     "docker.io/ubuntu:*": "AMD GPU Operator: the driver build's base image",
     "docker.io/library/busybox:*": "AMD GPU Operator: the operands' init container",
 }
-# What a fleet's manager cluster pulls from upstream: it has no registry to pull through.
-MANAGER_FROM_UPSTREAM: dict[str, str] = {
-    "mcr.microsoft.com/azure-cli:*": "the fleet manager's token rotation",
-    "registry.k8s.io/kueue/*": "the fleet manager's Kueue",
-    "registry.k8s.io/jobset/*": "the fleet manager's JobSet",
-}
 
 
 def _matches(reference: str, pattern: str) -> bool:
     return reference == pattern or (pattern.endswith("*") and reference.startswith(pattern[:-1]))
-
-
-def from_upstream(reference: str, in_platform: bool = True) -> str | None:
-    """The release that pulls `reference` from upstream (its `FROM_UPSTREAM` entry, or outside a platform its
-    `MANAGER_FROM_UPSTREAM` entry), or None."""
-    entries = FROM_UPSTREAM if in_platform else {**FROM_UPSTREAM, **MANAGER_FROM_UPSTREAM}
-    return next((who for pattern, who in entries.items() if _matches(reference, pattern)), None)

@@ -1,7 +1,8 @@
 """GPU: pools and the GPU stack (`gpuPools`, `gpuStack`), node images, validation, health (`gpuHealth`),
 and the one scheduling contract.
 
-`aks_gpu_platform.config.gpu.<name>` reads on from `section.py`, where the 0.2 module of the same path lived.
+`aks_gpu_platform.config.gpu.<name>` reads on from `section.py`, where the 0.2 module of the same path lived; with a
+DeprecationWarning, until 0.4.0 (aks_gpu_platform/moved_modules.py).
 """
 
 from typing import TYPE_CHECKING

@@ -270,12 +270,6 @@ def selects_node(pod_spec: Mapping[str, Any], node_labels: Mapping[str, str]) ->
     return any(_term_matches(term, node_labels) for term in terms)  # terms are ORed
 
 
-def pod_fits_node(pod_spec: Mapping[str, Any], node_labels: Mapping[str, str], node_taints: Iterable[str]) -> bool:
-    """True when the scheduler's label filters (nodeSelector, required node affinity) select the node and
-    the pod's tolerations cover every NoSchedule/NoExecute taint (the TaintToleration filter)."""
-    return selects_node(pod_spec, node_labels) and tolerates_taints(pod_spec, node_taints)
-
-
 # The restricted Pod Security Standard, as every pod the platform runs itself (smoke test, samples,
 # verification pods) declares it: the container half below, the pod half (non-root user, RuntimeDefault
 # seccomp) from restricted_pod_security_context.

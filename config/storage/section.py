@@ -341,7 +341,3 @@ class StorageConfig(ConfigModel):
     netapp_files: NetAppFilesConfig = Field(
         default_factory=NetAppFilesConfig, description="Azure NetApp Files (NFSv4.1); off unless enabled"
     )
-
-    @property
-    def lustre_enabled(self) -> bool:
-        return self.lustre is not None and self.lustre.enabled

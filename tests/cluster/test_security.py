@@ -18,10 +18,10 @@ from aks_gpu_platform.components.monitoring import grafana as gd
 from aks_gpu_platform.components.shared import roles
 from aks_gpu_platform.config import ConfigError, load_platform_config
 from aks_gpu_platform.config.catalog.images import (
+    FROM_UPSTREAM,
     GPU_OPERATOR_OPERANDS,
     PINNED,
     UNPINNED,
-    from_upstream,
     qualified,
     unpinned_reason,
 )
@@ -712,6 +712,28 @@ def _images(recording: Recording) -> list[tuple[str, str, bool]]:
     urns = {r.name: r.urn for r in recording.of_type(RELEASE)}
     found += [(urns[f.release], image, True) for f in facts for pod in f.model.pods for image in pod.images]
     return found
+
+
+# What a fleet's manager cluster pulls from upstream: it has no registry to pull through.
+MANAGER_FROM_UPSTREAM: dict[str, str] = {
+    "mcr.microsoft.com/azure-cli:*": "the fleet manager's token rotation",
+    "registry.k8s.io/kueue/*": "the fleet manager's Kueue",
+    "registry.k8s.io/jobset/*": "the fleet manager's JobSet",
+}
+
+
+def from_upstream(reference: str, in_platform: bool) -> str | None:
+    """The release that pulls `reference` from upstream: its FROM_UPSTREAM entry (which `make plan` lists), or outside
+    a platform its MANAGER_FROM_UPSTREAM entry; None when no entry says so."""
+    entries = FROM_UPSTREAM if in_platform else {**FROM_UPSTREAM, **MANAGER_FROM_UPSTREAM}
+    return next(
+        (
+            who
+            for pattern, who in entries.items()
+            if reference == pattern or (pattern.endswith("*") and reference.startswith(pattern[:-1]))
+        ),
+        None,
+    )
 
 
 @pytest.mark.parametrize("stack", IMAGE_STACKS)

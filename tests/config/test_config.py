@@ -6,11 +6,13 @@ import datetime
 from collections.abc import Callable
 from typing import Any
 
+import grpc
 import kubernetes_validate
 import pulumi
 import pytest
 from kubernetes_validate.utils import VersionNotSupportedError
 from pulumi.runtime import settings as runtime_settings
+from pulumi.runtime.proto.resource_pb2_grpc import ResourceMonitorStub
 
 from aks_gpu_platform.config import ConfigError, PlatformConfig, load_platform_config
 from aks_gpu_platform.config.catalog.aks_versions import (
@@ -316,7 +318,8 @@ def test_only_the_pulumi_engine_counts_as_a_real_run(
     seen: list[bool] = []
     build(lambda: seen.append(running_under_engine()))
     assert seen == [False], "under test mocks the catalog date applies, so the suite stays reproducible"
-    monkeypatch.setattr(runtime_settings, "get_monitor", lambda: object())  # an engine's gRPC monitor
+    engine = ResourceMonitorStub(grpc.insecure_channel("localhost:1"))  # the engine's monitor; never called here
+    monkeypatch.setattr(runtime_settings, "get_monitor", lambda: engine)
     assert running_under_engine(), "under the CLI's engine the program also checks today's date"
 
 

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from pulumi.runtime.proto.resource_pb2_grpc import ResourceMonitorStub
 
 from aks_gpu_platform.config import ConfigError, load_platform_config
 from aks_gpu_platform.config.loader import running_under_engine
@@ -30,15 +31,16 @@ PROJECT = "aks-gpu-platform"
 STACK_TYPE = "pulumi:pulumi:Stack"
 
 
-class EngineMonitor:
-    """Stands in for the engine's gRPC resource monitor: answers like the recording mocks, but is not
-    Pulumi's MockMonitor, so the program takes the path of a real `pulumi preview` / `pulumi up`."""
+class EngineMonitor(ResourceMonitorStub):
+    """Stands in for the engine's gRPC resource monitor: a ResourceMonitorStub, so the program takes the path of a
+    real `pulumi preview` / `pulumi up`, that answers like the recording mocks instead of over gRPC."""
 
-    def __init__(self, mocks: RecordingMocks) -> None:
+    def __init__(self, mocks: RecordingMocks) -> None:  # no channel: every call goes to the recording mocks
         self._inner = RecordingMonitor(mocks)
         self.registered: list[str] = []
 
-    def RegisterResource(self, request: Any) -> Any:
+    # The stub's RegisterResource is a gRPC callable; this one answers in-process, as the monitor's methods are called.
+    def RegisterResource(self, request: Any) -> Any:  # pyright: ignore[reportIncompatibleVariableOverride]
         if request.type != STACK_TYPE:
             self.registered.append(request.type)
         return self._inner.RegisterResource(request)
@@ -133,7 +135,7 @@ def test_the_program_knows_mocks_from_the_engine(monkeypatch: pytest.MonkeyPatch
     evaluate(lambda: seen.append(running_under_engine()))
     monkeypatch.setattr(runtime, "RecordingMonitor", EngineMonitor)
     evaluate(lambda: seen.append(running_under_engine()))
-    assert seen == [False, True], "Pulumi's MockMonitor means offline; any other monitor is the engine, a real run"
+    assert seen == [False, True], "the engine's gRPC monitor means a real run; the mocks' monitor, offline"
 
 
 RECEIVERS = "monitoring.alerts.emailReceivers"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from aks_gpu_platform.components.shared.roles import GRAFANA_ADMIN, propagation_seconds
-from tests.upstream.contract_stacks import CONTRACT_STACKS, contract_recording
+from tests.harness.contract_stacks import CONTRACT_STACKS, contract_recording
 from tests.upstream.credential_lifetime import (
     contract_problems,
     grafana_request,

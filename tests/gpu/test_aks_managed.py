@@ -27,13 +27,14 @@ from aks_gpu_platform.components.gpu.aks_managed import managed_pool_name
 from aks_gpu_platform.components.gpu.node_pool import azure_pool_name
 from aks_gpu_platform.components.monitoring import metrics_labels
 from aks_gpu_platform.config import load_platform_config
-from aks_gpu_platform.config.gpu.scheduling import pod_fits_node
 from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.plan.render import render_and_validate
 from aks_gpu_platform.testing import Recording
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import assert_rejected, cluster_handle, settings_of, without_models
+from tests.monitoring.test_gpu_monitoring import stored_series_labels
 from tests.upstream.gpu_metrics_world import GpuWorkload, MetricsWorld, build_world
+from tests.upstream.kube_scheduler import pod_fits_node
 from tests.upstream.promql import Evaluator, matches, selectors
 from tests.upstream.scheduling import generic_agent_pools, node_templates, scheduling_check
 from tools import REPO_ROOT
@@ -200,7 +201,7 @@ def test_the_scrape_stores_the_label_contract_without_pod_labels(world: MetricsW
     utilization = world.of("DCGM_FI_DEV_GPU_UTIL")
     assert utilization, "AKS's exporter is scraped"
     for series in utilization:
-        assert set(series.labels) - {"__name__"} == metrics_labels.gpu_series_labels(held_by_pod=False), (
+        assert set(series.labels) - {"__name__"} == stored_series_labels(held_by_pod=False), (
             "the same labels as our exporter's free GPUs: AKS's exporter has no pod mapping"
         )
     targets = world.of("up")
@@ -298,12 +299,8 @@ def test_scale_up_admission_on_managed_gpu_is_rejected() -> None:
 
 
 def test_the_policy_pack_checks_managed_pools_like_agent_pools(managed: Recording) -> None:
-    from aks_gpu_platform.policy_rules import (
-        Resource,
-        StackFacts,
-        check_gpu_pool_taint_and_label,
-        check_prod_encryption_at_host,
-    )
+    from aks_gpu_platform.policy_model import Resource, StackFacts
+    from aks_gpu_platform.policy_rules import check_gpu_pool_taint_and_label, check_prod_encryption_at_host
 
     (pool,) = [r for r in _managed_pools(managed) if r.inputs["properties"]["nodeLabels"]["gpu-pool"] == "gput4"]
     resource = Resource(pool.type, pool.name, pool.inputs)

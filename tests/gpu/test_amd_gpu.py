@@ -25,10 +25,11 @@ from tests.upstream import cron
 from tests.upstream.arm_spec import load_specs, schema_problems
 from tests.upstream.autoscaler_template import scale_from_zero_problems, zero_node_templates
 from tests.upstream.crd_schema import crd_problems
+from tests.upstream.kube_scheduler import pod_fits_node
 from tests.upstream.promql import Evaluator
 from tests.upstream.rbac import Request, kubernetes_allows
 from tests.upstream.release_contract import release_problems
-from tests.upstream.scheduling import AGENT_POOL, RELEASE, helm_merge, pod_fits_node, scheduling_check
+from tests.upstream.scheduling import AGENT_POOL, RELEASE, helm_merge, scheduling_check
 from tests.upstream.scrape import Container, Pod, Port, pod_monitor_scrape_configs, scrape, targets
 from tools import REPO_ROOT
 

@@ -16,7 +16,7 @@ from aks_gpu_platform.components.gpu.smoke_test import smoke_test_name
 from aks_gpu_platform.components.shared.context import ClusterHandle
 from aks_gpu_platform.config import load_platform_config
 from aks_gpu_platform.config.catalog.gpu_sizes import GPU_SKUS, gpu_sku
-from aks_gpu_platform.config.gpu.scheduling import GPU_RESOURCE, GPU_TAINT, SPOT_TAINT, pod_fits_node
+from aks_gpu_platform.config.gpu.scheduling import GPU_RESOURCE, GPU_TAINT, SPOT_TAINT
 from aks_gpu_platform.config.gpu.section import GpuPoolConfig, GpuStackConfig, GpuStackMode
 from aks_gpu_platform.config.gpu.section import MigProfile as MigProfileName
 from aks_gpu_platform.config.loader import validate_section
@@ -28,6 +28,7 @@ from aks_gpu_platform.testing.checks import validate_object
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import STACKS, assert_rejected, cluster_handle, settings_of, without_models
 from tests.upstream.artifact_cache import cached_upstream
+from tests.upstream.kube_scheduler import pod_fits_node
 from tests.upstream.scheduling import node_template, node_templates, release_pod_templates
 from tools import REPO_ROOT
 
@@ -133,8 +134,8 @@ def test_catalog_covers_the_supported_families() -> None:
     for size, sku in GPU_SKUS.items():
         assert sku.gpus_per_vm >= 1 and sku.gpu_memory_gib >= 16, f"{size}: a GPU size has GPUs with memory"
         assert not sku.infiniband or "_ND" in size, f"{size}: only ND sizes have InfiniBand"
-    assert not GPU_SKUS["Standard_NC4as_T4_v3"].supports_mig, "T4 has no MIG"
-    assert "MIG7g" in GPU_SKUS["Standard_NC24ads_A100_v4"].mig_profiles, "A100 supports MIG"
+    assert not GPU_SKUS["Standard_NC4as_T4_v3"].mig, "T4 has no MIG"
+    assert "MIG7g" in {s.profile for s in GPU_SKUS["Standard_NC24ads_A100_v4"].mig}, "A100 supports MIG"
 
 
 @pytest.mark.parametrize(
@@ -156,10 +157,10 @@ def test_nd_h100_and_h200_pools_accept_mig(
 def test_mig_profiles_are_the_aks_api_values_and_fit_their_gpu() -> None:
     aks_values = {p.value for p in containerservice.GPUInstanceProfile}
     assert set(get_args(MigProfileName)) == aks_values, "the config accepts exactly AKS's gpuInstanceProfile values"
-    mig_sizes = [(size, sku) for size, sku in GPU_SKUS.items() if sku.supports_mig]
+    mig_sizes = [(size, sku) for size, sku in GPU_SKUS.items() if sku.mig]
     assert len(mig_sizes) >= 6, "A100, H100 and H200 sizes are MIG-capable"
     for size, sku in mig_sizes:
-        assert set(sku.mig_profiles) <= aks_values, f"{size}: only AKS profile names reach the AgentPool"
+        assert {s.profile for s in sku.mig} <= aks_values, f"{size}: only AKS profile names reach the AgentPool"
         for mig in sku.mig:
             slices, memory = re.fullmatch(r"(\d)g\.(\d+)gb", mig.nvidia_profile).groups()  # type: ignore[union-attr]
             assert mig.profile == f"MIG{slices}g", f"{size}: {mig.profile} is the {slices}-slice profile"

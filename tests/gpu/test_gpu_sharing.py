@@ -18,7 +18,6 @@ import pytest
 from aks_gpu_platform.components.monitoring.recording_rules import GPU_PRICE
 from aks_gpu_platform.config import load_platform_config
 from aks_gpu_platform.config.catalog.prices import HOURS_PER_MONTH, VM_HOURLY
-from aks_gpu_platform.config.gpu.scheduling import pod_fits_node
 from aks_gpu_platform.plan import cost
 from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import RecordedResource, Recording
@@ -33,6 +32,7 @@ from tests.upstream.autoscaler_template import (
     shared_pool_fill_problems,
     whole_node_gpus,
 )
+from tests.upstream.kube_scheduler import pod_fits_node
 from tests.upstream.scheduling import AGENT_POOL, RELEASE, node_templates
 from tools import REPO_ROOT
 

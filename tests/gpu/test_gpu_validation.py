@@ -27,12 +27,12 @@ import pytest
 from aks_gpu_platform.components.gpu.nccl_probe import bus_bandwidth_gbps, verdict
 from aks_gpu_platform.config import load_platform_config
 from aks_gpu_platform.config.catalog.gpu_sizes import GPU_SKUS
-from aks_gpu_platform.config.gpu.scheduling import pod_fits_node
 from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording, kubernetes_object
 from aks_gpu_platform.testing.checks import validate_object
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import assert_rejected, cluster_handle, settings_of
+from tests.upstream.kube_scheduler import pod_fits_node
 from tests.upstream.scheduling import node_templates, scheduling_check
 from tools import REPO_ROOT
 

@@ -14,7 +14,7 @@ import pytest
 from aks_gpu_platform.components.monitoring import metrics_labels as labels
 from aks_gpu_platform.components.monitoring.grafana import DASHBOARDS_DIR
 from aks_gpu_platform.config.gpu.scheduling import AMD_GPU_RESOURCE, GPU_RESOURCE
-from tests.upstream.contract_stacks import CONTRACT_STACKS, DAY_STACKS, RULE_GROUP, contract_day, contract_recording
+from tests.harness.contract_stacks import CONTRACT_STACKS, DAY_STACKS, RULE_GROUP, contract_day, contract_recording
 from tests.upstream.gpu_metrics_world import panel_query
 from tests.upstream.metrics_day import DAY
 from tests.upstream.promql import Evaluator, selectors

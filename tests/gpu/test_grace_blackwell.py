@@ -17,12 +17,12 @@ from aks_gpu_platform.components.gpu.node_images import check_arm64_images, gpu_
 from aks_gpu_platform.config import ConfigError, load_platform_config
 from aks_gpu_platform.config.catalog.image_platforms import require_arm64, runs_on_arm64
 from aks_gpu_platform.config.catalog.images import qualified
-from aks_gpu_platform.config.gpu.scheduling import pod_fits_node
 from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording
 from tests.conftest import assert_rejected, set_path, settings_of
 from tests.gpu.test_scheduling import variant_config
 from tests.upstream.artifact_cache import cached_upstream
+from tests.upstream.kube_scheduler import pod_fits_node
 from tests.upstream.node_image import node_image
 from tests.upstream.release_contract import RELEASE_READERS, release_problems
 from tests.upstream.scheduling import RELEASE, chart_name, node_templates, object_pod_templates, release_pod_templates

@@ -18,7 +18,6 @@ import pytest
 import yaml
 
 from aks_gpu_platform.config import load_platform_config
-from aks_gpu_platform.config.gpu.scheduling import pod_fits_node
 from aks_gpu_platform.config.platform import PlatformConfig
 from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.plan.render import render_and_validate
@@ -36,6 +35,7 @@ from tests.upstream.autoscaler_template import (
     why_not_template,
     zero_node_templates,
 )
+from tests.upstream.kube_scheduler import pod_fits_node
 from tests.upstream.scheduling import (
     AGENT_POOL,
     AKS_SPOT_TAINT,
@@ -549,6 +549,34 @@ def test_required_node_affinity_operators() -> None:
     assert not fits(no_terms), "no term selects no node"
     preferred = {"affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1}]}}}
     assert fits(preferred), "preferences never filter"
+
+
+def test_requirements_the_api_server_refuses_select_no_node_and_numbers_compare_as_numbers() -> None:
+    node = {**GPU_NODE, "gpus": "8"}
+    fits = lambda pod: pod_fits_node(pod, node, [])  # noqa: E731
+    assert fits(_required({"key": "gpus", "operator": "Gt", "values": ["4"]}))
+    assert fits(_required({"key": "gpus", "operator": "Lt", "values": ["10"]})), "8 < 10 as numbers (not as text)"
+    assert not fits(_required({"key": "gpus", "operator": "Gt", "values": ["10"]})), "8 is not above 10, as numbers"
+    assert not fits(_required({"key": "pool", "operator": "Gt", "values": ["4"]})), "a label that is no integer"
+    assert not fits(_required({"key": "gpus", "operator": "Gt", "values": ["4", "5"]})), "Gt takes exactly one value"
+    assert not fits(_required({"key": "pool", "operator": "In", "values": []})), "In without values is refused"
+    assert not fits(_required({"key": "pool", "operator": "Exists", "values": ["gpu"]})), "Exists takes no values"
+    by_name = {
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n"]}]}
+                    ]
+                }
+            }
+        }
+    }
+    with pytest.raises(ValueError, match="matchFields"):
+        fits(by_name)
+    newer = {"tolerations": [{"key": "gen", "operator": "Gt", "value": "3", "effect": "NoSchedule"}]}
+    assert pod_fits_node(newer, node, ["gen=4:NoSchedule"]), "Gt tolerates a taint whose value is above its own"
+    assert not pod_fits_node(newer, node, ["gen=3:NoSchedule"]) and not pod_fits_node(newer, node, ["gen=x:NoSchedule"])
 
 
 def test_node_template_follows_aks_not_the_pool_request() -> None:

@@ -14,7 +14,7 @@ from aks_gpu_platform.components.shared import roles
 from aks_gpu_platform.components.shared.context import ClusterHandle
 from aks_gpu_platform.config import ConfigError, load_platform_config
 from aks_gpu_platform.config.cluster.section import AutoscalerProfileConfig
-from aks_gpu_platform.config.gpu.scheduling import GPU_RESOURCE, pod_fits_node
+from aks_gpu_platform.config.gpu.scheduling import GPU_RESOURCE
 from aks_gpu_platform.config.inference.section import AutoscalingConfig, SampleInferenceConfig, ScalingTargetConfig
 from aks_gpu_platform.config.loader import validate_section
 from aks_gpu_platform.plan.offline import run_stack
@@ -24,6 +24,7 @@ from aks_gpu_platform.testing.checks import validate_object
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import STACKS, cluster_handle, settings_of
 from tests.upstream.gpu_metrics_world import GpuWorkload, build_world
+from tests.upstream.kube_scheduler import pod_fits_node
 from tests.upstream.promql import Evaluator
 from tests.upstream.scheduling import node_templates
 from tools import REPO_ROOT

@@ -15,7 +15,6 @@ import yaml
 from aks_gpu_platform.components.monitoring import metrics_labels
 from aks_gpu_platform.components.monitoring.registry import Registry, RegistryArgs
 from aks_gpu_platform.config import ConfigError, load_platform_config
-from aks_gpu_platform.config.gpu.scheduling import pod_fits_node
 from aks_gpu_platform.config.loader import validate_section
 from aks_gpu_platform.config.monitoring.section import RegistryConfig
 from aks_gpu_platform.plan.offline import run_stack
@@ -23,6 +22,7 @@ from aks_gpu_platform.testing import RecordedResource, Recording
 from tests.conftest import STACKS, assert_rejected, cluster_handle, set_path, settings_of
 from tests.upstream.artifact_cache import cached_upstream
 from tests.upstream.gpu_metrics_world import GpuWorkload, MetricsWorld, build_world, default_value, panel_query
+from tests.upstream.kube_scheduler import pod_fits_node
 from tests.upstream.promql import Evaluator, matches, selectors
 from tests.upstream.scheduling import node_templates
 from tests.upstream.scrape import Series, node_exporter_target, scrape
@@ -592,6 +592,19 @@ def test_pod_monitor_scrapes_every_exporter_pod_and_nothing_else(
     )
 
 
+def stored_series_labels(held_by_pod: bool, mig_slice: bool = False) -> frozenset[str]:
+    """What the label contract (metrics_labels.py) says a stored per-GPU DCGM series carries besides `__name__`:
+    the exporter's GPU labels, its pod labels when a pod holds the GPU and a MIG slice's instance labels, each under
+    the name it is stored as, plus the target's labels and the cluster."""
+    exposed = (
+        metrics_labels.DCGM_GPU_LABELS
+        + (metrics_labels.DCGM_POD_LABELS if held_by_pod else ())
+        + ((metrics_labels.MIG_INSTANCE, metrics_labels.MIG_PROFILE) if mig_slice else ())
+    )
+    stored = {metrics_labels.stored_name(label) for label in exposed}
+    return frozenset(stored | metrics_labels.TARGET_LABELS | {metrics_labels.CLUSTER})
+
+
 @pytest.mark.parametrize("stack", WORLDS)
 def test_label_contract_names_the_labels_the_scrape_stores(
     scraped: dict[str, tuple[Recording, MetricsWorld]], stack: str
@@ -602,7 +615,7 @@ def test_label_contract_names_the_labels_the_scrape_stores(
     free = [s for s in utilization if metrics_labels.WORKLOAD_POD not in s.labels]
     assert held and free, "the world has GPUs held by pods and GPUs nobody holds"
     for series in held:
-        assert set(series.labels) - {"__name__"} == metrics_labels.gpu_series_labels(held_by_pod=True)
+        assert set(series.labels) - {"__name__"} == stored_series_labels(held_by_pod=True)
         slots = world.placement[series.labels[metrics_labels.WORKLOAD_POD]]
         assert (series.labels[metrics_labels.NODE], int(series.labels[metrics_labels.GPU])) in slots, (
             "the workload labels must name the pod that holds this very GPU"
@@ -611,9 +624,9 @@ def test_label_contract_names_the_labels_the_scrape_stores(
             "plain namespace is the exporter's: a query on it never finds the workload"
         )
     for series in free:
-        assert set(series.labels) - {"__name__"} == metrics_labels.gpu_series_labels(held_by_pod=False)
+        assert set(series.labels) - {"__name__"} == stored_series_labels(held_by_pod=False)
     (up, *_) = world.of("up")
-    assert set(up.labels) - {"__name__"} == metrics_labels.target_series_labels()
+    assert set(up.labels) - {"__name__"} == metrics_labels.TARGET_LABELS | {metrics_labels.CLUSTER}
     assert up.labels["job"] == metrics_labels.SCRAPE_JOB, "the PodMonitor's relabeling names the job"
 
 
@@ -705,7 +718,7 @@ def test_every_dashboard_query_returns_series_with_the_labels_it_shows(
         )
     targets = [t for panel in board["panels"] for t in panel.get("targets", [])]
     assert targets, "the dashboard has panels with queries"
-    known = metrics_labels.gpu_series_labels(held_by_pod=True, mig_slice=True) | {"__name__"}
+    known = stored_series_labels(held_by_pod=True, mig_slice=True) | {"__name__"}
     for target in targets:
         query = panel_query(board, target["expr"], cluster)
         evaluator = Evaluator(world.series)
@@ -849,7 +862,7 @@ def test_kueue_metrics_are_scraped_from_the_charts_metrics_service(
 def test_a_teams_idle_device_alerts_and_its_team_panel_shows_its_utilisation(stack: str, profile: str | None) -> None:
     """A team holding one idle and one busy device, MIG slices or whole GPUs: the idle alert names the idle pod and
     only it, and the teams dashboard shows the team's utilisation (chargeback bills the idle slice either way)."""
-    from tests.upstream.contract_stacks import platform_recording
+    from tests.harness.contract_stacks import platform_recording
     from tests.upstream.metrics_day import team_quotas
 
     recording = platform_recording(stack)
@@ -895,7 +908,7 @@ def test_a_busy_whole_gpu_is_not_idle_whatever_its_profiling_field_reads(ratio: 
     """A whole GPU is judged by DCGM_FI_DEV_GPU_UTIL: the profiling field can read 0 on a busy GPU
     (NVIDIA/dcgm-exporter issue 662) or be missing; the idle alert, the dashboards' utilisation and idle count
     follow GPU_UTIL, and an idle GPU beside it still alerts."""
-    from tests.upstream.contract_stacks import platform_recording
+    from tests.harness.contract_stacks import platform_recording
 
     recording = platform_recording("dev")
     busy = GpuWorkload("batch", "busy-0", utilization=99.0)
@@ -919,7 +932,7 @@ def test_a_busy_whole_gpu_is_not_idle_whatever_its_profiling_field_reads(ratio: 
 def test_a_mig_node_without_per_instance_utilisation_raises_its_own_alert() -> None:
     """MIG slices are judged by DCGM_FI_PROF_GR_ENGINE_ACTIVE only; where the profiling module is not loaded the
     idle alert cannot see them, so a node that reports MIG instances without that field alerts instead."""
-    from tests.upstream.contract_stacks import platform_recording
+    from tests.harness.contract_stacks import platform_recording
 
     recording = platform_recording("gpu-operator-mig")
     idle = GpuWorkload("batch", "idle-0", utilization=1.0, mig_profile="3g.40gb")
@@ -940,7 +953,7 @@ def test_a_teams_own_dashboard_shows_each_rank_of_one_job_so_a_straggler_stands_
     """Both ranks of the team page's example are pods of one Job (`train-node-0`): a per-job average hides the
     straggler, so the team's board has a per-pod panel with one series per rank, and none of another team's."""
     from aks_gpu_platform.components.monitoring.grafana import team_dashboard
-    from tests.upstream.contract_stacks import platform_recording
+    from tests.harness.contract_stacks import platform_recording
 
     recording = platform_recording("prod")
     (team, other) = ("llm", "vision")

@@ -39,8 +39,8 @@ from aks_gpu_platform.plan.report import build_report, shared_metrics_warnings
 from aks_gpu_platform.testing import Recording
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import settings_of
+from tests.harness.contract_stacks import contract_recording
 from tests.training.test_team_access import FLEET_MEMBERS, raw_teams, two_team_config
-from tests.upstream.contract_stacks import contract_recording
 from tests.upstream.rbac import azure_allows
 from tools import REPO_ROOT
 

@@ -18,12 +18,15 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from aks_gpu_platform.config.gpu.scheduling import pod_fits_node
-from aks_gpu_platform.plan import check
+from aks_gpu_platform.config.gpu.scheduling import selects_node, tolerates_taints
+from aks_gpu_platform.plan import check, manifests
 from aks_gpu_platform.plan.cli import main as cli_main
 from aks_gpu_platform.testing import Recording, kubernetes_object
-from tests.upstream import admission_cel, autoscaler_template, pod_security_standard, scheduling
+from tests.upstream import admission_cel, autoscaler_template, kube_scheduler, pod_security_standard, scheduling
+from tests.upstream.kube_scheduler import pod_fits_node
 from tools import REPO_ROOT
 
 EXAMPLES = REPO_ROOT / "examples"
@@ -55,7 +58,7 @@ def rank_spec(jobset: dict[str, Any]) -> dict[str, Any]:
 
 
 def verdicts_of(obj: Mapping[str, Any], recording: Recording) -> dict[str, check.Verdict]:
-    return {v.check: v for v in check.check_manifests([check.workload(obj)], recording)}
+    return {v.check: v for v in check.check_manifests([manifests.workload(obj)], recording)}
 
 
 def failed(verdicts: Mapping[str, check.Verdict]) -> set[str]:
@@ -161,7 +164,7 @@ FIXED: dict[str, Callable[[], dict[str, Any]]] = {
 
 
 def test_the_shipped_team_manifests_pass_every_check_on_the_dev_stack(dev_recording: Recording) -> None:
-    workloads = check.read_manifests(DEV_MANIFESTS)
+    workloads = manifests.read_manifests(DEV_MANIFESTS)
     assert {w.kind for w in workloads} == {"Job", "JobSet"}, "the PVC beside the JobSet is skipped, not refused"
     verdicts = check.check_manifests(workloads, dev_recording)
     assert len(verdicts) == 3 * len(check.CHECKS)
@@ -169,7 +172,7 @@ def test_the_shipped_team_manifests_pass_every_check_on_the_dev_stack(dev_record
 
 
 def test_the_prod_copy_data_job_passes_every_check_on_the_prod_stack(prod_recording: Recording) -> None:
-    workloads = check.read_manifests([EXAMPLES / "team-jobset" / "copy-data-prod.yaml"])
+    workloads = manifests.read_manifests([EXAMPLES / "team-jobset" / "copy-data-prod.yaml"])
     verdicts = check.check_manifests(workloads, prod_recording)
     assert verdicts and all(v.passed for v in verdicts), "\n".join(v.line() for v in verdicts if not v.passed)
 
@@ -394,7 +397,7 @@ def agreement_cases() -> list[tuple[str, Callable[[], dict[str, Any]]]]:
         (f"{path.parent.name}/{path.name}:{d['kind']}", lambda d=d: copy.deepcopy(d))
         for path in DEV_MANIFESTS
         for d in documents(path)
-        if d["kind"] in check.CHECKED_KINDS
+        if d["kind"] in manifests.CHECKED_KINDS
     ]
     return [*shipped, *((n, b) for n, (b, _, _) in BROKEN.items()), *FIXED.items()]
 
@@ -541,3 +544,57 @@ def test_pod_security_checks_the_rules_the_model_leaves_out() -> None:
 
     in_user_namespace = restricted_pod_with(unmasked_in_user_namespace)
     assert not pod_security.violations("baseline", {}, in_user_namespace), "a user-namespace pod may unmask /proc"
+
+
+# The node-fit checks' filters (config/gpu/scheduling.py) against kube-scheduler's (tests/upstream/kube_scheduler.py),
+# over what the API server admits: In and NotIn with values, Exists and DoesNotExist without; a toleration without a
+# key only with Exists.
+KEYS = ("pool", "gpu-pool", "sku")
+VALUES = ("gpu", "cpu", "")
+EFFECTS = ("NoSchedule", "NoExecute", "PreferNoSchedule")
+node_labels = st.dictionaries(st.sampled_from(KEYS), st.sampled_from(VALUES))
+node_taints = st.lists(
+    st.builds("{}={}:{}".format, st.sampled_from(KEYS), st.sampled_from(VALUES), st.sampled_from(EFFECTS))
+)
+expression = st.one_of(
+    st.fixed_dictionaries(
+        {
+            "key": st.sampled_from(KEYS),
+            "operator": st.sampled_from(("In", "NotIn")),
+            "values": st.lists(st.sampled_from(VALUES), min_size=1),
+        }
+    ),
+    st.fixed_dictionaries({"key": st.sampled_from(KEYS), "operator": st.sampled_from(("Exists", "DoesNotExist"))}),
+)
+toleration = st.one_of(
+    st.fixed_dictionaries(
+        {"key": st.sampled_from(KEYS), "operator": st.just("Equal"), "value": st.sampled_from(VALUES)},
+        optional={"effect": st.sampled_from(EFFECTS)},
+    ),
+    st.fixed_dictionaries(
+        {"key": st.sampled_from((*KEYS, "")), "operator": st.just("Exists")},
+        optional={"effect": st.sampled_from(EFFECTS)},
+    ),
+)
+pod_spec = st.fixed_dictionaries(
+    {},
+    optional={
+        "nodeSelector": st.dictionaries(st.sampled_from(KEYS), st.sampled_from(VALUES), max_size=2),
+        "affinity": st.builds(
+            lambda terms: {
+                "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}
+            },
+            st.lists(st.builds(lambda e: {"matchExpressions": e}, st.lists(expression, max_size=3)), max_size=3),
+        ),
+        "tolerations": st.lists(toleration, max_size=3),
+    },
+)
+
+
+@settings(max_examples=300)
+@given(pod=pod_spec, labels=node_labels, taints=node_taints)
+def test_the_node_fit_filters_are_the_schedulers(
+    pod: dict[str, Any], labels: dict[str, str], taints: list[str]
+) -> None:
+    assert selects_node(pod, labels) == kube_scheduler.selects_node(pod, labels), "NodeAffinity, as kube-scheduler"
+    assert tolerates_taints(pod, taints) == kube_scheduler.tolerates_taints(pod, taints), "TaintToleration, likewise"

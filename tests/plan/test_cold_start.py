@@ -14,7 +14,6 @@ import yaml
 from aks_gpu_platform.config import PlatformConfig, load_platform_config
 from aks_gpu_platform.config.catalog.cold_start import Figure
 from aks_gpu_platform.config.catalog.prices import HOURS_PER_MONTH, VM_HOURLY
-from aks_gpu_platform.config.gpu.scheduling import pod_fits_node
 from aks_gpu_platform.plan import cold_start, cost
 from aks_gpu_platform.plan import report as plan
 from aks_gpu_platform.plan.offline import run_stack
@@ -22,6 +21,7 @@ from aks_gpu_platform.testing import Recording
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import STACKS, assert_rejected, set_path, settings_of
 from tests.gpu.test_scheduling import variant_config
+from tests.upstream.kube_scheduler import pod_fits_node
 from tests.upstream.scheduling import node_templates, object_pod_templates, scheduling_check
 from tools import REPO_ROOT
 

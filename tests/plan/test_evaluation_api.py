@@ -106,3 +106,36 @@ def test_a_failed_evaluation_returns_only_when_everything_it_started_has_finishe
 
 def _fail(_: str) -> str:
     raise pulumi.RunError("broken on purpose")
+
+
+def test_a_components_transforms_reach_its_descendants_as_the_engine_runs_them() -> None:
+    """pulumi/pulumi source_eval.go RegisterResource: a resource's own transforms, then its parent's, then its
+    grandparent's, each on what the one before returned; a transform's aliases and options reach the registration."""
+    seen: dict[tuple[str, str], list[str]] = {}
+
+    def mark(tag: str) -> pulumi.ResourceTransform:
+        async def transform(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransformResult:
+            seen[(tag, args.name)] = [str(a.name) for a in args.opts.aliases or [] if isinstance(a, pulumi.Alias)]
+            alias = pulumi.ResourceOptions(aliases=[pulumi.Alias(name=f"{args.name}-{tag}")])
+            return pulumi.ResourceTransformResult(args.props, pulumi.ResourceOptions.merge(args.opts, alias))
+
+        return transform
+
+    def program() -> None:
+        outer = pulumi.ComponentResource(
+            "test:index:Outer", "outer", None, pulumi.ResourceOptions(transforms=[mark("o")])
+        )
+        inner = pulumi.ComponentResource("test:index:Inner", "inner", None, pulumi.ResourceOptions(parent=outer))
+        pulumi.CustomResource(
+            "test:index:Leaf", "leaf", {"size": 1}, pulumi.ResourceOptions(parent=inner, transforms=[mark("l")])
+        )
+
+    recording = evaluate(program)
+    names = {r.name: [spec["name"] for spec in r.alias_specs] for r in recording.resources}
+    assert names["outer"] == ["outer-o"], "a transform runs on its own resource"
+    assert names["inner"] == ["inner-o"], "and on its children"
+    assert names["leaf"] == ["leaf-l", "leaf-o"], "a grandchild gets its own transform's and its grandparent's"
+    assert seen[("l", "leaf")] == [] and seen[("o", "leaf")] == ["leaf-l"], (
+        "its own transform runs first, its grandparent's on what that returned"
+    )
+    assert recording.one("test:index:Leaf").inputs == {"size": 1}, "the properties pass through unchanged"

@@ -16,13 +16,16 @@ from typing import Any
 import pytest
 
 from aks_gpu_platform.plan import diff as plan_diff
+from aks_gpu_platform.plan import diff_command, diff_text
 from aks_gpu_platform.plan.document import dumps, plan_document, read_plan
 from aks_gpu_platform.plan.offline import run_stack
+from aks_gpu_platform.plan.replacement import replacement_order
 from aks_gpu_platform.plan.report import plan_summary
 from aks_gpu_platform.testing import Recording
 from aks_gpu_platform.testing.arm_paths import AZURE_PATH_PARAMETERS
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import STACKS, without_models
+from tests.harness.fresh_install import repository_copy
 from tools import REPO_ROOT
 
 AGENT_POOL = "azure-native:containerservice:AgentPool"
@@ -99,7 +102,7 @@ def test_the_pull_request_diff_leads_with_the_quota_and_cost_a_vm_size_change_br
 
     head = _plan_with(resize_vm)
     diff = plan_diff.diff_plans(dev_plan, head)
-    text = plan_diff.render(diff, "Plan diff for stack 'dev'", markdown=True)
+    text = diff_text.render(diff, "Plan diff for stack 'dev'", markdown=True)
     first = text.split("```", 1)[0]
     (quota,) = [q for q in diff.quota if q.name == "standardNCASv3_T4Family"]
     pool = next(p for p in load_stack_file("dev", REPO_ROOT)[GPU_POOLS] if p["vmSize"] == "Standard_NC4as_T4_v3")
@@ -133,7 +136,7 @@ def test_replacing_a_gpu_pool_warns_that_its_jobs_are_drained_and_for_how_long(d
     assert "running jobs" in drained and f"up to {drain} min" in drained, (
         f"a reviewer must see that approving this stops the team's running jobs, and for how long: {drained}"
     )
-    text = plan_diff.render(plan_diff.diff_plans(dev_plan, _plan_with(_resize_vm)), "t")
+    text = diff_text.render(plan_diff.diff_plans(dev_plan, _plan_with(_resize_vm)), "t")
     assert f"note: {drained}" in text, "the warning is printed under the pool"
 
 
@@ -203,13 +206,13 @@ def test_an_unpriced_addition_reads_unpriced_never_plus_zero(dev_plan: dict[str,
 
     diff = plan_diff.diff_plans(dev_plan, _plan_with(lustre))
     assert any("Lustre" in item for item in diff.unpriced_added), diff.unpriced_added
-    lines = plan_diff.summary_lines(diff)
+    lines = diff_text.summary_lines(diff)
     money = next(line for line in lines if line.startswith("Monthly cost"))
     assert "+$0/" not in money and "unpriced" in money, (
         f"a filesystem billed from creation without a known price must not read as free: {money}"
     )
     assert any(line.startswith("Unpriced") and "Lustre" in line for line in lines), lines
-    no_change = plan_diff.summary_lines(replace(diff, unpriced_added=[]))
+    no_change = diff_text.summary_lines(replace(diff, unpriced_added=[]))
     assert "unpriced" not in " ".join(no_change), "nothing new unpriced, nothing said"
     older = copy.deepcopy(dev_plan)
     del older["summary"]["unpriced"]  # a base planned before the list existed
@@ -231,7 +234,7 @@ def test_moving_a_pool_to_another_subnet_is_refused_not_sent(dev_plan: dict[str,
     assert change.op == "update" and change.urn == pool_urn, "an update, not a replacement: that is what is sent"
     (prop,) = [p for p in change.changes if p.path == "vnetSubnetID"]
     assert prop.refused and "rename the pool" in prop.refused, "the diff says why it fails and what to do instead"
-    text = plan_diff.render(diff, "t")
+    text = diff_text.render(diff, "t")
     assert "refused by Azure" in text and "Refused:" in text, text
 
 
@@ -240,7 +243,7 @@ def test_without_the_option_azure_native_would_delete_the_pool_first(dev_plan: d
     pool = next(e for e in dev_plan["resources"].values() if e["type"] == AGENT_POOL)
     left_to_provider = copy.deepcopy(pool)
     left_to_provider["options"]["deleteBeforeReplace"] = None
-    order, why = plan_diff.replacement_order(pool, left_to_provider)
+    order, why = replacement_order(pool, left_to_provider)
     assert order == "delete-before-replace" and "agentPoolName is set" in why, why
 
 
@@ -286,7 +289,7 @@ def test_identical_plans_show_no_changes(dev_plan: dict[str, Any]) -> None:
     diff = plan_diff.diff_plans(dev_plan, copy.deepcopy(dev_plan))
     assert diff.changes == [] and diff.outputs_changed == []
     assert diff.unchanged == sum(1 for e in dev_plan["resources"].values() if e["custom"]) > 0
-    assert "No changes." in plan_diff.render(diff, "t")
+    assert "No changes." in diff_text.render(diff, "t")
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -310,7 +313,9 @@ def test_the_cli_compares_two_plan_files(dev_plan: dict[str, Any], tmp_path: Pat
     (tmp_path / "head.json").write_text(dumps(head))
     printed = io.StringIO()
     with redirect_stdout(printed):
-        code = plan_diff.main(["--base-plan", str(tmp_path / "base.json"), "--head-plan", str(tmp_path / "head.json")])
+        code = diff_command.main(
+            ["--base-plan", str(tmp_path / "base.json"), "--head-plan", str(tmp_path / "head.json")]
+        )
     out = printed.getvalue()
     assert code == 0, out
     assert "replace (create-before-delete) azure-native:containerservice:AgentPool platform-gpu-gput4-pool" in out, out
@@ -335,7 +340,7 @@ def test_a_base_that_predates_plan_json_fails_with_a_clear_message() -> None:
         pytest.skip(f"this clone lacks {BEFORE_PLAN_JSON}")
     before = _worktrees()
     result = subprocess.run(
-        [sys.executable, "-m", "aks_gpu_platform.plan.diff", "--stack", "dev", "--base", BEFORE_PLAN_JSON],
+        [sys.executable, "-m", "aks_gpu_platform.plan.diff_command", "--stack", "dev", "--base", BEFORE_PLAN_JSON],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,
@@ -382,7 +387,7 @@ def _chargeback_edited(plan: dict[str, Any], edit: Callable[[dict[str, Any]], No
 
 
 def _text_of(base: dict[str, Any], head: dict[str, Any]) -> str:
-    return plan_diff.render(plan_diff.diff_plans(base, head), "t")
+    return diff_text.render(plan_diff.diff_plans(base, head), "t")
 
 
 def test_an_element_inserted_at_the_front_of_a_list_reads_as_one_insertion(dev_plan: dict[str, Any]) -> None:
@@ -459,7 +464,7 @@ def test_a_spot_a100_pool_with_a_team_quota_and_a_model_reads_as_its_reviewer_ne
         assert code == 0
     printed = io.StringIO()
     with redirect_stdout(printed):
-        plan_diff.main(
+        diff_command.main(
             ["--base-plan", str(tmp_path / "base" / "plan.json"), "--head-plan", str(tmp_path / "head" / "plan.json")]
         )
     text = printed.getvalue()
@@ -493,28 +498,28 @@ def _repo(path: Path, branch: str, *config: str) -> Path:
 
 def test_plan_diff_compares_against_master_where_git_init_made_master(tmp_path: Path) -> None:
     repo = _repo(tmp_path / "consumer", "master")
-    assert plan_diff.default_base(repo) == "master", "a repository without main compares against its master"
+    assert diff_command.default_base(repo) == "master", "a repository without main compares against its master"
     subprocess.run(["git", "-C", str(repo), "branch", "main"], check=True)
-    assert plan_diff.default_base(repo) == "main", "main, where it exists, before master"
+    assert diff_command.default_base(repo) == "main", "main, where it exists, before master"
     subprocess.run(["git", "-C", str(repo), "update-ref", "refs/remotes/origin/trunk", "HEAD"], check=True)
     subprocess.run(
         ["git", "-C", str(repo), "symbolic-ref", "refs/remotes/origin/HEAD", "refs/remotes/origin/trunk"], check=True
     )
-    assert plan_diff.default_base(repo) == "origin/trunk", "the remote's default branch before any local guess"
+    assert diff_command.default_base(repo) == "origin/trunk", "the remote's default branch before any local guess"
 
 
 def test_plan_diff_names_the_option_when_no_default_branch_exists(tmp_path: Path) -> None:
     repo = _repo(tmp_path / "consumer", "develop")
     with pytest.raises(RuntimeError, match=r"--base REF"):
-        plan_diff.default_base(repo)
+        diff_command.default_base(repo)
     subprocess.run(["git", "-C", str(repo), "config", "init.defaultBranch", "develop"], check=True)
-    assert plan_diff.default_base(repo) == "develop", "the branch init.defaultBranch names"
+    assert diff_command.default_base(repo) == "develop", "the branch init.defaultBranch names"
     not_git = tmp_path / "plain"
     not_git.mkdir()
     (not_git / "Pulumi.yaml").write_text("name: consumer\nruntime: python\n")
     errors = io.StringIO()
     with contextlib.redirect_stderr(errors):
-        code = plan_diff.main(["--project-dir", str(not_git), "--base", "main"])
+        code = diff_command.main(["--project-dir", str(not_git), "--base", "main"])
     assert code == 2 and "not in a git repository" in errors.getvalue() and "--base-plan" in errors.getvalue(), (
         errors.getvalue()
     )
@@ -533,3 +538,20 @@ def test_a_change_no_resource_names_is_put_down_to_the_only_config_change(dev_pl
     assert any("runs again" in n and "GPU node" in n for n in job.notes), f"re-running it pulls a GPU node: {job.notes}"
     (pool,) = [c for c in diff.changes if c.type == AGENT_POOL and c.op == "create"]
     assert pool.causes == ("aks-gpu-platform:gpuPools[name=gpua10] (added)",), pool.causes
+
+
+def test_a_base_tree_is_planned_with_its_own_package(tmp_path: Path) -> None:
+    """This virtualenv's editable install maps aks_gpu_platform to the working tree; a BASE checkout must plan with
+    its own components and config, or plan-diff would compare the working tree with itself."""
+    assert diff_command.planning_python(REPO_ROOT, tmp_path) == sys.executable, "the working tree: this interpreter"
+    base = repository_copy(tmp_path / "base")
+    python = diff_command.planning_python(base, tmp_path)
+    probe = "import aks_gpu_platform.components.platform as p, aks_gpu_platform.config.loader as c\n"
+    found = subprocess.run(
+        [python, "-c", probe + "print(p.__file__, c.__file__)"], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert found.returncode == 0, found.stderr
+    platform, loader = found.stdout.split()
+    assert Path(platform).is_relative_to(base / "components") and Path(loader).is_relative_to(base / "config"), (
+        f"the base's own folders, not the working tree's: {found.stdout}"
+    )

@@ -12,8 +12,9 @@ import pytest
 
 from aks_gpu_platform.config import ConfigError
 from aks_gpu_platform.plan import recording_cache
-from aks_gpu_platform.plan.recording_cache import RECORDING_CACHE, cached, prune, source_fingerprint
+from aks_gpu_platform.plan.recording_cache import RECORDING_CACHE, cached, source_fingerprint
 from aks_gpu_platform.testing import Recording, evaluate_stack_file
+from tests.conftest import prune
 from tools import REPO_ROOT
 
 

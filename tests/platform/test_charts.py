@@ -18,12 +18,12 @@ import pytest
 from aks_gpu_platform.components.gpu.node_pool import GpuNodePool
 from aks_gpu_platform.components.gpu.nvidia_stack import GpuStack
 from aks_gpu_platform.config.catalog.gpu_sizes import GPU_SKUS, MIG_PARTED_CONFIGS
-from aks_gpu_platform.config.gpu.scheduling import pod_fits_node
 from aks_gpu_platform.config.gpu.section import GpuPoolConfig, GpuStackConfig
 from aks_gpu_platform.config.loader import validate_section
 from aks_gpu_platform.testing import Recording, evaluate
 from tests.conftest import assert_rejected, cluster_handle, settings_of
 from tests.upstream.artifact_cache import cached_upstream, serving_rule
+from tests.upstream.kube_scheduler import pod_fits_node
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 AGENT_POOL = "azure-native:containerservice:AgentPool"
@@ -190,7 +190,7 @@ def test_gpu_operator_mig_manager_keeps_each_pools_mig_profile(operator_recordin
 def test_every_mig_profile_in_the_catalog_names_a_mig_parted_config() -> None:
     checked = 0
     for size, sku in GPU_SKUS.items():
-        for profile in sku.mig_profiles:
+        for profile in (s.profile for s in sku.mig):
             name = MIG_PARTED_CONFIGS.get(sku.gpu_model, {}).get(profile)
             assert name, f"{size} {profile}: the GPU Operator would reset this pool to all-disabled"
             slices = profile.removeprefix("MIG")

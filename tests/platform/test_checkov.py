@@ -20,8 +20,8 @@ from aks_gpu_platform.plan.render import render_and_validate
 from aks_gpu_platform.testing import Recording
 from tests.conftest import STACKS
 from tests.gpu.test_gpu_validation import validated_config
+from tests.harness.checkov_scan import checkov_reports
 from tests.storage.test_netapp import PROD_NETAPP_SUBNET, with_netapp
-from tests.upstream.checkov_scan import checkov_reports
 from tools import arm
 
 UNHARDENED = "unhardened"

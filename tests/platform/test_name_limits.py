@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from aks_gpu_platform.testing import Recording, kubernetes_object
-from tests.upstream.contract_stacks import CONTRACT_STACKS, contract_recording
+from tests.harness.contract_stacks import CONTRACT_STACKS, contract_recording
 from tests.upstream.names import (
     INFERENCE_POOL_CHART,
     dns_1035_problem,

@@ -12,7 +12,7 @@ import pytest
 from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording, kubernetes_object
 from tests.gpu.test_scheduling import VARIANTS
-from tests.upstream.contract_stacks import CONTRACT_STACKS, contract_recording
+from tests.harness.contract_stacks import CONTRACT_STACKS, contract_recording
 from tools import REPO_ROOT
 
 RELEASE = "kubernetes:helm.sh/v3:Release"

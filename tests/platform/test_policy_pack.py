@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from aks_gpu_platform import policy_model
 from aks_gpu_platform import policy_rules as rules
 from tools import REPO_ROOT
 
@@ -54,14 +55,14 @@ print(json.dumps(report))
 CASES = [
     {
         "id": "public-storage",
-        "type": rules.STORAGE_ACCOUNT,
+        "type": policy_model.STORAGE_ACCOUNT,
         "props": {"allowBlobPublicAccess": True, "tags": {"environment": "prod"}},
         "protect": False,
         "ignore": [],
     },
     {
         "id": "locked-storage",
-        "type": rules.STORAGE_ACCOUNT,
+        "type": policy_model.STORAGE_ACCOUNT,
         "props": {
             "allowBlobPublicAccess": False,
             "minimumTlsVersion": "TLS1_2",
@@ -74,7 +75,7 @@ CASES = [
     },
     {
         "id": "untainted-gpu-pool",
-        "type": rules.AGENT_POOL,
+        "type": policy_model.AGENT_POOL,
         "props": {
             "vmSize": "Standard_NC4as_T4_v3",
             "enableAutoScaling": True,
@@ -86,14 +87,14 @@ CASES = [
     },
     {
         "id": "unencrypted-prod-pool",
-        "type": rules.AGENT_POOL,
+        "type": policy_model.AGENT_POOL,
         "props": {"vmSize": "Standard_D8ds_v5", "enableAutoScaling": True, "tags": {"environment": "prod"}},
         "protect": False,
         "ignore": ["count"],
     },
     {
         "id": "blocking-pdb",
-        "type": rules.PDB,
+        "type": policy_model.PDB,
         "props": {"spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "x"}}}},
         "protect": False,
         "ignore": [],

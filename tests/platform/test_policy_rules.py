@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 
+from aks_gpu_platform import policy_model as model
 from aks_gpu_platform import policy_rules as rules
 from aks_gpu_platform.config.gpu.scheduling import GPU_TAINT, gpu_pod_scheduling
-from aks_gpu_platform.policy_rules import Resource, StackFacts
+from aks_gpu_platform.policy_model import Resource, StackFacts
 from aks_gpu_platform.testing import Recording, policy_verdicts
 from aks_gpu_platform.testing.checks import policy_inputs
 
@@ -24,7 +25,7 @@ def _recorded(recording: Recording, type_token: str, name: str) -> Resource:
 
 def _gpu_pool(recording: Recording) -> Resource:
     """The recorded CPU pool turned into a GPU pool the way the GPU pool component shapes it."""
-    cpu = _recorded(recording, rules.AGENT_POOL, "cpu")
+    cpu = _recorded(recording, model.AGENT_POOL, "cpu")
     inputs = {
         **cpu.inputs,
         "agentPoolName": "gpua100",
@@ -33,7 +34,7 @@ def _gpu_pool(recording: Recording) -> Resource:
         "nodeTaints": [GPU_TAINT],
         "nodeLabels": {"pool": "gpu", "gpu-pool": "gpua100"},
     }
-    return Resource(rules.AGENT_POOL, "gpua100-pool", inputs, False, ("count",))
+    return Resource(model.AGENT_POOL, "gpua100-pool", inputs, False, ("count",))
 
 
 def _workload(kind: str, pod: dict[str, Any], replicas: int | None = None) -> Resource:
@@ -74,12 +75,12 @@ def test_gpu_pool_without_taint_or_label_is_rejected(prod_recording: Recording, 
 
 
 def test_cpu_pool_is_not_held_to_the_gpu_marking(prod_recording: Recording) -> None:
-    cpu = _recorded(prod_recording, rules.AGENT_POOL, "cpu")
+    cpu = _recorded(prod_recording, model.AGENT_POOL, "cpu")
     assert rules.check_gpu_pool_taint_and_label(cpu, PROD) == [], "CPU pools carry no GPU taint"
 
 
 def test_inline_gpu_profile_in_the_cluster_is_checked_too(prod_recording: Recording) -> None:
-    cluster = _recorded(prod_recording, rules.MANAGED_CLUSTER, "aks")
+    cluster = _recorded(prod_recording, model.MANAGED_CLUSTER, "aks")
     profiles = [*cluster.inputs["agentPoolProfiles"], {"name": "gpu", "vmSize": "Standard_NC4as_T4_v3"}]
     broken = Resource(cluster.type, cluster.name, {**cluster.inputs, "agentPoolProfiles": profiles})
     assert len(rules.check_gpu_pool_taint_and_label(broken, PROD)) == 2
@@ -130,17 +131,17 @@ def test_node_agent_daemonset_needs_the_toleration_but_no_gpu() -> None:
 
 
 def test_recorded_autoscaled_pool_ignores_count(prod_recording: Recording) -> None:
-    cpu = _recorded(prod_recording, rules.AGENT_POOL, "cpu")
+    cpu = _recorded(prod_recording, model.AGENT_POOL, "cpu")
     assert rules.check_autoscaled_pool_ignores_count(cpu, PROD) == []
-    cluster = _recorded(prod_recording, rules.MANAGED_CLUSTER, "aks")
+    cluster = _recorded(prod_recording, model.MANAGED_CLUSTER, "aks")
     assert rules.check_autoscaled_pool_ignores_count(cluster, PROD) == [], "inline pools are ignored wholesale"
 
 
 def test_autoscaled_pool_tracking_count_is_rejected(prod_recording: Recording) -> None:
-    cpu = _recorded(prod_recording, rules.AGENT_POOL, "cpu")
+    cpu = _recorded(prod_recording, model.AGENT_POOL, "cpu")
     broken = Resource(cpu.type, cpu.name, cpu.inputs, ignore_changes=("orchestratorVersion",))
     assert len(rules.check_autoscaled_pool_ignores_count(broken, PROD)) == 1
-    cluster = _recorded(prod_recording, rules.MANAGED_CLUSTER, "aks")
+    cluster = _recorded(prod_recording, model.MANAGED_CLUSTER, "aks")
     broken_cluster = Resource(cluster.type, cluster.name, cluster.inputs, ignore_changes=("kubernetesVersion",))
     assert len(rules.check_autoscaled_pool_ignores_count(broken_cluster, PROD)) == 1
 
@@ -148,11 +149,11 @@ def test_autoscaled_pool_tracking_count_is_rejected(prod_recording: Recording) -
 # --- prod-stateful-protected -----------------------------------------------------------------------
 
 STATEFUL = {
-    rules.AML_FILESYSTEM: {"skuName": "AMLFS-Durable-Premium-250", "storageCapacityTiB": 16},
-    rules.STORAGE_ACCOUNT: {"kind": "StorageV2", "allowBlobPublicAccess": False},
-    rules.REGISTRY: {"sku": {"name": "Premium"}, "adminUserEnabled": False},
-    rules.LOG_ANALYTICS_WORKSPACE: {"sku": {"name": "PerGB2018"}, "retentionInDays": 90},
-    rules.MONITOR_WORKSPACE: {"azureMonitorWorkspaceName": "amw-aks-gpu-prod"},
+    model.AML_FILESYSTEM: {"skuName": "AMLFS-Durable-Premium-250", "storageCapacityTiB": 16},
+    model.STORAGE_ACCOUNT: {"kind": "StorageV2", "allowBlobPublicAccess": False},
+    model.REGISTRY: {"sku": {"name": "Premium"}, "adminUserEnabled": False},
+    model.LOG_ANALYTICS_WORKSPACE: {"sku": {"name": "PerGB2018"}, "retentionInDays": 90},
+    model.MONITOR_WORKSPACE: {"azureMonitorWorkspaceName": "amw-aks-gpu-prod"},
 }
 
 
@@ -165,7 +166,7 @@ def test_prod_stateful_resource_must_be_protected(type_token: str) -> None:
     assert rules.check_prod_stateful_protected(unprotected, DEV) == [], "dev may tear data down"
 
 
-@pytest.mark.parametrize("type_token", [rules.LOG_ANALYTICS_WORKSPACE, rules.MONITOR_WORKSPACE])
+@pytest.mark.parametrize("type_token", [model.LOG_ANALYTICS_WORKSPACE, model.MONITOR_WORKSPACE])
 def test_recorded_prod_workspaces_are_protected_and_dev_ones_are_not(
     recordings: dict[str, Recording], type_token: str
 ) -> None:
@@ -176,7 +177,7 @@ def test_recorded_prod_workspaces_are_protected_and_dev_ones_are_not(
 
 
 def test_recorded_prod_cluster_is_protected(prod_recording: Recording) -> None:
-    cluster = _recorded(prod_recording, rules.MANAGED_CLUSTER, "aks")
+    cluster = _recorded(prod_recording, model.MANAGED_CLUSTER, "aks")
     assert rules.check_prod_stateful_protected(cluster, PROD) == []
     assert len(rules.check_prod_stateful_protected(Resource(cluster.type, cluster.name, cluster.inputs), PROD)) == 1
 
@@ -185,11 +186,11 @@ def test_recorded_prod_cluster_is_protected(prod_recording: Recording) -> None:
 
 
 def test_recorded_prod_lts_cluster_is_premium(prod_recording: Recording) -> None:
-    assert rules.check_lts_requires_premium(_recorded(prod_recording, rules.MANAGED_CLUSTER, "aks"), PROD) == []
+    assert rules.check_lts_requires_premium(_recorded(prod_recording, model.MANAGED_CLUSTER, "aks"), PROD) == []
 
 
 def test_lts_on_standard_tier_is_rejected(prod_recording: Recording) -> None:
-    cluster = _recorded(prod_recording, rules.MANAGED_CLUSTER, "aks")
+    cluster = _recorded(prod_recording, model.MANAGED_CLUSTER, "aks")
     inputs = {**cluster.inputs, "sku": {"name": "Base", "tier": "Standard"}}
     problems = rules.check_lts_requires_premium(Resource(cluster.type, cluster.name, inputs), PROD)
     assert len(problems) == 1 and "Premium" in problems[0]
@@ -199,26 +200,26 @@ def test_lts_on_standard_tier_is_rejected(prod_recording: Recording) -> None:
 
 
 def test_registry_admin_user_is_rejected() -> None:
-    assert rules.check_no_registry_admin_user(Resource(rules.REGISTRY, "acr", STATEFUL[rules.REGISTRY]), PROD) == []
-    enabled = {**STATEFUL[rules.REGISTRY], "adminUserEnabled": True}
-    assert len(rules.check_no_registry_admin_user(Resource(rules.REGISTRY, "acr", enabled), PROD)) == 1
+    assert rules.check_no_registry_admin_user(Resource(model.REGISTRY, "acr", STATEFUL[model.REGISTRY]), PROD) == []
+    enabled = {**STATEFUL[model.REGISTRY], "adminUserEnabled": True}
+    assert len(rules.check_no_registry_admin_user(Resource(model.REGISTRY, "acr", enabled), PROD)) == 1
 
 
 @pytest.mark.parametrize("value", [True, None])
 def test_public_blob_access_must_be_off_explicitly(value: bool | None) -> None:
-    ok = Resource(rules.STORAGE_ACCOUNT, "sa", STATEFUL[rules.STORAGE_ACCOUNT])
+    ok = Resource(model.STORAGE_ACCOUNT, "sa", STATEFUL[model.STORAGE_ACCOUNT])
     assert rules.check_no_public_blob_access(ok, PROD) == []
-    inputs = {k: v for k, v in STATEFUL[rules.STORAGE_ACCOUNT].items() if k != "allowBlobPublicAccess"}
+    inputs = {k: v for k, v in STATEFUL[model.STORAGE_ACCOUNT].items() if k != "allowBlobPublicAccess"}
     if value is not None:
         inputs["allowBlobPublicAccess"] = value
-    assert len(rules.check_no_public_blob_access(Resource(rules.STORAGE_ACCOUNT, "sa", inputs), PROD)) == 1
+    assert len(rules.check_no_public_blob_access(Resource(model.STORAGE_ACCOUNT, "sa", inputs), PROD)) == 1
 
 
 # --- storage-tls-https / prod-storage-private ----------------------------------------------------
 
 
 def test_recorded_prod_storage_account_is_tls12_https_only_and_private(prod_recording: Recording) -> None:
-    account = _recorded(prod_recording, rules.STORAGE_ACCOUNT, "hsm")
+    account = _recorded(prod_recording, model.STORAGE_ACCOUNT, "hsm")
     assert rules.check_storage_tls_https(account, PROD) == []
     assert rules.check_prod_storage_private(account, PROD) == []
 
@@ -235,7 +236,7 @@ def test_recorded_prod_storage_account_is_tls12_https_only_and_private(prod_reco
 def test_storage_below_tls12_or_allowing_http_is_rejected(
     prod_recording: Recording, change: dict[str, Any], problems: int
 ) -> None:
-    account = _recorded(prod_recording, rules.STORAGE_ACCOUNT, "hsm")
+    account = _recorded(prod_recording, model.STORAGE_ACCOUNT, "hsm")
     inputs = {k: v for k, v in {**account.inputs, **change}.items() if v is not None}
     found = rules.check_storage_tls_https(Resource(account.type, account.name, inputs), DEV)
     assert len(found) == problems, f"old TLS and plain HTTP expose data in transit, in every environment: {found}"
@@ -243,7 +244,7 @@ def test_storage_below_tls12_or_allowing_http_is_rejected(
 
 @pytest.mark.parametrize("access", ["Enabled", None])
 def test_publicly_reachable_prod_storage_is_rejected(prod_recording: Recording, access: str | None) -> None:
-    account = _recorded(prod_recording, rules.STORAGE_ACCOUNT, "hsm")
+    account = _recorded(prod_recording, model.STORAGE_ACCOUNT, "hsm")
     inputs = {k: v for k, v in account.inputs.items() if k != "publicNetworkAccess"}
     if access is not None:
         inputs["publicNetworkAccess"] = access
@@ -256,17 +257,21 @@ def test_publicly_reachable_prod_storage_is_rejected(prod_recording: Recording, 
 
 
 def test_recorded_prod_pools_are_encrypted_at_host(prod_recording: Recording) -> None:
-    for token, name in ((rules.AGENT_POOL, "cpu"), (rules.AGENT_POOL, "h100z1"), (rules.MANAGED_CLUSTER, "aks")):
+    for token, name in (
+        (model.AGENT_POOL, "cpu"),
+        (model.AGENT_POOL, "h100z1"),
+        (model.MANAGED_CLUSTER, "aks"),
+    ):
         assert rules.check_prod_encryption_at_host(_recorded(prod_recording, token, name), PROD) == []
 
 
 def test_prod_pool_without_encryption_at_host_is_rejected(prod_recording: Recording) -> None:
-    cpu = _recorded(prod_recording, rules.AGENT_POOL, "cpu")
+    cpu = _recorded(prod_recording, model.AGENT_POOL, "cpu")
     plain = Resource(cpu.type, cpu.name, {**cpu.inputs, "enableEncryptionAtHost": False})
     problems = rules.check_prod_encryption_at_host(plain, PROD)
     assert len(problems) == 1 and "cpu" in problems[0], "an unencrypted prod pool must be named"
     assert rules.check_prod_encryption_at_host(plain, DEV) == [], "dev may skip the subscription feature"
-    cluster = _recorded(prod_recording, rules.MANAGED_CLUSTER, "aks")
+    cluster = _recorded(prod_recording, model.MANAGED_CLUSTER, "aks")
     inline = [
         {k: v for k, v in p.items() if k != "enableEncryptionAtHost"} for p in cluster.inputs["agentPoolProfiles"]
     ]
@@ -308,7 +313,7 @@ def test_plain_text_keys_are_rejected(value: Any) -> None:
 
 def _pdb(**spec: Any) -> Resource:
     body = {"metadata": {"namespace": "ml"}, "spec": {"selector": {"matchLabels": {"app": "x"}}, **spec}}
-    return Resource(rules.PDB, "x-pdb", body)
+    return Resource(model.PDB, "x-pdb", body)
 
 
 @pytest.mark.parametrize("spec", [{"minAvailable": 1}, {"maxUnavailable": 1}, {"minAvailable": "50%"}])

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from aks_gpu_platform.testing import Recording, kubernetes_object
-from tests.upstream.contract_stacks import CONTRACT_STACKS, contract_recording
+from tests.harness.contract_stacks import CONTRACT_STACKS, contract_recording
 from tests.upstream.names import INFERENCE_POOL_CHART, inference_pool_chart_objects
 from tests.upstream.references import Cluster, dangling, pool_port_problems, references
 from tests.upstream.release_contract import release_facts

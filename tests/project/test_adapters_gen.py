@@ -7,7 +7,6 @@ gain a key, the generator run there, and the schema the plugin serves from the c
 import json
 import shutil
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 from typing import Any, NotRequired, TypedDict
@@ -15,10 +14,13 @@ from typing import Any, NotRequired, TypedDict
 import pulumi
 import pytest
 
+from aks_gpu_platform.plan.diff_command import planning_python
 from tools import REPO_ROOT, adapters_gen
 
-# What the generator and the plugin import: the package (its links), components, config, provider, tools.
+# What the generator and the plugin import: the package, components, config, provider, tools; and what installs the
+# package from the copy (pyproject.toml's package-dir, the licence it names).
 COPIED = ("aks_gpu_platform", "components", "config", "provider", "tools")
+COPIED_FILES = ("pyproject.toml", "LICENSE")
 NEW_FIELD = """
     gpu_sharing: Literal["exclusive", "timeSlicing"] = Field(
         default="exclusive", description="How pods share each GPU: whole GPUs or time slices"
@@ -56,14 +58,18 @@ def edited_copy(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The copy's staleness verdict and served schema after adding a GPU pool field and a Registry arg."""
     root = tmp_path_factory.mktemp("checkout")
     for name in COPIED:
-        shutil.copytree(REPO_ROOT / name, root / name, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(REPO_ROOT / name, root / name, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in COPIED_FILES:
+        shutil.copy(REPO_ROOT / name, root / name)
     edit(
         root / "config" / "gpu" / "section.py",
         '    taints: list[str] = Field(default_factory=list, description="Extra taints, key=value:Effect")\n',
         NEW_FIELD.lstrip("\n"),
     )
     edit(root / "components" / "monitoring" / "registry.py", "class RegistryArgs(TypedDict):", NEW_ARG.rstrip("\n"))
-    run = subprocess.run([sys.executable, "-c", IN_COPY], cwd=root, capture_output=True, text=True, timeout=300)
+    # The copy's own package: this interpreter's editable install maps aks_gpu_platform to the repository's folders.
+    python = planning_python(root, tmp_path_factory.mktemp("interpreter"))
+    run = subprocess.run([python, "-c", IN_COPY], cwd=root, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     return json.loads(run.stdout.strip().splitlines()[-1])
 

@@ -6,11 +6,15 @@ from __future__ import annotations
 import ast
 import importlib
 import json
-import warnings
+import re
+import tomllib
 from collections.abc import Container, Iterator
 from pathlib import Path
 
 import pytest
+from packaging.version import Version
+
+from aks_gpu_platform.moved_modules import MOVED, NOT_BEFORE, REMOVED_IN, OldLayoutWarning
 
 ROOT = Path(__file__).resolve().parents[2]
 BEFORE = json.loads((ROOT / "tests" / "fixtures" / "layout" / "modules-before-concerns.json").read_text())["modules"]
@@ -20,11 +24,15 @@ BEFORE = json.loads((ROOT / "tests" / "fixtures" / "layout" / "modules-before-co
 CONFIG_ONLY = {"catalog"}
 COMPONENTS_ONLY = {"shared"}
 
-# Names that left their module with a reason (CHANGELOG "Changed").
+# Names that left their module with a reason (CHANGELOG "Changed" and "Removed").
 MOVED_NAMES = {
     ("aks_gpu_platform.config.gpu", "check_amd_pools"): "a rule across sections: config/rules.py, taking sections",
     ("aks_gpu_platform.config.security", "check_pod_security_exclusions"): "a rule across sections: config/rules.py",
     ("aks_gpu_platform.config.security", "check_rdma_pod_security"): "a rule across sections: config/rules.py",
+    ("aks_gpu_platform.config.scheduling", "pod_fits_node"): "only tests used it: tests/upstream/kube_scheduler.py",
+    ("aks_gpu_platform.components.metrics_labels", "gpu_series_labels"): "only tests used it: they compute it",
+    ("aks_gpu_platform.components.metrics_labels", "target_series_labels"): "only tests used it: they compute it",
+    ("aks_gpu_platform.config.field_paths", "literal_values"): "nothing used it",
 }
 
 
@@ -135,19 +143,37 @@ def test_the_circle_check_finds_a_circle() -> None:
 
 
 @pytest.mark.parametrize("old", sorted(BEFORE))
-def test_a_module_path_of_the_flat_layout_still_imports_with_its_names(old: str) -> None:
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+def test_a_module_path_of_the_flat_layout_still_imports_with_its_names_and_warns_until_its_removal(old: str) -> None:
+    moved = old.removeprefix("aks_gpu_platform.") in MOVED
+    if not moved and old not in _concern_packages():
+        module = importlib.import_module(old)  # the same path as before: no warning (the tests make one an error)
+        missing = [name for name in BEFORE[old] if not hasattr(module, name) and (old, name) not in MOVED_NAMES]
+        assert not missing, f"`from {old} import ...` worked before the concern packages; gone now: {missing}"
+        return
+    removal = rf"removed in {re.escape(REMOVED_IN)} \(not before {NOT_BEFORE}\)"
+    with pytest.warns(OldLayoutWarning, match=removal) as caught:
         module = importlib.import_module(old)
-    missing = [name for name in BEFORE[old] if not hasattr(module, name) and (old, name) not in MOVED_NAMES]
+        missing = [name for name in BEFORE[old] if not hasattr(module, name) and (old, name) not in MOVED_NAMES]
     assert not missing, f"`from {old} import ...` worked before the concern packages; gone now: {missing}"
-    if module.__name__ != old:
+    if moved:
         assert importlib.import_module(module.__name__) is module, "the old path is the same module, not a copy"
-        assert any(issubclass(w.category, DeprecationWarning) and module.__name__ in str(w.message) for w in caught), (
-            f"importing {old} names its new home {module.__name__}"
-        )
+        assert any(module.__name__ in str(w.message) for w in caught), f"importing {old} names its new home"
         assert module.__spec__ is not None and module.__spec__.name == module.__name__, (
             "the shared module keeps its own spec (reload and pickling follow the new path)"
+        )
+
+
+def test_the_old_layout_is_gone_in_the_release_that_removes_it() -> None:
+    """docs/versioning.md and CHANGELOG.md name the release and its earliest date; from that version on the tables
+    and hooks of moved_modules.py must be gone, so the removal cannot be forgotten."""
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    removal = f"{REMOVED_IN}"
+    for page in ("docs/versioning.md", "CHANGELOG.md"):
+        text = (ROOT / page).read_text()
+        assert removal in text and NOT_BEFORE in text, f"{page} names the release removing the 0.2 layout and its date"
+    if Version(version) >= Version(REMOVED_IN):
+        assert not MOVED and not _concern_packages(), (
+            f"{version} is the release that removes the 0.2 module paths and section names (moved_modules.py)"
         )
 
 

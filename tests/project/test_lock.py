@@ -6,6 +6,7 @@ A transitive release after the lock was made changes nothing a fresh clone insta
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -15,6 +16,11 @@ from packaging.utils import canonicalize_name
 from tools import REPO_ROOT, locks
 
 MAKEFILE = (REPO_ROOT / "Makefile").read_text()
+
+
+# The virtualenvs that run this checkout's code: `make venvs` installs the project into them, editable.
+PROJECT_VENVS = ("venv", "policy/venv")
+PROJECT = "aks-gpu-platform"
 
 
 def _installed(venv: Path) -> dict[str, str]:
@@ -32,8 +38,14 @@ def test_each_virtualenv_is_built_from_its_lock_and_the_lock_is_refreshed_by_one
     assert (REPO_ROOT / lock).is_file(), f"{venv} installs from {lock}"
     assert f"{requirements}:{lock}" in MAKEFILE, f"`make lock` resolves {requirements} into {lock}"
     if venv != ".venv-uv":
+        # The virtualenvs that run the project's code also install the project itself (`editable`), and are rebuilt
+        # when pyproject.toml (its package-dir) moves.
+        project = r"(?: pyproject\.toml)?" if venv in PROJECT_VENVS else ""
+        editable = ",editable" if venv in PROJECT_VENVS else ""
         assert re.search(
-            rf"^\S+: {re.escape(lock)} \| \$\(UV_MARK\)\n\t\$\(call venv,[^,]+,{re.escape(lock)}\)$", MAKEFILE, re.M
+            rf"^\S+: {re.escape(lock)}{project} \| \$\(UV_MARK\)\n\t\$\(call venv,[^,]+,{re.escape(lock)}{editable}\)$",
+            MAKEFILE,
+            re.M,
         ), f"the Makefile builds {venv} from {lock} and rebuilds it when the lock moves"
     else:
         assert "-r locks/uv.txt" in MAKEFILE and "--require-hashes" in MAKEFILE, "uv itself installs from its lock"
@@ -59,6 +71,13 @@ def test_every_package_installed_in_a_virtualenv_is_the_locked_one(venv: str) ->
     if venv == ".venv-uv" or not (path / ".installed").is_file():
         pytest.skip(f"{venv} is not built here (.venv-uv only where uv is not on PATH)")
     installed = _installed(path)
+    if venv in PROJECT_VENVS:
+        installed.pop(PROJECT, None)
+        (origin,) = path.glob(f"lib/python3*/site-packages/{PROJECT.replace('-', '_')}-*.dist-info/direct_url.json")
+        found = json.loads(origin.read_text())
+        assert found.get("dir_info", {}).get("editable") and found["url"] == REPO_ROOT.as_uri(), (
+            f"{venv} holds the project itself, installed editable from this checkout (make venvs): {found}"
+        )
     locked = locks.pins(REPO_ROOT / locks.VIRTUALENVS[venv][1])
     differing = {n: (v, locked.get(n)) for n, v in installed.items() if locked.get(n) != v}
     assert not differing, (

@@ -19,7 +19,9 @@ from typing import Any
 
 import pytest
 
+from aks_gpu_platform.plan.diff_command import planning_python
 from aks_gpu_platform.testing.stack_files import load_stack_file
+from tests.harness.fresh_install import PACKAGE, clean_environment, repository_copy, share_sdks
 from tests.platform.test_examples import (
     EXAMPLES,
     GPU_NODE_POOL,
@@ -29,7 +31,6 @@ from tests.platform.test_examples import (
     project,
     stack_file,
 )
-from tests.upstream.fresh_install import PACKAGE, clean_environment, repository_copy, share_sdks
 from tools import REPO_ROOT
 
 VERSION = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["version"]
@@ -162,14 +163,12 @@ class Installed:
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     """An example installed with the command its README documents, in a copy of the repository.
 
-    The copy is a checkout whose links are plain files, so the build proves the package needs none; the
-    virtualenv it makes is what a consumer's project gets from `pip install`. The pinned SDKs come in
-    through a .pth file (tests/upstream/fresh_install.py), so nothing is downloaded again.
+    The virtualenv it makes is what a consumer's project gets from `pip install`. The pinned SDKs come in
+    through a .pth file (tests/harness/fresh_install.py), so nothing is downloaded again.
     """
     example = EXAMPLES / INSTALLED_EXAMPLE
     create, install = (part.strip() for part in INSTALL.split("&&"))
     checkout = repository_copy(tmp_path_factory.mktemp("installed") / "checkout", files=["requirements.txt"])
-    assert (checkout / PACKAGE / "components").is_file(), "the copy is a checkout whose links are plain files"
     folder = checkout / "examples" / example.name
     shutil.copytree(example, folder, ignore=shutil.ignore_patterns("venv", "__pycache__"))
     env = clean_environment()
@@ -284,9 +283,9 @@ def test_a_fresh_virtualenv_installs_one_package_that_another_project_builds(
     console = "../../../bin/aks-gpu-platform"  # the console command, in the virtualenv's bin/
     stray = [f for f in files if not f.startswith((f"{PACKAGE}/", f"{PACKAGE}-{VERSION}.dist-info/", console))]
     assert not stray, f"only {PACKAGE}/ is installed, no generic top-level package (config, components): {stray}"
-    linked = ("components/gpu/node_pool.py", "config/loader.py", "config/gpu/scheduling.py")
-    linked_files = {f"{PACKAGE}/{path}" for path in linked}
-    assert linked_files <= set(files), "the linked components/ and config/ and their packages are installed as files"
+    mapped = ("components/gpu/node_pool.py", "config/loader.py", "config/gpu/scheduling.py")
+    mapped_files = {f"{PACKAGE}/{path}" for path in mapped}
+    assert mapped_files <= set(files), "the mapped components/ and config/ and their packages are installed as files"
     assert f"{PACKAGE}/py.typed" in files, "the wheel marks itself typed (PEP 561), so editors read our annotations"
     top_level = (site / f"{PACKAGE}-{VERSION}.dist-info" / "top_level.txt").read_text().split()
     assert top_level == [PACKAGE], "the distribution declares one top-level name"
@@ -299,10 +298,11 @@ def test_a_fresh_virtualenv_installs_one_package_that_another_project_builds(
     assert any(f.endswith("/LICENSE") for f in files), "the wheel carries the licence text (Apache-2.0 requires it)"
 
 
-def test_a_checkout_without_links_runs_the_program_from_source(tmp_path: Path) -> None:
-    # Git for Windows' default: the two directory links arrive as plain files; `make plan` imports from the
-    # checkout, not from an installed wheel.
+def test_a_checkout_runs_the_program_from_source_through_its_editable_install(tmp_path: Path) -> None:
+    # `make venvs` installs the checkout editable; the program (`make plan`, `pulumi up`) runs from the checkout's
+    # folder. No links: the same on a clone made with Git for Windows' defaults.
     checkout = repository_copy(tmp_path / "checkout")
+    python = planning_python(checkout, tmp_path)
     probe = (
         "import json, aks_gpu_platform as p\n"
         "from aks_gpu_platform import AksGpuPlatform, ClusterHandle, load_platform_config\n"
@@ -310,13 +310,12 @@ def test_a_checkout_without_links_runs_the_program_from_source(tmp_path: Path) -
         "print(json.dumps({'platform': AksGpuPlatform.__module__, 'file': __import__(AksGpuPlatform.__module__,"
         " fromlist=['x']).__file__, 'version': p.__version__}))\n"
     )
-    run = subprocess.run(
-        [sys.executable, "-c", probe], cwd=checkout, env=clean_environment(), capture_output=True, text=True
-    )
-    assert run.returncode == 0, f"a link-less checkout must import the platform from its own folders:\n{run.stderr}"
+    run = subprocess.run([python, "-c", probe], cwd=checkout, env=clean_environment(), capture_output=True, text=True)
+    assert run.returncode == 0, f"an installed checkout must import the platform from its own folders:\n{run.stderr}"
     result = json.loads(run.stdout)
-    assert result["platform"] == f"{PACKAGE}.components.platform", "one import name, with or without links"
+    assert result["platform"] == f"{PACKAGE}.components.platform", "one import name, in a checkout as installed"
     assert Path(result["file"]).is_relative_to(checkout / "components"), "the code comes from the checkout's folder"
+    assert result["version"] == VERSION, "the checkout reports its pyproject.toml's version"
 
 
 def test_help_on_the_platform_shows_its_own_arguments_and_outputs() -> None:

@@ -20,7 +20,7 @@ import yaml
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from tests.upstream.fresh_install import (
+from tests.harness.fresh_install import (
     PACKAGE,
     build_wheel,
     clean_environment,
@@ -55,7 +55,7 @@ def _site(python: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def checkout(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A clone of the repository as pip reads it (links checked out as plain files)."""
+    """What pip reads of a clone of the repository."""
     return repository_copy(tmp_path_factory.mktemp("clone") / "aks-gpu-platform")
 
 

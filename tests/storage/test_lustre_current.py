@@ -22,11 +22,11 @@ import pytest
 
 from aks_gpu_platform.config import load_platform_config
 from aks_gpu_platform.config.catalog.lustre_skus import AMLFS_SKUS, required_subnet_prefix
-from aks_gpu_platform.config.gpu.scheduling import pod_fits_node
 from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import assert_rejected, settings_of
+from tests.upstream.kube_scheduler import pod_fits_node
 from tests.upstream.scheduling import release_pod_templates
 from tools import REPO_ROOT
 

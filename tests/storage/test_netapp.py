@@ -9,16 +9,17 @@ from typing import Any
 
 import pytest
 
+from aks_gpu_platform import policy_model
 from aks_gpu_platform import policy_rules as rules
-from aks_gpu_platform.config.gpu.scheduling import pod_fits_node
 from aks_gpu_platform.config.network.section import NETAPP_DELEGATION
 from aks_gpu_platform.config.storage.netapp import GIB, TIB, NetAppFilesConfig
 from aks_gpu_platform.plan.offline import run_stack
-from aks_gpu_platform.policy_rules import Resource, StackFacts
+from aks_gpu_platform.policy_model import Resource, StackFacts
 from aks_gpu_platform.testing import RecordedResource, Recording, kubernetes_object, policy_verdicts
 from aks_gpu_platform.testing.checks import validate_object
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import assert_rejected, cluster_handle, settings_of
+from tests.upstream.kube_scheduler import pod_fits_node
 from tools import REPO_ROOT
 
 ACCOUNT = "azure-native:netapp:Account"
@@ -502,9 +503,9 @@ def test_an_empty_export_list_is_refused(build: Callable[[Callable[[], Any]], Re
 
 
 NETAPP_TYPES = {
-    rules.NETAPP_ACCOUNT: {"accountName": "anf"},
-    rules.NETAPP_POOL: {"serviceLevel": "Premium", "size": TIB},
-    rules.NETAPP_VOLUME: {"usageThreshold": 100 * GIB, "protocolTypes": ["NFSv4.1"]},
+    policy_model.NETAPP_ACCOUNT: {"accountName": "anf"},
+    policy_model.NETAPP_POOL: {"serviceLevel": "Premium", "size": TIB},
+    policy_model.NETAPP_VOLUME: {"usageThreshold": 100 * GIB, "protocolTypes": ["NFSv4.1"]},
 }
 
 

@@ -22,8 +22,7 @@ from aks_gpu_platform.components.monitoring.grafana import DASHBOARDS_DIR
 from aks_gpu_platform.config.catalog.prices import VM_HOURLY
 from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording
-from tests.upstream.autoscaler_template import DEVICE_PLUGIN_RESOURCES, whole_node_gpus
-from tests.upstream.contract_stacks import (
+from tests.harness.contract_stacks import (
     DAY_STACKS,
     chargeback_group,
     contract_day,
@@ -31,6 +30,7 @@ from tests.upstream.contract_stacks import (
     day_with,
     platform_recording,
 )
+from tests.upstream.autoscaler_template import DEVICE_PLUGIN_RESOURCES, whole_node_gpus
 from tests.upstream.gpu_metrics_world import SERVICE_MONITOR, kueue_scrape_problems
 from tests.upstream.metrics_day import DAY, Day, evaluate_group, team_quotas, tolerance, truth
 from tests.upstream.promql import Evaluator, History, duration_seconds, matches, selectors

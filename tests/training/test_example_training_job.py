@@ -18,11 +18,12 @@ import yaml
 
 from aks_gpu_platform.config import ConfigError
 from aks_gpu_platform.config.catalog.image_platforms import runs_on_arm64
-from aks_gpu_platform.config.gpu.scheduling import GPU_RESOURCE, pod_fits_node
+from aks_gpu_platform.config.gpu.scheduling import GPU_RESOURCE
 from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording, evaluate, kubernetes_object
 from aks_gpu_platform.testing.checks import validate_object
 from tests.upstream.crd_schema import crd_problems
+from tests.upstream.kube_scheduler import pod_fits_node
 from tests.upstream.scheduling import RELEASE, node_templates
 from tools import REPO_ROOT
 

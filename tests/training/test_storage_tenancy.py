@@ -29,7 +29,7 @@ from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import assert_rejected, settings_of
-from tests.upstream.contract_stacks import platform_recording
+from tests.harness.contract_stacks import platform_recording
 from tests.upstream.storage import (
     AKS_BUILT_IN_CLASSES,
     PV,

@@ -13,7 +13,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-from aks_gpu_platform.config.gpu.scheduling import GPU_RESOURCE, pod_fits_node
+from aks_gpu_platform.config.gpu.scheduling import GPU_RESOURCE
 from aks_gpu_platform.testing import Recording, kubernetes_object
 from aks_gpu_platform.testing.checks import validate_object
 from aks_gpu_platform.testing.stack_files import load_stack_file
@@ -25,6 +25,7 @@ from tests.training.test_example_training_job import (
     gpu_nodes,
     quantity,
 )
+from tests.upstream.kube_scheduler import pod_fits_node
 from tests.upstream.rbac import Request, kubernetes_allows
 from tools import REPO_ROOT
 

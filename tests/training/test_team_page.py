@@ -12,13 +12,13 @@ import re
 from typing import Any
 
 from aks_gpu_platform.config import PlatformConfig, load_platform_config
-from aks_gpu_platform.config.gpu.scheduling import selects_node
 from aks_gpu_platform.plan import cold_start, cost
 from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import settings_of
 from tests.upstream.autoscaler_template import template_node, why_not_template
+from tests.upstream.kube_scheduler import selects_node
 from tests.upstream.scheduling import AGENT_POOL
 from tools import REPO_ROOT, team_pools
 

@@ -19,9 +19,9 @@ from aks_gpu_platform.config.training.section import derived_team_id
 from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording
 from aks_gpu_platform.testing.stack_files import load_stack_file
+from tests.harness.contract_stacks import contract_recording
 from tests.training.test_team_access import raw_teams, two_team_config
 from tests.upstream import admission_cel, gpu_visibility
-from tests.upstream.contract_stacks import contract_recording
 from tests.upstream.rbac import Request
 from tests.upstream.tenancy import (
     PSS_ENFORCE,
@@ -898,8 +898,8 @@ def test_removing_any_one_boundary_rule_lets_some_attempt_through(w: World) -> N
 @pytest.mark.parametrize("stack", ["dev", "prod", "fleet-krc", "fleet-jpe"])
 def test_every_team_meters_cpu_and_memory_and_gpu_less_jobs_are_held_to_the_cpu_pools_quota(stack: str) -> None:
     """Kueue counts only covered resources (IgnoreUndeclared): unmetered CPU would let a team fill any node."""
+    from tests.harness.contract_stacks import platform_recording
     from tests.training.test_example_training_job import KUEUE, admit, quantity
-    from tests.upstream.contract_stacks import platform_recording
 
     recording = platform_recording(stack)
     flavors = {f.inputs["metadata"]["name"]: f.inputs["spec"] for f in recording.of_type(KUEUE + "ResourceFlavor")}

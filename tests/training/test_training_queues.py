@@ -17,13 +17,14 @@ from aks_gpu_platform.components.training.queues import (
 )
 from aks_gpu_platform.config import load_platform_config
 from aks_gpu_platform.config.catalog.gpu_sizes import GPU_SKUS
-from aks_gpu_platform.config.gpu.scheduling import GPU_RESOURCE, parse_taint, pod_fits_node
+from aks_gpu_platform.config.gpu.scheduling import GPU_RESOURCE
 from aks_gpu_platform.config.gpu.section import GpuPoolConfig
 from aks_gpu_platform.config.training.section import TrainingConfig, gpu_capacity, gpus_per_node
 from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording, kubernetes_object
 from aks_gpu_platform.testing.checks import validate_object
 from tests.conftest import assert_rejected, cluster_handle, set_path, settings_of, without_models
+from tests.upstream.kube_scheduler import pod_fits_node, taint
 from tests.upstream.kueue_schemas import cel_violations, schema_errors
 from tools import REPO_ROOT
 
@@ -124,7 +125,7 @@ def test_one_flavor_per_gpu_pool_that_lands_admitted_pods_on_that_pool_only(prod
         admitted_pod = {"nodeSelector": spec["nodeLabels"], "tolerations": spec["tolerations"]}
         labels, taints = nodes[name]
         assert pod_fits_node(admitted_pod, labels, taints), f"a pod admitted on {name} must fit {name}'s nodes"
-        assert [parse_taint(t) for t in taints] == spec["nodeTaints"], f"{name}: nodeTaints must be the node's"
+        assert [taint(t) for t in taints] == spec["nodeTaints"], f"{name}: nodeTaints must be the node's"
         for other, (other_labels, other_taints) in nodes.items():
             if other != name:
                 assert not pod_fits_node(admitted_pod, other_labels, other_taints), (

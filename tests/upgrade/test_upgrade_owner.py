@@ -1,5 +1,5 @@
-"""Contract: one owner per upgrade (tests/upstream/upgrade_owner.py, the simulator and its sources), over dev, prod,
-the fleet and the scheduling variants."""
+"""Contract: one owner per upgrade (tests/upstream/upgrade_owner.py, the simulator and its sources), over dev, prod, the
+fleet and the scheduling variants."""
 
 from __future__ import annotations
 

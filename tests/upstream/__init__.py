@@ -1,8 +1,11 @@
 """Models of the external systems the contracts run against, each written from its upstream source at a named
-version or commit (the module's docstring names them), never from the platform's own helpers:
+version or commit (the module's docstring names them), never from the platform's own code: they import none of it
+(tests/project/test_oracles.py holds them to that), only the recording they read.
 
-- scheduling: `scheduling.py` (kube-scheduler fit, chart templates), `autoscaler_template.py` (cluster-autoscaler
-  1.36.1, a pool at zero), `capacity.py` (Kueue admission beside the autoscaler), `node_image.py` (AgentBaker)
+- scheduling: `kube_scheduler.py` (the NodeAffinity and TaintToleration filters), `scheduling.py` (node templates,
+  chart templates), `azure_vm_sizes.py` (what Azure, AKS and NVIDIA say of a size), `autoscaler_template.py`
+  (cluster-autoscaler 1.36.1, a pool at zero), `capacity.py` (Kueue admission beside the autoscaler),
+  `node_image.py` (AgentBaker)
 - metrics: `scrape.py` (managed Prometheus scraping a PodMonitor), `promql.py` (instant-query semantics),
   `gpu_metrics_world.py`, `metrics_day.py` (a day of stored series and the recording rules over it)
 - access and admission: `rbac.py` (Kubernetes RBAC and Azure role assignments), `abac.py` (Azure ABAC conditions),
@@ -15,6 +18,4 @@ version or commit (the module's docstring names them), never from the platform's
   `serving.py` (the inferencepool chart's InferencePool and picker flags at v1.5.0, the HPA behind a KEDA trigger),
   `engine_semantics.py` (vLLM 0.34.0, Triton 25.01 and the endpoint picker at v1.5.0: what SIGTERM does, the memory
   vLLM budgets, where latency clocks start, the gateway's request timeout on a stream)
-- harness: `contract_stacks.py` (the stacks and variants every contract runs over), `fresh_install.py`,
-  `checkov_scan.py`
 """

@@ -32,14 +32,13 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
-from pathlib import Path
 from typing import Any
 
 import yaml
 
-from aks_gpu_platform.config.catalog.gpu_sizes import gpu_sku
-from aks_gpu_platform.config.gpu.scheduling import pod_fits_node, selects_node
 from aks_gpu_platform.testing import Recording
+from tests.upstream.azure_vm_sizes import INSTANCE_TYPES, MIG_INSTANCES_PER_GPU, gpu_vendor, gpus_per_vm
+from tests.upstream.kube_scheduler import pod_fits_node, selects_node
 from tests.upstream.scheduling import (
     AGENT_POOL,
     RELEASE,
@@ -50,9 +49,6 @@ from tests.upstream.scheduling import (
     unmet_requests,
 )
 
-INSTANCE_TYPES: dict[str, dict[str, int]] = json.loads(
-    (Path(__file__).parent.parent / "fixtures" / "autoscaler" / "azure_instance_types.json").read_text()
-)["sizes"]
 NODE_RESOURCES_TAG = "k8s.io_cluster-autoscaler_node-template_resources_"  # azure_util.go nodeResourcesTagName
 GPU_RESOURCE = "nvidia.com/gpu"  # k8s.io/autoscaler utils/gpu ResourceNvidiaGPU
 NIC_CLUSTER_POLICY = "kubernetes:mellanox.com/v1alpha1:NicClusterPolicy"
@@ -145,9 +141,9 @@ DEVICE_PLUGIN_RESOURCES = {"nvidia": "nvidia.com/gpu", "amd": "amd.com/gpu"}
 
 
 def vendor_of(pool: Mapping[str, Any]) -> str:
-    sku = gpu_sku(str(pool["vmSize"]))
-    assert sku is not None, f"{pool['vmSize']}: not a catalogued GPU size"
-    return sku.vendor
+    vendor = gpu_vendor(str(pool["vmSize"]))
+    assert vendor is not None, f"{pool['vmSize']}: not a GPU size"
+    return vendor
 
 
 # ---------------------------------------------------------------- the device plugin's sharing configuration
@@ -219,13 +215,13 @@ def pool_sharing(pool: Mapping[str, Any], recording: Recording) -> PluginSharing
 
 def whole_node_gpus(pool: Mapping[str, Any], recording: Recording) -> int:
     """`nvidia.com/gpu` one node advertises: the SKU's GPUs, each split into its MIG slices (single strategy), each
-    device advertised `replicas` times when the plugin config shares it. GPU counts and slices per GPU from
-    config/catalog/gpu_sizes.py (Azure size pages, NVIDIA's MIG user guide)."""
-    sku = gpu_sku(str(pool["vmSize"]))
-    assert sku is not None, f"{pool['vmSize']}: not a catalogued GPU size"
+    device advertised `replicas` times when the plugin config shares it. GPU counts and slices per GPU as
+    azure_vm_sizes.py has them (the autoscaler's instance list, Azure size pages, NVIDIA's MIG user guide)."""
+    gpus = gpus_per_vm(str(pool["vmSize"]))
+    assert gpus, f"{pool['vmSize']}: not a GPU size"
     profile = pool.get("gpuInstanceProfile")
-    mig = sku.mig_slice(str(profile)) if profile else None
-    return sku.gpus_per_vm * (mig.per_gpu if mig else 1) * pool_sharing(pool, recording).replicas
+    per_gpu = MIG_INSTANCES_PER_GPU[str(profile)] if profile else 1
+    return gpus * per_gpu * pool_sharing(pool, recording).replicas
 
 
 def flavor_rank_pods(recording: Recording, infiniband_pools: Iterable[str]) -> list[PodTemplate]:

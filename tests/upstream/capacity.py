@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from aks_gpu_platform.config.gpu.scheduling import pod_fits_node
 from aks_gpu_platform.testing import Recording, kubernetes_object
 from tests.upstream.autoscaler_template import GPU_RESOURCE, template_node
+from tests.upstream.kube_scheduler import pod_fits_node
 from tests.upstream.scheduling import AGENT_POOL, pod_requests
 
 SCALED_OBJECT = "kubernetes:keda.sh/v1alpha1:ScaledObject"

@@ -36,9 +36,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from aks_gpu_platform.config.catalog.gpu_sizes import gpu_sku
 from aks_gpu_platform.testing import Recording
 from tests.upstream.autoscaler_template import DEVICE_PLUGIN_RESOURCES, pool_sharing, vendor_of, whole_node_gpus
+from tests.upstream.azure_vm_sizes import gpus_per_vm
 from tests.upstream.gpu_metrics_world import (
     CLUSTER,
     POD_MONITOR,
@@ -139,8 +139,8 @@ def _pools(recording: Recording) -> list[dict[str, Any]]:
 
 def gpu_nodes(recording: Recording, pool: Mapping[str, Any], count: int) -> list[DayNode]:
     """`count` nodes of a GPU pool, named as AKS names VMSS nodes, with the labels the pool gives its nodes."""
-    sku = gpu_sku(str(pool["vmSize"]))
-    assert sku is not None
+    gpus = gpus_per_vm(str(pool["vmSize"]))
+    assert gpus, f"{pool['vmSize']}: not a GPU size"
     assert not pool.get("gpuInstanceProfile"), "MIG slices are not modelled by the day"
     devices = whole_node_gpus(pool, recording)
     labels = dict(pool.get("nodeLabels") or {})
@@ -149,8 +149,8 @@ def gpu_nodes(recording: Recording, pool: Mapping[str, Any], count: int) -> list
             f"aks-{pool['agentPoolName']}-12345678-vmss{i:06d}",
             labels["gpu-pool"],
             vendor_of(pool),
-            sku.gpus_per_vm,
-            devices // sku.gpus_per_vm,
+            gpus,
+            devices // gpus,
             labels,
         )
         for i in range(count)

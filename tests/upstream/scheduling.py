@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from aks_gpu_platform.config.catalog.gpu_sizes import gpu_sku
-from aks_gpu_platform.config.gpu.scheduling import pod_fits_node, selects_node
 from aks_gpu_platform.testing import RecordedResource, Recording
+from tests.upstream.azure_vm_sizes import gpu_vendor, host_arch, nvlink_across_vms
+from tests.upstream.kube_scheduler import pod_fits_node, selects_node
 
 AGENT_POOL = "azure-native:containerservice:AgentPool"
 # aksManaged pools: the same AgentPool through the generic ARM resource (a newer API version).
@@ -67,8 +67,7 @@ class NodeTemplate:
 
     @property
     def multi_node_nvlink(self) -> bool:
-        sku = gpu_sku(self.labels.get("node.kubernetes.io/instance-type", ""))
-        return sku is not None and sku.multi_node_nvlink
+        return nvlink_across_vms(self.labels.get("node.kubernetes.io/instance-type", ""))
 
     @property
     def amd_gpu(self) -> bool:
@@ -89,15 +88,15 @@ def node_template(pool: Mapping[str, Any]) -> NodeTemplate:
         "kubernetes.azure.com/mode": str(pool.get("mode", "User")).lower(),
         "kubernetes.azure.com/role": "agent",
         "kubernetes.io/os": str(pool.get("osType", "Linux")).lower(),
-        # Azure size pages: Grace-Blackwell hosts are Arm64 (the catalog's arch); every other size here is x86.
-        "kubernetes.io/arch": sku.arch if (sku := gpu_sku(vm_size)) else "amd64",
+        # Azure size pages: Grace-Blackwell hosts are Arm64; every other size here is x86 (azure_vm_sizes.py).
+        "kubernetes.io/arch": host_arch(vm_size),
         "node.kubernetes.io/instance-type": vm_size,
     }
     if pool.get("osSku"):
         labels["kubernetes.azure.com/os-sku"] = str(pool["osSku"])
-    if (sku := gpu_sku(vm_size)) is not None:  # N-series sizes: AKS marks the node's accelerator
+    if (vendor := gpu_vendor(vm_size)) is not None:  # N-series sizes: AKS marks the node's accelerator
         # `amd` on AMD sizes: the node labels azure-aks-docs articles/aks/use-amd-gpus.md shows (at 742aedaa).
-        labels["kubernetes.azure.com/accelerator"] = sku.vendor
+        labels["kubernetes.azure.com/accelerator"] = vendor
     taints = list(pool.get("nodeTaints") or [])
     if ((pool.get("gpuProfile") or {}).get("nvidia") or {}).get("managementMode") == "Managed":
         labels[AKS_MANAGED_EXPORTER_LABEL[0]] = AKS_MANAGED_EXPORTER_LABEL[1]

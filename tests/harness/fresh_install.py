@@ -23,29 +23,14 @@ PACKAGE = "aks_gpu_platform"
 
 
 def repository_copy(target: Path, files: Iterable[str] = ()) -> Path:
-    """What `pip install <repository>` reads, as a clone without symbolic links has it.
-
-    With `core.symlinks=false` (Git for Windows' default) git checks a link out as a small plain file
-    holding the link's text; the copy does the same, so every build from it proves the wheel needs no
-    links. A copy also leaves nothing in the work tree. `files` are further top-level files to copy.
-    """
+    """What `pip install <repository>` reads: pyproject.toml (with the licence it names), the package folder and the
+    two folders pyproject.toml's package-dir maps into it. A copy leaves nothing in the work tree. `files` are
+    further top-level files to copy."""
     target.mkdir()
-    for name in ("pyproject.toml", "LICENSE", *files):  # pyproject.toml names LICENSE as its licence file
+    for name in ("pyproject.toml", "LICENSE", *files):
         shutil.copy(REPO_ROOT / name, target)
-    package = REPO_ROOT / PACKAGE
-    ignore = shutil.ignore_patterns("__pycache__")
-    (target / PACKAGE).mkdir()
-    for entry in package.iterdir():
-        if entry.is_symlink():
-            text = os.readlink(entry)
-            linked = (entry.parent / text).resolve()
-            assert linked.parent == REPO_ROOT, f"{entry} must point at a top-level directory of the repository"
-            (target / PACKAGE / entry.name).write_text(text)
-            shutil.copytree(linked, target / linked.name, ignore=ignore)
-        elif entry.is_dir():  # a subpackage that lives in the package folder itself (testing/)
-            shutil.copytree(entry, target / PACKAGE / entry.name, ignore=ignore)
-        elif entry.is_file():
-            shutil.copy(entry, target / PACKAGE / entry.name)
+    for folder in (PACKAGE, "components", "config"):
+        shutil.copytree(REPO_ROOT / folder, target / folder, ignore=shutil.ignore_patterns("__pycache__"))
     return target
 
 
