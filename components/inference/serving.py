@@ -21,7 +21,7 @@ What it follows (docs/charts.md, "Serving"):
 """
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, NotRequired, cast
 
 import pulumi
@@ -81,7 +81,7 @@ from .gateway import (
     team_listener,
     team_ports,
 )
-from .model_dashboards import model_dashboard, picker_name, slo_alert
+from .model_dashboards import picker_name, slo_alert
 
 VLLM_IMAGE = "vllm/vllm-openai:v0.34.0"
 VLLM_PORT = 8000
@@ -851,14 +851,12 @@ class ModelServingArgs(KedaWiringArgs):
     """The stack secret `huggingFaceToken`, for models with tokenSecret."""
     scrape_dependencies: Sequence[pulumi.Resource]
     """What a PodMonitor waits for: the cluster and the managed Prometheus add-on that installs its CRD."""
-    add_dashboard: NotRequired[Callable[[str, dict[str, Any]], None]]
-    """Adds a dashboard to the platform's Grafana folder."""
     cpu_pool_scales: NotRequired[bool]
     """`cpuPool.minCount < maxCount`: a staging Job may wait for a new CPU node. Default true."""
 
 
 class ModelServing(pulumi.ComponentResource):
-    """The models namespace, the gateway, and every configured model with its dashboard and SLO alert."""
+    """The models namespace, the gateway, and every configured model with its SLO alert (its dashboard: addons.py)."""
 
     endpoints: dict[str, dict[str, str]]
     """Model -> team -> base URL of the OpenAI-compatible API for that team."""
@@ -962,12 +960,6 @@ class ModelServing(pulumi.ComponentResource):
                 tags=dict(handle.tags),
                 opts=pulumi.ResourceOptions(parent=self),
             )
-            add_dashboard = args.get("add_dashboard")
-            if add_dashboard is not None:
-                board = model_dashboard(
-                    ns, model.name, model.slo.time_to_first_token_p90_seconds, model.nodes > 1, holds
-                )
-                add_dashboard(f"{name}-{model.name}-dashboard", board)
             service = f"http://{GATEWAY_SERVICE}.{GATEWAY_NAMESPACE}.svc.cluster.local"
             self.endpoints[model.name] = {team: f"{service}:{ports[team]}/{model.name}/v1" for team in model.teams}
         self.register_outputs({"endpoints": self.endpoints})

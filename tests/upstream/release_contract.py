@@ -1,7 +1,8 @@
 """Whether each Helm release can finish: what its chart asks of the cluster, read from the chart at the pinned
 version, against the release's `timeout` and what AKS nodes provide.
 
-Per release, from the chart's templates and defaults merged with our values (Helm's merge, tests/upstream/scheduling.py):
+Per release, from the chart's templates and defaults merged with our values (Helm's merge,
+tests/upstream/scheduling.py):
 - the pods it creates: images (and so registries) and `runtimeClassName`;
 - its readiness worst case, per operation Helm waits on under one `timeout` (pre-install hooks, the release's
   resources, post-install hooks: helm.sh/helm/v3 pkg/action/install.go runs each with the full timeout), built
@@ -25,6 +26,19 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from aks_gpu_platform.components.gpu.addons import (
+    AMD_GPU_OPERATOR,
+    CERT_MANAGER,
+    DEVICE_PLUGIN,
+    DRA_DRIVER,
+    GPU_OPERATOR,
+    NETWORK_OPERATOR,
+    NVSENTINEL,
+)
+from aks_gpu_platform.components.inference.addons import ISTIO, LWS, SERVED_MODELS
+from aks_gpu_platform.components.monitoring.addons import DCGM_EXPORTER
+from aks_gpu_platform.components.storage.addons import LUSTRE_CSI
+from aks_gpu_platform.components.training.addons import JOBSET, KUEUE
 from aks_gpu_platform.testing import Recording
 from tests.upstream.scheduling import RELEASE, chart_name, helm_merge
 
@@ -468,27 +482,21 @@ def _lws(values: Mapping[str, Any]) -> ReleaseModel:
 
 
 RELEASE_READERS: dict[str, ReleaseReader] = {
-    "nvidia-device-plugin": ReleaseReader(frozenset({"0.20.0"}), _device_plugin),
-    "gpu-operator": ReleaseReader(frozenset({"v26.7.0"}), _gpu_operator),
-    "network-operator": ReleaseReader(frozenset({"26.4.1"}), _network_operator),
-    "gpu-operator-charts": ReleaseReader(frozenset({"v1.5.1"}), _amd_gpu_operator),
-    "dcgm-exporter": ReleaseReader(frozenset({"4.8.2"}), _dcgm_exporter),
-    "oci://mcr.microsoft.com/microsoft.azuremanagedlustre/azurelustre-csi-driver": ReleaseReader(
-        frozenset({"0.6.0"}), _lustre_csi
-    ),
-    "oci://registry.k8s.io/kueue/charts/kueue": ReleaseReader(frozenset({"0.19.2"}), _kueue),
-    "oci://registry.k8s.io/jobset/charts/jobset": ReleaseReader(frozenset({"0.12.0"}), _jobset),
-    "cert-manager": ReleaseReader(frozenset({"v1.21.1"}), _cert_manager),
-    "oci://ghcr.io/nvidia/nvsentinel": ReleaseReader(frozenset({"v1.19.0"}), _nvsentinel),
-    "oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu": ReleaseReader(
-        frozenset({"0.4.0"}), _dra_driver
-    ),
-    "base": ReleaseReader(frozenset({"1.30.3"}), _istio_base),
-    "istiod": ReleaseReader(frozenset({"1.30.3"}), _istiod),
-    "oci://registry.k8s.io/gateway-api-inference-extension/charts/inferencepool": ReleaseReader(
-        frozenset({"v1.5.0"}), _inferencepool
-    ),
-    "oci://registry.k8s.io/lws/charts/lws": ReleaseReader(frozenset({"0.10.0"}), _lws),
+    DEVICE_PLUGIN.chart().reference: ReleaseReader(frozenset({"0.20.0"}), _device_plugin),
+    GPU_OPERATOR.chart().reference: ReleaseReader(frozenset({"v26.7.0"}), _gpu_operator),
+    NETWORK_OPERATOR.chart().reference: ReleaseReader(frozenset({"26.4.1"}), _network_operator),
+    AMD_GPU_OPERATOR.chart().reference: ReleaseReader(frozenset({"v1.5.1"}), _amd_gpu_operator),
+    DCGM_EXPORTER.chart().reference: ReleaseReader(frozenset({"4.8.2"}), _dcgm_exporter),
+    LUSTRE_CSI.chart().reference: ReleaseReader(frozenset({"0.6.0"}), _lustre_csi),
+    KUEUE.chart().reference: ReleaseReader(frozenset({"0.19.2"}), _kueue),
+    JOBSET.chart().reference: ReleaseReader(frozenset({"0.12.0"}), _jobset),
+    CERT_MANAGER.chart().reference: ReleaseReader(frozenset({"v1.21.1"}), _cert_manager),
+    NVSENTINEL.chart().reference: ReleaseReader(frozenset({"v1.19.0"}), _nvsentinel),
+    DRA_DRIVER.chart().reference: ReleaseReader(frozenset({"0.4.0"}), _dra_driver),
+    ISTIO.chart("base").reference: ReleaseReader(frozenset({"1.30.3"}), _istio_base),
+    ISTIO.chart("istiod").reference: ReleaseReader(frozenset({"1.30.3"}), _istiod),
+    SERVED_MODELS.chart().reference: ReleaseReader(frozenset({"v1.5.0"}), _inferencepool),
+    LWS.chart().reference: ReleaseReader(frozenset({"0.10.0"}), _lws),
 }
 
 

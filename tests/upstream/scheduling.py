@@ -25,6 +25,19 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from aks_gpu_platform.components.gpu.addons import (
+    AMD_GPU_OPERATOR,
+    CERT_MANAGER,
+    DEVICE_PLUGIN,
+    DRA_DRIVER,
+    GPU_OPERATOR,
+    NETWORK_OPERATOR,
+    NVSENTINEL,
+)
+from aks_gpu_platform.components.inference.addons import ISTIO, LWS, SERVED_MODELS
+from aks_gpu_platform.components.monitoring.addons import DCGM_EXPORTER
+from aks_gpu_platform.components.storage.addons import LUSTRE_CSI
+from aks_gpu_platform.components.training.addons import JOBSET, KUEUE
 from aks_gpu_platform.config.catalog.gpu_sizes import gpu_sku
 from aks_gpu_platform.config.gpu.scheduling import pod_fits_node, selects_node
 from aks_gpu_platform.testing import RecordedResource, Recording
@@ -700,7 +713,7 @@ def _lws(release: str, values: Mapping[str, Any]) -> list[PodTemplate]:
 
 
 CHART_READERS: dict[str, ChartReader] = {
-    "nvidia-device-plugin": ChartReader(
+    DEVICE_PLUGIN.chart().reference: ChartReader(
         frozenset(
             {
                 "0.17.0",
@@ -720,7 +733,7 @@ CHART_READERS: dict[str, ChartReader] = {
         ),
         _device_plugin,
     ),
-    "gpu-operator": ChartReader(
+    GPU_OPERATOR.chart().reference: ChartReader(
         frozenset(
             {
                 "v25.3.1",
@@ -738,9 +751,11 @@ CHART_READERS: dict[str, ChartReader] = {
         ),
         _gpu_operator,
     ),
-    "network-operator": ChartReader(frozenset({"24.10.0", "24.10.1", "26.4.0", "26.4.1"}), _network_operator),
-    "gpu-operator-charts": ChartReader(frozenset({"v1.5.1"}), _amd_gpu_operator),
-    "dcgm-exporter": ChartReader(
+    NETWORK_OPERATOR.chart().reference: ChartReader(
+        frozenset({"24.10.0", "24.10.1", "26.4.0", "26.4.1"}), _network_operator
+    ),
+    AMD_GPU_OPERATOR.chart().reference: ChartReader(frozenset({"v1.5.1"}), _amd_gpu_operator),
+    DCGM_EXPORTER.chart().reference: ChartReader(
         frozenset(
             {
                 "4.0.1",
@@ -763,22 +778,16 @@ CHART_READERS: dict[str, ChartReader] = {
         ),
         _dcgm_exporter,
     ),
-    "oci://mcr.microsoft.com/microsoft.azuremanagedlustre/azurelustre-csi-driver": ChartReader(
-        frozenset({"0.6.0"}), _lustre_csi
-    ),
-    "oci://registry.k8s.io/kueue/charts/kueue": ChartReader(frozenset({"0.19.2"}), _kueue),
-    "oci://registry.k8s.io/jobset/charts/jobset": ChartReader(frozenset({"0.12.0"}), _jobset),
-    "cert-manager": ChartReader(frozenset({"v1.21.1"}), _cert_manager),
-    "oci://ghcr.io/nvidia/nvsentinel": ChartReader(frozenset({"v1.19.0"}), _nvsentinel),
-    "oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu": ChartReader(
-        frozenset({"0.4.0"}), _dra_driver
-    ),
-    "base": ChartReader(frozenset({"1.30.3"}), _istio_base),
-    "istiod": ChartReader(frozenset({"1.30.3"}), _istiod),
-    "oci://registry.k8s.io/gateway-api-inference-extension/charts/inferencepool": ChartReader(
-        frozenset({"v1.5.0"}), _inferencepool
-    ),
-    "oci://registry.k8s.io/lws/charts/lws": ChartReader(frozenset({"0.10.0"}), _lws),
+    LUSTRE_CSI.chart().reference: ChartReader(frozenset({"0.6.0"}), _lustre_csi),
+    KUEUE.chart().reference: ChartReader(frozenset({"0.19.2"}), _kueue),
+    JOBSET.chart().reference: ChartReader(frozenset({"0.12.0"}), _jobset),
+    CERT_MANAGER.chart().reference: ChartReader(frozenset({"v1.21.1"}), _cert_manager),
+    NVSENTINEL.chart().reference: ChartReader(frozenset({"v1.19.0"}), _nvsentinel),
+    DRA_DRIVER.chart().reference: ChartReader(frozenset({"0.4.0"}), _dra_driver),
+    ISTIO.chart("base").reference: ChartReader(frozenset({"1.30.3"}), _istio_base),
+    ISTIO.chart("istiod").reference: ChartReader(frozenset({"1.30.3"}), _istiod),
+    SERVED_MODELS.chart().reference: ChartReader(frozenset({"v1.5.0"}), _inferencepool),
+    LWS.chart().reference: ChartReader(frozenset({"0.10.0"}), _lws),
 }
 
 
