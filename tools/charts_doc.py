@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import argparse
 import re
-import sys
 from collections.abc import Callable, Sequence
 
 from aks_gpu_platform.components.addons import ADDONS
 from aks_gpu_platform.components.shared.addon import DEFAULT_RELEASE_TIMEOUT_SECONDS, AddOn, Chart
 
-from . import REPO_ROOT
+from . import REPO_ROOT, write_or_check
 
 PAGE = REPO_ROOT / "docs" / "charts.md"
 REGENERATE = "python -m tools.charts_doc"
@@ -58,9 +57,7 @@ def addons_table(addons: Sequence[AddOn]) -> list[str]:
 
 def _pin_row(chart: Chart) -> str:
     where = chart.repository or chart.reference
-    return (
-        f"| `{chart.name}` | `{chart.version}` | `{where}` | {_cell(chart.source)} | {_cell(chart.templates_read)} |"
-    )
+    return f"| `{chart.name}` | `{chart.version}` | `{where}` | {_cell(chart.source)} | {_cell(chart.templates_read)} |"
 
 
 def pins_table(addons: Sequence[AddOn]) -> list[str]:
@@ -122,15 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="the add-on, pin and release tables of docs/charts.md")
     parser.add_argument("--check", action="store_true", help="exit 1 when a block is stale")
     args = parser.parse_args(argv)
-    page = PAGE.read_text()
-    wanted = page_with(page, ADDONS)
-    if args.check:
-        if wanted != page:
-            print(f"{PAGE.relative_to(REPO_ROOT)} is stale: run `{REGENERATE}`", file=sys.stderr)
-            return 1
-        return 0
-    PAGE.write_text(wanted)
-    return 0
+    return write_or_check(PAGE, page_with(PAGE.read_text(), ADDONS), args.check, REGENERATE)
 
 
 if __name__ == "__main__":
