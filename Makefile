@@ -122,12 +122,13 @@ plan: $(STAMP)
 plan-diff: $(STAMP)
 	@$(BIN)/python -m aks_gpu_platform.plan plan-diff --stack $(STACK) $(if $(BASE),--base $(BASE)) --format $(FORMAT)
 
-## docs: regenerate docs/config-reference.md, the stack-file schema, Pulumi.yaml's config: block, provider/adapters.py, the tested pins (constraints.txt) and the team pool tables of docs/for-ml-teams.md
+## docs: regenerate docs/config-reference.md, the stack-file schema, Pulumi.yaml's config: block, provider/adapters.py, the tested pins (constraints.txt), the team pool tables of docs/for-ml-teams.md and the add-on tables of docs/charts.md
 docs: $(STAMP)
 	$(BIN)/python -m tools.config_reference
 	$(BIN)/python -m tools.adapters_gen
 	$(BIN)/python -m tools.constraints
 	$(BIN)/python -m tools.team_pools
+	$(BIN)/python -m tools.charts_doc
 
 ## check: will the stack's cluster take a Job, JobSet, Pod or Deployment: admission, Pod Security, queue and quota, nodes (STACK=dev MANIFEST="a.yaml b.yaml")
 check: $(STAMP)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import re
-import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -25,7 +24,7 @@ from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.testing import Recording
 from aks_gpu_platform.testing.stack_files import load_stack_file
 
-from . import REPO_ROOT
+from . import REPO_ROOT, write_or_check
 
 PAGE = REPO_ROOT / "docs" / "for-ml-teams.md"
 STACKS = ("dev", "prod")
@@ -171,15 +170,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     block = generated_block(
         {s: run_stack(s, project_dir=REPO_ROOT) for s in STACKS}, {s: stack_config(s) for s in STACKS}
     )
-    page = PAGE.read_text()
-    wanted = page_with(block, page)
-    if args.check:
-        if wanted != page:
-            print(f"{PAGE.relative_to(REPO_ROOT)} is stale: run `{REGENERATE}`", file=sys.stderr)
-            return 1
-        return 0
-    PAGE.write_text(wanted)
-    return 0
+    return write_or_check(PAGE, page_with(block, PAGE.read_text()), args.check, REGENERATE)
 
 
 if __name__ == "__main__":

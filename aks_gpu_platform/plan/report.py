@@ -28,8 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from aks_gpu_platform.components.gpu.amd_stack import AMD_DOCKER_HUB_IMAGES, AMD_GPU_OPERATOR_CHART
-from aks_gpu_platform.components.gpu.health import NVSENTINEL_CHART, NVSENTINEL_DOCKER_HUB_IMAGES
+from aks_gpu_platform.components.addons import docker_hub_pulls
 from aks_gpu_platform.components.inference.autoscaling import KEDA_OPERATOR_SUBJECT
 from aks_gpu_platform.components.inference.gateway_identity import shared_prefix_cache_warnings
 from aks_gpu_platform.components.monitoring.grafana import GRAFANA_TEAM_PREFIX
@@ -260,14 +259,6 @@ def tree_lines(recording: Recording, marker: MockValueMarker, indent: str = "") 
     return lines
 
 
-# Images each chart pulls anonymously from Docker Hub at our values (10 pulls per hour per egress IPv4 address for
-# unauthenticated users, docs.docker.com/docker-hub/usage/); AKS nodes share the cluster's egress IPs.
-DOCKER_HUB_PULLS = {
-    NVSENTINEL_CHART: NVSENTINEL_DOCKER_HUB_IMAGES,
-    AMD_GPU_OPERATOR_CHART[1]: AMD_DOCKER_HUB_IMAGES,
-}
-
-
 def _images_in(value: Any, found: set[str]) -> None:
     """Every string under an `image` key (a container's image, a chart's `image.repository:tag` pair)."""
     if isinstance(value, dict):
@@ -331,13 +322,16 @@ def anonymous_cache_warnings(recording: Recording) -> list[str]:
 
 
 def docker_hub_warnings(recording: Recording) -> list[str]:
-    """One warning per release that pulls images anonymously from Docker Hub, naming each image."""
+    """One warning per release that pulls images anonymously from Docker Hub (10 pulls per hour per egress IPv4
+    address for unauthenticated users, docs.docker.com/docker-hub/usage/; AKS nodes share the cluster's egress IPs),
+    naming each image its add-on lists (components/addons.py)."""
+    pulls = docker_hub_pulls()
     return [
         f"release {release.name} pulls {len(images)} images anonymously from Docker Hub, which allows 10 "
         f"anonymous pulls per hour per egress IP: a first install or a node replacement can stall on "
         f"`toomanyrequests`; mirror them or set Docker Hub credentials: {', '.join(images)}"
         for release in recording.of_type("kubernetes:helm.sh/v3:Release")
-        if (images := DOCKER_HUB_PULLS.get(str(release.inputs.get("chart"))))
+        if (images := pulls.get(str(release.inputs.get("chart"))))
     ]
 
 

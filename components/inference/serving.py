@@ -6,7 +6,7 @@ models namespace: the inferencepool chart renders no securityContext for the pic
 namespace enforces `baseline` and warns at `restricted`.
 """
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, NotRequired
 
 import pulumi
@@ -26,7 +26,7 @@ from .autoscaling import KedaWiringArgs
 from .egress import ModelPods, models_egress
 from .gateway import GATEWAY_NAME, GATEWAY_NAMESPACE, GATEWAY_POD_LABEL, GATEWAY_SERVICE, InferenceGateway, team_ports
 from .inference_pool import EPP_GRPC_PORT, picker_holds_requests, picker_labels
-from .model_dashboards import model_dashboard, slo_alert
+from .model_dashboards import slo_alert
 from .served_model import ServedModel
 from .vllm_server import VLLM_PORT, model_labels
 from .weights_cache import cache_gib, hugging_face_token_secret
@@ -121,8 +121,6 @@ class ModelServingArgs(KedaWiringArgs):
     """The stack secret `huggingFaceToken`, for models with tokenSecret."""
     scrape_dependencies: Sequence[pulumi.Resource]
     """What a PodMonitor waits for: the cluster and the managed Prometheus add-on that installs its CRD."""
-    add_dashboard: NotRequired[Callable[[str, dict[str, Any]], None]]
-    """Adds a dashboard to the platform's Grafana folder."""
     cpu_pool_scales: NotRequired[bool]
     """`cpuPool.minCount < maxCount`: a staging Job may wait for a new CPU node. Default true."""
 
@@ -273,7 +271,3 @@ class ModelServing(pulumi.ComponentResource):
             tags=dict(handle.tags),
             opts=pulumi.ResourceOptions(parent=self),
         )
-        add_dashboard = args.get("add_dashboard")
-        if add_dashboard is not None:
-            board = model_dashboard(ns, model.name, slo, model.nodes > 1, holds)
-            add_dashboard(f"{name}-{model.name}-dashboard", board)

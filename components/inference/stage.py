@@ -20,19 +20,8 @@ from ..monitoring.gpu_monitoring import GpuMonitoring
 from ..shared.context import ClusterHandle
 from ..shared.placement import Placement
 from .autoscaling import GpuAutoscaling, KedaWiringArgs
-from .gateway import ISTIO_NAMESPACE
-from .serving import LWS_NAMESPACE, ModelServing
+from .serving import ModelServing
 from .triton_sample import GpuInferenceSample
-
-
-def serving_namespaces(inference: InferenceConfig) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """Where served models put the platform's own pods: the controllers' namespaces (Istio, LeaderWorkerSet),
-    which a GPU drain leaves alone, and those plus the models namespace, which the pod security policy leaves to
-    the namespace's own Pod Security level. A drain does move model servers off a failing GPU node."""
-    if not inference.models:
-        return (), ()
-    controllers = (ISTIO_NAMESPACE, LWS_NAMESPACE)
-    return controllers, (*controllers, inference.namespace)
 
 
 def build_inference(
@@ -84,7 +73,6 @@ def build_inference(
                 else None
             ),
             "scrape_dependencies": metrics.scrape_dependencies,
-            "add_dashboard": metrics.add_dashboard,
             "cpu_pool_scales": cpu_pool.min_count < cpu_pool.max_count,
         },
         place.child("serving"),

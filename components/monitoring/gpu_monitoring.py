@@ -20,6 +20,7 @@ from aks_gpu_platform.config.gpu.section import GpuPoolConfig
 from aks_gpu_platform.config.monitoring.section import (
     AlertsConfig,
     AlertThresholdsConfig,
+    GrafanaConfig,
     MonitoringConfig,
     derived_name,
 )
@@ -44,7 +45,7 @@ from .dcgm_exporter import (
     SCRAPE_LABEL_LIMITS,
     dcgm_exporter_release,
 )
-from .grafana import GrafanaDashboards
+from .grafana import GrafanaDashboards, with_constants
 from .recording_rules import (
     CHARGEBACK_INTERVAL_MINUTES,
     KUBERNETES_RECORDING_RULES,
@@ -226,80 +227,31 @@ class GpuMonitoring(pulumi.ComponentResource):
         admins: Sequence[str],
         teams: Sequence[TeamConfig],
     ) -> tuple[pulumi.Output[str], pulumi.Output[str]]:
-        """Managed Grafana reading the workspace with its own identity, its dashboards and who administers it.
+        """Managed Grafana reading the workspace with its own identity, the teams' folders and who administers it.
         Returns its ID and endpoint."""
         child = pulumi.ResourceOptions(parent=self)
-        grafana = dashboard.Grafana(
-            f"{name}-grafana",
-            resource_group_name=handle.resource_group_name,
-            location=handle.location,
-            workspace_name=derived_name(cfg.grafana.name, "grafana-", base, 23),
-            sku={"name": "Standard"},
-            identity={"type": dashboard.ManagedServiceIdentityType.SYSTEM_ASSIGNED},
-            properties={
-                "api_key": dashboard.ApiKey.DISABLED,
-                "deterministic_outbound_ip": dashboard.DeterministicOutboundIP.DISABLED,
-                "public_network_access": (
-                    dashboard.PublicNetworkAccess.ENABLED
-                    if cfg.grafana.public_network_access
-                    else dashboard.PublicNetworkAccess.DISABLED
-                ),
-                "zone_redundancy": (
-                    dashboard.ZoneRedundancy.ENABLED
-                    if cfg.grafana.zone_redundancy
-                    else dashboard.ZoneRedundancy.DISABLED
-                ),
-                "grafana_integrations": {
-                    "azure_monitor_workspace_integrations": [
-                        {"azure_monitor_workspace_resource_id": metrics_workspace_id}
-                    ]
-                },
-            },
-            tags=dict(handle.tags),
-            opts=child,
-        )
+        grafana = _grafana_instance(f"{name}-grafana", cfg.grafana, handle, base, metrics_workspace_id, child)
         endpoint = grafana.properties.apply(lambda p: p.endpoint or "")
+        # The idle panel counts what the idle alert fires on.
+        thresholds = cfg.alerts.thresholds
+        self._dashboard_constants = {
+            "idle_threshold": str(thresholds.idle_utilization_percent),
+            "idle_window": f"{thresholds.idle_minutes}m",
+        }
+        # The platform folder's dashboards come from the add-ons (add_dashboard); teams get their own folders here.
         self._dashboards = GrafanaDashboards(
             f"{name}-dashboards",
             {
                 "grafana_id": grafana.id,
                 "grafana_endpoint": endpoint,
-                "dashboards": ["gpu-overview", *(["gpu-teams"] if teams else [])],
+                "dashboards": [],
                 "teams": [{"name": t.name, "member_groups": t.members} for t in teams],
-                # The idle panel counts what the idle alert fires on.
-                "constants": {
-                    "idle_threshold": str(cfg.alerts.thresholds.idle_utilization_percent),
-                    "idle_window": f"{cfg.alerts.thresholds.idle_minutes}m",
-                },
+                "constants": self._dashboard_constants,
             },
             child,
         )
         principal = grafana.identity.apply(lambda i: i.principal_id if i else "")
-        roles.assign_role(
-            f"{name}-grafana-workspace-reader",
-            role_guid=roles.MONITORING_DATA_READER,
-            principal_id=principal,
-            scope=metrics_workspace_id,
-            opts=child,
-        )
-        if cfg.grafana.container_logs:
-            # Grafana queries logs as itself: every Grafana user, team members included, then reads every namespace.
-            roles.assign_role(
-                f"{name}-grafana-logs-reader",
-                role_guid=roles.MONITORING_READER,
-                principal_id=principal,
-                scope=log_workspace_id,
-                opts=child,
-            )
-        for i, group in enumerate(admins):
-            roles.assign_role(
-                f"{name}-grafana-admin-{i}",
-                role_guid=roles.GRAFANA_ADMIN,
-                principal_id=group,
-                principal_type=authorization.PrincipalType.GROUP,
-                scope=grafana.id,
-                opts=child,
-            )
+        _grafana_roles(name, cfg.grafana, principal, grafana.id, metrics_workspace_id, log_workspace_id, admins, child)
         return grafana.id, endpoint
 
     def _alerts(
@@ -333,8 +285,83 @@ class GpuMonitoring(pulumi.ComponentResource):
         return action_group.id, rules
 
     def add_dashboard(self, resource: str, board: dict[str, Any]) -> None:
-        """Another dashboard in the platform's Grafana folder, from the concern that owns its series."""
-        self._dashboards.add(resource, board)
+        """A dashboard in the platform's Grafana folder, its hidden constants set to the stack's thresholds
+        (AksGpuPlatform adds every add-on's: components/addons.py)."""
+        self._dashboards.add(resource, with_constants(board, self._dashboard_constants))
+
+
+def _grafana_instance(
+    resource_name: str,
+    settings: GrafanaConfig,
+    handle: ClusterHandle,
+    base: str,
+    metrics_workspace_id: pulumi.Output[str],
+    child: pulumi.ResourceOptions,
+) -> dashboard.Grafana:
+    """Managed Grafana with its own identity, reading the metrics workspace."""
+    return dashboard.Grafana(
+        resource_name,
+        resource_group_name=handle.resource_group_name,
+        location=handle.location,
+        workspace_name=derived_name(settings.name, "grafana-", base, 23),
+        sku={"name": "Standard"},
+        identity={"type": dashboard.ManagedServiceIdentityType.SYSTEM_ASSIGNED},
+        properties={
+            "api_key": dashboard.ApiKey.DISABLED,
+            "deterministic_outbound_ip": dashboard.DeterministicOutboundIP.DISABLED,
+            "public_network_access": (
+                dashboard.PublicNetworkAccess.ENABLED
+                if settings.public_network_access
+                else dashboard.PublicNetworkAccess.DISABLED
+            ),
+            "zone_redundancy": (
+                dashboard.ZoneRedundancy.ENABLED if settings.zone_redundancy else dashboard.ZoneRedundancy.DISABLED
+            ),
+            "grafana_integrations": {
+                "azure_monitor_workspace_integrations": [{"azure_monitor_workspace_resource_id": metrics_workspace_id}]
+            },
+        },
+        tags=dict(handle.tags),
+        opts=child,
+    )
+
+
+def _grafana_roles(
+    name: str,
+    settings: GrafanaConfig,
+    principal: pulumi.Output[str],
+    grafana_id: pulumi.Output[str],
+    metrics_workspace_id: pulumi.Output[str],
+    log_workspace_id: pulumi.Input[str],
+    admins: Sequence[str],
+    child: pulumi.ResourceOptions,
+) -> None:
+    """What Grafana's identity reads (the metrics, and with `containerLogs` the logs) and who administers it."""
+    roles.assign_role(
+        f"{name}-grafana-workspace-reader",
+        role_guid=roles.MONITORING_DATA_READER,
+        principal_id=principal,
+        scope=metrics_workspace_id,
+        opts=child,
+    )
+    if settings.container_logs:
+        # Grafana queries logs as itself: every Grafana user, team members included, then reads every namespace.
+        roles.assign_role(
+            f"{name}-grafana-logs-reader",
+            role_guid=roles.MONITORING_READER,
+            principal_id=principal,
+            scope=log_workspace_id,
+            opts=child,
+        )
+    for i, group in enumerate(admins):
+        roles.assign_role(
+            f"{name}-grafana-admin-{i}",
+            role_guid=roles.GRAFANA_ADMIN,
+            principal_id=group,
+            principal_type=authorization.PrincipalType.GROUP,
+            scope=grafana_id,
+            opts=child,
+        )
 
 
 class _Exporter(NamedTuple):

@@ -161,6 +161,42 @@ def _gpu_operator(values: Mapping[str, Any]) -> ReleaseModel:
     return ReleaseModel(pods, (_pod_wait("operator, NFD", 5),), (merged["operator"]["runtimeClass"],))
 
 
+# ROCm/gpu-operator v1.5.1 helm-charts-k8s values.yaml (and the kmm subchart's): the images and switches read below.
+AMD_GPU_OPERATOR_DEFAULTS: dict[str, Any] = {
+    "node-feature-discovery": {"enabled": True},
+    "kmm": {
+        "enabled": True,
+        "controller": {
+            "manager": {
+                "image": {"repository": "docker.io/rocm/kernel-module-management-operator", "tag": "latest"},
+                "env": {
+                    "relatedImageBuild": "gcr.io/kaniko-project/executor:v1.23.2",
+                    "relatedImageWorker": "docker.io/rocm/kernel-module-management-worker:latest",
+                },
+            }
+        },
+        "webhookServer": {
+            "webhookServer": {
+                "image": {"repository": "docker.io/rocm/kernel-module-management-webhook-server", "tag": "latest"}
+            }
+        },
+    },
+    "controllerManager": {"manager": {"image": {"repository": "docker.io/rocm/amd-gpu-operator", "tag": "v1.5.1"}}},
+    "deviceConfig": {
+        "spec": {
+            "driver": {"enable": False, "imageBuild": {}},
+            "commonConfig": {"initContainerImage": "busybox:1.36"},
+            "devicePlugin": {
+                "devicePluginImage": "rocm/k8s-device-plugin:latest",
+                "enableNodeLabeller": True,
+                "nodeLabellerImage": "rocm/k8s-device-plugin:labeller-latest",
+            },
+            "metricsExporter": {"enable": True, "image": "docker.io/rocm/device-metrics-exporter:latest"},
+        }
+    },
+}
+
+
 def _amd_gpu_operator(values: Mapping[str, Any]) -> ReleaseModel:
     # ROCm/gpu-operator v1.5.1 helm-charts-k8s: templates/deployment.yaml (controller image controllerManager.manager
     # .image, readiness initialDelaySeconds 5, periodSeconds 10); hooks are pre-upgrade/pre-rollback and
@@ -173,47 +209,10 @@ def _amd_gpu_operator(values: Mapping[str, Any]) -> ReleaseModel:
     # OS version>` base of internal/kmmmodule/dockerfiles/DockerfileTemplate.ubuntu, baseImageRegistry default
     # docker.io) are the operator's objects: Helm does not wait for them, but the nodes pull them. No
     # runtimeClassName anywhere (AMD's container runtime needs none).
-    defaults = {
-        "node-feature-discovery": {"enabled": True},
-        "kmm": {
-            "enabled": True,
-            "controller": {
-                "manager": {
-                    "image": {"repository": "docker.io/rocm/kernel-module-management-operator", "tag": "latest"},
-                    "env": {
-                        "relatedImageBuild": "gcr.io/kaniko-project/executor:v1.23.2",
-                        "relatedImageWorker": "docker.io/rocm/kernel-module-management-worker:latest",
-                    },
-                }
-            },
-            "webhookServer": {
-                "webhookServer": {
-                    "image": {"repository": "docker.io/rocm/kernel-module-management-webhook-server", "tag": "latest"}
-                }
-            },
-        },
-        "controllerManager": {"manager": {"image": {"repository": "docker.io/rocm/amd-gpu-operator", "tag": "v1.5.1"}}},
-        "deviceConfig": {
-            "spec": {
-                "driver": {"enable": False, "imageBuild": {}},
-                "commonConfig": {"initContainerImage": "busybox:1.36"},
-                "devicePlugin": {
-                    "devicePluginImage": "rocm/k8s-device-plugin:latest",
-                    "enableNodeLabeller": True,
-                    "nodeLabellerImage": "rocm/k8s-device-plugin:labeller-latest",
-                },
-                "metricsExporter": {"enable": True, "image": "docker.io/rocm/device-metrics-exporter:latest"},
-            }
-        },
-    }
-    merged = helm_merge(defaults, values)
-
-    def image(of: Mapping[str, Any]) -> str:
-        return f"{of['image']['repository']}:{of['image']['tag']}"
-
+    merged = helm_merge(AMD_GPU_OPERATOR_DEFAULTS, values)
     spec = merged["deviceConfig"]["spec"]
     pods = [
-        ChartPod("controller-manager Deployment", (image(merged["controllerManager"]["manager"]),)),
+        ChartPod("controller-manager Deployment", (_image(merged["controllerManager"]["manager"]),)),
         ChartPod("device plugin DaemonSet", (spec["devicePlugin"]["devicePluginImage"],)),
         ChartPod("init container", (spec["commonConfig"]["initContainerImage"],)),
     ]
@@ -224,20 +223,34 @@ def _amd_gpu_operator(values: Mapping[str, Any]) -> ReleaseModel:
     if merged["node-feature-discovery"]["enabled"]:
         pods.append(ChartPod("node-feature-discovery", ("registry.k8s.io/nfd/node-feature-discovery",)))
     stages = [_pod_wait("controller-manager", 5)]
-    kmm = merged["kmm"]
-    if kmm["enabled"]:
-        manager = kmm["controller"]["manager"]
-        pods.append(ChartPod("KMM controller Deployment", (image(manager),)))
-        pods.append(ChartPod("KMM webhook Deployment", (image(kmm["webhookServer"]["webhookServer"]),)))
-        webhook = POD_START_SECONDS + CERTIFICATE_SECONDS + ready_after(5)
-        stages.append(Stage("resources", webhook, "KMM webhook: pod start + certificate + readiness 5+10 s"))
-        if spec["driver"]["enable"]:
-            registry = spec["driver"]["imageBuild"].get("baseImageRegistry", "docker.io")
-            bases = tuple(f"{registry}/ubuntu:{version}" for version in ("22.04", "24.04"))
-            env = manager["env"]
-            pods.append(ChartPod("driver build pod", (env["relatedImageBuild"], *bases)))
-            pods.append(ChartPod("module loader pod", (env["relatedImageWorker"],)))
+    if merged["kmm"]["enabled"]:
+        kmm_pods, kmm_stage = _amd_kmm(merged["kmm"], spec["driver"])
+        pods.extend(kmm_pods)
+        stages.append(kmm_stage)
     return ReleaseModel(tuple(pods), tuple(stages))
+
+
+def _image(of: Mapping[str, Any]) -> str:
+    return f"{of['image']['repository']}:{of['image']['tag']}"
+
+
+def _amd_kmm(kmm: Mapping[str, Any], driver: Mapping[str, Any]) -> tuple[list[ChartPod], Stage]:
+    """KMM's controller and webhook (the webhook waits for its certificate), and with the driver enabled the build
+    and module-loader pods the controller starts."""
+    manager = kmm["controller"]["manager"]
+    pods = [
+        ChartPod("KMM controller Deployment", (_image(manager),)),
+        ChartPod("KMM webhook Deployment", (_image(kmm["webhookServer"]["webhookServer"]),)),
+    ]
+    webhook = POD_START_SECONDS + CERTIFICATE_SECONDS + ready_after(5)
+    stage = Stage("resources", webhook, "KMM webhook: pod start + certificate + readiness 5+10 s")
+    if driver["enable"]:
+        registry = driver["imageBuild"].get("baseImageRegistry", "docker.io")
+        bases = tuple(f"{registry}/ubuntu:{version}" for version in ("22.04", "24.04"))
+        env = manager["env"]
+        pods.append(ChartPod("driver build pod", (env["relatedImageBuild"], *bases)))
+        pods.append(ChartPod("module loader pod", (env["relatedImageWorker"],)))
+    return pods, stage
 
 
 def _network_operator(values: Mapping[str, Any]) -> ReleaseModel:
@@ -333,6 +346,41 @@ def _bitnami(image: Mapping[str, Any]) -> str:
     return f"{image['registry']}/{image['repository']}:{image['tag']}"
 
 
+# NVIDIA/NVSentinel v1.19.0 charts/mongodb-store/values.yaml and its Bitnami mongodb 16.2.2 subchart: the images,
+# members and probes read below.
+NVSENTINEL_MONGODB_DEFAULTS: dict[str, Any] = {
+    "helperImages": {"kubectl": {"repository": "docker.io/bitnamilegacy/kubectl", "tag": "1.30.6"}},
+    "image": {"registry": "docker.io", "repository": "bitnamilegacy/mongodb", "tag": "8.0.3-debian-12-r0"},
+    "tls": {
+        "enabled": True,
+        "image": {"registry": "docker.io", "repository": "bitnamilegacy/nginx", "tag": "1.27.2-debian-12-r2"},
+    },
+    "metrics": {
+        "enabled": True,
+        "image": {
+            "registry": "docker.io",
+            "repository": "bitnamilegacy/mongodb-exporter",
+            "tag": "0.41.2-debian-12-r1",
+        },
+    },
+    "replicaCount": 3,
+    "podManagementPolicy": "OrderedReady",
+    "readinessProbe": {"initialDelaySeconds": 60, "periodSeconds": 10},
+    "persistence": {"enabled": True},
+}
+# The umbrella values.yaml: the switches and runtime classes read below.
+NVSENTINEL_DEFAULTS: dict[str, Any] = {
+    "global": {
+        "metadataCollector": {"enabled": True},
+        "gpuHealthMonitor": {"enabled": True},
+        "mongodbStore": {"enabled": False},
+    },
+    "metadata-collector": {"runtimeClassName": "nvidia"},
+    "gpu-health-monitor": {"runtimeClassName": ""},
+    "mongodb-store": {"mongodb": NVSENTINEL_MONGODB_DEFAULTS},
+}
+
+
 def _nvsentinel(values: Mapping[str, Any]) -> ReleaseModel:
     # NVIDIA/NVSentinel distros/kubernetes/nvsentinel, read at fork lalitadithya/NVSentinel@e002c5dc (v1.19.0):
     # - charts/metadata-collector/values.yaml `runtimeClassName: "nvidia"`, templates/daemonset.yaml sets it when
@@ -346,37 +394,7 @@ def _nvsentinel(values: Mapping[str, Any]) -> ReleaseModel:
     #   exporter sidecar from metrics.image (metrics.enabled); templates/jobs.yaml Job create-mongodb-database
     #   (kubectl, mongosh images) is not a hook.
     # No hooks at our values (nodeConditionCleanup is off). Helm waits for the StatefulSet's members one by one.
-    mongodb_defaults = {
-        "helperImages": {"kubectl": {"repository": "docker.io/bitnamilegacy/kubectl", "tag": "1.30.6"}},
-        "image": {"registry": "docker.io", "repository": "bitnamilegacy/mongodb", "tag": "8.0.3-debian-12-r0"},
-        "tls": {
-            "enabled": True,
-            "image": {"registry": "docker.io", "repository": "bitnamilegacy/nginx", "tag": "1.27.2-debian-12-r2"},
-        },
-        "metrics": {
-            "enabled": True,
-            "image": {
-                "registry": "docker.io",
-                "repository": "bitnamilegacy/mongodb-exporter",
-                "tag": "0.41.2-debian-12-r1",
-            },
-        },
-        "replicaCount": 3,
-        "podManagementPolicy": "OrderedReady",
-        "readinessProbe": {"initialDelaySeconds": 60, "periodSeconds": 10},
-        "persistence": {"enabled": True},
-    }
-    defaults: dict[str, Any] = {
-        "global": {
-            "metadataCollector": {"enabled": True},
-            "gpuHealthMonitor": {"enabled": True},
-            "mongodbStore": {"enabled": False},
-        },
-        "metadata-collector": {"runtimeClassName": "nvidia"},
-        "gpu-health-monitor": {"runtimeClassName": ""},
-        "mongodb-store": {"mongodb": mongodb_defaults},
-    }
-    merged = helm_merge(defaults, values)
+    merged = helm_merge(NVSENTINEL_DEFAULTS, values)
     glob = merged["global"]
     ghcr = "ghcr.io/nvidia/nvsentinel"
     pods = [ChartPod("platform-connectors and controllers", (f"{ghcr}/platform-connectors:v1.19.0",))]
@@ -387,29 +405,33 @@ def _nvsentinel(values: Mapping[str, Any]) -> ReleaseModel:
         runtime = merged["gpu-health-monitor"]["runtimeClassName"] or None
         pods.append(ChartPod("gpu-health-monitor DaemonSet", (f"{ghcr}/gpu-health-monitor:v1.19.0",), runtime))
     controllers = _pod_wait("controllers", 5)
-    stages = [controllers]
-    if glob["mongodbStore"]["enabled"]:
-        mongodb = merged["mongodb-store"]["mongodb"]
-        kubectl = mongodb["helperImages"]["kubectl"]
-        images = [f"{kubectl['repository']}:{kubectl['tag']}", _bitnami(mongodb["image"])]
-        if mongodb["tls"]["enabled"]:
-            images.append(_bitnami(mongodb["tls"]["image"]))
-        if mongodb["metrics"]["enabled"]:
-            images.append(_bitnami(mongodb["metrics"]["image"]))
-        pods.append(ChartPod("mongodb StatefulSet", tuple(images), mongodb.get("runtimeClassName") or None))
-        probe = mongodb["readinessProbe"]
-        disk = DISK_SECONDS if mongodb["persistence"]["enabled"] else 0
-        member = disk + POD_START_SECONDS + ready_after(probe["initialDelaySeconds"], probe["periodSeconds"])
-        members = mongodb["replicaCount"] if mongodb["podManagementPolicy"] == "OrderedReady" else 1
-        # The controllers read the store: they become ready after it.
-        seconds = CERTIFICATE_SECONDS + members * member + controllers.seconds
-        basis = (
-            f"certificates {CERTIFICATE_SECONDS} s, then {members} MongoDB member(s) one by one x (disk {disk} + pod "
-            f"start {POD_START_SECONDS} + readiness {probe['initialDelaySeconds']}+{probe['periodSeconds']} s), then "
-            f"the controllers {controllers.seconds} s"
-        )
-        stages = [Stage("resources", seconds, basis)]
-    return ReleaseModel(tuple(pods), tuple(stages))
+    if not glob["mongodbStore"]["enabled"]:
+        return ReleaseModel(tuple(pods), (controllers,))
+    store, stage = _nvsentinel_store(merged["mongodb-store"]["mongodb"], controllers)
+    return ReleaseModel((*pods, store), (stage,))
+
+
+def _nvsentinel_store(mongodb: Mapping[str, Any], controllers: Stage) -> tuple[ChartPod, Stage]:
+    """The MongoDB StatefulSet and the wait for it: certificates, then each member in turn, then the controllers
+    (they read the store, so become ready after it)."""
+    kubectl = mongodb["helperImages"]["kubectl"]
+    images = [f"{kubectl['repository']}:{kubectl['tag']}", _bitnami(mongodb["image"])]
+    if mongodb["tls"]["enabled"]:
+        images.append(_bitnami(mongodb["tls"]["image"]))
+    if mongodb["metrics"]["enabled"]:
+        images.append(_bitnami(mongodb["metrics"]["image"]))
+    pod = ChartPod("mongodb StatefulSet", tuple(images), mongodb.get("runtimeClassName") or None)
+    probe = mongodb["readinessProbe"]
+    disk = DISK_SECONDS if mongodb["persistence"]["enabled"] else 0
+    member = disk + POD_START_SECONDS + ready_after(probe["initialDelaySeconds"], probe["periodSeconds"])
+    members = mongodb["replicaCount"] if mongodb["podManagementPolicy"] == "OrderedReady" else 1
+    seconds = CERTIFICATE_SECONDS + members * member + controllers.seconds
+    basis = (
+        f"certificates {CERTIFICATE_SECONDS} s, then {members} MongoDB member(s) one by one x (disk {disk} + pod "
+        f"start {POD_START_SECONDS} + readiness {probe['initialDelaySeconds']}+{probe['periodSeconds']} s), then "
+        f"the controllers {controllers.seconds} s"
+    )
+    return pod, Stage("resources", seconds, basis)
 
 
 def _dra_driver(values: Mapping[str, Any]) -> ReleaseModel:

@@ -354,6 +354,37 @@ def _gpu_operator(release: str, values: Mapping[str, Any]) -> list[PodTemplate]:
     return pods
 
 
+# ROCm/gpu-operator v1.5.1 helm-charts-k8s values.yaml (and its subcharts'): the defaults the templates read.
+AMD_GPU_OPERATOR_DEFAULTS: dict[str, Any] = {
+    "node-feature-discovery": {"enabled": True, "worker": {"nodeSelector": {}, "tolerations": []}},
+    "kmm": {
+        "enabled": True,
+        "controller": {"nodeSelector": {}, "affinity": {}, "manager": {"tolerations": CONTROL_PLANE_TOLERATIONS}},
+        "webhookServer": {
+            "nodeSelector": {},
+            "affinity": {},
+            "webhookServer": {"tolerations": CONTROL_PLANE_TOLERATIONS},
+        },
+    },
+    "controllerManager": {
+        "nodeSelector": {},
+        "affinity": {},
+    },
+    "deviceConfig": {
+        "spec": {
+            "selector": {"feature.node.kubernetes.io/amd-gpu": "true"},
+            "driver": {"enable": False, "tolerations": []},
+            "devicePlugin": {
+                "devicePluginTolerations": [],
+                "enableNodeLabeller": True,
+                "nodeLabellerTolerations": [],
+            },
+            "metricsExporter": {"enable": True, "tolerations": []},
+        }
+    },
+}
+
+
 def _amd_gpu_operator(release: str, values: Mapping[str, Any]) -> list[PodTemplate]:
     # ROCm/gpu-operator v1.5.1 helm-charts-k8s: values.yaml; templates/deployment.yaml (controllerManager.nodeSelector
     # and .affinity; tolerations only when manager.tolerations is set); the node-feature-discovery subchart
@@ -365,35 +396,7 @@ def _amd_gpu_operator(release: str, values: Mapping[str, Any]) -> list[PodTempla
     # enableNodeLabeller) and metricsExporter.tolerations (internal/metricsexporter); with driver.enable the KMM
     # Module takes the same selector and driver.tolerations for its build and module-loader pods
     # (internal/kmmmodule/kmmmodule.go setKMMModuleLoader).
-    defaults: dict[str, Any] = {
-        "node-feature-discovery": {"enabled": True, "worker": {"nodeSelector": {}, "tolerations": []}},
-        "kmm": {
-            "enabled": True,
-            "controller": {"nodeSelector": {}, "affinity": {}, "manager": {"tolerations": CONTROL_PLANE_TOLERATIONS}},
-            "webhookServer": {
-                "nodeSelector": {},
-                "affinity": {},
-                "webhookServer": {"tolerations": CONTROL_PLANE_TOLERATIONS},
-            },
-        },
-        "controllerManager": {
-            "nodeSelector": {},
-            "affinity": {},
-        },
-        "deviceConfig": {
-            "spec": {
-                "selector": {"feature.node.kubernetes.io/amd-gpu": "true"},
-                "driver": {"enable": False, "tolerations": []},
-                "devicePlugin": {
-                    "devicePluginTolerations": [],
-                    "enableNodeLabeller": True,
-                    "nodeLabellerTolerations": [],
-                },
-                "metricsExporter": {"enable": True, "tolerations": []},
-            }
-        },
-    }
-    merged = helm_merge(defaults, values)
+    merged = helm_merge(AMD_GPU_OPERATOR_DEFAULTS, values)
     controller = merged["controllerManager"]
     pods = [PodTemplate(f"{release}: controller-manager Deployment", _scheduling(controller))]
     if merged["node-feature-discovery"]["enabled"]:
@@ -405,14 +408,18 @@ def _amd_gpu_operator(release: str, values: Mapping[str, Any]) -> list[PodTempla
         webhook = {**kmm["webhookServer"], "tolerations": kmm["webhookServer"]["webhookServer"]["tolerations"]}
         pods.append(PodTemplate(f"{release}: KMM controller Deployment", _scheduling(kmm_controller), "cpu"))
         pods.append(PodTemplate(f"{release}: KMM webhook Deployment", _scheduling(webhook), "cpu"))
-    spec = merged["deviceConfig"]["spec"]
+    return [*pods, *_amd_operands(release, merged["deviceConfig"]["spec"])]
+
+
+def _amd_operands(release: str, spec: Mapping[str, Any]) -> list[PodTemplate]:
+    """The DeviceConfig's operands, on the nodes its selector picks (the operator's objects, not the chart's)."""
     selector = dict(spec["selector"])
 
     def on_amd_nodes(what: str, tolerations: list[Any], daemon: bool = True) -> PodTemplate:
         return PodTemplate(f"{release}: {what}", {"nodeSelector": selector, "tolerations": tolerations}, "amd", daemon)
 
     plugin = spec["devicePlugin"]
-    pods.append(on_amd_nodes("AMD device plugin DaemonSet", plugin["devicePluginTolerations"]))
+    pods = [on_amd_nodes("AMD device plugin DaemonSet", plugin["devicePluginTolerations"])]
     if plugin["enableNodeLabeller"]:
         pods.append(on_amd_nodes("AMD node labeller DaemonSet", plugin["nodeLabellerTolerations"]))
     if spec["metricsExporter"]["enable"]:
@@ -535,6 +542,47 @@ def _without_runtime_labels(spec: dict[str, Any]) -> dict[str, Any]:
     return {**spec, "nodeSelector": selector} if selector else {k: v for k, v in spec.items() if k != "nodeSelector"}
 
 
+# NVIDIA/NVSentinel distros/kubernetes/nvsentinel (read at fork lalitadithya/NVSentinel@e002c5dc, v1.19.0), umbrella
+# values.yaml defaults: global.tolerations [{operator: Exists}], the rest empty; enabled by default:
+# gpuHealthMonitor, syslogHealthMonitor, labeler, metadataCollector; the others off.
+NVSENTINEL_DEFAULTS: dict[str, Any] = {
+    "global": {
+        "nodeSelector": {},
+        "tolerations": [{"operator": "Exists"}],
+        "affinity": {},
+        "systemNodeSelector": {},
+        "systemNodeTolerations": [],
+        "gpuHealthMonitor": {"enabled": True},
+        "syslogHealthMonitor": {"enabled": True},
+        "labeler": {"enabled": True},
+        "metadataCollector": {"enabled": True},
+        "faultQuarantine": {"enabled": False},
+        "nodeDrainer": {"enabled": False},
+        "kubernetesObjectMonitor": {"enabled": False},
+        "mongodbStore": {"enabled": False},
+    },
+    "platformConnector": {"tolerations": [], "affinity": {}},
+    "mongodb-store": {"mongodb": {"nodeSelector": {}, "tolerations": [], "jobTolerations": []}, "job": {}},
+}
+_DRIVER_INSTALLED = {"nvsentinel.dgxc.nvidia.com/driver.installed": "true"}
+# Node agents: switch -> (subchart, the labels its DaemonSet selects besides the values' nodeSelector).
+NVSENTINEL_AGENTS = {
+    "syslogHealthMonitor": (
+        "syslog-health-monitor",
+        {**_DRIVER_INSTALLED, "nvsentinel.dgxc.nvidia.com/kata.enabled": "false"},
+    ),
+    "metadataCollector": ("metadata-collector", {"nvidia.com/gpu.present": "true", **_DRIVER_INSTALLED}),
+    "gpuHealthMonitor": ("gpu-health-monitor", {"nvsentinel.dgxc.nvidia.com/dcgm.version": "4.x"}),
+}
+# Controllers: switch -> subchart.
+NVSENTINEL_CONTROLLERS = {
+    "labeler": "labeler",
+    "faultQuarantine": "fault-quarantine",
+    "nodeDrainer": "node-drainer",
+    "kubernetesObjectMonitor": "kubernetes-object-monitor",
+}
+
+
 def _nvsentinel(release: str, values: Mapping[str, Any]) -> list[PodTemplate]:
     # NVIDIA/NVSentinel distros/kubernetes/nvsentinel (read at fork lalitadithya/NVSentinel@e002c5dc, v1.19.0):
     # - templates/daemonset.yaml (platform-connectors): tolerations `global.tolerations | default
@@ -549,85 +597,57 @@ def _nvsentinel(release: str, values: Mapping[str, Any]) -> list[PodTemplate]:
     # - mongodb-store: Bitnami mongodb 16.2.2 replicaset/statefulset.yaml reads mongodb.{nodeSelector,tolerations} and
     #   a soft pod anti-affinity preset (a preference, no filter); templates/jobs.yaml `job.nodeSelector | default
     #   mongodb.nodeSelector`, `job.tolerations | default mongodb.jobTolerations`.
-    # Umbrella values.yaml defaults: global.tolerations [{operator: Exists}], the rest empty; enabled by default:
-    # gpuHealthMonitor, syslogHealthMonitor, labeler, metadataCollector; the others off.
-    defaults: dict[str, Any] = {
-        "global": {
-            "nodeSelector": {},
-            "tolerations": [{"operator": "Exists"}],
-            "affinity": {},
-            "systemNodeSelector": {},
-            "systemNodeTolerations": [],
-            "gpuHealthMonitor": {"enabled": True},
-            "syslogHealthMonitor": {"enabled": True},
-            "labeler": {"enabled": True},
-            "metadataCollector": {"enabled": True},
-            "faultQuarantine": {"enabled": False},
-            "nodeDrainer": {"enabled": False},
-            "kubernetesObjectMonitor": {"enabled": False},
-            "mongodbStore": {"enabled": False},
-        },
-        "platformConnector": {"tolerations": [], "affinity": {}},
-        "mongodb-store": {"mongodb": {"nodeSelector": {}, "tolerations": [], "jobTolerations": []}, "job": {}},
-    }
-    merged = helm_merge(defaults, values)
+    merged = helm_merge(NVSENTINEL_DEFAULTS, values)
     glob = merged["global"]
-
-    def own(chart: str) -> Mapping[str, Any]:
-        return merged.get(chart) or {}
-
-    def agent(chart: str, fixed: Mapping[str, str]) -> dict[str, Any]:
-        selector = {**fixed, **(glob["nodeSelector"] or own(chart).get("nodeSelector") or {})}
-        spec = {
-            "nodeSelector": selector,
-            "affinity": glob["affinity"] or own(chart).get("affinity") or {},
-            "tolerations": glob["tolerations"] or own(chart).get("tolerations") or [],
-        }
-        return _without_runtime_labels(_scheduling(spec))
-
-    def controller(chart: str) -> dict[str, Any]:
-        spec = {
-            "nodeSelector": glob["systemNodeSelector"] or own(chart).get("nodeSelector") or {},
-            "affinity": glob["affinity"] or own(chart).get("affinity") or {},
-            "tolerations": glob["systemNodeTolerations"] or own(chart).get("tolerations") or [],
-        }
-        return _scheduling(spec)
-
     connector = merged["platformConnector"]
     connector_spec = {"tolerations": glob["tolerations"] or connector["tolerations"], "affinity": connector["affinity"]}
     pods = [PodTemplate(f"{release}: platform-connectors DaemonSet", _scheduling(connector_spec), "every", True)]
-    driver = {"nvsentinel.dgxc.nvidia.com/driver.installed": "true"}
-    agents = {
-        "syslogHealthMonitor": (
-            "syslog-health-monitor",
-            {**driver, "nvsentinel.dgxc.nvidia.com/kata.enabled": "false"},
-        ),
-        "metadataCollector": ("metadata-collector", {"nvidia.com/gpu.present": "true", **driver}),
-        "gpuHealthMonitor": ("gpu-health-monitor", {"nvsentinel.dgxc.nvidia.com/dcgm.version": "4.x"}),
-    }
-    for switch, (chart, fixed) in agents.items():
+    for switch, (chart, fixed) in NVSENTINEL_AGENTS.items():
         if glob[switch]["enabled"]:
-            pods.append(PodTemplate(f"{release}: {chart} DaemonSet", agent(chart, fixed), "gpu", daemon=True))
-    controllers = {
-        "labeler": "labeler",
-        "faultQuarantine": "fault-quarantine",
-        "nodeDrainer": "node-drainer",
-        "kubernetesObjectMonitor": "kubernetes-object-monitor",
-    }
-    for switch, chart in controllers.items():
+            agent = _nvsentinel_agent(merged, chart, fixed)
+            pods.append(PodTemplate(f"{release}: {chart} DaemonSet", agent, "gpu", daemon=True))
+    for switch, chart in NVSENTINEL_CONTROLLERS.items():
         if glob[switch]["enabled"]:
-            pods.append(PodTemplate(f"{release}: {chart} Deployment", controller(chart), "cpu"))
+            pods.append(PodTemplate(f"{release}: {chart} Deployment", _nvsentinel_controller(merged, chart), "cpu"))
     if glob["mongodbStore"]["enabled"]:
-        store = merged["mongodb-store"]
-        mongodb, job = store["mongodb"], store.get("job") or {}
-        database = {"nodeSelector": mongodb["nodeSelector"], "tolerations": mongodb["tolerations"]}
-        jobs = {
-            "nodeSelector": job.get("nodeSelector") or mongodb["nodeSelector"],
-            "tolerations": job.get("tolerations") or mongodb["jobTolerations"],
-        }
-        pods.append(PodTemplate(f"{release}: mongodb StatefulSet", _scheduling(database), "cpu"))
-        pods.append(PodTemplate(f"{release}: mongodb setup Jobs", _scheduling(jobs), "cpu"))
+        pods.extend(_nvsentinel_store(release, merged["mongodb-store"]))
     return pods
+
+
+def _nvsentinel_agent(merged: Mapping[str, Any], chart: str, fixed: Mapping[str, str]) -> dict[str, Any]:
+    """A node agent's scheduling: each key `global.X | default <subchart>.X`, the selector after its fixed labels."""
+    glob, own = merged["global"], merged.get(chart) or {}
+    spec = {
+        "nodeSelector": {**fixed, **(glob["nodeSelector"] or own.get("nodeSelector") or {})},
+        "affinity": glob["affinity"] or own.get("affinity") or {},
+        "tolerations": glob["tolerations"] or own.get("tolerations") or [],
+    }
+    return _without_runtime_labels(_scheduling(spec))
+
+
+def _nvsentinel_controller(merged: Mapping[str, Any], chart: str) -> dict[str, Any]:
+    """A controller's scheduling: the `global.systemNode*` keys, else the subchart's own."""
+    glob, own = merged["global"], merged.get(chart) or {}
+    spec = {
+        "nodeSelector": glob["systemNodeSelector"] or own.get("nodeSelector") or {},
+        "affinity": glob["affinity"] or own.get("affinity") or {},
+        "tolerations": glob["systemNodeTolerations"] or own.get("tolerations") or [],
+    }
+    return _scheduling(spec)
+
+
+def _nvsentinel_store(release: str, store: Mapping[str, Any]) -> list[PodTemplate]:
+    """The MongoDB StatefulSet and its setup Jobs (the Jobs fall back to the database's selector)."""
+    mongodb, job = store["mongodb"], store.get("job") or {}
+    database = {"nodeSelector": mongodb["nodeSelector"], "tolerations": mongodb["tolerations"]}
+    jobs = {
+        "nodeSelector": job.get("nodeSelector") or mongodb["nodeSelector"],
+        "tolerations": job.get("tolerations") or mongodb["jobTolerations"],
+    }
+    return [
+        PodTemplate(f"{release}: mongodb StatefulSet", _scheduling(database), "cpu"),
+        PodTemplate(f"{release}: mongodb setup Jobs", _scheduling(jobs), "cpu"),
+    ]
 
 
 def _dra_driver(release: str, values: Mapping[str, Any]) -> list[PodTemplate]:
