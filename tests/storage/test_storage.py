@@ -14,8 +14,8 @@ from aks_gpu_platform.config.catalog.lustre_skus import AMLFS_SKUS, required_sub
 from aks_gpu_platform.config.gpu.scheduling import pod_fits_node
 from aks_gpu_platform.config.loader import validate_section
 from aks_gpu_platform.config.storage.section import LustreConfig
+from aks_gpu_platform.plan.describe import describe
 from aks_gpu_platform.plan.offline import run_stack
-from aks_gpu_platform.plan.report import describe
 from aks_gpu_platform.testing import Recording, kubernetes_object
 from aks_gpu_platform.testing.checks import validate_object
 from tests.conftest import STACKS, assert_rejected, cluster_handle, settings_of
