@@ -154,8 +154,7 @@ def model_cost_headline(cost: ModelCost) -> str:
         return f"{head}: no price for {cost.vm_size} (not counted)"
     marker = " (estimate)" if cost.estimate else ""
     line = (
-        f"{head} ({_nodes(cost.node_share)} each): "
-        f"{monthly_usd(cost.floor)}-{monthly_usd(cost.ceiling)}/month{marker}"
+        f"{head} ({_nodes(cost.node_share)} each): {monthly_usd(cost.floor)}-{monthly_usd(cost.ceiling)}/month{marker}"
     )
     per_million, full = cost.per_million_output_tokens, cost.per_million_full_node
     if per_million is None or full is None or cost.benchmark is None:

@@ -161,18 +161,16 @@ def left_out_lines(estimate: CostEstimate) -> list[str]:
 
 
 def team_line(team: TeamCeiling) -> str:
-    """A team's quota held all month: the GPU-hours chargeback bills, and the OS disks of those nodes beside."""
-    marker = " (estimate)" if team.estimate or team.disks_estimate else ""
-    parts = (
-        f" ({monthly_usd(team.monthly)} GPU-hours, as chargeback bills them, + {monthly_usd(team.disks)} OS disks)"
-        if team.disks
-        else " (the GPU-hours chargeback bills)"
-    )
+    """A team's quota held all month: the GPU-hours chargeback bills (the quota ceiling), then the OS disks of those
+    nodes, which it does not bill, and the two together."""
     line = (
-        f"Team {team.team}: quota ceiling {monthly_usd(team.total)}/month{marker} for {team.gpus} GPUs held all month"
+        f"Team {team.team}: quota ceiling {monthly_usd(team.monthly)}/month{' (estimate)' if team.estimate else ''} "
+        f"for {team.gpus} GPUs held all month, the GPU-hours chargeback bills"
     )
-    unpriced = f"; no price for {', '.join(team.unpriced)} (not counted)" if team.unpriced else ""
-    return line + parts + unpriced
+    if team.disks:
+        estimate = " (estimate)" if team.disks_estimate else ""
+        line += f"; their nodes' OS disks add {monthly_usd(team.disks)}{estimate}: {monthly_usd(team.total)} in all"
+    return line + (f"; no price for {', '.join(team.unpriced)} (not counted)" if team.unpriced else "")
 
 
 def cold_start_lines(
