@@ -5,7 +5,8 @@ Stages run one after another on a node that has to be created: the autoscaler re
 VM and AKS bootstraps it (the AKS-installed driver included), the GPU Operator's driver where the operator
 brings it, the platform's node agents start (the device plugin must advertise GPUs before the workload can
 be scheduled), the workload image is pulled and started, and the job reads its weights. A warm standby
-node skips the first three. Unknown figures stay unknown: a total with an unknown stage is a lower bound.
+node skips the first three. Unknown figures stay unknown: a total adds up the known stages and names the ones
+nothing bounds from above.
 """
 
 from __future__ import annotations
