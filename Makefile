@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV := venv
 BIN := $(VENV)/bin
 STACK ?= dev
+DETAIL ?=
 FORMAT ?= text
 BASE ?=
 STAMP := $(VENV)/.installed
@@ -116,7 +117,7 @@ policy-venv: $(POLICY_STAMP)
 
 ## plan: evaluate the stack offline and print verdicts, quota, cost and what would be created (STACK=dev|prod FORMAT=text|markdown)
 plan: $(STAMP)
-	@$(BIN)/python -m aks_gpu_platform.plan plan --stack $(STACK) --format $(FORMAT)
+	@$(BIN)/python -m aks_gpu_platform.plan plan --stack $(STACK) --format $(FORMAT)$(if $(DETAIL), --detail)
 
 ## plan-diff: what the working tree changes against git ref BASE (default: origin/HEAD, main or master): creates, updates, replaces, deletes
 plan-diff: $(STAMP)

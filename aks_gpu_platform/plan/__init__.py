@@ -10,9 +10,9 @@ compares two `plan.json` files.
 
 from .cli import main
 from .cold_start import budgets as cold_start_budgets
-from .cost import estimate_cost
 from .diff import PlanDiff, diff_plans
 from .document import read_plan
+from .estimate import estimate_cost
 from .offline import find_project, run_stack
 
 __all__ = [

@@ -12,6 +12,7 @@ the folder of the nearest `Pulumi.yaml` at or above the working directory, as fo
 
 from __future__ import annotations
 
+import gc
 import sys
 from collections.abc import Callable
 from importlib import import_module
@@ -77,7 +78,16 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     module, function, _ = COMMANDS[args[0]]
     run: Callable[[list[str]], int] = getattr(import_module(f"aks_gpu_platform.plan.{module}"), function)
-    return run(args[1:])
+    status = run(args[1:])
+    ending_process()
+    return status
+
+
+def ending_process() -> None:
+    """Before a command's process exits: spare the interpreter's collections at exit the walk over the heap an
+    evaluation leaves (every SDK module and recorded resource: 0.8 s of a 3 s `make plan`). Only for a process about
+    to end: frozen objects are never collected."""
+    gc.freeze()
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@ Stages run one after another on a node that has to be created: the autoscaler re
 VM and AKS bootstraps it (the AKS-installed driver included), the GPU Operator's driver where the operator
 brings it, the platform's node agents start (the device plugin must advertise GPUs before the workload can
 be scheduled), the workload image is pulled and started, and the job reads its weights. A warm standby
-node skips the first three. Unknown figures stay unknown: a total with an unknown stage is a lower bound.
+node skips the first three. Unknown figures stay unknown: a total adds up the known stages and names the ones
+nothing bounds from above.
 """
 
 from __future__ import annotations
@@ -247,7 +248,7 @@ def _switched_on(cold: ColdStartConfig, switch: str, pool: GpuPoolConfig) -> Col
     return cold if cold.warm_standby else cold.model_copy(update={"warm_standby": 1})
 
 
-def _switch_cost(switch: str, pool: GpuPoolConfig, node: cost.PoolCapacity | None) -> str:
+def _switch_cost(switch: str, pool: GpuPoolConfig, node: cost.NodePrice | str) -> str:
     if switch == "artifactStreaming":
         return (
             "no fee beyond the Premium registry the platform runs; streaming copies add registry storage (billed by "
@@ -259,20 +260,16 @@ def _switch_cost(switch: str, pool: GpuPoolConfig, node: cost.PoolCapacity | Non
         nvme = local_nvme(pool.vm_size)
         return f"none: {nvme.disks} NVMe disks, {nvme.total_tib:g} TiB, come with the size" if nvme else "n/a"
     nodes = max(pool.cold_start.warm_standby, 1)
-    monthly = _node_monthly(node)
-    if monthly is None:
-        return f"{nodes} x {pool.vm_size} around the clock (no price in config/catalog/prices.py)"
-    return f"{nodes} x {pool.vm_size} around the clock: {cost.monthly_usd(nodes * monthly)}/month"
-
-
-def _node_monthly(node: cost.PoolCapacity | None) -> float | None:
-    per_node = cost.node_monthly(node) if node else "no pool"
-    return None if isinstance(per_node, str) else per_node[0]
+    if isinstance(node, str):
+        return f"{nodes} x {pool.vm_size} around the clock (no price: {node})"
+    return f"{nodes} x {pool.vm_size} around the clock: {cost.monthly_usd(nodes * node.monthly)}/month"
 
 
 def pool_budget(cfg: PlatformConfig, pool: GpuPoolConfig, node: cost.PoolCapacity | None) -> PoolBudget:
-    """The budget as configured, and for each switch the targeted stage with it on (or off, if on)."""
+    """The budget as configured, and for each switch the targeted stage with it on (or off, if on); a warm standby
+    priced at the registered pool's node price in the stack's region."""
     cold = pool.cold_start
+    price = cost.node_price(node, cfg.location) if node else "the pool is not registered"
     budget = PoolBudget(pool.name, pool.vm_size, stages(cfg, pool, cold))
     for switch, stage_name in SWITCH_STAGES.items():
         on = {
@@ -290,10 +287,9 @@ def pool_budget(cfg: PlatformConfig, pool: GpuPoolConfig, node: cost.PoolCapacit
         after = next(s.figure for s in stages(cfg, pool, other) if s.name == stage_name)
         if on:
             before, after = after, before
-        budget.effects.append(SwitchEffect(switch, on, stage_name, before, after, _switch_cost(switch, pool, node)))
-    if cold.warm_standby:
-        monthly = _node_monthly(node)
-        budget.warm_standby_monthly = None if monthly is None else cold.warm_standby * monthly
+        budget.effects.append(SwitchEffect(switch, on, stage_name, before, after, _switch_cost(switch, pool, price)))
+    if cold.warm_standby and not isinstance(price, str):
+        budget.warm_standby_monthly = cold.warm_standby * price.monthly
     return budget
 
 
@@ -382,14 +378,22 @@ def seconds(figure: Figure) -> str:
     return f"{low:g} s" if low == high else f"{low:g}-{high:g} s"
 
 
-def total(budget: PoolBudget, name_unbounded: bool = True) -> str:
-    """The budget's range; a lower bound names its unbounded stages (or counts them, where the rows show them)."""
-    high = budget.high_s
+def total(budget: PoolBudget) -> str:
+    """The whole path's range, the known stages added up, then the stages nothing bounds from above:
+    `41-540 s + unknown (platform node agents, weights)`; `97 s` when every stage is known."""
     unknown = [s.name for s in budget.stages if s.figure.high_s is None]
-    if high is not None:
-        return f"{budget.low_s:g}-{high:g} s" if budget.low_s != high else f"{high:g} s"
-    named = ", ".join(unknown) if name_unbounded else f"{len(unknown)} stages"
-    return f">= {budget.low_s:g} s ({named} unbounded)"
+    known = sum(s.figure.high_s or 0 for s in budget.stages)
+    span = f"{known:g} s" if budget.low_s == known else f"{budget.low_s:g}-{known:g} s"
+    return f"{span} + unknown ({', '.join(unknown)})" if unknown else span
+
+
+def whole_path(budget: PoolBudget) -> str:
+    """The total first (the known stages added up, and how many stages nothing bounds from above), then each stage
+    of the path with its figure, in the order they run: `41-540 s + 2 unknown: autoscaler reacts 30 s, ...`."""
+    unknown = sum(s.figure.high_s is None for s in budget.stages)
+    span = total(budget).split(" + unknown", 1)[0]
+    head = f"{span} + {unknown} unknown" if unknown else span
+    return f"{head}: " + ", ".join(f"{s.name} {seconds(s.figure)}" for s in budget.stages)
 
 
 def as_document(budget: PoolBudget) -> dict[str, Any]:

@@ -1,72 +1,46 @@
-"""What a planned stack needs in vCPU quota and roughly costs a month, from the recorded resources.
+"""What a planned stack's node pools need in vCPU quota and what one of their nodes costs, from the recorded
+resources; the monthly estimate of everything else is aks_gpu_platform/plan/estimate.py.
 
-Read from what the program registers (AgentPools, the ManagedCluster's inline system pool, the
-Lustre filesystem, registries, private endpoints, Kubernetes workloads), not from the config, so
-the figures follow what would be deployed.
+Read from what the program registers (AgentPools, the ManagedCluster's inline system pool, the aksManaged
+pools' generic resources), not from the config, so the figures follow what would be deployed.
 
 Quota: Azure limits vCPUs per region and VM family (e.g. `StandardNCADSA100v4Family`) and in total
 ("Total Regional vCPUs"); Spot VMs count against the regional low-priority quota instead. At peak a
 pool runs maxCount nodes plus the surge nodes an upgrade adds (maxSurge of maxCount, rounded up).
 
-Cost: a floor (minimum node counts, GPU nodes that workloads keep up, always-on resources) and a
-ceiling (maximum node counts), per month, from the price table in config/catalog/prices.py. Anything without
-a price is named, never counted as zero.
+Price: one function, `node_price`, prices a node of a pool (its VM, Spot or on-demand, and its managed OS
+disk); every figure the plan shows for nodes, held GPU nodes, warm standby, served-model replicas and team
+quota is that node price times a count or a share, so one thing has one price.
 """
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from aks_gpu_platform.config.catalog.gpu_sizes import gpu_sku
-from aks_gpu_platform.config.catalog.models import serving_dtype
 from aks_gpu_platform.config.catalog.prices import (
-    AKS_TIER_HOURLY,
-    AMLFS_TIB_MONTHLY,
-    DEFENDER_CONTAINERS_VCORE_HOURLY,
-    GRAFANA_INSTANCE_HOURLY,
     HOURS_PER_MONTH,
     MANAGED_OS_DISK_MONTHLY,
     MANAGED_OS_DISK_TIERS,
-    NETAPP_POOL_GIB_HOURLY,
-    OUTBOUND_LOAD_BALANCER_HOURLY,
-    PRIVATE_DNS_ZONE_MONTHLY,
-    PRIVATE_ENDPOINT_HOURLY,
-    REGISTRY_DAILY,
     SPOT_HOURLY_BY_REGION,
     VM_HOURLY_BY_REGION,
     Price,
-    RegionalTable,
-    gpu_hour_price,
-    region_note,
     regional_price,
 )
-from aks_gpu_platform.config.catalog.serving_benchmarks import ServingBenchmark, matching_benchmark, rows_for
 from aks_gpu_platform.config.catalog.vm_sizes import vcpus_and_quota_family
 from aks_gpu_platform.config.gpu.scheduling import GPU_RESOURCES, autoscaler_resource_tag
-from aks_gpu_platform.config.gpu.section import GpuPoolConfig
-from aks_gpu_platform.config.inference.models import ServedModelConfig
 from aks_gpu_platform.config.upgrade.section import surge_node_count
 from aks_gpu_platform.testing import RecordedResource, Recording
 
 AGENT_POOL = "azure-native:containerservice:AgentPool"
 GENERIC_RESOURCE = "azure-native:resources:Resource"
 MANAGED_CLUSTER = "azure-native:containerservice:ManagedCluster"
-AML_FILESYSTEM = "azure-native:storagecache:AmlFilesystem"
-REGISTRY = "azure-native:containerregistry:Registry"
-PRIVATE_ENDPOINT = "azure-native:network:PrivateEndpoint"
-GRAFANA = "azure-native:dashboard:Grafana"
-NETAPP_POOL = "azure-native:netapp:CapacityPool"
-PRIVATE_DNS_ZONE = "azure-native:privatedns:PrivateZone"
-LOG_WORKSPACE = "azure-native:operationalinsights:Workspace"
-MONITOR_WORKSPACE = "azure-native:monitor:AzureMonitorWorkspace"
-POD_MONITOR = "kubernetes:azmonitoring.coreos.com/v1:PodMonitor"
-CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
-DCGM_COUNTERS_KEY = "platform-counters.csv"
 SCALED_OBJECT = "kubernetes:keda.sh/v1alpha1:ScaledObject"
+CLUSTER_QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"
 WORKLOAD_TYPES = ("kubernetes:apps/v1:Deployment", "kubernetes:apps/v1:StatefulSet")
 # Every vendor's whole-GPU resource (config/gpu/scheduling.py GPU_RESOURCES): an AMD pod's GPUs cost the same way.
 GPU_RESOURCE_NAMES = frozenset(GPU_RESOURCES.values())
@@ -74,6 +48,11 @@ GPU_RESOURCE_NAMES = frozenset(GPU_RESOURCES.values())
 # time-sliced or MPS replicas, amd.com/gpu) through these scale-set tags; without one a node advertises its SKU's
 # GPUs. An AMD pool also tags nvidia.com/gpu as 0, so the largest tag is the node's devices.
 GPU_DEVICES_TAGS = tuple(autoscaler_resource_tag(name) for name in GPU_RESOURCES.values())
+# The node label a GPU pool's nodes carry with the pool's config name (config/gpu/scheduling.py).
+GPU_POOL_LABEL = "gpu-pool"
+# AgentPools are named `<config name>` + 4 hex characters of their immutable fields
+# (components/cluster/agent_pools.py hashed_pool_name); inline cluster pools keep the config name.
+HASH_SUFFIX = 4
 
 TOTAL_REGIONAL = "Total Regional vCPUs"
 LOW_PRIORITY = "Total Regional Low-priority vCPUs"
@@ -88,6 +67,8 @@ class PoolCapacity:
 
     pool: str
     """Azure pool name."""
+    name: str
+    """The pool's name in the stack config (`gput4` for the Azure pool `gput42aa3`)."""
     vm_size: str
     zones: tuple[str, ...]
     min_count: int
@@ -135,28 +116,29 @@ def _surge(profile: Mapping[str, Any]) -> str:
     return str(upgrade.get("maxSurge") or AKS_DEFAULT_MAX_SURGE)
 
 
-def _capacity(profile: Mapping[str, Any], pool: str) -> PoolCapacity:
+def _capacity(profile: Mapping[str, Any], pool: str, hashed: bool) -> PoolCapacity:
     disk = None if profile.get("osDiskType") == "Ephemeral" else int(profile.get("osDiskSizeGB") or 128)
     tags = profile.get("tags") or {}
     tagged = [int(tags[tag]) for tag in GPU_DEVICES_TAGS if tag in tags]
-    advertised = max(tagged) if tagged else None
+    labels = dict(profile.get("nodeLabels") or {})
     return PoolCapacity(
         pool=pool,
+        name=labels.get(GPU_POOL_LABEL) or (pool[:-HASH_SUFFIX] if hashed else pool),
         vm_size=str(profile.get("vmSize")),
         zones=tuple(str(z) for z in profile.get("availabilityZones") or ()),
         min_count=int(profile["minCount"] if "minCount" in profile else profile.get("count") or 0),
         max_count=int(profile["maxCount"] if "maxCount" in profile else profile.get("count") or 0),
         max_surge=_surge(profile),
         spot=profile.get("scaleSetPriority") == "Spot",
-        labels=dict(profile.get("nodeLabels") or {}),
+        labels=labels,
         managed_os_disk_gib=disk,
-        advertised_gpus=advertised,
+        advertised_gpus=max(tagged) if tagged else None,
     )
 
 
 def agent_pool_capacity(inputs: Mapping[str, Any]) -> PoolCapacity:
     """One AgentPool's capacity from its inputs, as a recording or a plan.json entry holds them."""
-    return _capacity(inputs, str(inputs.get("agentPoolName") or ""))
+    return _capacity(inputs, str(inputs.get("agentPoolName") or ""), hashed=True)
 
 
 def pool_capacities(recording: Recording) -> list[PoolCapacity]:
@@ -164,13 +146,15 @@ def pool_capacities(recording: Recording) -> list[PoolCapacity]:
     pools: list[PoolCapacity] = []
     for cluster in recording.of_type(MANAGED_CLUSTER):
         for profile in cluster.inputs.get("agentPoolProfiles") or []:
-            pools.append(_capacity(profile, str(profile.get("name"))))
+            pools.append(_capacity(profile, str(profile.get("name")), hashed=False))
     for agent_pool in recording.of_type(AGENT_POOL):
-        pools.append(_capacity(agent_pool.inputs, str(agent_pool.inputs.get("agentPoolName") or agent_pool.name)))
+        name = str(agent_pool.inputs.get("agentPoolName") or agent_pool.name)
+        pools.append(_capacity(agent_pool.inputs, name, hashed=True))
     # aksManaged pools: the same body through the generic ARM resource (fixed size: count only).
     for resource in recording.of_type(GENERIC_RESOURCE):
         if resource.inputs.get("resourceType") == "agentPools":
-            pools.append(_capacity(resource.inputs.get("properties") or {}, str(resource.inputs.get("resourceName"))))
+            name = str(resource.inputs.get("resourceName"))
+            pools.append(_capacity(resource.inputs.get("properties") or {}, name, hashed=True))
     return sorted(pools, key=lambda p: p.pool)
 
 
@@ -181,6 +165,7 @@ class QuotaNeed:
     quota: str
     vcpus: int
     pools: tuple[str, ...]
+    """The pools' config names."""
 
 
 def quota_needs(pools: Sequence[PoolCapacity]) -> tuple[list[QuotaNeed], list[PoolCapacity]]:
@@ -195,7 +180,7 @@ def quota_needs(pools: Sequence[PoolCapacity]) -> tuple[list[QuotaNeed], list[Po
 
     def need(quota: str, members: Iterable[PoolCapacity]) -> QuotaNeed:
         members = list(members)
-        return QuotaNeed(quota, sum(p.peak_nodes * (p.vcpus or 0) for p in members), tuple(p.pool for p in members))
+        return QuotaNeed(quota, sum(p.peak_nodes * (p.vcpus or 0) for p in members), tuple(p.name for p in members))
 
     needs = [
         need(family, members)
@@ -207,6 +192,84 @@ def quota_needs(pools: Sequence[PoolCapacity]) -> tuple[list[QuotaNeed], list[Po
     if LOW_PRIORITY in by_family:
         needs.append(need(LOW_PRIORITY, by_family[LOW_PRIORITY]))
     return needs, unknown
+
+
+@dataclass(frozen=True)
+class NodePrice:
+    """What one node of a pool costs: its VM-hour (the Spot price on a Spot pool) and its managed OS disk."""
+
+    vm: Price
+    disk: Price | None
+    """Monthly; None for an ephemeral OS disk (part of the VM's price)."""
+    spot: bool = False
+
+    @property
+    def vm_monthly(self) -> float:
+        return self.vm.monthly
+
+    @property
+    def disk_monthly(self) -> float:
+        return self.disk.monthly if self.disk else 0.0
+
+    @property
+    def monthly(self) -> float:
+        return self.vm_monthly + self.disk_monthly
+
+    @property
+    def hourly(self) -> float:
+        return self.monthly / HOURS_PER_MONTH
+
+    @property
+    def prices(self) -> tuple[Price, ...]:
+        return (self.vm, self.disk) if self.disk else (self.vm,)
+
+    @property
+    def estimate(self) -> bool:
+        return any(p.estimate for p in self.prices)
+
+    def parts(self, share: float = 1.0) -> str:
+        """`share` of a node a month, as its total and its parts: `$403.72 ($383.98 VM + $19.74 OS disk)`."""
+        vm = "Spot VM" if self.spot else "VM"
+        if self.disk is None:
+            return usd(share * self.monthly) + (f" ({vm})" if self.spot else "")
+        vm_part, disk_part = usd(share * self.vm_monthly), usd(share * self.disk_monthly)
+        return f"{usd(share * self.monthly)} ({vm_part} {vm} + {disk_part} OS disk)"
+
+
+def _os_disk_price(gib: int, region: str) -> Price | None:
+    tiers = [limit for limit in sorted(MANAGED_OS_DISK_TIERS) if gib <= limit]
+    return regional_price(MANAGED_OS_DISK_MONTHLY, MANAGED_OS_DISK_TIERS[tiers[0]], region) if tiers else None
+
+
+def node_price(pool: PoolCapacity, region: str) -> NodePrice | str:
+    """One node of the pool in `region`, VM and managed OS disk, with the prices used; or why it has no price."""
+    price = regional_price(VM_HOURLY_BY_REGION, pool.vm_size, region)
+    if price is None:
+        return f"{pool.vm_size} has no price in config/catalog/prices.py"
+    if pool.spot:
+        # A Spot VM bills its Spot price; without a sourced one, on-demand (its most) as an estimate.
+        price = regional_price(SPOT_HOURLY_BY_REGION, pool.vm_size, region) or replace(price, estimate=True)
+    if pool.managed_os_disk_gib is None:
+        return NodePrice(price, None, pool.spot)
+    disk = _os_disk_price(pool.managed_os_disk_gib, region)
+    if disk is None:
+        return f"{pool.managed_os_disk_gib} GiB managed OS disks have no price in config/catalog/prices.py"
+    return NodePrice(price, disk, pool.spot)
+
+
+def monthly_usd(amount: float) -> str:
+    return f"${amount:,.0f}"
+
+
+def usd(amount: float) -> str:
+    """A unit price to the cent, so the whole-dollar figures built from it add up for a reader."""
+    return f"${amount:,.2f}"
+
+
+def stack_region(recording: Recording) -> str:
+    """The region the cluster is created in (the stack's `location`)."""
+    clusters = recording.of_type(MANAGED_CLUSTER)
+    return str(clusters[0].inputs.get("location") or "") if clusters else ""
 
 
 @dataclass(frozen=True)
@@ -272,9 +335,15 @@ def _min_replicas(workload: RecordedResource, scalers: Sequence[RecordedResource
     return int((workload.inputs.get("spec") or {}).get("replicas", 1)), "replicas"
 
 
+def _monthly_or_unpriced(pool: PoolCapacity, region: str) -> float:
+    price = node_price(pool, region)
+    return math.inf if isinstance(price, str) else price.monthly
+
+
 def held_gpu_nodes(recording: Recording, pools: Sequence[PoolCapacity]) -> list[HeldGpuNodes]:
     """GPU workloads whose minimum replicas keep a scale-from-zero GPU pool from ever reaching zero."""
     scalers = recording.of_type(SCALED_OBJECT)
+    region = stack_region(recording)
     held: list[HeldGpuNodes] = []
     for workload in sorted((r for t in WORKLOAD_TYPES for r in recording.of_type(t)), key=lambda r: r.urn):
         spec = _pod_spec(workload)
@@ -285,7 +354,7 @@ def held_gpu_nodes(recording: Recording, pools: Sequence[PoolCapacity]) -> list[
         candidates = [p for p in pools if p.gpus_per_vm > 0 and _pool_fits(p, spec)]
         if replicas == 0 or not candidates:
             continue
-        cheapest = min(candidates, key=lambda p: (_hourly(p.vm_size), p.pool))
+        cheapest = min(candidates, key=lambda p: (_monthly_or_unpriced(p, region), p.pool))
         nodes = math.ceil(replicas * gpus / cheapest.gpu_devices_per_vm)
         if cheapest.min_count >= nodes:
             continue  # the pool's own minimum already keeps these nodes up
@@ -296,315 +365,6 @@ def held_gpu_nodes(recording: Recording, pools: Sequence[PoolCapacity]) -> list[
     return held
 
 
-def _hourly(vm_size: str) -> float:
-    price = regional_price(VM_HOURLY_BY_REGION, vm_size, "")
-    return price.usd if price else math.inf
-
-
-BILLED_FROM_CREATION: dict[str, str] = {
-    AGENT_POOL: "its nodes (VM and managed OS disk) from minCount",
-    MANAGED_CLUSTER: "the AKS tier fee, the inline system pool, the outbound load balancer and Defender",
-    GENERIC_RESOURCE: "an aksManaged agent pool or a Flexible NetApp capacity pool, by resourceType",
-    REGISTRY: "the registry SKU's daily fee",
-    PRIVATE_ENDPOINT: "each endpoint per hour",
-    AML_FILESYSTEM: "the whole capacity by throughput tier",
-    NETAPP_POOL: "the whole pool size by service level",
-    GRAFANA: "the Standard instance per hour",
-    PRIVATE_DNS_ZONE: "each zone per month",
-}
-"""Resource types that bill from the moment they exist: each must give a cost line, priced or named unpriced."""
-
-BILLED_BY_USE: dict[str, str] = {
-    LOG_WORKSPACE: "Log Analytics: per GB ingested and retained beyond the free days",
-    MONITOR_WORKSPACE: "Managed Prometheus: per sample ingested and per sample queried",
-    "azure-native:storage:StorageAccount": "Blob storage: per GB stored and per transaction",
-    "azure-native:storagecache:AutoExportJob": "Lustre export: the blob account's transactions and capacity",
-    "azure-native:alertsmanagement:PrometheusRuleGroup": "rule evaluations: queries against the Prometheus workspace",
-    "azure-native:monitor:ActionGroup": "per notification sent (email, SMS, webhook)",
-}
-"""Resource types that cost nothing until used; never part of the floor or ceiling."""
-
-FREE: frozenset[str] = frozenset(
-    {
-        "azure-native:resources:ResourceGroup",
-        "azure-native:network:VirtualNetwork",
-        "azure-native:network:Subnet",
-        "azure-native:network:PrivateDnsZoneGroup",
-        "azure-native:privatedns:VirtualNetworkLink",  # included in the zone's price (non-auto-registration links)
-        "azure-native:authorization:RoleAssignment",
-        "azure-native:authorization:PolicyAssignment",  # Azure Policy is free on AKS (Arc-enabled clusters bill)
-        "azure-native:managedidentity:UserAssignedIdentity",
-        "azure-native:managedidentity:FederatedIdentityCredential",
-        "azure-native:containerservice:MaintenanceConfiguration",
-        "azure-native:containerregistry:CacheRule",  # pulls are billed as the registry's storage
-        "azure-native:containerregistry:ScopeMap",  # tokens and scope maps are part of the registry's tier
-        "azure-native:containerregistry:Token",
-        "azure-native:monitor:DataCollectionEndpoint",
-        "azure-native:monitor:DataCollectionRule",  # the data it routes bills at the workspace
-        "azure-native:monitor:DataCollectionRuleAssociation",
-        "azure-native:storage:BlobContainer",
-        "azure-native:storage:BlobServiceProperties",
-        "azure-native:netapp:Account",
-        "azure-native:netapp:CapacityPoolVolume",  # volumes draw on the pool, which is what bills
-    }
-)
-"""Azure resource types with no charge of their own."""
-
-
-def billing_class(type_token: str) -> str | None:
-    """`creation`, `use` or `free` for an Azure resource type; None when it has not been classified."""
-    if type_token in BILLED_FROM_CREATION:
-        return "creation"
-    if type_token in BILLED_BY_USE:
-        return "use"
-    if type_token in FREE:
-        return "free"
-    return None
-
-
-@dataclass(frozen=True)
-class CostLine:
-    item: str
-    floor: float
-    ceiling: float
-    prices: tuple[Price, ...]
-    note: str = ""
-    """Why a price is not the stack region's own (empty when every price is)."""
-
-
-@dataclass
-class CostEstimate:
-    """Monthly USD in one region: priced lines, and everything left out with why."""
-
-    region: str = ""
-    lines: list[CostLine] = field(default_factory=list[CostLine])
-    unpriced: list[str] = field(default_factory=list[str])
-    usage_priced: list[str] = field(default_factory=list[str])
-    volumes: list[str] = field(default_factory=list[str])
-    """Stated estimates of what usage-priced services will ingest, with how each is estimated."""
-    costed_types: set[str] = field(default_factory=set[str])
-    """Creation-billed resource types that gave a line (priced or unpriced)."""
-    unclassified: list[str] = field(default_factory=list[str])
-    """Azure resource types whose billing is not classified: the bill may miss them."""
-
-    @property
-    def floor(self) -> float:
-        return sum(line.floor for line in self.lines)
-
-    @property
-    def ceiling(self) -> float:
-        return sum(line.ceiling for line in self.lines)
-
-    @property
-    def prices(self) -> list[Price]:
-        return [price for line in self.lines for price in line.prices]
-
-    def add(self, type_token: str, item: str, floor: float, ceiling: float, prices: tuple[Price, ...]) -> None:
-        notes = dict.fromkeys(n for p in prices if (n := region_note(p, self.region)))
-        self.lines.append(CostLine(item, floor, ceiling, prices, "; ".join(notes)))
-        self.costed_types.add(type_token)
-
-    def leave_out(self, type_token: str, item: str, why: str = "") -> None:
-        self.unpriced.append(f"{item}: no price for {self.region}{f' ({why})' if why else ''}")
-        self.costed_types.add(type_token)
-
-    def fixed(self, type_token: str, table: RegionalTable, key: str, item: str, units: float, why: str = "") -> None:
-        """A line billed whole from creation: `units` x the row's monthly price, in floor and ceiling alike."""
-        price = regional_price(table, key, self.region)
-        if price is None:
-            self.leave_out(type_token, item, why)
-        else:
-            self.add(type_token, item, units * price.monthly, units * price.monthly, (price,))
-
-
-def _os_disk_price(gib: int, region: str) -> Price | None:
-    tiers = [limit for limit in sorted(MANAGED_OS_DISK_TIERS) if gib <= limit]
-    return regional_price(MANAGED_OS_DISK_MONTHLY, MANAGED_OS_DISK_TIERS[tiers[0]], region) if tiers else None
-
-
-def node_monthly(pool: PoolCapacity, region: str = "") -> tuple[float, tuple[Price, ...]] | str:
-    """USD a month for one node of the pool (VM and managed OS disk) and the prices used, or why unknown."""
-    price = regional_price(VM_HOURLY_BY_REGION, pool.vm_size, region)
-    if price is None:
-        return f"{pool.vm_size} has no price in config/catalog/prices.py"
-    if pool.spot:
-        # A Spot VM bills its Spot price; without a sourced one, on-demand (its most) as an estimate.
-        price = regional_price(SPOT_HOURLY_BY_REGION, pool.vm_size, region) or replace(price, estimate=True)
-    if pool.managed_os_disk_gib is None:
-        return price.monthly, (price,)
-    disk = _os_disk_price(pool.managed_os_disk_gib, region)
-    if disk is None:
-        return f"{pool.managed_os_disk_gib} GiB managed OS disks have no price in config/catalog/prices.py"
-    return price.monthly + disk.monthly, (price, disk)
-
-
-def stack_region(recording: Recording) -> str:
-    """The region the cluster is created in (the stack's `location`)."""
-    clusters = recording.of_type(MANAGED_CLUSTER)
-    return str(clusters[0].inputs.get("location") or "") if clusters else ""
-
-
-def _pool_type(pool: PoolCapacity, recording: Recording) -> str:
-    inline = {
-        str(p.get("name")) for c in recording.of_type(MANAGED_CLUSTER) for p in c.inputs.get("agentPoolProfiles") or []
-    }
-    return MANAGED_CLUSTER if pool.pool in inline else AGENT_POOL
-
-
-def _nodes(
-    estimate: CostEstimate, recording: Recording, pools: Sequence[PoolCapacity], held: Sequence[HeldGpuNodes]
-) -> None:
-    for pool in pools:
-        per_node = node_monthly(pool, estimate.region)
-        type_token = _pool_type(pool, recording)
-        if isinstance(per_node, str):
-            estimate.unpriced.append(f"pool {pool.pool}: {per_node}")
-            estimate.costed_types.add(type_token)
-            continue
-        monthly, prices = per_node
-        spot = (" Spot (at most on-demand, estimate)" if prices[0].estimate else " Spot") if pool.spot else ""
-        item = f"pool {pool.pool}: {pool.min_count}-{pool.max_count} x {pool.vm_size}{spot}"
-        estimate.add(type_token, item, pool.min_count * monthly, pool.max_count * monthly, prices)
-    if any(r.inputs.get("resourceType") == "agentPools" for r in recording.of_type(GENERIC_RESOURCE)):
-        estimate.costed_types.add(GENERIC_RESOURCE)
-    for hold in held:
-        per_node = node_monthly(hold.pool, estimate.region)
-        if not isinstance(per_node, str):
-            item = f"pool {hold.pool.pool}: +{hold.nodes} node(s) kept up by {hold.workload}"
-            estimate.add(_pool_type(hold.pool, recording), item, hold.nodes * per_node[0], 0.0, per_node[1])
-
-
-def _vcores(pools: Sequence[PoolCapacity], counts: Callable[[PoolCapacity], int]) -> int:
-    return sum(counts(p) * (p.vcpus or 0) for p in pools)
-
-
-def _cluster(estimate: CostEstimate, cluster: RecordedResource, pools: Sequence[PoolCapacity]) -> None:
-    tier = str((cluster.inputs.get("sku") or {}).get("tier") or "Free")
-    estimate.fixed(MANAGED_CLUSTER, AKS_TIER_HOURLY, tier, f"AKS {tier} tier (per cluster)", 1)
-    network = cluster.inputs.get("networkProfile") or {}
-    if network.get("outboundType", "loadBalancer") == "loadBalancer":
-        estimate.fixed(
-            MANAGED_CLUSTER,
-            OUTBOUND_LOAD_BALANCER_HOURLY,
-            "Standard",
-            "outbound Standard load balancer and its public IP (AKS-managed)",
-            1,
-            "per hour and rule, plus data processed",
-        )
-    if (cluster.inputs.get("securityProfile") or {}).get("defender"):
-        low, high = _vcores(pools, lambda p: p.min_count), _vcores(pools, lambda p: p.max_count)
-        price = regional_price(DEFENDER_CONTAINERS_VCORE_HOURLY, "vCore", estimate.region)
-        item = f"Defender for Containers: {low}-{high} node vCores"
-        if price is None:
-            estimate.leave_out(MANAGED_CLUSTER, item, "billed per vCore-hour of every node")
-        else:
-            estimate.add(MANAGED_CLUSTER, item, low * price.monthly, high * price.monthly, (price,))
-
-
-def _netapp_pools(estimate: CostEstimate, recording: Recording) -> None:
-    bodies = [(NETAPP_POOL, p.inputs) for p in recording.of_type(NETAPP_POOL)]
-    bodies += [
-        (GENERIC_RESOURCE, r.inputs.get("properties") or {})
-        for r in recording.of_type(GENERIC_RESOURCE)
-        if r.inputs.get("resourceType") == "capacityPools"
-    ]
-    for type_token, body in bodies:
-        level = str(body.get("serviceLevel"))
-        gib = float(body.get("size") or 0) / 2**30
-        item = f"NetApp Files pool {gib / 1024:g} TiB {level}"
-        if level == "Flexible":
-            item += f" + {body.get('customThroughputMibps')} MiB/s"
-        # The row is per GiB-hour: GiB x 730 h a month.
-        estimate.fixed(type_token, NETAPP_POOL_GIB_HOURLY, level, item, gib, "billed for the whole pool from creation")
-
-
-def _dcgm_samples(recording: Recording, pools: Sequence[PoolCapacity], held: Sequence[HeldGpuNodes]) -> str | None:
-    """Managed Prometheus samples a month from the DCGM exporter: counters x GPUs x scrapes a month."""
-    monitors = [
-        m for m in recording.of_type(POD_MONITOR) if (m.inputs.get("metadata") or {}).get("name") == "dcgm-exporter"
-    ]
-    counters = [
-        line
-        for c in recording.of_type(CONFIG_MAP)
-        for line in str((c.inputs.get("data") or {}).get(DCGM_COUNTERS_KEY, "")).splitlines()
-        if line.strip() and not line.lstrip().startswith("#")
-    ]
-    if not monitors or not counters:
-        return None
-    endpoints = (monitors[0].inputs.get("spec") or {}).get("podMetricsEndpoints") or [{}]
-    interval = int(str(endpoints[0].get("interval") or "60s").removesuffix("s"))
-    scrapes = HOURS_PER_MONTH * 3600 / interval
-    gpu_pools = [p for p in pools if p.gpus_per_vm]
-    low = sum(p.min_count * p.gpus_per_vm for p in gpu_pools) + sum(h.nodes * h.pool.gpus_per_vm for h in held)
-    high = sum(p.max_count * p.gpus_per_vm for p in gpu_pools)
-    return (
-        f"Managed Prometheus, DCGM exporter: {len(counters)} series per GPU x {low}-{high} GPUs x "
-        f"{scrapes:,.0f} scrapes a month ({interval}s) = {len(counters) * low * scrapes / 1e6:,.1f}-"
-        f"{len(counters) * high * scrapes / 1e6:,.1f} million samples a month (the add-on's own node and "
-        "kube-state targets come on top; no price for ingestion here)"
-    )
-
-
-def _container_logs(recording: Recording) -> list[str]:
-    rules = recording.of_type("azure-native:monitor:DataCollectionRule")
-    for rule in rules:
-        for extension in (rule.inputs.get("dataSources") or {}).get("extensions") or []:
-            if extension.get("extensionName") == "ContainerInsights":
-                settings = (extension.get("extensionSettings") or {}).get("dataCollectionSettings") or {}
-                interval = settings.get("interval", "1m")
-                filtering = settings.get("namespaceFilteringMode", "Off")
-                return [
-                    f"Log Analytics, Container Insights: every container's stdout/stderr and inventory every "
-                    f"{interval} (namespace filtering {filtering}); the volume follows what the workloads log, so "
-                    "it is not estimated here"
-                ]
-    return []
-
-
-def estimate_cost(recording: Recording, pools: Sequence[PoolCapacity], held: Sequence[HeldGpuNodes]) -> CostEstimate:
-    """What the recorded resources cost a month in the cluster's region, and what is left out and why."""
-    estimate = CostEstimate(region=stack_region(recording))
-    _nodes(estimate, recording, pools, held)
-    for cluster in recording.of_type(MANAGED_CLUSTER):
-        _cluster(estimate, cluster, pools)
-    for registry in recording.of_type(REGISTRY):
-        sku = str((registry.inputs.get("sku") or {}).get("name"))
-        estimate.fixed(REGISTRY, REGISTRY_DAILY, sku, f"container registry {sku}", 1)
-    endpoints = len(recording.of_type(PRIVATE_ENDPOINT))
-    if endpoints:
-        item = f"{endpoints} private endpoint(s), before data processed"
-        estimate.fixed(PRIVATE_ENDPOINT, PRIVATE_ENDPOINT_HOURLY, "endpoint", item, endpoints)
-    zones = len(recording.of_type(PRIVATE_DNS_ZONE))
-    if zones:
-        estimate.fixed(PRIVATE_DNS_ZONE, PRIVATE_DNS_ZONE_MONTHLY, "zone", f"{zones} private DNS zone(s)", zones)
-    for lustre in recording.of_type(AML_FILESYSTEM):
-        sku = str((lustre.inputs.get("sku") or {}).get("name"))
-        tib = int(lustre.inputs.get("storageCapacityTiB") or 0)
-        why = "billed for all of it from creation"
-        estimate.fixed(AML_FILESYSTEM, AMLFS_TIB_MONTHLY, sku, f"Lustre {tib} TiB {sku}", tib, why)
-    _netapp_pools(estimate, recording)
-    for grafana in recording.of_type(GRAFANA):
-        sku = str((grafana.inputs.get("sku") or {}).get("name"))
-        zone_redundant = (grafana.inputs.get("properties") or {}).get("zoneRedundancy") == "Enabled"
-        item = f"Managed Grafana {sku} instance{' (zone redundant)' if zone_redundant else ''}"
-        estimate.fixed(GRAFANA, GRAFANA_INSTANCE_HOURLY, sku, item, 1, "per instance-hour; active users on top")
-    present = {r.type for r in recording.resources if r.custom and r.type.startswith("azure-native:")}
-    estimate.usage_priced = [why for type_token, why in sorted(BILLED_BY_USE.items()) if type_token in present]
-    estimate.unclassified = sorted(t for t in present if billing_class(t) is None)
-    if MONITOR_WORKSPACE in present and (samples := _dcgm_samples(recording, pools, held)):
-        estimate.volumes.append(samples)
-    if LOG_WORKSPACE in present:
-        estimate.volumes += _container_logs(recording)
-    return estimate
-
-
-def monthly_usd(amount: float) -> str:
-    return f"${amount:,.0f}"
-
-
-CLUSTER_QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"
-
-
 @dataclass(frozen=True)
 class TeamCeiling:
     """What a team's nominal GPU quota costs a month if it holds all of it around the clock."""
@@ -612,182 +372,48 @@ class TeamCeiling:
     team: str
     gpus: int
     monthly: float
+    """The GPU-hours: quota devices x the VM's hour shared by the devices a node advertises x 730 h, the figure the
+    chargeback rules bill (components/monitoring/recording_rules.py)."""
     estimate: bool
-    """True when any price behind it is an estimate."""
+    """True when any VM price behind the GPU-hours is an estimate."""
     unpriced: tuple[str, ...]
     """Pools the team has quota on whose GPU-hour has no price (not counted)."""
+    disks: float = 0.0
+    """The managed OS disks of the nodes that quota holds (the same share per device), which chargeback leaves out."""
+    disks_estimate: bool = False
+
+    @property
+    def total(self) -> float:
+        return self.monthly + self.disks
+
+
+def _flavor_gpus(flavor: Mapping[str, Any]) -> int:
+    return sum(int(r["nominalQuota"]) for r in flavor["resources"] if r["name"] in GPU_RESOURCE_NAMES)
 
 
 def team_quota_ceilings(recording: Recording, pools: Sequence[PoolCapacity]) -> list[TeamCeiling]:
-    """Per recorded ClusterQueue: nominal `nvidia.com/gpu` per flavor (pool) x the price of one such device-hour
-    (the VM's hour shared by the devices a node advertises: whole GPUs, MIG slices or shared replicas) x 730 h."""
-    by_label = {p.labels.get("gpu-pool"): p for p in pools if p.labels.get("gpu-pool")}
+    """Per recorded ClusterQueue: nominal GPU devices per flavor (pool) x that pool's node price shared by the
+    devices a node advertises (whole GPUs, MIG slices or shared replicas), VM and OS disk apart."""
+    by_label = {p.labels.get(GPU_POOL_LABEL): p for p in pools if p.labels.get(GPU_POOL_LABEL)}
+    region = stack_region(recording)
     ceilings: list[TeamCeiling] = []
     for queue in recording.of_type(CLUSTER_QUEUE):
-        total, gpus, estimate, unpriced = 0.0, 0, False, []
-        for group in queue.inputs["spec"]["resourceGroups"]:
-            for flavor in group["flavors"]:
-                quota = sum(int(r["nominalQuota"]) for r in flavor["resources"] if r["name"] in GPU_RESOURCE_NAMES)
-                if quota == 0:
-                    continue  # the CPU pool's flavor, or a pool the team only borrows on: no GPU-hour to price
-                pool = by_label.get(flavor["name"])
-                price = gpu_hour_price(pool.vm_size, pool.gpu_devices_per_vm, pool.spot) if pool else None
-                gpus += quota
-                if price is None:
-                    unpriced.append(flavor["name"])
-                    continue
-                total += quota * price.monthly
-                estimate = estimate or price.estimate
-        ceilings.append(TeamCeiling(queue.inputs["metadata"]["name"], gpus, total, estimate, tuple(unpriced)))
+        vm = disks = 0.0
+        gpus, estimate, disks_estimate, unpriced = 0, False, False, list[str]()
+        for flavor in (f for group in queue.inputs["spec"]["resourceGroups"] for f in group["flavors"]):
+            quota = _flavor_gpus(flavor)
+            if quota == 0:
+                continue  # the CPU pool's flavor, or a pool the team only borrows on: no GPU-hour to price
+            pool = by_label.get(flavor["name"])
+            price = node_price(pool, region) if pool and pool.gpu_devices_per_vm else "no GPU pool"
+            gpus += quota
+            if isinstance(price, str) or pool is None:
+                unpriced.append(flavor["name"])
+                continue
+            share = quota / pool.gpu_devices_per_vm
+            vm, disks = vm + share * price.vm_monthly, disks + share * price.disk_monthly
+            estimate = estimate or price.vm.estimate
+            disks_estimate = disks_estimate or (price.disk is not None and price.disk.estimate)
+        name = queue.inputs["metadata"]["name"]
+        ceilings.append(TeamCeiling(name, gpus, vm, estimate, tuple(unpriced), disks, disks_estimate))
     return sorted(ceilings, key=lambda c: c.team)
-
-
-@dataclass(frozen=True)
-class ModelCost:
-    """What a served model's GPUs cost a month, and its price per million output tokens where a benchmark
-    measured the same model, GPU, GPUs per replica and precision."""
-
-    model: str
-    pool: str
-    gpus_per_replica: int
-    gpu_model: str
-    min_replicas: int
-    max_replicas: int
-    gpu_hour: Price | None
-    """One GPU-hour of the pool: the VM's hour shared by its GPUs (None when the size has no price)."""
-    benchmark: ServingBenchmark | None
-    no_benchmark: str
-    """Why no price per token is given ('' when one is)."""
-    vm_size: str = ""
-    gpus_per_vm: int = 1
-    nodes_per_replica: int = 1
-    """Whole nodes one replica spans (`nodes`); a single-node replica still keeps its node billed."""
-
-    def _monthly(self, replicas: int) -> float | None:
-        return None if self.gpu_hour is None else replicas * self.gpus_per_replica * self.gpu_hour.monthly
-
-    @property
-    def floor(self) -> float | None:
-        """minReplicas held all month: they stay up when idle."""
-        return self._monthly(self.min_replicas)
-
-    @property
-    def ceiling(self) -> float | None:
-        return self._monthly(self.max_replicas)
-
-    @property
-    def node_hour(self) -> float | None:
-        """USD for one of the pool's nodes an hour: the pool bills whole VMs, however few GPUs are busy."""
-        return None if self.gpu_hour is None else self.gpu_hour.usd * self.gpus_per_vm
-
-    @property
-    def replicas_per_node(self) -> int:
-        """Replicas that fill a node (one for a multi-node replica)."""
-        return 1 if self.nodes_per_replica > 1 else max(1, self.gpus_per_vm // self.gpus_per_replica)
-
-    def _per_million(self, replicas: int) -> float | None:
-        if self.node_hour is None or self.benchmark is None:
-            return None
-        tokens_per_hour = replicas * self.benchmark.output_tokens_per_second * 3600
-        return self.node_hour * self.nodes_per_replica / tokens_per_hour * 1_000_000
-
-    @property
-    def per_million_output_tokens(self) -> float | None:
-        """USD for a million output tokens from one replica kept busy at the benchmark's rate, paying for the whole
-        nodes it runs on (the pool's bill while it is the only replica there)."""
-        return self._per_million(1)
-
-    @property
-    def per_million_full_node(self) -> float | None:
-        """The same with its nodes full of busy replicas: the least a token can cost."""
-        return self._per_million(self.replicas_per_node)
-
-
-def model_costs(models: Sequence[ServedModelConfig], gpu_pools: Sequence[GpuPoolConfig]) -> list[ModelCost]:
-    """Per served model: the GPU share it holds (tensorParallel x nodes GPUs per replica) at the pool's GPU-hour
-    price, the same price team chargeback uses, and the benchmark that prices its tokens, if one was measured so."""
-    pools = {p.name: p for p in gpu_pools}
-    costs: list[ModelCost] = []
-    for model in models:
-        pool = pools[model.pool]
-        gpu = pool.sku.gpu_model
-        gpus = model.gpus_per_replica
-        dtype = serving_dtype(model.dtype, gpu)
-        found = matching_benchmark(model.weights.model_id, gpu, gpus, dtype)
-        why = ""
-        if found is None:
-            why = f"no sourced benchmark for {model.weights.model_id} on {gpu}"
-            near = rows_for(model.weights.model_id, gpu)
-            if near:
-                measured = "; ".join(f"{b.name} measured {b.gpus} GPU(s) in {b.dtype}" for b in near)
-                why += f" served as {gpus} GPU(s) in {dtype} ({measured})"
-        costs.append(
-            ModelCost(
-                model.name,
-                pool.name,
-                gpus,
-                gpu,
-                model.min_replicas,
-                model.max_replicas,
-                gpu_hour_price(pool.vm_size, pool.sku.gpus_per_vm, pool.priority == "Spot"),
-                found,
-                why,
-                pool.vm_size,
-                pool.sku.gpus_per_vm,
-                model.nodes,
-            )
-        )
-    return costs
-
-
-def model_cost_line(cost: ModelCost) -> str:
-    """One plan line per model, printed beside the team chargeback lines."""
-    head = f"Model {cost.model} ({cost.gpus_per_replica} x {cost.gpu_model} per replica on pool {cost.pool}): "
-    if cost.floor is None or cost.ceiling is None:
-        return head + f"no GPU-hour price for the pool's size (not counted); {cost.no_benchmark or 'priced tokens'}"
-    marker = " (estimate)" if cost.gpu_hour is not None and cost.gpu_hour.estimate else ""
-    line = (
-        f"{head}floor {monthly_usd(cost.floor)}/month ({cost.min_replicas} replicas), ceiling "
-        f"{monthly_usd(cost.ceiling)}/month ({cost.max_replicas}){marker}; "
-    )
-    per_million, full = cost.per_million_output_tokens, cost.per_million_full_node
-    if per_million is None or full is None or cost.node_hour is None or cost.benchmark is None:
-        return line + cost.no_benchmark
-    bench = cost.benchmark
-    nodes = cost.nodes_per_replica
-    price = (
-        f"${per_million:,.2f} per million output tokens from one replica busy at {bench.output_tokens_per_second:,.2f} "
-        f"tokens/s on its {nodes} x {cost.vm_size} node{'s' if nodes > 1 else ''} "
-        f"(${cost.node_hour * nodes:,.2f}/hour, billed whole)"
-    )
-    if cost.replicas_per_node > 1:
-        price += f", ${full:,.2f} with {cost.replicas_per_node} busy replicas filling the node"
-    differences = "; ".join(bench.differences) or "no difference recorded"
-    return line + f"{price}; as measured by {bench.name} ({bench.source}), not as served here: {differences}"
-
-
-def part_of(recording: Recording, prefix: str) -> Recording:
-    """The resources whose names start with `prefix`: one cluster of a fleet (children are `<fleet>-<owner>-...`)."""
-    return Recording(resources=[r for r in recording.resources if r.name.startswith(prefix)])
-
-
-@dataclass(frozen=True)
-class FleetPart:
-    """One cluster of a fleet: where it runs, the quota its pools need at peak, and what it costs."""
-
-    owner: str
-    region: str
-    quota: list[QuotaNeed]
-    estimate: CostEstimate
-
-
-def fleet_parts(recording: Recording, fleet: str, owners: Mapping[str, str]) -> list[FleetPart]:
-    """Per owner (member name or `manager` -> region): quota needs per family and the cost floor and ceiling."""
-    parts: list[FleetPart] = []
-    for owner, region in owners.items():
-        part = part_of(recording, f"{fleet}-{owner}-")
-        pools = pool_capacities(part)
-        parts.append(
-            FleetPart(owner, region, quota_needs(pools)[0], estimate_cost(part, pools, held_gpu_nodes(part, pools)))
-        )
-    return parts

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
-from typing import Any
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
 from aks_gpu_platform.policy_model import Policy, Resource, StackFacts, Violation
 from aks_gpu_platform.policy_rules import evaluate
 
 from .recording import RecordedResource, Recording
+
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
 
 INSTALL_HINT = "pip install 'aks-gpu-platform[testing]'"
 
@@ -32,19 +37,69 @@ def kubernetes_object(resource: RecordedResource) -> dict[str, Any]:
     return {k: v for k, v in resource.inputs.items() if not k.startswith("__")}
 
 
-def validate_object(manifest: dict[str, Any], version: str) -> tuple[str, str]:
-    """(status, detail) of one manifest against Kubernetes `version`'s OpenAPI schema (strict: no unknown fields)."""
+def _kubernetes_validate() -> Any:
     try:
         import kubernetes_validate
     except ModuleNotFoundError as missing:
         raise ModuleNotFoundError(
             f"schema checks need kubernetes-validate, the upstream Kubernetes schemas: {INSTALL_HINT}"
         ) from missing
+    return kubernetes_validate
+
+
+# kubernetes-validate 1.37.0 (utils.validate) reads the 1.6 MB definitions file again for every object; a plan
+# validates dozens, so the schemas are read once per process here, with the same lookup: the newest schema set not
+# newer than the version asked for, strict (no unknown fields), one file per kind and API group version.
+_API_GROUP = re.compile(r"^([^./]*)(?:\.[^/]*)?/")
+
+
+@cache
+def _schema_folder(version: str) -> str:
+    """`kubernetes-json-schema/v<release>-local-strict`: the newest schema set not newer than `version`."""
+    utils = _kubernetes_validate().utils
+    wanted = utils.major_minor(version.removeprefix("v"))
+    if wanted > utils.latest_version():
+        raise utils.VersionNotSupportedError(version=wanted)
+    release = [v for v in utils.all_versions() if utils.major_minor(v) <= wanted][-1]
+    return f"kubernetes-json-schema/v{release}-local-strict"
+
+
+@cache
+def _definitions(folder: str, version: str) -> Any:
+    from referencing import Registry, Resource
+
+    contents = _kubernetes_validate().utils.schema_contents(f"{folder}/_definitions.json", version)
+    return Resource.from_contents(contents) @ Registry()  # pyright: ignore[reportUnknownMemberType]
+
+
+@cache
+def _validator(version: str, kind: str, api_version: str) -> Validator | None:
+    """The strict schema of `kind` in `api_version` for Kubernetes `version`; None when upstream has none (a CRD)."""
+    from jsonschema.validators import Draft202012Validator
+    from referencing import Resource
+
+    folder = _schema_folder(version)
+    group_version = _API_GROUP.sub(r"\1-", api_version)  # rbac.authorization.k8s.io/v1 -> rbac-v1
+    name = f"{folder}/{kind.lower()}-{group_version}.json"
     try:
-        kubernetes_validate.validate(manifest, version, strict=True)
-    except kubernetes_validate.SchemaNotFoundError:
+        schema = _kubernetes_validate().utils.schema_contents(name, version)
+    except FileNotFoundError:
+        return None
+    registry = Resource.from_contents(schema) @ _definitions(folder, version)  # pyright: ignore[reportUnknownMemberType]
+    return Draft202012Validator(schema, registry=registry)
+
+
+def validate_object(manifest: dict[str, Any], version: str) -> tuple[str, str]:
+    """(status, detail) of one manifest against Kubernetes `version`'s OpenAPI schema (strict: no unknown fields)."""
+    _kubernetes_validate()  # says what to install where the extra is missing, whatever was validated before
+    from jsonschema import ValidationError
+
+    validator = _validator(version, str(manifest.get("kind")), str(manifest.get("apiVersion")))
+    if validator is None:
         return "custom-resource", "no upstream schema (custom resource; checked by the component tests)"
-    except kubernetes_validate.ValidationError as err:
+    try:
+        validator.validate(manifest)
+    except ValidationError as err:
         where = "/".join(str(p) for p in err.path) or "(root)"
         return "invalid", f"{where}: {err.message}"
     return "valid", ""

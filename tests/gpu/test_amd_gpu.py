@@ -17,7 +17,7 @@ from aks_gpu_platform.components.shared.roles import ACR_PULL
 from aks_gpu_platform.config import load_platform_config
 from aks_gpu_platform.plan import cold_start
 from aks_gpu_platform.plan.offline import run_stack
-from aks_gpu_platform.plan.report import docker_hub_warnings
+from aks_gpu_platform.plan.verdicts import docker_hub_warnings
 from aks_gpu_platform.testing import Recording, kubernetes_object
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import assert_rejected, set_path, settings_of, without_models

@@ -17,8 +17,8 @@ from aks_gpu_platform.config.cluster.section import AutoscalerProfileConfig
 from aks_gpu_platform.config.gpu.scheduling import GPU_RESOURCE
 from aks_gpu_platform.config.inference.section import AutoscalingConfig, SampleInferenceConfig, ScalingTargetConfig
 from aks_gpu_platform.config.loader import validate_section
+from aks_gpu_platform.plan.describe import SUMMARIES
 from aks_gpu_platform.plan.offline import run_stack
-from aks_gpu_platform.plan.report import SUMMARIES
 from aks_gpu_platform.testing import Recording, evaluate, kubernetes_object
 from aks_gpu_platform.testing.checks import validate_object
 from aks_gpu_platform.testing.stack_files import load_stack_file

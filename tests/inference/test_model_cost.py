@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +14,12 @@ import pytest
 from aks_gpu_platform.config import load_platform_config
 from aks_gpu_platform.config.catalog import serving_benchmarks
 from aks_gpu_platform.config.platform import PlatformConfig
-from aks_gpu_platform.plan import cost
+from aks_gpu_platform.plan.cost import PoolCapacity, pool_capacities
 from aks_gpu_platform.plan.mock_values import MockValueMarker
+from aks_gpu_platform.plan.model_cost import ModelCost, model_cost_line, model_costs
+from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.plan.report import build_report
+from aks_gpu_platform.plan.screen import render_text
 from aks_gpu_platform.testing import Recording
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import settings_of
@@ -35,8 +39,14 @@ def _prod(**llama: Any) -> PlatformConfig:
     return load_platform_config(settings)
 
 
-def _costs(cfg: PlatformConfig) -> dict[str, cost.ModelCost]:
-    return {c.model: c for c in cost.model_costs(cfg.inference.models, cfg.gpu_pools)}
+@functools.cache
+def _prod_pools() -> list[PoolCapacity]:
+    """prod's recorded pools: the variants below change its models only."""
+    return pool_capacities(run_stack("prod"))
+
+
+def _costs(cfg: PlatformConfig) -> dict[str, ModelCost]:
+    return {c.model: c for c in model_costs(cfg.inference.models, _prod_pools(), cfg.location)}
 
 
 def test_floor_and_ceiling_hold_the_model_gpus_at_the_pool_gpu_hour() -> None:
@@ -56,7 +66,7 @@ def test_the_price_per_million_output_tokens_comes_from_the_matching_benchmark()
     assert llama.per_million_output_tokens == pytest.approx(5.35093, abs=1e-5)
     # Eight busy replicas share the node: 12.29 USD per GPU-hour, 0.66887 USD.
     assert llama.per_million_full_node == pytest.approx(0.66887, abs=1e-5)
-    line = cost.model_cost_line(llama)
+    line = model_cost_line(llama)
     assert "5.1-0083" in line and "github.com/mlcommons/inference_results_v5.1" in line, line
 
 
@@ -65,7 +75,7 @@ def test_the_plan_prints_the_token_price_of_whole_nodes_and_how_the_benchmark_di
 ) -> None:
     cfg = load_platform_config(settings_of(load_stack_file("prod", REPO_ROOT)))
     report = build_report("prod", cfg, prod_recording, [], [], MockValueMarker(prod_recording.mock_values), tmp_path)
-    (line,) = [line for line in report.cost_lines if line.startswith("Model llama-3-1-8b ")]
+    (line,) = [line for line in report.model_lines if line.startswith("Model llama-3-1-8b ")]
     assert "$5.35 per million output tokens from one replica" in line, f"the pool bills the whole node: {line}"
     assert "1 x Standard_ND96isr_H100_v5 node ($98.32/hour" in line, f"names the node-level unit: {line}"
     assert "$0.67 with 8 busy replicas filling the node" in line, line
@@ -88,7 +98,7 @@ def test_the_plan_prints_the_token_price_of_whole_nodes_and_how_the_benchmark_di
 def test_no_figure_is_carried_to_another_gpu_size_or_precision(change: dict[str, Any], gpu: str) -> None:
     llama = _costs(_prod(**change))["llama-3-1-8b"]
     assert llama.per_million_output_tokens is None, "a benchmark of another setup must never price these tokens"
-    line = cost.model_cost_line(llama)
+    line = model_cost_line(llama)
     assert f"no sourced benchmark for {LLAMA} on {gpu}" in line, line
     assert "per million" not in line, line
 
@@ -96,11 +106,12 @@ def test_no_figure_is_carried_to_another_gpu_size_or_precision(change: dict[str,
 def test_the_plan_prints_each_model_beside_the_team_chargeback(prod_recording: Recording, tmp_path: Path) -> None:
     cfg = load_platform_config(settings_of(load_stack_file("prod", REPO_ROOT)))
     report = build_report("prod", cfg, prod_recording, [], [], MockValueMarker(prod_recording.mock_values), tmp_path)
-    teams = [i for i, line in enumerate(report.cost_lines) if line.startswith("Team ")]
-    models = [i for i, line in enumerate(report.cost_lines) if line.startswith("Model ")]
-    assert teams and len(models) == len(cfg.inference.models), f"one line per model: {report.cost_lines}"
-    assert models[0] == teams[-1] + 1, "model lines follow the team chargeback lines"
-    qwen = report.cost_lines[models[1]]
+    text = render_text(report)
+    teams = [text.index(f"Team {team}: ") for team in ("llm", "vision")]
+    models = [text.index(f"Model {model.name}: ") for model in cfg.inference.models]
+    assert teams and len(models) == len(cfg.inference.models), f"one line per model: {report.model_headlines}"
+    assert max(teams) < min(models), "model lines follow the team chargeback lines on the first screen"
+    qwen = report.model_headlines[1]
     assert "no sourced benchmark for Qwen/Qwen2.5-1.5B-Instruct on H100-80GB" in qwen, qwen
 
 

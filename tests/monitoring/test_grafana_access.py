@@ -35,7 +35,8 @@ from aks_gpu_platform.components.monitoring import grafana as gd
 from aks_gpu_platform.config import load_platform_config
 from aks_gpu_platform.plan.mock_values import MockValueMarker
 from aks_gpu_platform.plan.offline import run_stack
-from aks_gpu_platform.plan.report import build_report, shared_metrics_warnings
+from aks_gpu_platform.plan.report import build_report
+from aks_gpu_platform.plan.verdicts import shared_metrics_warnings
 from aks_gpu_platform.testing import Recording
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import settings_of

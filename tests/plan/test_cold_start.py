@@ -199,7 +199,7 @@ def test_lustre_weights_read_at_the_tiers_published_throughput(prod_recording: R
 
 
 def test_plan_prints_the_budget_and_each_switch(dev_recording: Recording) -> None:
-    from aks_gpu_platform.plan.report import _cold_start_sources, _switch_rows  # pyright: ignore[reportPrivateUsage]
+    from aks_gpu_platform.plan.screen import _cold_start_sources, _switch_rows  # pyright: ignore[reportPrivateUsage]
 
     budget = _budgets("dev", dev_recording)[0]
     rows = _switch_rows(budget)
@@ -270,7 +270,9 @@ def test_a_pool_budgeted_with_artifact_streaming_gets_the_steps_that_enable_it(t
     stack_file.write_text(yaml.safe_dump({"config": config}))
     out = io.StringIO()
     with redirect_stdout(out):
-        status = plan.main(["--stack", "dev", "--config-file", str(stack_file), "--out", str(tmp_path / "out")])
+        status = plan.main(
+            ["--stack", "dev", "--config-file", str(stack_file), "--out", str(tmp_path / "out"), "--detail"]
+        )
     assert status == 0, out.getvalue()[-2000:]
     text = " ".join(out.getvalue().split())
     assert "az acr artifact-streaming update" in text and "--enable-artifact-streaming" in text, text[-3000:]

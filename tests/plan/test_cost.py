@@ -15,6 +15,7 @@ from aks_gpu_platform.config import load_platform_config
 from aks_gpu_platform.config.catalog.prices import PRICE_TABLES
 from aks_gpu_platform.config.upgrade.section import surge_node_count
 from aks_gpu_platform.plan import cost
+from aks_gpu_platform.plan.estimate import CostEstimate, billing_class, estimate_cost
 from aks_gpu_platform.plan.mock_values import MockValueMarker
 from aks_gpu_platform.plan.offline import run_stack
 from aks_gpu_platform.plan.report import build_report
@@ -81,7 +82,7 @@ def test_percentage_surges_round_fractional_nodes_up(max_surge: str, pool_size: 
 def test_dev_floor_and_ceiling(dev_recording: Recording) -> None:
     pools = cost.pool_capacities(dev_recording)
     held = cost.held_gpu_nodes(dev_recording, pools)
-    estimate = cost.estimate_cost(dev_recording, pools, held)
+    estimate = estimate_cost(dev_recording, pools, held)
     d4 = DDSV5_PER_VCPU * 4 * MONTH + P10_DISK  # a D4ds_v5 node with its managed OS disk
     t4 = 0.526 * MONTH + P10_DISK
     aks_standard = 0.10 * MONTH
@@ -97,7 +98,7 @@ def test_dev_floor_and_ceiling(dev_recording: Recording) -> None:
 
 def test_prod_floor_and_ceiling(prod_recording: Recording) -> None:
     pools = cost.pool_capacities(prod_recording)
-    estimate = cost.estimate_cost(prod_recording, pools, cost.held_gpu_nodes(prod_recording, pools))
+    estimate = estimate_cost(prod_recording, pools, cost.held_gpu_nodes(prod_recording, pools))
     d16, d8 = DDSV5_PER_VCPU * 16 * MONTH, DDSV5_PER_VCPU * 8 * MONTH  # ephemeral OS disks cost nothing
     a100 = 3.673 * MONTH + P10_DISK
     h100 = 98.32 * MONTH  # ephemeral OS disk
@@ -139,8 +140,8 @@ def test_a_gpu_pool_with_a_minimum_is_warned_about(tmp_path: Path) -> None:
     warnings = [w for w in report.warnings if "around the clock" in w]
     monthly = f"${0.526 * MONTH + P10_DISK:,.0f}"
     assert warnings == [
-        f"GPU pool gput42aa3 keeps 1 x Standard_NC4as_T4_v3 running around the clock (minCount 1) (~{monthly}/month)"
-    ], "a GPU pool's minimum is paid around the clock and must be visible before the detail"
+        f"GPU pool gput4 keeps 1 x Standard_NC4as_T4_v3 running around the clock (minCount 1): {monthly}/month"
+    ], "a GPU pool's minimum is paid around the clock (its VM and OS disk) and must be visible before the detail"
 
 
 def test_a_size_without_a_price_is_named_and_left_out() -> None:
@@ -148,15 +149,15 @@ def test_a_size_without_a_price_is_named_and_left_out() -> None:
         "dev", lambda config: config["aks-gpu-platform:gpuPools"][0].update(vmSize="Standard_ND96isr_H200_v5")
     )
     pools = cost.pool_capacities(recording)
-    estimate = cost.estimate_cost(recording, pools, cost.held_gpu_nodes(recording, pools))
+    estimate = estimate_cost(recording, pools, cost.held_gpu_nodes(recording, pools))
     assert any("Standard_ND96isr_H200_v5 has no price" in item for item in estimate.unpriced), estimate.unpriced
     assert not any("H200" in line.item for line in estimate.lines), "an unknown price is never counted as zero"
     assert _needs(recording)["standardNDISRH200V5Family"] == 4 * 96, "its quota is still counted"
 
 
-def _estimate(recording: Recording) -> cost.CostEstimate:
+def _estimate(recording: Recording) -> CostEstimate:
     pools = cost.pool_capacities(recording)
-    return cost.estimate_cost(recording, pools, cost.held_gpu_nodes(recording, pools))
+    return estimate_cost(recording, pools, cost.held_gpu_nodes(recording, pools))
 
 
 @pytest.fixture(scope="module")
@@ -174,11 +175,11 @@ def prod_with_netapp_and_defender_off() -> Recording:
 def _billed_at_creation_gaps(recording: Recording) -> list[str]:
     estimate = _estimate(recording)
     azure = sorted({r.type for r in recording.resources if r.custom and r.type.startswith("azure-native:")})
-    gaps = [f"{t}: billing not classified (creation, use or free)" for t in azure if cost.billing_class(t) is None]
+    gaps = [f"{t}: billing not classified (creation, use or free)" for t in azure if billing_class(t) is None]
     gaps += [
         f"{t}: bills from creation but gave no cost line"
         for t in azure
-        if cost.billing_class(t) == "creation" and t not in estimate.costed_types
+        if billing_class(t) == "creation" and t not in estimate.costed_types
     ]
     return gaps
 
@@ -298,7 +299,7 @@ def _chargeback_price(recording: Recording, pool: str) -> str:
 def test_a_spot_pool_is_billed_and_charged_back_at_the_sourced_spot_price() -> None:
     recording = _variant("dev", lambda config: config["aks-gpu-platform:gpuPools"][0].update(priority="Spot"))
     pools = cost.pool_capacities(recording)
-    estimate = cost.estimate_cost(recording, pools, cost.held_gpu_nodes(recording, pools))
+    estimate = estimate_cost(recording, pools, cost.held_gpu_nodes(recording, pools))
     (line,) = [c for c in estimate.lines if c.item.startswith("pool gput4") and "kept up" not in c.item]
     assert line.item.endswith("x Standard_NC4as_T4_v3 Spot"), line.item
     assert line.ceiling == pytest.approx(4 * (0.062699 * MONTH + P10_DISK)), (
@@ -317,7 +318,7 @@ def test_a_spot_pool_without_a_sourced_spot_price_is_an_estimate_in_the_plan_and
 
     recording = _variant("dev", spot_h100)
     pools = cost.pool_capacities(recording)
-    estimate = cost.estimate_cost(recording, pools, cost.held_gpu_nodes(recording, pools))
+    estimate = estimate_cost(recording, pools, cost.held_gpu_nodes(recording, pools))
     (line,) = [c for c in estimate.lines if c.item.startswith("pool gput4") and "kept up" not in c.item]
     assert "Spot (at most on-demand, estimate)" in line.item and line.prices[0].estimate, line.item
     term = _chargeback_price(recording, "gput4")

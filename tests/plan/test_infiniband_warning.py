@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 
 from aks_gpu_platform.config import load_platform_config
-from aks_gpu_platform.plan.report import shared_infiniband_warnings
+from aks_gpu_platform.plan.verdicts import shared_infiniband_warnings
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import settings_of
 from tools import REPO_ROOT

@@ -17,6 +17,7 @@ from aks_gpu_platform.components.shared.roles import ROLE_NAMES
 from aks_gpu_platform.plan.document import PLAN_FILE, read_plan
 from aks_gpu_platform.plan.mock_values import distinctive
 from aks_gpu_platform.plan.recording_cache import RECORDING_CACHE
+from aks_gpu_platform.plan.screen import REPORT_FILE
 from aks_gpu_platform.testing import Recording
 from tests.conftest import STACKS, plan_in_process
 from tests.upstream.scheduling import object_pod_templates
@@ -39,6 +40,11 @@ def _plan(*args: str, hash_seed: str = "0", evaluate: bool = False) -> subproces
         timeout=300,
         env=env,
     )
+
+
+def _report(runs: TwoRuns) -> str:
+    """The whole report the first run wrote beside plan.json: first screen and detail."""
+    return runs.first_files[REPORT_FILE].decode()
 
 
 def _files(folder: Path) -> dict[str, bytes]:
@@ -84,15 +90,16 @@ def test_two_plan_runs_print_and_write_the_same_bytes(plan_runs: dict[str, TwoRu
 
 
 @pytest.mark.parametrize("stack", STACKS)
-def test_plan_puts_verdicts_first_then_summary_then_detail(plan_runs: dict[str, TwoRuns], stack: str) -> None:
-    out = plan_runs[stack].first.stdout
-    lines = out.splitlines()
-    assert lines[2] == "Verdicts", "the verdicts come right after the title"
-    verdicts, summary, detail = (lines.index(h) for h in ("Verdicts", "Summary", "Detail"))
-    assert verdicts < summary < detail
-    warnings = [i for i, line in enumerate(lines) if line.lstrip().startswith("warning:")]
-    assert warnings and max(warnings) < summary, "warnings are read before any detail"
-    assert out.index("ManagedCluster platform-aks-cluster") > detail, "the resource tree is detail"
+def test_the_written_report_puts_verdicts_first_then_summary_then_detail(
+    plan_runs: dict[str, TwoRuns], stack: str
+) -> None:
+    lines = _report(plan_runs[stack]).splitlines()
+    verdicts = next(i for i, line in enumerate(lines) if line.startswith("Verdicts: "))
+    summary = next(i for i, line in enumerate(lines) if line.startswith("Node pools"))
+    detail = lines.index("Detail")
+    assert verdicts < summary < detail, "verdicts, then the summary, then the detail"
+    assert "ManagedCluster platform-aks-cluster" in "\n".join(lines[detail:]), "the resource tree is detail"
+    assert "ManagedCluster platform-aks-cluster" not in plan_runs[stack].first.stdout, "and not printed by default"
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -102,7 +109,7 @@ def test_plan_lines_fit_a_pull_request_comment(plan_runs: dict[str, TwoRuns], st
 
 
 def test_plan_names_roles_instead_of_their_guids(plan_runs: dict[str, TwoRuns]) -> None:
-    out = plan_runs["dev"].first.stdout
+    out = _report(plan_runs["dev"])
     assert "role='AcrPull'" in out and "role='Grafana Admin'" in out, "role assignments read by role name"
     shown = [guid for guid in ROLE_NAMES if guid in out]
     assert shown == [], f"role definition GUIDs should not be what a reviewer reads: {shown}"
@@ -132,7 +139,9 @@ def test_prod_plan_marks_the_lustre_address_and_prints_quota_and_cost(plan_runs:
     assert "StandardNCADSA100v4Family  288" in out and "standardNDSH100v5Family    1,152" in out, out
     floor = next(line for line in out.splitlines() if line.strip().startswith("total"))
     assert floor.split()[1].startswith("$") and floor.split()[2].startswith("$"), "floor and ceiling are printed"
-    assert "Lustre 64 TiB AMLFS-Durable-Premium-250" in out, "what has no price is named, not counted as zero"
+    assert "Lustre 64 TiB AMLFS-Durable-Premium-250" in " ".join(out.split()), (
+        "what has no price is named, not counted as zero"
+    )
 
 
 def test_plan_json_holds_every_resource_with_its_options(plan_runs: dict[str, TwoRuns]) -> None:
@@ -153,14 +162,13 @@ def test_markdown_format_renders_a_pull_request_comment(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert out.startswith("### Plan for stack 'dev'"), out[:200]
-    assert "| pool | VM size |" in out and "| vCPU quota | needed at peak | pools |" in out
+    assert "| pool (Azure name) | VM size |" in out and "| vCPU quota | needed at peak | pools |" in out
     assert out.count("<details>") == out.count("</details>") >= 3, "the detail is folded away"
-    folded = out[out.index("<details>") :]
-    assert (
-        "ManagedCluster platform-aks-cluster" in folded
-        and "ManagedCluster platform-aks-cluster" not in out[: out.index("<details>")]
-    )
-    assert "- **warning**: gpu-inference-sample/triton keeps 1 x Standard_NC4as_T4_v3" in out
+    shown, folded = out[: out.index("<details>")], out[out.index("<details>") :]
+    assert "ManagedCluster platform-aks-cluster" in folded and "ManagedCluster platform-aks-cluster" not in shown
+    assert "- **warning**: pool gput4 kept up around the clock by gpu-inference-sample/triton: $404/month" in shown
+    assert "#### Cold start" in shown and "Cold start of pool gput4" in folded, "the path shown, its sources folded"
+    assert "warning: placeholder training.teams[0].members[0]: got" in folded, "each verdict in full, folded"
 
 
 def test_plan_rejects_a_broken_config_with_one_clear_message(tmp_path: Path) -> None:
@@ -181,9 +189,11 @@ def test_plan_warns_about_placeholders_a_real_deployment_refuses_and_still_succe
 ) -> None:
     dev_plan = plan_runs["dev"].first
     assert dev_plan.returncode == 0, "offline, stand-in IDs and addresses are fine: the plan still succeeds"
-    warnings = [line.strip() for line in dev_plan.stdout.splitlines() if line.strip().startswith("warning:")]
-    assert warnings, f"the plan must list the dev stack's placeholders:\n{dev_plan.stdout[:2000]}"
+    full = _report(plan_runs["dev"])
+    warnings = [line.strip() for line in full.splitlines() if line.strip().startswith("warning:")]
+    assert warnings, f"the plan must list the dev stack's placeholders:\n{full[:2000]}"
     named = " ".join(warnings)
+    screen = " ".join(dev_plan.stdout.split())
     for path in (
         "cluster.entraId.adminGroupObjectIds[0]",
         "cluster.apiServer.authorizedIpRanges[0]",
@@ -191,13 +201,13 @@ def test_plan_warns_about_placeholders_a_real_deployment_refuses_and_still_succe
         "training.teams[0].members[0]",
     ):
         assert f"warning: placeholder {path}: got" in named, f"{path} still holds a stand-in and must be named"
-    lustre = dev_plan.stdout[dev_plan.stdout.index("storage.lustre.hpcCacheProviderObjectId") :]
-    assert "section is off" in " ".join(lustre.split("warning:")[0].split()), "dev's Lustre is off: the plan says so"
-    assert "refuse the 4 placeholder(s) that would reach Azure" in dev_plan.stdout
+        assert path in screen, f"{path} is named on the first screen"
+    assert "storage.lustre.hpcCacheProviderObjectId (section off)" in screen, "dev's Lustre is off: the plan says so"
+    assert "`pulumi up` stop on the 4 that would reach Azure" in screen, "and how many a deployment refuses"
 
 
 def test_plan_tells_which_outputs_are_secret(plan_runs: dict[str, TwoRuns]) -> None:
-    out = plan_runs["dev"].first.stdout
+    out = _report(plan_runs["dev"])
     assert "kubeconfig (secret)" in out, "the plan tells which outputs are secret"
     assert "Traceback" not in out + plan_runs["dev"].first.stderr
     assert json.loads(plan_runs["dev"].first_files[PLAN_FILE])["stack"] == "dev"
@@ -207,7 +217,7 @@ def test_plan_tells_which_outputs_are_secret(plan_runs: dict[str, TwoRuns]) -> N
 def test_plan_tells_to_restart_the_keda_operator_once_its_credential_exists(
     plan_runs: dict[str, TwoRuns], recordings: dict[str, Recording], stack: str
 ) -> None:
-    out = " ".join(plan_runs[stack].first.stdout.split())
+    out = " ".join(_report(plan_runs[stack]).split())
     credentials = recordings[stack].of_type("azure-native:managedidentity:FederatedIdentityCredential")
     keda = [c for c in credentials if c.inputs["subject"] == "system:serviceaccount:kube-system:keda-operator"]
     # Microsoft's AKS KEDA workload-identity guide restarts the add-on's operator after creating the credential:
@@ -221,7 +231,7 @@ def test_plan_tells_to_restart_the_keda_operator_once_its_credential_exists(
 def test_the_plan_lists_every_image_with_its_digest_or_unpinned(
     plan_runs: dict[str, TwoRuns], recordings: dict[str, Recording], stack: str
 ) -> None:
-    out = plan_runs[stack].first.stdout
+    out = _report(plan_runs[stack])
     section = out.split("Images (each with its digest, or unpinned and why):", 1)[1].split("Rendered objects", 1)[0]
     lines = " ".join(section.split())
     # Every container the stack's objects run is listed: `image sha256:...`, or `image unpinned: why`.
@@ -247,7 +257,7 @@ def test_the_plan_lists_every_image_with_its_digest_or_unpinned(
 
 def test_the_plan_warns_that_docker_hub_is_pulled_anonymously_through_the_cache(plan_runs: dict[str, TwoRuns]) -> None:
     # dev runs the model server and the smoke test from Docker Hub; the docker-hub rule has no credential set.
-    lines = " ".join(plan_runs["dev"].first.stdout.split())
+    lines = " ".join(_report(plan_runs["dev"]).split())
     warning = re.search(r"cache rule docker-hub pulls docker\.io anonymously \(no credential set\)[^!]*", lines)
     assert warning, "a rate-limited upstream pulled without credentials is named in the plan"
     assert "docker.io/vllm/vllm-openai:v0.34.0" in warning[0] and "docker.io/nvidia/cuda:" in warning[0], warning[0]

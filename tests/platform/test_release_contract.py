@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from aks_gpu_platform.plan.offline import run_stack
-from aks_gpu_platform.plan.report import docker_hub_warnings
+from aks_gpu_platform.plan.verdicts import docker_hub_warnings
 from aks_gpu_platform.testing import Recording
 from tests.gpu.test_scheduling import VARIANTS, variant_config
 from tests.upstream.release_contract import (

@@ -13,8 +13,8 @@ from aks_gpu_platform.config import ConfigError, load_platform_config
 from aks_gpu_platform.config.catalog.lustre_skus import AMLFS_SKUS, required_subnet_prefix
 from aks_gpu_platform.config.loader import validate_section
 from aks_gpu_platform.config.storage.section import LustreConfig
+from aks_gpu_platform.plan.describe import describe
 from aks_gpu_platform.plan.offline import run_stack
-from aks_gpu_platform.plan.report import describe
 from aks_gpu_platform.testing import Recording, kubernetes_object
 from aks_gpu_platform.testing.checks import validate_object
 from tests.conftest import STACKS, assert_rejected, cluster_handle, settings_of
