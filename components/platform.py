@@ -31,7 +31,6 @@ from .gpu.nvidia_stack import NAMESPACE as DEVICE_PLUGIN_NAMESPACE
 from .gpu.stage import build_gpu_operations, build_gpu_pools, build_gpu_software
 from .gpu.validation import NAMESPACE as VALIDATION_NAMESPACE
 from .gpu.validation import GpuValidation
-from .inference.serving import check_servable
 from .inference.stage import build_inference, serving_namespaces
 from .monitoring.dcgm_exporter import EXPORTER_NAMESPACE
 from .monitoring.grafana import team_dashboard_title
@@ -151,7 +150,6 @@ class AksGpuPlatform(pulumi.ComponentResource):
         """
         # Before anything is registered: an Arm64 pool must not get an x86-only platform image.
         check_arm64_images(config)
-        check_servable(config.inference.models)
         super().__init__("aks-gpu-platform:index:AksGpuPlatform", name, None, opts)
         cfg, place = config, Placement(self, name)
 
@@ -180,7 +178,12 @@ class AksGpuPlatform(pulumi.ComponentResource):
                 cfg, place, handle, lustre, monitoring, teams_submit_here=teams_submit_here
             )
             self.model_serving = build_inference(
-                cfg, place, handle, monitoring, training.namespaces if training is not None else None
+                cfg,
+                place,
+                handle,
+                monitoring,
+                training.namespaces if training is not None else None,
+                team_storage.containers if team_storage is not None else None,
             )
             if training is not None and team_storage is not None and cfg.training.teams:
                 team_platform_info(

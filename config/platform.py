@@ -23,6 +23,7 @@ from .gpu.section import GpuPoolConfig, GpuStackConfig
 from .inference.model_checks import check_models
 from .inference.models import InferenceConfig
 from .inference.section import AutoscalingConfig
+from .inference.streamed_weights import check_streamed_weights
 from .monitoring.section import MonitoringConfig
 from .network.section import NETAPP_DELEGATION, NetworkConfig, usable_addresses
 from .rules import (
@@ -311,11 +312,10 @@ class PlatformConfig(ConfigModel):
         return kept
 
     @property
-    def weights_cache_class(self) -> str:
-        """The StorageClass of the served models' weights caches (checked to exist when models are served)."""
-        found = weights_cache_class(self.storage.blob_classes)
-        assert found is not None, "checked by check_weights_cache_class"
-        return found
+    def weights_cache_class(self) -> str | None:
+        """The StorageClass of the served models' weights caches; None when the stack creates no Blob class, and
+        then no model caches Hub weights (check_weights_cache_class)."""
+        return weights_cache_class(self.storage.blob_classes)
 
     def sample_inference_pools(self) -> list[str] | None:
         """The GPU pools the sample inference server's kept-up replicas may run on, or None for any GPU pool.
@@ -417,6 +417,7 @@ class PlatformConfig(ConfigModel):
     def _check_inference(self) -> PlatformConfig:
         # Last: a model names pools and teams, so their own problems are the ones to report first.
         check_models(self.inference, self.gpu_pools, self.training, self.environment)
+        check_streamed_weights(self.inference, self.storage, self.network)
         check_weights_cache_class(self.inference, self.storage.blob_classes)
         check_model_drain(self.cluster.autoscaler_profile, self.inference)
         return self

@@ -7,11 +7,13 @@ from collections.abc import Mapping
 
 import pulumi
 
+from aks_gpu_platform.config.inference.streamed_weights import account_endpoint_range, streams_weights
 from aks_gpu_platform.config.platform import PlatformConfig
 
 from ..monitoring.gpu_monitoring import GpuMonitoring
 from ..shared.context import ClusterHandle
 from ..shared.placement import Placement
+from ..training.team_storage import TeamContainer
 from .autoscaling import GpuAutoscaling, KedaWiringArgs
 from .gateway import ISTIO_NAMESPACE
 from .serving import LWS_NAMESPACE, ModelServing
@@ -34,9 +36,11 @@ def build_inference(
     handle: ClusterHandle,
     monitoring: GpuMonitoring,
     team_namespaces: Mapping[str, pulumi.Input[str]] | None = None,
+    team_containers: Mapping[str, TeamContainer] | None = None,
 ) -> ModelServing | None:
-    """`team_namespaces`: team -> its namespace as the training stage created it (the gateway egress lands there).
-    Returns the model serving, None without `inference.models`."""
+    """`team_namespaces`: team -> its namespace as the training stage created it (the gateway egress lands there);
+    `team_containers`: team -> its Blob container, which models streamed from it read. Returns the model serving,
+    None without `inference.models`."""
     keda: KedaWiringArgs = {
         "cluster": handle,
         "monitor_workspace_id": monitoring.monitor_workspace_id,
@@ -66,6 +70,7 @@ def build_inference(
     if not cfg.inference.models:
         return None
     needs_token = any(m.weights.token_secret for m in cfg.inference.models)
+    streams = any(streams_weights(m) for m in cfg.inference.models)
     return ModelServing(
         place.role("serving"),
         {
@@ -76,6 +81,8 @@ def build_inference(
             "team_namespaces": {t.name: t.namespace_name for t in cfg.training.teams},
             "created_namespaces": dict(team_namespaces or {}),
             "cache_storage_class": cfg.weights_cache_class,
+            "team_containers": dict(team_containers or {}),
+            "weights_endpoint_range": account_endpoint_range(cfg.storage, cfg.network) if streams else None,
             "action_group_id": monitoring.action_group_id,
             "alerts_enabled": cfg.monitoring.alerts.enabled,
             "rule_scopes": [monitoring.monitor_workspace_id, handle.cluster_id],

@@ -33,6 +33,7 @@ The boundaries, and the driver behaviour each rests on:
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, NotRequired, TypedDict
 
 import pulumi
@@ -284,6 +285,18 @@ def directory_script(team: TeamConfig) -> str:
     )
 
 
+@dataclass(frozen=True)
+class TeamContainer:
+    """A team's Blob container, for what else reads it (a model streamed from it: components/inference/
+    blob_weights.py)."""
+
+    account: pulumi.Input[str]
+    """The storage account holding it."""
+    name: pulumi.Output[str]
+    id: pulumi.Output[str]
+    """Its ARM ID: the scope of a grant on this container only."""
+
+
 class TeamStorageArgs(TypedDict):
     settings: TrainingConfig
     """The validated `training` section: the teams, their uids, gids and member groups."""
@@ -322,6 +335,8 @@ class TeamStorage(pulumi.ComponentResource):
     data: pulumi.Output[dict[str, dict[str, str]]]
     """Team name -> its Blob data: `account`, `container`, `claim` and `serviceAccount` (the pods that mount the
     claim run as it), `clientId` of its identity; empty without a data account."""
+    containers: dict[str, TeamContainer]
+    """Team name -> its Blob container; empty without a data account."""
 
     def __init__(self, name: str, args: TeamStorageArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("aks-gpu-platform:index:TeamStorage", name, None, opts)
@@ -395,6 +410,7 @@ class TeamStorage(pulumi.ComponentResource):
             classes[team.name] = storage_class.metadata["name"]
         self.lustre_classes = pulumi.Output.all(**classes) if classes else pulumi.Output.from_input({})
         data: dict[str, pulumi.Output[dict[str, str]]] = {}
+        self.containers = {}
         account = args.get("data_account_name")
         if account is not None:
             for team in settings.teams:
@@ -430,6 +446,7 @@ class TeamStorage(pulumi.ComponentResource):
             # The team's datasets and results: a replacement would empty it.
             opts=pulumi.ResourceOptions(parent=self, protect=handle.protect),
         )
+        self.containers[team.name] = TeamContainer(account, container.name, container.id)
         azure = pulumi.ResourceOptions(parent=self)
         identity, credential = federated_identity(
             f"{prefix}-identity",
