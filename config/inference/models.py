@@ -58,8 +58,8 @@ class ModelWeightsConfig(ConfigModel):
     )
     blob: BlobWeightsConfig | None = Field(
         default=None,
-        description="A checkpoint folder in a team's Blob container, streamed by every replica with its own "
-        "read-only identity (weights.py); no weights cache, no Hub",
+        description="A checkpoint folder in a team's Blob container (the Lustre HSM account: storage.lustre), "
+        "streamed to the GPUs by every replica as a read-only identity of the model's own; no weights cache, no Hub",
     )
     catalog_id: str | None = Field(
         default=None,
