@@ -183,7 +183,7 @@ class AksGpuPlatform(pulumi.ComponentResource):
                 handle,
                 monitoring,
                 training.namespaces if training is not None else None,
-                team_storage.containers if team_storage is not None else None,
+                team_storage.containers() if team_storage is not None else None,
             )
             if training is not None and team_storage is not None and cfg.training.teams:
                 team_platform_info(

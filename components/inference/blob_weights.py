@@ -103,8 +103,12 @@ def _streaming_container(container: dict[str, Any], model: ServedModelConfig, ac
         "--model-loader-extra-config",
         loader,
     ]
-    env = [e for e in container["env"] if e["name"] != "HF_HUB_OFFLINE"]
-    container["env"] = [*env, {"name": ACCOUNT_ENV, "value": account}, {"name": "HF_HUB_OFFLINE", "value": "1"}]
+    container["env"] = [
+        *container["env"],
+        {"name": ACCOUNT_ENV, "value": account},
+        # Only Hub weights have a cache to read offline (vllm_server.py): here nothing may reach for the Hub.
+        {"name": "HF_HUB_OFFLINE", "value": "1"},
+    ]
 
 
 def streaming_pod(pod: dict[str, Any], model: ServedModelConfig, account: pulumi.Input[str]) -> dict[str, Any]:

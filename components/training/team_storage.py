@@ -293,6 +293,7 @@ class TeamContainer:
     account: pulumi.Input[str]
     """The storage account holding it."""
     name: pulumi.Output[str]
+    """The container's name (`team-<team>`)."""
     id: pulumi.Output[str]
     """Its ARM ID: the scope of a grant on this container only."""
 
@@ -335,8 +336,6 @@ class TeamStorage(pulumi.ComponentResource):
     data: pulumi.Output[dict[str, dict[str, str]]]
     """Team name -> its Blob data: `account`, `container`, `claim` and `serviceAccount` (the pods that mount the
     claim run as it), `clientId` of its identity; empty without a data account."""
-    containers: dict[str, TeamContainer]
-    """Team name -> its Blob container; empty without a data account."""
 
     def __init__(self, name: str, args: TeamStorageArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("aks-gpu-platform:index:TeamStorage", name, None, opts)
@@ -410,7 +409,7 @@ class TeamStorage(pulumi.ComponentResource):
             classes[team.name] = storage_class.metadata["name"]
         self.lustre_classes = pulumi.Output.all(**classes) if classes else pulumi.Output.from_input({})
         data: dict[str, pulumi.Output[dict[str, str]]] = {}
-        self.containers = {}
+        self._containers: dict[str, TeamContainer] = {}
         account = args.get("data_account_name")
         if account is not None:
             for team in settings.teams:
@@ -425,6 +424,11 @@ class TeamStorage(pulumi.ComponentResource):
                 "gids": self.gids,
             }
         )
+
+    def containers(self) -> dict[str, TeamContainer]:
+        """Team name -> its Blob container; empty without a data account. Not an output of the component: what
+        the platform's other stages read (a model streamed from a team's container)."""
+        return dict(self._containers)
 
     def _team_data(
         self,
@@ -446,7 +450,7 @@ class TeamStorage(pulumi.ComponentResource):
             # The team's datasets and results: a replacement would empty it.
             opts=pulumi.ResourceOptions(parent=self, protect=handle.protect),
         )
-        self.containers[team.name] = TeamContainer(account, container.name, container.id)
+        self._containers[team.name] = TeamContainer(account, container.name, container.id)
         azure = pulumi.ResourceOptions(parent=self)
         identity, credential = federated_identity(
             f"{prefix}-identity",

@@ -3,7 +3,7 @@
 The weights are the folder `path` of the team's container in the Lustre HSM account (components/training/
 team_storage.py): vLLM reads them with the Run:ai Model Streamer straight from Blob, so such a model has no weights
 cache and no staging Job (components/inference/blob_weights.py). The rules that read other sections (the team's
-container exists, the network reaches the account) are in weights_checks.py.
+container exists, the network reaches the account) are in streamed_weights.py.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ class BlobWeightsConfig(ConfigModel):
 
 def weights_team(blob: BlobWeightsConfig, teams: Sequence[str]) -> str | None:
     """The team whose container holds the weights: the one named, else the model's only team; None when the model
-    lists several teams and names none (weights_checks.py refuses that)."""
+    lists several teams and names none (streamed_weights.py refuses that)."""
     if blob.team is not None:
         return blob.team
     return teams[0] if len(teams) == 1 else None
