@@ -22,12 +22,13 @@ from aks_gpu_platform.testing import Recording, kubernetes_object
 from aks_gpu_platform.testing.mocks import SUBSCRIPTION, TENANT
 from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import settings_of
+from tests.inference.test_serving import DEV_MODELS
 from tests.training.test_team_access import raw_teams
+from tests.upstream.engine_semantics import flag
 from tests.upstream.rbac import azure_allows
 from tests.upstream.runai_streamer_loader import (
     LoadRefused,
     azure_sign_in,
-    flag,
     host_buffer_bytes,
     offline_keeps_model,
     streamed_load,
@@ -57,15 +58,9 @@ LARGEST_TENSOR_BYTES = {
     "meta-llama/Llama-3.1-8B-Instruct": 128_256 * 4096 * 2,
 }
 DEV_STREAMED = {
+    **DEV_MODELS[0],
     "name": "qwen-small-ft",
     "weights": {"blob": {"path": "models/qwen2.5-0.5b-ft"}, "catalogId": "Qwen/Qwen2.5-0.5B-Instruct"},
-    "pool": "gput4",
-    "dtype": "float16",
-    "maxModelLen": 8192,
-    "minReplicas": 1,
-    "maxReplicas": 2,
-    "teams": ["ml"],
-    "slo": {"timeToFirstTokenP90Seconds": 2},
 }
 
 

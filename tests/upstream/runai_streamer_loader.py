@@ -41,6 +41,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tests.upstream.engine_semantics import flag
+
 OBJECT_STORAGE_SCHEMES = ("s3://", "gs://", "az://")
 STREAMER_FORMATS = ("modelexpress", "runai_streamer", "runai_streamer_sharded")
 LOADER_KEYS = frozenset({"distributed", "concurrency", "memory_limit"})
@@ -68,15 +70,6 @@ class StreamedLoad:
     """`azure`, `s3`, `gcs` or `none` (a local folder or a Hub id)."""
     container: str
     prefix: str
-
-
-def flag(args: Sequence[str], name: str) -> str | None:
-    for i, arg in enumerate(args):
-        if arg == f"--{name}":
-            return args[i + 1] if i + 1 < len(args) else ""
-        if arg.startswith(f"--{name}="):
-            return arg.split("=", 1)[1]
-    return None
 
 
 def _extra_config(text: str | None) -> dict[str, Any]:
