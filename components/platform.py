@@ -17,6 +17,7 @@ import pulumi
 
 from aks_gpu_platform.config.catalog.images import pulled_through
 from aks_gpu_platform.config.gpu.scheduling import gpu_tolerations
+from aks_gpu_platform.config.inference.streamed_weights import account_endpoint_range, streams_weights
 from aks_gpu_platform.config.platform import PlatformConfig
 
 from .addons import ADDONS, own_namespaces, platform_dashboards, undrained_namespaces
@@ -28,7 +29,7 @@ from .gpu.node_images import check_arm64_images
 from .gpu.node_pool import GpuNodePool
 from .gpu.stage import build_gpu_operations, build_gpu_pools, build_gpu_software
 from .gpu.validation import GpuValidation
-from .inference.serving import ModelServing, check_servable
+from .inference.serving import ModelServing
 from .inference.stage import build_inference
 from .monitoring.gpu_monitoring import GpuMonitoring
 from .monitoring.grafana import team_dashboard_title
@@ -163,7 +164,6 @@ class AksGpuPlatform(pulumi.ComponentResource):
         """
         # Before anything is registered: an Arm64 pool must not get an x86-only platform image.
         check_arm64_images(config)
-        check_servable(config.inference.models)
         super().__init__("aks-gpu-platform:index:AksGpuPlatform", name, None, opts)
         place = Placement(self, name)
         cluster = _build_cluster(config, place, api_server_sources)
@@ -350,6 +350,12 @@ def _build_workloads(
         cfg.storage.blob_classes,
         cfg.hugging_face_token,
         sample_pools=cfg.sample_inference_pools(),
+        team_containers=team_storage.containers() if team_storage is not None else None,
+        weights_endpoint_range=(
+            account_endpoint_range(cfg.storage, cfg.network)
+            if any(streams_weights(m) for m in cfg.inference.models)
+            else None
+        ),
     )
     if training is not None and team_storage is not None and cfg.training.teams:
         _team_platform_info(cfg, place, handle, monitoring, training, team_storage, model_serving)

@@ -55,6 +55,16 @@ PLATFORM_LIMITS: list[KnownLimit[PlatformConfig]] = [
         'platform\'s own images need (docs/security.md, "Images team pods pull"); review what teams pull in '
         "the registry's repositories",
     ),
+    KnownLimit(
+        "streamed-weights-version-unpinned",
+        lambda cfg: any(model.weights.blob is not None for model in cfg.inference.models),
+        "inference.models[].weights.blob: the Run:ai Model Streamer and its Azure backend come inside "
+        "vllm/vllm-openai:v0.34.0, whose docker/Dockerfile installs runai-model-streamer[s3,gcs,azure]>=0.17.1 "
+        "unpinned and whose digest no upstream file records: a server runs whatever version that build resolved, "
+        "not necessarily the 0.17.1 (Azure backend 0.17.0) its loader flags and memory bound were checked against; "
+        "run `pip show runai-model-streamer runai-model-streamer-azure` in the image a node pulled before relying on "
+        "it (docs/charts.md, Serving)",
+    ),
 ]
 
 FLEET_LIMITS: list[KnownLimit[FleetPlan]] = [

@@ -21,6 +21,7 @@ from .gpu.section import GpuPoolConfig, GpuStackConfig
 from .inference.model_checks import check_models
 from .inference.models import InferenceConfig
 from .inference.section import AutoscalingConfig
+from .inference.streamed_weights import check_streamed_weights
 from .monitoring.section import MonitoringConfig
 from .network.section import NetworkConfig
 from .rules import (
@@ -231,6 +232,7 @@ class PlatformConfig(ConfigModel):
         check_team_namespaces_beside_lustre(self.training, self.storage)
         # Last: a model names pools and teams, so their own problems are the ones to report first.
         check_models(self.inference, self.gpu_pools, self.training, self.environment)
+        check_streamed_weights(self.inference, self.storage, self.network)
         check_weights_cache_class(self.inference, self.storage.blob_classes)
         check_model_drain(self.cluster.autoscaler_profile, self.inference)
         return self

@@ -467,12 +467,13 @@ def check_team_namespaces_beside_lustre(training: TrainingConfig, storage: Stora
 
 def check_weights_cache_class(inference: InferenceConfig, blob_classes: BlobClassesConfig) -> None:
     """A claim naming a class nobody creates never binds: the model's pods stay Pending and `pulumi up` waits out
-    its timeout. Served models need one Blob class the stack creates."""
-    if inference.models and blob_classes.read_write_many_class is None:
+    its timeout. Served models with Hub weights need one Blob class the stack creates (streamed ones cache none)."""
+    cached = [m.name for m in inference.models if m.weights.hugging_face]
+    if cached and blob_classes.read_write_many_class is None:
         raise field_error(
             "storage.blobClasses.premium.enabled",
             False,
-            f"inference.models {[m.name for m in inference.models]} cache their weights on a ReadWriteMany Blob "
+            f"inference.models {cached} cache their weights on a ReadWriteMany Blob "
             "claim, and both storage.blobClasses.premium and .standard are disabled: enable one of them",
         )
 

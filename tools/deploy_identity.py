@@ -61,6 +61,7 @@ ASSIGNABLE: Mapping[str, tuple[str, ...]] = {
         roles.MONITORING_READER,
         roles.STORAGE_ACCOUNT_CONTRIBUTOR,
         roles.STORAGE_BLOB_DATA_CONTRIBUTOR,
+        roles.STORAGE_BLOB_DATA_READER,
         roles.GRAFANA_ADMIN,
     ),
     "Group": (roles.GRAFANA_ADMIN, roles.GRAFANA_VIEWER, roles.AKS_CLUSTER_USER, roles.STORAGE_BLOB_DATA_CONTRIBUTOR),

@@ -36,6 +36,7 @@ from aks_gpu_platform.config.catalog.cold_start import (
     node_provisioning,
 )
 from aks_gpu_platform.config.catalog.lustre_skus import AMLFS_SKUS
+from aks_gpu_platform.config.catalog.model_streamer import streamed_read
 from aks_gpu_platform.config.catalog.models import (
     ACTIVATION_AND_GRAPHS_GIB,
     CUDA_RESERVE_MIB,
@@ -328,7 +329,8 @@ def _served_weights(checkpoint_gib: float, dtype: str) -> Figure:
 
 def model_ready(cfg: PlatformConfig, model: ServedModelConfig) -> PoolBudget:
     """A replica of `model` on a new node of its pool: the pool's node stages, the vLLM image, the weights read from
-    the cache (params x bytes of the serving dtype), the engine's start, and the first token (the SLO's target)."""
+    the cache or streamed from Blob (params x bytes of the serving dtype), the engine's start, and the first token
+    (the SLO's target)."""
     pool = next(p for p in cfg.gpu_pools if p.name == model.pool)
     dtype = serving_dtype(model.dtype, pool.sku.gpu_model)
     checkpoint_gib = model.shape.weight_bytes("bfloat16") / GIB
@@ -347,7 +349,12 @@ def model_ready(cfg: PlatformConfig, model: ServedModelConfig) -> PoolBudget:
     first = Figure(None, slo, "inference.models[].slo", TODAY, "the SLO's p90 time to first token: a target")
     ready = [s for s in node if s.name not in (WORKLOAD_IMAGE, WEIGHTS)] + [
         Stage(WORKLOAD_IMAGE, image),
-        Stage(WEIGHTS, _served_weights(checkpoint_gib, dtype)),
+        Stage(
+            WEIGHTS,
+            streamed_read(checkpoint_gib, model.tensor_parallel)
+            if model.weights.blob is not None
+            else _served_weights(checkpoint_gib, dtype),
+        ),
         Stage(ENGINE_START, VLLM_ENGINE_START),
         Stage(FIRST_TOKEN, first),
     ]

@@ -1,6 +1,7 @@
 """One served model: vLLM replicas on its GPU pool, its InferencePool and endpoint picker, its route through the
 gateway, the scrape of its metrics and KEDA scaling on what its users wait for. Each part is built by its own
-module (vllm_server, weights_cache, inference_pool, model_metrics, model_scaling); this component orders them."""
+module (vllm_server, weights_cache or blob_weights, inference_pool, model_metrics, model_scaling); this component
+orders them."""
 
 from collections.abc import Sequence
 from typing import NotRequired
@@ -11,11 +12,13 @@ import pulumi_kubernetes as k8s
 from aks_gpu_platform.config.gpu.section import GpuPoolConfig
 from aks_gpu_platform.config.inference.models import ServedModelConfig
 
+from ..training.team_storage import TeamContainer
 from .autoscaling import KedaWiringArgs
+from .blob_weights import blob_reader
 from .inference_pool import inference_pool_release, model_route
 from .model_metrics import model_pod_monitors
 from .model_scaling import kv_cache_query, model_scaled_object, waiting_query
-from .vllm_server import ModelPlacement, model_servers
+from .vllm_server import ModelPlacement, model_labels, model_servers
 from .weights_cache import cache_claim_name, staging_job, weights_cache
 
 
@@ -24,8 +27,12 @@ class ServedModelArgs(KedaWiringArgs):
     pool: GpuPoolConfig
     """The model's GPU pool."""
     namespace: str
-    cache_storage_class: str
+    cache_storage_class: str | None
     """ReadWriteMany class of the per-model weights cache (Hub weights)."""
+    weights_container: NotRequired[TeamContainer]
+    """Weights streamed from Blob: the owning team's container, which the model's identity may read."""
+    weights_endpoint_range: NotRequired[str | None]
+    """Weights streamed from Blob: the subnet of the account's private endpoint (None: its public endpoint)."""
     cache_gib: int
     """Size of that cache."""
     token_secret: NotRequired[k8s.core.v1.Secret | None]
@@ -50,8 +57,10 @@ class ServedModel(pulumi.ComponentResource):
         self._in_cluster = pulumi.ResourceOptions.merge(
             handle.k8s_options(self), pulumi.ResourceOptions(depends_on=list(args.get("depends_on", [])))
         )
-        placement = ModelPlacement(model, args["pool"], args["namespace"], cache_claim_name(model))
-        weights = self._stage_weights(name, placement, args)
+        container = args.get("weights_container")
+        account = container.account if container is not None else None
+        placement = ModelPlacement(model, args["pool"], args["namespace"], cache_claim_name(model), account)
+        weights = self._stage_weights(name, placement, args) + self._read_weights(name, placement, args)
         server = model_servers(name, placement, self._after(*weights))
         picker = inference_pool_release(name, model, placement.namespace, self._in_cluster)
         model_route(name, placement, self._after(picker))
@@ -75,7 +84,9 @@ class ServedModel(pulumi.ComponentResource):
         model, handle = placement.model, args["cluster"]
         # The downloaded weights outlive every replica: a new one loads them instead of the Hub's.
         kept = pulumi.ResourceOptions.merge(self._in_cluster, pulumi.ResourceOptions(protect=handle.protect))
-        cache = weights_cache(name, placement, args["cache_storage_class"], args["cache_gib"], kept)
+        storage_class = args["cache_storage_class"]
+        assert storage_class is not None, "checked by check_weights_cache_class"
+        cache = weights_cache(name, placement, storage_class, args["cache_gib"], kept)
         secret = args.get("token_secret") if model.weights.token_secret else None
         job = staging_job(
             name,
@@ -85,3 +96,23 @@ class ServedModel(pulumi.ComponentResource):
             self._after(cache, *([secret] if secret else [])),
         )
         return [cache, job]
+
+    def _read_weights(self, name: str, placement: ModelPlacement, args: ServedModelArgs) -> list[pulumi.Resource]:
+        """Weights streamed from Blob: the reader identity with its grant and service account, and the servers'
+        egress, which the servers wait for (none otherwise)."""
+        model = placement.model
+        if model.weights.blob is None:
+            return []
+        container = args.get("weights_container")
+        assert container is not None, "ModelServing hands a streamed model its team's container"
+        return blob_reader(
+            name,
+            model,
+            placement.namespace,
+            model_labels(model.name),
+            container,
+            args.get("weights_endpoint_range"),
+            args["cluster"],
+            self,
+            self._in_cluster,
+        )

@@ -14,20 +14,21 @@ import pulumi_azure_native.alertsmanagement as alertsmanagement
 import pulumi_kubernetes as k8s
 
 from aks_gpu_platform.config.catalog.images import mirrored_repository_and_tag
-from aks_gpu_platform.config.errors import ConfigError
 from aks_gpu_platform.config.gpu.scheduling import cpu_node_selector
 from aks_gpu_platform.config.gpu.section import GpuPoolConfig
 from aks_gpu_platform.config.inference.models import InferenceConfig, ServedModelConfig
+from aks_gpu_platform.config.inference.streamed_weights import streamed_weights_team
 
 from ..monitoring.alerts import alert_rules
 from ..network.policies import NAMESPACE_NAME_LABEL, platform_ingress
 from ..shared.workloads import MEMORY_LOCKING_POD_SECURITY, platform_namespace
+from ..training.team_storage import TeamContainer
 from .autoscaling import KedaWiringArgs
 from .egress import ModelPods, models_egress
 from .gateway import GATEWAY_NAME, GATEWAY_NAMESPACE, GATEWAY_POD_LABEL, GATEWAY_SERVICE, InferenceGateway, team_ports
 from .inference_pool import EPP_GRPC_PORT, picker_holds_requests, picker_labels
 from .model_dashboards import slo_alert
-from .served_model import ServedModel
+from .served_model import ServedModel, ServedModelArgs
 from .vllm_server import VLLM_PORT, model_labels
 from .weights_cache import cache_gib, hugging_face_token_secret
 
@@ -67,21 +68,6 @@ def lws_values() -> dict[str, Any]:
     }
 
 
-def check_servable(models: Sequence[ServedModelConfig]) -> None:
-    """ConfigError, before anything registers, for models this release cannot serve: weights in Blob need a
-    read-only Blob CSI volume (account, container, the node identity's read grant) that the platform does not
-    create yet, and a server pointed at an empty path never becomes ready."""
-    problems = [
-        f"inference.models[{i}].weights.blob: got {m.weights.blob!r}; serving weights from Blob is not deployed by "
-        "this release (no read-only Blob mount yet): use huggingFace with a revision (weights are cached on a "
-        "ReadWriteMany claim and read from there by every replica)"
-        for i, m in enumerate(models)
-        if m.weights.blob is not None
-    ]
-    if problems:
-        raise ConfigError(problems, source="inference.models")
-
-
 def models_ingress() -> k8s.networking.v1.NetworkPolicySpecArgsDict:
     """The gateway pods reach the model servers' API and the pickers' ext_proc port, nothing else of the namespace."""
     return {
@@ -110,7 +96,12 @@ class ModelServingArgs(KedaWiringArgs):
     """Namespace of every training team."""
     created_namespaces: NotRequired[Mapping[str, pulumi.Input[str]]]
     """Team -> namespace name output of the resource creating it (the training stage's)."""
-    cache_storage_class: str
+    cache_storage_class: str | None
+    """The weights caches' class; None when no model caches Hub weights."""
+    team_containers: NotRequired[Mapping[str, TeamContainer]]
+    """Team -> its Blob container (training.team_storage), for models streamed from one."""
+    weights_endpoint_range: NotRequired[str | None]
+    """With streamed models: the subnet of the account's private endpoint (None: its public endpoint)."""
     action_group_id: pulumi.Input[str]
     """Where the SLO alerts notify."""
     alerts_enabled: bool
@@ -227,24 +218,24 @@ class ModelServing(pulumi.ComponentResource):
     ) -> ServedModel:
         """The model's servers, pool, route, scrape and scaling, once the namespace and the CRDs exist."""
         pools = {pool.name: pool for pool in args["gpu_pools"]}
-        return ServedModel(
-            f"{name}-{model.name}",
-            {
-                "cluster": args["cluster"],
-                "monitor_workspace_id": args["monitor_workspace_id"],
-                "prometheus_query_endpoint": args["prometheus_query_endpoint"],
-                "settings": model,
-                "pool": pools[model.pool],
-                "namespace": args["settings"].namespace,
-                "cache_storage_class": args["cache_storage_class"],
-                "cache_gib": cache_gib(model),
-                "token_secret": token_secret,
-                "depends_on": crds,
-                "scrape_dependencies": list(args["scrape_dependencies"]),
-                "cpu_pool_scales": args.get("cpu_pool_scales", True),
-            },
-            pulumi.ResourceOptions(parent=self),
-        )
+        served: ServedModelArgs = {
+            "cluster": args["cluster"],
+            "monitor_workspace_id": args["monitor_workspace_id"],
+            "prometheus_query_endpoint": args["prometheus_query_endpoint"],
+            "settings": model,
+            "pool": pools[model.pool],
+            "namespace": args["settings"].namespace,
+            "cache_storage_class": args["cache_storage_class"],
+            "cache_gib": cache_gib(model),
+            "token_secret": token_secret,
+            "depends_on": crds,
+            "scrape_dependencies": list(args["scrape_dependencies"]),
+            "cpu_pool_scales": args.get("cpu_pool_scales", True),
+        }
+        if model.weights.blob is not None:
+            served["weights_container"] = args.get("team_containers", {})[streamed_weights_team(model)]
+            served["weights_endpoint_range"] = args.get("weights_endpoint_range")
+        return ServedModel(f"{name}-{model.name}", served, pulumi.ResourceOptions(parent=self))
 
     def _watch(self, name: str, model: ServedModelConfig, args: ModelServingArgs) -> None:
         """The model's time-to-first-token SLO alert and, where the platform has Grafana, its dashboard."""

@@ -19,6 +19,7 @@ from aks_gpu_platform.config.training.section import TrainingConfig
 from ..monitoring.gpu_monitoring import GpuMonitoring
 from ..shared.context import ClusterHandle
 from ..shared.placement import Placement
+from ..training.team_storage import TeamContainer
 from .autoscaling import GpuAutoscaling, KedaWiringArgs
 from .serving import ModelServing
 from .triton_sample import GpuInferenceSample
@@ -39,10 +40,14 @@ def build_inference(
     hugging_face_token: SecretStr | None,
     *,
     sample_pools: list[str] | None,
+    team_containers: Mapping[str, TeamContainer] | None,
+    weights_endpoint_range: str | None,
 ) -> ModelServing | None:
     """`team_namespaces`: team -> its namespace as the training stage created it (the gateway egress lands there);
-    `sample_pools`: the GPU pools the sample may keep replicas on (PlatformConfig.sample_inference_pools).
-    Returns the model serving, None without `inference.models`."""
+    `sample_pools`: the GPU pools the sample may keep replicas on (PlatformConfig.sample_inference_pools);
+    `team_containers`: team -> its Blob container, which models streamed from it read; `weights_endpoint_range`:
+    the subnet of that account's private endpoint (None: its public one). Returns the model serving, None without
+    `inference.models`."""
     keda: KedaWiringArgs = {
         "cluster": handle,
         "monitor_workspace_id": metrics.monitor_workspace_id,
@@ -51,8 +56,8 @@ def build_inference(
     _build_gpu_autoscaling(place, keda, autoscaling, gpu_pools, sample_pools)
     if not inference.models:
         return None
+    # None only when no model caches Hub weights (check_weights_cache_class, config/rules.py).
     cache_class = blob_classes.read_write_many_class
-    assert cache_class is not None, "checked by check_weights_cache_class (config/rules.py)"
     needs_token = any(m.weights.token_secret for m in inference.models)
     return ModelServing(
         place.role("serving"),
@@ -64,6 +69,8 @@ def build_inference(
             "team_namespaces": {t.name: t.namespace_name for t in training.teams},
             "created_namespaces": dict(team_namespaces or {}),
             "cache_storage_class": cache_class,
+            "team_containers": dict(team_containers or {}),
+            "weights_endpoint_range": weights_endpoint_range,
             "action_group_id": metrics.action_group_id,
             "alerts_enabled": monitoring.alerts.enabled,
             "rule_scopes": [metrics.monitor_workspace_id, handle.cluster_id],

@@ -43,6 +43,7 @@ from aks_gpu_platform.config.inference.runtime import (
     startup_failures,
 )
 
+from .blob_weights import streaming_pod, weights_uri
 from .egress import SERVER_LABELS, USAGE_STATS_OFF
 
 VLLM_IMAGE = "vllm/vllm-openai:v0.34.0"
@@ -117,10 +118,8 @@ def vllm_args(model: ServedModelConfig, gpu_model: str, multi_node: str | None =
     resolved for the pool's GPU (float16 below compute capability 8.0), so vLLM never picks bfloat16 on a T4."""
     weights = model.weights
     dtype = serving_dtype(model.dtype, gpu_model)
-    source = weights.hugging_face
-    assert source is not None, "Blob weights are refused by check_servable"
     args = [
-        str(source),
+        weights.hugging_face or weights_uri(model),
         "--served-model-name",
         model.name,
         "--port",
@@ -249,9 +248,10 @@ def vllm_pod_spec(
     cache_claim: str | None,
     multi_node: str | None = None,
 ) -> dict[str, Any]:
-    """The model server's pod: restricted-compatible, on its pool, weights and caches on persistent storage. The
+    """The model server's pod: restricted-compatible, on its pool, weights and caches on persistent storage. Hub
     weights are staged into the cache before it starts (weights_cache.py staging_job_spec): it reads the Hub cache
-    offline, so no replica downloads, and the Hub token stays with the staging Job."""
+    offline, so no replica downloads, and the Hub token stays with the staging Job. Weights in Blob are streamed
+    instead (ModelPlacement.pod, blob_weights.py)."""
     mounts, volumes = _server_storage(model, cache_claim)
     security, pod_security = _server_security(multi_node)
     container: dict[str, Any] = {
@@ -292,7 +292,8 @@ def ready_timeout_seconds(pool: GpuPoolConfig, model: ServedModelConfig) -> int:
     """How long `pulumi up` waits for a model's replicas (`pulumi.com/timeoutSeconds`; pulumi-kubernetes gives a
     Deployment 10 minutes otherwise, provider/pkg/await/deployment.go): a new node of the pool (the autoscaler's
     delay and the slowest published provisioning, the slowest of any family where the pool's has none), the image
-    pull, then the startup probe's own budget, which grows with the checkpoint. The weights are staged before."""
+    pull, then the startup probe's own budget, which grows with the checkpoint (Hub weights are staged before,
+    streamed ones read within it)."""
     node = node_provisioning(pool.sku.family).high_s or slowest_published_node()
     startup = STARTUP_PERIOD_SECONDS * startup_failures(model.shape)
     return math.ceil((AUTOSCALER_GPU_DELAY.high_s or 0) + node + IMAGE_PULL_ALLOWANCE_SECONDS + startup)
@@ -300,13 +301,14 @@ def ready_timeout_seconds(pool: GpuPoolConfig, model: ServedModelConfig) -> int:
 
 @dataclass(frozen=True)
 class ModelPlacement:
-    """Where a model's objects go: the model, its GPU pool, its namespace and its weights cache claim (None: no
-    cache)."""
+    """Where a model's objects go: the model, its GPU pool, its namespace, its weights cache claim (None: no
+    cache) and, for weights streamed from Blob, the storage account they are in."""
 
     model: ServedModelConfig
     pool: GpuPoolConfig
     namespace: str
     cache_claim: str | None
+    weights_account: pulumi.Input[str] | None = None
 
     @property
     def labels(self) -> dict[str, str]:
@@ -316,7 +318,11 @@ class ModelPlacement:
         """A pod template; `role` labels a group's leader or workers."""
         pod_labels = {**self.labels, **({"role": role} if role else {})}
         spec = vllm_pod_spec(self.model, self.pool, self.cache_claim, multi_node)
-        return {"metadata": {"labels": pod_labels}, "spec": spec}
+        pod: dict[str, Any] = {"metadata": {"labels": pod_labels}, "spec": spec}
+        if self.model.weights.blob is None:
+            return pod
+        assert self.weights_account is not None, "a streamed model reads its team's account"
+        return streaming_pod(pod, self.model, self.weights_account)
 
 
 def _leader_worker_set(name: str, servers: ModelPlacement, opts: pulumi.ResourceOptions) -> pulumi.Resource:

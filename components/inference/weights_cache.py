@@ -70,7 +70,7 @@ def staging_deadline_seconds(model: ServedModelConfig, cpu_pool_scales: bool) ->
 
 def _download_args(model: ServedModelConfig) -> list[str]:
     source = model.weights.hugging_face
-    assert source is not None, "Blob weights are refused by check_servable"
+    assert source is not None, "only Hub weights are staged (streamed ones: blob_weights.py)"
     args = ["download", source]
     for pattern in HUB_DOWNLOAD_EXCLUDES:
         # One pattern per flag: a repeatable option; a second bare pattern would be read as a file to download.

@@ -20,6 +20,8 @@ GRAFANA_VIEWER = "60921a7e-fef1-4a43-9b16-a26c52ad4769"
 AKS_CLUSTER_USER = "4abbcc35-e782-43d8-92c5-2d3f1bd2253f"
 STORAGE_ACCOUNT_CONTRIBUTOR = "17d1049b-9a84-46fb-8f53-869881c3d3ab"
 STORAGE_BLOB_DATA_CONTRIBUTOR = "ba92f5b4-2d11-453d-a403-e96b0029c9fe"
+# Lists and reads blobs (data action containers/blobs/read), writes nothing.
+STORAGE_BLOB_DATA_READER = "2a2b9908-6ea1-4ae2-8e65-a410df84e7d1"
 GRAFANA_EDITOR = "a79a5197-3a5c-4973-a920-486035ffd60f"
 
 # Display names of the roles above, as Azure lists them (Azure built-in roles,
@@ -35,6 +37,7 @@ ROLE_NAMES: dict[str, str] = {
     AKS_CLUSTER_USER: "Azure Kubernetes Service Cluster User Role",
     STORAGE_ACCOUNT_CONTRIBUTOR: "Storage Account Contributor",
     STORAGE_BLOB_DATA_CONTRIBUTOR: "Storage Blob Data Contributor",
+    STORAGE_BLOB_DATA_READER: "Storage Blob Data Reader",
     GRAFANA_EDITOR: "Grafana Editor",
 }
 

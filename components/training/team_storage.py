@@ -29,6 +29,7 @@ The boundaries, and the driver behaviour each rests on:
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, NamedTuple, NotRequired, TypedDict
 
 import pulumi
@@ -142,6 +143,19 @@ def directory_script(team: TeamConfig) -> str:
         f"chmod {TEAM_DIRECTORY_MODE} {path}\n"
         f"stat -c '%U:%G %a %n' {path}\n"
     )
+
+
+@dataclass(frozen=True)
+class TeamContainer:
+    """A team's Blob container, for what else reads it (a model streamed from it: components/inference/
+    blob_weights.py)."""
+
+    account: pulumi.Input[str]
+    """The storage account holding it."""
+    name: pulumi.Output[str]
+    """The container's name (`team-<team>`)."""
+    id: pulumi.Output[str]
+    """Its ARM ID: the scope of a grant on this container only."""
 
 
 class TeamStorageArgs(TypedDict):
@@ -347,6 +361,7 @@ class TeamStorage(pulumi.ComponentResource):
                 classes[team.name] = self._team_lustre_class(name, team, lustre, in_cluster)
         self.lustre_classes = pulumi.Output.all(**classes) if classes else pulumi.Output.from_input({})
         data: dict[str, pulumi.Output[dict[str, str]]] = {}
+        self._containers: dict[str, TeamContainer] = {}
         account = args.get("data_account_name")
         if account is not None:
             for team in settings.teams:
@@ -361,6 +376,11 @@ class TeamStorage(pulumi.ComponentResource):
                 "gids": self.gids,
             }
         )
+
+    def containers(self) -> dict[str, TeamContainer]:
+        """Team name -> its Blob container; empty without a data account. Not an output of the component: what
+        the platform's other stages read (a model streamed from a team's container)."""
+        return dict(self._containers)
 
     def _team_lustre_class(
         self, name: str, team: TeamConfig, lustre: _LustreRoot, in_cluster: pulumi.ResourceOptions
@@ -406,6 +426,7 @@ class TeamStorage(pulumi.ComponentResource):
             # The team's datasets and results: a replacement would empty it.
             opts=pulumi.ResourceOptions(parent=self, protect=handle.protect),
         )
+        self._containers[team.name] = TeamContainer(account, container.name, container.id)
         azure = pulumi.ResourceOptions(parent=self)
         identity, credential = federated_identity(
             f"{prefix}-identity",

@@ -16,12 +16,12 @@ from ..base import ConfigModel
 from ..catalog.models import MODELS, ModelShape, model_shape
 from ..errors import field_error
 from .section import KubernetesName
+from .weights import BlobWeightsConfig
 
 # A Hub commit (40 hex) or a tag/branch name; a commit is what makes weights reproducible.
 HUB_REVISION = re.compile(r"^([0-9a-f]{40}|[A-Za-z0-9][A-Za-z0-9._-]{0,127})$")
 HUB_COMMIT = re.compile(r"^[0-9a-f]{40}$")
 HUB_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$"
-BLOB_PATH = r"^[a-z0-9]([a-z0-9-]{1,61}[a-z0-9])?/[^\s]+$"
 HUGGING_FACE_TOKEN_KEY = "huggingFaceToken"
 GIB = 1024**3
 HELM_RELEASE_NAME_MAX = 53
@@ -45,7 +45,7 @@ config/charts/epplib/templates/_helpers.tpl, `trunc 40`): two models sharing tho
 
 
 class ModelWeightsConfig(ConfigModel):
-    """Where a model's weights come from: the Hugging Face Hub, or a path in the platform's Blob data account."""
+    """Where a model's weights come from: the Hugging Face Hub, or a folder in a team's Blob container."""
 
     hugging_face: str | None = Field(
         default=None,
@@ -56,14 +56,15 @@ class ModelWeightsConfig(ConfigModel):
         default=None,
         description="Hub commit (40 hex) or tag the weights are read at; prod requires it with huggingFace",
     )
-    blob: str | None = Field(
+    blob: BlobWeightsConfig | None = Field(
         default=None,
-        pattern=BLOB_PATH,
-        description="<container>/<path> in the platform's Lustre/Blob data account, mounted read-only (no token)",
+        description="A checkpoint folder in a team's Blob container (the Lustre HSM account: storage.lustre), "
+        "streamed to the GPUs by every replica as a read-only identity of the model's own; no weights cache, no Hub",
     )
     catalog_id: str | None = Field(
         default=None,
-        description="With blob: the Hub id of the catalogued model these weights are a copy of (sizes the GPUs)",
+        description="With blob: the Hub id of the catalogued model these weights are a copy or fine-tune of (same "
+        "architecture and size: it sizes the GPUs)",
     )
     token_secret: bool = Field(
         default=False,
@@ -75,7 +76,9 @@ class ModelWeightsConfig(ConfigModel):
     def _check_source(self) -> ModelWeightsConfig:
         if (self.hugging_face is None) == (self.blob is None):
             raise field_error(
-                "huggingFace", self.hugging_face, "set exactly one of huggingFace (a Hub id) or blob (a Blob path)"
+                "huggingFace",
+                self.hugging_face,
+                "set exactly one of huggingFace (a Hub id) or blob (a folder in a team's Blob container)",
             )
         if self.revision is not None and not HUB_REVISION.match(self.revision):
             raise field_error("revision", self.revision, "a Hub commit (40 lowercase hex) or a tag name")
@@ -83,7 +86,9 @@ class ModelWeightsConfig(ConfigModel):
             if self.revision is not None:
                 raise field_error("revision", self.revision, "only with huggingFace; a Blob path has no revision")
             if self.token_secret:
-                raise field_error("tokenSecret", True, "only with huggingFace; Blob weights are read without a token")
+                raise field_error(
+                    "tokenSecret", True, "only with huggingFace; Blob weights are read with the model's own identity"
+                )
             if self.catalog_id is None:
                 raise field_error(
                     "catalogId", None, f"blob weights need the catalogued model they copy, one of {sorted(MODELS)}"

@@ -118,7 +118,7 @@ def test_a_hub_model_name_past_its_staging_jobs_label_is_refused_naming_the_labe
 def test_a_model_name_past_helms_limit_is_refused_naming_the_limit() -> None:
     name = NAME_53 + "x"
     assert helm_release_problem(name) is not None, "the model of Helm must refuse 54 characters"
-    blob = {"blob": "weights/qwen", "catalogId": "Qwen/Qwen2.5-0.5B-Instruct"}
+    blob = {"blob": {"path": "weights/qwen"}, "catalogId": "Qwen/Qwen2.5-0.5B-Instruct"}
     message = _refusal(_dev([{**_model(name), "weights": blob}]))
     assert "inference.models[0].name" in message and "53" in message and "Helm" in message, message
 

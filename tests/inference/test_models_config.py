@@ -213,11 +213,11 @@ def test_an_uncatalogued_model_is_refused_with_the_catalog() -> None:
 
 
 def test_blob_weights_name_the_model_they_copy() -> None:
-    problem = _refused("dev", _model(weights={"blob": "models/qwen"}))
+    problem = _refused("prod", _prod_model(weights={"blob": {"path": "models/llama"}}))
     assert "weights.catalogId" in problem, problem
-    cfg = _load("dev", _model(weights={"blob": "models/qwen2.5-0.5b", "catalogId": QWEN_05B}))
-    assert cfg.inference.models[0].weights.model_id == QWEN_05B, "the Blob copy is sized as the catalogued model"
-    problem = _refused("dev", _model(weights={"blob": "models/q", "huggingFace": QWEN_05B}))
+    cfg = _load("prod", _prod_model(weights={"blob": {"path": "models/llama-ft"}, "catalogId": LLAMA_8B}))
+    assert cfg.inference.models[0].weights.model_id == LLAMA_8B, "the Blob copy is sized as the catalogued model"
+    problem = _refused("prod", _prod_model(weights={"blob": {"path": "models/l"}, "huggingFace": LLAMA_8B}))
     assert "exactly one of huggingFace" in problem, problem
 
 

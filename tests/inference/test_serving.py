@@ -19,7 +19,6 @@ from aks_gpu_platform.components.inference.gateway import (
     GATEWAY_SERVICE,
 )
 from aks_gpu_platform.components.inference.model_dashboards import panel_queries, slo_alert, ttft_quantile
-from aks_gpu_platform.config import ConfigError
 from aks_gpu_platform.config.catalog.cold_start import node_provisioning
 from aks_gpu_platform.config.catalog.gpu_sizes import GPU_SKUS
 from aks_gpu_platform.config.gpu.scheduling import RDMA_RESOURCE
@@ -742,18 +741,6 @@ def test_model_endpoints_output_names_each_teams_base_url(dev_recording: Recordi
         }
         for route in _objects(dev_recording, "HTTPRoute")
     }, "each team's base URL must be the listener its route attaches to and the route's prefix"
-
-
-def test_blob_weights_are_refused_before_anything_registers() -> None:
-    blob_model = {
-        **DEV_MODELS[0],
-        "weights": {"blob": "models/qwen2.5-0.5b-instruct", "catalogId": "Qwen/Qwen2.5-0.5B-Instruct"},
-    }
-    with pytest.raises(ConfigError) as refused:
-        run_stack("dev", _with_models("dev", [blob_model]))
-    assert "inference.models[0].weights.blob" in str(refused.value) and "huggingFace" in str(refused.value), (
-        "a server pointed at Blob weights nobody mounts never becomes ready: refuse it, naming the field and the way"
-    )
 
 
 def _scorers(release: Any) -> set[str]:

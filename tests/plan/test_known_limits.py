@@ -88,3 +88,18 @@ def test_the_plan_says_the_slo_alert_is_an_upper_bound_where_models_are_served(t
     config["aks-gpu-platform:inference"]["models"] = []
     found = _known_limits(_plan(config, "dev", tmp_path / "none"))
     assert "served-model-slo-upper-bound" not in found, "no model, no SLO alert"
+
+
+def test_the_plan_says_the_streamer_version_is_the_image_s_where_weights_stream_from_blob() -> None:
+    from aks_gpu_platform.config import load_platform_config
+    from aks_gpu_platform.config.known_limits import hit
+    from aks_gpu_platform.testing.stack_files import load_stack_file
+    from tests.conftest import settings_of
+    from tests.inference.test_blob_weights import dev_streamed_config
+    from tools import REPO_ROOT
+
+    name = "streamed-weights-version-unpinned"
+    streamed = load_platform_config(settings_of(dev_streamed_config()))
+    assert any(w.startswith(f"known limit {name}:") for w in hit(PLATFORM_LIMITS, streamed))
+    hub_only = load_platform_config(settings_of(copy.deepcopy(load_stack_file("dev", REPO_ROOT))))
+    assert not any(name in w for w in hit(PLATFORM_LIMITS, hub_only)), "Hub weights are read without the streamer"

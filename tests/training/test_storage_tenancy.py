@@ -501,6 +501,40 @@ BLOB_DATA_ROLES = {
 }
 
 
+def _streamed_from(stack: str, team: str) -> list[str]:
+    """The stack file's models streamed from `team`'s container (the team named, else the model's only team)."""
+    config = load_stack_file(stack.removesuffix("-lustre"), REPO_ROOT)
+    return [
+        m["name"]
+        for m in config["aks-gpu-platform:inference"]["models"]
+        if "blob" in m["weights"] and (m["weights"]["blob"].get("team") or m["teams"][0]) == team
+    ]
+
+
+def _server_account(recording: Recording, model: str) -> str:
+    """The service account a served model's servers run as."""
+    (deployment,) = [
+        d.inputs
+        for d in recording.of_type("kubernetes:apps/v1:Deployment")
+        if d.inputs["metadata"] == {**d.inputs["metadata"], "name": model, "namespace": "models"}
+    ]
+    return deployment["spec"]["template"]["spec"]["serviceAccountName"]
+
+
+def _trusted_subjects(recording: Recording, principal: str) -> list[str]:
+    """The service accounts whose tokens the identity with `principal` accepts."""
+    (identity,) = [
+        r
+        for r in recording.of_type("azure-native:managedidentity:UserAssignedIdentity")
+        if r.outputs["principalId"] == principal
+    ]
+    return [
+        c.inputs["subject"]
+        for c in recording.of_type("azure-native:managedidentity:FederatedIdentityCredential")
+        if c.inputs["resourceName"] == identity.outputs["name"]
+    ]
+
+
 @pytest.mark.parametrize("stack", ["prod", "dev-lustre"])
 def test_each_team_s_blob_data_is_opened_only_to_that_team_s_identity_and_groups(stack: str) -> None:
     recording = recording_of(stack)
@@ -519,11 +553,19 @@ def test_each_team_s_blob_data_is_opened_only_to_that_team_s_identity_and_groups
             for r in recording.of_type("azure-native:managedidentity:UserAssignedIdentity")
             if r.outputs["clientId"] == entry["clientId"]
         )
-        principals = {r.inputs["principalId"] for r in grants}
+        writes = [r for r in grants if r.inputs["roleDefinitionId"].endswith("ba92f5b4-2d11-453d-a403-e96b0029c9fe")]
+        principals = {r.inputs["principalId"] for r in writes}
         assert principals == {identity.outputs["principalId"], *team.members}, (
             f"team {name}'s container is opened to its workload identity and its member groups, to nobody else"
         )
-        assert all(r.inputs["roleDefinitionId"].endswith("ba92f5b4-2d11-453d-a403-e96b0029c9fe") for r in grants)
+        reads = [r for r in grants if r not in writes]
+        assert all(r.inputs["roleDefinitionId"].endswith("2a2b9908-6ea1-4ae2-8e65-a410df84e7d1") for r in reads), (
+            "beside the team's writers, only Storage Blob Data Reader"
+        )
+        assert sorted(_trusted_subjects(recording, r.inputs["principalId"]) for r in reads) == sorted(
+            [f"system:serviceaccount:models:{_server_account(recording, model)}"]
+            for model in _streamed_from(stack, name)
+        ), f"team {name}'s container is read by the servers of the models streamed from it, nobody else"
     team_principals = {
         r.outputs["principalId"]
         for r in recording.of_type("azure-native:managedidentity:UserAssignedIdentity")

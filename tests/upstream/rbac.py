@@ -20,7 +20,8 @@ Microsoft.Authorization stable/2022-04-01, types it as a string; the service res
 it matches a group of the caller as a GUID value, not as text; scopes compare case-insensitively, as ARM resource
 IDs do. The built-in roles below are test data, restated from
 MicrosoftDocs/azure-docs articles/role-based-access-control/built-in-roles/containers.md and
-monitor.md (read 2026-12), keyed by role definition GUID.
+monitor.md (read 2026-12), and Storage Blob Data Reader from the role's definition as Azure returns it
+(azure-rbac-catalog.org's copy, updated 2021-11-11), keyed by role definition GUID.
 
 AKS with Azure RBAC for Kubernetes authorization asks Azure for requests of Entra identities as
 `Microsoft.ContainerService/managedClusters/<group>/<resource>/<verb>` data actions on the cluster
@@ -69,6 +70,14 @@ AZURE_BUILT_IN_ROLES: dict[str, tuple[str, list[str], list[str]]] = {
         "Monitoring Data Reader",
         ["Microsoft.Monitor/accounts/read"],
         ["Microsoft.Monitor/accounts/data/metrics/read"],
+    ),
+    "2a2b9908-6ea1-4ae2-8e65-a410df84e7d1": (
+        "Storage Blob Data Reader",
+        [
+            "Microsoft.Storage/storageAccounts/blobServices/containers/read",
+            "Microsoft.Storage/storageAccounts/blobServices/generateUserDelegationKey/action",
+        ],
+        ["Microsoft.Storage/storageAccounts/blobServices/containers/blobs/read"],
     ),
     "ba92f5b4-2d11-453d-a403-e96b0029c9fe": (
         "Storage Blob Data Contributor",
