@@ -15,6 +15,7 @@ from pydantic import Field, SecretStr, model_validator
 from ..base import ConfigModel
 from ..catalog.models import MODELS, ModelShape, model_shape
 from ..errors import field_error
+from .adapters import AdapterConfig, check_adapter_names, check_model_adapters
 from .section import KubernetesName
 
 # A Hub commit (40 hex) or a tag/branch name; a commit is what makes weights reproducible.
@@ -153,6 +154,17 @@ class ServedModelConfig(ConfigModel):
         "with --no-enable-prefix-caching",
     )
     slo: ModelSloConfig = Field(description="Time-to-first-token objective the alert checks")
+    adapters: list[AdapterConfig] = Field(
+        default_factory=lambda: list[AdapterConfig](),
+        description="LoRA adapters served on this model's replicas, each callable by its own name by the model's "
+        "teams (config/inference/adapters.py)",
+    )
+    max_loras: int | None = Field(
+        default=None,
+        ge=1,
+        description="With adapters: how many one batch may mix (vLLM --max-loras), each slot GPU memory taken from "
+        "the KV cache; default one per adapter",
+    )
 
     @property
     def prefix_caching(self) -> bool:
@@ -190,6 +202,7 @@ class ServedModelConfig(ConfigModel):
             )
         if len(set(self.teams)) != len(self.teams):
             raise field_error("teams", self.teams, "each team may appear once")
+        check_model_adapters(self)
         return self
 
 
@@ -245,6 +258,7 @@ class InferenceConfig(ConfigModel):
                     "ConfigMap; make the names differ within their first 40 characters",
                 )
             pickers[prefix] = i
+        check_adapter_names(self.models)
         return self
 
 
