@@ -47,6 +47,7 @@ from aks_gpu_platform.testing import RecordedResource, Recording, policy_verdict
 from aks_gpu_platform.testing.stack_files import load_stack_file, read_stack_yaml, secret_paths, to_runtime_config
 
 from . import cold_start, cost
+from .adapter_cost import adapter_cost_lines
 from .document import plan_document, write_plan
 from .mock_values import MockValueMarker
 from .offline import find_project, run_stack
@@ -564,6 +565,7 @@ def build_report(
             line += f"; no GPU-hour price for {', '.join(team.unpriced)} (not counted)"
         report.cost_lines.append(line + " held all month at list price")
     report.cost_lines += [cost.model_cost_line(c) for c in cost.model_costs(cfg.inference.models, cfg.gpu_pools)]
+    report.cost_lines += adapter_cost_lines(cfg.inference.models, cfg.gpu_pools)
 
     report.cold_start = cold_start.budgets(cfg, pools)
     report.model_ready = cold_start.models_ready(cfg)
