@@ -48,6 +48,10 @@ from .model_dashboards import picker_pods
 
 HUB_CACHE = "huggingface/hub"
 """HF_HUB_CACHE under HF_HOME, where the staging Job and the servers both point HF_HOME."""
+ADAPTER_FILES = ("adapter_config.json", "adapter_model.*")
+"""What the staging Job takes of an adapter's repository: what vLLM reads of it (vllm/lora/peft_helper.py
+adapter_config.json; vllm/lora/lora_model.py adapter_model.safetensors, .bin or .pt), not the optimizer states or
+tokenizer a training run may have pushed beside them."""
 LORA_AFFINITY_SCORER = "lora-affinity-scorer"
 LORA_AFFINITY_WEIGHT = 1
 """The picker's default scorer weight (GAIE v1.5.0 pkg/epp/config/loader/defaults.go DefaultScorerWeight), as GAIE's
@@ -96,9 +100,9 @@ def adapter_args(model: ServedModelConfig, cache_mount: str) -> list[str]:
 
 
 def adapter_staging(model: ServedModelConfig, base_download: dict[str, Any]) -> dict[str, Any]:
-    """The staging Job's init containers (none without adapters): `adapter-<name>` downloads each adapter at its
-    commit into the same Hub cache, with the base download's image, environment (its Hub token included) and mounts,
-    one after the other before it."""
+    """The staging Job's init containers (none without adapters): `adapter-<name>` downloads the files vLLM reads of
+    each adapter at its commit into the same Hub cache, with the base download's image, environment (its Hub token
+    included) and mounts, one after the other before it."""
     containers: list[dict[str, Any]] = []
     for adapter in model.adapters:
         source = adapter.source
@@ -106,6 +110,8 @@ def adapter_staging(model: ServedModelConfig, base_download: dict[str, Any]) -> 
         container = copy.deepcopy(base_download)
         container["name"] = f"{ADAPTER_CONTAINER_PREFIX}{adapter.name}"
         container["args"] = ["download", source.hugging_face, "--revision", source.revision]
+        for pattern in ADAPTER_FILES:
+            container["args"] += ["--include", pattern]  # one pattern per flag, as the base's --exclude
         containers.append(container)
     return {"initContainers": containers} if containers else {}
 

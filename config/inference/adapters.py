@@ -146,7 +146,8 @@ def adapter_memory_bytes(model: ServedModelConfig) -> int:
 
 
 def adapter_file_bytes(shape: ModelShape, rank: int) -> int:
-    """An upper bound of an adapter's files: LoRA on every layer the base supports, at its rank, 16-bit."""
+    """An upper bound of the adapter weights staged: LoRA on every layer the base supports, at its rank, 16-bit
+    (a 32-bit checkpoint takes twice that; the weights cache keeps half again as much free)."""
     return lora_slot_bytes(shape, rank, 1)
 
 

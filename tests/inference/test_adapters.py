@@ -32,6 +32,7 @@ from tests.upstream.endpoint_picker import (
     record_response,
     streamed_chunks,
 )
+from tests.upstream.engine_semantics import hub_download
 from tests.upstream.gateway_auth import Request, Token, decide, deciding_rules, gateway_world, without_rule
 from tests.upstream.lora_serving import (
     Adapter,
@@ -320,6 +321,23 @@ def test_each_adapter_is_staged_and_served_by_name_by_its_base_servers(prod_reco
     assert server.serves("yara") is None, "any other name is a 404"
     assert server.max_loras == 2 and server.max_lora_rank == 32, "a slot per adapter, at the highest rank (32)"
     assert not server.runtime_updating, "no /v1/load_lora_adapter on the team route"
+
+
+def test_the_staging_job_takes_only_what_vllm_reads_of_an_adapter(prod_recording: Recording) -> None:
+    """A training run's repository often holds optimizer states and a tokenizer beside the adapter."""
+    (job,) = [j for j in _objects(prod_recording, "Job") if j["metadata"]["name"] == "weights-stage-llama-3-1-8b"]
+    repository = [
+        "adapter_config.json",
+        "adapter_model.safetensors",
+        "optimizer.pt",
+        "training_args.bin",
+        "tokenizer.json",
+        "README.md",
+    ]
+    for container in job["spec"]["template"]["spec"]["initContainers"]:
+        fetched = hub_download(container["args"]).fetches(repository)
+        assert fetched == ["adapter_config.json", "adapter_model.safetensors"], (container["name"], fetched)
+        assert hub_download(container["args"]).fetches(["adapter_model.bin"]) == ["adapter_model.bin"]
 
 
 def test_the_staging_job_and_the_servers_share_the_cache_the_adapters_lie_in(prod_recording: Recording) -> None:
