@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from pydantic import Field, model_validator
 
@@ -33,9 +33,6 @@ from ..catalog.models import ModelShape
 from ..errors import field_error
 from .runtime import HUB_DOWNLOAD_MBPS
 from .section import KubernetesName
-
-if TYPE_CHECKING:
-    from .models import ServedModelConfig
 
 HUB_ADAPTER_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$"
 HUB_COMMIT = re.compile(r"^[0-9a-f]{40}$")
@@ -116,13 +113,28 @@ class AdapterConfig(ConfigModel):
     )
 
 
+class AdaptedModel(Protocol):
+    """What the adapter rules read of a served model (models.py ServedModelConfig, which holds the adapters)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def adapters(self) -> Sequence[AdapterConfig]: ...
+    @property
+    def max_loras(self) -> int | None: ...
+    @property
+    def shape(self) -> ModelShape: ...
+    @property
+    def tensor_parallel(self) -> int: ...
+
+
 def max_lora_rank(adapters: Sequence[AdapterConfig]) -> int:
     """`--max-lora-rank`: the smallest value vLLM takes that holds every adapter's rank."""
     highest = max(adapter.rank for adapter in adapters)
     return next(rank for rank in MAX_LORA_RANKS if rank >= highest)
 
 
-def lora_slots(model: ServedModelConfig) -> int:
+def lora_slots(model: AdaptedModel) -> int:
     """`--max-loras`: the configured slots, else one per adapter (every adapter can be in every batch)."""
     return model.max_loras or len(model.adapters)
 
@@ -137,7 +149,7 @@ def lora_slot_bytes(shape: ModelShape, rank: int, tensor_parallel: int) -> int:
     return rank * LORA_BYTES * (layers + embeddings)
 
 
-def adapter_memory_bytes(model: ServedModelConfig) -> int:
+def adapter_memory_bytes(model: AdaptedModel) -> int:
     """GPU bytes the model's LoRA slots take from its KV cache over a replica's GPUs; 0 without adapters."""
     if not model.adapters:
         return 0
@@ -151,22 +163,22 @@ def adapter_file_bytes(shape: ModelShape, rank: int) -> int:
     return lora_slot_bytes(shape, rank, 1)
 
 
-def adapter_download_bytes(model: ServedModelConfig) -> int:
+def adapter_download_bytes(model: AdaptedModel) -> int:
     """What staging the model's adapters downloads, at most (`adapter_file_bytes` each)."""
     return sum(adapter_file_bytes(model.shape, adapter.rank) for adapter in model.adapters)
 
 
-def adapter_staging_seconds(model: ServedModelConfig) -> int:
+def adapter_staging_seconds(model: AdaptedModel) -> int:
     """The staging Job's time for the adapters, downloaded before the base at the Hub rate the base is allowed."""
     return math.ceil(adapter_download_bytes(model) / 10**6 / HUB_DOWNLOAD_MBPS)
 
 
-def served_names(model: ServedModelConfig) -> list[str]:
+def served_names(model: AdaptedModel) -> list[str]:
     """The names the model's servers answer to: the base, then its adapters."""
     return [model.name, *(adapter.name for adapter in model.adapters)]
 
 
-def check_model_adapters(model: ServedModelConfig) -> None:
+def check_model_adapters(model: AdaptedModel) -> None:
     """The model's own adapters: a route rule each, distinct names other than the base's, slots for at most all of
     them."""
     if len(model.adapters) > ADAPTERS_MAX:
@@ -209,7 +221,7 @@ def check_model_adapters(model: ServedModelConfig) -> None:
             )
 
 
-def check_adapter_names(models: Sequence[ServedModelConfig]) -> None:
+def check_adapter_names(models: Sequence[AdaptedModel]) -> None:
     """Every served name (models and adapters) is one route path and one `model` value: unique across models."""
     owners: dict[str, str] = {}
     for model in models:

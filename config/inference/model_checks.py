@@ -2,8 +2,9 @@
 valid): the catalog's sourced shape, Hub access, each model's GPU layout and memory fit on its pool, the pool's
 capacity beside the teams' quotas, and a scale-to-zero wake against the SLO.
 
-The memory rule follows config/catalog/models.py: weights plus the KV cache of one maxModelLen sequence must fit
-vLLM's own budget of tensorParallel x nodes GPUs (engine_memory_budget).
+The memory rule follows config/catalog/models.py: weights plus the KV cache of one maxModelLen sequence, plus the LoRA
+slots vLLM preallocates for the model's adapters (adapters.py), must fit vLLM's own budget of tensorParallel x nodes
+GPUs (engine_memory_budget).
 """
 
 from __future__ import annotations

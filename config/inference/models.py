@@ -1,7 +1,8 @@
 """Models served from the GPU pools (`inference.models`): weights, engine, pool, parallelism, replicas, callers, SLO.
 
-The sizing rules follow config/catalog/models.py: weights plus the KV cache of one maxModelLen sequence must fit
-vLLM's own budget of tensorParallel x nodes GPUs (model_checks.py engine_memory_budget). A model not in that catalog is
+The sizing rules follow config/catalog/models.py: weights plus the KV cache of one maxModelLen sequence, plus the
+LoRA slots of its adapters (adapters.py), must fit vLLM's own budget of tensorParallel x nodes GPUs (model_checks.py
+engine_memory_budget). A model not in that catalog is
 refused with the list of catalogued ones (no guessed shapes): add a sourced row to serve another.
 """
 
