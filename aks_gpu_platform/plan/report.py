@@ -39,6 +39,7 @@ from aks_gpu_platform.testing import Recording, policy_verdicts
 from aks_gpu_platform.testing.stack_files import load_stack_file, read_stack_yaml, secret_paths, to_runtime_config
 
 from . import cold_start, summary
+from .adapter_cost import adapter_cost_lines
 from .describe import tree_lines
 from .document import plan_document, write_plan
 from .fleet_report import fleet_main
@@ -139,6 +140,7 @@ def _summarize(report: Report, cfg: PlatformConfig) -> None:
     report.cold_start_lines = summary.cold_start_lines(report.cold_start, cfg.inference.models, report.model_ready)
     report.cost_lines = summary.left_out_lines(costs.estimate)
     report.model_lines = [model_cost_line(model) for model in costs.models]
+    report.model_lines += adapter_cost_lines(cfg.inference.models, costs.models)
 
 
 def _object_lines(objects: Sequence[ObjectVerdict], schema: str) -> list[str]:

@@ -6,6 +6,7 @@ from aks_gpu_platform.config.inference.models import InferenceConfig
 from aks_gpu_platform.config.platform import PlatformConfig
 
 from ..shared.addon import AddOn, Board, Chart, Dashboard, Readiness
+from .adapters import with_adapter_panels
 from .gateway import ISTIO_CHART_REPO, ISTIO_NAMESPACE, ISTIO_VERSION
 from .inference_pool import INFERENCE_POOL_CHART, INFERENCE_POOL_CHART_VERSION, picker_holds_requests
 from .model_dashboards import model_dashboard
@@ -24,12 +25,16 @@ def model_boards(cfg: PlatformConfig) -> list[Board]:
     return [
         Board(
             f"serving-{model.name}-dashboard",
-            model_dashboard(
+            with_adapter_panels(
+                model_dashboard(
+                    namespace,
+                    model.name,
+                    model.slo.time_to_first_token_p90_seconds,
+                    model.nodes > 1,
+                    picker_holds_requests(model),
+                ),
                 namespace,
-                model.name,
-                model.slo.time_to_first_token_p90_seconds,
-                model.nodes > 1,
-                picker_holds_requests(model),
+                model,
             ),
         )
         for model in cfg.inference.models

@@ -16,9 +16,11 @@ import yaml
 
 from aks_gpu_platform.config.catalog.images import mirrored_parts
 from aks_gpu_platform.config.gpu.scheduling import cpu_node_affinity
+from aks_gpu_platform.config.inference.adapters import served_names
 from aks_gpu_platform.config.inference.models import ServedModelConfig
 from aks_gpu_platform.config.inference.runtime import REQUEST_TIMEOUT_SECONDS
 
+from .adapters import LORA_AFFINITY_SCORER, LORA_AFFINITY_WEIGHT
 from .gateway import GATEWAY_NAME, GATEWAY_NAMESPACE, team_listener
 from .model_dashboards import picker_name
 from .vllm_server import VLLM_PORT, ModelPlacement, pool_selector
@@ -36,15 +38,18 @@ FLOW_CONTROL_METRIC = "inference_extension_flow_control_queue_size"
 priority, inference_pool, model_name, target_model_name)."""
 
 
-def picker_config(flow_control: bool, prefix_cache: bool = True) -> str:
+def picker_config(flow_control: bool, prefix_cache: bool = True, lora_affinity: bool = False) -> str:
     """The picker's EndpointPickerConfig: the chart's default (epplib templates/_config.yaml at v1.5.0, vLLM over
     HTTP, no latency predictor) plus, for a model that may scale to zero, the `flowControl` feature gate
     (pkg/epp/config/loader/configloader.go): requests wait in the picker while no server is ready instead of
     getting 503 at once (site-src/guides/flow-control.md, "Autoscaling: KEDA and Scale-to-Zero"). Without vLLM's
-    prefix cache, no prefix-cache scorer: it would steer requests towards a cache that is not kept."""
+    prefix cache, no prefix-cache scorer: it would steer requests towards a cache that is not kept. With adapters,
+    the LoRA affinity scorer (adapters.py), which the chart's default lacks."""
     scorers = [("queue-scorer", 2), ("kv-cache-utilization-scorer", 2)]
     if prefix_cache:
         scorers.append(("prefix-cache-scorer", 3))
+    if lora_affinity:
+        scorers.append((LORA_AFFINITY_SCORER, LORA_AFFINITY_WEIGHT))
     config: dict[str, Any] = {
         "apiVersion": "inference.networking.x-k8s.io/v1alpha1",
         "kind": "EndpointPickerConfig",
@@ -84,17 +89,13 @@ def held_requests_query(namespace: str, model: str) -> str:
 
 
 def _picker_plugins(model: ServedModelConfig) -> dict[str, Any]:
-    """The chart's own plugin config unless the picker holds requests or the model keeps no prefix cache to score
-    on."""
+    """The chart's own plugin config unless the picker holds requests, the model keeps no prefix cache to score on,
+    or it has adapters to score."""
     holds = picker_holds_requests(model)
-    if not holds and model.prefix_caching:
+    if not holds and model.prefix_caching and not model.adapters:
         return {}
-    return {
-        "pluginsConfigFile": PICKER_CONFIG_FILE,
-        "pluginsCustomConfig": {
-            PICKER_CONFIG_FILE: picker_config(flow_control=holds, prefix_cache=model.prefix_caching)
-        },
-    }
+    config = picker_config(flow_control=holds, prefix_cache=model.prefix_caching, lora_affinity=bool(model.adapters))
+    return {"pluginsConfigFile": PICKER_CONFIG_FILE, "pluginsCustomConfig": {PICKER_CONFIG_FILE: config}}
 
 
 def inference_pool_values(model: ServedModelConfig) -> dict[str, Any]:
@@ -123,7 +124,8 @@ def inference_pool_values(model: ServedModelConfig) -> dict[str, Any]:
 
 
 def http_route(model: ServedModelConfig, namespace: str) -> dict[str, Any]:
-    """The model's route: `/<name>/...` on each of its teams' listeners, to its InferencePool."""
+    """The model's route: `/<name>/...` on each of its teams' listeners, to its InferencePool, and the same for each
+    of its adapters' names (a rule each: a prefix rewrite takes exactly one match)."""
     return {
         "parentRefs": [
             {
@@ -137,7 +139,7 @@ def http_route(model: ServedModelConfig, namespace: str) -> dict[str, Any]:
         ],
         "rules": [
             {
-                "matches": [{"path": {"type": "PathPrefix", "value": f"/{model.name}"}}],
+                "matches": [{"path": {"type": "PathPrefix", "value": f"/{name}"}}],
                 # Clients use `http://<gateway>:<port>/<model>/v1` as the OpenAI base URL.
                 "filters": [
                     {
@@ -148,6 +150,7 @@ def http_route(model: ServedModelConfig, namespace: str) -> dict[str, Any]:
                 "backendRefs": [{"group": "inference.networking.k8s.io", "kind": "InferencePool", "name": model.name}],
                 "timeouts": {"request": REQUEST_TIMEOUT},
             }
+            for name in served_names(model)
         ],
     }
 

@@ -16,6 +16,7 @@ import pulumi_kubernetes as k8s
 from aks_gpu_platform.config.catalog.images import mirrored_repository_and_tag
 from aks_gpu_platform.config.gpu.scheduling import cpu_node_selector
 from aks_gpu_platform.config.gpu.section import GpuPoolConfig
+from aks_gpu_platform.config.inference.adapters import served_names
 from aks_gpu_platform.config.inference.models import InferenceConfig, ServedModelConfig
 from aks_gpu_platform.config.inference.streamed_weights import streamed_weights_team
 
@@ -23,6 +24,7 @@ from ..monitoring.alerts import alert_rules
 from ..network.policies import NAMESPACE_NAME_LABEL, platform_ingress
 from ..shared.workloads import MEMORY_LOCKING_POD_SECURITY, platform_namespace
 from ..training.team_storage import TeamContainer
+from .adapters import adapter_endpoints, with_adapters_named
 from .autoscaling import KedaWiringArgs
 from .egress import ModelPods, models_egress
 from .gateway import GATEWAY_NAME, GATEWAY_NAMESPACE, GATEWAY_POD_LABEL, GATEWAY_SERVICE, InferenceGateway, team_ports
@@ -120,7 +122,7 @@ class ModelServing(pulumi.ComponentResource):
     """The models namespace, the gateway, and every configured model with its dashboard and SLO alert."""
 
     endpoints: dict[str, dict[str, str]]
-    """Model -> team -> base URL of the OpenAI-compatible API for that team."""
+    """Model or adapter -> team -> base URL of the OpenAI-compatible API for that team."""
 
     def __init__(self, name: str, args: ModelServingArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("aks-gpu-platform:index:ModelServing", name, None, opts)
@@ -138,6 +140,7 @@ class ModelServing(pulumi.ComponentResource):
             self._watch(name, model, args)
             service = f"http://{GATEWAY_SERVICE}.{GATEWAY_NAMESPACE}.svc.cluster.local"
             self.endpoints[model.name] = {team: f"{service}:{ports[team]}/{model.name}/v1" for team in model.teams}
+            self.endpoints.update(adapter_endpoints(model, self.endpoints[model.name]))
         self.register_outputs({"endpoints": self.endpoints})
 
     def _after(self, *resources: pulumi.Resource) -> pulumi.ResourceOptions:
@@ -156,7 +159,9 @@ class ModelServing(pulumi.ComponentResource):
                 "team_namespaces": {team: args["team_namespaces"][team] for team in ports},
                 "internal": cfg.gateway_internal,
                 "created_namespaces": args.get("created_namespaces", {}),
-                "team_models": {team: [m.name for m in cfg.models if team in m.teams] for team in ports},
+                "team_models": {
+                    team: [n for m in cfg.models if team in m.teams for n in served_names(m)] for team in ports
+                },
                 "backend_ports": [VLLM_PORT, EPP_GRPC_PORT],
                 "requests_per_minute": cfg.team_requests_per_minute,
             },
@@ -254,7 +259,7 @@ class ModelServing(pulumi.ComponentResource):
             enabled=True,
             description=f"Time-to-first-token SLO of model {model.name}",
             rules=alert_rules(
-                [slo_alert(ns, model.name, slo, holds)],
+                [with_adapters_named(slo_alert(ns, model.name, slo, holds), model)],
                 args["action_group_id"],
                 args["alerts_enabled"],
                 {"model": model.name},

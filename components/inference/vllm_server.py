@@ -43,6 +43,7 @@ from aks_gpu_platform.config.inference.runtime import (
     startup_failures,
 )
 
+from .adapters import adapter_args
 from .blob_weights import streaming_pod, weights_uri
 from .egress import SERVER_LABELS, USAGE_STATS_OFF
 
@@ -147,6 +148,8 @@ def vllm_args(model: ServedModelConfig, gpu_model: str, multi_node: str | None =
         # Online fp8 of the 16-bit checkpoint; the bare `fp8` alias for it is deprecated at 0.34.0
         # (vllm/model_executor/model_loader/weight_utils.py get_quant_config).
         args += ["--quantization", "fp8_per_tensor"]
+    # Every node of a group too: each builds its own engine config from its flags.
+    args += adapter_args(model, CACHE_MOUNT)
     return [*args, *_multi_node_args(multi_node)] if multi_node else args
 
 

@@ -14,9 +14,11 @@ import pulumi_kubernetes as k8s
 from aks_gpu_platform.config.catalog.cold_start import AUTOSCALER_GPU_DELAY
 from aks_gpu_platform.config.catalog.images import mirrored
 from aks_gpu_platform.config.gpu.scheduling import cpu_node_selector
+from aks_gpu_platform.config.inference.adapters import adapter_download_bytes, adapter_staging_seconds
 from aks_gpu_platform.config.inference.models import GIB, STAGING_JOB_PREFIX, ServedModelConfig
 from aks_gpu_platform.config.inference.runtime import staging_seconds
 
+from .adapters import adapter_staging
 from .egress import WEIGHTS_STAGE_LABELS
 from .vllm_server import (
     CACHE_MOUNT,
@@ -49,7 +51,7 @@ def cache_claim_name(model: ServedModelConfig) -> str | None:
 def cache_gib(model: ServedModelConfig) -> int:
     """Room for the Hub download: the safetensors checkpoint as published (16-bit; HUB_DOWNLOAD_EXCLUDES keeps a
     second, original copy out), with half again for the tokenizer, configs and a revision staged beside it."""
-    checkpoint = model.shape.weight_bytes("bfloat16") / GIB
+    checkpoint = (model.shape.weight_bytes("bfloat16") + adapter_download_bytes(model)) / GIB
     return max(10, math.ceil(checkpoint * 1.5) + 5)
 
 
@@ -65,7 +67,7 @@ def staging_deadline_seconds(model: ServedModelConfig, cpu_pool_scales: bool) ->
     Pending (pkg/controller/job/job_controller.go pastActiveDeadline, from status.startTime): a new CPU node when the
     pool must scale for it, the vLLM image's first pull on that node, then the download."""
     node = cpu_node_seconds() if cpu_pool_scales else 0
-    return node + IMAGE_PULL_ALLOWANCE_SECONDS + staging_seconds(model.shape)
+    return node + IMAGE_PULL_ALLOWANCE_SECONDS + staging_seconds(model.shape) + adapter_staging_seconds(model)
 
 
 def _download_args(model: ServedModelConfig) -> list[str]:
@@ -108,7 +110,8 @@ def staging_job_spec(
     writer, so replicas never race on the Hub library's per-node file locks or its renames (a copy and a delete on
     a flat Blob namespace), and a large download is not restarted by a server's startup probe. On the CPU pool,
     with the vLLM image's own Hub client (`hf download`, huggingface_hub >= 2.0 at vLLM 0.34.0); a retried pod
-    resumes the files already there."""
+    resumes the files already there. A model's adapters are downloaded first, each by an init container."""
+    download = _staging_container(model, token_secret)
     return {
         "backoffLimit": 3,
         "activeDeadlineSeconds": staging_deadline_seconds(model, cpu_pool_scales),
@@ -121,7 +124,8 @@ def staging_job_spec(
                 "nodeSelector": cpu_node_selector(),
                 "automountServiceAccountToken": False,
                 "securityContext": vllm_user_pod_security(),
-                "containers": [_staging_container(model, token_secret)],
+                **adapter_staging(model, download),
+                "containers": [download],
                 "volumes": [
                     {"name": "cache", "persistentVolumeClaim": {"claimName": cache_claim}},
                     {"name": "tmp", "emptyDir": {"sizeLimit": "5Gi"}},

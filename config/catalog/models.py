@@ -16,6 +16,16 @@ Llama-3.1-70B: the Llama-3-70B shape (huggingface.co/nvidia/Llama3-ChatQA-1.5-70
 rope scaling and context). Parameter counts are the safetensors totals the model pages show (0.49 B, 1.54 B,
 8.03 B, 70.6 B), which the fields above reproduce for the Llama/Qwen2 layout. Re-read the official config.json
 at the revision a stack pins before adding a row.
+
+The LoRA sizes (hidden_size, intermediate_size, vocab_size; what config/inference/adapters.py sizes an adapter slot
+from), read 2026-12 from the same kind of re-published config.json: Qwen2.5-0.5B-Instruct
+huggingface.co/mjm4dl/data_caption_price64_e4_cosine_sched config.json (`_name_or_path:
+unsloth/Qwen2.5-0.5B-Instruct`), Qwen2.5-1.5B-Instruct huggingface.co/CMLL/ZhongJing-3-1_5b_V2 config.json at b94d8c0
+(`_name_or_path: qwen/Qwen2.5-1.5B-Instruct`), Llama-3.1-8B huggingface.co/NbAiLab/nb-llama-3.1-8B config.json at
+fe1be85, Llama-3.1-70B huggingface.co/nvidia/Llama3-ChatQA-1.5-70B config.json at 0f20cba. Whether vLLM also gives
+the token embeddings and the LM head LoRA slots is the architecture's own (`embedding_modules`, vLLM 0.34.0
+vllm/model_executor/models/llama.py LlamaForCausalLM: embed_tokens and lm_head; qwen2.py Qwen2ForCausalLM: none).
+With the fields above they reproduce each row's parameter count exactly (tests/inference/test_adapters.py).
 """
 
 from __future__ import annotations
@@ -118,6 +128,12 @@ class ModelShape:
     gated: bool
     """The Hub serves the weights only to accounts that accepted the licence: a token is needed."""
     license: str
+    hidden_size: int
+    intermediate_size: int
+    """The MLP's inner width (gate, up and down projections)."""
+    vocab_size: int
+    lora_embeddings: bool
+    """vLLM gives the token embeddings and the LM head LoRA slots too (the architecture's `embedding_modules`)."""
 
     def weight_bytes(self, dtype: ServingDtype) -> float:
         return self.params * WEIGHT_BYTES[dtype]
@@ -131,13 +147,65 @@ class ModelShape:
 MODELS: dict[str, ModelShape] = {
     m.hub_id: m
     for m in (
-        ModelShape("Qwen/Qwen2.5-0.5B-Instruct", 494_032_768, 24, 14, 2, 64, 32768, False, "Apache-2.0"),
-        ModelShape("Qwen/Qwen2.5-1.5B-Instruct", 1_543_714_304, 28, 12, 2, 128, 32768, False, "Apache-2.0"),
         ModelShape(
-            "meta-llama/Llama-3.1-8B-Instruct", 8_030_261_248, 32, 32, 8, 128, 131072, True, "Llama 3.1 Community"
+            "Qwen/Qwen2.5-0.5B-Instruct",
+            494_032_768,
+            24,
+            14,
+            2,
+            64,
+            32768,
+            False,
+            "Apache-2.0",
+            hidden_size=896,
+            intermediate_size=4864,
+            vocab_size=151936,
+            lora_embeddings=False,
         ),
         ModelShape(
-            "meta-llama/Llama-3.1-70B-Instruct", 70_553_706_496, 80, 64, 8, 128, 131072, True, "Llama 3.1 Community"
+            "Qwen/Qwen2.5-1.5B-Instruct",
+            1_543_714_304,
+            28,
+            12,
+            2,
+            128,
+            32768,
+            False,
+            "Apache-2.0",
+            hidden_size=1536,
+            intermediate_size=8960,
+            vocab_size=151936,
+            lora_embeddings=False,
+        ),
+        ModelShape(
+            "meta-llama/Llama-3.1-8B-Instruct",
+            8_030_261_248,
+            32,
+            32,
+            8,
+            128,
+            131072,
+            True,
+            "Llama 3.1 Community",
+            hidden_size=4096,
+            intermediate_size=14336,
+            vocab_size=128256,
+            lora_embeddings=True,
+        ),
+        ModelShape(
+            "meta-llama/Llama-3.1-70B-Instruct",
+            70_553_706_496,
+            80,
+            64,
+            8,
+            128,
+            131072,
+            True,
+            "Llama 3.1 Community",
+            hidden_size=8192,
+            intermediate_size=28672,
+            vocab_size=128256,
+            lora_embeddings=True,
         ),
     )
 }

@@ -2,8 +2,9 @@
 valid): the catalog's sourced shape, Hub access, each model's GPU layout and memory fit on its pool, the pool's
 capacity beside the teams' quotas, and a scale-to-zero wake against the SLO.
 
-The memory rule follows config/catalog/models.py: weights plus the KV cache of one maxModelLen sequence must fit
-vLLM's own budget of tensorParallel x nodes GPUs (engine_memory_budget).
+The memory rule follows config/catalog/models.py: weights plus the KV cache of one maxModelLen sequence, plus the LoRA
+slots vLLM preallocates for the model's adapters (adapters.py), must fit vLLM's own budget of tensorParallel x nodes
+GPUs (engine_memory_budget).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from ..catalog.models import (
 from ..errors import field_error
 from ..gpu.section import GpuPoolConfig
 from ..training.section import TrainingConfig, gpu_capacity, gpus_per_node
+from .adapters import adapter_memory_bytes, lora_slots, max_lora_rank
 from .models import GIB, HUB_COMMIT, InferenceConfig, ServedModelConfig
 
 
@@ -47,16 +49,23 @@ def _memory_fit(model: ServedModelConfig, pool: GpuPoolConfig) -> str | None:
     kv = shape.kv_bytes_per_token * model.max_model_len
     gpus = model.gpus_per_replica
     usable = engine_memory_budget(model, pool)
-    if weights + kv <= usable:
+    lora = adapter_memory_bytes(model)
+    if weights + kv + lora <= usable:
         return None
     reported, _ = device_memory_mib(pool.sku.gpu_model, pool.sku.gpu_memory_gib)
+    slots = (
+        f" + {lora / GIB:.2f} GiB for {lora_slots(model)} LoRA slot(s) at rank {max_lora_rank(model.adapters)}"
+        if lora
+        else ""
+    )
     return (
         f"{shape.hub_id} in {dtype} needs {weights / GIB:.1f} GiB of weights + {kv / GIB:.1f} GiB of KV cache for "
-        f"maxModelLen {model.max_model_len} ({shape.kv_bytes_per_token} B/token) = {(weights + kv) / GIB:.1f} GiB, "
+        f"maxModelLen {model.max_model_len} ({shape.kv_bytes_per_token} B/token){slots} = "
+        f"{(weights + kv + lora) / GIB:.1f} GiB, "
         f"but vLLM's budget on {gpus} x {pool.sku.gpu_model} ({reported:,} MiB each as CUDA reports it, "
         f"--gpu-memory-utilization {GPU_MEMORY_UTILIZATION}, less {ACTIVATION_AND_GRAPHS_GIB:g} GiB per GPU for "
         f"activations and CUDA graphs) is {usable / GIB:.1f} GiB: lower maxModelLen, raise tensorParallel/nodes, "
-        "use fp8 or a larger GPU"
+        f"use fp8 or a larger GPU{', or fewer LoRA slots (maxLoras) or a lower adapter rank' if lora else ''}"
     )
 
 

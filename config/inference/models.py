@@ -1,7 +1,8 @@
 """Models served from the GPU pools (`inference.models`): weights, engine, pool, parallelism, replicas, callers, SLO.
 
-The sizing rules follow config/catalog/models.py: weights plus the KV cache of one maxModelLen sequence must fit
-vLLM's own budget of tensorParallel x nodes GPUs (model_checks.py engine_memory_budget). A model not in that catalog is
+The sizing rules follow config/catalog/models.py: weights plus the KV cache of one maxModelLen sequence, plus the
+LoRA slots of its adapters (adapters.py), must fit vLLM's own budget of tensorParallel x nodes GPUs (model_checks.py
+engine_memory_budget). A model not in that catalog is
 refused with the list of catalogued ones (no guessed shapes): add a sourced row to serve another.
 """
 
@@ -15,6 +16,7 @@ from pydantic import Field, SecretStr, model_validator
 from ..base import ConfigModel
 from ..catalog.models import MODELS, ModelShape, model_shape
 from ..errors import field_error
+from .adapters import AdapterConfig, check_adapter_names, check_model_adapters
 from .section import KubernetesName
 from .weights import BlobWeightsConfig
 
@@ -158,6 +160,17 @@ class ServedModelConfig(ConfigModel):
         "with --no-enable-prefix-caching",
     )
     slo: ModelSloConfig = Field(description="Time-to-first-token objective the alert checks")
+    adapters: list[AdapterConfig] = Field(
+        default_factory=lambda: list[AdapterConfig](),
+        description="LoRA adapters served on this model's replicas, each callable by its own name by the model's "
+        "teams (config/inference/adapters.py)",
+    )
+    max_loras: int | None = Field(
+        default=None,
+        ge=1,
+        description="With adapters: how many one batch may mix (vLLM --max-loras), each slot GPU memory taken from "
+        "the KV cache; default one per adapter",
+    )
 
     @property
     def prefix_caching(self) -> bool:
@@ -195,6 +208,7 @@ class ServedModelConfig(ConfigModel):
             )
         if len(set(self.teams)) != len(self.teams):
             raise field_error("teams", self.teams, "each team may appear once")
+        check_model_adapters(self)
         return self
 
 
@@ -250,6 +264,7 @@ class InferenceConfig(ConfigModel):
                     "ConfigMap; make the names differ within their first 40 characters",
                 )
             pickers[prefix] = i
+        check_adapter_names(self.models)
         return self
 
 

@@ -63,7 +63,14 @@ def _check_one(path: str, model: ServedModelConfig, storage: StorageConfig, netw
             "that include that team",
         )
     # The model's teams are training teams (check_models, run first): the container needs Lustre besides.
-    if not storage.lustre_enabled:
+    if model.adapters:
+        raise field_error(
+            f"{path}.adapters",
+            [a.name for a in model.adapters],
+            "adapters are staged into the weights cache, which a model streamed from Blob does not have: serve the "
+            "adapters on a model with huggingFace weights, or merge the adapter into the checkpoint you stream",
+        )
+    if storage.lustre is None or not storage.lustre.enabled:
         raise field_error(
             f"{path}.weights.blob",
             blob.model_dump(by_alias=True, exclude_none=True),

@@ -16,7 +16,7 @@ import pytest
 from aks_gpu_platform.components import addons
 from aks_gpu_platform.components.monitoring.grafana import FOLDER_UID
 from aks_gpu_platform.components.shared.addon import AddOn, Board, Chart, Dashboard, Readiness
-from aks_gpu_platform.plan import report
+from aks_gpu_platform.plan import verdicts
 from aks_gpu_platform.testing import Recording, evaluate
 from aks_gpu_platform.testing.runtime import program_from_file, project_entry
 from aks_gpu_platform.testing.stack_files import load_stack_file
@@ -154,10 +154,10 @@ def test_the_plan_names_a_made_up_add_ons_docker_hub_pulls(with_made_up: Recordi
     tiny = dataclasses.replace(
         nvsentinel, name="tiny", inputs={**nvsentinel.inputs, "chart": MADE_UP.chart().reference, "version": "0.1.0"}
     )
-    assert report.docker_hub_warnings(Recording(resources=[tiny])) == []
+    assert verdicts.docker_hub_warnings(Recording(resources=[tiny])) == []
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(addons, "ADDONS", (*addons.ADDONS, MADE_UP))
-        (warning,) = report.docker_hub_warnings(Recording(resources=[tiny]))
+        (warning,) = verdicts.docker_hub_warnings(Recording(resources=[tiny]))
     assert warning.startswith("release tiny pulls 1 images") and "docker.io/example/tiny:0.1.0" in warning
 
 

@@ -126,6 +126,13 @@ def name_problems(recording: Recording) -> list[str]:
             problem = None if kind in PATH_SEGMENT_NAMED else dns_subdomain_problem(name)
         if problem:
             problems.append(f"{where}: {problem}")
+        # Container names are DNS labels (kubernetes v1.36 pkg/apis/core/validation/validation.go
+        # validateContainerCommon): a model's staging Job names one after each adapter.
+        for at, spec, _ in pod_specs(manifest):
+            for key in ("initContainers", "containers"):
+                for container in spec.get(key) or []:
+                    if problem := dns_label_problem(str(container.get("name", ""))):
+                        problems.append(f"{where} {at}.{key}: {problem}")
         groups = maxima.get((namespace, kind, name), 1)
         labels = _labels(manifest, groups)
         problems += [f"{where} {at}: {p}" for at, value in labels if (p := label_value_problem(value))]
@@ -209,6 +216,12 @@ def _long_group(recording: Recording) -> None:
     recording.resources.append(group)
 
 
+def _long_container(recording: Recording) -> None:
+    (job, *_) = [j for j in _kind(recording, "Job") if j.inputs["metadata"]["name"].startswith("weights-stage-")]
+    (download,) = job.inputs["spec"]["template"]["spec"]["containers"]
+    job.inputs["spec"]["template"]["spec"]["initContainers"] = [{**download, "name": "adapter-" + "c" * 56}]
+
+
 def _digit_service(recording: Recording) -> None:
     (release, *_) = [r for r in recording.of_type(RELEASE) if r.inputs.get("chart") == INFERENCE_POOL_CHART]
     release.inputs["name"] = "7b-chat"
@@ -231,6 +244,7 @@ def _twin_dashboard(recording: Recording) -> None:
         (_long_pool, "gpua100feb123"),
         (_long_job, "weights-stage-" + "j" * 50),
         (_long_group, "g" * 52 + "-0-"),
+        (_long_container, "adapter-" + "c" * 56),
         (_digit_service, "'7b-chat-epp' is not a DNS-1035 label"),
         (_twin_dashboard, "names 2 dashboards"),
     ],

@@ -50,11 +50,14 @@ test_engine_semantics.py) holds the rendered pods to it.
 - The Hub CLI, huggingface_hub 2.4.0 (vLLM 0.34.0 requires >= 2.0.0) huggingface_hub/cli/download.py: `hf download
   <repo> [FILENAMES]...`; `--include`/`--exclude` are repeatable options (click `multiple=True`, one pattern each,
   cli/_framework.py), `--revision` one value; any positional after the repo id is a file name, and with file names
-  the patterns are ignored. Without file names or patterns the whole repository is downloaded.
+  the patterns are ignored. Without file names or patterns the whole repository is downloaded; with patterns, a file
+  is fetched when it matches an `--include` (if any) and no `--exclude` (utils/_paths.py filter_repo_objects,
+  fnmatchcase).
 """
 
 from __future__ import annotations
 
+import fnmatch
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -215,6 +218,17 @@ class HubDownload:
     repo: str
     filenames: tuple[str, ...]
     excluded: tuple[str, ...]
+    included: tuple[str, ...] = ()
+
+    def fetches(self, repository_files: Sequence[str]) -> list[str]:
+        """The repository's files it downloads: with patterns, those matching an `--include` (if any) and no
+        `--exclude`, case-sensitive fnmatch (huggingface_hub utils/_paths.py filter_repo_objects)."""
+        return [
+            f
+            for f in repository_files
+            if (not self.included or any(fnmatch.fnmatchcase(f, p) for p in self.included))
+            and not any(fnmatch.fnmatchcase(f, p) for p in self.excluded)
+        ]
 
 
 def hub_download(args: Sequence[str]) -> HubDownload:
@@ -222,6 +236,7 @@ def hub_download(args: Sequence[str]) -> HubDownload:
     assert args and args[0] == "download", args
     positional: list[str] = []
     excluded: list[str] = []
+    included: list[str] = []
     rest = list(args[1:])
     while rest:
         arg = rest.pop(0)
@@ -229,6 +244,8 @@ def hub_download(args: Sequence[str]) -> HubDownload:
             value = rest.pop(0)
             if arg == "--exclude":
                 excluded.append(value)
+            elif arg == "--include":
+                included.append(value)
         elif not arg.startswith("--"):
             positional.append(arg)
-    return HubDownload(positional[0], tuple(positional[1:]), tuple(excluded))
+    return HubDownload(positional[0], tuple(positional[1:]), tuple(excluded), tuple(included))
