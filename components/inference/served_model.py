@@ -15,6 +15,7 @@ from .autoscaling import KedaWiringArgs
 from .inference_pool import inference_pool_release, model_route
 from .model_metrics import model_pod_monitors
 from .model_scaling import kv_cache_query, model_scaled_object, waiting_query
+from .routing import render_service
 from .vllm_server import ModelPlacement, model_servers
 from .weights_cache import cache_claim_name, staging_job, weights_cache
 
@@ -54,6 +55,9 @@ class ServedModel(pulumi.ComponentResource):
         weights = self._stage_weights(name, placement, args)
         server = model_servers(name, placement, self._after(*weights))
         picker = inference_pool_release(name, model, placement.namespace, self._in_cluster)
+        if model.routing.precise:
+            # The picker tokenises each prompt on the model's servers through it (routing.py).
+            render_service(name, placement, self._in_cluster)
         model_route(name, placement, self._after(picker))
         model_pod_monitors(
             name, placement, picker, handle.cluster, list(args.get("scrape_dependencies", [])), self._in_cluster

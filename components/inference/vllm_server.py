@@ -44,6 +44,7 @@ from aks_gpu_platform.config.inference.runtime import (
 )
 
 from .egress import SERVER_LABELS, USAGE_STATS_OFF
+from .kv_events import kv_cache_args, kv_events_env, kv_events_pod_labels
 
 VLLM_IMAGE = "vllm/vllm-openai:v0.34.0"
 VLLM_PORT = 8000
@@ -148,6 +149,7 @@ def vllm_args(model: ServedModelConfig, gpu_model: str, multi_node: str | None =
         # Online fp8 of the 16-bit checkpoint; the bare `fp8` alias for it is deprecated at 0.34.0
         # (vllm/model_executor/model_loader/weight_utils.py get_quant_config).
         args += ["--quantization", "fp8_per_tensor"]
+    args += kv_cache_args(model, multi_node)
     return [*args, *_multi_node_args(multi_node)] if multi_node else args
 
 
@@ -179,7 +181,7 @@ def _server_env(model: ServedModelConfig, cache_claim: str | None, multi_node: s
         env.append({"name": "HF_HUB_OFFLINE", "value": "1"})
     if multi_node:
         env += [{"name": key, "value": value} for key, value in MULTI_NODE_NCCL_ENV.items()]
-    return env
+    return env + kv_events_env(model, multi_node)
 
 
 def _server_storage(
@@ -314,7 +316,7 @@ class ModelPlacement:
 
     def pod(self, multi_node: str | None = None, role: str | None = None) -> dict[str, Any]:
         """A pod template; `role` labels a group's leader or workers."""
-        pod_labels = {**self.labels, **({"role": role} if role else {})}
+        pod_labels = {**self.labels, **({"role": role} if role else {}), **kv_events_pod_labels(self.model, multi_node)}
         spec = vllm_pod_spec(self.model, self.pool, self.cache_claim, multi_node)
         return {"metadata": {"labels": pod_labels}, "spec": spec}
 

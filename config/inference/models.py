@@ -15,6 +15,7 @@ from pydantic import Field, SecretStr, model_validator
 from ..base import ConfigModel
 from ..catalog.models import MODELS, ModelShape, model_shape
 from ..errors import field_error
+from .routing import ModelRoutingConfig, check_routing
 from .section import KubernetesName
 
 # A Hub commit (40 hex) or a tag/branch name; a commit is what makes weights reproducible.
@@ -153,6 +154,9 @@ class ServedModelConfig(ConfigModel):
         "with --no-enable-prefix-caching",
     )
     slo: ModelSloConfig = Field(description="Time-to-first-token objective the alert checks")
+    routing: ModelRoutingConfig = Field(
+        default_factory=ModelRoutingConfig, description="How the endpoint picker scores the servers' prefix caches"
+    )
 
     @property
     def prefix_caching(self) -> bool:
@@ -190,6 +194,7 @@ class ServedModelConfig(ConfigModel):
             )
         if len(set(self.teams)) != len(self.teams):
             raise field_error("teams", self.teams, "each team may appear once")
+        check_routing(self.routing, self.teams, self.prefix_caching, self.min_replicas)
         return self
 
 
