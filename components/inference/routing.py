@@ -114,23 +114,26 @@ def precise_picker_config(base: str, model: ServedModelConfig) -> str:
 def render_service(name: str, placement: ModelPlacement, opts: pulumi.ResourceOptions) -> k8s.core.v1.Service:
     """`<model>-render`: the model's serving pods (a group's leader) on the API port, for the picker's tokenisation."""
     model = placement.model
-    return k8s.core.v1.Service(
-        f"{name}-render",
-        metadata={"name": render_service_name(model.name), "namespace": placement.namespace, "labels": placement.labels},
-        spec={
-            "type": "ClusterIP",
-            "selector": pool_selector(model),
-            "ports": [{"name": "http", "port": VLLM_PORT, "targetPort": "http", "protocol": "TCP"}],
-        },
-        opts=opts,
-    )
+    spec: k8s.core.v1.ServiceSpecArgsDict = {
+        "type": "ClusterIP",
+        "selector": pool_selector(model),
+        "ports": [{"name": "http", "port": VLLM_PORT, "target_port": "http", "protocol": "TCP"}],
+    }
+    metadata: k8s.meta.v1.ObjectMetaArgsDict = {
+        "name": render_service_name(model.name),
+        "namespace": placement.namespace,
+        "labels": placement.labels,
+    }
+    return k8s.core.v1.Service(f"{name}-render", metadata=metadata, spec=spec, opts=opts)
 
 
 def kv_events_ingress(pods: ModelPods) -> k8s.networking.v1.NetworkPolicySpecArgsDict:
     """A precise model's publishing servers: its picker on the API (metrics, tokenisation) and the event port,
     managed Prometheus on the API, a group's own pods on any port; the gateway keeps its own policy. Nothing else
     of the namespace or kube-system reaches the events."""
-    callers_namespace = {"match_labels": {NAMESPACE_NAME_LABEL: PLATFORM_CALLERS_NAMESPACE}}
+    callers_namespace: k8s.meta.v1.LabelSelectorArgsDict = {
+        "match_labels": {NAMESPACE_NAME_LABEL: PLATFORM_CALLERS_NAMESPACE}
+    }
     ingress: list[k8s.networking.v1.NetworkPolicyIngressRuleArgsDict] = [
         {
             "from_": [{"pod_selector": {"match_labels": dict(pods.picker)}}],

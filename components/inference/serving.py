@@ -260,8 +260,10 @@ class ModelServing(pulumi.ComponentResource):
         holds, precise = picker_holds_requests(model), model.routing.precise
         slo = model.slo.time_to_first_token_p90_seconds
         alerts = [slo_alert(ns, model.name, slo, holds, precise)]
+        watched = "Time-to-first-token SLO"
         if precise:
             alerts.append(prefix_cache_alert(ns, model.name))
+            watched += " and prefix cache hit rate"
         base = handle.cluster_name
         alertsmanagement.PrometheusRuleGroup(
             f"{name}-{model.name}-slo",
@@ -272,7 +274,7 @@ class ModelServing(pulumi.ComponentResource):
             scopes=list(args["rule_scopes"]),
             interval="PT1M",
             enabled=True,
-            description=f"Time-to-first-token SLO{' and prefix cache hit rate' if precise else ''} of model {model.name}",
+            description=f"{watched} of model {model.name}",
             rules=alert_rules(
                 alerts,
                 args["action_group_id"],
