@@ -320,7 +320,7 @@ def test_the_picker_model_refuses_what_llm_d_refuses() -> None:
 
 @pytest.fixture(scope="module")
 def multi_node_precise() -> dict[str, Any]:
-    config = _prod_with_models()
+    config = copy.deepcopy(_prod_with_models())  # its models are test_serving's own dicts
     for model in config[PREFIX + "inference"]["models"]:
         if model["name"] in ("llama-70b", "qwen-1-5b"):
             model["routing"] = PRECISE_ROUTING
