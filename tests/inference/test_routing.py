@@ -48,7 +48,6 @@ from tests.upstream.serving import picker_flags
 from tests.upstream.tenancy import (
     Endpoint,
     World,
-    _selector_matches,  # pyright: ignore[reportPrivateUsage]
     build_world,
     connection_refusals,
     team_pod,
@@ -393,18 +392,6 @@ def test_a_precise_group_still_reaches_its_own_pods(w: World) -> None:
         leader, worker = templates
         for a, b in ((leader, worker), (worker, leader), (worker, worker)):
             assert not connection_refusals(w, pod_of(a, 29500), pod_of(b, 29500)), f"{model}: rendezvous"
-
-
-def test_every_pod_of_the_models_namespace_keeps_an_ingress_policy(w: World) -> None:
-    """A pod no ingress policy selects admits everything: narrowing the platform ingress must not leave one out."""
-    for template in [t for ts in server_pods(w).values() for t in ts] + list(staging_pods(w).values()):
-        labels = template["metadata"]["labels"]
-        covering = [
-            p["metadata"]["name"]
-            for p in w.of_kind("NetworkPolicy", "models")
-            if "Ingress" in p["spec"]["policyTypes"] and _selector_matches(p["spec"]["podSelector"], labels)
-        ]
-        assert covering, f"{labels}: no ingress policy selects it, so any pod of the cluster reaches it"
 
 
 # --- what the owners watch --------------------------------------------------------------------------------------
