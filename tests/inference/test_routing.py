@@ -34,7 +34,7 @@ from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import settings_of
 from tests.inference.test_serving import (
     PREFIX,
-    REVISION,
+    PROD_MODELS,
     UPSTREAM,
     _prod_with_models,  # pyright: ignore[reportPrivateUsage]
     _ttft_histories,  # pyright: ignore[reportPrivateUsage]
@@ -85,17 +85,8 @@ def _prod_settings(*models: dict[str, Any]) -> dict[str, Any]:
 
 
 def _qwen(**overrides: Any) -> dict[str, Any]:
-    model: dict[str, Any] = {
-        "name": "qwen",
-        "weights": {"huggingFace": "Qwen/Qwen2.5-1.5B-Instruct", "revision": REVISION},
-        "pool": "h100z2",
-        "maxModelLen": 8192,
-        "minReplicas": 1,
-        "maxReplicas": 2,
-        "teams": ["vision"],
-        "slo": {"timeToFirstTokenP90Seconds": 1},
-    }
-    return {**model, **overrides}
+    """test_serving's one-team Qwen on h100z2, renamed."""
+    return {**copy.deepcopy(PROD_MODELS[1]), "name": "qwen", **overrides}
 
 
 PRECISE_ROUTING = {"prefixCache": "precise"}
