@@ -44,7 +44,7 @@ from tests.training.test_team_access import raw_teams
 from tests.upstream.llm_d_router import ROUTER, config_problems, parse_topic, precise_picker
 from tests.upstream.promql import Evaluator, History, selectors
 from tests.upstream.scrape import Container, Pod, Port, pod_monitor_scrape_configs, scrape, targets
-from tests.upstream.serving import picker_flags
+from tests.upstream.serving import picker_container, picker_flags
 from tests.upstream.tenancy import (
     Endpoint,
     World,
@@ -241,9 +241,8 @@ def test_the_precise_picker_starts_tokenises_on_the_servers_and_scores_their_cac
 
 def test_the_precise_picker_is_llm_ds_and_runs_with_the_flags_the_chart_renders(prod_recording: Recording) -> None:
     values = _release(prod_recording, PRECISE).inputs["values"]
-    image = values["inferenceExtension"]["image"]
-    reference = f"{image['repository']}:{image['tag']}"
-    assert ROUTER["image"].endswith(reference), f"{reference}: the precise producer exists only in llm-d's picker"
+    image = picker_container(values)["image"]
+    assert image.endswith(ROUTER["image"]), f"{image}: the precise producer exists only in llm-d's picker"
     flags = picker_flags(values)
     assert [f for f in flags if f not in ROUTER["flags"]] == [], "llm-d's picker v0.10.0 exits on an unknown flag"
     assert [f for f in flags if f in ROUTER["deprecated_errors"]] == []
@@ -251,7 +250,7 @@ def test_the_precise_picker_is_llm_ds_and_runs_with_the_flags_the_chart_renders(
 
 def test_approximate_models_keep_the_chart_picker_and_publish_nothing(prod_recording: Recording) -> None:
     values = _release(prod_recording, SHARED).inputs["values"]
-    assert values["inferenceExtension"]["image"]["repository"] == "gateway-api-inference-extension/epp"
+    assert picker_container(values)["image"].endswith("registry.k8s.io/gateway-api-inference-extension/epp:v1.5.0")
     _, container = _server(prod_recording, SHARED)
     assert "--kv-events-config" not in container["args"] and "--block-size" not in container["args"]
     services = [s["metadata"]["name"] for s in _objects(prod_recording, "Service")]
@@ -275,12 +274,13 @@ def test_a_changed_picker_config_rolls_the_picker() -> None:
     ]
     seen: dict[str, str] = {}
     for model in models:
-        picker_values = inference_pool_values(model)["inferenceExtension"]
+        values = inference_pool_values(model)
+        picker_values = values["inferenceExtension"]
         config = picker_values["pluginsCustomConfig"][picker_values["pluginsConfigFile"]]
-        template_env = json.dumps(picker_values.get("env") or [], sort_keys=True)
-        assert seen.get(template_env, config) == config, "two configs, one pod template: the second never loads"
-        seen[template_env] = config
-        assert hashlib.sha256(config.encode()).hexdigest() in template_env, "the hash of the config it mounts"
+        container = json.dumps(picker_container(values), sort_keys=True)
+        assert seen.get(container, config) == config, "two configs, one pod template: the second config never loads"
+        seen[container] = config
+        assert hashlib.sha256(config.encode()).hexdigest() in container, "the hash of the config it mounts"
 
 
 def test_the_picker_model_refuses_what_llm_d_refuses() -> None:
@@ -468,11 +468,14 @@ def _stored_picker_names() -> dict[str, list[str]]:
     return names
 
 
-def test_every_routing_query_reads_series_that_exist_at_the_pinned_versions() -> None:
-    """The hit rate reads vLLM 0.34.0's counters; a precise model's SLO and events panel read llm-d v0.10.0's picker
-    series with labels it registers (or the scrape adds), not the deprecated GAIE names it may drop."""
+def test_every_routing_query_reads_series_that_exist_at_the_pinned_versions(prod_recording: Recording) -> None:
+    """The hit rate and a precise model's KEDA triggers read vLLM 0.34.0's series; its SLO and events panel read llm-d
+    v0.10.0's picker series with labels it registers (or the scrape adds), not the deprecated GAIE names it may
+    drop."""
     scrape_labels = {"namespace", "pod", "container", "job", "endpoint", "instance"}
-    queries = [q for q, _ in panel_queries("models", "m", prefix_cache=True, precise=True).values()]
+    (scaled,) = [s for s in _objects(prod_recording, "ScaledObject") if s["metadata"]["name"] == f"{PRECISE}-serving"]
+    queries = [trigger["metadata"]["query"] for trigger in scaled["spec"]["triggers"]]
+    queries += [q for q, _ in panel_queries("models", "m", prefix_cache=True, precise=True).values()]
     queries += [prefix_cache_alert("models", "m")[1], slo_alert("models", "m", 1.0, precise=True)[1]]
     panels = panel_queries("models", "m", prefix_cache=True, precise=True)
     assert HIT_RATE_PANEL in panels and KV_EVENTS_PANEL in panels
