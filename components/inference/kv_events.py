@@ -8,7 +8,8 @@ What it follows:
   endpoint is bound, vllm/distributed/kv_events.py ZmqEventPublisher; its port is offset by the data-parallel rank,
   `offset_endpoint_port`), `topic`, sent as the first frame of each (topic, seq, msgpack batch) message. The
   scheduler publishes (vllm/v1/core/sched/scheduler.py), so a multi-node group's leader does and its headless
-  workers do not. A BlockStored event carries the block's `token_ids` and `block_size`. `--block-size`: 64 unless
+  workers, which run only a MultiprocExecutor built from their own flags (vllm/entrypoints/cli/serve.py
+  run_headless), do not; the block size goes to every rank all the same. A BlockStored event carries the block's `token_ids` and `block_size`. `--block-size`: 64 unless
   set (vllm/config/cache.py CacheConfig.DEFAULT_BLOCK_SIZE); `--prefix-caching-hash-algo`: sha256 by default;
   xxhash* seed their first block hash at random per process unless PYTHONHASHSEED is set
   (vllm/v1/core/kv_cache_utils.py resolve_none_hash_seed).
