@@ -54,10 +54,9 @@ class ServedModel(pulumi.ComponentResource):
         placement = ModelPlacement(model, args["pool"], args["namespace"], cache_claim_name(model))
         weights = self._stage_weights(name, placement, args)
         server = model_servers(name, placement, self._after(*weights))
-        picker = inference_pool_release(name, model, placement.namespace, self._in_cluster)
-        if model.routing.precise:
-            # The picker tokenises each prompt on the model's servers through it (routing.py).
-            render_service(name, placement, self._in_cluster)
+        # A precise model's picker tokenises each prompt on the model's servers through this Service (routing.py).
+        render = [render_service(name, placement, self._in_cluster)] if model.routing.precise else []
+        picker = inference_pool_release(name, model, placement.namespace, self._after(*render))
         model_route(name, placement, self._after(picker))
         model_pod_monitors(
             name, placement, picker, handle.cluster, list(args.get("scrape_dependencies", [])), self._in_cluster
