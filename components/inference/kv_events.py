@@ -9,10 +9,10 @@ What it follows:
   `offset_endpoint_port`), `topic`, sent as the first frame of each (topic, seq, msgpack batch) message. The
   scheduler publishes (vllm/v1/core/sched/scheduler.py), so a multi-node group's leader does and its headless
   workers, which run only a MultiprocExecutor built from their own flags (vllm/entrypoints/cli/serve.py
-  run_headless), do not; the block size goes to every rank all the same. A BlockStored event carries the block's `token_ids` and `block_size`. `--block-size`: 64 unless
-  set (vllm/config/cache.py CacheConfig.DEFAULT_BLOCK_SIZE); `--prefix-caching-hash-algo`: sha256 by default;
-  xxhash* seed their first block hash at random per process unless PYTHONHASHSEED is set
-  (vllm/v1/core/kv_cache_utils.py resolve_none_hash_seed).
+  run_headless), do not; the block size goes to every rank all the same. A BlockStored event carries the block's
+  `token_ids` and `block_size`. `--block-size`: 64 unless set (vllm/config/cache.py CacheConfig.DEFAULT_BLOCK_SIZE);
+  `--prefix-caching-hash-algo`: sha256 by default; xxhash* seed their first block hash at random per process unless
+  PYTHONHASHSEED is set (vllm/v1/core/kv_cache_utils.py resolve_none_hash_seed).
 - llm-d/llm-d-router v0.10.0 (commit 71f4f099), what the picker expects of them: it dials `tcp://<endpoint IP>:
   <socketPort + rank>` (pkg/epp/framework/plugins/requestcontrol/dataproducer/preciseprefixcache/extractor.go),
   subscribes to topics starting `kv@` (pkg/kvevents/pool.go DefaultConfig) and splits `kv@<pod>@<model>` at `@`
