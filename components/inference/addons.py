@@ -32,6 +32,8 @@ def model_boards(cfg: PlatformConfig) -> list[Board]:
                     model.slo.time_to_first_token_p90_seconds,
                     model.nodes > 1,
                     picker_holds_requests(model),
+                    model.prefix_caching,
+                    model.routing.precise,
                 ),
                 namespace,
                 model,

@@ -9,8 +9,9 @@ Every pod of the models and gateway namespaces: cluster DNS only. On top of that
   IMDS (169.254.169.254: its token endpoint hands out the node identity's token), the WireServer (168.63.129.16),
   link-local and the private ranges (the VNet, private endpoints, file servers) taken out. A multi-node model's
   group also reaches its own pods (NCCL, torch.distributed) on any port.
-- endpoint pickers: the model servers' port (metrics and load), and HTTPS to public addresses: the AKS API server
-  (the picker watches pods and its InferencePool) is a public address outside the cluster.
+- endpoint pickers: the model servers' port (metrics and load; with precise routing also the tokenisation of each
+  prompt, and the servers' KV-cache event port), and HTTPS to public addresses: the AKS API server (the picker
+  watches pods and its InferencePool) is a public address outside the cluster.
 - gateway pods: istiod's xDS/CA port, and the models namespace's servers and pickers.
 The Prometheus scrape (ama-metrics in kube-system) and kubelet probes are ingress and stay admitted by the
 namespaces' ingress policies; nothing here needs to call them.
@@ -48,6 +49,8 @@ class ModelPods(NamedTuple):
     servers: Mapping[str, str]
     picker: Mapping[str, str]
     multi_node: bool
+    kv_events_port: int | None = None
+    """Where the servers publish KV-cache events to the picker (precise routing), or None."""
 
 
 def dns_only() -> k8s.networking.v1.NetworkPolicySpecArgsDict:
@@ -75,14 +78,16 @@ def group_egress(servers: Mapping[str, str]) -> k8s.networking.v1.NetworkPolicyS
 
 
 def picker_egress(pods: ModelPods, server_port: int) -> k8s.networking.v1.NetworkPolicySpecArgsDict:
-    """A model's endpoint picker: its own model's servers, and the API server outside the cluster."""
+    """A model's endpoint picker: its own model's servers (their API and, with precise routing, their KV-cache
+    events), and the API server outside the cluster."""
+    ports = [server_port, *([pods.kv_events_port] if pods.kv_events_port else [])]
     return {
         "pod_selector": {"match_labels": dict(pods.picker)},
         "policy_types": ["Egress"],
         "egress": [
             {
                 "to": [{"pod_selector": {"match_labels": dict(pods.servers)}}],
-                "ports": [{"protocol": "TCP", "port": server_port}],
+                "ports": [{"protocol": "TCP", "port": port} for port in ports],
             },
             internet_https_egress(),
         ],

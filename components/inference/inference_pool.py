@@ -5,9 +5,11 @@ What it follows (docs/charts.md, "Serving"): the `inferencepool` chart of gatewa
 (commit df9f8909, config/charts/inferencepool and config/charts/epplib): the InferencePool is named after the
 release, the picker `<release>-epp`; the chart has no nodeSelector key (affinity only) and renders no
 securityContext for the picker (epplib templates/_deployment.yaml), so the models namespace enforces `baseline` and
-warns at `restricted` (serving.py): the model servers themselves meet `restricted`.
+warns at `restricted` (serving.py): the model servers themselves meet `restricted`. A model whose picker scores the
+servers' own prefix caches runs the llm-d router's picker image on the same chart (routing.py).
 """
 
+import hashlib
 from typing import Any
 
 import pulumi
@@ -23,6 +25,7 @@ from aks_gpu_platform.config.inference.runtime import REQUEST_TIMEOUT_SECONDS
 from .adapters import LORA_AFFINITY_SCORER, LORA_AFFINITY_WEIGHT
 from .gateway import GATEWAY_NAME, GATEWAY_NAMESPACE, team_listener
 from .model_dashboards import picker_name
+from .routing import PRECISE_PICKER_IMAGE, precise_picker_config
 from .vllm_server import VLLM_PORT, ModelPlacement, pool_selector
 
 INFERENCE_POOL_CHART = "oci://registry.k8s.io/gateway-api-inference-extension/charts/inferencepool"
@@ -33,6 +36,10 @@ EPP_GRPC_PORT = 9002
 REQUEST_TIMEOUT = f"{REQUEST_TIMEOUT_SECONDS}s"
 """The route's request timeout, which bounds a streamed response too (config/inference/runtime.py)."""
 PICKER_CONFIG_FILE = "serving-plugins.yaml"
+PICKER_CONFIG_HASH_ENV = "PICKER_CONFIG_SHA256"
+"""The picker reads its config file at start only (GAIE v1.5.0 site-src/guides/epp-configuration/config-text.md) and
+the chart's Deployment carries no checksum of its ConfigMap (epplib templates/_deployment.yaml): the config's hash in
+the pod's environment makes a changed config roll the picker."""
 FLOW_CONTROL_METRIC = "inference_extension_flow_control_queue_size"
 """The picker's gauge of requests it holds (pkg/epp/metrics/metrics.go l.428 at v1.5.0; labels fairness_id,
 priority, inference_pool, model_name, target_model_name)."""
@@ -88,14 +95,32 @@ def held_requests_query(namespace: str, model: str) -> str:
     return f'sum({FLOW_CONTROL_METRIC}{{namespace="{namespace}",inference_pool="{model}"}})'
 
 
-def _picker_plugins(model: ServedModelConfig) -> dict[str, Any]:
-    """The chart's own plugin config unless the picker holds requests, the model keeps no prefix cache to score on,
-    or it has adapters to score."""
+def model_picker_config(model: ServedModelConfig) -> str | None:
+    """The model's picker config, None for the chart's own: ours when the picker holds requests, the model keeps no
+    prefix cache to score on, has adapters to score, or the picker scores the servers' own caches (routing.py)."""
     holds = picker_holds_requests(model)
-    if not holds and model.prefix_caching and not model.adapters:
-        return {}
+    if not holds and model.prefix_caching and not model.routing.precise and not model.adapters:
+        return None
     config = picker_config(flow_control=holds, prefix_cache=model.prefix_caching, lora_affinity=bool(model.adapters))
-    return {"pluginsConfigFile": PICKER_CONFIG_FILE, "pluginsCustomConfig": {PICKER_CONFIG_FILE: config}}
+    return precise_picker_config(config, model) if model.routing.precise else config
+
+
+def picker_image(model: ServedModelConfig) -> str:
+    """The llm-d router's picker for precise prefix-cache scoring, else the chart's own (routing.py says why)."""
+    return PRECISE_PICKER_IMAGE if model.routing.precise else PICKER_IMAGE
+
+
+def _picker_plugins(model: ServedModelConfig) -> dict[str, Any]:
+    """Our plugin config, and its hash in the picker's environment, where the chart's own does not do."""
+    config = model_picker_config(model)
+    if config is None:
+        return {}
+    digest = hashlib.sha256(config.encode()).hexdigest()
+    return {
+        "pluginsConfigFile": PICKER_CONFIG_FILE,
+        "pluginsCustomConfig": {PICKER_CONFIG_FILE: config},
+        "env": [{"name": PICKER_CONFIG_HASH_ENV, "value": digest}],
+    }
 
 
 def inference_pool_values(model: ServedModelConfig) -> dict[str, Any]:
@@ -110,7 +135,7 @@ def inference_pool_values(model: ServedModelConfig) -> dict[str, Any]:
         "provider": {"name": "istio"},
         "inferenceExtension": {
             "replicas": 1,
-            "image": {**mirrored_parts(PICKER_IMAGE), "pullPolicy": "IfNotPresent"},
+            "image": {**mirrored_parts(picker_image(model)), "pullPolicy": "IfNotPresent"},
             "affinity": cpu_node_affinity(),
             # The chart's 4 CPU / 8 GiB is sized for high-QPS scale tests (values.yaml); one model's picker on the
             # small CPU pool needs a fraction of it. Memory limit kept well above the request.

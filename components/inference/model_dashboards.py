@@ -20,9 +20,18 @@ control the picker holds no request (pkg/epp/requestcontrol/admission.go LegacyA
 refuses at once) and its time is the scheduler's, inference_extension_scheduler_e2e_duration_seconds (l.319, no
 labels of its own: the scrape's `pod` names the model's picker).
 
+A model whose picker scores the servers' own prefix caches (precise routing, routing.py) runs llm-d/llm-d-router
+v0.10.0's picker, which records the scheduling time as llm_d_epp_scheduler_e2e_duration_seconds (pkg/epp/metrics/
+llm_d_router_metrics.go l.250, same buckets, no labels; the GAIE name above is kept there only as a deprecated twin,
+metrics.go l.249) and counts the KV-cache event messages it receives in
+llm_d_router_epp_kv_cache_events_messages_received_total (pkg/kvcache/metrics/collector.go, label pod_identifier,
+registered whenever the precise producer runs, pkg/kvevents/pool.go NewPool).
+
 Series (vLLM 0.34.0 vllm/v1/metrics/loggers.py, PrometheusStatLogger; counters carry `_total`, histograms
 `_bucket/_sum/_count`): vllm:request_success_total, vllm:time_to_first_token_seconds, vllm:inter_token_latency_seconds,
-vllm:generation_tokens_total, vllm:num_requests_waiting, vllm:num_requests_running, vllm:kv_cache_usage_perc; each
+vllm:generation_tokens_total, vllm:num_requests_waiting, vllm:num_requests_running, vllm:kv_cache_usage_perc,
+vllm:prefix_cache_queries_total and vllm:prefix_cache_hits_total (prompt tokens looked up in and found in the prefix
+cache, l.662 and l.673: their rates' ratio is the hit rate); each
 labelled `model_name` (the served name) and, from the scrape, `namespace` and `pod` of the server. The model's GPUs
 join through the label contract (components/monitoring/metrics_labels.py): DCGM stores the pod holding a GPU as
 `exported_namespace`/`exported_pod`.
@@ -43,6 +52,14 @@ BOUND_QUANTILE = 0.95
 """Each of the two delays at p95: their sum bounds the caller's p90 (the module's docstring)."""
 HOLD_METRIC = "inference_extension_flow_control_request_queue_duration_seconds"
 SCHEDULING_METRIC = "inference_extension_scheduler_e2e_duration_seconds"
+PRECISE_SCHEDULING_METRIC = "llm_d_epp_scheduler_e2e_duration_seconds"
+KV_EVENTS_RECEIVED_METRIC = "llm_d_router_epp_kv_cache_events_messages_received_total"
+PREFIX_HIT_WINDOW = "30m"
+PREFIX_HIT_BASELINE = "1d"
+PREFIX_HIT_FALL = 0.5
+"""The prefix cache hit rate alert fires below this share of the model's own hit rate over the last day: what
+counts as a good rate depends on how much the model's prompts repeat, the fall does not."""
+PREFIX_HIT_FOR = "PT30M"
 SLO_FOR = "PT10M"
 DASHBOARD_UID_PREFIX = "model-"
 DASHBOARD_UID_MAX = 40
@@ -80,20 +97,37 @@ def picker_pods(model: str) -> str:
     return f"{picker_name(model)}-[a-z0-9]+-[a-z0-9]+"
 
 
-def picker_quantile(namespace: str, model: str, flow_control: bool, quantile: float, window: str = SLO_WINDOW) -> str:
+def picker_quantile(
+    namespace: str, model: str, flow_control: bool, quantile: float, window: str = SLO_WINDOW, precise: bool = False
+) -> str:
     """PromQL: the time the model's picker holds a request at `quantile`: flow control's queue time where it runs
-    (every outcome: a request held and then refused waited too), else the scheduler's own time."""
+    (every outcome: a request held and then refused waited too), else the scheduler's own time (under the llm-d
+    picker's name for a `precise` model)."""
     if flow_control:
         buckets = f'{HOLD_METRIC}_bucket{{namespace="{namespace}",inference_pool="{model}"}}'
     else:
-        buckets = f'{SCHEDULING_METRIC}_bucket{{namespace="{namespace}",pod=~"{picker_pods(model)}"}}'
+        scheduling = PRECISE_SCHEDULING_METRIC if precise else SCHEDULING_METRIC
+        buckets = f'{scheduling}_bucket{{namespace="{namespace}",pod=~"{picker_pods(model)}"}}'
     return f"histogram_quantile({quantile}, sum by (le) (rate({buckets}[{window}])))"
 
 
-def caller_ttft_bound(namespace: str, model: str, flow_control: bool) -> str:
+def caller_ttft_bound(namespace: str, model: str, flow_control: bool, precise: bool = False) -> str:
     """PromQL: the upper bound of the caller's p90 time to first token (the module's docstring), seconds."""
-    held = picker_quantile(namespace, model, flow_control, BOUND_QUANTILE)
+    held = picker_quantile(namespace, model, flow_control, BOUND_QUANTILE, precise=precise)
     return f"{held} + {ttft_quantile(namespace, model, BOUND_QUANTILE)}"
+
+
+def prefix_cache_hit_rate(namespace: str, model: str, window: str = SLO_WINDOW) -> str:
+    """PromQL: the share of prompt tokens the model's servers found in their prefix cache over `window`, 0..1 (no
+    series while nothing was asked)."""
+    sel = _selector(namespace, model)
+    hits = f"sum(rate(vllm:prefix_cache_hits_total{{{sel}}}[{window}]))"
+    return f"{hits} / sum(rate(vllm:prefix_cache_queries_total{{{sel}}}[{window}]))"
+
+
+def kv_events_received(namespace: str, model: str) -> str:
+    """PromQL: KV-cache event messages the model's (llm-d) picker receives per second, from all its servers."""
+    return f'sum(rate({KV_EVENTS_RECEIVED_METRIC}{{namespace="{namespace}",pod=~"{picker_pods(model)}"}}[5m]))'
 
 
 def server_pods(model: str, multi_node: bool) -> str:
@@ -109,18 +143,26 @@ def gpu_utilization(namespace: str, model: str, multi_node: bool) -> str:
 
 
 BOUND_PANEL = "Caller time to first token p90, upper bound"
+HIT_RATE_PANEL = "Prefix cache hit rate"
+KV_EVENTS_PANEL = "KV-cache event messages the picker receives per second"
 
 
 def panel_queries(
-    namespace: str, model: str, multi_node: bool = False, flow_control: bool = False
+    namespace: str,
+    model: str,
+    multi_node: bool = False,
+    flow_control: bool = False,
+    prefix_cache: bool = False,
+    precise: bool = False,
 ) -> dict[str, tuple[str, str]]:
-    """Panel title -> (PromQL, unit)."""
+    """Panel title -> (PromQL, unit). `prefix_cache`: the servers keep one (its hit rate); `precise`: the picker
+    scores it from their KV-cache events (how many arrive)."""
     sel = _selector(namespace, model)
-    return {
+    panels = {
         "Requests per second": (f"sum(rate(vllm:request_success_total{{{sel}}}[5m]))", "reqps"),
-        BOUND_PANEL: (caller_ttft_bound(namespace, model, flow_control), "s"),
+        BOUND_PANEL: (caller_ttft_bound(namespace, model, flow_control, precise), "s"),
         "Time held in the endpoint picker p95": (
-            picker_quantile(namespace, model, flow_control, BOUND_QUANTILE),
+            picker_quantile(namespace, model, flow_control, BOUND_QUANTILE, precise=precise),
             "s",
         ),
         "Time to first token p50": (ttft_quantile(namespace, model, 0.5), "s"),
@@ -135,15 +177,27 @@ def panel_queries(
         "Serving replicas": (f"count(vllm:num_requests_running{{{sel}}})", "none"),
         "GPU utilisation per server": (gpu_utilization(namespace, model, multi_node), "percent"),
     }
+    if prefix_cache:
+        panels[HIT_RATE_PANEL] = (prefix_cache_hit_rate(namespace, model, "5m"), "percentunit")
+    if precise:
+        panels[KV_EVENTS_PANEL] = (kv_events_received(namespace, model), "none")
+    return panels
 
 
 def model_dashboard(
-    namespace: str, model: str, slo_seconds: float, multi_node: bool = False, flow_control: bool = False
+    namespace: str,
+    model: str,
+    slo_seconds: float,
+    multi_node: bool = False,
+    flow_control: bool = False,
+    prefix_cache: bool = False,
+    precise: bool = False,
 ) -> dict[str, Any]:
     """The Grafana dashboard JSON of one model (datasource picked in Grafana, like the GPU dashboards)."""
     datasource = {"type": "prometheus", "uid": "${datasource}"}
     panels: list[dict[str, Any]] = []
-    for index, (title, (expr, unit)) in enumerate(panel_queries(namespace, model, multi_node, flow_control).items()):
+    queries = panel_queries(namespace, model, multi_node, flow_control, prefix_cache, precise)
+    for index, (title, (expr, unit)) in enumerate(queries.items()):
         defaults: dict[str, Any] = {"unit": unit}
         if title == BOUND_PANEL:
             steps = [{"color": "green", "value": None}, {"color": "red", "value": slo_seconds}]
@@ -175,15 +229,35 @@ def model_dashboard(
     }
 
 
-def slo_alert(namespace: str, model: str, slo_seconds: float, flow_control: bool = False) -> AlertSpec:
+def slo_alert(
+    namespace: str, model: str, slo_seconds: float, flow_control: bool = False, precise: bool = False
+) -> AlertSpec:
     """The caller's time to first token (its p90's upper bound over 5 minutes) above the SLO, for 10 minutes.
-    `flow_control`: the model's picker holds requests (inference_pool_values)."""
+    `flow_control`: the model's picker holds requests (inference_pool_values); `precise`: it runs llm-d's picker."""
     return (
         f"ModelTimeToFirstTokenSlo-{model}",
-        f"{caller_ttft_bound(namespace, model, flow_control)} > {slo_seconds:g}",
+        f"{caller_ttft_bound(namespace, model, flow_control, precise)} > {slo_seconds:g}",
         SLO_FOR,
         2,
         f"Model {model}: time to first token as callers see it (p95 held in the endpoint picker + p95 in vLLM, an "
         f"upper bound of the p90) over {SLO_WINDOW} is {{{{ $value }}}} s, above its SLO of {slo_seconds:g} s; "
         "check the picker's hold, the queue and KV-cache panels and whether replicas are at maxReplicas",
+    )
+
+
+def prefix_cache_alert(namespace: str, model: str) -> AlertSpec:
+    """For a model with precise routing: its prefix cache hit rate over PREFIX_HIT_WINDOW below PREFIX_HIT_FALL of
+    its rate over PREFIX_HIT_BASELINE, for PREFIX_HIT_FOR. What precise routing is for; it falls when the picker
+    stops receiving the servers' KV-cache events (a blocked port, a topic or block size that does not match) and
+    routes on load alone, or when the prompts stop repeating."""
+    now = prefix_cache_hit_rate(namespace, model, PREFIX_HIT_WINDOW)
+    usual = prefix_cache_hit_rate(namespace, model, PREFIX_HIT_BASELINE)
+    return (
+        f"ModelPrefixCacheHitRateFell-{model}",
+        f"({now}) < {PREFIX_HIT_FALL:g} * ({usual})",
+        PREFIX_HIT_FOR,
+        3,
+        f"Model {model}: its prefix cache hit rate over {PREFIX_HIT_WINDOW} is {{{{ $value }}}} (0 to 1), "
+        f"below {PREFIX_HIT_FALL:.0%} of its rate over the last {PREFIX_HIT_BASELINE}; check the dashboard's KV-cache "
+        "event panel (zero: the picker reads no events, see its log for ZMQ errors) and whether the traffic changed",
     )

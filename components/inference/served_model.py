@@ -18,6 +18,7 @@ from .blob_weights import blob_reader
 from .inference_pool import inference_pool_release, model_route
 from .model_metrics import model_pod_monitors
 from .model_scaling import kv_cache_query, model_scaled_object, waiting_query
+from .routing import render_service
 from .vllm_server import ModelPlacement, model_labels, model_servers
 from .weights_cache import cache_claim_name, staging_job, weights_cache
 
@@ -62,7 +63,9 @@ class ServedModel(pulumi.ComponentResource):
         placement = ModelPlacement(model, args["pool"], args["namespace"], cache_claim_name(model), account)
         weights = self._stage_weights(name, placement, args) + self._read_weights(name, placement, args)
         server = model_servers(name, placement, self._after(*weights))
-        picker = inference_pool_release(name, model, placement.namespace, self._in_cluster)
+        # A precise model's picker tokenises each prompt on the model's servers through this Service (routing.py).
+        render = [render_service(name, placement, self._in_cluster)] if model.routing.precise else []
+        picker = inference_pool_release(name, model, placement.namespace, self._after(*render))
         model_route(name, placement, self._after(picker))
         model_pod_monitors(
             name, placement, picker, handle.cluster, list(args.get("scrape_dependencies", [])), self._in_cluster

@@ -29,7 +29,8 @@ from .autoscaling import KedaWiringArgs
 from .egress import ModelPods, models_egress
 from .gateway import GATEWAY_NAME, GATEWAY_NAMESPACE, GATEWAY_POD_LABEL, GATEWAY_SERVICE, InferenceGateway, team_ports
 from .inference_pool import EPP_GRPC_PORT, picker_holds_requests, picker_labels
-from .model_dashboards import slo_alert
+from .model_dashboards import prefix_cache_alert, slo_alert
+from .routing import kv_events_policies, kv_events_port, platform_ingress_pods
 from .served_model import ServedModel, ServedModelArgs
 from .vllm_server import VLLM_PORT, model_labels
 from .weights_cache import cache_gib, hugging_face_token_secret
@@ -177,9 +178,13 @@ class ModelServing(pulumi.ComponentResource):
             opts=self._in_cluster,
         )
         after_namespace = self._after(namespace)
-        platform_ingress(f"{name}-{ns}", ns, after_namespace)
-        pods = {m.name: ModelPods(model_labels(m.name), picker_labels(m.name), m.nodes > 1) for m in cfg.models}
+        platform_ingress(f"{name}-{ns}", ns, after_namespace, platform_ingress_pods(cfg.models))
+        pods = {
+            m.name: ModelPods(model_labels(m.name), picker_labels(m.name), m.nodes > 1, kv_events_port(m))
+            for m in cfg.models
+        }
         models_egress(f"{name}-{ns}", ns, pods, VLLM_PORT, after_namespace)
+        kv_events_policies(f"{name}-{ns}", ns, cfg.models, pods, after_namespace)
         k8s.networking.v1.NetworkPolicy(
             f"{name}-from-gateway",
             metadata={"name": "from-inference-gateway", "namespace": ns},
@@ -243,10 +248,16 @@ class ModelServing(pulumi.ComponentResource):
         return ServedModel(f"{name}-{model.name}", served, pulumi.ResourceOptions(parent=self))
 
     def _watch(self, name: str, model: ServedModelConfig, args: ModelServingArgs) -> None:
-        """The model's time-to-first-token SLO alert and, where the platform has Grafana, its dashboard."""
+        """The model's time-to-first-token SLO alert (and, with precise routing, its prefix cache hit rate alert) and,
+        where the platform has Grafana, its dashboard."""
         handle, ns = args["cluster"], args["settings"].namespace
-        holds = picker_holds_requests(model)
+        holds, precise = picker_holds_requests(model), model.routing.precise
         slo = model.slo.time_to_first_token_p90_seconds
+        alerts = [with_adapters_named(slo_alert(ns, model.name, slo, holds, precise), model)]
+        watched = "Time-to-first-token SLO"
+        if precise:
+            alerts.append(prefix_cache_alert(ns, model.name))
+            watched += " and prefix cache hit rate"
         base = handle.cluster_name
         alertsmanagement.PrometheusRuleGroup(
             f"{name}-{model.name}-slo",
@@ -257,9 +268,9 @@ class ModelServing(pulumi.ComponentResource):
             scopes=list(args["rule_scopes"]),
             interval="PT1M",
             enabled=True,
-            description=f"Time-to-first-token SLO of model {model.name}",
+            description=f"{watched} of model {model.name}",
             rules=alert_rules(
-                [with_adapters_named(slo_alert(ns, model.name, slo, holds), model)],
+                alerts,
                 args["action_group_id"],
                 args["alerts_enabled"],
                 {"model": model.name},

@@ -46,6 +46,7 @@ from aks_gpu_platform.config.inference.runtime import (
 from .adapters import adapter_args
 from .blob_weights import streaming_pod, weights_uri
 from .egress import SERVER_LABELS, USAGE_STATS_OFF
+from .kv_events import kv_cache_args, kv_events_env, kv_events_pod_labels
 
 VLLM_IMAGE = "vllm/vllm-openai:v0.34.0"
 VLLM_PORT = 8000
@@ -150,6 +151,7 @@ def vllm_args(model: ServedModelConfig, gpu_model: str, multi_node: str | None =
         args += ["--quantization", "fp8_per_tensor"]
     # Every node of a group too: each builds its own engine config from its flags.
     args += adapter_args(model, CACHE_MOUNT)
+    args += kv_cache_args(model, multi_node)
     return [*args, *_multi_node_args(multi_node)] if multi_node else args
 
 
@@ -181,7 +183,7 @@ def _server_env(model: ServedModelConfig, cache_claim: str | None, multi_node: s
         env.append({"name": "HF_HUB_OFFLINE", "value": "1"})
     if multi_node:
         env += [{"name": key, "value": value} for key, value in MULTI_NODE_NCCL_ENV.items()]
-    return env
+    return env + kv_events_env(model, multi_node)
 
 
 def _server_storage(
@@ -319,7 +321,7 @@ class ModelPlacement:
 
     def pod(self, multi_node: str | None = None, role: str | None = None) -> dict[str, Any]:
         """A pod template; `role` labels a group's leader or workers."""
-        pod_labels = {**self.labels, **({"role": role} if role else {})}
+        pod_labels = {**self.labels, **({"role": role} if role else {}), **kv_events_pod_labels(self.model, multi_node)}
         spec = vllm_pod_spec(self.model, self.pool, self.cache_claim, multi_node)
         pod: dict[str, Any] = {"metadata": {"labels": pod_labels}, "spec": spec}
         if self.model.weights.blob is None:

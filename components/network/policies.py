@@ -77,11 +77,15 @@ def internet_https_egress() -> k8s.networking.v1.NetworkPolicyEgressRuleArgsDict
 
 
 def platform_ingress(
-    name: str, namespace: pulumi.Input[str], opts: pulumi.ResourceOptions
+    name: str,
+    namespace: pulumi.Input[str],
+    opts: pulumi.ResourceOptions,
+    pods: k8s.meta.v1.LabelSelectorArgsDict | None = None,
 ) -> k8s.networking.v1.NetworkPolicy:
-    """Default-deny ingress for a platform namespace, but for its own pods and kube-system (see the module doc)."""
+    """Default-deny ingress for a platform namespace, but for its own pods and kube-system (see the module doc).
+    `pods`: the pods it covers, when some have a narrower ingress policy of their own (default: all)."""
     spec: k8s.networking.v1.NetworkPolicySpecArgsDict = {
-        "pod_selector": {},
+        "pod_selector": pods or {},
         "policy_types": ["Ingress"],
         "ingress": [
             {"from_": [{"pod_selector": {}}]},

@@ -131,6 +131,9 @@ UNPINNED: dict[str, str] = {
     "vllm/vllm-openai:v0.34.0": f"the model servers (Docker Hub): {_NO_RECORD}",
     "gcr.io/istio-release/*": f"Istio's istiod (pilot) and gateway (proxyv2) 1.30.3: {_NO_RECORD}",
     "registry.k8s.io/gateway-api-inference-extension/epp:v1.5.0": f"the endpoint picker (chart default): {_NO_RECORD}",
+    "ghcr.io/llm-d/llm-d-router-endpoint-picker:v0.10.0": "the endpoint picker of models with precise prefix-cache "
+    "routing (llm-d router): no llm-d file records its digest; the one other deployments record is in "
+    "docs/charts.md, to confirm against the registry before pinning it",
     "registry.k8s.io/lws/lws:v0.10.0": f"LeaderWorkerSet's controller: {_NO_RECORD}",
 }
 

@@ -17,6 +17,7 @@ from ..base import ConfigModel
 from ..catalog.models import MODELS, ModelShape, model_shape
 from ..errors import field_error
 from .adapters import AdapterConfig, check_adapter_names, check_model_adapters
+from .routing import ModelRoutingConfig, check_routing
 from .section import KubernetesName
 from .weights import BlobWeightsConfig
 
@@ -171,6 +172,9 @@ class ServedModelConfig(ConfigModel):
         description="With adapters: how many one batch may mix (vLLM --max-loras), each slot GPU memory taken from "
         "the KV cache; default one per adapter",
     )
+    routing: ModelRoutingConfig = Field(
+        default_factory=ModelRoutingConfig, description="How the endpoint picker scores the servers' prefix caches"
+    )
 
     @property
     def prefix_caching(self) -> bool:
@@ -209,6 +213,7 @@ class ServedModelConfig(ConfigModel):
         if len(set(self.teams)) != len(self.teams):
             raise field_error("teams", self.teams, "each team may appear once")
         check_model_adapters(self)
+        check_routing(self.routing, self.teams, self.prefix_caching, self.min_replicas)
         return self
 
 

@@ -25,6 +25,13 @@ CHART_DEFAULTS: dict[str, Any] = {
     "inferencePool": {"targetPorts": [{"number": 8000}], "modelServerProtocol": "http"},
 }
 HPA_TOLERANCE = 0.1
+CHART_PICKER_DEFAULTS: dict[str, Any] = {
+    "inferenceExtension": {
+        "image": {"registry": "registry.k8s.io", "repository": "gateway-api-inference-extension/epp", "tag": "v1.5.0"},
+        "env": [],
+    }
+}
+"""config/charts/inferencepool/values.yaml at v1.5.0: the picker image and its extra environment."""
 
 
 def picker_name(release: str) -> str:
@@ -68,6 +75,20 @@ def picker_flags(values: Mapping[str, Any]) -> list[str]:
     if not (((epp.get("monitoring") or {}).get("prometheus") or {}).get("auth") or {}).get("enabled", True):
         flags.append("metrics-endpoint-auth")
     return flags
+
+
+def picker_container(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The picker container's image and environment as epplib templates/_deployment.yaml renders them at v1.5.0:
+    `registry/repository:tag`; NAMESPACE and POD_NAME from the downward API, then `inferenceExtension.env` as given
+    (tracing off, no latency predictor)."""
+    epp = helm_merge(CHART_PICKER_DEFAULTS, values)["inferenceExtension"]
+    image = epp["image"]
+    env = [
+        {"name": "NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+        {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+        *(epp.get("env") or []),
+    ]
+    return {"name": "epp", "image": f"{image['registry']}/{image['repository']}:{image['tag']}", "env": env}
 
 
 def hpa_proposal(metric_type: str, value: float, target: float, current: int) -> int:
