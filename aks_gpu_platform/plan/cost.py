@@ -345,6 +345,7 @@ def held_gpu_nodes(recording: Recording, pools: Sequence[PoolCapacity]) -> list[
     scalers = recording.of_type(SCALED_OBJECT)
     region = stack_region(recording)
     held: list[HeldGpuNodes] = []
+    free: dict[str, list[int]] = {}  # pool -> free GPUs on each node that is up (its minCount, then held ones)
     for workload in sorted((r for t in WORKLOAD_TYPES for r in recording.of_type(t)), key=lambda r: r.urn):
         spec = _pod_spec(workload)
         gpus = _gpus_per_pod(spec)
@@ -355,14 +356,28 @@ def held_gpu_nodes(recording: Recording, pools: Sequence[PoolCapacity]) -> list[
         if replicas == 0 or not candidates:
             continue
         cheapest = min(candidates, key=lambda p: (_monthly_or_unpriced(p, region), p.pool))
-        nodes = math.ceil(replicas * gpus / cheapest.gpu_devices_per_vm)
-        if cheapest.min_count >= nodes:
-            continue  # the pool's own minimum already keeps these nodes up
+        nodes_up = free.setdefault(cheapest.pool, [cheapest.gpu_devices_per_vm] * cheapest.min_count)
+        nodes = _nodes_added(nodes_up, replicas, gpus, cheapest.gpu_devices_per_vm)
+        if nodes == 0:
+            continue  # the pool's own minimum, or nodes another workload holds, already have room for these
         meta = workload.inputs.get("metadata") or {}
         name = f"{meta.get('namespace', 'default')}/{meta.get('name', workload.name)}"
         why = f"{source} {replicas} x {gpus} GPU on a pool with minCount {cheapest.min_count}"
-        held.append(HeldGpuNodes(name, cheapest, nodes - cheapest.min_count, replicas, why))
+        held.append(HeldGpuNodes(name, cheapest, nodes, replicas, why))
     return held
+
+
+def _nodes_added(nodes_up: list[int], replicas: int, gpus: int, per_node: int) -> int:
+    """Nodes `replicas` pods of `gpus` GPUs add to a pool whose nodes up have `nodes_up` free GPUs, placed first
+    fit as the scheduler packs pending pods onto a node with room (updates `nodes_up`)."""
+    added = 0
+    for _ in range(replicas):
+        room = next((i for i, left in enumerate(nodes_up) if left >= gpus), None)
+        if room is None:
+            nodes_up.append(per_node)
+            room, added = len(nodes_up) - 1, added + 1
+        nodes_up[room] -= min(gpus, nodes_up[room])
+    return added
 
 
 @dataclass(frozen=True)

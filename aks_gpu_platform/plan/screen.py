@@ -30,8 +30,8 @@ def placeholder_line(placeholders: Sequence[Verdict]) -> str:
     refused = sum(v.deployed for v in placeholders)
     paths = [v.placeholder if v.deployed else f"{v.placeholder} (section off)" for v in placeholders]
     return (
-        f"{len(placeholders)} placeholder{'s' if len(placeholders) > 1 else ''} a real deployment refuses "
-        f"(`pulumi preview` / `pulumi up` stop on the {refused} that would reach Azure): {', '.join(paths)}"
+        f"{len(placeholders)} placeholder{'s' if len(placeholders) > 1 else ''} to replace (`pulumi up` refuses "
+        f"the {refused} that would reach Azure): {', '.join(paths)}"
     )
 
 

@@ -62,8 +62,15 @@ def request_authentication(gateway: str, issuer: str) -> dict[str, object]:
     }
 
 
+# What `vllm serve --enable-scale-out` adds beside the OpenAI API (vLLM 0.34.0 vllm/entrypoints/scale_out/factories.py):
+# the picker tokenises through render in the cluster; no caller reaches them, abort least of all. Istio matches a
+# path by suffix when the pattern starts with `*`.
+SCALE_OUT_PATH_SUFFIXES = ("*/render", "*/derender", "*/inference/v1/generate", "*/inference/v1/abort_requests")
+
+
 def team_callers(gateway: str, issuer: str, namespace: str, port: int, models: Sequence[str]) -> dict[str, object]:
-    """DENY on the team's listener: #0 any caller but the team's service accounts, #1 any path but its models."""
+    """DENY on the team's listener: #0 any caller but the team's service accounts, #1 any path but its models, #2 the
+    servers' scale-out paths."""
     on_port = {"operation": {"ports": [str(port)]}}
     return {
         "targetRefs": gateway_target(gateway),
@@ -71,6 +78,7 @@ def team_callers(gateway: str, issuer: str, namespace: str, port: int, models: S
         "rules": [
             {"from": [{"source": {"notRequestPrincipals": [team_principal(issuer, namespace)]}}], "to": [on_port]},
             {"to": [{"operation": {"ports": [str(port)], "notPaths": model_paths(models)}}]},
+            {"to": [{"operation": {"ports": [str(port)], "paths": list(SCALE_OUT_PATH_SUFFIXES)}}]},
         ],
     }
 

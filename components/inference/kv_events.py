@@ -79,6 +79,9 @@ def kv_cache_args(model: ServedModelConfig, multi_node: str | None = None) -> li
     ]
     if publishes_kv_events(model, multi_node):
         args += ["--kv-events-config", json.dumps(kv_events_config(model), separators=(",", ":"))]
+        # The picker tokenises through /v1/*/render, which vLLM 0.34.0 answers only with scale-out on
+        # (vllm/entrypoints/scale_out/factories.py); the gateway denies those paths to callers (gateway_identity.py).
+        args.append("--enable-scale-out")
     return args
 
 

@@ -259,7 +259,7 @@ def test_nested_secrets_become_placeholders_that_fit_their_field_and_mark_the_ke
 def test_plan_accepts_a_stack_file_with_a_nested_secret(tmp_path: Path) -> None:
     path = tmp_path / "Pulumi.dev.yaml"
     path.write_text(yaml.safe_dump({"config": _with_nested_secret()}))
-    result = plan_in_process("--stack", "dev", "--config-file", str(path), "--out", str(tmp_path / "out"))
+    result = plan_in_process("--stack", "dev", "--config-file", str(path), "--out", str(tmp_path / "out"), "--detail")
     assert result.returncode == 0, f"a nested secret must not stop the offline plan:\n{result.stderr}"
     assert "Secrets (2): encrypted (secure:)" in result.stdout, "the plan says which values it stood in for"
     assert "monitoring.alerts.emailReceivers[0].email" in result.stdout

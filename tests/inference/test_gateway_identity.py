@@ -22,6 +22,7 @@ from aks_gpu_platform.testing.stack_files import load_stack_file
 from tests.conftest import settings_of
 from tests.training.test_team_access import raw_teams
 from tests.upstream import engine_semantics as engine
+from tests.upstream.engine_semantics import SCALE_OUT_PATHS
 from tests.upstream.gateway_auth import (
     GatewayWorld,
     Request,
@@ -107,6 +108,18 @@ def test_each_team_calls_each_model_that_lists_it_with_its_token(stack: Stack) -
         for path in (f"/{model}/v1/chat/completions", f"/{model}/v1/models"):
             verdict = decide(stack.world, Request(stack.ports[team], path, stack.token(team, account="trainer")))
             assert (verdict.status, verdict.model) == (200, model), f"{team} -> {path}: {verdict}"
+
+
+def test_no_caller_reaches_the_servers_scale_out_endpoints(stack: Stack) -> None:
+    """A precisely routed model's servers answer render, generate and abort (the picker tokenises through render):
+    the team's own token on its own model's listener reaches none of them, while its API stays served."""
+    for team, model in stack.calls():
+        token = stack.token(team, account="trainer")
+        for path in SCALE_OUT_PATHS:
+            verdict = decide(stack.world, Request(stack.ports[team], f"/{model}{path}", token))
+            assert verdict.status == 403, f"{team} reaches {model}'s {path}: {verdict}"
+        served = decide(stack.world, Request(stack.ports[team], f"/{model}/v1/completions", token))
+        assert served.status == 200, f"{team} -> {model}: {served}"
 
 
 def test_a_request_without_a_token_is_denied_on_every_listener(stack: Stack) -> None:

@@ -41,6 +41,7 @@ from tests.inference.test_serving import (
 )
 from tests.inference.test_serving_egress import DNS, GATEWAY, SCRAPER, picker, pod_of, server_pods, staging_pods
 from tests.training.test_team_access import raw_teams
+from tests.upstream.engine_semantics import vllm_serves_scale_out
 from tests.upstream.llm_d_router import ROUTER, config_problems, parse_topic, precise_picker
 from tests.upstream.promql import Evaluator, History, selectors
 from tests.upstream.scrape import Container, Pod, Port, pod_monitor_scrape_configs, scrape, targets
@@ -237,6 +238,10 @@ def test_the_precise_picker_starts_tokenises_on_the_servers_and_scores_their_cac
     assert selector.items() <= template["metadata"]["labels"].items(), "the render Service selects the model's servers"
     container_ports = {p["name"]: p["containerPort"] for p in container["ports"]}
     assert container_ports.get(service_port["targetPort"]) == 8000, "its target is vLLM's API port"
+    assert vllm_serves_scale_out(container["args"]), (
+        "vLLM 0.34.0 answers /v1/*/render with 403 unless --enable-scale-out: the picker gets no tokens and scores "
+        "no cache"
+    )
 
 
 def test_the_precise_picker_is_llm_ds_and_runs_with_the_flags_the_chart_renders(prod_recording: Recording) -> None:

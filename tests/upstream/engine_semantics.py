@@ -189,6 +189,24 @@ def pre_stop_seconds(container: Mapping[str, object]) -> int:
     return int(str(sleep.get("seconds", 0)))  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
 
 
+# vLLM 0.34.0 vllm/entrypoints/scale_out/factories.py register_scale_out_api_routers: the render, derender, generate
+# and abort routes answer 403 "Restart vllm serve with --enable-scale-out" unless the server runs the render task,
+# --tokens-only, or --enable-scale-out (vllm/entrypoints/common/cli_args.py: default False).
+SCALE_OUT_PATHS = (
+    "/v1/completions/render",
+    "/v1/chat/completions/render",
+    "/v1/completions/derender",
+    "/v1/chat/completions/derender",
+    "/inference/v1/generate",
+    "/inference/v1/abort_requests",
+)
+
+
+def vllm_serves_scale_out(args: Sequence[str]) -> bool:
+    """Whether `vllm serve` answers SCALE_OUT_PATHS (the render endpoints a picker tokenises with)."""
+    return "--enable-scale-out" in args or "--tokens-only" in args
+
+
 def vllm_prefix_caching(args: Sequence[str]) -> bool:
     """Whether the engine keeps a prefix cache: the last of --enable-prefix-caching / --no-enable-prefix-caching."""
     state = True

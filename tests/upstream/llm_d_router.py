@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import yaml
 
-from tools import REPO_ROOT
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 ROUTER = json.loads((REPO_ROOT / "tests" / "fixtures" / "serving" / "llm-d-router-v0.10.0.json").read_text())
 PRECISE_PRODUCER = "precise-prefix-cache-producer"
