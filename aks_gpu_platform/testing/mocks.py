@@ -216,9 +216,12 @@ def _azure_name(args: pulumi_mocks.MockResourceArgs) -> str:
 def _azure_id(args: pulumi_mocks.MockResourceArgs) -> str:
     _, module, kind = args.typ.split(":")
     group = args.inputs.get("resourceGroupName", "rg")
-    return (
-        f"/subscriptions/{SUBSCRIPTION}/resourceGroups/{group}/providers/Microsoft.{module}/{kind}/{_azure_name(args)}"
-    )
+    provider = f"/subscriptions/{SUBSCRIPTION}/resourceGroups/{group}/providers/Microsoft.{module}"
+    if args.typ == "azure-native:storage:BlobContainer" and args.inputs.get("accountName"):
+        # A container's ID nests under its account's, as ARM gives it: a scope cut back to the account shows.
+        account, container = args.inputs["accountName"], args.inputs.get("containerName", _azure_name(args))
+        return f"{provider}/storageAccounts/{account}/blobServices/default/containers/{container}"
+    return f"{provider}/{kind}/{_azure_name(args)}"
 
 
 def _string_leaves(value: Any, path: str = "") -> Iterator[tuple[str, str]]:

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
+from aks_gpu_platform.components.inference.adapters import adapter_args
 from aks_gpu_platform.config import ConfigError, load_platform_config
 from aks_gpu_platform.config.catalog.models import MODELS, ModelShape, serving_dtype
 from aks_gpu_platform.config.inference.model_checks import engine_memory_budget
@@ -323,6 +324,22 @@ def test_each_adapter_is_staged_and_served_by_name_by_its_base_servers(prod_reco
     assert server.serves("yara") is None, "any other name is a 404"
     assert server.max_loras == 2 and server.max_lora_rank == 32, "a slot per adapter, at the highest rank (32)"
     assert not server.runtime_updating, "no /v1/load_lora_adapter on the team route"
+
+
+def test_every_adapter_stays_in_host_memory_when_fewer_fit_a_batch() -> None:
+    """maxLoras bounds the GPU slots; every static adapter still stays in host memory, so a switch never reloads."""
+    cfg = _load("dev", _dev_model(maxModelLen=4096, maxLoras=1, adapters=[_adapter(n) for n in ("a", "b", "c")]))
+    args = adapter_args(cfg.inference.models[0], "/cache")
+    flags = {args[i]: args[i + 1] for i in range(len(args) - 1) if args[i] in ("--max-loras", "--max-cpu-loras")}
+    assert flags == {"--max-loras": "1", "--max-cpu-loras": "3"}, flags
+
+
+def test_adapters_on_a_model_streamed_from_blob_are_refused_naming_them() -> None:
+    """Adapters are staged into a weights cache, which a streamed model does not have: its servers would start
+    with --lora-modules paths that do not exist."""
+    (streamed,) = [m for m in _settings("prod")["inference"]["models"] if "blob" in m["weights"]]
+    problem = _refused("prod", {**streamed, "adapters": [_adapter("a")]})
+    assert problem.startswith("inference.models[0].adapters:") and "weights cache" in problem, problem
 
 
 def test_the_staging_job_takes_only_what_vllm_reads_of_an_adapter(prod_recording: Recording) -> None:

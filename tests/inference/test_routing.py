@@ -336,6 +336,21 @@ def w(request: pytest.FixtureRequest, worlds: dict[str, World]) -> World:
     return worlds[request.param]
 
 
+def test_only_a_groups_leader_publishes_its_kv_events(worlds: dict[str, World]) -> None:
+    """The picker dials the scheduler's pod (vLLM's leader in a group); a worker that bound the port and wore the
+    label would be opened to the picker and left out of the namespace's ingress for nothing."""
+    (leader, worker) = server_pods(worlds["prod-multi-node"])["llama-70b"]
+    for template, publishes in ((leader, True), (worker, False)):
+        (container,) = template["spec"]["containers"]
+        env = {e["name"] for e in container.get("env") or []}
+        shows = (
+            "--kv-events-config" in container["args"],
+            "POD_IP" in env,
+            bool(template["metadata"]["labels"].get("aks-gpu-platform/kv-events")),
+        )
+        assert shows == (publishes, publishes, publishes), f"leader publishes, worker not: {shows}"
+
+
 def _publishers(w: World) -> dict[str, dict[str, Any]]:
     """Model -> the template of its pods that publish KV-cache events (a single server, a group's leader)."""
     return {

@@ -203,7 +203,7 @@ def test_plan_warns_about_placeholders_a_real_deployment_refuses_and_still_succe
         assert f"warning: placeholder {path}: got" in named, f"{path} still holds a stand-in and must be named"
         assert path in screen, f"{path} is named on the first screen"
     assert "storage.lustre.hpcCacheProviderObjectId (section off)" in screen, "dev's Lustre is off: the plan says so"
-    assert "`pulumi up` stop on the 4 that would reach Azure" in screen, "and how many a deployment refuses"
+    assert "`pulumi up` refuses the 4 that would reach Azure" in screen, "and how many a deployment refuses"
 
 
 def test_plan_tells_which_outputs_are_secret(plan_runs: dict[str, TwoRuns]) -> None:
