@@ -101,7 +101,7 @@ def check_admission(job: Workload, stack: Stack, injected: Sequence[Mapping[str,
                 refusals.append(f"{prefix}{policy.name}: {refusal}")
     if refusals:
         return Verdict(job.title, "admission", False, "; ".join(refusals))
-    names = ", ".join(dict.fromkeys(checked)) or "none bound to this namespace"
+    names = ", ".join(sorted(set(checked))) or "none bound to this namespace"
     return Verdict(job.title, "admission", True, f"admitted by {names}")
 
 
@@ -338,7 +338,7 @@ def _toleration_hint(job: Workload, spec: Mapping[str, Any], requests: Mapping[s
             )
             else ""
         )
-        return f"; to run on pool {pool.name}, add tolerations [{tolerations}]{queued}"
+        return f"; to run on pool {pool.config_name}, add tolerations [{tolerations}]{queued}"
     return ""
 
 
@@ -349,7 +349,9 @@ def check_node_fit(job: Workload, stack: Stack, specs: Sequence[Mapping[str, Any
         requests = pod_requests(spec, job.title)
         pools = fitting_pools(spec, requests, stack)
         if not pools:
-            why = "; ".join(f"{p.name} ({p.vm_size}): {', '.join(_why_not(spec, requests, p))}" for p in stack.pools)
+            why = "; ".join(
+                f"{p.config_name} ({p.vm_size}): {', '.join(_why_not(spec, requests, p))}" for p in stack.pools
+            )
             failures.append(f"{pod_set.name} fit no pool: {why}{_toleration_hint(job, spec, requests, stack)}")
             continue
         roomy = [p for p in pools if math.ceil(pod_set.count / _pods_per_node(requests, p.allocatable)) <= p.max_count]
@@ -357,11 +359,11 @@ def check_node_fit(job: Workload, stack: Stack, specs: Sequence[Mapping[str, Any
             pool = pools[0]
             per_node = _pods_per_node(requests, pool.allocatable)
             failures.append(
-                f"{pod_set.name} need {math.ceil(pod_set.count / per_node)} nodes of pool {pool.name} "
+                f"{pod_set.name} need {math.ceil(pod_set.count / per_node)} nodes of pool {pool.config_name} "
                 f"({per_node} pod{'s' if per_node != 1 else ''} a node), more than its {pool.max_count} at most"
             )
             continue
-        found.append(f"{pod_set.name} on {', '.join(f'{p.name} ({p.vm_size})' for p in roomy)}")
+        found.append(f"{pod_set.name} on {', '.join(f'{p.config_name} ({p.vm_size})' for p in roomy)}")
     if failures:
         return Verdict(job.title, "node-fit", False, "; ".join(failures))
     return Verdict(job.title, "node-fit", True, "; ".join(found))
@@ -378,13 +380,13 @@ def check_scale_from_zero(job: Workload, stack: Stack, specs: Sequence[Mapping[s
             continue
         warm = [p for p in pools if p.always_has_nodes]
         if warm:
-            found.append(f"{pod_set.name}: pool {warm[0].name} keeps at least {warm[0].min_count} node(s)")
+            found.append(f"{pod_set.name}: pool {warm[0].config_name} keeps at least {warm[0].min_count} node(s)")
             continue
         growable: list[Pool] = []
         why: list[str] = []
         for pool in pools:
             if not pool.autoscaled or pool.max_count == 0:
-                why.append(f"{pool.name} is at 0 nodes and not autoscaled")
+                why.append(f"{pool.config_name} is at 0 nodes and not autoscaled")
                 continue
             short = [
                 f"{show_amount(k, v)} {k} > the template's {show_amount(k, pool.template_capacity.get(k, Fraction(0)))}"
@@ -397,11 +399,13 @@ def check_scale_from_zero(job: Workload, stack: Stack, specs: Sequence[Mapping[s
                     "nodeLabels, not the labels AKS adds at boot)"
                 )
             if short:
-                why.append(f"{pool.name}: {', '.join(short)}")
+                why.append(f"{pool.config_name}: {', '.join(short)}")
             else:
                 growable.append(pool)
         if growable:
-            found.append(f"{pod_set.name}: the autoscaler can add a node to {', '.join(p.name for p in growable)}")
+            found.append(
+                f"{pod_set.name}: the autoscaler can add a node to {', '.join(p.config_name for p in growable)}"
+            )
         else:
             failures.append(f"{pod_set.name} stay pending at zero nodes: {'; '.join(why)}")
     if failures:

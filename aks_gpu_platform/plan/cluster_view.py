@@ -43,6 +43,8 @@ class Pool:
     template_capacity: Mapping[str, Fraction]
     template_labels: Mapping[str, str]
     system: bool
+    config_name: str
+    """The pool's name in the stack config, which the plan and the docs use (`name` is its Azure agent pool's)."""
 
     @property
     def always_has_nodes(self) -> bool:
@@ -117,6 +119,10 @@ def pool_from_inputs(inputs: Mapping[str, Any]) -> Pool | None:
         template_capacity=capacity,
         template_labels=template_labels,
         system=str(inputs.get("mode")) == "System",
+        # AgentPools are `<config name>` + 4 hex characters (components/cluster/agent_pools.py); inline ones keep it.
+        config_name=str(
+            (inputs.get("nodeLabels") or {}).get("gpu-pool") or (name[:-4] if "agentPoolName" in inputs else name)
+        ),
     )
 
 

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from aks_gpu_platform.config.gpu.scheduling import selects_node, tolerates_taints
 from aks_gpu_platform.plan import check, manifests
 from aks_gpu_platform.plan.cli import main as cli_main
+from aks_gpu_platform.plan.cluster_view import stack_view
 from aks_gpu_platform.testing import Recording, kubernetes_object
 from tests.upstream import admission_cel, autoscaler_template, kube_scheduler, pod_security_standard, scheduling
 from tests.upstream.kube_scheduler import pod_fits_node
@@ -169,6 +170,19 @@ def test_the_shipped_team_manifests_pass_every_check_on_the_dev_stack(dev_record
     verdicts = check.check_manifests(workloads, dev_recording)
     assert len(verdicts) == 3 * len(check.CHECKS)
     assert all(v.passed for v in verdicts), "\n".join(v.line() for v in verdicts if not v.passed)
+
+
+def test_verdicts_name_pools_as_the_config_does_and_policies_in_a_stable_order(dev_recording: Recording) -> None:
+    """A researcher reads `gput4` in the docs and the plan; the Azure agent pool's hashed name is nobody's word."""
+    verdicts = check.check_manifests(manifests.read_manifests(DEV_MANIFESTS), dev_recording)
+    text = "\n".join(v.line() for v in verdicts)
+    azure = [p.name for p in stack_view(dev_recording).pools if p.name != p.config_name]
+    assert azure and not [name for name in azure if name in text], f"Azure pool names {azure} in:\n{text}"
+    assert "gput4 (Standard_NC4as_T4_v3)" in text, text
+    for v in verdicts:
+        if v.check == "admission" and v.reason.startswith("admitted by "):
+            names = v.reason.removeprefix("admitted by ").split(", ")
+            assert names == sorted(names), f"the same manifest lists its policies in one order: {names}"
 
 
 def test_the_prod_copy_data_job_passes_every_check_on_the_prod_stack(prod_recording: Recording) -> None:
