@@ -90,20 +90,21 @@ def _common_start(a: str, b: str) -> int:
 
 def _differing(before: str, after: str, width: int) -> tuple[str, str]:
     """The two texts cut to the part that differs: the common prefix and suffix elided with `...` (keeping
-    `DIFF_CONTEXT` characters of each), so the change is what shows, never a shared opening."""
+    `DIFF_CONTEXT` characters of each), so the change is what shows, never a shared opening. The two sides share
+    `2 * width` characters: a short side (an insertion's) leaves its room to the other, cut at its end."""
     prefix = _common_start(before, after)
     suffix = _common_start(before[prefix:][::-1], after[prefix:][::-1])
     start = max(prefix - DIFF_CONTEXT, 0)
+    bodies = [text[start : min(len(text) - suffix + DIFF_CONTEXT, len(text))] for text in (before, after)]
+    room = {i: max(width, 2 * width - len(bodies[1 - i])) for i in (0, 1)}
 
-    def middle(text: str) -> str:
-        end = min(len(text) - suffix + DIFF_CONTEXT, len(text))
-        body = text[start:end]
-        if len(body) > width:
-            keep = width // 2
-            body = body[:keep] + "..." + body[-keep:]
-        return ("..." if start else "") + body + ("..." if end < len(text) else "")
+    def shown(i: int, text: str) -> str:
+        body = bodies[i]
+        cut = len(body) > room[i]
+        body = body[: room[i]] if cut else body
+        return ("..." if start else "") + body + ("..." if cut or start + len(body) < len(text) else "")
 
-    return middle(before), middle(after)
+    return shown(0, before), shown(1, after)
 
 
 def show_change(prop: PropertyChange, width: int = 60) -> str:

@@ -555,3 +555,17 @@ def test_a_base_tree_is_planned_with_its_own_package(tmp_path: Path) -> None:
     assert Path(platform).is_relative_to(base / "components") and Path(loader).is_relative_to(base / "config"), (
         f"the base's own folders, not the working tree's: {found.stdout}"
     )
+
+
+def test_a_long_clause_appended_to_a_long_value_shows_what_it_adds() -> None:
+    """A chargeback rule gaining a pool's price: the new pool and its price sit inside the added clause."""
+    from aks_gpu_platform.plan.diff import PropertyChange
+    from aks_gpu_platform.plan.diff_text import show_change
+
+    before = 'label_replace(label_replace(vector(0.526), "gpu_pool", "gput4", "", ""), "estimate", "false", "", "")'
+    added = (
+        ' or label_replace(label_replace(vector(0.4444), "gpu_pool", "spota100", "", ""), "estimate", "true", "", "")'
+    )
+    line = show_change(PropertyChange("rules[0].expression", before, before + added, None))
+    shown_after = line.split(" -> ", 1)[1]
+    assert "vector(0.4444)" in shown_after and "spota100" in shown_after, line
